@@ -1,0 +1,46 @@
+/**
+ * Test harness: `deno task test [deno test args…]`.
+ *
+ * Starts a throwaway Postgres cluster on a free loopback port (installing Debian's `postgresql`
+ * first when no server binaries are found and we are root), runs `deno test` with
+ * `TEST_DATABASE_URL` pointing at it, stops the cluster by its pid, and ends with the line
+ * `N passed, N failed` that CI reads. Exits non-zero when any test failed.
+ */
+import { startPostgres } from "./_harness/postgres.ts";
+
+const pg = await startPostgres();
+let code = 1;
+let passed = 0;
+let failed = 0;
+try {
+  const args = Deno.args.length > 0 ? Deno.args : ["tests/"];
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", "--no-check=remote", ...args],
+    env: { TEST_DATABASE_URL: pg.url, PG_BIN_DIR: pg.binDir },
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const decoder = new TextDecoder();
+  let tail = "";
+  for await (const chunk of child.stdout) {
+    const text = decoder.decode(chunk, { stream: true });
+    await Deno.stdout.write(chunk);
+    tail = (tail + text).slice(-4000);
+  }
+  code = (await child.status).code;
+  // Deno's summary line: "ok | 12 passed (3 steps) | 0 failed (1s)" or "FAILED | 1 passed | 2 failed".
+  // deno-lint-ignore no-control-regex
+  const plain = tail.replace(/\x1b\[[0-9;]*m/g, "");
+  const summary = plain.match(/(\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/g);
+  if (summary) {
+    const last = summary[summary.length - 1].match(/(\d+) passed.*\| (\d+) failed/)!;
+    passed = Number(last[1]);
+    failed = Number(last[2]);
+  } else if (code !== 0) {
+    failed = 1;
+  }
+} finally {
+  await pg.stop();
+}
+console.log(`${passed} passed, ${failed} failed`);
+Deno.exit(code !== 0 || failed > 0 ? 1 : 0);
