@@ -1,0 +1,140 @@
+/**
+ * The one interface every environment implements (DESIGN.md §9), built-in or served over HTTP.
+ *
+ * An environment draws tasks deterministically by split and seed; an episode is created from a
+ * task, `reset()` gives the first observation and `step(actionText)` advances it. The SEED
+ * pipeline only ever talks to these types.
+ */
+import type { z } from "zod";
+
+/** Task splits: `test_seen` = new episodes of training layouts, `test_unseen` = held-out ones. */
+export type Split = "train" | "test_seen" | "test_unseen";
+
+/** All splits, in a stable order. */
+export const SPLITS: readonly Split[] = ["train", "test_seen", "test_unseen"];
+
+/** One task: everything needed to recreate the same initial state anywhere. */
+export interface Task {
+  /** Environment id, e.g. `sokoban`. */
+  envId: string;
+  /** Stable id, unique within the environment, e.g. `sokoban/train/17`. */
+  id: string;
+  split: Split;
+  /** Generator seed of this task (a uint32). */
+  seed: number;
+  /** Task family for per-family metrics (e.g. `pick_and_place`); the env id when there is one family. */
+  family: string;
+  /** The instruction shown after `Your task is to: ` (one line, no trailing period needed). */
+  instruction: string;
+  /** The environment options this task was generated with (validated by the env's schema). */
+  options: Record<string, unknown>;
+}
+
+/** What the agent sees after reset and after each step. */
+export interface Observation {
+  /** Text observation (for Sokoban the grid and a legend line). */
+  text: string;
+  /** Actions admissible now, where the environment has a finite list; undefined otherwise. */
+  admissibleActions?: string[];
+  /** Optional image for vision variants: RGB, row-major, `height * width * 3` bytes. */
+  image?: { width: number; height: number; rgb: Uint8Array };
+}
+
+/** The result of one `step`. */
+export interface StepResult {
+  observation: Observation;
+  /** Reward of this step (env units: Sokoban −0.1 per step, +1 per box, +10 on solve; household 10 on success). */
+  reward: number;
+  /** True when the episode is over (won, lost, or no further progress possible). */
+  done: boolean;
+  /** True when the task was accomplished. */
+  won: boolean;
+  /** False when the action could not be parsed or was not admissible; the state is then unchanged. */
+  valid: boolean;
+  /** Env-specific extras (e.g. WebShop's reward breakdown); JSON-serialisable. */
+  info: Record<string, unknown>;
+}
+
+/** A live episode of one task. Not thread-safe; one per rollout copy. */
+export interface Episode {
+  readonly task: Task;
+  /** Returns the initial observation. Calling it again restarts the same task from scratch. */
+  reset(): Observation;
+  /** Applies an action given as plain text (already extracted from the response, see `parseAction`). */
+  step(actionText: string): StepResult;
+}
+
+/** One turn of a finished or running trajectory, as the prompt builder and analyzer see it. */
+export interface TrajectoryStep {
+  /** The observation text the policy saw before acting. */
+  observation: string;
+  /** The raw policy response (may hold `<think>…</think><action>…</action>`). */
+  response: string;
+  /** The action text extracted from the response ("" when none could be parsed). */
+  action: string;
+  valid: boolean;
+  reward: number;
+}
+
+/** A whole episode, for the analyzer (DESIGN.md §8 step 3). */
+export interface Trajectory {
+  task: Task;
+  steps: TrajectoryStep[];
+  won: boolean;
+  /** Sum of step rewards, or the env's final score where it has one (WebShop). */
+  score: number;
+}
+
+/** The JSON the analyzer (policy or reference) returns (DESIGN.md §8 step 3). */
+export interface SkillAnalysis {
+  episode_summary: string;
+  episode_skill: string;
+}
+
+/** Scripted expert: acts from full knowledge of the task (used for warm-up demonstrations). */
+export interface Expert {
+  /** The next action text for the current observation. */
+  act(observation: Observation): string;
+}
+
+/** Inputs of the per-environment prompt template. */
+export interface PromptInput {
+  task: Task;
+  /** Earlier steps of this episode, oldest first; the template shows only the last `historyLength`. */
+  history: TrajectoryStep[];
+  observation: Observation;
+  /** Steps of history to show (JobSpec `env.history`). */
+  historyLength: number;
+  /** Turn number, 1-based. */
+  turn: number;
+}
+
+/** One environment: its task generator, episodes, prompt, expert, reference analyzer, vocabulary. */
+export interface Environment {
+  readonly id: string;
+  /** One paragraph for `GET /v1/envs`. */
+  readonly description: string;
+  /** zod schema of `env.options` with defaults (e.g. Sokoban `{size, boxes}`). */
+  readonly optionsSchema: z.ZodType<Record<string, unknown>>;
+  /** Default and maximum turns per episode. */
+  readonly defaultMaxTurns: number;
+  /** Task families (for per-family eval metrics). */
+  readonly families: readonly string[];
+  /**
+   * Draws `count` tasks of `split` deterministically from `seed` (same inputs → same tasks).
+   * Throws `EnvOptionsError` when `options` do not match `optionsSchema`.
+   */
+  sampleTasks(split: Split, count: number, seed: number, options?: Record<string, unknown>): Task[];
+  /** Creates an episode of `task` (call `reset()` before the first step). */
+  createEpisode(task: Task): Episode;
+  /** The prompt for one turn in the field's style (system line, `Your task is to: …`, history, observation, admissible actions, answer format). */
+  buildPrompt(input: PromptInput): string;
+  /** Extracts the action from a response, leniently; `null` when nothing parseable is present. */
+  parseAction(response: string): string | null;
+  /** A scripted expert for `task` that solves ≥ 99% of tasks within the default turn limit. */
+  createExpert(task: Task): Expert;
+  /** A truthful skill for a finished trajectory (workflow on success, the actual mistake on failure). */
+  referenceAnalysis(trajectory: Trajectory): SkillAnalysis;
+  /** Every word that prompts, observations, actions and reference skills can contain. */
+  vocabulary(): string[];
+}
