@@ -6,6 +6,7 @@
 export * from "./errors.ts";
 export * from "./advantage.ts";
 export * from "./skills.ts";
+export * from "./analyze.ts";
 export * from "./skill_library.ts";
 export * from "./samples.ts";
 export * from "./rollout.ts";
