@@ -1,7 +1,8 @@
 /**
  * The SEED algorithm's model-independent parts (DESIGN.md §8; Wu et al. 2026, arXiv 2607.14777):
  * rollout loop, samples, advantage estimators (GRPO, GiGPO), analyzer prompt and parsing, skill
- * insertion, the skill library, a float64 reference of the update loss and step metrics. The trainer ties these to the engine and envs.
+ * insertion, the skill library, a float64 reference of the update loss, and step metrics.
+ * The trainer ties these to the engine and envs.
  */
 export * from "./errors.ts";
 export * from "./advantage.ts";
