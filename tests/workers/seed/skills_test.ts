@@ -147,6 +147,16 @@ const malformed: [string, string, string][] = [
     "Cool the apple in the fridge.",
   ],
   [
+    "a stray opening brace before the object",
+    'Step {1 was bad.\n{"episode_summary": "s", "episode_skill": "Look before you move."}',
+    "Look before you move.",
+  ],
+  [
+    "the echoed format example before the real answer",
+    'Format: {"episode_summary": "...", "episode_skill": "..."}\nAnswer: {"episode_summary": "x", "episode_skill": "Use {braces} in text."} {"episode_skill": "..."}',
+    "Use {braces} in text.",
+  ],
+  [
     "a skill given as a list of strings",
     '{"episode_summary": "s", "episode_skill": ["Find the lamp.", "Then use it."]}',
     "Find the lamp. Then use it.",
