@@ -1,0 +1,266 @@
+import assert from "node:assert/strict";
+import {
+  analysisTarget,
+  buildAnalyzerPrompt,
+  insertSkill,
+  PAPER_SKILL_INSTRUCTION,
+  parseSkillAnalysis,
+} from "../../../workers/seed/skills.ts";
+import type { Task, Trajectory } from "../../../workers/envs/types.ts";
+import { SeedOptionError, SkillError } from "../../../workers/seed/errors.ts";
+
+const task: Task = {
+  envId: "sokoban",
+  id: "sokoban/train/3",
+  split: "train",
+  seed: 3,
+  family: "sokoban",
+  instruction: "push every box onto a goal",
+  options: {},
+};
+
+function trajectory(won: boolean, n: number): Trajectory {
+  return {
+    task,
+    won,
+    score: won ? 10 : 0,
+    steps: Array.from({ length: n }, (_, k) => ({
+      observation: `grid ${k + 1}`,
+      response: `<action>move ${k % 2 === 0 ? "up" : "left"}</action>`,
+      action: k % 2 === 0 ? "up" : "left",
+      valid: k !== 1,
+      reward: 0,
+    })),
+  };
+}
+
+Deno.test("the analyzer prompt for a success asks for the workflow and lists every step", () => {
+  const prompt = buildAnalyzerPrompt(trajectory(true, 3));
+  const lines = prompt.split("\n");
+  assert.ok(lines[0].includes("Return ONLY JSON"));
+  assert.ok(prompt.includes('"episode_summary"') && prompt.includes('"episode_skill"'));
+  assert.ok(prompt.includes("workflow, the core decision rule and action order that worked"));
+  assert.ok(!prompt.includes("avoidance rule"));
+  assert.ok(lines.includes("Your task is to: push every box onto a goal"));
+  assert.ok(lines.includes("Outcome: success"));
+  const stepAt = lines.indexOf("Step 2");
+  assert.deepEqual(lines.slice(stepAt, stepAt + 4), [
+    "Step 2",
+    "Observation: grid 2",
+    "Response: <action>move left</action>",
+    "Action valid: no",
+  ]);
+  assert.equal(lines.filter((l) => /^Step \d+$/.test(l)).length, 3);
+  assert.equal(lines.at(-1), "Action valid: yes");
+});
+
+Deno.test("the analyzer prompt for a failure asks for the avoidance rule", () => {
+  const prompt = buildAnalyzerPrompt(trajectory(false, 1));
+  assert.ok(prompt.includes("Outcome: failure"));
+  assert.ok(prompt.includes("avoidance rule, the core mistake and the warning signs"));
+  assert.ok(!prompt.includes("Outcome: success"));
+  assert.ok(
+    prompt.endsWith(
+      "Step 1\nObservation: grid 1\nResponse: <action>move up</action>\nAction valid: yes",
+    ),
+  );
+});
+
+Deno.test("the analyzer prompt keeps the last steps and says how many were omitted", () => {
+  const prompt = buildAnalyzerPrompt(trajectory(false, 5), { maxSteps: 2 });
+  assert.ok(prompt.includes("(3 earlier steps omitted)"));
+  assert.ok(!prompt.includes("Step 3\n") && !prompt.includes("grid 3"));
+  assert.ok(prompt.includes("Step 4\nObservation: grid 4") && prompt.includes("Step 5\n"));
+  const one = buildAnalyzerPrompt(trajectory(false, 3), { maxSteps: 2 });
+  assert.ok(one.includes("(1 earlier step omitted)"));
+  const all = buildAnalyzerPrompt(trajectory(false, 2), { maxSteps: 5 });
+  assert.ok(!all.includes("omitted"));
+});
+
+Deno.test("the analyzer prompt shortens long fields keeping head and tail", () => {
+  const t = trajectory(true, 1);
+  t.steps[0].response = "a".repeat(50) + "<action>up</action>";
+  const prompt = buildAnalyzerPrompt(t, { maxFieldChars: 31 });
+  const response = prompt.split("\n").find((l) => l.startsWith("Response: "))!;
+  // 31 chars: 14 of the head, " … ", the last 14 of the tail.
+  assert.equal(response, `Response: ${"a".repeat(14)} … on>up</action>`);
+  assert.equal(response.length - "Response: ".length, 31);
+  assert.throws(() => buildAnalyzerPrompt(t, { maxSteps: 0 }), SeedOptionError);
+});
+
+Deno.test("parse reads clean JSON", () => {
+  assert.deepEqual(
+    parseSkillAnalysis('{"episode_summary": "won fast", "episode_skill": "Push boxes up first."}'),
+    { episode_summary: "won fast", episode_skill: "Push boxes up first." },
+  );
+});
+
+const malformed: [string, string, string][] = [
+  [
+    "a fenced json block with prose around it",
+    'Sure! Here is the analysis:\n```json\n{"episode_summary": "s", "episode_skill": "Check the box row first."}\n```\nHope it helps.',
+    "Check the box row first.",
+  ],
+  [
+    "trailing commas",
+    '{"episode_summary": "s", "episode_skill": "Never push a box into a corner.",}',
+    "Never push a box into a corner.",
+  ],
+  [
+    "single quotes with an apostrophe inside",
+    "{'episode_summary': 'lost', 'episode_skill': 'Don't push a box into a corner.'}",
+    "Don't push a box into a corner.",
+  ],
+  [
+    "several objects: the last usable one wins",
+    '{"episode_summary": "a", "episode_skill": "first"} then {"episode_summary": "b", "episode_skill": "second rule"} {"note": 1}',
+    "second rule",
+  ],
+  [
+    "bare keys",
+    '{episode_summary: "s", episode_skill: "Open the drawer before looking inside."}',
+    "Open the drawer before looking inside.",
+  ],
+  [
+    "raw newlines inside the string",
+    '{"episode_summary": "s", "episode_skill": "Go to the sink.\nThen clean the mug."}',
+    "Go to the sink. Then clean the mug.",
+  ],
+  [
+    "unescaped double quotes inside the string",
+    '{"episode_summary": "s", "episode_skill": "Click "buy now" only after choosing the size."}',
+    'Click "buy now" only after choosing the size.',
+  ],
+  [
+    "an unbalanced object whose skill string is closed",
+    'answer: {"episode_summary": "s", "episode_skill": "Search with the exact product words." ',
+    "Search with the exact product words.",
+  ],
+  [
+    "curly quotes",
+    "{\u201cepisode_summary\u201d: \u201cs\u201d, \u201cepisode_skill\u201d: \u201cTake the key first.\u201d}",
+    "Take the key first.",
+  ],
+  [
+    "the analysis nested under another key",
+    '{"analysis": {"episode_summary": "s", "episode_skill": "Cool the apple in the fridge."}}',
+    "Cool the apple in the fridge.",
+  ],
+  [
+    "a stray opening brace before the object",
+    'Step {1 was bad.\n{"episode_summary": "s", "episode_skill": "Look before you move."}',
+    "Look before you move.",
+  ],
+  [
+    "the echoed format example before the real answer",
+    'Format: {"episode_summary": "...", "episode_skill": "..."}\nAnswer: {"episode_summary": "x", "episode_skill": "Use {braces} in text."} {"episode_skill": "..."}',
+    "Use {braces} in text.",
+  ],
+  [
+    "a skill given as a list of strings",
+    '{"episode_summary": "s", "episode_skill": ["Find the lamp.", "Then use it."]}',
+    "Find the lamp. Then use it.",
+  ],
+];
+
+for (const [what, text, skill] of malformed) {
+  Deno.test(`parse recovers the skill from ${what}`, () => {
+    const parsed = parseSkillAnalysis(text);
+    assert.ok(parsed, `no analysis recovered from ${JSON.stringify(text)}`);
+    assert.equal(parsed.episode_skill, skill);
+  });
+}
+
+Deno.test("parse returns null when no non-empty skill is recoverable", () => {
+  for (
+    const text of [
+      "",
+      "I cannot analyze this episode.",
+      '{"episode_summary": "only a summary"}',
+      '{"episode_summary": "s", "episode_skill": ""}',
+      '{"episode_summary": "s", "episode_skill": "..."}',
+      '{"episode_summary": "s", "episode_skill": 42}',
+      '{"episode_summary": "s", "episode_skill": "cut off by the token lim',
+    ]
+  ) {
+    assert.equal(parseSkillAnalysis(text), null, `expected null for ${JSON.stringify(text)}`);
+  }
+});
+
+Deno.test("parse bounds the skill length at a word boundary", () => {
+  const long = Array.from({ length: 200 }, (_, i) => `word${i}`).join(" ");
+  const parsed = parseSkillAnalysis(JSON.stringify({ episode_summary: "", episode_skill: long }), {
+    maxSkillChars: 50,
+  })!;
+  assert.ok(parsed.episode_skill.length <= 50);
+  assert.ok(long.startsWith(parsed.episode_skill + " "));
+});
+
+Deno.test("analysisTarget round-trips through parse", () => {
+  const analysis = {
+    episode_summary: 'The agent pushed the "left" box, then won.',
+    episode_skill: "Move boxes away from walls first; don't block goals.",
+  };
+  const target = analysisTarget(analysis);
+  assert.ok(!target.includes("\n"));
+  assert.deepEqual(JSON.parse(target), analysis);
+  assert.deepEqual(parseSkillAnalysis(target), analysis);
+});
+
+const policyPrompt = [
+  "You are an expert agent playing Sokoban.",
+  "Your task is to: push every box onto a goal",
+  "Your last 2 steps: up, left",
+  "Now it's your turn to take an action.",
+].join("\n");
+
+Deno.test("the skill goes right after the task line", () => {
+  const out = insertSkill(policyPrompt, "  Push boxes\n up first. ");
+  assert.equal(
+    out,
+    [
+      "You are an expert agent playing Sokoban.",
+      "Your task is to: push every box onto a goal",
+      "Episode-Level Skill:",
+      "[Push boxes up first.]",
+      "Your last 2 steps: up, left",
+      "Now it's your turn to take an action.",
+    ].join("\n"),
+  );
+});
+
+Deno.test("the skill goes after a task line that ends the prompt", () => {
+  assert.equal(
+    insertSkill("Your task is to: x", "s1"),
+    "Your task is to: x\nEpisode-Level Skill:\n[s1]",
+  );
+});
+
+Deno.test("without a task line the skill goes before the Now it's your turn line", () => {
+  const prompt = "Grid:\n#@ #\nNow it's your turn to act.\nAnswer in <action></action>.";
+  assert.equal(
+    insertSkill(prompt, "Go right."),
+    "Grid:\n#@ #\nEpisode-Level Skill:\n[Go right.]\nNow it's your turn to act.\nAnswer in <action></action>.",
+  );
+});
+
+Deno.test("with neither line the skill is prepended", () => {
+  assert.equal(
+    insertSkill("Grid:\n#@ #", "Go right."),
+    "Episode-Level Skill:\n[Go right.]\nGrid:\n#@ #",
+  );
+});
+
+Deno.test("the paper's instruction line can be added under the heading", () => {
+  const out = insertSkill("Your task is to: x\nrest", "s", {
+    instruction: PAPER_SKILL_INSTRUCTION,
+  });
+  assert.equal(
+    out,
+    `Your task is to: x\nEpisode-Level Skill:\n${PAPER_SKILL_INSTRUCTION}\n[s]\nrest`,
+  );
+});
+
+Deno.test("an empty skill cannot be inserted", () => {
+  assert.throws(() => insertSkill(policyPrompt, " ... "), SkillError);
+});

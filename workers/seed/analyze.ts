@@ -1,0 +1,133 @@
+/**
+ * The analyze step and its hand-offs (DESIGN.md §8 steps 3, 4 and 6), independent of the model:
+ * batch the analyzer prompts into one generation call, parse each answer, build the
+ * skill-augmented teacher prompts for re-scoring, and record parsed skills in the library.
+ * Generation is a function argument (θ_old, greedy, `analyzer_max_new_tokens`), like the policy
+ * of `runRollouts`.
+ */
+import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
+import { SeedOptionError } from "./errors.ts";
+import type { SkillLibrary } from "./skill_library.ts";
+import type { AnalyzeMode, TurnSample } from "./samples.ts";
+import { selectForAnalysis } from "./samples.ts";
+import {
+  type AnalyzerPromptOptions,
+  buildAnalyzerPrompt,
+  insertSkill,
+  type InsertSkillOptions,
+  parseSkillAnalysis,
+  type ParseSkillOptions,
+} from "./skills.ts";
+
+/** A batched text generator: one completion per prompt, in the same order. */
+export type BatchGenerate = (prompts: string[]) => Promise<string[]>;
+
+/** Options of `analyzeTrajectories`. */
+export interface AnalyzeOptions {
+  /** `all` trajectories or `failed_only` (JobSpec `seed.analyze`). */
+  mode: AnalyzeMode;
+  /** The analyzer: θ_old generating greedily (one call for all prompts). */
+  generate: BatchGenerate;
+  prompt?: AnalyzerPromptOptions;
+  parse?: ParseSkillOptions;
+}
+
+/** What the analyze step produced. */
+export interface AnalyzeResult {
+  /** Per analysed trajectory id: the parsed analysis, or null when it did not parse. */
+  analyses: Map<string, SkillAnalysis | null>;
+  /** Trajectories sent to the analyzer. */
+  analyzed: number;
+  /** Analyses whose skill parsed. */
+  parsed: number;
+  /** The raw completions, by trajectory id (for logging and trajectory dumps). */
+  raw: Map<string, string>;
+}
+
+/**
+ * Runs the analyzer over the selected trajectories with one `generate` call and parses every
+ * answer leniently. Trajectories not selected (won ones under `failed_only`) are absent from
+ * `analyses`. Throws `SeedOptionError` when `generate` returns the wrong number of completions.
+ */
+export async function analyzeTrajectories<T extends Trajectory & { id: string }>(
+  trajectories: readonly T[],
+  options: AnalyzeOptions,
+): Promise<AnalyzeResult> {
+  const selected = selectForAnalysis(trajectories, options.mode);
+  const analyses = new Map<string, SkillAnalysis | null>();
+  const raw = new Map<string, string>();
+  if (selected.length === 0) return { analyses, analyzed: 0, parsed: 0, raw };
+  const prompts = selected.map((t) => buildAnalyzerPrompt(t, options.prompt));
+  const completions = await options.generate(prompts);
+  if (!Array.isArray(completions) || completions.length !== prompts.length) {
+    throw new SeedOptionError(
+      `Cannot analyze trajectories as generate must return one completion per prompt (${prompts.length}): current value is ${
+        Array.isArray(completions) ? completions.length : typeof completions
+      }`,
+      { option: "generate", value: Array.isArray(completions) ? completions.length : completions },
+    );
+  }
+  let parsed = 0;
+  selected.forEach((t, i) => {
+    const analysis = parseSkillAnalysis(completions[i], options.parse);
+    if (analysis) parsed++;
+    analyses.set(t.id, analysis);
+    raw.set(t.id, completions[i]);
+  });
+  return { analyses, analyzed: selected.length, parsed, raw };
+}
+
+/** The skill text per trajectory id (null where the analysis failed), for `teacherMask`. */
+export function skillsByTrajectory(
+  analyses: ReadonlyMap<string, SkillAnalysis | null>,
+): Map<string, string | null> {
+  return new Map([...analyses].map(([id, a]) => [id, a?.episode_skill ?? null]));
+}
+
+/**
+ * Teacher prompts (N,) for re-scoring (DESIGN.md §8 step 4): sample i's ordinary prompt with its
+ * trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed skill
+ * (teacher mask 0: no teacher pass is needed for it).
+ */
+export function teacherPrompts(
+  samples: readonly Pick<TurnSample, "prompt" | "trajectoryId">[],
+  skills: ReadonlyMap<string, string | null>,
+  options: InsertSkillOptions = {},
+): (string | null)[] {
+  return samples.map((s) => {
+    const skill = skills.get(s.trajectoryId);
+    return typeof skill === "string" && skill.trim() !== ""
+      ? insertSkill(s.prompt, skill, options)
+      : null;
+  });
+}
+
+/**
+ * Adds every parsed skill of this step to the library with provenance (DESIGN.md §8 step 6).
+ * `meanGaps` holds the mean teacher gap Δ per trajectory id (see `meanPerTrajectory`); missing
+ * ids get null. Returns how many skills were new to the library.
+ */
+export function recordSkills(
+  library: SkillLibrary,
+  input: {
+    step: number;
+    trajectories: readonly (Trajectory & { id: string })[];
+    analyses: ReadonlyMap<string, SkillAnalysis | null>;
+    meanGaps?: ReadonlyMap<string, number>;
+  },
+): number {
+  let added = 0;
+  for (const t of input.trajectories) {
+    const analysis = input.analyses.get(t.id);
+    if (!analysis) continue;
+    const result = library.add(analysis.episode_skill, {
+      step: input.step,
+      taskId: t.task.id,
+      trajectoryId: t.id,
+      success: t.won,
+      meanTeacherGap: input.meanGaps?.get(t.id) ?? null,
+    }, analysis.episode_summary);
+    if (result.added) added++;
+  }
+  return added;
+}

@@ -1,0 +1,204 @@
+/**
+ * Per-step metrics of the SEED trainer that do not depend on the model (DESIGN.md §3 "every step
+ * writes metrics"): success rate, mean reward, analyzer parse rate, skills added, tokens, seconds
+ * per named phase (STYLE.md: the training step as named, timed phases), and an ETA estimate.
+ * Loss terms (pg/opd/kl, gate mean, entropy) come from the update and are merged by the trainer.
+ */
+import type { Trajectory } from "../envs/types.ts";
+import { episodeReward, type RewardSource } from "./advantage.ts";
+import { checkNumber, SeedOptionError } from "./errors.ts";
+
+/** The named phases of one training step (and evaluation). */
+export const PHASES = ["rollout", "analyze", "rescore", "advantage", "update", "eval"] as const;
+
+/** One named phase. */
+export type Phase = typeof PHASES[number];
+
+/** Seconds spent per phase. */
+export type PhaseSeconds = Record<Phase, number>;
+
+/**
+ * Accumulates wall time per phase. `now` returns milliseconds (default `performance.now`); pass a
+ * fake clock in tests. A phase may run several times per step; its seconds add up.
+ */
+export class PhaseTimer {
+  readonly #now: () => number;
+  readonly #seconds: PhaseSeconds = zeroPhases();
+  readonly #started = new Map<Phase, number>();
+
+  constructor(now: () => number = () => performance.now()) {
+    this.#now = now;
+  }
+
+  /** Starts `phase`. Throws `SeedOptionError` when it is already running. */
+  start(phase: Phase): void {
+    if (this.#started.has(phase)) {
+      throw new SeedOptionError(
+        `Cannot start phase ${phase} as it must be stopped first: current state is running`,
+        { option: "phase", value: phase },
+      );
+    }
+    this.#started.set(phase, this.#now());
+  }
+
+  /** Stops `phase` and returns the seconds of this run. Throws when it was not started. */
+  stop(phase: Phase): number {
+    const started = this.#started.get(phase);
+    if (started === undefined) {
+      throw new SeedOptionError(
+        `Cannot stop phase ${phase} as it must be running: current state is stopped`,
+        { option: "phase", value: phase },
+      );
+    }
+    this.#started.delete(phase);
+    const seconds = (this.#now() - started) / 1000;
+    this.#seconds[phase] += seconds;
+    return seconds;
+  }
+
+  /** Runs `f` inside `phase` (stopped even when `f` throws) and returns its result. */
+  async time<T>(phase: Phase, f: () => T | Promise<T>): Promise<T> {
+    this.start(phase);
+    try {
+      return await f();
+    } finally {
+      this.stop(phase);
+    }
+  }
+
+  /** Seconds per phase accumulated so far (a copy). */
+  seconds(): PhaseSeconds {
+    return { ...this.#seconds };
+  }
+
+  /** Sum of all phases' seconds. */
+  total(): number {
+    return PHASES.reduce((sum, p) => sum + this.#seconds[p], 0);
+  }
+}
+
+/** Every phase at 0 s. */
+export function zeroPhases(): PhaseSeconds {
+  return { rollout: 0, analyze: 0, rescore: 0, advantage: 0, update: 0, eval: 0 };
+}
+
+/** Inputs of `stepMetrics`. */
+export interface StepMetricsInput {
+  /** The step's rollout trajectories. */
+  trajectories: readonly Trajectory[];
+  /** How R is computed (JobSpec `advantage`), for `mean_reward`. */
+  rewardSource: RewardSource;
+  /** Trajectories sent to the analyzer. */
+  analyzed: number;
+  /** Of those, analyses whose skill parsed. */
+  parsed: number;
+  /** Skills new to the library this step. */
+  skillsAdded: number;
+  /** Response tokens generated this step (rollout + analysis). */
+  tokensGenerated: number;
+  /** Response tokens in the update's loss (per epoch × epochs). */
+  tokensTrained: number;
+  /** Seconds per phase of this step. */
+  seconds: PhaseSeconds;
+}
+
+/** Model-independent metrics of one step (snake_case: they are stored and served as series). */
+export interface StepMetrics {
+  /** Share of trajectories won, in [0, 1]. */
+  success_rate: number;
+  /** Mean episode reward R (reward units). */
+  mean_reward: number;
+  /** Mean env score (`trajectory.score`). */
+  mean_score: number;
+  /** Mean turns per trajectory. */
+  mean_turns: number;
+  /** Share of turns whose action was invalid, in [0, 1]. */
+  invalid_action_rate: number;
+  /** parsed / analyzed, in [0, 1]; null when nothing was analysed (e.g. `grpo`). */
+  analyzer_parse_rate: number | null;
+  analyzed: number;
+  skills_added: number;
+  tokens_generated: number;
+  tokens_trained: number;
+  /** (tokens_generated + tokens_trained) / step seconds; 0 when no time was measured. */
+  tokens_per_second: number;
+  /** Seconds of the whole step (sum of phases). */
+  step_seconds: number;
+  seconds: PhaseSeconds;
+}
+
+/** Mean of `values`, 0 for none. */
+function mean(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** Aggregates one step's metrics. Throws `SeedOptionError` when parsed > analyzed or counts < 0. */
+export function stepMetrics(input: StepMetricsInput): StepMetrics {
+  for (
+    const key of ["analyzed", "parsed", "skillsAdded", "tokensGenerated", "tokensTrained"] as const
+  ) {
+    checkNumber(key, input[key], { min: 0, integer: true });
+  }
+  checkNumber("parsed", input.parsed, { min: 0, max: input.analyzed, integer: true });
+  const t = input.trajectories;
+  const turns = t.reduce((sum, x) => sum + x.steps.length, 0);
+  const invalid = t.reduce((sum, x) => sum + x.steps.filter((s) => !s.valid).length, 0);
+  const stepSeconds = PHASES.reduce((sum, p) => sum + input.seconds[p], 0);
+  const tokens = input.tokensGenerated + input.tokensTrained;
+  return {
+    success_rate: mean(t.map((x) => (x.won ? 1 : 0))),
+    mean_reward: mean(t.map((x) => episodeReward(x, input.rewardSource))),
+    mean_score: mean(t.map((x) => x.score)),
+    mean_turns: t.length === 0 ? 0 : turns / t.length,
+    invalid_action_rate: turns === 0 ? 0 : invalid / turns,
+    analyzer_parse_rate: input.analyzed === 0 ? null : input.parsed / input.analyzed,
+    analyzed: input.analyzed,
+    skills_added: input.skillsAdded,
+    tokens_generated: input.tokensGenerated,
+    tokens_trained: input.tokensTrained,
+    tokens_per_second: stepSeconds > 0 ? tokens / stepSeconds : 0,
+    step_seconds: stepSeconds,
+    seconds: { ...input.seconds },
+  };
+}
+
+/**
+ * Flattens metrics into `name → value` for a metrics series: phases become `seconds_<phase>`;
+ * null values are left out.
+ */
+export function metricSeries(metrics: StepMetrics): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, value] of Object.entries(metrics)) {
+    if (typeof value === "number") out[key] = value;
+  }
+  for (const phase of PHASES) out[`seconds_${phase}`] = metrics.seconds[phase];
+  return out;
+}
+
+/** Inputs of `estimateEtaSeconds`. */
+export interface EtaInput {
+  /** Steps finished so far (≥ 0). */
+  completedSteps: number;
+  /** Steps of the job (≥ completedSteps). */
+  totalSteps: number;
+  /** Seconds of each finished step, oldest first (e.g. `step_seconds`, eval included). */
+  stepSeconds: readonly number[];
+  /** Recent steps averaged (default 5): early steps (warm-up, compilation) weigh less. */
+  window?: number;
+}
+
+/**
+ * Remaining seconds ≈ mean of the last `window` step durations × remaining steps.
+ * 0 when done; null when no step has been timed yet.
+ */
+export function estimateEtaSeconds(input: EtaInput): number | null {
+  const window = input.window ?? 5;
+  checkNumber("completedSteps", input.completedSteps, { min: 0, integer: true });
+  checkNumber("totalSteps", input.totalSteps, { min: input.completedSteps, integer: true });
+  checkNumber("window", window, { min: 1, integer: true });
+  const remaining = input.totalSteps - input.completedSteps;
+  if (remaining === 0) return 0;
+  const recent = input.stepSeconds.slice(-window);
+  if (recent.length === 0) return null;
+  return mean(recent) * remaining;
+}

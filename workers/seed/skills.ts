@@ -1,0 +1,213 @@
+/**
+ * Hindsight skills (DESIGN.md §8 steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
+ * Distillation", arXiv 2607.14777): the analyzer prompt the policy θ_old answers greedily, the
+ * lenient parser of its JSON answer, the insertion of the skill into a turn's prompt for
+ * teacher re-scoring, and the canonical target text for analyzer warm-up SFT.
+ *
+ * Prompts are kept compact on purpose: a tiny model on CPU reads them, and every word is a token.
+ */
+import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
+import { checkNumber, SkillError } from "./errors.ts";
+import { lastStringField, objectSlices, parseObject } from "./_lenient_json.ts";
+
+/** Options of `buildAnalyzerPrompt`. */
+export interface AnalyzerPromptOptions {
+  /** Keep only the last `maxSteps` steps (≥ 1) and say how many earlier ones were omitted. */
+  maxSteps?: number;
+  /** Shorten each observation/response longer than this (chars, ≥ 16), keeping head and tail. */
+  maxFieldChars?: number;
+}
+
+/** Shortens `text` to at most `max` chars by cutting its middle (head and tail both matter). */
+function shorten(text: string, max: number | undefined): string {
+  if (max === undefined || text.length <= max) return text;
+  const head = Math.ceil((max - 3) / 2);
+  const tail = Math.floor((max - 3) / 2);
+  return `${text.slice(0, head)} … ${text.slice(text.length - tail)}`;
+}
+
+/**
+ * The analyzer prompt of DESIGN.md §8 step 3 (after the paper's episode-only analyzer): asks for
+ * only JSON `{"episode_summary", "episode_skill"}`; on success the skill is the workflow (core
+ * decision rule and action order that worked), on failure the avoidance rule (core mistake and
+ * warning signs); one short policy-facing skill. Carries `Your task is to: …`, `Outcome:
+ * success|failure`, and per step `Step k` (1-based turn) / `Observation:` / `Response:` /
+ * `Action valid: yes|no`. Throws `SeedOptionError` on out-of-range options.
+ */
+export function buildAnalyzerPrompt(
+  trajectory: Trajectory,
+  options: AnalyzerPromptOptions = {},
+): string {
+  const { maxSteps, maxFieldChars } = options;
+  if (maxSteps !== undefined) checkNumber("maxSteps", maxSteps, { min: 1, integer: true });
+  if (maxFieldChars !== undefined) {
+    checkNumber("maxFieldChars", maxFieldChars, { min: 16, integer: true });
+  }
+  const success = trajectory.won;
+  const rule = success
+    ? "The episode succeeded: episode_skill is the workflow, the core decision rule and action order that worked."
+    : "The episode failed: episode_skill is the avoidance rule, the core mistake and the warning signs to avoid.";
+  const lines = [
+    'Analyze the agent episode below. Return ONLY JSON: {"episode_summary": "...", "episode_skill": "..."}',
+    rule,
+    "Write one short policy-facing skill, not a story of the episode.",
+    `Your task is to: ${trajectory.task.instruction}`,
+    `Outcome: ${success ? "success" : "failure"}`,
+  ];
+  const steps = trajectory.steps;
+  const first = maxSteps !== undefined ? Math.max(0, steps.length - maxSteps) : 0;
+  if (first > 0) lines.push(`(${first} earlier step${first === 1 ? "" : "s"} omitted)`);
+  for (let k = first; k < steps.length; k++) {
+    const step = steps[k];
+    lines.push(
+      `Step ${k + 1}`,
+      `Observation: ${shorten(step.observation, maxFieldChars)}`,
+      `Response: ${shorten(step.response, maxFieldChars)}`,
+      `Action valid: ${step.valid ? "yes" : "no"}`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Bounds of `parseSkillAnalysis` (chars). */
+export interface ParseSkillOptions {
+  /** Longest skill kept; longer ones are cut at a word boundary. Default 400. */
+  maxSkillChars?: number;
+  /** Longest summary kept. Default 800. */
+  maxSummaryChars?: number;
+  /** Only the first `maxInputChars` of the model output are read. Default 20000. */
+  maxInputChars?: number;
+}
+
+/** Collapses whitespace and cuts `text` to `max` chars at a word boundary. */
+function bound(text: string, max: number): string {
+  const clean = text.replace(/\s+/g, " ").trim();
+  if (clean.length <= max) return clean;
+  const cut = clean.slice(0, max);
+  const space = cut.lastIndexOf(" ");
+  return (space > max / 2 ? cut.slice(0, space) : cut).trim();
+}
+
+/** A string field, or an array of strings joined by spaces; "" otherwise. */
+function textOf(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join(" ");
+  return "";
+}
+
+/** True for text with at least one letter or digit (rejects "", "...", "…"). */
+function meaningful(text: string): boolean {
+  return /[\p{L}\p{N}]/u.test(text);
+}
+
+/** The object itself, or the first nested object (depth ≤ 2) that has an `episode_skill`. */
+function findAnalysis(obj: Record<string, unknown>, depth = 0): Record<string, unknown> | null {
+  if ("episode_skill" in obj) return obj;
+  if (depth >= 2) return null;
+  for (const value of Object.values(obj)) {
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      const found = findAnalysis(value as Record<string, unknown>, depth + 1);
+      if (found) return found;
+    }
+  }
+  return null;
+}
+
+/**
+ * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently (DESIGN.md §8 step
+ * 3): ```json fences, prose around the object, trailing commas, single quotes where unambiguous,
+ * bare keys, raw newlines; when several objects parse, the last one with a usable skill wins; as
+ * a last resort a closed `"episode_skill": "…"` pair is read from unbalanced text. Returns null
+ * when no non-empty skill (with a letter or digit) is recoverable. Whitespace is collapsed and
+ * lengths are bounded by `options`. A missing summary becomes "".
+ */
+export function parseSkillAnalysis(
+  text: string,
+  options: ParseSkillOptions = {},
+): SkillAnalysis | null {
+  const { maxSkillChars = 400, maxSummaryChars = 800, maxInputChars = 20000 } = options;
+  const input = text.slice(0, maxInputChars).replace(/[\u201c\u201d]/g, '"')
+    .replace(/[\u2018\u2019]/g, "'");
+  const slices = objectSlices(input);
+  for (let i = slices.length - 1; i >= 0; i--) {
+    const parsed = parseObject(slices[i]);
+    const analysis = parsed && findAnalysis(parsed);
+    if (!analysis) continue;
+    const skill = bound(textOf(analysis.episode_skill), maxSkillChars);
+    if (!meaningful(skill)) continue;
+    return {
+      episode_summary: bound(textOf(analysis.episode_summary), maxSummaryChars),
+      episode_skill: skill,
+    };
+  }
+  const skill = bound(lastStringField(input, "episode_skill") ?? "", maxSkillChars);
+  if (!meaningful(skill)) return null;
+  const summary = lastStringField(input, "episode_summary") ?? "";
+  return { episode_summary: bound(summary, maxSummaryChars), episode_skill: skill };
+}
+
+/**
+ * The canonical text the analyzer is fine-tuned to emit during analyzer warm-up: one line of
+ * JSON with `episode_summary` then `episode_skill`. `parseSkillAnalysis(analysisTarget(x))`
+ * returns x whenever x is already whitespace-normalised and within the parse bounds.
+ */
+export function analysisTarget(analysis: SkillAnalysis): string {
+  return JSON.stringify({
+    episode_summary: analysis.episode_summary,
+    episode_skill: analysis.episode_skill,
+  });
+}
+
+/** Heading of the skill block inserted into a turn's prompt (the paper's "Episode-Level Skill"). */
+export const SKILL_HEADING = "Episode-Level Skill:";
+
+/** The paper's instruction line under the heading (optional; costs ~15 tokens per prompt). */
+export const PAPER_SKILL_INSTRUCTION =
+  "Refer to this episode-level skill when deciding what action to take in the current episode:";
+
+/** Options of `insertSkill`. */
+export interface InsertSkillOptions {
+  /** A line between the heading and `[skill]`, e.g. `PAPER_SKILL_INSTRUCTION`; none by default. */
+  instruction?: string;
+}
+
+/**
+ * Inserts the hindsight-skill block (DESIGN.md §8 step 4; the paper's "Episode-Level Skill"
+ * section) into a turn's prompt for teacher re-scoring:
+ *
+ *     Episode-Level Skill:
+ *     [<skill on one line>]
+ *
+ * Placement, in order: (1) on the lines right after the first line containing
+ * `Your task is to:`; (2) when there is none, right before the first line starting with
+ * `Now it's your turn`; (3) when neither exists, prepended to the prompt. Everything else of the
+ * prompt is kept byte for byte. Throws `SkillError` when the skill has no letter or digit.
+ */
+export function insertSkill(
+  prompt: string,
+  skill: string,
+  options: InsertSkillOptions = {},
+): string {
+  const oneLine = skill.replace(/\s+/g, " ").trim();
+  if (!meaningful(oneLine)) {
+    throw new SkillError(
+      `Cannot insert a skill as it must contain a letter or digit: current value is ${
+        JSON.stringify(skill)
+      }`,
+    );
+  }
+  const block = [
+    SKILL_HEADING,
+    ...(options.instruction ? [options.instruction] : []),
+    `[${oneLine}]`,
+  ]
+    .join("\n");
+  const task = /^.*Your task is to:.*$/m.exec(prompt);
+  if (task) {
+    const end = task.index + task[0].length;
+    return `${prompt.slice(0, end)}\n${block}${prompt.slice(end)}`;
+  }
+  const turn = /^[ \t]*Now it's your turn/m.exec(prompt);
+  if (turn) return `${prompt.slice(0, turn.index)}${block}\n${prompt.slice(turn.index)}`;
+  return `${block}\n${prompt}`;
+}
