@@ -20,6 +20,8 @@ export interface ReplayFacts {
   tookOther: string[];
   /** Goal-type objects processed (cleaned/heated/cooled) with the family's tool, and where. */
   processed: { obj: string; with: string }[];
+  /** Receptacles opened at least once. */
+  opened: Set<string>;
   /** Every `put`: object and receptacle, in order. */
   puts: { obj: string; into: string }[];
   /** Each desklamp use: the lamp and the object held (or null). */
@@ -41,6 +43,7 @@ export function replay(
     tookGoal: [],
     tookOther: [],
     processed: [],
+    opened: new Set(),
     puts: [],
     lampUses: [],
     invalid: 0,
@@ -80,6 +83,7 @@ export function replay(
     ) {
       facts.processed.push({ obj: heldBefore, with: at ?? tool.type });
     }
+    if (words.startsWith("open ") && at !== null) facts.opened.add(at);
     if (words.startsWith("use ") && at !== null) facts.lampUses.push({ lamp: at, held });
     if (result.done) break;
   }
@@ -93,7 +97,7 @@ function startOf(scenario: Scenario, obj: string): string {
 
 function goalWhere(scenario: Scenario): string {
   const places = scenario.objects.filter((o) => o.type === scenario.goal.objectType)
-    .map((o) => `${o.name} at ${o.location}`);
+    .map((o) => `${o.name} in ${o.location}`);
   return places.join(" and ");
 }
 
@@ -193,11 +197,15 @@ function diagnose(scenario: Scenario, facts: ReplayFacts): [string, string] {
     ];
   }
   if (facts.seenGoalAt === null) {
-    const searched = [...facts.visits.keys()];
+    const hidden = [
+      ...new Set(scenario.objects.filter((x) => x.type === o).map((x) => x.location)),
+    ];
+    const unopened = hidden.filter((r) => facts.visits.has(r) && !facts.opened.has(r));
+    const why = unopened.length > 0
+      ? `visited ${unopened.join(" and ")} but never opened it`
+      : `never visited ${hidden.join(" or ")}`;
     return [
-      `never found a ${o}; it was at ${goalWhere(scenario)}, but the agent searched only ${
-        searched.length === 0 ? "nothing" : searched.join(", ")
-      }`,
+      `never found a ${o}, which was in ${goalWhere(scenario)}: it ${why}`,
       `search receptacles not yet visited and open closed ones until a ${o} is seen`,
     ];
   }
@@ -229,7 +237,8 @@ function diagnose(scenario: Scenario, facts: ReplayFacts): [string, string] {
 function warningSigns(facts: ReplayFacts): string[] {
   const signs: string[] = [];
   if (facts.invalid > 0) signs.push(`${facts.invalid} invalid actions`);
-  const repeated = [...facts.visits].filter(([, n]) => n >= 3).map(([r, n]) => `${r} ${n} times`);
+  const repeated = [...facts.visits].filter(([, n]) => n >= 3).sort((a, b) => b[1] - a[1])
+    .slice(0, 2).map(([r, n]) => `${r} ${n} times`);
   if (repeated.length > 0) signs.push(`visited ${repeated.join(", ")}`);
   return signs;
 }

@@ -20,7 +20,7 @@ import { analyzeHousehold } from "./analyzer.ts";
 import { HouseholdEpisode } from "./episode.ts";
 import { HouseholdExpert } from "./expert.ts";
 import { hash32 } from "./_rng.ts";
-import { EnvOptionsError } from "./_errors.ts";
+import { InvalidTaskError, parseEnvOptions } from "../errors.ts";
 import {
   FAMILIES,
   type Family,
@@ -33,7 +33,6 @@ import {
   TOOLS,
 } from "./world.ts";
 
-export { EnvOptionsError } from "./_errors.ts";
 export { HouseholdEpisode } from "./episode.ts";
 export type { Family, Scenario } from "./world.ts";
 
@@ -52,17 +51,23 @@ export const householdOptionsSchema = z.object({
 /** Validated options of `household`. */
 export type HouseholdOptions = z.infer<typeof householdOptionsSchema>;
 
-/** Parses `household` options. @throws EnvOptionsError with zod's message when invalid. */
-export function parseHouseholdOptions(options: Record<string, unknown> = {}): HouseholdOptions {
-  const parsed = householdOptionsSchema.safeParse(options);
-  if (!parsed.success) {
-    throw new EnvOptionsError("household", parsed.error.message, options);
-  }
-  return parsed.data;
+/** Parses `household` options. @throws EnvOptionsError with zod's field paths when invalid. */
+export function parseHouseholdOptions(options?: Record<string, unknown>): HouseholdOptions {
+  return parseEnvOptions("household", householdOptionsSchema, options);
 }
 
-/** The scenario (layout, objects, goal) of a household task; pure function of the task. */
+/**
+ * The scenario (layout, objects, goal) of a household task; a pure function of the task.
+ * @throws InvalidTaskError when the task is not a household task.
+ */
 export function householdScenario(task: Task): Scenario {
+  if (task.envId !== "household") {
+    throw new InvalidTaskError(
+      `Cannot create a household episode as task.envId must be "household": current value is ${
+        JSON.stringify(task.envId)
+      }`,
+    );
+  }
   const { families } = parseHouseholdOptions(task.options);
   const pool = task.split === "test_unseen" ? LAYOUT_POOLS.unseen : LAYOUT_POOLS.seen;
   return generateScenario(task.seed, pool, families);
@@ -72,7 +77,7 @@ function sampleTasks(
   split: Split,
   count: number,
   seed: number,
-  options: Record<string, unknown> = {},
+  options?: Record<string, unknown>,
 ): Task[] {
   const parsed = parseHouseholdOptions(options);
   const tasks: Task[] = [];
@@ -134,6 +139,7 @@ const PHRASES = [
   "to put a in : find the (open closed receptacles to look inside), take it, go to the",
   "(open it if closed) and put it. to put a in : take the , go to the , the with the ,",
   "then go to the and put it. an unknown place",
+  "never found a , which was in : it visited and but never opened it. never visited or",
 ];
 
 function buildVocabulary(): string[] {
@@ -166,6 +172,11 @@ export const householdEnvironment: Environment = {
   optionsSchema: householdOptionsSchema as unknown as z.ZodType<Record<string, unknown>>,
   defaultMaxTurns: HOUSEHOLD_MAX_TURNS,
   families: FAMILIES,
+  splitDescriptions: {
+    train: "tasks in 120 training room layouts",
+    test_seen: "new tasks in the training room layouts",
+    test_unseen: "tasks in 40 room layouts never used in training",
+  },
   sampleTasks,
   createEpisode: (task) => new HouseholdEpisode(task, householdScenario(task), HOUSEHOLD_MAX_TURNS),
   buildPrompt,
