@@ -14,6 +14,8 @@
  * Now it's your turn to take an action. {formatHint} Answer with <action>…</action>, …
  * ```
  *
+ * A multi-line observation (a Sokoban grid) starts on the line after its label.
+ *
  * The wording follows verl-agent's ALFWorld/Sokoban templates, shortened: a ~1M-parameter model
  * trains on these prompts on CPU, and with the word-level tokenizer every word is one token.
  */
@@ -56,10 +58,13 @@ export class PromptInputError extends Error {
 /**
  * Builds one turn's prompt in the layout shown at the top of this file.
  *
- * History entries are numbered by their step number in the episode (1-based), so with 5 earlier
- * steps and `historyLength` 2 the lines are `[Observation 4: …]` and `[Observation 5: …]`.
+ * `turn` sets the numbers: `turn - 1` steps were taken, and the shown history entries are the
+ * steps just before `turn` (so with `turn` 6 and `historyLength` 2 the lines are
+ * `[Observation 4: …]` and `[Observation 5: …]`). `history` may be the whole episode so far or
+ * only its latest steps.
  * An action that could not be parsed shows as `(none)`.
- * @throws PromptInputError when `historyLength < 0`, `turn < 1` or `systemLine` has a newline.
+ * @throws PromptInputError when `historyLength < 0`, `turn < 1`, `history` is longer than
+ *   `turn - 1`, or `systemLine` has a newline.
  */
 export function buildTurnPrompt(input: TurnPromptInput): string {
   const { systemLine, task, history, observation, historyLength, turn, formatHint } = input;
@@ -73,6 +78,12 @@ export function buildTurnPrompt(input: TurnPromptInput): string {
       `Cannot build prompt as turn must be an integer >= 1: current value is ${turn}`,
     );
   }
+  if (history.length > turn - 1) {
+    throw new PromptInputError(
+      `Cannot build prompt as history must hold at most turn - 1 = ${turn - 1} steps: ` +
+        `current value is ${history.length}`,
+    );
+  }
   if (systemLine.includes("\n")) {
     throw new PromptInputError(
       `Cannot build prompt as systemLine must be one line: current value is ${
@@ -83,8 +94,8 @@ export function buildTurnPrompt(input: TurnPromptInput): string {
   const lines = [systemLine, TASK_LINE_PREFIX + oneLine(task.instruction)];
   const shown = historyLength > 0 ? history.slice(-historyLength) : [];
   if (shown.length > 0) {
-    const taken = history.length;
-    const first = taken - shown.length + 1;
+    const taken = turn - 1;
+    const first = turn - shown.length;
     lines.push(
       `Prior to this step, you have already taken ${taken} step(s). Below are the most recent ` +
         `${shown.length} observations and the corresponding actions you took:`,
@@ -92,13 +103,13 @@ export function buildTurnPrompt(input: TurnPromptInput): string {
     shown.forEach((step, i) => {
       const n = first + i;
       const action = step.action === "" ? "(none)" : step.action;
-      lines.push(`[Observation ${n}: ${step.observation}, Action ${n}: ${action}]`);
+      lines.push(`[Observation ${n}:${block(step.observation)}, Action ${n}: ${action}]`);
     });
   }
   lines.push(
-    `You are now at step ${
-      history.length + 1
-    } and your current observation is: ${observation.text}`,
+    `You are now at step ${history.length + 1} and your current observation is:${
+      block(observation.text)
+    }`,
   );
   if (observation.admissibleActions !== undefined && observation.admissibleActions.length > 0) {
     lines.push(
@@ -198,6 +209,11 @@ export function promptTemplateVocabulary(maxNumber = 100): string[] {
     "Your admissible actions of the current situation are: [].",
     "Answer with <action>your action</action>, optionally after <think>your reasoning</think>.",
   ]);
+}
+
+/** A multi-line text (a grid) starts on its own line; a one-line text follows a space. */
+function block(text: string): string {
+  return text.includes("\n") ? `\n${text}` : ` ${text}`;
 }
 
 function oneLine(text: string): string {

@@ -154,3 +154,27 @@ Deno.test("the template vocabulary covers every word of a built prompt", () => {
     assert.ok(vocab.has(w) || envWords.has(w), `word ${w} missing`);
   }
 });
+
+Deno.test("the turn number sets the step numbers, so a caller may pass only the latest steps", () => {
+  const prompt = buildTurnPrompt({
+    systemLine: "S.",
+    task,
+    history: [step(8), step(9)],
+    observation: { text: "grid\nrow" },
+    historyLength: 2,
+    turn: 10,
+  });
+  assert.match(prompt, /already taken 9 step\(s\)/);
+  assert.match(prompt, /\[Observation 8: room 8, Action 8: go 8\]/);
+  assert.match(prompt, /your current observation is:\ngrid\nrow\n/);
+  assert.throws(
+    () =>
+      buildTurnPrompt({
+        ...{ systemLine: "S.", task, observation: { text: "o" } },
+        history: [step(1), step(2)],
+        historyLength: 2,
+        turn: 2,
+      }),
+    PromptInputError,
+  );
+});
