@@ -162,7 +162,13 @@ Deno.test("the vocabulary covers prompts, observations, actions and analyses", (
         check(analysis.episode_summary + " " + analysis.episode_skill);
         const observation = env.createEpisode(task).reset();
         check(
-          env.buildPrompt({ task, history: traj.steps, observation, historyLength: 3, turn: 4 }),
+          env.buildPrompt({
+            task,
+            history: traj.steps,
+            observation,
+            historyLength: 3,
+            turn: traj.steps.length + 1,
+          }),
         );
       }
     });
