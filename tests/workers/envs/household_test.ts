@@ -4,7 +4,11 @@ import {
   householdEnvironment as env,
   householdScenario,
 } from "../../../workers/envs/household/mod.ts";
-import { LAYOUT_POOLS } from "../../../workers/envs/household/world.ts";
+import {
+  type Family,
+  LAYOUT_POOLS,
+  supportsFamily,
+} from "../../../workers/envs/household/world.ts";
 import { expertPlan } from "../../../workers/envs/household/expert.ts";
 import { EnvOptionsError, InvalidTaskError } from "../../../workers/envs/errors.ts";
 import { SPLITS, type Task } from "../../../workers/envs/types.ts";
@@ -70,6 +74,11 @@ Deno.test("test_unseen shares no room layout with train or test_seen", () => {
   const unseen = signatures("test_unseen");
   for (const s of unseen) assert.ok(!train.has(s) && !seen.has(s), s);
   for (const s of seen) assert.ok(train.has(s) || LAYOUT_POOLS.seen.some((l) => l.signature === s));
+  for (const layouts of [LAYOUT_POOLS.seen, LAYOUT_POOLS.unseen]) {
+    for (const family of env.families as Family[]) {
+      assert.ok(layouts.some((l) => supportsFamily(l, family)), family);
+    }
+  }
   const pool = new Set(LAYOUT_POOLS.seen.map((l) => l.signature));
   assert.ok(LAYOUT_POOLS.unseen.every((l) => !pool.has(l.signature)));
 });
