@@ -4,10 +4,15 @@
 import { UnknownEnvironmentError } from "./errors.ts";
 import { householdEnvironment } from "./household/mod.ts";
 import { sokobanEnvironment } from "./sokoban/mod.ts";
+import { webshopEnvironment } from "./webshop/mod.ts";
 import type { Environment } from "./types.ts";
 
 /** Built-in environments in a stable order (the order of `GET /v1/envs`). */
-const BUILT_INS: readonly Environment[] = [sokobanEnvironment, householdEnvironment];
+const BUILT_INS: readonly Environment[] = [
+  sokobanEnvironment,
+  householdEnvironment,
+  webshopEnvironment,
+];
 
 const BY_ID = new Map(BUILT_INS.map((env) => [env.id, env]));
 

@@ -4,6 +4,7 @@ import {
   EnvHttpError,
   EnvOptionsError,
   getEnvironment,
+  listEnvironments,
   serveEnvironments,
   toAsyncEnvironment,
 } from "../../../../workers/envs/mod.ts";
@@ -200,5 +201,38 @@ Deno.test("a request that gets no answer within timeoutMs fails with status 0", 
   } finally {
     release();
     await server.shutdown();
+  }
+});
+
+Deno.test("every built-in environment plays an expert episode identically over HTTP", async () => {
+  const server = await serveEnvironments(listEnvironments());
+  try {
+    for (const env of listEnvironments()) {
+      const local = toAsyncEnvironment(env);
+      const remote = await connectHttpEnvironment(`${server.url}/envs/${env.id}`);
+      for (const task of await remote.sampleTasks("test_seen", 2, 17)) {
+        const expert = local.createExpert(task);
+        const remoteExpert = remote.createExpert(task);
+        const localEp = local.createEpisode(task);
+        const remoteEp = remote.createEpisode(task);
+        let obs = await localEp.reset();
+        assert.deepEqual(await remoteEp.reset(), obs);
+        let won = false;
+        for (let turn = 1; turn <= env.defaultMaxTurns && !won; turn++) {
+          const a = await expert.act(obs);
+          assert.equal(await remoteExpert.act(obs), a);
+          const l = await localEp.step(a);
+          assert.deepEqual(await remoteEp.step(a), l);
+          obs = l.observation;
+          won = l.won;
+          if (l.done) break;
+        }
+        assert.ok(won, `${env.id}: expert did not win ${task.id} over HTTP`);
+        await remoteEp.close();
+        await remoteExpert.close();
+      }
+    }
+  } finally {
+    await server.close();
   }
 });
