@@ -74,3 +74,35 @@ export function parseEnvOptions<T extends Record<string, unknown>>(
   }
   return result.data;
 }
+
+/** Thrown when `sampleTasks` gets an unknown split, a negative or fractional count, or a bad seed. */
+export class TaskSamplingError extends Error {
+  /** @param message "Cannot sample tasks as X must be Y: current value is V". */
+  constructor(message: string) {
+    super(message);
+    this.name = "TaskSamplingError";
+  }
+}
+
+/**
+ * Checks the arguments of `sampleTasks`: split one of train/test_seen/test_unseen, count an
+ * integer in 0..100 000, seed an integer in 0..2^32−1.
+ * @throws TaskSamplingError naming the first bad argument.
+ */
+export function checkSampleArgs(split: string, count: number, seed: number): void {
+  if (split !== "train" && split !== "test_seen" && split !== "test_unseen") {
+    throw new TaskSamplingError(
+      `Cannot sample tasks as split must be train, test_seen or test_unseen: current value is ${split}`,
+    );
+  }
+  if (!Number.isInteger(count) || count < 0 || count > 100_000) {
+    throw new TaskSamplingError(
+      `Cannot sample tasks as count must be an integer in 0..100000: current value is ${count}`,
+    );
+  }
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
+    throw new TaskSamplingError(
+      `Cannot sample tasks as seed must be an integer in 0..4294967295: current value is ${seed}`,
+    );
+  }
+}

@@ -9,7 +9,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { EnvOptionsError, InvalidTaskError } from "../errors.ts";
+import { EnvOptionsError, InvalidTaskError, TaskSamplingError } from "../errors.ts";
 import type { Environment, Episode, Expert, StepResult } from "../types.ts";
 import { SPLITS } from "../types.ts";
 import {
@@ -273,7 +273,9 @@ export function createEnvApp(envs: readonly Environment[], options: EnvServerOpt
       }));
       return problem(c, 400, err.name, err.message, errors);
     }
-    if (err instanceof InvalidTaskError) return problem(c, 400, err.name, err.message);
+    if (err instanceof InvalidTaskError || err instanceof TaskSamplingError) {
+      return problem(c, 400, err.name, err.message);
+    }
     return problem(c, 500, "Internal Server Error", `Cannot serve request: ${String(err)}`);
   });
   return app;

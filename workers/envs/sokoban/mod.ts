@@ -7,7 +7,7 @@
  * `pillared` layouts, which never occur in the other two (see generate.ts).
  */
 import { z } from "zod";
-import { InvalidTaskError, parseEnvOptions } from "../errors.ts";
+import { checkSampleArgs, InvalidTaskError, parseEnvOptions } from "../errors.ts";
 import {
   buildTurnPrompt,
   parseActionText,
@@ -95,10 +95,11 @@ export const sokobanEnvironment: Environment = {
     seed: number,
     options?: Record<string, unknown>,
   ): Task[] {
+    checkSampleArgs(split, count, seed);
     const opts = parseEnvOptions("sokoban", sokobanOptionsSchema, options);
     const tasks: Task[] = [];
     for (let i = 0; i < count; i++) {
-      const taskSeed = seedOf("sokoban", split, seed >>> 0, i);
+      const taskSeed = seedOf("sokoban", split, seed, i);
       tasks.push({
         envId: "sokoban",
         id: `sokoban/${split}/${opts.size}x${opts.size}-${opts.boxes}/${taskSeed}`,

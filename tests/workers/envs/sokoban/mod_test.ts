@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { EnvOptionsError, InvalidTaskError } from "../../../../workers/envs/errors.ts";
+import {
+  EnvOptionsError,
+  InvalidTaskError,
+  TaskSamplingError,
+} from "../../../../workers/envs/errors.ts";
 import { sokobanEnvironment as env } from "../../../../workers/envs/sokoban/mod.ts";
 import { TASK_LINE_PREFIX, wordsOf } from "../../../../workers/envs/prompt.ts";
 import { rollout } from "./_rollout.ts";
@@ -59,4 +63,15 @@ Deno.test("the description, families, turn limit and split notes are set", () =>
   assert.deepEqual(env.families, ["sokoban"]);
   assert.equal(env.defaultMaxTurns, 20);
   assert.match(env.splitDescriptions?.test_unseen ?? "", /pillar/);
+});
+
+Deno.test("sampleTasks refuses an unknown split, a bad count or a bad seed", () => {
+  assert.throws(() => env.sampleTasks("valid" as "train", 1, 0), TaskSamplingError);
+  assert.throws(() => env.sampleTasks("train", -1, 0), TaskSamplingError);
+  assert.throws(() => env.sampleTasks("train", 1.5, 0), TaskSamplingError);
+  assert.throws(
+    () => env.sampleTasks("train", 1, -3),
+    /seed must be an integer in 0\.\.4294967295/,
+  );
+  assert.deepEqual(env.sampleTasks("train", 0, 0), []);
 });
