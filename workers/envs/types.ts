@@ -5,6 +5,8 @@
  *   `AsyncEnvironment`. The SEED pipeline talks to `AsyncEnvironment` only; `toAsyncEnvironment`
  *   in workers/envs/async.ts wraps any sync `Environment`, workers/envs/http/client.ts is the
  *   remote one.
+ * - Shared errors live in workers/envs/errors.ts: `EnvOptionsError` + `parseEnvOptions` (options),
+ *   `TaskSamplingError` + `checkSampleArgs` (split/count/seed), `InvalidTaskError`.
  */
 
 /**
