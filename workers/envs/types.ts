@@ -1,3 +1,14 @@
+/*
+ * Changes (backwards compatible):
+ * - Environment gained an optional `splitDescriptions` (what each split holds, for GET /v1/envs).
+ * - Async variants for environments served over HTTP: `AsyncEpisode`, `AsyncExpert`,
+ *   `AsyncEnvironment`. The SEED pipeline talks to `AsyncEnvironment` only; `toAsyncEnvironment`
+ *   in workers/envs/async.ts wraps any sync `Environment`, workers/envs/http/client.ts is the
+ *   remote one.
+ * - Shared errors live in workers/envs/errors.ts: `EnvOptionsError` + `parseEnvOptions` (options),
+ *   `TaskSamplingError` + `checkSampleArgs` (split/count/seed), `InvalidTaskError`.
+ */
+
 /**
  * The one interface every environment implements (DESIGN.md §9), built-in or served over HTTP.
  *
@@ -137,4 +148,52 @@ export interface Environment {
   referenceAnalysis(trajectory: Trajectory): SkillAnalysis;
   /** Every word that prompts, observations, actions and reference skills can contain. */
   vocabulary(): string[];
+  /** Optional: one sentence per split saying what it holds (held-out layouts, objects, …). */
+  readonly splitDescriptions?: Partial<Record<Split, string>>;
+}
+
+/** {@link Episode} with Promise-returning methods (remote or wrapped local). */
+export interface AsyncEpisode {
+  readonly task: Task;
+  /** The initial observation; calling it again restarts the same task from scratch. */
+  reset(): Promise<Observation>;
+  /** Applies an action given as plain text; call `reset()` first. */
+  step(actionText: string): Promise<StepResult>;
+  /** Frees what the episode holds (a remote episode is deleted); idempotent. */
+  close(): Promise<void>;
+}
+
+/** {@link Expert} with a Promise-returning `act`. */
+export interface AsyncExpert {
+  act(observation: Observation): Promise<string>;
+  /** Frees what the expert holds (a remote expert is deleted); idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * {@link Environment} with Promise-returning methods, so built-in and HTTP environments look
+ * the same to the pipeline. Options are validated where the environment lives (for a remote
+ * one: by its server, answering 400), so instead of a zod schema it carries the JSON schema.
+ */
+export interface AsyncEnvironment {
+  readonly id: string;
+  readonly description: string;
+  /** JSON schema (draft 2020-12, input side: defaulted fields are optional) of the options. */
+  readonly optionsJsonSchema: Record<string, unknown>;
+  readonly defaultMaxTurns: number;
+  readonly families: readonly string[];
+  /** Same contract as {@link Environment.sampleTasks}; rejects with `EnvOptionsError` on bad options. */
+  sampleTasks(
+    split: Split,
+    count: number,
+    seed: number,
+    options?: Record<string, unknown>,
+  ): Promise<Task[]>;
+  /** An episode of `task`; nothing happens until `reset()`. */
+  createEpisode(task: Task): AsyncEpisode;
+  buildPrompt(input: PromptInput): Promise<string>;
+  parseAction(response: string): Promise<string | null>;
+  createExpert(task: Task): AsyncExpert;
+  referenceAnalysis(trajectory: Trajectory): Promise<SkillAnalysis>;
+  vocabulary(): Promise<string[]>;
 }

@@ -1,0 +1,195 @@
+import assert from "node:assert/strict";
+import {
+  HOUSEHOLD_MAX_TURNS,
+  householdEnvironment as env,
+  householdScenario,
+} from "../../../workers/envs/household/mod.ts";
+import {
+  type Family,
+  LAYOUT_POOLS,
+  supportsFamily,
+} from "../../../workers/envs/household/world.ts";
+import { expertPlan } from "../../../workers/envs/household/expert.ts";
+import { EnvOptionsError, InvalidTaskError } from "../../../workers/envs/errors.ts";
+import { SPLITS, type Task } from "../../../workers/envs/types.ts";
+import { wordsOf } from "../../../workers/envs/prompt.ts";
+import { randomPolicy, runActions, runPolicy } from "./household_helpers.ts";
+
+Deno.test("sampleTasks is deterministic and differs by seed and split", () => {
+  const a = env.sampleTasks("train", 20, 7);
+  const b = env.sampleTasks("train", 20, 7);
+  assert.deepEqual(a, b);
+  assert.notDeepEqual(env.sampleTasks("train", 20, 8), a);
+  assert.notDeepEqual(env.sampleTasks("test_seen", 20, 7), a);
+  assert.equal(new Set(a.map((t) => t.id)).size, 20);
+  for (const t of a) assert.match(t.id, /^household\/train\/\d+$/);
+});
+
+Deno.test("episodes are deterministic: the same actions give the same observations", () => {
+  for (const task of env.sampleTasks("train", 10, 3)) {
+    const plan = expertPlan(householdScenario(task));
+    const first = runActions(env, task, plan);
+    const second = runActions(env, task, plan);
+    assert.deepEqual(first.steps, second.steps);
+  }
+});
+
+Deno.test("the expert solves at least 99% of 200 tasks of every split within the turn limit", () => {
+  assert.equal(env.defaultMaxTurns, HOUSEHOLD_MAX_TURNS);
+  for (const split of SPLITS) {
+    const tasks = env.sampleTasks(split, 200, 11);
+    let won = 0;
+    for (const task of tasks) {
+      const expert = env.createExpert(task);
+      if (runPolicy(env, task, (obs) => expert.act(obs)).won) won++;
+    }
+    assert.ok(won >= 198, `${split}: expert won ${won}/200`);
+  }
+});
+
+Deno.test("a uniformly random admissible-action policy scores far below the expert", () => {
+  const tasks = env.sampleTasks("train", 200, 5);
+  let won = 0;
+  tasks.forEach((task, i) => {
+    if (runPolicy(env, task, randomPolicy(i + 1)).won) won++;
+  });
+  console.log(`household random admissible policy: ${won}/200 won (${won / 2}%)`);
+  assert.ok(won <= 40, `random policy won ${won}/200`);
+});
+
+Deno.test("every family is drawn, and the families option restricts the draw", () => {
+  const families = new Set(env.sampleTasks("train", 200, 1).map((t) => t.family));
+  assert.deepEqual([...families].sort(), [...env.families].sort());
+  const only = env.sampleTasks("train", 30, 1, { families: ["heat_then_place"] });
+  assert.ok(only.every((t) => t.family === "heat_then_place"));
+  assert.throws(() => env.sampleTasks("train", 3, 1, { families: ["juggle"] }), EnvOptionsError);
+  assert.throws(() => env.sampleTasks("train", 3, 1, { families: [] }), EnvOptionsError);
+});
+
+Deno.test("test_unseen shares no room layout with train or test_seen", () => {
+  const signatures = (split: Task["split"]) =>
+    new Set(env.sampleTasks(split, 300, 2).map((t) => householdScenario(t).layout.signature));
+  const train = signatures("train");
+  const seen = signatures("test_seen");
+  const unseen = signatures("test_unseen");
+  for (const s of unseen) assert.ok(!train.has(s) && !seen.has(s), s);
+  for (const s of seen) assert.ok(train.has(s) || LAYOUT_POOLS.seen.some((l) => l.signature === s));
+  for (const layouts of [LAYOUT_POOLS.seen, LAYOUT_POOLS.unseen]) {
+    for (const family of env.families as Family[]) {
+      assert.ok(layouts.some((l) => supportsFamily(l, family)), family);
+    }
+  }
+  const pool = new Set(LAYOUT_POOLS.seen.map((l) => l.signature));
+  assert.ok(LAYOUT_POOLS.unseen.every((l) => !pool.has(l.signature)));
+});
+
+Deno.test("rooms are compact: 6 to 10 receptacles, and prompts stay short", () => {
+  for (const l of [...LAYOUT_POOLS.seen, ...LAYOUT_POOLS.unseen]) {
+    assert.ok(l.receptacles.length >= 6 && l.receptacles.length <= 10, l.signature);
+  }
+  const task = env.sampleTasks("train", 1, 4)[0];
+  const episode = env.createEpisode(task);
+  const observation = episode.reset();
+  const prompt = env.buildPrompt({ task, history: [], observation, historyLength: 2, turn: 1 });
+  assert.ok(prompt.includes(`Your task is to: ${task.instruction}`));
+  assert.ok(wordsOf(prompt).length < 200, `prompt has ${wordsOf(prompt).length} words`);
+});
+
+Deno.test("openable receptacles are closed until opened and then show their contents", () => {
+  const task = env.sampleTasks("train", 50, 9).find((t) => {
+    const s = householdScenario(t);
+    return s.objects.some((o) =>
+      o.location.startsWith("fridge") || o.location.startsWith("drawer")
+    );
+  })!;
+  const scenario = householdScenario(task);
+  const inside = scenario.objects.find((o) => /^(fridge|drawer)/.test(o.location))!;
+  const episode = env.createEpisode(task);
+  episode.reset();
+  const arrive = episode.step(`go to ${inside.location}`);
+  assert.equal(
+    arrive.observation.text,
+    `You arrive at ${inside.location}. The ${inside.location} is closed.`,
+  );
+  assert.ok(!arrive.observation.admissibleActions!.some((a) => a.startsWith("take ")));
+  const open = episode.step(`open ${inside.location}`);
+  assert.ok(open.valid);
+  assert.match(open.observation.text, new RegExp(`In it, you see .*a ${inside.name}`));
+  const take = episode.step(`take ${inside.name} from ${inside.location}`);
+  assert.equal(
+    take.observation.text,
+    `You pick up the ${inside.name} from the ${inside.location}.`,
+  );
+  assert.equal(episode.step("inventory").observation.text, `You are carrying: a ${inside.name}.`);
+});
+
+Deno.test("invalid and garbage actions are marked invalid and leave the state unchanged", () => {
+  const task = env.sampleTasks("test_unseen", 1, 3)[0];
+  const episode = env.createEpisode(task);
+  const start = episode.reset();
+  for (const junk of ["", "fly away", "take unicorn 9 from moon 1", "go to", "ＧＯ 🚀", "put"]) {
+    const result = episode.step(junk);
+    assert.equal(result.valid, false);
+    assert.equal(result.reward, 0);
+    assert.equal(result.observation.text, "Nothing happens.");
+    assert.deepEqual(result.observation.admissibleActions, start.admissibleActions);
+  }
+  const r = householdScenario(task).layout.receptacles[0].name;
+  assert.equal(episode.step(`GO TO ${r.toUpperCase()}.`).valid, true);
+  assert.equal(episode.step(`go to ${r}`).valid, false);
+});
+
+Deno.test("an episode ends after the turn limit, and a win pays 10 once", () => {
+  const task = env.sampleTasks("train", 1, 1)[0];
+  const stalled = runActions(env, task, Array(HOUSEHOLD_MAX_TURNS + 5).fill("look"));
+  assert.equal(stalled.steps.length, HOUSEHOLD_MAX_TURNS);
+  assert.equal(stalled.won, false);
+  const won = runActions(env, task, expertPlan(householdScenario(task)));
+  assert.equal(won.won, true);
+  assert.equal(won.score, 10);
+  assert.throws(() => env.createEpisode({ ...task, envId: "sokoban" }), InvalidTaskError);
+});
+
+Deno.test("the vocabulary covers prompts, observations, actions and analyses", () => {
+  const vocabulary = new Set(env.vocabulary());
+  assert.ok(vocabulary.size < 2000, `vocabulary has ${vocabulary.size} words`);
+  const missing = new Set<string>();
+  const check = (text: string) => {
+    for (const w of wordsOf(text)) if (!vocabulary.has(w)) missing.add(w);
+  };
+  SPLITS.forEach((split, k) => {
+    env.sampleTasks(split, 60, 21).forEach((task, i) => {
+      const expert = env.createExpert(task);
+      const runs = [
+        runPolicy(env, task, (obs) => expert.act(obs)),
+        runPolicy(env, task, randomPolicy(100 * k + i)),
+      ];
+      for (const traj of runs) {
+        check(task.instruction);
+        for (const s of traj.steps) check(s.observation + " " + s.action);
+        const analysis = env.referenceAnalysis(traj);
+        check(analysis.episode_summary + " " + analysis.episode_skill);
+        const observation = env.createEpisode(task).reset();
+        check(
+          env.buildPrompt({
+            task,
+            history: traj.steps,
+            observation,
+            historyLength: 3,
+            turn: traj.steps.length + 1,
+          }),
+        );
+      }
+    });
+  });
+  assert.deepEqual([...missing], []);
+});
+
+Deno.test("parseAction reads tagged and bare actions", () => {
+  assert.equal(
+    env.parseAction("<think>hm</think><action>go to fridge 1</action>"),
+    "go to fridge 1",
+  );
+  assert.equal(env.parseAction("open drawer 2"), "open drawer 2");
+  assert.equal(env.parseAction("<think>never closed"), null);
+});

@@ -1,0 +1,238 @@
+import assert from "node:assert/strict";
+import {
+  connectHttpEnvironment,
+  EnvHttpError,
+  EnvOptionsError,
+  getEnvironment,
+  listEnvironments,
+  serveEnvironments,
+  toAsyncEnvironment,
+} from "../../../../workers/envs/mod.ts";
+import type { AsyncEnvironment, Task } from "../../../../workers/envs/mod.ts";
+
+const sokoban = getEnvironment("sokoban");
+const household = getEnvironment("household");
+
+/** Plays `actions` on `task`; returns every observation and step result as plain JSON. */
+async function play(env: AsyncEnvironment, task: Task, actions: string[]): Promise<unknown[]> {
+  const episode = env.createEpisode(task);
+  const out: unknown[] = [await episode.reset()];
+  for (const a of actions) out.push(await episode.step(a));
+  await episode.close();
+  return out;
+}
+
+Deno.test("an HTTP environment gives the same tasks and trajectory as the in-process one", async () => {
+  const server = await serveEnvironments([sokoban, household]);
+  try {
+    const local = toAsyncEnvironment(sokoban);
+    const remote = await connectHttpEnvironment(`${server.url}/envs/sokoban`);
+    assert.equal(remote.id, "sokoban");
+    assert.equal(remote.defaultMaxTurns, sokoban.defaultMaxTurns);
+    assert.deepEqual(remote.optionsJsonSchema, local.optionsJsonSchema);
+    const options = { size: 7, boxes: 2 };
+    const tasks = await remote.sampleTasks("test_unseen", 3, 99, options);
+    assert.deepEqual(tasks, await local.sampleTasks("test_unseen", 3, 99, options));
+    const actions = ["up", "<garbage>", "left", "down", "right", "right", "jump", "up"];
+    for (const task of tasks) {
+      assert.deepEqual(await play(remote, task, actions), await play(local, task, actions));
+    }
+    const expert = remote.createExpert(tasks[0]);
+    const localExpert = local.createExpert(tasks[0]);
+    const obs = await local.createEpisode(tasks[0]).reset();
+    assert.equal(await expert.act(obs), await localExpert.act(obs));
+    await expert.close();
+    const input = { task: tasks[0], history: [], observation: obs, historyLength: 2, turn: 1 };
+    assert.equal(await remote.buildPrompt(input), await local.buildPrompt(input));
+    assert.equal(await remote.parseAction("<think>x</think><action> Left"), "left");
+    const trajectory = {
+      task: tasks[0],
+      won: false,
+      score: -0.2,
+      steps: ["left", "left"].map((a) => ({
+        observation: "",
+        response: a,
+        action: a,
+        valid: true,
+        reward: -0.1,
+      })),
+    };
+    assert.deepEqual(
+      await remote.referenceAnalysis(trajectory),
+      await local.referenceAnalysis(trajectory),
+    );
+    assert.deepEqual(await remote.vocabulary(), await local.vocabulary());
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a server with one environment also serves it at the root", async () => {
+  const server = await serveEnvironments([household]);
+  try {
+    const remote = await connectHttpEnvironment(server.url);
+    assert.equal(remote.id, "household");
+    const [task] = await remote.sampleTasks("train", 1, 5);
+    const local = toAsyncEnvironment(household);
+    const expert = local.createExpert(task);
+    const localEp = local.createEpisode(task);
+    const remoteEp = remote.createEpisode(task);
+    let obs = await localEp.reset();
+    assert.deepEqual(await remoteEp.reset(), obs);
+    for (let i = 0; i < 5; i++) {
+      const a = await expert.act(obs);
+      const l = await localEp.step(a);
+      assert.deepEqual(await remoteEp.step(a), l);
+      obs = l.observation;
+      if (l.done) break;
+    }
+    await remoteEp.close();
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("bad options come back as EnvOptionsError and bad bodies as 4xx problems, never retried", async () => {
+  const server = await serveEnvironments([sokoban]);
+  let calls = 0;
+  const countingFetch: typeof fetch = (input, init) => {
+    calls++;
+    return fetch(input, init);
+  };
+  try {
+    const remote = await connectHttpEnvironment(server.url, { fetch: countingFetch });
+    calls = 0;
+    await assert.rejects(() => remote.sampleTasks("train", 1, 0, { size: 3 }), (e: unknown) => {
+      assert.ok(e instanceof EnvOptionsError);
+      assert.deepEqual(e.issues[0].path, ["size"]);
+      return true;
+    });
+    assert.equal(calls, 1);
+    const res = await fetch(`${server.url}/v1/tasks`, {
+      method: "POST",
+      body: JSON.stringify({ split: "nope", count: 1, seed: 0 }),
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get("content-type"), "application/problem+json");
+    const problem = await res.json();
+    assert.equal(problem.errors[0].path, "split");
+    const missing = await fetch(`${server.url}/v1/episodes/nope/step`, {
+      method: "POST",
+      body: JSON.stringify({ action: "up" }),
+    });
+    assert.equal(missing.status, 404);
+    await missing.body?.cancel();
+    const [task] = await remote.sampleTasks("train", 1, 0);
+    await assert.rejects(
+      () => remote.createEpisode({ ...task, envId: "household" }).reset(),
+      (e: unknown) => e instanceof EnvHttpError && e.status === 400,
+    );
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a retried step with the previous seq is answered from the cache, not applied twice", async () => {
+  const server = await serveEnvironments([sokoban]);
+  try {
+    const [task] = sokoban.sampleTasks("train", 1, 8);
+    const created = await (await fetch(`${server.url}/v1/episodes`, {
+      method: "POST",
+      body: JSON.stringify({ task }),
+    })).json();
+    const step = async (seq: number) =>
+      await fetch(`${server.url}/v1/episodes/${created.episode_id}/step`, {
+        method: "POST",
+        body: JSON.stringify({ action: "up", seq }),
+      });
+    const first = await (await step(0)).json();
+    const again = await (await step(0)).json();
+    assert.deepEqual(again, first);
+    const skipped = await step(5);
+    assert.equal(skipped.status, 409);
+    await skipped.body?.cancel();
+    const second = await (await step(1)).json();
+    assert.equal(second.info.turn, 2);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("connection errors and 5xx answers are retried with backoff, then reported", async () => {
+  let calls = 0;
+  const flaky: typeof fetch = (input, init) => {
+    calls++;
+    if (calls <= 2) return Promise.reject(new TypeError("connection refused"));
+    if (calls === 3) return Promise.resolve(new Response("boom", { status: 503 }));
+    return fetch(input, init);
+  };
+  const server = await serveEnvironments([sokoban]);
+  try {
+    const remote = await connectHttpEnvironment(server.url, { fetch: flaky, backoffMs: 1 });
+    assert.equal(remote.id, "sokoban");
+    assert.equal(calls, 4);
+  } finally {
+    await server.close();
+  }
+  const down: typeof fetch = () => Promise.reject(new TypeError("connection refused"));
+  await assert.rejects(
+    () => connectHttpEnvironment("http://127.0.0.1:9/", { fetch: down, retries: 2, backoffMs: 1 }),
+    (e: unknown) => e instanceof EnvHttpError && e.status === 0,
+  );
+});
+
+Deno.test("a request that gets no answer within timeoutMs fails with status 0", async () => {
+  const { promise: released, resolve: release } = Promise.withResolvers<void>();
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, async () => {
+    await released;
+    return new Response("late");
+  });
+  try {
+    await assert.rejects(
+      () =>
+        connectHttpEnvironment(`http://127.0.0.1:${server.addr.port}`, {
+          timeoutMs: 50,
+          retries: 0,
+        }),
+      (e: unknown) =>
+        e instanceof EnvHttpError && e.status === 0 &&
+        /TimeoutError|timed out|signal/i.test(e.message),
+    );
+  } finally {
+    release();
+    await server.shutdown();
+  }
+});
+
+Deno.test("every built-in environment plays an expert episode identically over HTTP", async () => {
+  const server = await serveEnvironments(listEnvironments());
+  try {
+    for (const env of listEnvironments()) {
+      const local = toAsyncEnvironment(env);
+      const remote = await connectHttpEnvironment(`${server.url}/envs/${env.id}`);
+      for (const task of await remote.sampleTasks("test_seen", 2, 17)) {
+        const expert = local.createExpert(task);
+        const remoteExpert = remote.createExpert(task);
+        const localEp = local.createEpisode(task);
+        const remoteEp = remote.createEpisode(task);
+        let obs = await localEp.reset();
+        assert.deepEqual(await remoteEp.reset(), obs);
+        let won = false;
+        for (let turn = 1; turn <= env.defaultMaxTurns && !won; turn++) {
+          const a = await expert.act(obs);
+          assert.equal(await remoteExpert.act(obs), a);
+          const l = await localEp.step(a);
+          assert.deepEqual(await remoteEp.step(a), l);
+          obs = l.observation;
+          won = l.won;
+          if (l.done) break;
+        }
+        assert.ok(won, `${env.id}: expert did not win ${task.id} over HTTP`);
+        await remoteEp.close();
+        await remoteExpert.close();
+      }
+    }
+  } finally {
+    await server.close();
+  }
+});

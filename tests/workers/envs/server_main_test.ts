@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { connectHttpEnvironment } from "../../../workers/envs/mod.ts";
+
+/** Starts `deno task env-server` with `args`; resolves with the child and the URLs it printed. */
+async function startServer(args: string[]) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../../../workers/envs/server_main.ts", import.meta.url).pathname,
+      ...args,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  return { child, reader, firstLine: text.split("\n")[0] };
+}
+
+Deno.test("env-server serves the chosen environment on the given port and stops on SIGTERM", async () => {
+  const { child, reader, firstLine } = await startServer(["--env", "sokoban", "--port", "0"]);
+  try {
+    const match = firstLine.match(
+      /^serving sokoban at (http:\/\/127\.0\.0\.1:\d+\/envs\/sokoban)$/,
+    );
+    assert.ok(match, firstLine);
+    const env = await connectHttpEnvironment(match[1]);
+    assert.equal(env.id, "sokoban");
+    assert.equal((await env.sampleTasks("train", 2, 1)).length, 2);
+  } finally {
+    child.kill("SIGTERM");
+    const status = await child.status;
+    await reader.cancel();
+    await child.stderr.cancel();
+    assert.equal(status.code, 0);
+  }
+});
+
+Deno.test("env-server refuses an unknown environment id", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("../../../workers/envs/server_main.ts", import.meta.url).pathname,
+      "--env",
+      "chess",
+    ],
+  }).output();
+  assert.equal(out.code, 2);
+  assert.match(new TextDecoder().decode(out.stderr), /must be one of sokoban/);
+});

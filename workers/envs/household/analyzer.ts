@@ -1,0 +1,278 @@
+/**
+ * The household reference analyzer: replays a finished trajectory in a fresh episode of its task
+ * (the simulator is deterministic) and states what really happened — on success the workflow
+ * with the actual objects and receptacles, on failure the actual mistake and its warning signs.
+ */
+import type { SkillAnalysis, Trajectory } from "../types.ts";
+import { goalReached, HouseholdEpisode, typeOf } from "./episode.ts";
+import type { Scenario } from "./world.ts";
+import { TOOLS } from "./world.ts";
+
+/** What a replay of a trajectory shows. */
+export interface ReplayFacts {
+  /** Receptacle → number of `go to` visits, in first-visit order. */
+  visits: Map<string, number>;
+  /** Receptacle where an object of the goal type was first seen, or null. */
+  seenGoalAt: string | null;
+  /** Goal-type objects taken, in order. */
+  tookGoal: string[];
+  /** Other objects taken, in order. */
+  tookOther: string[];
+  /** Goal-type objects processed (cleaned/heated/cooled) with the family's tool, and where. */
+  processed: { obj: string; with: string }[];
+  /** Receptacles opened at least once. */
+  opened: Set<string>;
+  /** Every `put`: object and receptacle, in order. */
+  puts: { obj: string; into: string }[];
+  /** Each desklamp use: the lamp and the object held (or null). */
+  lampUses: { lamp: string; held: string | null }[];
+  invalid: number;
+  steps: number;
+  won: boolean;
+}
+
+/** Replays `actions` from the scenario's initial state and collects {@link ReplayFacts}. */
+export function replay(
+  episode: HouseholdEpisode,
+  actions: readonly string[],
+): ReplayFacts {
+  const { goal } = episode.scenario;
+  const facts: ReplayFacts = {
+    visits: new Map(),
+    seenGoalAt: null,
+    tookGoal: [],
+    tookOther: [],
+    processed: [],
+    opened: new Set(),
+    puts: [],
+    lampUses: [],
+    invalid: 0,
+    steps: 0,
+    won: false,
+  };
+  const seenPattern = new RegExp(`\\ba ${goal.objectType} \\d+`);
+  const tool = TOOLS[goal.family];
+  episode.reset();
+  for (const action of actions) {
+    const heldBefore = episode.state.held;
+    const result = episode.step(action);
+    facts.steps++;
+    if (!result.valid) {
+      facts.invalid++;
+      if (result.done) break;
+      continue;
+    }
+    const words = action.toLowerCase().trim().replace(/\s+/g, " ");
+    const at = episode.state.location;
+    if (words.startsWith("go to ") && at !== null) {
+      facts.visits.set(at, (facts.visits.get(at) ?? 0) + 1);
+    }
+    if (facts.seenGoalAt === null && at !== null && seenPattern.test(result.observation.text)) {
+      facts.seenGoalAt = at;
+    }
+    const held = episode.state.held;
+    if (words.startsWith("take ") && held !== null) {
+      (typeOf(held) === goal.objectType ? facts.tookGoal : facts.tookOther).push(held);
+    }
+    if (words.startsWith("put ") && heldBefore !== null && at !== null) {
+      facts.puts.push({ obj: heldBefore, into: at });
+    }
+    if (
+      tool !== undefined && words.startsWith(`${tool.verb} `) && heldBefore !== null &&
+      typeOf(heldBefore) === goal.objectType
+    ) {
+      facts.processed.push({ obj: heldBefore, with: at ?? tool.type });
+    }
+    if (words.startsWith("open ") && at !== null) facts.opened.add(at);
+    if (words.startsWith("use ") && at !== null) facts.lampUses.push({ lamp: at, held });
+    if (result.done) break;
+  }
+  facts.won = goalReached(goal, episode.state);
+  return facts;
+}
+
+function startOf(scenario: Scenario, obj: string): string {
+  return scenario.objects.find((o) => o.name === obj)?.location ?? "an unknown place";
+}
+
+function goalWhere(scenario: Scenario): string {
+  const places = scenario.objects.filter((o) => o.type === scenario.goal.objectType)
+    .map((o) => `${o.name} in ${o.location}`);
+  return places.join(" and ");
+}
+
+/** The general, policy-facing rule of a family with the actual names filled in. */
+export function workflowRule(scenario: Scenario): string {
+  const { goal } = scenario;
+  const o = goal.objectType;
+  const r = goal.targetType;
+  const tool = TOOLS[goal.family];
+  switch (goal.family) {
+    case "examine_in_light":
+      return `to look at a ${o} under the desklamp: find and take the ${o} first, then go to ` +
+        `the desklamp and use it while holding the ${o}`;
+    case "pick_two_and_place":
+      return `to put two ${o} in ${r}: take one ${o} at a time, go to the ${r} (open it if ` +
+        `closed) and put it, then fetch the second ${o} and put it in the same ${r}`;
+    case "pick_and_place":
+      return `to put a ${o} in ${r}: find the ${o} (open closed receptacles to look inside), ` +
+        `take it, go to the ${r} (open it if closed) and put it`;
+    default:
+      return `to put a ${tool.adjective} ${o} in ${r}: take the ${o}, go to the ${tool.type}, ` +
+        `${tool.verb} the ${o} with the ${tool.type}, then go to the ${r} and put it`;
+  }
+}
+
+function successSummary(scenario: Scenario, facts: ReplayFacts): string {
+  const { goal } = scenario;
+  const tool = TOOLS[goal.family];
+  const parts: string[] = [];
+  for (const obj of facts.tookGoal) {
+    const put = facts.puts.find((p) => p.obj === obj && typeOf(p.into) === goal.targetType);
+    if (goal.family !== "examine_in_light" && put === undefined) continue;
+    let part = `found the ${obj} at ${startOf(scenario, obj)}`;
+    const done = facts.processed.find((p) => p.obj === obj);
+    if (tool !== undefined && done !== undefined) part += `, ${tool.verb}ed it with ${done.with}`;
+    part += put !== undefined ? `, then put it in ${put.into}` : "";
+    parts.push(part);
+  }
+  const lamp = facts.lampUses.find((u) => u.held !== null && typeOf(u.held) === goal.objectType);
+  if (lamp !== undefined) parts.push(`then used ${lamp.lamp} while holding it`);
+  return `Success in ${facts.steps} steps: the agent ${parts.join("; ")}.`;
+}
+
+/**
+ * The actual mistake of a failed episode (first matching rule wins) and the corrective rule.
+ * Returns `[mistake, instead]`.
+ */
+function diagnose(scenario: Scenario, facts: ReplayFacts): [string, string] {
+  const { goal } = scenario;
+  const o = goal.objectType;
+  const tool = TOOLS[goal.family];
+  if (facts.invalid * 2 > facts.steps) {
+    return [
+      `repeated invalid actions: ${facts.invalid} of ${facts.steps} actions were not admissible`,
+      "choose only actions from the admissible list",
+    ];
+  }
+  if (goal.family === "examine_in_light") {
+    const wrongUse = facts.lampUses.find((u) => u.held === null || typeOf(u.held) !== o);
+    if (wrongUse !== undefined && facts.tookGoal.length === 0) {
+      return [
+        wrongUse.held === null
+          ? `used ${wrongUse.lamp} without holding a ${o}`
+          : `used ${wrongUse.lamp} while holding the ${wrongUse.held} instead of a ${o}`,
+        `take the ${o} first (${goalWhere(scenario)}), then use the desklamp`,
+      ];
+    }
+  } else {
+    const goalPuts = facts.puts.filter((p) => typeOf(p.obj) === o);
+    const inTarget = goalPuts.filter((p) => typeOf(p.into) === goal.targetType);
+    const unprocessed = inTarget.find((p) => !facts.processed.some((q) => q.obj === p.obj));
+    if (tool !== undefined && unprocessed !== undefined) {
+      return [
+        `forgot to ${tool.verb} the ${unprocessed.obj} before putting it in ${unprocessed.into}`,
+        `${tool.verb} the ${o} with the ${tool.type} before putting it in the ${goal.targetType}`,
+      ];
+    }
+    const wrongPlace = goalPuts.find((p) => typeOf(p.into) !== goal.targetType);
+    if (wrongPlace !== undefined && inTarget.length === 0) {
+      return [
+        `put the ${wrongPlace.obj} in ${wrongPlace.into}, the wrong receptacle, but the task ` +
+        `needs a ${goal.targetType}`,
+        `put the ${o} only in a ${goal.targetType}`,
+      ];
+    }
+    if (goal.family === "pick_two_and_place" && inTarget.length === 1) {
+      return [
+        `put only one ${o} in the ${goal.targetType} and never brought the second one`,
+        `after the first ${o}, fetch another ${o} (${goalWhere(scenario)}) and put it too`,
+      ];
+    }
+  }
+  if (facts.tookGoal.length === 0 && facts.tookOther.length > 0) {
+    return [
+      `took the wrong object: the ${facts.tookOther[0]} instead of a ${o}`,
+      `take only a ${o} (${goalWhere(scenario)})`,
+    ];
+  }
+  if (facts.seenGoalAt === null) {
+    const hidden = [
+      ...new Set(scenario.objects.filter((x) => x.type === o).map((x) => x.location)),
+    ];
+    const unopened = hidden.filter((r) => facts.visits.has(r) && !facts.opened.has(r));
+    const why = unopened.length > 0
+      ? `visited ${unopened.join(" and ")} but never opened it`
+      : `never visited ${hidden.join(" or ")}`;
+    return [
+      `never found a ${o}, which was in ${goalWhere(scenario)}: it ${why}`,
+      `search receptacles not yet visited and open closed ones until a ${o} is seen`,
+    ];
+  }
+  if (facts.tookGoal.length === 0) {
+    return [
+      `saw a ${o} at ${facts.seenGoalAt} but never took it`,
+      `take the ${o} as soon as it is seen`,
+    ];
+  }
+  const first = facts.tookGoal[0];
+  if (goal.family === "examine_in_light") {
+    return [
+      `took the ${first} but never used the desklamp while holding it`,
+      `after taking the ${o}, go to the desklamp and use it`,
+    ];
+  }
+  if (tool !== undefined && facts.processed.length === 0) {
+    return [
+      `took the ${first} but never ${tool.verb}ed it with the ${tool.type}`,
+      `go to the ${tool.type} and ${tool.verb} the ${o} right after taking it`,
+    ];
+  }
+  return [
+    `took the ${first} but ran out of steps before putting it in a ${goal.targetType}`,
+    `go straight to the ${goal.targetType} and put the ${o}`,
+  ];
+}
+
+function warningSigns(facts: ReplayFacts): string[] {
+  const signs: string[] = [];
+  if (facts.invalid > 0) signs.push(`${facts.invalid} invalid actions`);
+  const repeated = [...facts.visits].filter(([, n]) => n >= 3).sort((a, b) => b[1] - a[1])
+    .slice(0, 2).map(([r, n]) => `${r} ${n} times`);
+  if (repeated.length > 0) signs.push(`visited ${repeated.join(", ")}`);
+  return signs;
+}
+
+/** The reference analysis of a finished household trajectory. */
+export function analyzeHousehold(
+  trajectory: Trajectory,
+  episode: HouseholdEpisode,
+): { analysis: SkillAnalysis; facts: ReplayFacts } {
+  const scenario = episode.scenario;
+  const facts = replay(episode, trajectory.steps.map((s) => s.action));
+  if (facts.won) {
+    return {
+      facts,
+      analysis: {
+        episode_summary: successSummary(scenario, facts),
+        episode_skill: `${capitalize(workflowRule(scenario))}.`,
+      },
+    };
+  }
+  const [mistake, instead] = diagnose(scenario, facts);
+  const signs = warningSigns(facts);
+  const warning = signs.length > 0 ? ` Warning signs: ${signs.join("; ")}.` : "";
+  return {
+    facts,
+    analysis: {
+      episode_summary: `Failure after ${facts.steps} steps: the agent ${mistake}.${warning}`,
+      episode_skill: `Avoid this mistake: ${mistake}. Instead, ${instead}; ${
+        workflowRule(scenario)
+      }.`,
+    },
+  };
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}

@@ -1,0 +1,201 @@
+/**
+ * The HTTP environment protocol, version 1: zod schemas of every body, shared by server and
+ * client. JSON field names are snake_case on the wire where they are ours (`episode_id`), and
+ * the domain objects (Task, Observation, StepResult, Trajectory) keep their TypeScript names.
+ *
+ * Paths are relative to an environment's base URL (`http://host:port` when the server serves one
+ * environment, `http://host:port/envs/{id}` always):
+ *
+ * | method | path                          | body → answer                                       |
+ * |--------|-------------------------------|-----------------------------------------------------|
+ * | GET    | /v1/info                      | → {@link InfoSchema}                                 |
+ * | POST   | /v1/tasks                     | {split, count, seed, options?} → {tasks}             |
+ * | POST   | /v1/episodes                  | {task} → {episode_id, observation} (created, reset)  |
+ * | POST   | /v1/episodes/{id}/reset       | {} → {observation}                                   |
+ * | POST   | /v1/episodes/{id}/step        | {action, seq?} → StepResult                          |
+ * | DELETE | /v1/episodes/{id}             | → 204                                                |
+ * | POST   | /v1/prompt                    | {input: PromptInput} → {prompt}                      |
+ * | POST   | /v1/parse                     | {response} → {action: string or null}                |
+ * | POST   | /v1/experts                   | {task} → {expert_id}                                 |
+ * | POST   | /v1/experts/{id}/act          | {observation, seq?} → {action}                       |
+ * | DELETE | /v1/experts/{id}              | → 204                                                |
+ * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill}      |
+ * | GET    | /v1/vocabulary                | → {words}                                            |
+ *
+ * `seq` (optional) is the number of steps/acts already applied; a retried request with the
+ * previous `seq` gets the cached answer instead of acting twice, any other mismatch is a 409.
+ * Errors are `application/problem+json` `{type, title, status, detail, errors?: [{path, message}]}`;
+ * 4xx means the request was wrong (never retried), 5xx the server failed (retried by the client).
+ * Images travel as `{width, height, rgb_base64}`.
+ */
+import { z } from "zod";
+import type { Observation } from "../types.ts";
+
+/** Protocol version reported by `GET /v1/info`. */
+export const PROTOCOL_VERSION = 1;
+
+/** Largest request body the server reads (bytes). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+const uint32 = z.number().int().min(0).max(0xffffffff);
+const shortText = z.string().max(200);
+const longText = z.string().max(200_000);
+
+/** Split names. */
+export const SplitSchema = z.enum(["train", "test_seen", "test_unseen"]);
+
+/** A task (as produced by `POST /v1/tasks`). */
+export const TaskSchema = z.object({
+  envId: shortText,
+  id: shortText,
+  split: SplitSchema,
+  seed: uint32,
+  family: shortText,
+  instruction: z.string().max(2000),
+  options: z.record(z.string(), z.unknown()),
+});
+
+/** An image on the wire (RGB bytes in base64). */
+export const WireImageSchema = z.object({
+  width: z.number().int().min(1).max(4096),
+  height: z.number().int().min(1).max(4096),
+  rgb_base64: z.string().max(70_000_000),
+});
+
+/** An observation on the wire. */
+export const WireObservationSchema = z.object({
+  text: longText,
+  admissibleActions: z.array(z.string().max(2000)).max(10_000).optional(),
+  image: WireImageSchema.optional(),
+});
+
+/** A step result on the wire. */
+export const WireStepResultSchema = z.object({
+  observation: WireObservationSchema,
+  reward: z.number(),
+  done: z.boolean(),
+  won: z.boolean(),
+  valid: z.boolean(),
+  info: z.record(z.string(), z.unknown()),
+});
+
+/** One trajectory step. */
+export const TrajectoryStepSchema = z.object({
+  observation: longText,
+  response: longText,
+  action: z.string().max(2000),
+  valid: z.boolean(),
+  reward: z.number(),
+});
+
+/** A whole trajectory. */
+export const TrajectorySchema = z.object({
+  task: TaskSchema,
+  steps: z.array(TrajectoryStepSchema).max(1000),
+  won: z.boolean(),
+  score: z.number(),
+});
+
+/** Inputs of the prompt template. */
+export const PromptInputSchema = z.object({
+  task: TaskSchema,
+  history: z.array(TrajectoryStepSchema).max(1000),
+  observation: WireObservationSchema,
+  historyLength: z.number().int().min(0).max(1000),
+  turn: z.number().int().min(1).max(100_000),
+});
+
+/** `GET /v1/info`. */
+export const InfoSchema = z.object({
+  protocol_version: z.number().int(),
+  id: shortText,
+  description: z.string().max(10_000),
+  options_schema: z.record(z.string(), z.unknown()),
+  families: z.array(shortText),
+  default_max_turns: z.number().int().min(1),
+  splits: z.array(SplitSchema),
+});
+
+/** `POST /v1/tasks` body. */
+export const TasksRequestSchema = z.object({
+  split: SplitSchema,
+  count: z.number().int().min(1).max(10_000),
+  seed: uint32,
+  options: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** `POST /v1/episodes` and `POST /v1/experts` body. */
+export const TaskRequestSchema = z.object({ task: TaskSchema });
+
+/** `POST /v1/episodes/{id}/step` body. */
+export const StepRequestSchema = z.object({
+  action: z.string().max(10_000),
+  seq: z.number().int().min(0).optional(),
+});
+
+/** `POST /v1/experts/{id}/act` body. */
+export const ActRequestSchema = z.object({
+  observation: WireObservationSchema,
+  seq: z.number().int().min(0).optional(),
+});
+
+/** `POST /v1/prompt` body. */
+export const PromptRequestSchema = z.object({ input: PromptInputSchema });
+
+/** `POST /v1/parse` body. */
+export const ParseRequestSchema = z.object({ response: longText });
+
+/** `POST /v1/analysis` body. */
+export const AnalysisRequestSchema = z.object({ trajectory: TrajectorySchema });
+
+/** Answers the client reads. */
+export const TasksResponseSchema = z.object({ tasks: z.array(TaskSchema) });
+/** Answer of `POST /v1/episodes`. */
+export const EpisodeCreatedSchema = z.object({
+  episode_id: shortText,
+  observation: WireObservationSchema,
+});
+/** Answer of `POST /v1/episodes/{id}/reset`. */
+export const ObservationResponseSchema = z.object({ observation: WireObservationSchema });
+/** Answer of `POST /v1/prompt`. */
+export const PromptResponseSchema = z.object({ prompt: longText });
+/** Answer of `POST /v1/parse`. */
+export const ParseResponseSchema = z.object({ action: z.string().nullable() });
+/** Answer of `POST /v1/experts`. */
+export const ExpertCreatedSchema = z.object({ expert_id: shortText });
+/** Answer of `POST /v1/experts/{id}/act`. */
+export const ActResponseSchema = z.object({ action: z.string() });
+/** Answer of `POST /v1/analysis`. */
+export const AnalysisResponseSchema = z.object({
+  episode_summary: z.string(),
+  episode_skill: z.string(),
+});
+/** Answer of `GET /v1/vocabulary`. */
+export const VocabularyResponseSchema = z.object({ words: z.array(z.string()) });
+
+/** An observation as JSON (image bytes → base64). */
+export function observationToWire(o: Observation): z.infer<typeof WireObservationSchema> {
+  const wire: z.infer<typeof WireObservationSchema> = { text: o.text };
+  if (o.admissibleActions !== undefined) wire.admissibleActions = o.admissibleActions;
+  if (o.image !== undefined) {
+    let binary = "";
+    for (let i = 0; i < o.image.rgb.length; i += 0x8000) {
+      binary += String.fromCharCode(...o.image.rgb.subarray(i, i + 0x8000));
+    }
+    wire.image = { width: o.image.width, height: o.image.height, rgb_base64: btoa(binary) };
+  }
+  return wire;
+}
+
+/** An observation from JSON (base64 → image bytes). */
+export function observationFromWire(w: z.infer<typeof WireObservationSchema>): Observation {
+  const o: Observation = { text: w.text };
+  if (w.admissibleActions !== undefined) o.admissibleActions = w.admissibleActions;
+  if (w.image !== undefined) {
+    const binary = atob(w.image.rgb_base64);
+    const rgb = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) rgb[i] = binary.charCodeAt(i);
+    o.image = { width: w.image.width, height: w.image.height, rgb };
+  }
+  return o;
+}

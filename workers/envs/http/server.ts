@@ -1,0 +1,317 @@
+/**
+ * The HTTP environment server: serves any sync {@link Environment} over the protocol of
+ * protocol.ts (Hono app; `serveEnvironments` binds it to a port).
+ *
+ * Live episodes and experts are kept in memory, keyed by random ids; those idle for longer than
+ * `idleMs` are dropped, and at most `maxLive` of each exist (a further create answers 429).
+ */
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { z } from "zod";
+import { EnvOptionsError, InvalidTaskError, TaskSamplingError } from "../errors.ts";
+import type { Environment, Episode, Expert, StepResult } from "../types.ts";
+import { SPLITS } from "../types.ts";
+import {
+  ActRequestSchema,
+  AnalysisRequestSchema,
+  MAX_BODY_BYTES,
+  observationFromWire,
+  observationToWire,
+  ParseRequestSchema,
+  PromptRequestSchema,
+  PROTOCOL_VERSION,
+  StepRequestSchema,
+  TaskRequestSchema,
+  TasksRequestSchema,
+} from "./protocol.ts";
+
+/** Limits of the server's in-memory state. */
+export interface EnvServerOptions {
+  /** Drop an episode or expert unused for this long (ms). Default 15 minutes. */
+  idleMs?: number;
+  /** Most live episodes (and, separately, experts) per environment. Default 10 000. */
+  maxLive?: number;
+}
+
+/** An error answered as `application/problem+json` with `status`. */
+export class EnvServerError extends Error {
+  readonly status: 400 | 404 | 409 | 413 | 429;
+  readonly errors?: { path: string; message: string }[];
+
+  /** @param status HTTP status; @param message the problem's detail. */
+  constructor(
+    status: 400 | 404 | 409 | 413 | 429,
+    message: string,
+    errors?: { path: string; message: string }[],
+  ) {
+    super(message);
+    this.name = "EnvServerError";
+    this.status = status;
+    this.errors = errors;
+  }
+}
+
+interface Live<T> {
+  value: T;
+  lastUsedMs: number;
+  /** Steps (or acts) applied, and the last answer, for retried requests. */
+  seq: number;
+  last?: unknown;
+}
+
+/** A keyed store of live episodes or experts with idle expiry and a size cap. */
+class LiveStore<T> {
+  readonly #items = new Map<string, Live<T>>();
+  constructor(readonly kind: string, readonly idleMs: number, readonly maxLive: number) {}
+
+  add(value: T): string {
+    this.sweep();
+    if (this.#items.size >= this.maxLive) {
+      throw new EnvServerError(
+        429,
+        `Cannot create ${this.kind} as live ${this.kind}s must be fewer than ${this.maxLive}: ` +
+          `current value is ${this.#items.size}`,
+      );
+    }
+    const id = crypto.randomUUID();
+    this.#items.set(id, { value, lastUsedMs: Date.now(), seq: 0 });
+    return id;
+  }
+
+  get(id: string): Live<T> {
+    const item = this.#items.get(id);
+    if (item === undefined) {
+      throw new EnvServerError(
+        404,
+        `Cannot find ${this.kind} as the id must be a live ${this.kind}: current value is ${id}`,
+      );
+    }
+    item.lastUsedMs = Date.now();
+    return item;
+  }
+
+  delete(id: string): void {
+    this.#items.delete(id);
+  }
+
+  sweep(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [id, item] of this.#items) if (item.lastUsedMs < cutoff) this.#items.delete(id);
+  }
+}
+
+async function readBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
+  let json: unknown;
+  try {
+    json = await c.req.json();
+  } catch (cause) {
+    throw new EnvServerError(400, `Cannot read body as it must be JSON: ${String(cause)}`);
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) {
+    const errors = result.error.issues.map((i) => ({
+      path: i.path.map(String).join("."),
+      message: i.message,
+    }));
+    throw new EnvServerError(
+      400,
+      `Cannot accept body as ${errors[0].path || "(root)"} must be valid: ${errors[0].message}`,
+      errors,
+    );
+  }
+  return result.data;
+}
+
+/** Applies `seq` semantics: returns the cached answer of a retry, or undefined to act. */
+function replayed(live: Live<unknown>, seq: number | undefined, what: string): unknown {
+  if (seq === undefined) return undefined;
+  if (seq === live.seq - 1 && live.last !== undefined) return live.last;
+  if (seq !== live.seq) {
+    throw new EnvServerError(
+      409,
+      `Cannot ${what} as seq must be ${live.seq} (or ${live.seq - 1} to repeat the last ` +
+        `request): current value is ${seq}`,
+    );
+  }
+  return undefined;
+}
+
+/** The routes of one environment (mounted at `/` and/or `/envs/{id}`). */
+function envRoutes(env: Environment, options: EnvServerOptions): Hono {
+  const idleMs = options.idleMs ?? 15 * 60_000;
+  const maxLive = options.maxLive ?? 10_000;
+  const episodes = new LiveStore<Episode>("episode", idleMs, maxLive);
+  const experts = new LiveStore<Expert>("expert", idleMs, maxLive);
+  const app = new Hono();
+  app.get("/v1/info", (c) =>
+    c.json({
+      protocol_version: PROTOCOL_VERSION,
+      id: env.id,
+      description: env.description,
+      options_schema: z.toJSONSchema(env.optionsSchema, { io: "input" }),
+      families: [...env.families],
+      default_max_turns: env.defaultMaxTurns,
+      splits: [...SPLITS],
+    }));
+  app.post("/v1/tasks", async (c) => {
+    const body = await readBody(c, TasksRequestSchema);
+    return c.json({ tasks: env.sampleTasks(body.split, body.count, body.seed, body.options) });
+  });
+  app.post("/v1/episodes", async (c) => {
+    const { task } = await readBody(c, TaskRequestSchema);
+    const episode = env.createEpisode(task);
+    const observation = observationToWire(episode.reset());
+    return c.json({ episode_id: episodes.add(episode), observation }, 201);
+  });
+  app.post("/v1/episodes/:id/reset", (c) => {
+    const live = episodes.get(c.req.param("id"));
+    live.seq = 0;
+    live.last = undefined;
+    return c.json({ observation: observationToWire(live.value.reset()) });
+  });
+  app.post("/v1/episodes/:id/step", async (c) => {
+    const live = episodes.get(c.req.param("id"));
+    const body = await readBody(c, StepRequestSchema);
+    const cached = replayed(live, body.seq, "step episode");
+    if (cached !== undefined) return c.json(cached);
+    const r: StepResult = live.value.step(body.action);
+    const answer = { ...r, observation: observationToWire(r.observation) };
+    live.seq++;
+    live.last = answer;
+    return c.json(answer);
+  });
+  app.delete("/v1/episodes/:id", (c) => {
+    episodes.delete(c.req.param("id"));
+    return c.body(null, 204);
+  });
+  app.post("/v1/prompt", async (c) => {
+    const { input } = await readBody(c, PromptRequestSchema);
+    const prompt = env.buildPrompt({
+      ...input,
+      observation: observationFromWire(input.observation),
+    });
+    return c.json({ prompt });
+  });
+  app.post("/v1/parse", async (c) => {
+    const { response } = await readBody(c, ParseRequestSchema);
+    return c.json({ action: env.parseAction(response) });
+  });
+  app.post("/v1/experts", async (c) => {
+    const { task } = await readBody(c, TaskRequestSchema);
+    return c.json({ expert_id: experts.add(env.createExpert(task)) }, 201);
+  });
+  app.post("/v1/experts/:id/act", async (c) => {
+    const live = experts.get(c.req.param("id"));
+    const body = await readBody(c, ActRequestSchema);
+    const cached = replayed(live, body.seq, "act");
+    if (cached !== undefined) return c.json(cached);
+    const answer = { action: live.value.act(observationFromWire(body.observation)) };
+    live.seq++;
+    live.last = answer;
+    return c.json(answer);
+  });
+  app.delete("/v1/experts/:id", (c) => {
+    experts.delete(c.req.param("id"));
+    return c.body(null, 204);
+  });
+  app.post("/v1/analysis", async (c) => {
+    const { trajectory } = await readBody(c, AnalysisRequestSchema);
+    return c.json(env.referenceAnalysis(trajectory));
+  });
+  app.get("/v1/vocabulary", (c) => c.json({ words: env.vocabulary() }));
+  return app;
+}
+
+function problem(c: Context, status: number, title: string, detail: string, errors?: unknown) {
+  return c.body(
+    JSON.stringify({ type: "about:blank", title, status, detail, ...(errors ? { errors } : {}) }),
+    status as 400,
+    { "content-type": "application/problem+json" },
+  );
+}
+
+/**
+ * The Hono app serving `envs`: each at `/envs/{id}/v1/…`, the first also at `/v1/…` when it is
+ * the only one, plus `GET /v1/envs` (the ids and base paths served).
+ */
+export function createEnvApp(envs: readonly Environment[], options: EnvServerOptions = {}): Hono {
+  const app = new Hono();
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) =>
+        problem(
+          c,
+          413,
+          "Payload Too Large",
+          `Cannot read body as it must be at most ${MAX_BODY_BYTES} bytes`,
+        ),
+    }),
+  );
+  app.get(
+    "/v1/envs",
+    (c) => c.json({ envs: envs.map((e) => ({ id: e.id, base_path: `/envs/${e.id}` })) }),
+  );
+  for (const env of envs) {
+    const routes = envRoutes(env, options);
+    app.route(`/envs/${env.id}`, routes);
+    if (envs.length === 1) app.route("/", routes);
+  }
+  app.notFound((c) =>
+    problem(c, 404, "Not Found", `Cannot find route ${c.req.method} ${c.req.path}`)
+  );
+  app.onError((err, c) => {
+    if (err instanceof EnvServerError) {
+      return problem(c, err.status, err.name, err.message, err.errors);
+    }
+    if (err instanceof EnvOptionsError) {
+      const errors = err.issues.map((i) => ({
+        path: ["options", ...i.path].join("."),
+        message: i.message,
+      }));
+      return problem(c, 400, err.name, err.message, errors);
+    }
+    if (err instanceof InvalidTaskError || err instanceof TaskSamplingError) {
+      return problem(c, 400, err.name, err.message);
+    }
+    return problem(c, 500, "Internal Server Error", `Cannot serve request: ${String(err)}`);
+  });
+  return app;
+}
+
+/** A running server. */
+export interface EnvServer {
+  /** Base URL of the server, e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  port: number;
+  /** Stops accepting and closes the listener. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `envs` on `hostname:port` (port 0 picks a free one).
+ * Resolves once the listener is bound.
+ */
+export function serveEnvironments(
+  envs: readonly Environment[],
+  opts: EnvServerOptions & { port?: number; hostname?: string } = {},
+): Promise<EnvServer> {
+  const app = createEnvApp(envs, opts);
+  const hostname = opts.hostname ?? "127.0.0.1";
+  return new Promise((resolve) => {
+    const server = Deno.serve({
+      port: opts.port ?? 0,
+      hostname,
+      onListen: (addr) => {
+        const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+        resolve({
+          url: `http://${host}:${addr.port}`,
+          port: addr.port,
+          close: () => server.shutdown(),
+        });
+      },
+    }, app.fetch);
+  });
+}
