@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { ArchiveError, extractVerified, type TarSource, tarStream } from "../../api/tar.ts";
+
+function source(name: string, data: Uint8Array, sha256?: string): TarSource {
+  return {
+    name,
+    bytes: data.byteLength,
+    sha256: sha256 ?? createHash("sha256").update(data).digest("hex"),
+    open: () =>
+      Promise.resolve((async function* () {
+        for (let i = 0; i < data.byteLength; i += 1000) yield data.subarray(i, i + 1000);
+      })()),
+  };
+}
+
+Deno.test("a streamed archive extracts to the same bytes with every sha256 checked", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const big = crypto.getRandomValues(new Uint8Array(60_000));
+    const small = new TextEncoder().encode('{"a":1}');
+    const files = await extractVerified(
+      tarStream([source("step-2/model.bin", big), source("step-2/config.json", small)]),
+      dir,
+    );
+    assert.deepEqual(files.map((f) => f.name), ["step-2/model.bin", "step-2/config.json"]);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-2/model.bin`), big);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-2/config.json`), small);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("an object whose bytes do not match its recorded sha256 aborts the archive", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const data = new Uint8Array(3000).fill(7);
+    await assert.rejects(
+      () => extractVerified(tarStream([source("x.bin", data, "0".repeat(64))]), dir),
+      (e: Error) => e instanceof ArchiveError || /sha256|premature|Unexpected end/i.test(e.message),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
