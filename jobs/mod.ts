@@ -4,6 +4,7 @@
  */
 export * from "./spec.ts";
 export * from "./schema.ts";
+export * from "./errors.ts";
 export {
   type Database,
   dataDirFromEnv,
@@ -14,3 +15,35 @@ export {
   type Orm,
   type Queryable,
 } from "./db.ts";
+export {
+  acknowledgeCancel,
+  cancelJob,
+  claimJob,
+  type ClaimOptions,
+  failJob,
+  fenceOf,
+  getJob,
+  heartbeat,
+  JOBS_CHANNEL,
+  reapExpiredLeases,
+  releaseJob,
+  specSha256,
+  submitJob,
+  type SubmitOptions,
+  succeedJob,
+} from "./queue.ts";
+export {
+  appendEvent,
+  EVENT_TYPE_PATTERN,
+  InvalidEventError,
+  listEvents,
+  MAX_EVENT_DATA_CHARS,
+} from "./events.ts";
+export { InvalidMetricsError, listMetrics, recordMetrics, setProgress } from "./metrics.ts";
+export {
+  DEFAULT_REAP_INTERVAL_MS,
+  type Reaper,
+  type ReaperOptions,
+  startReaper,
+} from "./reaper.ts";
+export { createWakeup, type WakeReason, type Wakeup } from "./wakeup.ts";
