@@ -7,7 +7,7 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { IdempotencyConflictError, IntegrityError } from "../jobs/errors.ts";
+import { IdempotencyConflictError, IntegrityError } from "../jobs/mod.ts";
 import { type AuthEnv, bearerAuth } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import {

@@ -3,20 +3,18 @@
  * imports workers/: the environment list and the semantic check of a spec come in as functions.
  */
 import type { Database, JobSpec } from "../jobs/mod.ts";
+import type { ArtifactStore } from "../jobs/store.ts";
 import type { ErrorMapper } from "./errors.ts";
 import type { EnvInfo } from "./schemas.ts";
 
-/** The read side of the artifact store that the API uses (object keys come from db rows). */
-export interface ArtifactReader {
-  /** Streams an object's bytes. Throws when the object is missing or the store is down. */
-  readStream(key: string): Promise<AsyncIterable<Uint8Array>>;
-  /** Reads a whole object and checks its SHA-256 (lowercase hex); throws on a mismatch. */
-  readVerified(key: string, sha256: string): Promise<Uint8Array>;
-  /** A presigned GET URL valid for `expiresInS` seconds. */
-  presignGet(key: string, expiresInS: number): Promise<string>;
-  /** Resolves when the store answers (bucket reachable); throws otherwise. */
-  ping(): Promise<void>;
-}
+/**
+ * The artifact store methods the API uses (jobs/store.ts `ArtifactStore` satisfies it): streamed
+ * and verified reads, presigned GET URLs, and the raw client for the readiness probe.
+ */
+export type ArtifactReader = Pick<
+  ArtifactStore,
+  "getStream" | "get" | "presignGet" | "bucket" | "send"
+>;
 
 /**
  * Semantic check of a parsed spec for the submitting tenant (e.g. "is env.id known?").
@@ -28,7 +26,7 @@ export type SpecCheck = (spec: JobSpec, ctx: { tenantId: string }) => void | Pro
 export interface AppOptions {
   /** The open database (jobs/db.ts `openDatabase`). */
   db: Database;
-  /** The artifact store (read side). */
+  /** The artifact store (jobs/store.ts `openStore`). */
   store: ArtifactReader;
   /**
    * Lists the environments workers offer for `GET /v1/envs`; default: an empty list. `api/main.ts`

@@ -41,7 +41,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
       name: `${folder}/${f.name}`,
       bytes: f.bytes,
       sha256: f.sha256,
-      open: () => store.readStream(f.key),
+      open: () => store.getStream(f.key),
     })));
     return new Response(body, {
       headers: {
@@ -65,7 +65,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
         }`,
       );
     }
-    const url = await store.presignGet(file.key, q.expires_in);
+    const url = await store.presignGet(file.key, { expiresInS: q.expires_in, filename: file.name });
     const expiresAt = new Date(Date.now() + q.expires_in * 1000).toISOString();
     c.header("cache-control", "no-store");
     if (q.redirect === "false") return c.json({ url, expires_at: expiresAt });
@@ -76,7 +76,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const q = parseQuery(c, SkillsQuery);
     const row = await getSkillLibrary(db, job.id, q.step);
-    const bytes = await store.readVerified(row.key, row.sha256);
+    const bytes = await store.get(row.key, { sha256: row.sha256 });
     let library: unknown;
     try {
       library = JSON.parse(new TextDecoder().decode(bytes));

@@ -3,6 +3,7 @@
  * store reachable), `/metrics` (Prometheus text, counts over all tenants, no tenant data) and
  * `/openapi.json`; plus the authenticated `GET /v1/envs`.
  */
+import { HeadBucketCommand } from "@aws-sdk/client-s3";
 import { Hono } from "hono";
 import { JOB_STATUSES } from "../jobs/mod.ts";
 import type { AuthEnv } from "./auth.ts";
@@ -47,7 +48,7 @@ export function systemRoutes(options: AppOptions): Hono {
       });
     }
     try {
-      await store.ping();
+      await store.send(new HeadBucketCommand({ Bucket: store.bucket }));
     } catch (error) {
       throw new UnavailableError(`Cannot serve as the object store must be reachable: ${error}`, {
         cause: error,
