@@ -47,3 +47,28 @@ export {
   startReaper,
 } from "./reaper.ts";
 export { createWakeup, type WakeReason, type Wakeup } from "./wakeup.ts";
+export { ensureLocalS3, LOCAL_S3_CREDENTIALS, type LocalS3, startLocalS3 } from "./local_s3.ts";
+export {
+  ArtifactStore,
+  DEFAULT_MULTIPART_BYTES,
+  localStoreDir,
+  MAX_PRESIGN_EXPIRES_S,
+  openStore,
+  sha256Hex,
+  type StoredObject,
+  type StoreOptions,
+} from "./store.ts";
+export * from "./keys.ts";
+export {
+  type CheckpointFileInput,
+  getCheckpoint,
+  getSkillLibrary,
+  latestCheckpoint,
+  listCheckpoints,
+  listSkillLibraries,
+  readCheckpointFile,
+  readSkillLibrary,
+  saveCheckpoint,
+  saveSkillLibrary,
+  type Writer,
+} from "./artifacts.ts";
