@@ -1,12 +1,11 @@
 /**
- * Read-side queries of the API (list/get jobs, event pages, metrics series, checkpoint and skill
- * rows), each scoped to a tenant: a job of another tenant is indistinguishable from no job.
- * Writes (submit, cancel) go through jobs/ queue functions.
+ * Read-side queries of the API: list/get jobs (scoped to a tenant: another tenant's job is
+ * indistinguishable from no job), event pages, metrics series and the `/metrics` gauges.
+ * Checkpoint and skill rows are read with jobs/artifacts.ts; writes (submit, cancel) go through
+ * the jobs/ queue functions. Event/metrics reads take a job id already checked with `getJob`.
  */
 import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from "drizzle-orm";
 import {
-  type Checkpoint,
-  checkpoints,
   type Database,
   type Job,
   type JobEvent,
@@ -15,8 +14,6 @@ import {
   type JobMetricsRow,
   jobs,
   type JobStatus,
-  skillLibraries,
-  type SkillLibrary,
   TERMINAL_STATUSES,
 } from "../jobs/mod.ts";
 import { decodeCursor, encodeCursor, JobCursor } from "./cursor.ts";
@@ -97,49 +94,6 @@ export async function metricsSeries(
   return await db.orm.select().from(jobMetrics).where(and(...filters)).orderBy(
     asc(jobMetrics.step),
   );
-}
-
-/** Checkpoint rows of a job, ascending by step. */
-export async function listCheckpoints(db: Database, jobId: string): Promise<Checkpoint[]> {
-  return await db.orm.select().from(checkpoints).where(eq(checkpoints.jobId, jobId)).orderBy(
-    asc(checkpoints.step),
-  );
-}
-
-/** The checkpoint of a job at `step`. Throws {@link NotFoundError} when there is none. */
-export async function getCheckpoint(
-  db: Database,
-  jobId: string,
-  step: number,
-): Promise<Checkpoint> {
-  const [row] = await db.orm.select().from(checkpoints).where(
-    and(eq(checkpoints.jobId, jobId), eq(checkpoints.step, step)),
-  );
-  if (!row) {
-    throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at step ${step}`);
-  }
-  return row;
-}
-
-/**
- * The skill library row of a job at `step`, or the latest when `step` is undefined.
- * Throws {@link NotFoundError} when there is none.
- */
-export async function getSkillLibrary(
-  db: Database,
-  jobId: string,
-  step?: number,
-): Promise<SkillLibrary> {
-  const filters = [eq(skillLibraries.jobId, jobId)];
-  if (step !== undefined) filters.push(eq(skillLibraries.step, step));
-  const [row] = await db.orm.select().from(skillLibraries).where(and(...filters)).orderBy(
-    desc(skillLibraries.step),
-  ).limit(1);
-  if (!row) {
-    const at = step === undefined ? "" : ` at step ${step}`;
-    throw new NotFoundError(`Cannot find a skill library of job ${jobId}${at}`);
-  }
-  return row;
 }
 
 /** Counts of jobs by status over all tenants (for `/metrics`). */

@@ -7,7 +7,8 @@ import { Hono } from "hono";
 import type { AuthEnv } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import { NotFoundError, ProblemError } from "./errors.ts";
-import { getCheckpoint, getJob, getSkillLibrary, listCheckpoints } from "./queries.ts";
+import { getCheckpoint, getSkillLibrary, listCheckpoints } from "../jobs/mod.ts";
+import { getJob } from "./queries.ts";
 import { jobIdOf } from "./routes_jobs.ts";
 import { FileQuery, SkillsQuery, StepParam } from "./schemas.ts";
 import { tarStream } from "./tar.ts";
@@ -20,6 +21,12 @@ function stepOf(raw: string | undefined, jobId: string): number {
     throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at ${raw}`);
   }
   return parsed.data;
+}
+
+async function checkpointAt(options: AppOptions, jobId: string, step: number) {
+  const ckpt = await getCheckpoint(options.db, jobId, step);
+  if (!ckpt) throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at step ${step}`);
+  return ckpt;
 }
 
 /** Mounts the checkpoint and skills routes on a `/v1/jobs` base. */
@@ -35,7 +42,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
   app.get("/:id/checkpoints/:step/archive", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const step = stepOf(c.req.param("step"), job.id);
-    const ckpt = await getCheckpoint(db, job.id, step);
+    const ckpt = await checkpointAt(options, job.id, step);
     const folder = `step-${step}`;
     const body = tarStream(ckpt.files.map((f) => ({
       name: `${folder}/${f.name}`,
@@ -55,7 +62,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const step = stepOf(c.req.param("step"), job.id);
     const q = parseQuery(c, FileQuery);
-    const ckpt = await getCheckpoint(db, job.id, step);
+    const ckpt = await checkpointAt(options, job.id, step);
     const name = c.req.param("name");
     const file = ckpt.files.find((f) => f.name === name);
     if (!file) {
@@ -76,6 +83,10 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const q = parseQuery(c, SkillsQuery);
     const row = await getSkillLibrary(db, job.id, q.step);
+    if (!row) {
+      const at = q.step === undefined ? "" : ` at step ${q.step}`;
+      throw new NotFoundError(`Cannot find a skill library of job ${job.id}${at}`);
+    }
     const bytes = await store.get(row.key, { sha256: row.sha256 });
     let library: unknown;
     try {
