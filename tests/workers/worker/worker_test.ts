@@ -45,6 +45,36 @@ Deno.test("the worker loop", async (t) => {
       logger: createLogger({}, { sink: (l) => logs.push(l), level: "debug" }),
     });
   const reload = async (job: Job) => (await getJob(db, { tenantId, jobId: job.id }))!;
+  /** A worker process running the counting handler (100 ms per step) on this test's DB and S3. */
+  const spawnWorker = () =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("./_counting_worker.ts", import.meta.url).pathname],
+      env: {
+        ...s3.env,
+        DATABASE_URL: url,
+        WORKER_LEASE_MS: String(LEASE_MS),
+        REAPER_INTERVAL_MS: "0",
+        STEP_DELAY_MS: "100",
+        LOG_LEVEL: "error",
+      },
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+  /** Reads the child's `{"step": N}` lines to the end, calling `onStep` for each; the last step. */
+  const readSteps = async (child: Deno.ChildProcess, onStep: (step: number) => unknown) => {
+    let last = 0;
+    let buffered = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffered += chunk;
+      const lines = buffered.split("\n");
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        last = JSON.parse(line).step;
+        onStep(last);
+      }
+    }
+    return last;
+  };
   try {
     await t.step("a job of a method with no handler fails with a clear error", async () => {
       const { job } = await submitJob(db, { tenantId, spec: testSpec() });
@@ -166,34 +196,36 @@ Deno.test("the worker loop", async (t) => {
       },
     );
 
+    await t.step(
+      "SIGTERM drains a worker process: it checkpoints and releases the job",
+      async () => {
+        const { job } = await submitJob(db, { tenantId, spec: testSpec({ steps: 50 }) });
+        const child = spawnWorker();
+        let signalled = false;
+        const lastStep = await readSteps(child, (step) => {
+          if (step >= 2 && !signalled) child.kill("SIGTERM");
+          signalled ||= step >= 2;
+        });
+        const status = await child.status;
+        assert.equal(status.code, 0, "the worker exits cleanly after draining");
+        const after = await reload(job);
+        assert.equal(after.status, "queued");
+        assert.equal(after.attempt, 0, "draining burns no attempt");
+        assert.equal(after.workerId, null);
+        const metrics = await listMetrics(db, job.id);
+        assert.equal(metrics.length, lastStep, "every reported step was recorded once");
+        await cancelJob(db, { tenantId, jobId: job.id });
+      },
+    );
+
     await t.step("a worker process killed mid-job is resumed from its checkpoint", async () => {
       const { job } = await submitJob(db, { tenantId, spec: testSpec({ steps: 12 }) });
-      const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", new URL("./_counting_worker.ts", import.meta.url).pathname],
-        env: {
-          ...s3.env,
-          DATABASE_URL: url,
-          WORKER_LEASE_MS: String(LEASE_MS),
-          REAPER_INTERVAL_MS: "0",
-          STEP_DELAY_MS: "100",
-          LOG_LEVEL: "error",
-        },
-        stdout: "piped",
-        stderr: "null",
-      }).spawn();
-      // Read the child's progress lines until step 3 is checkpointed, then kill it hard.
-      let killedAfter = 0;
-      let buffered = "";
-      for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-        buffered += chunk;
-        const lines = buffered.split("\n");
-        buffered = lines.pop()!;
-        for (const line of lines) killedAfter = JSON.parse(line).step;
-        if (killedAfter >= 3) {
-          child.kill("SIGKILL");
-          break;
-        }
-      }
+      const child = spawnWorker();
+      let killed = false;
+      const killedAfter = await readSteps(child, (step) => {
+        if (step >= 3 && !killed) child.kill("SIGKILL");
+        killed ||= step >= 3;
+      });
       await child.status;
       assert.ok(killedAfter >= 3);
       assert.equal((await reload(job)).status, "running", "the lease still names the dead worker");
