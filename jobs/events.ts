@@ -1,11 +1,13 @@
 /**
  * Job events: an ordered log per job (monotonic bigserial ids, usable as SSE `Last-Event-ID`).
- * Workers append under their fence; a stale worker's append matches nothing.
+ * Workers append under their fence; a stale worker's append matches nothing. Every append (and
+ * every status transition) sends NOTIFY on `JOB_EVENTS_CHANNEL` (`job_events`) with the job id.
  */
 import type { Queryable } from "./db.ts";
 import { type Fence, FenceLostError } from "./errors.ts";
 import type { JobEvent } from "./schema.ts";
 import { toEvent } from "./_rows.ts";
+import { JOB_EVENTS_CHANNEL } from "./queue.ts";
 
 /** Event types: lowercase, `[a-z][a-z0-9_.:-]{0,63}` (also a CHECK constraint). */
 export const EVENT_TYPE_PATTERN = /^[a-z][a-z0-9_.:-]{0,63}$/;
@@ -17,13 +19,16 @@ const SQL = {
    * appendEvent: inserts the event only while the fence holds. FOR SHARE waits for a concurrent
    * transition of the job row and re-checks the fence against its new version.
    */
-  appendEvent: `insert into job_events (job_id, attempt, type, data)
-    select id, attempt, $4::text, $5::jsonb from (
-      select id, attempt from jobs
-      where id = $1::uuid and attempt = $2::int and worker_id = $3::text
-        and status in ('running', 'cancelling')
-      for share) fenced
-    returning *`,
+  appendEvent: `with ins as (
+      insert into job_events (job_id, attempt, type, data)
+      select id, attempt, $4::text, $5::jsonb from (
+        select id, attempt from jobs
+        where id = $1::uuid and attempt = $2::int and worker_id = $3::text
+          and status in ('running', 'cancelling')
+        for share) fenced
+      returning *),
+    evn as (select count(pg_notify('${JOB_EVENTS_CHANNEL}', job_id::text)) as n from ins)
+    select ins.* from ins, evn`,
   /** listEvents: a job's events after an id, oldest first. */
   listEvents: `select * from job_events where job_id = $1::uuid and id > $2::bigint
     order by id limit $3::int`,

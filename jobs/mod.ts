@@ -24,6 +24,7 @@ export {
   fenceOf,
   getJob,
   heartbeat,
+  JOB_EVENTS_CHANNEL,
   JOBS_CHANNEL,
   reapExpiredLeases,
   releaseJob,

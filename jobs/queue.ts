@@ -22,13 +22,21 @@ export const JOBS_CHANNEL = "seed_jobs";
 const FENCE = `id = $1::uuid and attempt = $2::int and worker_id = $3::text
   and status in ('running', 'cancelling')`;
 
-/** Appends a `status` event for every row of CTE `moved` (used by every transition). */
+/** NOTIFY channel announcing new job events; the payload is the job id. */
+export const JOB_EVENTS_CHANNEL = "job_events";
+
+/**
+ * Appends a `status` event for every row of CTE `moved` (used by every transition) and announces
+ * it on {@link JOB_EVENTS_CHANNEL}; the statement must select `from moved, evn`.
+ */
 const STATUS_EVENT = `ev as (
-  insert into job_events (job_id, attempt, type, data)
-  select id, attempt, 'status',
-         jsonb_strip_nulls(jsonb_build_object('status', status, 'worker_id', worker_id,
-                                              'error', error))
-  from moved)`;
+    insert into job_events (job_id, attempt, type, data)
+    select id, attempt, 'status',
+           jsonb_strip_nulls(jsonb_build_object('status', status, 'worker_id', worker_id,
+                                                'error', error))
+    from moved
+    returning job_id),
+  evn as (select count(pg_notify('${JOB_EVENTS_CHANNEL}', job_id::text)) as n from ev)`;
 
 const SQL = {
   /** submit: a new queued job, its first event, and a wake-up for idle workers of its device. */
@@ -38,7 +46,7 @@ const SQL = {
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
-    select moved.* from moved, wake`,
+    select moved.* from moved, evn, wake`,
   /** idempotencyLookup: the job an Idempotency-Key already created, with its request hash. */
   idempotencyLookup: `select k.request_sha256, j.*
     from idempotency_keys k join jobs j on j.id = k.job_id
@@ -62,7 +70,7 @@ const SQL = {
         for update skip locked limit 1)
       returning *),
     ${STATUS_EVENT}
-    select * from moved`,
+    select moved.* from moved, evn`,
   /** heartbeat: extends the lease under the fence; the status tells the worker of a cancel. */
   heartbeat: `update jobs set lease_expires_at = now() + $4::int * interval '1 millisecond',
       heartbeat_at = now()
@@ -75,7 +83,7 @@ const SQL = {
       where ${FENCE}
       returning *),
     ${STATUS_EVENT}
-    select * from moved`,
+    select moved.* from moved, evn`,
   /** fail: running|cancelling → failed with a readable error, under the fence. */
   fail: `with moved as (
       update jobs set status = 'failed', worker_id = null, lease_expires_at = null,
@@ -83,7 +91,7 @@ const SQL = {
       where ${FENCE}
       returning *),
     ${STATUS_EVENT}
-    select * from moved`,
+    select moved.* from moved, evn`,
   /** acknowledgeCancel: cancelling → cancelled, by the worker that saw it on its heartbeat. */
   acknowledgeCancel: `with moved as (
       update jobs set status = 'cancelled', worker_id = null, lease_expires_at = null,
@@ -91,7 +99,7 @@ const SQL = {
       where ${FENCE} and status = 'cancelling'
       returning *),
     ${STATUS_EVENT}
-    select * from moved`,
+    select moved.* from moved, evn`,
   /**
    * release: a draining worker gives the job back without burning an attempt (running → queued,
    * keeping its place in line); a cancel requested meanwhile wins (cancelling → cancelled).
@@ -105,7 +113,7 @@ const SQL = {
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', device) from moved where status = 'queued')
-    select moved.* from moved left join (select count(*) from wake) w on true`,
+    select moved.* from moved, evn, (select count(*) from wake) w`,
   /** cancel: queued → cancelled at once; running → cancelling. Other states are left alone. */
   cancel: `with moved as (
       update jobs set
@@ -114,7 +122,7 @@ const SQL = {
       where id = $1::uuid and tenant_id = $2::uuid and status in ('queued', 'running')
       returning *),
     ${STATUS_EVENT}
-    select * from moved`,
+    select moved.* from moved, evn`,
   /** get: one job of a tenant. */
   get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid`,
   /**
@@ -145,7 +153,7 @@ const SQL = {
       returning j.*),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', device) from moved where status = 'queued')
-    select moved.* from moved left join (select count(*) from wake) w on true`,
+    select moved.* from moved, evn, (select count(*) from wake) w`,
 } as const;
 
 /** What {@link submitJob} needs. */

@@ -7,6 +7,7 @@ import {
   fenceOf,
   getJob,
   heartbeat,
+  JOB_EVENTS_CHANNEL,
   reapExpiredLeases,
   releaseJob,
   submitJob,
@@ -50,6 +51,30 @@ Deno.test("the Postgres queue", async (t) => {
         await drain();
       }
     });
+
+    await t.step(
+      "every status change and appended event is announced with the job id",
+      async () => {
+        const payloads: string[] = [];
+        let heard!: () => void;
+        let expected = 3;
+        const done = new Promise<void>((r) => heard = r);
+        const unlisten = await db.listen(JOB_EVENTS_CHANNEL, (p) => {
+          payloads.push(p);
+          if (--expected === 0) heard();
+        });
+        try {
+          const { job } = await submitJob(db, { tenantId, spec: testSpec() });
+          const claimed = (await claim("announcer"))!;
+          await appendEvent(db, fenceOf(claimed), "stage", { stage: "rollout" });
+          await done;
+          assert.deepEqual(payloads, [job.id, job.id, job.id]);
+        } finally {
+          await unlisten();
+          await drain();
+        }
+      },
+    );
 
     await t.step("an idempotency key returns the same job for the same body", async () => {
       const spec = testSpec({ steps: 3 });
