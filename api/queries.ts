@@ -7,6 +7,7 @@
 import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from "drizzle-orm";
 import {
   type Database,
+  getJob as getTenantJob,
   type Job,
   type JobEvent,
   jobEvents,
@@ -19,13 +20,14 @@ import {
 import { decodeCursor, encodeCursor, JobCursor } from "./cursor.ts";
 import { NotFoundError } from "./errors.ts";
 
-/** Fetches a tenant's job. Throws {@link NotFoundError} (404) when absent or another tenant's. */
+/**
+ * Fetches a tenant's job (jobs/ `getJob`, one raw statement: about half the cost of the drizzle
+ * builder on this hot path). Throws {@link NotFoundError} (404) when absent or another tenant's.
+ */
 export async function getJob(db: Database, tenantId: string, jobId: string): Promise<Job> {
-  const [row] = await db.orm.select().from(jobs).where(
-    and(eq(jobs.id, jobId), eq(jobs.tenantId, tenantId)),
-  );
-  if (!row) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
-  return row;
+  const job = await getTenantJob(db, { tenantId, jobId });
+  if (!job) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
+  return job;
 }
 
 /** True when the job exists for the tenant and is in a terminal state. */

@@ -100,13 +100,21 @@ export function tarStream(sources: readonly TarSource[]): ReadableStream<Uint8Ar
     }
     pack.finalize();
   };
-  produce().catch((error) => pack.destroy(error));
+  let failure: unknown;
+  produce().catch((error) => {
+    failure = error;
+    pack.destroy(error);
+  });
   const iterator = pack[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const { value, done } = await iterator.next();
-      if (done) controller.close();
-      else controller.enqueue(new Uint8Array(value));
+      try {
+        const { value, done } = await iterator.next();
+        if (done) controller.close();
+        else controller.enqueue(new Uint8Array(value));
+      } catch (error) {
+        controller.error(failure ?? error); // the cause, not streamx's "Stream was destroyed"
+      }
     },
     cancel() {
       cancelled = true;
@@ -143,6 +151,7 @@ export async function extractVerified(
   outDir: string,
 ): Promise<ExtractedFile[]> {
   const ex = extract();
+  let bodyError: unknown;
   const feed = (async () => {
     try {
       for await (const chunk of body) {
@@ -150,9 +159,22 @@ export async function extractVerified(
       }
       (ex as unknown as { end(): void }).end();
     } catch (error) {
+      bodyError = error;
       ex.destroy(error as Error);
     }
   })();
+  try {
+    return await extractEntries(ex, outDir, feed);
+  } catch (error) {
+    throw bodyError ?? error; // the stream's own cause, not streamx's "Stream was destroyed"
+  }
+}
+
+async function extractEntries(
+  ex: ReturnType<typeof extract>,
+  outDir: string,
+  feed: Promise<void>,
+): Promise<ExtractedFile[]> {
   let expected: Map<string, string> | undefined;
   const files: ExtractedFile[] = [];
   for await (const entry of ex) {
