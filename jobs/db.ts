@@ -5,8 +5,10 @@
  * drizzle instance (`orm`), raw parameterised SQL (`query`, used by the queue's named statements),
  * transactions, and LISTEN/NOTIFY.
  *
- * PGlite is one connection inside one process: a second process opening the same data folder is
- * refused with {@link EmbeddedDatabaseBusyError} (run several processes against real Postgres).
+ * PGlite is one connection inside one process. The first process to open a data folder serves it
+ * to later ones over the wire protocol on loopback (see `openPglite`), so every process started
+ * in one `SEED_DATA_DIR` shares one database; the first must outlive the others. For production
+ * and for many workers, use real Postgres (`DATABASE_URL`).
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -19,6 +21,7 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import * as schema from "./schema.ts";
+import { type PgliteServer, servePglite } from "./_pglite_server.ts";
 
 /** The drizzle instance type shared by both drivers (query builder over {@link schema}). */
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -58,15 +61,19 @@ export interface OpenOptions {
   maxConnections?: number;
 }
 
-/** Thrown when another live process already holds the embedded database of a data folder. */
+/**
+ * Thrown when the embedded database of a data folder cannot be shared: its owner (another live
+ * process, or this one opening it twice) does not serve it.
+ */
 export class EmbeddedDatabaseBusyError extends Error {
   /** Pid of the process that holds the database. */
   readonly pid: number;
   /** The PGlite data folder. */
   readonly dir: string;
-  constructor(dir: string, pid: number) {
+  constructor(dir: string, pid: number, cause?: unknown) {
     super(
-      `Cannot open the embedded database in ${dir} as it must be used by one process at a time: process ${pid} holds it (set DATABASE_URL to share a Postgres server among processes)`,
+      `Cannot open the embedded database in ${dir} as its owner must serve it: process ${pid} holds it but does not answer (set DATABASE_URL to share a Postgres server among processes)`,
+      { cause },
     );
     this.name = "EmbeddedDatabaseBusyError";
     this.pid = pid;
@@ -93,13 +100,20 @@ export function dataDirFromEnv(): string {
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
   const url = options.url ?? (Deno.env.get("DATABASE_URL") || undefined);
   if (url) return await openPostgres(url, options.maxConnections ?? 10);
-  return await openPglite(join(options.dataDir ?? dataDirFromEnv(), "pg"));
+  return await openPglite(
+    join(options.dataDir ?? dataDirFromEnv(), "pg"),
+    options.maxConnections ?? 10,
+  );
 }
 
-async function openPostgres(url: string, max: number): Promise<Database> {
+async function openPostgres(
+  url: string,
+  max: number,
+  extra: { prepare?: boolean } = {},
+): Promise<Database> {
   // Migrate on one dedicated connection holding an advisory lock, so that several processes
   // starting at once apply each migration exactly once.
-  const lockSql = postgres(url, { max: 1, onnotice: () => {} });
+  const lockSql = postgres(url, { max: 1, onnotice: () => {}, ...extra });
   try {
     await lockSql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
     await migratePostgres(drizzlePostgres({ client: lockSql }), {
@@ -109,7 +123,7 @@ async function openPostgres(url: string, max: number): Promise<Database> {
   } finally {
     await lockSql.end();
   }
-  const sql = postgres(url, { max, onnotice: () => {} });
+  const sql = postgres(url, { max, onnotice: () => {}, ...extra });
   const orm = drizzlePostgres({ client: sql, schema }) as unknown as Orm;
   const run =
     (q: postgres.Sql | postgres.TransactionSql) => <T>(text: string, params: unknown[] = []) =>
@@ -142,35 +156,80 @@ function isAlive(pid: number): boolean {
   return existsSync("/proc/self") ? existsSync(`/proc/${pid}`) : true;
 }
 
-/** Takes `${dir}.lock` (O_EXCL), replacing a lock left by a dead process. */
-function takeLock(dir: string): string {
+/** Contents of `${dir}.lock`: the owning pid, and its server's port once it serves. */
+interface LockInfo {
+  pid: number;
+  port?: number;
+}
+
+function readLock(lockPath: string): LockInfo | undefined {
+  try {
+    const info = JSON.parse(Deno.readTextFileSync(lockPath));
+    return Number.isInteger(info?.pid) ? info : undefined;
+  } catch {
+    return undefined; // absent, or being written
+  }
+}
+
+/**
+ * Takes `${dir}.lock` (O_EXCL), replacing a lock left by a dead process.
+ * @returns the lock path when taken, or the live owner's lock info.
+ */
+function takeLock(dir: string): { lockPath: string; owner?: LockInfo } {
   const lockPath = `${dir}.lock`;
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 20; i++) {
     try {
       const f = Deno.openSync(lockPath, { write: true, createNew: true });
-      f.writeSync(new TextEncoder().encode(String(Deno.pid)));
+      f.writeSync(new TextEncoder().encode(JSON.stringify({ pid: Deno.pid })));
       f.close();
-      return lockPath;
+      return { lockPath };
     } catch (e) {
       if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-      const pid = Number(Deno.readTextFileSync(lockPath).trim());
-      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
-        throw new EmbeddedDatabaseBusyError(dir, pid);
-      }
-      Deno.removeSync(lockPath); // stale: its process is gone
+      const info = readLock(lockPath);
+      if (info && isAlive(info.pid)) return { lockPath, owner: info };
+      if (info) Deno.removeSync(lockPath); // stale: its process is gone
     }
   }
   throw new Error(`Cannot lock the embedded database as ${lockPath} keeps reappearing`);
 }
 
-async function openPglite(dir: string): Promise<Database> {
+/**
+ * Opens the embedded database of a data folder. The first process opens PGlite, migrates, and
+ * serves it on loopback (`_pglite_server.ts`), writing `{pid, port}` to `${dir}.lock`; every
+ * later process connects to that server with postgres.js. The owner must outlive the others.
+ */
+async function openPglite(dir: string, max: number): Promise<Database> {
   mkdirSync(dirname(dir), { recursive: true });
-  const lockPath = takeLock(dir);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { lockPath, owner } = takeLock(dir);
+    if (!owner) return await ownPglite(dir, lockPath);
+    if (owner.pid === Deno.pid) throw new EmbeddedDatabaseBusyError(dir, owner.pid);
+    if (owner.port !== undefined) {
+      try {
+        const url = `postgres://postgres@127.0.0.1:${owner.port}/postgres`;
+        const db = await openPostgres(url, Math.min(max, 4), { prepare: false });
+        return { ...db, driver: "pglite" };
+      } catch (e) {
+        if (!isAlive(owner.pid)) continue; // the owner died meanwhile: take over
+        throw new EmbeddedDatabaseBusyError(dir, owner.pid, e);
+      }
+    }
+    // The owner is still starting (migrating) and has not written its port yet.
+    if (Date.now() > deadline) throw new EmbeddedDatabaseBusyError(dir, owner.pid);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function ownPglite(dir: string, lockPath: string): Promise<Database> {
   let pg: PGlite;
+  let server: PgliteServer;
   try {
     pg = await PGlite.create(dir);
     const orm = drizzlePglite({ client: pg, schema });
     await migratePglite(orm, { migrationsFolder: MIGRATIONS_DIR });
+    server = servePglite(pg);
+    Deno.writeTextFileSync(lockPath, JSON.stringify({ pid: Deno.pid, port: server.port }));
   } catch (e) {
     Deno.removeSync(lockPath);
     throw e;
@@ -189,16 +248,14 @@ async function openPglite(dir: string): Promise<Database> {
             (await tx.query<R>(text, params)).rows,
         })
       ),
-    async listen(channel, onPayload) {
-      const unsub = await pg.listen(channel, onPayload);
-      return async () => await unsub();
-    },
+    listen: (channel, onPayload) => server.listen(channel, onPayload),
     async notify(channel, payload) {
       await pg.query("select pg_notify($1, $2)", [channel, payload]);
     },
     async close() {
       if (closed) return;
       closed = true;
+      await server.stop();
       await pg.close();
       try {
         Deno.removeSync(lockPath);

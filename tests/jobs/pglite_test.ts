@@ -5,6 +5,7 @@ import {
   EmbeddedDatabaseBusyError,
   fenceOf,
   getJob,
+  JOB_EVENTS_CHANNEL,
   listMetrics,
   openDatabase,
   openStore,
@@ -24,7 +25,7 @@ Deno.test("the embedded database (PGlite) runs the same queue", async (t) => {
     assert.equal(db.driver, "pglite");
     const [tenant] = await db.orm.insert(tenants).values({ name: "local" }).returning();
 
-    await t.step("a second opener of the same folder is refused while it is held", async () => {
+    await t.step("the same process cannot open a folder twice", async () => {
       await assert.rejects(openDatabase({ dataDir, url: "" }), EmbeddedDatabaseBusyError);
     });
 
@@ -66,11 +67,94 @@ Deno.test("the embedded database (PGlite) runs the same queue", async (t) => {
       }
     });
 
+    await t.step(
+      "another process in the same folder shares the database and its NOTIFYs",
+      async () => {
+        const wakeup = await createWakeup(db, "gpu");
+        try {
+          const child = new Deno.Command(Deno.execPath(), {
+            args: [
+              "eval",
+              `import { openDatabase, submitJob, JobSpecSchema, listEvents } from "${new URL(
+                "../../jobs/mod.ts",
+                import.meta.url,
+              )}";
+             const db = await openDatabase({ dataDir: ${JSON.stringify(dataDir)}, url: "" });
+             const spec = JobSpecSchema.parse({ env: { id: "sokoban" }, requirements: { device: "gpu" } });
+             const a = await submitJob(db, { tenantId: "${tenant.id}", spec, idempotencyKey: "x" });
+             const b = await submitJob(db, { tenantId: "${tenant.id}", spec, idempotencyKey: "x" });
+             const events = await listEvents(db, a.job.id);
+             console.log(JSON.stringify({ driver: db.driver, id: a.job.id, same: a.job.id === b.job.id, events: events.length }));
+             await db.close();`,
+            ],
+            stdout: "piped",
+            stderr: "inherit",
+          });
+          const out = await child.output();
+          assert.ok(out.success);
+          const seen = JSON.parse(new TextDecoder().decode(out.stdout));
+          assert.deepEqual({ ...seen, id: undefined }, {
+            driver: "pglite",
+            id: undefined,
+            same: true,
+            events: 1,
+          });
+          assert.equal(
+            await wakeup.wait(5_000),
+            "notified",
+            "the child's NOTIFY reached this process",
+          );
+          const claimed = await claimJob(db, { workerId: "g", device: "gpu", leaseMs: 1_000 });
+          assert.equal(claimed?.id, seen.id);
+          await succeedJob(db, fenceOf(claimed!));
+        } finally {
+          await wakeup.close();
+        }
+      },
+    );
+
+    await t.step("a worker process started in the same folder runs a submitted job", async () => {
+      const { job } = await submitJob(db, { tenantId: tenant.id, spec: testSpec({ steps: 3 }) });
+      let finished!: () => void;
+      const done = new Promise<void>((r) => finished = r);
+      const unlisten = await db.listen(JOB_EVENTS_CHANNEL, async (id) => {
+        if (id !== job.id) return;
+        const now = await getJob(db, { tenantId: tenant.id, jobId: job.id });
+        if (now?.status === "succeeded") finished();
+      });
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("../workers/worker/_counting_worker.ts", import.meta.url).pathname,
+        ],
+        env: {
+          SEED_DATA_DIR: dataDir,
+          DATABASE_URL: "",
+          S3_ENDPOINT: "",
+          WORKER_LEASE_MS: "3000",
+          WORKER_POLL_MS: "60000",
+          STEP_DELAY_MS: "0",
+          LOG_LEVEL: "error",
+        },
+        stdout: "null",
+        stderr: "inherit",
+      }).spawn();
+      try {
+        await done;
+      } finally {
+        child.kill("SIGTERM");
+        assert.equal((await child.status).code, 0);
+        await unlisten();
+      }
+      assert.deepEqual((await listMetrics(db, job.id)).map((m) => m.step), [1, 2, 3]);
+    });
+
     await t.step("the data survives closing and reopening the folder", async () => {
       await db.close();
       db = await openDatabase({ dataDir, url: "" });
       const rows = await db.query<{ n: number }>("select count(*)::int as n from jobs");
-      assert.equal(rows[0].n, 2);
+      assert.equal(rows[0].n, 4);
     });
   } finally {
     await db.close();
