@@ -3,7 +3,6 @@
  * CSV). Both check the job belongs to the tenant first (404 otherwise).
  */
 import { Hono } from "hono";
-import { jobEventsChannel } from "./channels.ts";
 import type { AuthEnv } from "./auth.ts";
 import { toCsv } from "./csv.ts";
 import type { AppOptions } from "./deps.ts";
@@ -13,7 +12,7 @@ import { parseEventId, sseStream } from "./sse.ts";
 import { jobIdOf } from "./routes_jobs.ts";
 import { parseQuery } from "./validate.ts";
 import { eventView, metricsView } from "./views.ts";
-import { TERMINAL_STATUSES } from "../jobs/mod.ts";
+import { JOB_EVENTS_CHANNEL, TERMINAL_STATUSES } from "../jobs/mod.ts";
 
 /** Mounts the events and metrics routes on a `/v1/jobs/:id` base. */
 export function eventRoutes(options: AppOptions): Hono<AuthEnv> {
@@ -42,8 +41,9 @@ export function eventRoutes(options: AppOptions): Hono<AuthEnv> {
           (await eventsAfter(db, job.id, afterId, limit)).map(eventView),
         isTerminal: () => isJobTerminal(db, tenant.id, job.id),
         subscribe: async (wake) => {
-          const stop = await db.listen(jobEventsChannel, (payload) => {
-            if (payload === "" || payload.startsWith(job.id)) wake();
+          // jobs/ sends NOTIFY job_events with the job id on every event and status change.
+          const stop = await db.listen(JOB_EVENTS_CHANNEL, (payload) => {
+            if (payload === job.id) wake();
           });
           return () => void stop().catch(() => {});
         },

@@ -70,10 +70,18 @@ export function sseStream(
   const pageSize = options.pageSize ?? 500;
   let closed = false;
   let wakeUp: (() => void) | undefined;
+  let pending = false; // a wake-up that came while a page was being read
   let unsubscribe: (() => void) | undefined;
-  const wake = () => wakeUp?.();
+  const wake = () => {
+    if (wakeUp) wakeUp();
+    else pending = true;
+  };
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (pending) {
+        pending = false;
+        return resolve();
+      }
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
@@ -94,6 +102,7 @@ export function sseStream(
         if (source.subscribe) unsubscribe = await source.subscribe(wake);
         send("retry: 1000\n\n");
         while (!closed) {
+          pending = false; // this read sees everything committed before it
           const terminal = await source.isTerminal();
           const events = await source.page(after, pageSize);
           for (const e of events) {

@@ -108,6 +108,30 @@ Deno.test("the SSE stream of a finished job replays from Last-Event-ID and then 
   assert.match(text, /event: end\n/);
 });
 
+Deno.test("a live SSE stream wakes on NOTIFY instead of waiting for its poll", async () => {
+  const job = await runningJob(fx, fx.keyA);
+  const app = createApp({ db: fx.db, store: fx.store, sse: { pollMs: 600_000 }, authCacheMs: 0 });
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, app.fetch);
+  try {
+    const client = new SeedClient({
+      baseUrl: `http://127.0.0.1:${server.addr.port}`,
+      apiKey: fx.keyA,
+    });
+    // With a 10-minute poll, only NOTIFY can deliver the events below before the 20 s bound.
+    const signal = AbortSignal.timeout(20_000);
+    const types: string[] = [];
+    for await (const msg of client.follow(job.id, { signal, maxRetries: 0 })) {
+      types.push(msg.event);
+      if (types.length === 2) await appendEvent(fx.db, fenceOf(job), "stage", { stage: "eval" });
+      if (types.length === 3) await succeedJob(fx.db, fenceOf(job));
+    }
+    assert.equal(signal.aborted, false);
+    assert.deepEqual(types, ["status", "status", "stage", "status"]);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("metrics come as a JSON series and as CSV by query or Accept header", async () => {
   const job = await runningJob(fx, fx.keyA);
   await recordMetrics(fx.db, fenceOf(job), 0, { success_rate: 0, mean_reward: -1.5 });
