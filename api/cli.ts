@@ -54,8 +54,6 @@ type Job = {
   latest_metrics: Record<string, number> | null;
 };
 
-const TERMINAL = ["succeeded", "failed", "cancelled"];
-
 function describe(job: Job): string {
   const lines = [
     `job       ${job.id}`,
@@ -211,11 +209,6 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       io.err(`Cannot run "${command}" as it is not a command\n${USAGE}\n`);
       return 2;
   }
-}
-
-/** Exit code of a terminal job for `follow`: 0 succeeded, 1 otherwise. */
-export function isTerminal(status: string): boolean {
-  return TERMINAL.includes(status);
 }
 
 if (import.meta.main) {

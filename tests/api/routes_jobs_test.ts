@@ -61,6 +61,27 @@ Deno.test("requests without a key, with a malformed key or an unknown key are 40
   );
 });
 
+Deno.test("every /v1 route refuses a request without a valid key before touching anything", async () => {
+  const id = crypto.randomUUID();
+  const routes = [
+    ["POST", "/v1/jobs"],
+    ["GET", "/v1/jobs"],
+    ["GET", `/v1/jobs/${id}`],
+    ["POST", `/v1/jobs/${id}/cancel`],
+    ["GET", `/v1/jobs/${id}/events`],
+    ["GET", `/v1/jobs/${id}/metrics`],
+    ["GET", `/v1/jobs/${id}/checkpoints`],
+    ["GET", `/v1/jobs/${id}/checkpoints/1/archive`],
+    ["GET", `/v1/jobs/${id}/checkpoints/1/files/config.json`],
+    ["GET", `/v1/jobs/${id}/skills`],
+    ["GET", "/v1/envs"],
+  ];
+  for (const [method, path] of routes) {
+    const res = await req(fx.app, method, path, { json: method === "POST" ? spec : undefined });
+    assert.equal((await problem(res, 401)).title, "Unauthorized", `${method} ${path}`);
+  }
+});
+
 Deno.test("the same Idempotency-Key returns the first job and a different body is a 409", async () => {
   const headers = { "idempotency-key": `k-${crypto.randomUUID()}` };
   const first = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec, headers });
