@@ -13,22 +13,19 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
   CreateBucketCommand,
-  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
-  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { dataDirFromEnv } from "./db.ts";
 import { IntegrityError } from "./errors.ts";
 import { ensureLocalS3, LOCAL_S3_CREDENTIALS } from "./local_s3.ts";
+import { regroup, uploadMultipart } from "./_multipart.ts";
 
 /** Default multipart threshold and part size: 8 MiB (S3's minimum part is 5 MiB). */
 export const DEFAULT_MULTIPART_BYTES = 8 * 1024 * 1024;
@@ -175,41 +172,65 @@ export class ArtifactStore {
       );
       return { key, bytes: body.byteLength, sha256, parts: 1 };
     }
-    let parts = 0;
-    const { UploadId } = await this.send<{ UploadId: string }>(
-      new CreateMultipartUploadCommand(common),
-    );
-    try {
-      const done = [];
-      for (let offset = 0, n = 1; offset < body.byteLength; offset += this.multipartBytes, n++) {
-        const part = body.subarray(offset, Math.min(body.byteLength, offset + this.multipartBytes));
-        const { ETag } = await this.send<{ ETag: string }>(
-          new UploadPartCommand({
-            Bucket: this.bucket,
-            Key: key,
-            UploadId,
-            PartNumber: n,
-            Body: part,
-            ContentLength: part.byteLength,
-          }),
-        );
-        done.push({ ETag, PartNumber: n });
-        parts++;
-      }
+    const size = this.multipartBytes;
+    const slices = function* () {
+      for (let at = 0; at < body.byteLength; at += size) yield body.subarray(at, at + size);
+    };
+    const parts = await uploadMultipart((c) => this.send(c), {
+      bucket: this.bucket,
+      key,
+      contentType: common.ContentType,
+      metadata: common.Metadata,
+    }, slices());
+    return { key, bytes: body.byteLength, sha256, parts };
+  }
+
+  /**
+   * Uploads a stream of chunks (a Node `Readable` is an async iterable) without holding it whole:
+   * chunks are gathered into parts of {@link multipartBytes}; a stream shorter than that is one
+   * PUT. Returns size and SHA-256 (computed on the fly). A failed upload is aborted.
+   */
+  async putStream(
+    key: string,
+    source: AsyncIterable<Uint8Array>,
+    options: { contentType?: string } = {},
+  ): Promise<StoredObject> {
+    const contentType = options.contentType ?? "application/octet-stream";
+    const hash = createHash("sha256");
+    let total = 0;
+    const parts = regroup(source, this.multipartBytes, (chunk) => {
+      hash.update(chunk);
+      total += chunk.byteLength;
+    });
+    // Peek at the first part: a stream shorter than one part is a single PUT.
+    const first = await parts.next();
+    const firstPart = first.done ? new Uint8Array(0) : first.value;
+    if (firstPart.byteLength < this.multipartBytes) {
+      await parts.return(undefined);
+      const sha256 = hash.digest("hex");
       await this.send(
-        new CompleteMultipartUploadCommand({
+        new PutObjectCommand({
           Bucket: this.bucket,
           Key: key,
-          UploadId,
-          MultipartUpload: { Parts: done },
+          Body: firstPart,
+          ContentLength: firstPart.byteLength,
+          ContentType: contentType,
+          Metadata: { sha256 },
         }),
       );
-    } catch (e) {
-      await this.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId }))
-        .catch(() => {});
-      throw e;
+      return { key, bytes: total, sha256, parts: 1 };
     }
-    return { key, bytes: body.byteLength, sha256, parts };
+    async function* all() {
+      yield firstPart;
+      yield* parts;
+    }
+    // The hash is known only at the end, so it is not stored as object metadata here.
+    const count = await uploadMultipart((c) => this.send(c), {
+      bucket: this.bucket,
+      key,
+      contentType,
+    }, all());
+    return { key, bytes: total, sha256: hash.digest("hex"), parts: count };
   }
 
   /**

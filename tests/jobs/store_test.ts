@@ -49,6 +49,30 @@ Deno.test("the artifact store", async (t) => {
       },
     );
 
+    await t.step("a stream of chunks uploads in parts without being held whole", async () => {
+      const chunks = Array.from({ length: 11 }, () => randomBytes(MiB));
+      async function* source() {
+        for (const c of chunks) yield c;
+      }
+      const key = checkpointKey("t1", "j1", 11, "model.safetensors");
+      const stored = await store.putStream(key, source());
+      const whole = new Uint8Array(11 * MiB);
+      chunks.forEach((c, i) => whole.set(c, i * MiB));
+      assert.deepEqual([stored.bytes, stored.parts], [11 * MiB, 3]);
+      assert.equal(stored.sha256, sha256Hex(whole));
+      assert.equal(sha256Hex(await store.get(key, { sha256: stored.sha256 })), stored.sha256);
+      async function* tiny() {
+        yield new Uint8Array([1, 2]);
+        yield new Uint8Array([3]);
+      }
+      const small = await store.putStream("small.bin", tiny());
+      assert.deepEqual([small.bytes, small.parts], [3, 1]);
+      assert.deepEqual(
+        await store.get("small.bin", { sha256: small.sha256 }),
+        new Uint8Array([1, 2, 3]),
+      );
+    });
+
     await t.step("a small object is one PUT and lists under its prefix", async () => {
       const key = skillsKey("t1", "j1", 10);
       const stored = await store.put(key, new TextEncoder().encode('{"skills":[]}'));

@@ -24,6 +24,7 @@ import {
   startReaper,
   succeedJob,
 } from "../../jobs/mod.ts";
+import { z } from "zod";
 import { createJobContext } from "./context.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
@@ -69,6 +70,9 @@ export function makeWorkerId(): string {
 
 /** A readable, stack-free message for a job's error column. */
 export function readableError(e: unknown): string {
+  if (e instanceof z.ZodError) {
+    return `Cannot run the job as its spec must be valid: ${z.prettifyError(e)}`;
+  }
   if (e instanceof Error) {
     const msg = e.message || e.name;
     return e.name && e.name !== "Error" && !msg.startsWith(e.name) ? `${e.name}: ${msg}` : msg;
@@ -133,7 +137,10 @@ export class Worker {
     try {
       while (!this.#draining) {
         const result = await this.runOnce().catch((e) => {
-          this.#log.error("claim failed", errorFields(e));
+          this.#log.error(
+            "claiming or finishing a job failed; retrying after the poll interval",
+            errorFields(e),
+          );
           return null;
         });
         if (result === null && !this.#draining) {
