@@ -10,6 +10,7 @@ import {
   type Fence,
   FenceLostError,
   type Job,
+  type JobProgress,
   type JobSpec,
   latestCheckpoint,
   readCheckpointFile,
@@ -46,6 +47,17 @@ export function createJobContext(state: RunState): JobContext {
   const writer = { fence, tenantId: job.tenantId };
   const recorded = new Set<number>();
   let stage: string | undefined;
+  // ETA: seconds per step since the first step this run reported (resumed runs start late).
+  const runStartMs = Date.now();
+  let firstStep: number | undefined;
+  const withEta = (p: JobProgress): JobProgress => {
+    if (p.etaS !== undefined || p.step === undefined || p.totalSteps === undefined) return p;
+    firstStep ??= p.step;
+    const done = p.step - firstStep;
+    if (done <= 0) return p;
+    const perStepS = (Date.now() - runStartMs) / 1000 / done;
+    return { ...p, etaS: Math.round(perStepS * Math.max(0, p.totalSteps - p.step)) };
+  };
 
   const fenced = async <T>(fn: () => Promise<T>): Promise<T> => {
     const reason = state.signal.reason;
@@ -88,7 +100,7 @@ export function createJobContext(state: RunState): JobContext {
       recorded.add(step);
     },
     async setProgress(progress) {
-      await fenced(() => setProgress(db, fence, progress));
+      await fenced(() => setProgress(db, fence, withEta(progress)));
       if (progress.stage !== stage) {
         stage = progress.stage;
         await fenced(() => appendEvent(db, fence, "stage", { stage, step: progress.step }));

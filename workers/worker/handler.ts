@@ -64,7 +64,10 @@ export interface JobContext {
    * once per step; a second call for the same step in the same run throws RangeError.
    */
   recordMetrics(step: number, values: Record<string, number>): Promise<void>;
-  /** Replaces the job's progress; a new `stage` also appends a `stage` event. */
+  /**
+   * Replaces the job's progress; a new `stage` also appends a `stage` event. Without `etaS`, an
+   * ETA in seconds is estimated from this run's pace when `step` and `totalSteps` are given.
+   */
   setProgress(progress: JobProgress): Promise<void>;
   /** Uploads the files, then commits the checkpoint row (the commit point). */
   saveCheckpoint(step: number, files: { name: string; bytes: Uint8Array }[]): Promise<Checkpoint>;

@@ -96,7 +96,7 @@ Deno.test("the worker loop", async (t) => {
       assert.equal(run?.result, "succeeded");
       const after = await reload(job);
       assert.equal(after.status, "succeeded");
-      assert.deepEqual(after.progress, { stage: "train", step: 3, totalSteps: 3 });
+      assert.deepEqual(after.progress, { stage: "train", step: 3, totalSteps: 3, etaS: 0 });
       assert.deepEqual((await listMetrics(db, job.id)).map((m) => m.step), [1, 2, 3]);
       const types = (await listEvents(db, job.id)).map((e) => e.type);
       assert.deepEqual(types, ["status", "status", "stage", "step", "step", "step", "status"]);
