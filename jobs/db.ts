@@ -53,7 +53,10 @@ export interface Database extends Queryable {
 
 /** Options of {@link openDatabase}; each defaults to the environment variable it names. */
 export interface OpenOptions {
-  /** Postgres URL (`DATABASE_URL`); when absent, embedded PGlite is used. */
+  /**
+   * Postgres URL (default `DATABASE_URL`); when absent, embedded PGlite is used. An empty string
+   * forces the embedded database even when `DATABASE_URL` is set.
+   */
   url?: string;
   /** Data folder of embedded PGlite (`SEED_DATA_DIR`, default `.seed`); the database is in `pg/`. */
   dataDir?: string;

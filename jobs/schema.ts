@@ -112,7 +112,7 @@ export const jobs = pgTable("jobs", {
   /** Readable failure reason (no stack traces). */
   error: text("error"),
   createdAt: createdAt(),
-  /** When the job last entered `queued` (age for the claim order). */
+  /** When the job was submitted; kept on requeue, so a returning job keeps its place in line. */
   queuedAt: timestamp("queued_at", { withTimezone: true }).notNull().defaultNow(),
   startedAt: timestamp("started_at", { withTimezone: true }),
   finishedAt: timestamp("finished_at", { withTimezone: true }),
