@@ -186,7 +186,17 @@ export class Worker {
     let beating = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let beat: Promise<void> = Promise.resolve();
+    const intervalMs = this.leaseMs / 3;
+    let dueAt = Date.now() + intervalMs;
     const tick = () => {
+      // A late timer means the handler held the event loop: warn before the lease is at risk.
+      const lateMs = Date.now() - dueAt;
+      if (lateMs > intervalMs) {
+        log.warn("the handler blocked the event loop; heartbeats were late", {
+          lateMs,
+          leaseMs: this.leaseMs,
+        });
+      }
       beat = heartbeat(db, fence, this.leaseMs).then(({ cancelRequested: c }) => {
         if (c && !cancelRequested) {
           cancelRequested = true;
@@ -199,10 +209,13 @@ export class Worker {
           loseFence(e);
         } else log.warn("heartbeat failed; retrying on the next tick", errorFields(e));
       }).finally(() => {
-        if (beating && !fenceLost) timer = setTimeout(tick, this.leaseMs / 3);
+        if (beating && !fenceLost) {
+          dueAt = Date.now() + intervalMs;
+          timer = setTimeout(tick, intervalMs);
+        }
       });
     };
-    timer = setTimeout(tick, this.leaseMs / 3);
+    timer = setTimeout(tick, intervalMs);
 
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
     try {

@@ -117,6 +117,21 @@ Deno.test("the worker loop", async (t) => {
       assert.doesNotMatch(after.error!, /at .*\.ts/);
     });
 
+    await t.step("a handler that blocks the event loop is reported in the log", async () => {
+      const registry = new HandlerRegistry();
+      registry.register("seed", async () => {
+        const until = Date.now() + 250; // longer than two heartbeat intervals (lease / 3 = 100 ms)
+        while (Date.now() < until) { /* a synchronous stretch, as a long onnxruntime call */ }
+        await new Promise((r) => setTimeout(r, 0));
+      });
+      await submitJob(db, { tenantId, spec: testSpec() });
+      logs.length = 0;
+      assert.equal((await makeWorker(registry).runOnce())?.result, "succeeded");
+      const warning = logs.map((l) => JSON.parse(l)).find((l) => l.msg.includes("blocked"));
+      assert.ok(warning, "a warning names the blocked event loop");
+      assert.ok(warning.lateMs > 100);
+    });
+
     await t.step("a running job's cancel reaches the handler on a heartbeat", async () => {
       const registry = new HandlerRegistry();
       let reason: unknown;
