@@ -10,18 +10,14 @@
  * in one `SEED_DATA_DIR` shares one database; the first must outlive the others. For production
  * and for many workers, use real Postgres (`DATABASE_URL`).
  */
-import { existsSync, mkdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
-import { PGlite } from "@electric-sql/pglite";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import * as schema from "./schema.ts";
-import { type PgliteServer, servePglite } from "./_pglite_server.ts";
+import { openPglite } from "./_embedded.ts";
 
 /** The drizzle instance type shared by both drivers (query builder over {@link schema}). */
 export type Orm = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -109,14 +105,19 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   );
 }
 
-async function openPostgres(
+/**
+ * Opens postgres.js on `url` after migrating (internal: `openDatabase` and the embedded driver).
+ * @param extra.prepare false for servers where clients share one session (embedded PGlite).
+ * @param extra.onclose called when a pooled connection closes (its id).
+ */
+export async function openPostgres(
   url: string,
   max: number,
-  extra: { prepare?: boolean } = {},
+  extra: { prepare?: boolean; onclose?: (connectionId: number) => void } = {},
 ): Promise<Database> {
   // Migrate on one dedicated connection holding an advisory lock, so that several processes
   // starting at once apply each migration exactly once.
-  const lockSql = postgres(url, { max: 1, onnotice: () => {}, ...extra });
+  const lockSql = postgres(url, { max: 1, onnotice: () => {}, prepare: extra.prepare });
   try {
     await lockSql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
     await migratePostgres(drizzlePostgres({ client: lockSql }), {
@@ -149,120 +150,6 @@ async function openPostgres(
       if (closed) return;
       closed = true;
       await sql.end({ timeout: 5 });
-    },
-  };
-}
-
-function isAlive(pid: number): boolean {
-  if (pid === Deno.pid) return true;
-  // Linux: a live process has /proc/PID; elsewhere assume alive (the safe answer).
-  return existsSync("/proc/self") ? existsSync(`/proc/${pid}`) : true;
-}
-
-/** Contents of `${dir}.lock`: the owning pid, and its server's port once it serves. */
-interface LockInfo {
-  pid: number;
-  port?: number;
-}
-
-function readLock(lockPath: string): LockInfo | undefined {
-  try {
-    const info = JSON.parse(Deno.readTextFileSync(lockPath));
-    return Number.isInteger(info?.pid) ? info : undefined;
-  } catch {
-    return undefined; // absent, or being written
-  }
-}
-
-/**
- * Takes `${dir}.lock` (O_EXCL), replacing a lock left by a dead process.
- * @returns the lock path when taken, or the live owner's lock info.
- */
-function takeLock(dir: string): { lockPath: string; owner?: LockInfo } {
-  const lockPath = `${dir}.lock`;
-  for (let i = 0; i < 20; i++) {
-    try {
-      const f = Deno.openSync(lockPath, { write: true, createNew: true });
-      f.writeSync(new TextEncoder().encode(JSON.stringify({ pid: Deno.pid })));
-      f.close();
-      return { lockPath };
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-      const info = readLock(lockPath);
-      if (info && isAlive(info.pid)) return { lockPath, owner: info };
-      if (info) Deno.removeSync(lockPath); // stale: its process is gone
-    }
-  }
-  throw new Error(`Cannot lock the embedded database as ${lockPath} keeps reappearing`);
-}
-
-/**
- * Opens the embedded database of a data folder. The first process opens PGlite, migrates, and
- * serves it on loopback (`_pglite_server.ts`), writing `{pid, port}` to `${dir}.lock`; every
- * later process connects to that server with postgres.js. The owner must outlive the others.
- */
-async function openPglite(dir: string, max: number): Promise<Database> {
-  mkdirSync(dirname(dir), { recursive: true });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const { lockPath, owner } = takeLock(dir);
-    if (!owner) return await ownPglite(dir, lockPath);
-    if (owner.pid === Deno.pid) throw new EmbeddedDatabaseBusyError(dir, owner.pid);
-    if (owner.port !== undefined) {
-      try {
-        const url = `postgres://postgres@127.0.0.1:${owner.port}/postgres`;
-        const db = await openPostgres(url, Math.min(max, 4), { prepare: false });
-        return { ...db, driver: "pglite" };
-      } catch (e) {
-        if (!isAlive(owner.pid)) continue; // the owner died meanwhile: take over
-        throw new EmbeddedDatabaseBusyError(dir, owner.pid, e);
-      }
-    }
-    // The owner is still starting (migrating) and has not written its port yet.
-    if (Date.now() > deadline) throw new EmbeddedDatabaseBusyError(dir, owner.pid);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function ownPglite(dir: string, lockPath: string): Promise<Database> {
-  let pg: PGlite;
-  let server: PgliteServer;
-  try {
-    pg = await PGlite.create(dir);
-    const orm = drizzlePglite({ client: pg, schema });
-    await migratePglite(orm, { migrationsFolder: MIGRATIONS_DIR });
-    server = servePglite(pg);
-    Deno.writeTextFileSync(lockPath, JSON.stringify({ pid: Deno.pid, port: server.port }));
-  } catch (e) {
-    Deno.removeSync(lockPath);
-    throw e;
-  }
-  const orm = drizzlePglite({ client: pg, schema }) as unknown as Orm;
-  let closed = false;
-  return {
-    driver: "pglite",
-    orm,
-    query: async <T>(text: string, params: unknown[] = []) =>
-      (await pg.query<T>(text, params)).rows,
-    transaction: <T>(fn: (tx: Queryable) => Promise<T>) =>
-      pg.transaction((tx) =>
-        fn({
-          query: async <R>(text: string, params: unknown[] = []) =>
-            (await tx.query<R>(text, params)).rows,
-        })
-      ),
-    listen: (channel, onPayload) => server.listen(channel, onPayload),
-    async notify(channel, payload) {
-      await pg.query("select pg_notify($1, $2)", [channel, payload]);
-    },
-    async close() {
-      if (closed) return;
-      closed = true;
-      await server.stop();
-      await pg.close();
-      try {
-        Deno.removeSync(lockPath);
-      } catch { /* already removed */ }
     },
   };
 }

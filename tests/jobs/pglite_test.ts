@@ -161,3 +161,46 @@ Deno.test("the embedded database (PGlite) runs the same queue", async (t) => {
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("a process takes over the embedded database when its owner is killed", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "seed-pglite-" });
+  const owner = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `import { openDatabase } from "${new URL("../../jobs/mod.ts", import.meta.url)}";
+       await openDatabase({ dataDir: ${JSON.stringify(dataDir)}, url: "" });
+       console.log("ready");
+       setInterval(() => {}, 60_000);`,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let db: Awaited<ReturnType<typeof openDatabase>> | undefined;
+  try {
+    const reader = owner.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    assert.match((await reader.read()).value ?? "", /ready/);
+    reader.releaseLock();
+    db = await openDatabase({ dataDir, url: "" });
+    await db.orm.insert(tenants).values({ name: "before" });
+    const heard: string[] = [];
+    await db.listen("takeover_test", (p) => heard.push(p));
+    owner.kill("SIGKILL");
+    await owner.status;
+    // The next statement finds the owner gone, reopens the folder as its new owner, and retries.
+    const rows = await db.query<{ name: string }>("select name from tenants");
+    assert.deepEqual(rows.map((r) => r.name), ["before"]);
+    const lock = JSON.parse(await Deno.readTextFile(`${dataDir}/pg.lock`));
+    assert.equal(lock.pid, Deno.pid);
+    await db.notify("takeover_test", "after");
+    assert.deepEqual(heard, ["after"], "subscriptions carry over to the new connection");
+    assert.equal((await db.orm.select().from(tenants)).length, 1, "the ORM follows too");
+  } finally {
+    try {
+      owner.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await owner.stdout.cancel().catch(() => {});
+    await owner.status;
+    await db?.close();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
