@@ -147,3 +147,43 @@ Deno.test("processes in one data folder share one embedded S3 server", async () 
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("a process takes over the embedded S3 server when its owner is killed", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "seed-data-" });
+  const owner = new Deno.Command(Deno.execPath(), {
+    args: [
+      "eval",
+      `import { openStore } from "${new URL("../../jobs/store.ts", import.meta.url)}";
+       const s = await openStore({ dataDir: ${JSON.stringify(dataDir)} });
+       await s.put("kept.txt", new TextEncoder().encode("stored by the first owner"));
+       console.log("ready");
+       setInterval(() => {}, 60_000);`,
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let store: Awaited<ReturnType<typeof openStore>> | undefined;
+  try {
+    const reader = owner.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    assert.match((await reader.read()).value ?? "", /ready/);
+    reader.releaseLock();
+    store = await openStore({ dataDir });
+    const before = store.endpoint;
+    owner.kill("SIGKILL");
+    await owner.status;
+    // The next request is refused, finds the server gone, starts one over the same folder.
+    assert.equal(
+      new TextDecoder().decode(await store.get("kept.txt")),
+      "stored by the first owner",
+    );
+    assert.notEqual(store.endpoint, before);
+  } finally {
+    try {
+      owner.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await owner.stdout.cancel().catch(() => {});
+    await owner.status;
+    await store?.close();
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
