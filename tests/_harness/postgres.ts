@@ -67,7 +67,7 @@ async function ensureInstalled(): Promise<string> {
   return binDir;
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
@@ -82,7 +82,7 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   await sh([`${binDir}/initdb`, "-D", dir, "-U", "postgres", "--auth=trust", "-E", "UTF8"], {
     asPostgres: true,
   });
-  const port = await freePort();
+  const port = freePort();
   const options =
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
   await sh(

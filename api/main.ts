@@ -1,0 +1,57 @@
+/**
+ * `deno task api`: opens the database (`DATABASE_URL`, else embedded PGlite under
+ * `SEED_DATA_DIR`; migrations run on open) and the artifact store (`S3_ENDPOINT`…, else the
+ * embedded S3 server), then serves the API on `HOST:PORT` (default 127.0.0.1:8787). SIGINT and
+ * SIGTERM stop accepting requests, finish the ones in flight and close both.
+ *
+ * `GET /v1/envs` lists nothing here: the API does not import workers/ (DESIGN.md §2). A
+ * deployment that wants the list passes an `envs` provider to `createApp` in its own entry point.
+ */
+import { openDatabase, openStore } from "../jobs/mod.ts";
+import { createApp } from "./app.ts";
+
+/** What {@link serveApi} started. */
+export interface RunningApi {
+  /** Actual port (useful with `port: 0`). */
+  port: number;
+  /** Stops the server, then closes the store and the database. */
+  stop(): Promise<void>;
+}
+
+/** Opens db and store and serves the API; `port` 0 picks a free one. */
+export async function serveApi(
+  options: { hostname?: string; port?: number; maxBodyBytes?: number } = {},
+): Promise<RunningApi> {
+  const db = await openDatabase();
+  const store = await openStore();
+  const app = createApp({ db, store, maxBodyBytes: options.maxBodyBytes });
+  const server = Deno.serve({
+    hostname: options.hostname ?? "127.0.0.1",
+    port: options.port ?? 8787,
+    onListen: () => {},
+  }, app.fetch);
+  return {
+    port: server.addr.port,
+    async stop() {
+      await server.shutdown();
+      await store.close();
+      await db.close();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const port = Number(Deno.env.get("PORT") ?? 8787);
+  const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
+  const api = await serveApi({ hostname, port });
+  console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await api.stop();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+}

@@ -1,0 +1,228 @@
+/**
+ * The OpenAPI 3.1 document of the API, assembled by hand around JSON Schemas generated with
+ * `z.toJSONSchema` from the same zod schemas the routes validate with (JobSpec from jobs/, query
+ * and response schemas from api/schemas.ts). OpenAPI 3.1 uses JSON Schema 2020-12, zod's default
+ * target, so the generated schemas are used as they are.
+ */
+import { z } from "zod";
+import { JobSpecSchema } from "../jobs/mod.ts";
+import * as s from "./schemas.ts";
+
+type Json = Record<string, unknown>;
+
+function schema(zod: z.ZodType, io: "input" | "output" = "output"): Json {
+  const out = z.toJSONSchema(zod, { io, unrepresentable: "any" }) as Json;
+  delete out.$schema;
+  return out;
+}
+
+function queryParams(zod: z.ZodObject): Json[] {
+  return Object.entries(zod.shape).map(([name, field]) => ({
+    name,
+    in: "query",
+    required: false,
+    schema: schema(field as z.ZodType, "input"),
+  }));
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: string) => ({ "application/json": { schema: ref(name) } });
+const problem = (description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: ref("Problem") } },
+});
+const ok = (description: string, content: Json) => ({ description, content });
+const jobId = {
+  name: "id",
+  in: "path",
+  required: true,
+  schema: { type: "string", format: "uuid" },
+};
+const step = { name: "step", in: "path", required: true, schema: { type: "integer", minimum: 0 } };
+const errors = {
+  "400": problem("Invalid query or path (errors[] holds zod field paths)"),
+  "401": problem("Missing or invalid API key"),
+  "404": problem("No such job for this tenant"),
+};
+
+/** Builds the OpenAPI 3.1 document (a plain JSON object). */
+export function openApiDocument(): Json {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "SEED job service",
+      version: "1.0.0",
+      description:
+        "Submit SEED/GRPO/SFT training jobs, follow them live, download checkpoints and skill libraries. Errors are application/problem+json.",
+    },
+    servers: [{ url: "/" }],
+    security: [{ bearer: [] }],
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "seed_…" } },
+      schemas: {
+        JobSpecInput: schema(JobSpecSchema, "input"),
+        JobSpec: schema(JobSpecSchema, "output"),
+        Job: schema(s.JobView),
+        JobList: schema(s.JobList),
+        Event: schema(s.EventView),
+        EventPage: schema(s.EventPage),
+        MetricsSeries: schema(s.MetricsSeries),
+        Checkpoint: schema(s.CheckpointView),
+        CheckpointList: schema(s.CheckpointList),
+        PresignedUrl: schema(s.PresignedUrl),
+        Skills: schema(s.SkillsView),
+        EnvList: schema(s.EnvList),
+        Problem: schema(s.ProblemView),
+      },
+    },
+    paths: {
+      "/v1/jobs": {
+        post: {
+          summary: "Submit a job",
+          parameters: [{
+            name: "Idempotency-Key",
+            in: "header",
+            required: false,
+            schema: { type: "string", minLength: 1, maxLength: 255 },
+          }],
+          requestBody: { required: true, content: json("JobSpecInput") },
+          responses: {
+            "201": ok("Job created", json("Job")),
+            "200": ok("Same Idempotency-Key and body: the job created before", json("Job")),
+            "400": problem("Malformed JSON or schema violation (errors[] holds field paths)"),
+            "401": errors["401"],
+            "409": problem("Idempotency-Key reused with a different body"),
+            "413": problem("Body over the size limit"),
+            "422": problem("Semantically invalid (e.g. unknown env id)"),
+          },
+        },
+        get: {
+          summary: "List jobs, newest first",
+          parameters: queryParams(s.ListJobsQuery),
+          responses: { "200": ok("A page of jobs", json("JobList")), ...errors },
+        },
+      },
+      "/v1/jobs/{id}": {
+        get: {
+          summary: "A job: status, attempt, progress (stage/step/ETA), latest metrics, error",
+          parameters: [jobId],
+          responses: { "200": ok("The job", json("Job")), ...errors },
+        },
+      },
+      "/v1/jobs/{id}/cancel": {
+        post: {
+          summary: "Request cancellation (queued → cancelled; running → cancelling)",
+          parameters: [jobId],
+          responses: { "202": ok("The job after the request", json("Job")), ...errors },
+        },
+      },
+      "/v1/jobs/{id}/events": {
+        get: {
+          summary:
+            "Event log: JSON pages (after=), or with Accept: text/event-stream a live SSE stream resumable with Last-Event-ID that ends when the job is terminal",
+          parameters: [jobId, ...queryParams(s.EventsQuery), {
+            name: "Last-Event-ID",
+            in: "header",
+            required: false,
+            schema: { type: "integer", minimum: 0 },
+          }],
+          responses: {
+            "200": ok("Events", {
+              ...json("EventPage"),
+              "text/event-stream": { schema: { type: "string" } },
+            }),
+            ...errors,
+          },
+        },
+      },
+      "/v1/jobs/{id}/metrics": {
+        get: {
+          summary: "Per-step metrics series (JSON, or CSV with format=csv / Accept: text/csv)",
+          parameters: [jobId, ...queryParams(s.MetricsQuery)],
+          responses: {
+            "200": ok("Series", {
+              ...json("MetricsSeries"),
+              "text/csv": { schema: { type: "string" } },
+            }),
+            ...errors,
+          },
+        },
+      },
+      "/v1/jobs/{id}/checkpoints": {
+        get: {
+          summary: "Checkpoints of a job with their files",
+          parameters: [jobId],
+          responses: { "200": ok("Checkpoints", json("CheckpointList")), ...errors },
+        },
+      },
+      "/v1/jobs/{id}/checkpoints/{step}/archive": {
+        get: {
+          summary:
+            "One tar of the checkpoint: SHA256SUMS first, then each file (streamed, each sha256 verified; a mismatch aborts the stream)",
+          parameters: [jobId, step],
+          responses: {
+            "200": ok("The archive", {
+              "application/x-tar": { schema: { type: "string", format: "binary" } },
+            }),
+            ...errors,
+          },
+        },
+      },
+      "/v1/jobs/{id}/checkpoints/{step}/files/{name}": {
+        get: {
+          summary: "A presigned URL of one checkpoint file (302, or JSON with redirect=false)",
+          parameters: [
+            jobId,
+            step,
+            { name: "name", in: "path", required: true, schema: { type: "string" } },
+            ...queryParams(s.FileQuery),
+          ],
+          responses: {
+            "302": { description: "Redirect to the presigned URL" },
+            "200": ok("The presigned URL and its expiry", json("PresignedUrl")),
+            ...errors,
+          },
+        },
+      },
+      "/v1/jobs/{id}/skills": {
+        get: {
+          summary: "The skill library, latest or at ?step=",
+          parameters: [jobId, ...queryParams(s.SkillsQuery)],
+          responses: { "200": ok("The library", json("Skills")), ...errors },
+        },
+      },
+      "/v1/envs": {
+        get: {
+          summary: "Environments the workers offer",
+          responses: { "200": ok("Environments", json("EnvList")), "401": errors["401"] },
+        },
+      },
+      "/healthz": {
+        get: { security: [], summary: "Liveness", responses: { "200": ok("ok", {}) } },
+      },
+      "/readyz": {
+        get: {
+          security: [],
+          summary: "Readiness: database and object store reachable",
+          responses: { "200": ok("ready", {}), "503": problem("A dependency is unreachable") },
+        },
+      },
+      "/metrics": {
+        get: {
+          security: [],
+          summary: "Prometheus metrics: jobs by state, queue wait, active workers",
+          responses: {
+            "200": ok("Prometheus text", { "text/plain": { schema: { type: "string" } } }),
+          },
+        },
+      },
+      "/openapi.json": {
+        get: {
+          security: [],
+          summary: "This document",
+          responses: { "200": ok("OpenAPI 3.1", {}) },
+        },
+      },
+    },
+  };
+}

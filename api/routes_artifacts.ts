@@ -1,0 +1,107 @@
+/**
+ * Artifact routes: checkpoints (list, one tar archive, single files by presigned URL) and skill
+ * libraries. Object keys come only from the job's rows, so a tenant can reach only its own
+ * objects; file names in paths are matched against the row, never joined into keys.
+ */
+import { Hono } from "hono";
+import type { AuthEnv } from "./auth.ts";
+import type { AppOptions } from "./deps.ts";
+import { NotFoundError, ProblemError } from "./errors.ts";
+import { getCheckpoint, getSkillLibrary, listCheckpoints } from "../jobs/mod.ts";
+import { getJob } from "./queries.ts";
+import { jobIdOf } from "./routes_jobs.ts";
+import { FileQuery, SkillsQuery, StepParam } from "./schemas.ts";
+import { tarStream } from "./tar.ts";
+import { parseQuery } from "./validate.ts";
+import { checkpointView, skillsView } from "./views.ts";
+
+function stepOf(raw: string | undefined, jobId: string): number {
+  const parsed = StepParam.safeParse(raw);
+  if (!parsed.success) {
+    throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at ${raw}`);
+  }
+  return parsed.data;
+}
+
+async function checkpointAt(options: AppOptions, jobId: string, step: number) {
+  const ckpt = await getCheckpoint(options.db, jobId, step);
+  if (!ckpt) throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at step ${step}`);
+  return ckpt;
+}
+
+/** Mounts the checkpoint and skills routes on a `/v1/jobs` base. */
+export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
+  const { db, store } = options;
+  const app = new Hono<AuthEnv>();
+
+  app.get("/:id/checkpoints", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    return c.json({ checkpoints: (await listCheckpoints(db, job.id)).map(checkpointView) });
+  });
+
+  app.get("/:id/checkpoints/:step/archive", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    const step = stepOf(c.req.param("step"), job.id);
+    const ckpt = await checkpointAt(options, job.id, step);
+    const folder = `step-${step}`;
+    const body = tarStream(ckpt.files.map((f) => ({
+      name: `${folder}/${f.name}`,
+      bytes: f.bytes,
+      sha256: f.sha256,
+      open: () => store.getStream(f.key),
+    })));
+    return new Response(body, {
+      headers: {
+        "content-type": "application/x-tar",
+        "content-disposition": `attachment; filename="job-${job.id}-${folder}.tar"`,
+      },
+    });
+  });
+
+  app.get("/:id/checkpoints/:step/files/:name", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    const step = stepOf(c.req.param("step"), job.id);
+    const q = parseQuery(c, FileQuery);
+    const ckpt = await checkpointAt(options, job.id, step);
+    const name = c.req.param("name");
+    const file = ckpt.files.find((f) => f.name === name);
+    if (!file) {
+      throw new NotFoundError(
+        `Cannot find file ${name} in checkpoint step ${step} of job ${job.id}: it has ${
+          ckpt.files.map((f) => f.name).join(", ")
+        }`,
+      );
+    }
+    const url = await store.presignGet(file.key, { expiresInS: q.expires_in, filename: file.name });
+    const expiresAt = new Date(Date.now() + q.expires_in * 1000).toISOString();
+    c.header("cache-control", "no-store");
+    if (q.redirect === "false") return c.json({ url, expires_at: expiresAt });
+    return c.redirect(url, 302);
+  });
+
+  app.get("/:id/skills", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    const q = parseQuery(c, SkillsQuery);
+    const row = await getSkillLibrary(db, job.id, q.step);
+    if (!row) {
+      const at = q.step === undefined ? "" : ` at step ${q.step}`;
+      throw new NotFoundError(`Cannot find a skill library of job ${job.id}${at}`);
+    }
+    const bytes = await store.get(row.key, { sha256: row.sha256 });
+    let library: unknown;
+    try {
+      library = JSON.parse(new TextDecoder().decode(bytes));
+    } catch (error) {
+      throw new ProblemError(
+        502,
+        "integrity",
+        "Bad Gateway",
+        `Cannot return the skill library of step ${row.step} as it must be JSON: ${error}`,
+        { cause: error },
+      );
+    }
+    return c.json(skillsView(row, library));
+  });
+
+  return app;
+}

@@ -1,0 +1,92 @@
+/**
+ * Job routes: `POST /v1/jobs`, `GET /v1/jobs`, `GET /v1/jobs/{id}`, `POST /v1/jobs/{id}/cancel`.
+ */
+import type { Context } from "hono";
+import { Hono } from "hono";
+import type { AuthEnv } from "./auth.ts";
+import type { AppOptions } from "./deps.ts";
+import { cancelJob, JobSpecSchema, submitJob } from "../jobs/mod.ts";
+import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts";
+import { getJob, listJobs } from "./queries.ts";
+import { JobIdParam, ListJobsQuery } from "./schemas.ts";
+import { parseJsonBody, parseQuery } from "./validate.ts";
+import { jobView } from "./views.ts";
+
+/**
+ * The `{id}` path parameter as a uuid. A malformed id names no job, so it is a 404 like an
+ * unknown one (never a 400 that would tell ids apart).
+ */
+export function jobIdOf(c: Context): string {
+  const raw = c.req.param("id") ?? "";
+  const parsed = JobIdParam.safeParse(raw);
+  if (!parsed.success) {
+    throw new NotFoundError(`Cannot find job ${raw}: no such job for this tenant`);
+  }
+  return parsed.data;
+}
+
+/** The `Idempotency-Key` header: absent, or 1–255 visible ASCII characters (else 400). */
+function idempotencyKeyOf(c: Context): string | undefined {
+  const key = c.req.header("idempotency-key");
+  if (key === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+    const message = "Idempotency-Key must be 1-255 visible ASCII characters";
+    throw new BadRequestError(`Cannot accept the request as its ${message}`, {
+      errors: [{ path: "headers.Idempotency-Key", code: "invalid_format", message }],
+    });
+  }
+  return key;
+}
+
+/** 422 when the env provider lists environments and `envId` is not one of them. */
+async function checkEnv(options: AppOptions, envId: string): Promise<void> {
+  if (!options.envs) return;
+  const envs = await options.envs();
+  if (envs.length === 0 || envs.some((e) => e.id === envId)) return;
+  const message = `Unknown environment; known: ${envs.map((e) => e.id).join(", ")}`;
+  throw new UnprocessableError(
+    `Cannot queue the job as env.id must name a known environment: current value is ${envId}`,
+    { errors: [{ path: "env.id", code: "unknown_env", message }] },
+  );
+}
+
+/** Mounts the job routes (relative to `/v1/jobs`). */
+export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
+  const { db } = options;
+  const app = new Hono<AuthEnv>();
+
+  app.post("/", async (c) => {
+    const tenant = c.get("tenant");
+    const idempotencyKey = idempotencyKeyOf(c);
+    const spec = await parseJsonBody(c, JobSpecSchema);
+    await checkEnv(options, spec.env.id);
+    await options.checkSpec?.(spec, { tenantId: tenant.id });
+    const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });
+    c.header("location", `/v1/jobs/${job.id}`);
+    return c.json(jobView(job), created ? 201 : 200);
+  });
+
+  app.post("/:id/cancel", async (c) => {
+    const jobId = jobIdOf(c);
+    const job = await cancelJob(db, { tenantId: c.get("tenant").id, jobId });
+    if (!job) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
+    return c.json(jobView(job), 202);
+  });
+
+  app.get("/", async (c) => {
+    const q = parseQuery(c, ListJobsQuery);
+    const page = await listJobs(db, c.get("tenant").id, {
+      statuses: q.status,
+      limit: q.limit,
+      cursor: q.cursor,
+    });
+    return c.json({ jobs: page.jobs.map(jobView), next_cursor: page.nextCursor });
+  });
+
+  app.get("/:id", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    return c.json(jobView(job));
+  });
+
+  return app;
+}

@@ -1,0 +1,167 @@
+/**
+ * The API's wire schemas (zod): query strings, path parameters and response bodies. Request
+ * bodies reuse `JobSpecSchema` from jobs/. `api/openapi.ts` turns these same objects into the
+ * OpenAPI document, so validation and documentation cannot drift apart.
+ *
+ * Wire names are snake_case; times are ISO 8601 strings; ids are uuids, event ids integers.
+ */
+import { z } from "zod";
+import { JOB_STATUSES } from "../jobs/schema.ts";
+import { limitSchema } from "./cursor.ts";
+
+/** Path `{id}` of a job (a uuid; anything else is reported as an unknown job, 404). */
+export const JobIdParam = z.uuid();
+
+/** Path `{step}` of a checkpoint: a non-negative integer. */
+export const StepParam = z.coerce.number().int().min(0).max(1_000_000_000);
+
+/** `GET /v1/jobs` query. `status` is one state or a comma-separated list. */
+export const ListJobsQuery = z.object({
+  status: z.string().max(200).transform((s) => s.split(",").map((x) => x.trim())).pipe(
+    z.array(z.enum(JOB_STATUSES)).min(1).max(JOB_STATUSES.length),
+  ).optional(),
+  limit: limitSchema(20, 100),
+  cursor: z.string().min(1).max(512).optional(),
+}).strict();
+
+/** `GET /v1/jobs/{id}/events` query (JSON pages). `after` is an event id (exclusive). */
+export const EventsQuery = z.object({
+  after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  limit: limitSchema(100, 1000),
+}).strict();
+
+/** `GET /v1/jobs/{id}/metrics` query. */
+export const MetricsQuery = z.object({
+  format: z.enum(["json", "csv"]).optional(),
+  from_step: z.coerce.number().int().min(0).optional(),
+  to_step: z.coerce.number().int().min(0).optional(),
+}).strict();
+
+/** `GET /v1/jobs/{id}/skills` query: a step, or the latest library when absent. */
+export const SkillsQuery = z.object({ step: StepParam.optional() }).strict();
+
+/** `GET …/checkpoints/{step}/files/{name}` query. */
+export const FileQuery = z.object({
+  /** `false` answers JSON `{url, expires_at}` instead of a 302. */
+  redirect: z.enum(["true", "false"]).default("true"),
+  /** Lifetime of the presigned URL, seconds (1..3600, default 300). */
+  expires_in: z.coerce.number().int().min(1).max(3600).default(300),
+}).strict();
+
+/** Progress of a running job. */
+export const ProgressView = z.object({
+  stage: z.string(),
+  step: z.number().int().optional(),
+  total_steps: z.number().int().optional(),
+  eta_s: z.number().optional(),
+}).catchall(z.unknown());
+
+/** A job as returned by `GET /v1/jobs/{id}` and in listings. */
+export const JobView = z.object({
+  id: z.uuid(),
+  status: z.enum(JOB_STATUSES),
+  method: z.string(),
+  attempt: z.number().int(),
+  max_attempts: z.number().int(),
+  priority: z.number().int(),
+  device: z.string(),
+  progress: ProgressView.nullable(),
+  latest_metrics: z.record(z.string(), z.number()).nullable(),
+  error: z.string().nullable(),
+  created_at: z.string(),
+  queued_at: z.string(),
+  started_at: z.string().nullable(),
+  finished_at: z.string().nullable(),
+  spec: z.record(z.string(), z.unknown()),
+});
+/** The wire type of {@link JobView}. */
+export type JobView = z.infer<typeof JobView>;
+
+/** One page of jobs; `next_cursor` is null on the last page. */
+export const JobList = z.object({ jobs: z.array(JobView), next_cursor: z.string().nullable() });
+
+/** One event of a job. */
+export const EventView = z.object({
+  id: z.number().int(),
+  type: z.string(),
+  attempt: z.number().int(),
+  data: z.unknown(),
+  created_at: z.string(),
+});
+
+/** A page of events; pass `next_after` as `?after=` for the next one (null when none yet). */
+export const EventPage = z.object({
+  events: z.array(EventView),
+  next_after: z.number().int().nullable(),
+  terminal: z.boolean(),
+});
+
+/** The metrics series of a job: one point per step. */
+export const MetricsSeries = z.object({
+  /** Metric names present in any step, sorted. */
+  names: z.array(z.string()),
+  points: z.array(z.object({
+    step: z.number().int(),
+    attempt: z.number().int(),
+    created_at: z.string(),
+    values: z.record(z.string(), z.number()),
+  })),
+});
+
+/** One file of a checkpoint. */
+export const CheckpointFileView = z.object({
+  name: z.string(),
+  bytes: z.number().int(),
+  sha256: z.string(),
+});
+
+/** A checkpoint of a job. */
+export const CheckpointView = z.object({
+  step: z.number().int(),
+  attempt: z.number().int(),
+  bytes: z.number().int(),
+  created_at: z.string(),
+  files: z.array(CheckpointFileView),
+});
+
+/** `GET /v1/jobs/{id}/checkpoints`. */
+export const CheckpointList = z.object({ checkpoints: z.array(CheckpointView) });
+
+/** JSON answer of a single-file download with `?redirect=false`. */
+export const PresignedUrl = z.object({ url: z.string(), expires_at: z.string() });
+
+/** `GET /v1/jobs/{id}/skills`: the library's metadata and its JSON contents. */
+export const SkillsView = z.object({
+  step: z.number().int(),
+  attempt: z.number().int(),
+  skill_count: z.number().int(),
+  sha256: z.string(),
+  created_at: z.string(),
+  library: z.unknown(),
+});
+
+/** One environment offered by the workers (from the env provider given to `createApp`). */
+export const EnvInfo = z.object({
+  id: z.string(),
+  description: z.string().optional(),
+  splits: z.array(z.string()),
+  /** JSON Schema of `env.options`. */
+  options_schema: z.record(z.string(), z.unknown()).optional(),
+}).catchall(z.unknown());
+/** The wire type of {@link EnvInfo}. */
+export type EnvInfo = z.infer<typeof EnvInfo>;
+
+/** `GET /v1/envs`. */
+export const EnvList = z.object({ envs: z.array(EnvInfo) });
+
+/** Field issue of a validation problem. */
+export const FieldIssueView = z.object({ path: z.string(), code: z.string(), message: z.string() });
+
+/** `application/problem+json` body of every error. */
+export const ProblemView = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  errors: z.array(FieldIssueView).optional(),
+});

@@ -1,0 +1,145 @@
+/**
+ * Server-Sent Events for a job's event log (`GET /v1/jobs/{id}/events`, `Accept: text/event-stream`).
+ *
+ * Each event is written as `id: <event id>` / `event: <type>` / `data: <json>`; a client that
+ * reconnects with `Last-Event-ID: N` receives exactly the events with id > N, in order, once.
+ * The stream closes (after a final `event: end`) once the job is terminal and every event up to
+ * then is sent: terminal status is read *before* the last page, so an event committed together
+ * with the terminal status is never missed. Between pages it sleeps until a wake-up (NOTIFY,
+ * when a subscribe hook is given) or the poll interval, and sends a `: keepalive` comment when
+ * idle so proxies keep the connection.
+ */
+
+/** One event as sent on the wire (the `data:` JSON). */
+export interface WireEvent {
+  /** Monotonic per job; also the SSE `id:`. */
+  id: number;
+  type: string;
+  attempt: number;
+  data: unknown;
+  /** ISO 8601. */
+  created_at: string;
+}
+
+/** What the stream reads from. */
+export interface EventSource {
+  /** Events with id > `afterId`, ascending, at most `limit`. */
+  page(afterId: number, limit: number): Promise<WireEvent[]>;
+  /** True when the job is in a terminal state. */
+  isTerminal(): Promise<boolean>;
+  /**
+   * Optional wake-up: calls `wake` when new events may exist; returns an unsubscribe function.
+   * Without it the stream polls every `pollMs`.
+   */
+  subscribe?(wake: () => void): Promise<() => void> | (() => void);
+}
+
+/** Timing of {@link sseStream}. */
+export interface SseOptions {
+  /** Poll interval when no wake-up arrives, ms (default 500). */
+  pollMs?: number;
+  /** Idle time before a `: keepalive` comment, ms (default 15,000). */
+  keepaliveMs?: number;
+  /** Events per database read (default 500). */
+  pageSize?: number;
+}
+
+const encoder = new TextEncoder();
+
+/** Formats one SSE message; `data` lines are split on newlines as the spec requires. */
+export function formatSse(event: { id?: number | string; event?: string; data: string }): string {
+  let out = "";
+  if (event.id !== undefined) out += `id: ${event.id}\n`;
+  if (event.event) out += `event: ${event.event}\n`;
+  for (const line of event.data.split("\n")) out += `data: ${line}\n`;
+  return out + "\n";
+}
+
+/**
+ * Returns the SSE body stream starting after `afterId`. It ends when the job is terminal or the
+ * client goes away (stream cancelled). Database errors end the stream with an `event: error`
+ * (the client reconnects with its Last-Event-ID).
+ */
+export function sseStream(
+  source: EventSource,
+  afterId: number,
+  options: SseOptions = {},
+): ReadableStream<Uint8Array> {
+  const pollMs = options.pollMs ?? 500;
+  const keepaliveMs = options.keepaliveMs ?? 15_000;
+  const pageSize = options.pageSize ?? 500;
+  let closed = false;
+  let wakeUp: (() => void) | undefined;
+  let pending = false; // a wake-up that came while a page was being read
+  let unsubscribe: (() => void) | undefined;
+  const wake = () => {
+    if (wakeUp) wakeUp();
+    else pending = true;
+  };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (pending) {
+        pending = false;
+        return resolve();
+      }
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = undefined;
+        resolve();
+      }
+      wakeUp = done;
+    });
+
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (text: string) => {
+        if (!closed) controller.enqueue(encoder.encode(text));
+      };
+      let after = afterId;
+      let idleSince = Date.now();
+      try {
+        if (source.subscribe) unsubscribe = await source.subscribe(wake);
+        send("retry: 1000\n\n");
+        while (!closed) {
+          pending = false; // this read sees everything committed before it
+          const terminal = await source.isTerminal();
+          const events = await source.page(after, pageSize);
+          for (const e of events) {
+            send(formatSse({ id: e.id, event: e.type, data: JSON.stringify(e) }));
+            after = e.id;
+          }
+          if (events.length === pageSize) continue;
+          if (terminal) {
+            send(formatSse({ event: "end", data: JSON.stringify({ last_event_id: after }) }));
+            break;
+          }
+          if (events.length > 0) idleSince = Date.now();
+          else if (Date.now() - idleSince >= keepaliveMs) {
+            send(": keepalive\n\n");
+            idleSince = Date.now();
+          }
+          await sleep(Math.min(pollMs, keepaliveMs));
+        }
+      } catch (error) {
+        send(formatSse({ event: "error", data: JSON.stringify({ detail: String(error) }) }));
+      } finally {
+        unsubscribe?.();
+        if (!closed) {
+          closed = true;
+          controller.close();
+        }
+      }
+    },
+    cancel() {
+      closed = true;
+      wake();
+    },
+  });
+}
+
+/** Parses a `Last-Event-ID` header or `?after=` value: a non-negative integer, else undefined. */
+export function parseEventId(value: string | null | undefined): number | undefined {
+  if (value === null || value === undefined || !/^\d{1,15}$/.test(value.trim())) return undefined;
+  return Number(value.trim());
+}

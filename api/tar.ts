@@ -1,0 +1,235 @@
+/**
+ * Streams a tar archive of stored objects, verifying each object's SHA-256 as its bytes pass.
+ *
+ * The archive starts with `SHA256SUMS` (`sha256sum` format: `<hex>  <name>\n`, from the database
+ * rows) so a client can check every extracted file; then one entry per object, read lazily, one
+ * at a time. When an object's bytes do not hash to the recorded value (or have the wrong length)
+ * the stream errors before the end-of-archive blocks, so the client sees a truncated archive
+ * (an aborted response), never a silently corrupt one.
+ */
+import { createHash } from "node:crypto";
+import { mkdir, open } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { extract, type Pack, pack as tarPack } from "tar-stream";
+
+/** One file to put in the archive. */
+export interface TarSource {
+  /** Path inside the archive (no leading slash), e.g. `step-40/model.safetensors`. */
+  name: string;
+  /** Exact size in bytes (written into the tar header before the data). */
+  bytes: number;
+  /** Expected lowercase hex SHA-256 of the contents. */
+  sha256: string;
+  /** Opens the object's bytes; called once, when this entry's turn comes. */
+  open(): Promise<AsyncIterable<Uint8Array>>;
+}
+
+/** Thrown into the stream when an object's bytes do not match its recorded SHA-256 or size. */
+export class ChecksumMismatchError extends Error {
+  readonly objectName: string;
+  constructor(objectName: string, what: string, expected: string, actual: string) {
+    super(
+      `Cannot stream ${objectName} as its ${what} must be ${expected}: current value is ${actual}`,
+    );
+    this.name = "ChecksumMismatchError";
+    this.objectName = objectName;
+  }
+}
+
+/** The `SHA256SUMS` listing for sources, in `sha256sum -c` format. */
+export function sha256Sums(sources: readonly Pick<TarSource, "name" | "sha256">[]): string {
+  return sources.map((s) => `${s.sha256}  ${s.name}\n`).join("");
+}
+
+function waitEntry(pack: Pack, header: { name: string; size: number }): {
+  sink: ReturnType<Pack["entry"]>;
+  done: Promise<void>;
+} {
+  let resolve!: () => void;
+  let reject!: (e: Error) => void;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  const sink = pack.entry(
+    { ...header, mode: 0o644, mtime: new Date(0), type: "file" },
+    (err) => err ? reject(err) : resolve(),
+  );
+  sink.on("error", () => {}); // the pack's own error reaches the reader
+  done.catch(() => {}); // observed by the awaiting writer; a destroyed pack must not leak it
+  return { sink, done };
+}
+
+async function writeSource(pack: Pack, source: TarSource): Promise<void> {
+  const { sink, done } = waitEntry(pack, { name: source.name, size: source.bytes });
+  const hash = createHash("sha256");
+  let seen = 0;
+  for await (const chunk of await source.open()) {
+    seen += chunk.byteLength;
+    if (seen > source.bytes) break;
+    hash.update(chunk);
+    if (!sink.write(chunk)) await new Promise<void>((r) => sink.once("drain", () => r()));
+  }
+  if (seen !== source.bytes) {
+    throw new ChecksumMismatchError(source.name, "size", `${source.bytes} bytes`, `${seen}+ bytes`);
+  }
+  const digest = hash.digest("hex");
+  if (digest !== source.sha256) {
+    throw new ChecksumMismatchError(source.name, "sha256", source.sha256, digest);
+  }
+  (sink as unknown as { end(): void }).end();
+  await done;
+}
+
+/**
+ * Returns a byte stream of the tar archive: `SHA256SUMS` then each source in order.
+ * Cancelling the stream (client gone) stops reading objects. Errors: {@link ChecksumMismatchError}
+ * or the source's own read error, surfaced as a stream error.
+ */
+export function tarStream(sources: readonly TarSource[]): ReadableStream<Uint8Array> {
+  const pack = tarPack();
+  let cancelled = false;
+  const produce = async () => {
+    const sums = new TextEncoder().encode(sha256Sums(sources));
+    const first = waitEntry(pack, { name: "SHA256SUMS", size: sums.byteLength });
+    first.sink.end(sums);
+    await first.done;
+    for (const source of sources) {
+      if (cancelled) return;
+      await writeSource(pack, source);
+    }
+    pack.finalize();
+  };
+  let failure: unknown;
+  produce().catch((error) => {
+    failure = error;
+    pack.destroy(error);
+  });
+  const iterator = pack[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await iterator.next();
+        if (done) controller.close();
+        else controller.enqueue(new Uint8Array(value));
+      } catch (error) {
+        controller.error(failure ?? error); // the cause, not streamx's "Stream was destroyed"
+      }
+    },
+    cancel() {
+      cancelled = true;
+      pack.destroy();
+    },
+  });
+}
+
+/** One file written by {@link extractVerified}. */
+export interface ExtractedFile {
+  /** Path inside the archive. */
+  name: string;
+  /** Absolute or relative path on disk (outDir joined with name). */
+  path: string;
+  bytes: number;
+  sha256: string;
+}
+
+/** Thrown by {@link extractVerified} for an unsafe name, a missing `SHA256SUMS` or a mismatch. */
+export class ArchiveError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ArchiveError";
+  }
+}
+
+/**
+ * Extracts an archive made by {@link tarStream} into `outDir`, hashing each file as it is
+ * written and checking it against the archive's `SHA256SUMS`; also checks that every listed
+ * file arrived. Rejects names with `..` or a leading `/`. Throws {@link ArchiveError}.
+ */
+export async function extractVerified(
+  body: ReadableStream<Uint8Array>,
+  outDir: string,
+): Promise<ExtractedFile[]> {
+  const ex = extract();
+  let bodyError: unknown;
+  const feed = (async () => {
+    try {
+      for await (const chunk of body) {
+        if (!ex.write(chunk)) await new Promise<void>((r) => ex.once("drain", () => r()));
+      }
+      (ex as unknown as { end(): void }).end();
+    } catch (error) {
+      bodyError = error;
+      ex.destroy(error as Error);
+    }
+  })();
+  try {
+    return await extractEntries(ex, outDir, feed);
+  } catch (error) {
+    throw bodyError ?? error; // the stream's own cause, not streamx's "Stream was destroyed"
+  }
+}
+
+async function extractEntries(
+  ex: ReturnType<typeof extract>,
+  outDir: string,
+  feed: Promise<void>,
+): Promise<ExtractedFile[]> {
+  let expected: Map<string, string> | undefined;
+  const files: ExtractedFile[] = [];
+  for await (const entry of ex) {
+    const name = entry.header.name;
+    if (name.startsWith("/") || name.split("/").includes("..")) {
+      throw new ArchiveError(`Cannot extract ${name} as archive names must be relative`);
+    }
+    if (name === "SHA256SUMS") {
+      let text = "";
+      const decoder = new TextDecoder();
+      for await (const chunk of entry) {
+        text += decoder.decode(chunk as Uint8Array, { stream: true });
+      }
+      expected = new Map(
+        text.split("\n").filter((l) => l.trim()).map((l) => {
+          const m = l.match(/^([0-9a-f]{64}) {2}(.+)$/);
+          if (!m) throw new ArchiveError(`Cannot read SHA256SUMS line: ${l}`);
+          return [m[2], m[1]] as [string, string];
+        }),
+      );
+      continue;
+    }
+    if (!expected) {
+      throw new ArchiveError("Cannot verify the archive as SHA256SUMS must come first");
+    }
+    const path = join(outDir, name);
+    await mkdir(dirname(path), { recursive: true });
+    const handle = await open(path, "w");
+    const hash = createHash("sha256");
+    let bytes = 0;
+    try {
+      for await (const raw of entry) {
+        const chunk = raw as Uint8Array;
+        hash.update(chunk);
+        bytes += chunk.byteLength;
+        await handle.write(chunk);
+      }
+    } finally {
+      await handle.close();
+    }
+    const sha256 = hash.digest("hex");
+    if (expected.get(name) !== sha256) {
+      throw new ArchiveError(
+        `Cannot accept ${name} as its sha256 must be ${
+          expected.get(name)
+        }: current value is ${sha256}`,
+      );
+    }
+    files.push({ name, path, bytes, sha256 });
+  }
+  await feed;
+  if (!expected) throw new ArchiveError("Cannot verify the archive as it has no SHA256SUMS");
+  const missing = [...expected.keys()].filter((n) => !files.some((f) => f.name === n));
+  if (missing.length > 0) {
+    throw new ArchiveError(`Cannot accept the archive as it lacks ${missing.join(", ")}`);
+  }
+  return files;
+}

@@ -1,0 +1,45 @@
+/**
+ * Request validation with zod: every body, query and path parameter enters through one of these
+ * functions, which throw a 400 {@link BadRequestError} carrying zod's field paths.
+ */
+import type { Context } from "hono";
+import type { z } from "zod";
+import { BadRequestError, validationError } from "./errors.ts";
+
+/**
+ * Reads the body as JSON and validates it. Throws 400 for malformed JSON (detail names the
+ * parse error) and for schema violations (errors[] with field paths). An empty body is `{}`.
+ */
+export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<
+  z.output<S>
+> {
+  const text = await c.req.text();
+  let raw: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      raw = JSON.parse(text);
+    } catch (error) {
+      throw new BadRequestError(
+        `Cannot parse the request body as it must be JSON: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+  }
+  const result = schema.safeParse(raw);
+  if (!result.success) throw validationError("body", result.error);
+  return result.data;
+}
+
+/** Validates the query string (single values; the last wins when a key repeats). */
+export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+  const result = schema.safeParse(c.req.query());
+  if (!result.success) throw validationError("query", result.error);
+  return result.data;
+}
+
+/** Validates the path parameters of the matched route. */
+export function parseParams<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+  const result = schema.safeParse(c.req.param());
+  if (!result.success) throw validationError("path", result.error);
+  return result.data;
+}

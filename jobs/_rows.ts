@@ -1,0 +1,109 @@
+/**
+ * Internal: maps raw rows of the queue's SQL (snake_case, driver-specific scalar types) to the
+ * drizzle row types of `schema.ts`. postgres.js (whose date parsers drizzle replaces) returns
+ * timestamps as strings and int8 as strings; PGlite returns Dates and numbers: both are accepted.
+ */
+import type {
+  Checkpoint,
+  CheckpointFile,
+  Job,
+  JobEvent,
+  JobMetricsRow,
+  JobProgress,
+  JobStatus,
+  SkillLibrary,
+} from "./schema.ts";
+
+type Row = Record<string, unknown>;
+
+/** A timestamp column as a Date (null stays null). */
+export function toDate(v: unknown): Date | null {
+  if (v === null || v === undefined) return null;
+  if (v instanceof Date) return v;
+  // Postgres text form "2026-11-30 11:16:16.501433+00" → ISO.
+  const s = String(v).replace(" ", "T").replace(/([+-]\d\d)$/, "$1:00");
+  return new Date(s);
+}
+
+/** A jsonb column (already parsed by both drivers; strings only when stored as JSON strings). */
+function json<T>(v: unknown): T {
+  return v as T;
+}
+
+/** Maps a `jobs` row. */
+export function toJob(r: Row): Job {
+  return {
+    id: String(r.id),
+    tenantId: String(r.tenant_id),
+    status: r.status as JobStatus,
+    method: String(r.method),
+    spec: json<unknown>(r.spec),
+    priority: Number(r.priority),
+    device: String(r.device),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    workerId: (r.worker_id as string | null) ?? null,
+    leaseExpiresAt: toDate(r.lease_expires_at),
+    heartbeatAt: toDate(r.heartbeat_at),
+    progress: json<JobProgress | null>(r.progress ?? null),
+    latestMetrics: json<Record<string, number> | null>(r.latest_metrics ?? null),
+    error: (r.error as string | null) ?? null,
+    createdAt: toDate(r.created_at)!,
+    queuedAt: toDate(r.queued_at)!,
+    startedAt: toDate(r.started_at),
+    finishedAt: toDate(r.finished_at),
+  };
+}
+
+/** Maps a `job_events` row. */
+export function toEvent(r: Row): JobEvent {
+  return {
+    id: Number(r.id),
+    jobId: String(r.job_id),
+    attempt: Number(r.attempt),
+    type: String(r.type),
+    data: json<unknown>(r.data),
+    createdAt: toDate(r.created_at)!,
+  };
+}
+
+/** Maps a `job_metrics` row. */
+export function toMetrics(r: Row): JobMetricsRow {
+  return {
+    id: Number(r.id),
+    jobId: String(r.job_id),
+    step: Number(r.step),
+    attempt: Number(r.attempt),
+    values: json<Record<string, number>>(r.values),
+    createdAt: toDate(r.created_at)!,
+  };
+}
+
+/** Maps a `checkpoints` row. */
+export function toCheckpoint(r: Row): Checkpoint {
+  return {
+    id: Number(r.id),
+    jobId: String(r.job_id),
+    step: Number(r.step),
+    attempt: Number(r.attempt),
+    prefix: String(r.prefix),
+    files: json<CheckpointFile[]>(r.files),
+    bytes: Number(r.bytes),
+    createdAt: toDate(r.created_at)!,
+  };
+}
+
+/** Maps a `skill_libraries` row. */
+export function toSkillLibrary(r: Row): SkillLibrary {
+  return {
+    id: Number(r.id),
+    jobId: String(r.job_id),
+    step: Number(r.step),
+    attempt: Number(r.attempt),
+    key: String(r.key),
+    bytes: Number(r.bytes),
+    sha256: String(r.sha256),
+    skillCount: Number(r.skill_count),
+    createdAt: toDate(r.created_at)!,
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * Checkpoints and skill libraries: objects in the store, rows in the database. The row is the
+ * commit point (DESIGN §5): objects are uploaded first, then the row is inserted under the
+ * worker's fence. An object without a row is garbage and never visible; a stale worker's row is
+ * refused ({@link FenceLostError}) so its uploads stay garbage.
+ */
+import type { Queryable } from "./db.ts";
+import { type Fence, FenceLostError } from "./errors.ts";
+import { checkpointKey, checkpointPrefix, skillsKey } from "./keys.ts";
+import type { Checkpoint, CheckpointFile, SkillLibrary } from "./schema.ts";
+import type { ArtifactStore } from "./store.ts";
+import { toCheckpoint, toSkillLibrary } from "./_rows.ts";
+
+/** The fenced predicate over `$1` job, `$2` attempt, `$3` worker (FOR SHARE: see events.ts). */
+const FENCED = `select id, attempt from jobs
+  where id = $1::uuid and attempt = $2::int and worker_id = $3::text
+    and status in ('running', 'cancelling')
+  for share`;
+
+const SQL = {
+  /** commitCheckpoint: the checkpoint's row, under the fence; a rerun of a step replaces it. */
+  commitCheckpoint: `insert into checkpoints (job_id, step, attempt, prefix, files, bytes)
+    select id, $4::int, attempt, $5::text, $6::jsonb, $7::bigint from (${FENCED}) fenced
+    on conflict (job_id, step) do update
+      set attempt = excluded.attempt, prefix = excluded.prefix, files = excluded.files,
+          bytes = excluded.bytes, created_at = now()
+    returning *`,
+  /** latestCheckpoint: the committed checkpoint with the highest step. */
+  latestCheckpoint: `select * from checkpoints where job_id = $1::uuid order by step desc limit 1`,
+  /** checkpointAt: the committed checkpoint of one step. */
+  checkpointAt: `select * from checkpoints where job_id = $1::uuid and step = $2::int`,
+  /** listCheckpoints: all committed checkpoints by step. */
+  listCheckpoints: `select * from checkpoints where job_id = $1::uuid order by step`,
+  /** commitSkills: the skill library's row, under the fence. */
+  commitSkills:
+    `insert into skill_libraries (job_id, step, attempt, key, bytes, sha256, skill_count)
+    select id, $4::int, attempt, $5::text, $6::bigint, $7::text, $8::int from (${FENCED}) fenced
+    on conflict (job_id, step) do update
+      set attempt = excluded.attempt, key = excluded.key, bytes = excluded.bytes,
+          sha256 = excluded.sha256, skill_count = excluded.skill_count, created_at = now()
+    returning *`,
+  /** latestSkills: the skill library with the highest step. */
+  latestSkills: `select * from skill_libraries where job_id = $1::uuid order by step desc limit 1`,
+  /** skillsAt: the skill library of one step. */
+  skillsAt: `select * from skill_libraries where job_id = $1::uuid and step = $2::int`,
+  /** listSkills: all skill libraries by step. */
+  listSkills: `select * from skill_libraries where job_id = $1::uuid order by step`,
+} as const;
+
+/** A file to put in a checkpoint. */
+export interface CheckpointFileInput {
+  /** File name, e.g. `model.safetensors` (see `FILE_NAME_PATTERN` in keys.ts). */
+  name: string;
+  bytes: Uint8Array;
+}
+
+/** Who writes: the fence plus the job's tenant (for the key layout). */
+export interface Writer {
+  fence: Fence;
+  tenantId: string;
+}
+
+/**
+ * Uploads the files of a checkpoint, then commits its row under the fence.
+ * @throws FenceLostError when the fence no longer holds (the uploads are then garbage).
+ * @throws InvalidKeyError for an unsafe or duplicate file name.
+ */
+export async function saveCheckpoint(
+  db: Queryable,
+  store: ArtifactStore,
+  writer: Writer,
+  checkpoint: { step: number; files: CheckpointFileInput[] },
+): Promise<Checkpoint> {
+  const { fence, tenantId } = writer;
+  const { step, files } = checkpoint;
+  const names = new Set(files.map((f) => f.name));
+  if (names.size !== files.length) {
+    throw new RangeError(`Cannot save checkpoint ${step} as its file names must be unique`);
+  }
+  const stored: CheckpointFile[] = [];
+  for (const f of files) {
+    const key = checkpointKey(tenantId, fence.jobId, step, f.name);
+    const { bytes, sha256 } = await store.put(key, f.bytes);
+    stored.push({ name: f.name, key, bytes, sha256 });
+  }
+  const total = stored.reduce((s, f) => s + f.bytes, 0);
+  const rows = await db.query(SQL.commitCheckpoint, [
+    fence.jobId,
+    fence.attempt,
+    fence.workerId,
+    step,
+    checkpointPrefix(tenantId, fence.jobId, step),
+    JSON.stringify(stored),
+    total,
+  ]);
+  if (rows.length === 0) throw new FenceLostError(fence, `commit checkpoint ${step}`);
+  return toCheckpoint(rows[0]);
+}
+
+/** The committed checkpoint with the highest step, or null. */
+export async function latestCheckpoint(db: Queryable, jobId: string): Promise<Checkpoint | null> {
+  const rows = await db.query(SQL.latestCheckpoint, [jobId]);
+  return rows.length ? toCheckpoint(rows[0]) : null;
+}
+
+/** The committed checkpoint of `step`, or null. */
+export async function getCheckpoint(
+  db: Queryable,
+  jobId: string,
+  step: number,
+): Promise<Checkpoint | null> {
+  const rows = await db.query(SQL.checkpointAt, [jobId, step]);
+  return rows.length ? toCheckpoint(rows[0]) : null;
+}
+
+/** A job's committed checkpoints, by step. */
+export async function listCheckpoints(db: Queryable, jobId: string): Promise<Checkpoint[]> {
+  return (await db.query(SQL.listCheckpoints, [jobId])).map(toCheckpoint);
+}
+
+/**
+ * Reads one file of a committed checkpoint, verified against its recorded SHA-256.
+ * @throws RangeError when the checkpoint has no such file; IntegrityError on a hash mismatch.
+ */
+export async function readCheckpointFile(
+  store: ArtifactStore,
+  checkpoint: Checkpoint,
+  name: string,
+): Promise<Uint8Array> {
+  const file = checkpoint.files.find((f) => f.name === name);
+  if (!file) {
+    throw new RangeError(
+      `Cannot read ${name} from checkpoint ${checkpoint.step} as it must be one of: ${
+        checkpoint.files.map((f) => f.name).join(", ")
+      }`,
+    );
+  }
+  return await store.get(file.key, { sha256: file.sha256 });
+}
+
+/**
+ * Uploads a skill library (JSON) and commits its row under the fence.
+ * @param library.skillCount number of skills in it (shown in listings).
+ * @throws FenceLostError when the fence no longer holds.
+ */
+export async function saveSkillLibrary(
+  db: Queryable,
+  store: ArtifactStore,
+  writer: Writer,
+  library: { step: number; json: unknown; skillCount: number },
+): Promise<SkillLibrary> {
+  const { fence, tenantId } = writer;
+  const key = skillsKey(tenantId, fence.jobId, library.step);
+  const body = new TextEncoder().encode(JSON.stringify(library.json));
+  const { bytes, sha256 } = await store.put(key, body, { contentType: "application/json" });
+  const rows = await db.query(SQL.commitSkills, [
+    fence.jobId,
+    fence.attempt,
+    fence.workerId,
+    library.step,
+    key,
+    bytes,
+    sha256,
+    library.skillCount,
+  ]);
+  if (rows.length === 0) throw new FenceLostError(fence, `commit skills of step ${library.step}`);
+  return toSkillLibrary(rows[0]);
+}
+
+/** The skill library of `step`, or the latest when `step` is undefined; null when none. */
+export async function getSkillLibrary(
+  db: Queryable,
+  jobId: string,
+  step?: number,
+): Promise<SkillLibrary | null> {
+  const rows = step === undefined
+    ? await db.query(SQL.latestSkills, [jobId])
+    : await db.query(SQL.skillsAt, [jobId, step]);
+  return rows.length ? toSkillLibrary(rows[0]) : null;
+}
+
+/** A job's skill libraries, by step. */
+export async function listSkillLibraries(db: Queryable, jobId: string): Promise<SkillLibrary[]> {
+  return (await db.query(SQL.listSkills, [jobId])).map(toSkillLibrary);
+}
+
+/** Reads a skill library's JSON, verified against its recorded SHA-256. */
+export async function readSkillLibrary(
+  store: ArtifactStore,
+  library: SkillLibrary,
+): Promise<unknown> {
+  const bytes = await store.get(library.key, { sha256: library.sha256 });
+  return JSON.parse(new TextDecoder().decode(bytes));
+}

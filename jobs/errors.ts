@@ -1,0 +1,68 @@
+/**
+ * Typed errors of the job domain. The API maps them to problem+json in one place; the worker
+ * maps {@link FenceLostError} to "stop now".
+ */
+
+/** The `(job_id, attempt, worker_id)` triple every worker write carries (DESIGN §5). */
+export interface Fence {
+  jobId: string;
+  /** The job's attempt when the worker claimed it. */
+  attempt: number;
+  /** The claiming worker's unique id. */
+  workerId: string;
+}
+
+/**
+ * Thrown when a worker's write matched nothing because its fence no longer holds: the lease was
+ * reaped (the job was requeued, failed or cancelled) or another worker holds the job now. The
+ * worker must stop working on the job at once; nothing it wrote after losing the fence is stored.
+ */
+export class FenceLostError extends Error {
+  /** The fence that no longer matches. */
+  readonly fence: Fence;
+  /** The write that was refused, e.g. `heartbeat`, `event`, `metrics`. */
+  readonly operation: string;
+  constructor(fence: Fence, operation: string) {
+    super(
+      `Cannot ${operation} for job ${fence.jobId} as the worker must hold its lease: attempt ${fence.attempt} of worker ${fence.workerId} no longer does`,
+    );
+    this.name = "FenceLostError";
+    this.fence = fence;
+    this.operation = operation;
+  }
+}
+
+/** Thrown when an Idempotency-Key is reused with a different request body (HTTP 409/422). */
+export class IdempotencyConflictError extends Error {
+  /** The reused key. */
+  readonly key: string;
+  /** The job the key already names. */
+  readonly jobId: string;
+  constructor(key: string, jobId: string) {
+    super(
+      `Cannot reuse Idempotency-Key "${key}" as it must come with the same request body: it already created job ${jobId} from a different one`,
+    );
+    this.name = "IdempotencyConflictError";
+    this.key = key;
+    this.jobId = jobId;
+  }
+}
+
+/** Thrown when an object read from the store does not hash to the SHA-256 recorded for it. */
+export class IntegrityError extends Error {
+  /** Object key. */
+  readonly key: string;
+  /** Recorded (expected) hex SHA-256. */
+  readonly expected: string;
+  /** Hex SHA-256 of the bytes read. */
+  readonly actual: string;
+  constructor(key: string, expected: string, actual: string) {
+    super(
+      `Cannot return object ${key} as its SHA-256 must be ${expected}: the stored bytes hash to ${actual}`,
+    );
+    this.name = "IntegrityError";
+    this.key = key;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}

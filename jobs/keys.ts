@@ -1,0 +1,68 @@
+/**
+ * Object key layout (DESIGN §6). Every key of a job lives under its tenant and job, so a tenant's
+ * objects never share a prefix with another's:
+ *
+ * ```
+ * tenants/{tenant}/jobs/{job}/checkpoints/step-{N}/{file}   config.json, model.safetensors, …
+ * tenants/{tenant}/jobs/{job}/skills/step-{N}.json
+ * tenants/{tenant}/jobs/{job}/eval/step-{N}.json
+ * tenants/{tenant}/jobs/{job}/trajectories/step-{N}.jsonl.gz
+ * ```
+ */
+
+/** A file name inside a checkpoint: no slashes, not `.`/`..`, printable, at most 200 chars. */
+export const FILE_NAME_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/;
+
+/** Thrown when a key component is not a safe name. */
+export class InvalidKeyError extends Error {
+  constructor(what: string, value: string) {
+    super(
+      `Cannot build an object key as ${what} must match ${FILE_NAME_PATTERN}: current value is "${value}"`,
+    );
+    this.name = "InvalidKeyError";
+  }
+}
+
+function safe(what: string, value: string): string {
+  if (!FILE_NAME_PATTERN.test(value)) throw new InvalidKeyError(what, value);
+  return value;
+}
+
+function stepOf(step: number): string {
+  if (!Number.isInteger(step) || step < 0) {
+    throw new RangeError(
+      `Cannot build an object key as step must be a non-negative integer: current value is ${step}`,
+    );
+  }
+  return `step-${step}`;
+}
+
+/** `tenants/{tenant}/jobs/{job}/` */
+export function jobPrefix(tenantId: string, jobId: string): string {
+  return `tenants/${safe("the tenant id", tenantId)}/jobs/${safe("the job id", jobId)}/`;
+}
+
+/** `…/checkpoints/step-{N}/` */
+export function checkpointPrefix(tenantId: string, jobId: string, step: number): string {
+  return `${jobPrefix(tenantId, jobId)}checkpoints/${stepOf(step)}/`;
+}
+
+/** `…/checkpoints/step-{N}/{name}` @throws InvalidKeyError for an unsafe name. */
+export function checkpointKey(tenantId: string, jobId: string, step: number, name: string): string {
+  return `${checkpointPrefix(tenantId, jobId, step)}${safe("the file name", name)}`;
+}
+
+/** `…/skills/step-{N}.json` */
+export function skillsKey(tenantId: string, jobId: string, step: number): string {
+  return `${jobPrefix(tenantId, jobId)}skills/${stepOf(step)}.json`;
+}
+
+/** `…/eval/step-{N}.json` */
+export function evalKey(tenantId: string, jobId: string, step: number): string {
+  return `${jobPrefix(tenantId, jobId)}eval/${stepOf(step)}.json`;
+}
+
+/** `…/trajectories/step-{N}.jsonl.gz` */
+export function trajectoriesKey(tenantId: string, jobId: string, step: number): string {
+  return `${jobPrefix(tenantId, jobId)}trajectories/${stepOf(step)}.jsonl.gz`;
+}

@@ -1,0 +1,141 @@
+/**
+ * The embedded object store: an S3-compatible server (s3rver) on loopback over a local folder, so
+ * the artifact store has one code path with or without a real S3 (DESIGN §6).
+ *
+ * Several processes started in one data folder share one server:
+ * - `${dataDir}/s3.json` names the running server (`{port, pid}`); a process that finds it
+ *   answering as an S3 server uses it;
+ * - otherwise the process takes `${dataDir}/s3.lock` (created exclusively; a lock whose pid is
+ *   dead is stale and removed), checks again, starts its own server on a free port over
+ *   `${dataDir}/s3/`, writes `s3.json` and drops the lock;
+ * - the server lives as long as the process that started it. When that process exits, the others'
+ *   next request fails to connect; the artifact store then runs this discovery again (one of them
+ *   starts a new server over the same folder, the others find it) and retries the request.
+ *   Presigned URLs name the port, so URLs minted before such a hand-over stop working.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import S3rver from "s3rver";
+
+/** Credentials s3rver accepts (its built-in dummy account). */
+export const LOCAL_S3_CREDENTIALS = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } as const;
+
+/** A running local S3 server. */
+export interface LocalS3 {
+  /** `http://127.0.0.1:PORT`. */
+  endpoint: string;
+  port: number;
+  /** Stops the server if this process started it (no-op for a shared one). Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts s3rver on `127.0.0.1:port` (0 = a free port) over `directory`.
+ * @throws when the port is taken or the folder cannot be created.
+ */
+export async function startLocalS3(
+  options: { directory: string; port?: number },
+): Promise<LocalS3> {
+  mkdirSync(options.directory, { recursive: true });
+  const server = new S3rver({
+    address: "127.0.0.1",
+    port: options.port ?? 0,
+    directory: options.directory,
+    silent: true,
+  });
+  const address = await server.run() as { port: number };
+  let stopped = false;
+  return {
+    endpoint: `http://127.0.0.1:${address.port}`,
+    port: address.port,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await server.close();
+    },
+  };
+}
+
+/** True when an S3 server answers on the port (s3rver's ListBuckets XML). */
+async function answersAsS3(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2_000) });
+    const text = await res.text();
+    return text.includes("ListAllMyBucketsResult") || text.includes("<Error>");
+  } catch {
+    return false;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (pid === Deno.pid) return true;
+  return existsSync("/proc/self") ? existsSync(`/proc/${pid}`) : true;
+}
+
+async function readInfo(path: string): Promise<{ port: number; pid: number } | undefined> {
+  try {
+    const info = JSON.parse(await Deno.readTextFile(path));
+    return Number.isInteger(info.port) ? info : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Servers this process started, by data folder (one per folder). */
+const owned = new Map<string, LocalS3>();
+
+/**
+ * Finds the data folder's running server or starts one (see module doc).
+ * @throws when no server can be found or started within ~10 s (a lock held by a live process
+ *   that never writes `s3.json`).
+ */
+export async function ensureLocalS3(dataDir: string): Promise<LocalS3> {
+  mkdirSync(dataDir, { recursive: true });
+  const infoPath = join(dataDir, "s3.json");
+  const lockPath = join(dataDir, "s3.lock");
+  const mine = owned.get(dataDir);
+  if (mine) return mine;
+  const shared = (port: number): LocalS3 => ({
+    endpoint: `http://127.0.0.1:${port}`,
+    port,
+    stop: () => Promise.resolve(),
+  });
+  for (let i = 0; i < 100; i++) {
+    const info = await readInfo(infoPath);
+    if (info && await answersAsS3(info.port)) return shared(info.port);
+    let lock: Deno.FsFile;
+    try {
+      lock = await Deno.open(lockPath, { write: true, createNew: true });
+    } catch (e) {
+      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
+      const pid = Number((await Deno.readTextFile(lockPath).catch(() => "")).trim());
+      if (pid > 0 && !isAlive(pid)) await Deno.remove(lockPath).catch(() => {});
+      await new Promise((r) => setTimeout(r, 100)); // another process is starting the server
+      continue;
+    }
+    try {
+      await lock.write(new TextEncoder().encode(String(Deno.pid)));
+      lock.close();
+      const again = await readInfo(infoPath);
+      if (again && await answersAsS3(again.port)) return shared(again.port);
+      const server = await startLocalS3({ directory: join(dataDir, "s3") });
+      await Deno.writeTextFile(infoPath, JSON.stringify({ port: server.port, pid: Deno.pid }));
+      const entry: LocalS3 = {
+        ...server,
+        async stop() {
+          owned.delete(dataDir);
+          await server.stop();
+          const current = await readInfo(infoPath);
+          if (current?.pid === Deno.pid) await Deno.remove(infoPath).catch(() => {});
+        },
+      };
+      owned.set(dataDir, entry);
+      return entry;
+    } finally {
+      await Deno.remove(lockPath).catch(() => {});
+    }
+  }
+  throw new Error(
+    `Cannot start the embedded S3 server in ${dataDir} as ${lockPath} must be released: it stayed held for 10 s`,
+  );
+}

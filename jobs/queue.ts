@@ -1,0 +1,344 @@
+/**
+ * The queue (DESIGN §5), River style: one named, commented SQL statement per operation, bind
+ * parameters only, and every transition guarded on the current state — and, for a worker's
+ * writes, on its fence `(job_id, attempt, worker_id)` — so that late or duplicate writes change
+ * nothing. Each transition writes a `status` event in the same statement.
+ *
+ * Attempts: `attempt` is the 0-based run number. A claim keeps it; the reaper adds 1 when a lease
+ * expires (or fails the job when `attempt + 1 = max_attempts`); a drained worker releases the job
+ * without burning one. The fence stays unique because worker ids are unique per process.
+ */
+import { createHash } from "node:crypto";
+import type { Database, Queryable } from "./db.ts";
+import { type Fence, FenceLostError, IdempotencyConflictError } from "./errors.ts";
+import type { Device, JobSpec } from "./spec.ts";
+import type { Job } from "./schema.ts";
+import { toJob } from "./_rows.ts";
+
+/** NOTIFY channel on which submit announces new work; the payload is the job's device. */
+export const JOBS_CHANNEL = "seed_jobs";
+
+/** The SQL predicate of a fence, over `$1` job id, `$2` attempt, `$3` worker id. */
+const FENCE = `id = $1::uuid and attempt = $2::int and worker_id = $3::text
+  and status in ('running', 'cancelling')`;
+
+/** NOTIFY channel announcing new job events; the payload is the job id. */
+export const JOB_EVENTS_CHANNEL = "job_events";
+
+/**
+ * Appends a `status` event for every row of CTE `moved` (used by every transition) and announces
+ * it on {@link JOB_EVENTS_CHANNEL}; the statement must select `from moved, evn`.
+ */
+const STATUS_EVENT = `ev as (
+    insert into job_events (job_id, attempt, type, data)
+    select id, attempt, 'status',
+           jsonb_strip_nulls(jsonb_build_object('status', status, 'worker_id', worker_id,
+                                                'error', error))
+    from moved
+    returning job_id),
+  evn as (select count(pg_notify('${JOB_EVENTS_CHANNEL}', job_id::text)) as n from ev)`;
+
+const SQL = {
+  /** submit: a new queued job, its first event, and a wake-up for idle workers of its device. */
+  submit: `with moved as (
+      insert into jobs (tenant_id, method, spec, priority, device, max_attempts)
+      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int)
+      returning *),
+    ${STATUS_EVENT},
+    wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
+    select moved.* from moved, evn, wake`,
+  /** idempotencyLookup: the job an Idempotency-Key already created, with its request hash. */
+  idempotencyLookup: `select k.request_sha256, j.*
+    from idempotency_keys k join jobs j on j.id = k.job_id
+    where k.tenant_id = $1::uuid and k.key = $2::text`,
+  /** idempotencyRecord: claims the key for a job; no row back means another request won. */
+  idempotencyRecord: `insert into idempotency_keys (tenant_id, key, request_sha256, job_id)
+    values ($1::uuid, $2::text, $3::text, $4::uuid)
+    on conflict (tenant_id, key) do nothing
+    returning job_id`,
+  /**
+   * claim: the most urgent queued job of this device (priority desc, then oldest), taken with
+   * FOR UPDATE SKIP LOCKED so concurrent claimers pass each other instead of waiting.
+   */
+  claim: `with moved as (
+      update jobs set status = 'running', worker_id = $1::text,
+        lease_expires_at = now() + $3::int * interval '1 millisecond',
+        heartbeat_at = now(), started_at = coalesce(started_at, now())
+      where id = (
+        select id from jobs where status = 'queued' and device = $2::text
+        order by priority desc, queued_at, id
+        for update skip locked limit 1)
+      returning *),
+    ${STATUS_EVENT}
+    select moved.* from moved, evn`,
+  /** heartbeat: extends the lease under the fence; the status tells the worker of a cancel. */
+  heartbeat: `update jobs set lease_expires_at = now() + $4::int * interval '1 millisecond',
+      heartbeat_at = now()
+    where ${FENCE}
+    returning status`,
+  /** succeed: running|cancelling → succeeded under the fence (finishing beats a late cancel). */
+  succeed: `with moved as (
+      update jobs set status = 'succeeded', worker_id = null, lease_expires_at = null,
+        finished_at = now()
+      where ${FENCE}
+      returning *),
+    ${STATUS_EVENT}
+    select moved.* from moved, evn`,
+  /** fail: running|cancelling → failed with a readable error, under the fence. */
+  fail: `with moved as (
+      update jobs set status = 'failed', worker_id = null, lease_expires_at = null,
+        finished_at = now(), error = left($4::text, 4000)
+      where ${FENCE}
+      returning *),
+    ${STATUS_EVENT}
+    select moved.* from moved, evn`,
+  /** acknowledgeCancel: cancelling → cancelled, by the worker that saw it on its heartbeat. */
+  acknowledgeCancel: `with moved as (
+      update jobs set status = 'cancelled', worker_id = null, lease_expires_at = null,
+        finished_at = now()
+      where ${FENCE} and status = 'cancelling'
+      returning *),
+    ${STATUS_EVENT}
+    select moved.* from moved, evn`,
+  /**
+   * release: a draining worker gives the job back without burning an attempt (running → queued,
+   * keeping its place in line); a cancel requested meanwhile wins (cancelling → cancelled).
+   */
+  release: `with moved as (
+      update jobs set
+        status = (case when status = 'cancelling' then 'cancelled' else 'queued' end)::job_status,
+        finished_at = case when status = 'cancelling' then now() end,
+        worker_id = null, lease_expires_at = null
+      where ${FENCE}
+      returning *),
+    ${STATUS_EVENT},
+    wake as (select pg_notify('${JOBS_CHANNEL}', device) from moved where status = 'queued')
+    select moved.* from moved, evn, (select count(*) from wake) w`,
+  /** cancel: queued → cancelled at once; running → cancelling. Other states are left alone. */
+  cancel: `with moved as (
+      update jobs set
+        status = (case when status = 'queued' then 'cancelled' else 'cancelling' end)::job_status,
+        finished_at = case when status = 'queued' then now() end
+      where id = $1::uuid and tenant_id = $2::uuid and status in ('queued', 'running')
+      returning *),
+    ${STATUS_EVENT}
+    select moved.* from moved, evn`,
+  /** get: one job of a tenant. */
+  get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid`,
+  /**
+   * reap: leases that expired before `$1` (default now()). running → queued with attempt + 1,
+   * or → failed when that was the last attempt; cancelling → cancelled. At most `$2` per call.
+   */
+  reap: `with expired as (
+      select id from jobs
+      where status in ('running', 'cancelling')
+        and lease_expires_at < coalesce($1::timestamptz, now())
+      order by lease_expires_at
+      for update skip locked limit $2::int),
+    moved as (
+      update jobs j set
+        status = (case when j.status = 'cancelling' then 'cancelled'
+                       when j.attempt + 1 >= j.max_attempts then 'failed'
+                       else 'queued' end)::job_status,
+        attempt = case when j.status = 'running' and j.attempt + 1 < j.max_attempts
+                       then j.attempt + 1 else j.attempt end,
+        finished_at = case when j.status = 'cancelling' or j.attempt + 1 >= j.max_attempts
+                           then now() end,
+        error = case when j.status = 'running' and j.attempt + 1 >= j.max_attempts
+                     then 'Cannot finish the job as its worker stopped heartbeating on each of its '
+                          || j.max_attempts || ' attempts (lease expired)'
+                     else j.error end,
+        worker_id = null, lease_expires_at = null
+      from expired where j.id = expired.id
+      returning j.*),
+    ${STATUS_EVENT},
+    wake as (select pg_notify('${JOBS_CHANNEL}', device) from moved where status = 'queued')
+    select moved.* from moved, evn, (select count(*) from wake) w`,
+} as const;
+
+/** What {@link submitJob} needs. */
+export interface SubmitOptions {
+  tenantId: string;
+  /** A parsed spec (defaults filled in). */
+  spec: JobSpec;
+  /** Optional `Idempotency-Key` header value (1–255 characters). */
+  idempotencyKey?: string;
+  /** Hex SHA-256 identifying the request; defaults to {@link specSha256}(spec). */
+  requestSha256?: string;
+}
+
+/** Hex SHA-256 of the spec's canonical JSON (object keys sorted), used as the request hash. */
+export function specSha256(spec: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canonical) : v !== null && typeof v === "object"
+      ? Object.fromEntries(
+        Object.keys(v as object).sort().map((
+          k,
+        ) => [k, canonical((v as Record<string, unknown>)[k])]),
+      )
+      : v;
+  return createHash("sha256").update(JSON.stringify(canonical(spec))).digest("hex");
+}
+
+/** Sentinel rolling back a submit that lost an idempotency race. */
+class LostIdempotencyRace extends Error {}
+
+/**
+ * Queues a job and wakes idle workers (NOTIFY). With an idempotency key, the same key and request
+ * hash return the job the key created first (`created: false`).
+ * @throws IdempotencyConflictError when the key was used with a different request.
+ */
+export async function submitJob(
+  db: Database,
+  options: SubmitOptions,
+): Promise<{ job: Job; created: boolean }> {
+  const { tenantId, spec, idempotencyKey } = options;
+  const insert = async (q: Queryable) =>
+    toJob(
+      (await q.query(SQL.submit, [
+        tenantId,
+        spec.method,
+        JSON.stringify(spec),
+        spec.priority,
+        spec.requirements.device,
+        spec.max_attempts,
+      ]))[0],
+    );
+  if (idempotencyKey === undefined) return { job: await insert(db), created: true };
+  const hash = options.requestSha256 ?? specSha256(spec);
+  const existing = async () => {
+    const [row] = await db.query(SQL.idempotencyLookup, [tenantId, idempotencyKey]);
+    if (!row) return undefined;
+    const job = toJob(row);
+    if (row.request_sha256 !== hash) throw new IdempotencyConflictError(idempotencyKey, job.id);
+    return { job, created: false };
+  };
+  const before = await existing();
+  if (before) return before;
+  try {
+    return await db.transaction(async (tx) => {
+      const job = await insert(tx);
+      const won = await tx.query(SQL.idempotencyRecord, [tenantId, idempotencyKey, hash, job.id]);
+      if (won.length === 0) throw new LostIdempotencyRace();
+      return { job, created: true };
+    });
+  } catch (e) {
+    if (!(e instanceof LostIdempotencyRace)) throw e;
+    const after = await existing();
+    if (!after) throw new Error(`Cannot resolve Idempotency-Key "${idempotencyKey}"`);
+    return after;
+  }
+}
+
+/** What a worker claims with. */
+export interface ClaimOptions {
+  /** Unique id of the claiming worker process. */
+  workerId: string;
+  device: Device;
+  /** Lease length in milliseconds (heartbeat every leaseMs / 3). */
+  leaseMs: number;
+}
+
+/** Claims the most urgent queued job of the device (see SQL.claim); null when none is queued. */
+export async function claimJob(db: Queryable, options: ClaimOptions): Promise<Job | null> {
+  const rows = await db.query(SQL.claim, [options.workerId, options.device, options.leaseMs]);
+  return rows.length ? toJob(rows[0]) : null;
+}
+
+/** The fence of a claimed job. */
+export function fenceOf(job: Job): Fence {
+  if (!job.workerId) throw new Error(`Cannot take the fence of job ${job.id} as it has no worker`);
+  return { jobId: job.id, attempt: job.attempt, workerId: job.workerId };
+}
+
+function fenceParams(f: Fence): unknown[] {
+  return [f.jobId, f.attempt, f.workerId];
+}
+
+/**
+ * Extends the lease by `leaseMs` from now.
+ * @returns `cancelRequested: true` when the job is `cancelling`.
+ * @throws FenceLostError when the fence no longer matches.
+ */
+export async function heartbeat(
+  db: Queryable,
+  fence: Fence,
+  leaseMs: number,
+): Promise<{ cancelRequested: boolean }> {
+  const rows = await db.query<{ status: string }>(SQL.heartbeat, [...fenceParams(fence), leaseMs]);
+  if (rows.length === 0) throw new FenceLostError(fence, "heartbeat");
+  return { cancelRequested: rows[0].status === "cancelling" };
+}
+
+async function transition(
+  db: Queryable,
+  fence: Fence,
+  name: "succeed" | "fail" | "acknowledgeCancel" | "release",
+  extra: unknown[] = [],
+): Promise<Job> {
+  const rows = await db.query(SQL[name], [...fenceParams(fence), ...extra]);
+  if (rows.length === 0) throw new FenceLostError(fence, name);
+  return toJob(rows[0]);
+}
+
+/** Marks the job succeeded. @throws FenceLostError when the fence no longer matches. */
+export function succeedJob(db: Queryable, fence: Fence): Promise<Job> {
+  return transition(db, fence, "succeed");
+}
+
+/**
+ * Marks the job failed with a readable message (truncated to 4000 characters; pass a message,
+ * never a stack). @throws FenceLostError when the fence no longer matches.
+ */
+export function failJob(db: Queryable, fence: Fence, error: string): Promise<Job> {
+  return transition(db, fence, "fail", [error]);
+}
+
+/** cancelling → cancelled. @throws FenceLostError when the fence (or `cancelling`) no longer holds. */
+export function acknowledgeCancel(db: Queryable, fence: Fence): Promise<Job> {
+  return transition(db, fence, "acknowledgeCancel");
+}
+
+/**
+ * Gives a job back to the queue (drain) without burning an attempt; a pending cancel becomes
+ * `cancelled`. @throws FenceLostError when the fence no longer matches.
+ */
+export function releaseJob(db: Queryable, fence: Fence): Promise<Job> {
+  return transition(db, fence, "release");
+}
+
+/**
+ * Requests cancellation of a tenant's job: queued → cancelled at once, running → cancelling (the
+ * worker acknowledges within a heartbeat). A job in any other state is returned unchanged.
+ * @returns the job after the request, or null when the tenant has no such job.
+ */
+export async function cancelJob(
+  db: Queryable,
+  options: { tenantId: string; jobId: string },
+): Promise<Job | null> {
+  const moved = await db.query(SQL.cancel, [options.jobId, options.tenantId]);
+  if (moved.length) return toJob(moved[0]);
+  return await getJob(db, options);
+}
+
+/** One job of a tenant, or null (another tenant's job is null too). */
+export async function getJob(
+  db: Queryable,
+  options: { tenantId: string; jobId: string },
+): Promise<Job | null> {
+  const rows = await db.query(SQL.get, [options.jobId, options.tenantId]);
+  return rows.length ? toJob(rows[0]) : null;
+}
+
+/**
+ * Returns expired leases to the queue (see SQL.reap) and gives back the jobs it moved.
+ * @param options.now fake clock for tests: reap leases that expired before this instant.
+ * @param options.limit at most this many jobs per call (default 100).
+ */
+export async function reapExpiredLeases(
+  db: Queryable,
+  options: { now?: Date; limit?: number } = {},
+): Promise<Job[]> {
+  const rows = await db.query(SQL.reap, [options.now?.toISOString() ?? null, options.limit ?? 100]);
+  return rows.map(toJob);
+}

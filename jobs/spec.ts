@@ -1,0 +1,192 @@
+/**
+ * The JobSpec: the one zod schema of a training job (DESIGN.md §3), the single source of truth for
+ * the API's validation, the OpenAPI document and the worker's configuration.
+ *
+ * Every field has a default, so `{ "env": { "id": "sokoban" } }` is a complete job. Every object is
+ * `.strict()` (an unknown field is a validation error, not silently dropped) and every number,
+ * string and collection is bounded. Field names are snake_case because they are the wire format.
+ */
+import { z } from "zod";
+
+/** Training methods. `grpo` is the SEED pipeline with λ_opd = 0 and no analysis; `sft` only warms up. */
+export const METHODS = ["seed", "grpo", "sft"] as const;
+/** A training method (see {@link METHODS}). */
+export type Method = (typeof METHODS)[number];
+
+/** Devices a job can require; a worker only claims jobs of its own device. */
+export const DEVICES = ["cpu", "gpu"] as const;
+/** A worker device class (see {@link DEVICES}). */
+export type Device = (typeof DEVICES)[number];
+
+/** Evaluation splits, mirroring `workers/envs/types.ts` (jobs/ never imports workers/). */
+export const EVAL_SPLITS = ["train", "test_seen", "test_unseen"] as const;
+
+/** Lowercase identifier: a letter, then letters, digits, `_` or `-`; at most 64 characters. */
+export const ID_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
+
+/** `s3://bucket/prefix/` — a Hugging Face model folder (the prefix ends with `/`). */
+const S3_PREFIX_PATTERN = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/(?:[^\s]*\/)?$/;
+/** `s3://bucket/key` — a single object. */
+const S3_OBJECT_PATTERN = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/[^\s]*[^\s/]$/;
+/** `job:<uuid>` or `job:<uuid>@<step>` — a checkpoint of an earlier job (latest when no step). */
+const JOB_REF_PATTERN =
+  /^job:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:@(?:0|[1-9][0-9]{0,8}))?$/;
+
+/** Largest accepted `env.options` object, in characters of its JSON text. */
+export const MAX_ENV_OPTIONS_CHARS = 16_384;
+
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+const num = (min: number, max: number) => z.number().min(min).max(max);
+
+/** `model.base` accepted forms, checked in one place so the error message lists them all. */
+const ModelBase = z.string().max(1024).refine(
+  (v) => v === "builtin:tiny" || S3_PREFIX_PATTERN.test(v) || JOB_REF_PATTERN.test(v),
+  {
+    message:
+      "Cannot use this model base as it must be `builtin:tiny`, `s3://bucket/prefix/` (ending in /) or `job:<uuid>[@step]`",
+  },
+);
+
+/** Env options: a flat-ish JSON object with bounded keys and total size (the env validates it). */
+const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
+  (v) => Object.keys(v).length <= 64 && JSON.stringify(v).length <= MAX_ENV_OPTIONS_CHARS,
+  {
+    message:
+      `Cannot accept env.options as it must have at most 64 keys and ${MAX_ENV_OPTIONS_CHARS} characters of JSON`,
+  },
+);
+
+const WarmupStage = (episodes: number, epochs: number, lr: number) =>
+  z.object({
+    /** Demonstrations (policy) or annotated trajectories (analyzer) to train on. */
+    episodes: int(0, 100_000).default(episodes),
+    /** Passes over that data. */
+    epochs: int(0, 100).default(epochs),
+    /** AdamW learning rate of this stage. */
+    lr: num(0, 1).default(lr),
+  }).strict().prefault({});
+
+/**
+ * The JobSpec schema. Parse with `JobSpecSchema.parse(input)` (throws `z.ZodError` with field
+ * paths) or `.safeParse`. Defaults suit the small CPU models trained here; the paper's 3B settings
+ * are lr 1e-6, B = 16, G = 8, 150 updates.
+ */
+export const JobSpecSchema = z.object({
+  /** `seed` (default), `grpo` (λ_opd = 0, no analysis) or `sft` (warm-up only). */
+  method: z.enum(METHODS).default("seed"),
+  model: z.object({
+    /** `builtin:tiny` | `s3://bucket/prefix/` (HF folder) | `job:<uuid>[@step]`. */
+    base: ModelBase.default("builtin:tiny"),
+  }).strict().prefault({}),
+  env: z.object({
+    /** Environment id, e.g. `sokoban` (resolved against the env registry by the worker). */
+    id: z.string().regex(ID_PATTERN, {
+      message: "Cannot use this env id as it must match ^[a-z][a-z0-9_-]{0,63}$",
+    }),
+    /** Environment options, validated by the environment's own schema. */
+    options: EnvOptions.default({}),
+    /** Turns per episode before it is cut off. */
+    max_turns: int(1, 200).default(20),
+    /** Past steps shown in each prompt. */
+    history: int(0, 50).default(2),
+  }).strict(),
+  rollout: z.object({
+    /** B: training tasks drawn per update. */
+    tasks_per_step: int(1, 1024).default(8),
+    /** G: copies of each task run from the same initial state. */
+    group_size: int(1, 64).default(8),
+    /** Sampling temperature of rollouts. */
+    temperature: num(0, 2).default(1),
+    /** Response token budget per turn. */
+    max_new_tokens: int(1, 4096).default(64),
+  }).strict().prefault({}),
+  advantage: z.object({
+    /** `grpo` (pooled per task) or `gigpo` (adds the step-level anchor-state term). */
+    estimator: z.enum(["grpo", "gigpo"]).default("grpo"),
+    /** `mean_std`: (s − mean)/(std + 1e-6); `mean`: s − mean. */
+    norm: z.enum(["mean_std", "mean"]).default("mean_std"),
+    /** p: score subtracted from a sample whose action was invalid. */
+    invalid_action_penalty: num(0, 100).default(0.1),
+    /** Discount of the GiGPO step-level return. */
+    gamma: num(0, 1).default(0.95),
+  }).strict().prefault({}),
+  seed: z.object({
+    /** λ_opd: weight of the on-policy distillation loss. */
+    opd_coef: num(0, 100).default(0.01),
+    /** β of the gate σ(β·Δ). */
+    gate_beta: num(0, 1000).default(5),
+    /** Which trajectories the analyzer summarises into skills. */
+    analyze: z.enum(["all", "failed_only"]).default("all"),
+    /** Token budget of one analysis (greedy). */
+    analyzer_max_new_tokens: int(1, 4096).default(192),
+  }).strict().prefault({}),
+  optim: z.object({
+    /** AdamW learning rate (peak, for schedules). */
+    lr: z.number().positive().max(1).default(1e-4),
+    /** AdamW decoupled weight decay. */
+    weight_decay: num(0, 1).default(0),
+    /** ε of the PPO clip. */
+    clip_ratio: num(0, 1).default(0.2),
+    /** c of the dual clip (applies when A < 0); must be > 1. */
+    dual_clip: num(1, 100).default(3),
+    entropy_coef: num(0, 10).default(0.001),
+    kl_coef: num(0, 10).default(0.01),
+    /** Passes over each update's samples. */
+    ppo_epochs: int(1, 64).default(1),
+    /** Samples per optimizer step. */
+    mini_batch_size: int(1, 65_536).default(64),
+    /** Global gradient-norm clip. */
+    max_grad_norm: num(0, 1e6).default(1),
+    /** Learning-rate schedule over `steps`. */
+    lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("constant"),
+    /** Linear warm-up steps of `warmup` and `cosine`. */
+    warmup_steps: int(0, 100_000).default(0),
+  }).strict().prefault({}),
+  warmup: z.object({
+    /** Policy SFT on expert demonstrations. */
+    policy: WarmupStage(64, 2, 1e-3),
+    /** Analyzer SFT on (trajectory → skill) pairs from the reference analyzer. */
+    analyzer: WarmupStage(64, 2, 1e-3),
+    /** Skip both stages (the base model is already warm). */
+    skip: z.boolean().default(false),
+    /** Optional extra SFT data: an `s3://bucket/key` JSONL object. */
+    data: z.string().max(1024).regex(S3_OBJECT_PATTERN, {
+      message: "Cannot use warmup.data as it must be an s3://bucket/key object URI",
+    }).optional(),
+  }).strict().prefault({}),
+  /** Number of RL updates. */
+  steps: int(0, 100_000).default(20),
+  /** Evaluate every N updates (0 = only at the end). */
+  eval_every: int(0, 100_000).default(10),
+  /** Checkpoint every N updates (a final checkpoint is always written). */
+  checkpoint_every: int(1, 100_000).default(5),
+  eval: z.object({
+    splits: z.array(z.enum(EVAL_SPLITS)).min(1).max(3).default(["test_seen", "test_unseen"]),
+    /** Episodes per split. */
+    episodes: int(1, 10_000).default(32),
+    /** 0 means greedy. */
+    temperature: num(0, 2).default(0),
+  }).strict().prefault({}),
+  /** Seed of every random draw of the job (tasks, sampling, init). */
+  random_seed: int(0, 2 ** 32 - 1).default(0),
+  /** Larger runs sooner; ties go to the oldest job. */
+  priority: int(-1000, 1000).default(0),
+  /** Runs a job may start before it fails (a lost worker costs one). */
+  max_attempts: int(1, 20).default(3),
+  requirements: z.object({
+    device: z.enum(DEVICES).default("cpu"),
+  }).strict().prefault({}),
+}).strict();
+
+/** A parsed JobSpec with every default filled in. */
+export type JobSpec = z.output<typeof JobSpecSchema>;
+/** What a client may send: every field with a default is optional. */
+export type JobSpecInput = z.input<typeof JobSpecSchema>;
+
+/**
+ * Parses and defaults a job spec.
+ * @throws z.ZodError with field paths when the input is invalid.
+ */
+export function parseJobSpec(input: unknown): JobSpec {
+  return JobSpecSchema.parse(input);
+}

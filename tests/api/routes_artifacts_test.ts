@@ -1,0 +1,148 @@
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { fenceOf, saveCheckpoint, saveSkillLibrary } from "../../jobs/mod.ts";
+import { extractVerified } from "../../api/tar.ts";
+import { req, runningJob, startApiFixture } from "./_fixture.ts";
+
+const fx = await startApiFixture();
+const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+const model = new Uint8Array(randomBytes(300_000));
+const config = new TextEncoder().encode(JSON.stringify({ architectures: ["LlamaForCausalLM"] }));
+const job = await runningJob(fx, fx.keyA);
+const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
+await saveCheckpoint(fx.db, fx.store, writer, {
+  step: 2,
+  files: [{ name: "config.json", bytes: config }, { name: "model.safetensors", bytes: model }],
+});
+await saveCheckpoint(fx.db, fx.store, writer, {
+  step: 4,
+  files: [{ name: "config.json", bytes: config }],
+});
+const skills2 = { skills: [{ text: "push boxes along walls", success: true }] };
+const skills4 = { skills: [{ text: "avoid corners" }, { text: "plan first" }] };
+await saveSkillLibrary(fx.db, fx.store, writer, { step: 2, json: skills2, skillCount: 1 });
+await saveSkillLibrary(fx.db, fx.store, writer, { step: 4, json: skills4, skillCount: 2 });
+
+Deno.test("checkpoints are listed with their files, sizes and hashes but no object keys", async () => {
+  const res = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints`, { key: fx.keyA });
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.deepEqual(body.checkpoints.map((c: { step: number }) => c.step), [2, 4]);
+  assert.deepEqual(body.checkpoints[0].files, [
+    { name: "config.json", bytes: config.byteLength, sha256: sha(config) },
+    { name: "model.safetensors", bytes: model.byteLength, sha256: sha(model) },
+  ]);
+  assert.doesNotMatch(JSON.stringify(body), /tenants\//);
+});
+
+Deno.test("the checkpoint archive extracts to exactly the uploaded bytes", async () => {
+  const res = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/2/archive`, {
+    key: fx.keyA,
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "application/x-tar");
+  const dir = await Deno.makeTempDir();
+  try {
+    const files = await extractVerified(res.body!, dir);
+    assert.deepEqual(files.map((f) => f.name), ["step-2/config.json", "step-2/model.safetensors"]);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-2/model.safetensors`), model);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-2/config.json`), config);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("an archive whose stored object was altered is cut short instead of completed", async () => {
+  const j = await runningJob(fx, fx.keyA);
+  const w = { fence: fenceOf(j), tenantId: fx.tenantA.id };
+  const ckpt = await saveCheckpoint(fx.db, fx.store, w, {
+    step: 1,
+    files: [{ name: "model.safetensors", bytes: new Uint8Array(5000).fill(1) }],
+  });
+  await fx.store.put(ckpt.files[0].key, new Uint8Array(5000).fill(2)); // bit rot behind our back
+  const res = await req(fx.app, "GET", `/v1/jobs/${j.id}/checkpoints/1/archive`, { key: fx.keyA });
+  const dir = await Deno.makeTempDir();
+  try {
+    await assert.rejects(() => extractVerified(res.body!, dir));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a presigned file URL works with plain fetch and carries an expiry", async () => {
+  const res = await req(
+    fx.app,
+    "GET",
+    `/v1/jobs/${job.id}/checkpoints/2/files/model.safetensors?redirect=false&expires_in=60`,
+    { key: fx.keyA },
+  );
+  assert.equal(res.status, 200);
+  const { url, expires_at } = await res.json();
+  const ms = Date.parse(expires_at) - Date.now();
+  assert.ok(ms > 50_000 && ms <= 60_000, `expires in ${ms} ms`);
+  assert.match(url, /X-Amz-Expires=60/);
+  const download = await fetch(url);
+  assert.equal(download.status, 200);
+  assert.deepEqual(new Uint8Array(await download.arrayBuffer()), model);
+  const redirect = await req(
+    fx.app,
+    "GET",
+    `/v1/jobs/${job.id}/checkpoints/2/files/config.json`,
+    { key: fx.keyA },
+  );
+  assert.equal(redirect.status, 302);
+  const viaRedirect = await fetch(redirect.headers.get("location")!);
+  assert.deepEqual(new Uint8Array(await viaRedirect.arrayBuffer()), config);
+});
+
+Deno.test("unknown checkpoints, files and other tenants' checkpoints are 404", async () => {
+  for (
+    const path of [
+      `/v1/jobs/${job.id}/checkpoints/3/archive`,
+      `/v1/jobs/${job.id}/checkpoints/x/archive`,
+      `/v1/jobs/${job.id}/checkpoints/2/files/optimizer.safetensors`,
+      `/v1/jobs/${job.id}/checkpoints/2/files/..%2F..%2Fsecret`,
+      `/v1/jobs/${job.id}/skills?step=3`,
+    ]
+  ) {
+    const res = await req(fx.app, "GET", path, { key: fx.keyA });
+    assert.equal(res.status, 404, path);
+    await res.body?.cancel();
+  }
+  for (const path of ["/checkpoints/2/archive", "/checkpoints/2/files/config.json", "/skills"]) {
+    const res = await req(fx.app, "GET", `/v1/jobs/${job.id}${path}`, { key: fx.keyB });
+    assert.equal(res.status, 404, path);
+    await res.body?.cancel();
+  }
+  const bad = await req(
+    fx.app,
+    "GET",
+    `/v1/jobs/${job.id}/checkpoints/2/files/config.json?expires_in=999999`,
+    { key: fx.keyA },
+  );
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).errors[0].path, "expires_in");
+});
+
+Deno.test("the skill library is the latest by default or the one at ?step=", async () => {
+  const latest = await (await req(fx.app, "GET", `/v1/jobs/${job.id}/skills`, { key: fx.keyA }))
+    .json();
+  assert.equal(latest.step, 4);
+  assert.equal(latest.skill_count, 2);
+  assert.deepEqual(latest.library, skills4);
+  const at2 = await (await req(fx.app, "GET", `/v1/jobs/${job.id}/skills?step=2`, {
+    key: fx.keyA,
+  })).json();
+  assert.deepEqual(at2.library, skills2);
+  const bad = await req(fx.app, "GET", `/v1/jobs/${job.id}/skills?step=-1`, { key: fx.keyA });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).errors[0].path, "step");
+});
+
+Deno.test({
+  name: "close the artifact route fixture",
+  fn: () => fx.close(),
+  sanitizeOps: false,
+  sanitizeResources: false,
+});

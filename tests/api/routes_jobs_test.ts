@@ -1,0 +1,233 @@
+import assert from "node:assert/strict";
+import { fenceOf, recordMetrics, setProgress } from "../../jobs/mod.ts";
+import { createApp } from "../../api/app.ts";
+import { req, runningJob, startApiFixture } from "./_fixture.ts";
+
+const fx = await startApiFixture();
+const spec = { env: { id: "sokoban" } };
+
+async function problem(res: Response, status: number) {
+  assert.equal(res.status, status, await res.clone().text());
+  assert.equal(res.headers.get("content-type"), "application/problem+json");
+  const body = await res.json();
+  assert.equal(body.status, status);
+  assert.equal(typeof body.detail, "string");
+  return body;
+}
+
+Deno.test("POST /v1/jobs queues a job with defaults filled in and a Location header", async () => {
+  const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec });
+  assert.equal(res.status, 201);
+  const job = await res.json();
+  assert.equal(res.headers.get("location"), `/v1/jobs/${job.id}`);
+  assert.equal(job.status, "queued");
+  assert.equal(job.method, "seed");
+  assert.equal(job.attempt, 0);
+  assert.equal(job.spec.rollout.group_size, 8);
+  assert.equal(job.progress, null);
+});
+
+Deno.test("POST /v1/jobs answers 400 for malformed JSON", async () => {
+  const res = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    body: '{"env": ',
+    headers: { "content-type": "application/json" },
+  });
+  const body = await problem(res, 400);
+  assert.match(body.detail, /JSON/);
+});
+
+Deno.test("POST /v1/jobs answers 400 with zod's field path for a schema violation", async () => {
+  const res = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { env: { id: "sokoban" }, rollout: { group_size: 0 }, bogus: 1 },
+  });
+  const body = await problem(res, 400);
+  const paths = body.errors.map((e: { path: string }) => e.path);
+  assert.ok(paths.includes("rollout.group_size"), JSON.stringify(body.errors));
+  assert.ok(body.errors.some((e: { code: string }) => e.code === "unrecognized_keys"));
+});
+
+Deno.test("requests without a key, with a malformed key or an unknown key are 401", async () => {
+  await problem(await req(fx.app, "GET", "/v1/jobs"), 401);
+  await problem(
+    await req(fx.app, "GET", "/v1/jobs", { headers: { authorization: "Bearer nope" } }),
+    401,
+  );
+  await problem(await req(fx.app, "GET", "/v1/jobs", { key: `seed_${"x".repeat(43)}` }), 401);
+  await problem(
+    await req(fx.app, "GET", "/v1/jobs", { headers: { authorization: "Basic a" } }),
+    401,
+  );
+});
+
+Deno.test("every /v1 route refuses a request without a valid key before touching anything", async () => {
+  const id = crypto.randomUUID();
+  const routes = [
+    ["POST", "/v1/jobs"],
+    ["GET", "/v1/jobs"],
+    ["GET", `/v1/jobs/${id}`],
+    ["POST", `/v1/jobs/${id}/cancel`],
+    ["GET", `/v1/jobs/${id}/events`],
+    ["GET", `/v1/jobs/${id}/metrics`],
+    ["GET", `/v1/jobs/${id}/checkpoints`],
+    ["GET", `/v1/jobs/${id}/checkpoints/1/archive`],
+    ["GET", `/v1/jobs/${id}/checkpoints/1/files/config.json`],
+    ["GET", `/v1/jobs/${id}/skills`],
+    ["GET", "/v1/envs"],
+  ];
+  for (const [method, path] of routes) {
+    const res = await req(fx.app, method, path, { json: method === "POST" ? spec : undefined });
+    assert.equal((await problem(res, 401)).title, "Unauthorized", `${method} ${path}`);
+  }
+});
+
+Deno.test("the same Idempotency-Key returns the first job and a different body is a 409", async () => {
+  const headers = { "idempotency-key": `k-${crypto.randomUUID()}` };
+  const first = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec, headers });
+  assert.equal(first.status, 201);
+  const again = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec, headers });
+  assert.equal(again.status, 200);
+  assert.equal((await again.json()).id, (await first.json()).id);
+  const other = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { env: { id: "webshop" } },
+    headers,
+  });
+  await problem(other, 409);
+  const bad = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: spec,
+    headers: { "idempotency-key": "x".repeat(300) },
+  });
+  assert.equal((await problem(bad, 400)).errors[0].path, "headers.Idempotency-Key");
+});
+
+Deno.test("a body over the limit is a 413 and nothing is stored", async () => {
+  const before = (await fx.db.query("select count(*)::int as n from jobs"))[0].n;
+  const big = { env: { id: "sokoban", options: { pad: "x".repeat(2 << 20) } } };
+  await problem(await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: big }), 413);
+  assert.equal((await fx.db.query("select count(*)::int as n from jobs"))[0].n, before);
+});
+
+Deno.test("an env id the env provider does not list is a 422 at env.id", async () => {
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    envs: () => [{ id: "sokoban", splits: ["train"] }],
+  });
+  const ok = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: spec });
+  assert.equal(ok.status, 201);
+  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: { env: { id: "chess" } } });
+  assert.equal((await problem(res, 422)).errors[0].path, "env.id");
+  const envs = await req(app, "GET", "/v1/envs", { key: fx.keyA });
+  assert.deepEqual((await envs.json()).envs.map((e: { id: string }) => e.id), ["sokoban"]);
+});
+
+Deno.test("GET /v1/envs lists nothing when no provider is given", async () => {
+  const res = await req(fx.app, "GET", "/v1/envs", { key: fx.keyA });
+  assert.deepEqual(await res.json(), { envs: [] });
+});
+
+Deno.test("GET /v1/jobs pages newest first with a cursor, filters by status and bounds limit", async () => {
+  const key = (await import("../../api/api_keys.ts")).createKey;
+  const { key: k } = await key(fx.db, `pager-${crypto.randomUUID()}`);
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    ids.push((await (await req(fx.app, "POST", "/v1/jobs", { key: k, json: spec })).json()).id);
+  }
+  await req(fx.app, "POST", `/v1/jobs/${ids[0]}/cancel`, { key: k });
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const q: string = cursor ? `&cursor=${cursor}` : "";
+    const page = await (await req(fx.app, "GET", `/v1/jobs?limit=2${q}`, { key: k })).json();
+    assert.ok(page.jobs.length <= 2);
+    seen.push(...page.jobs.map((j: { id: string }) => j.id));
+    cursor = page.next_cursor;
+  } while (cursor);
+  assert.deepEqual(seen, [...ids].reverse());
+  const cancelled = await (await req(fx.app, "GET", "/v1/jobs?status=cancelled", { key: k }))
+    .json();
+  assert.deepEqual(cancelled.jobs.map((j: { id: string }) => j.id), [ids[0]]);
+  const both = await (await req(fx.app, "GET", "/v1/jobs?status=queued,cancelled", { key: k }))
+    .json();
+  assert.equal(both.jobs.length, 5);
+  assert.equal(
+    (await problem(await req(fx.app, "GET", "/v1/jobs?limit=1000", { key: k }), 400))
+      .errors[0].path,
+    "limit",
+  );
+  assert.equal(
+    (await problem(await req(fx.app, "GET", "/v1/jobs?status=done", { key: k }), 400))
+      .errors[0].path,
+    "status[0]",
+  );
+  assert.equal(
+    (await problem(await req(fx.app, "GET", "/v1/jobs?cursor=zzz", { key: k }), 400))
+      .errors[0].path,
+    "cursor",
+  );
+  assert.equal(
+    (await problem(await req(fx.app, "GET", "/v1/jobs?x=1", { key: k }), 400))
+      .errors[0].code,
+    "unrecognized_keys",
+  );
+});
+
+Deno.test("GET /v1/jobs/{id} shows progress with stage, step and ETA, and the latest metrics", async () => {
+  const job = await runningJob(fx, fx.keyA);
+  const created = { id: job.id };
+  await setProgress(fx.db, fenceOf(job), { stage: "rollout", step: 3, totalSteps: 20, etaS: 42 });
+  await recordMetrics(fx.db, fenceOf(job), 3, { success_rate: 0.5, mean_reward: 1.25 });
+  const res = await req(fx.app, "GET", `/v1/jobs/${created.id}`, { key: fx.keyA });
+  assert.equal(res.status, 200);
+  const view = await res.json();
+  assert.equal(view.status, "running");
+  assert.deepEqual(view.progress, { stage: "rollout", step: 3, total_steps: 20, eta_s: 42 });
+  assert.equal(view.latest_metrics.success_rate, 0.5);
+  assert.equal(view.error, null);
+  assert.ok(view.started_at);
+  // a running job's cancel moves it to cancelling
+  const cancel = await req(fx.app, "POST", `/v1/jobs/${created.id}/cancel`, { key: fx.keyA });
+  assert.equal(cancel.status, 202);
+  assert.equal((await cancel.json()).status, "cancelling");
+});
+
+Deno.test("another tenant's job, an unknown id and a malformed id are all 404", async () => {
+  const created = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec }))
+    .json();
+  for (const path of ["", "/cancel", "/events", "/metrics", "/checkpoints", "/skills"]) {
+    const method = path === "/cancel" ? "POST" : "GET";
+    await problem(
+      await req(fx.app, method, `/v1/jobs/${created.id}${path}`, { key: fx.keyB }),
+      404,
+    );
+  }
+  await problem(await req(fx.app, "GET", `/v1/jobs/${crypto.randomUUID()}`, { key: fx.keyA }), 404);
+  await problem(await req(fx.app, "GET", "/v1/jobs/not-a-uuid", { key: fx.keyA }), 404);
+  // and B's attempt to cancel changed nothing
+  const after = await (await req(fx.app, "GET", `/v1/jobs/${created.id}`, { key: fx.keyA })).json();
+  assert.equal(after.status, "queued");
+});
+
+Deno.test("POST /v1/jobs/{id}/cancel cancels a queued job at once", async () => {
+  const created = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec }))
+    .json();
+  const res = await req(fx.app, "POST", `/v1/jobs/${created.id}/cancel`, { key: fx.keyA });
+  assert.equal(res.status, 202);
+  const job = await res.json();
+  assert.equal(job.status, "cancelled");
+  assert.ok(job.finished_at);
+});
+
+Deno.test("an unknown route is a problem+json 404", async () => {
+  await problem(await req(fx.app, "GET", "/v2/nothing"), 404);
+});
+
+Deno.test({
+  name: "close the jobs route fixture",
+  fn: () => fx.close(),
+  sanitizeOps: false,
+  sanitizeResources: false,
+});

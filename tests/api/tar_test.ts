@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import {
+  ArchiveError,
+  ChecksumMismatchError,
+  extractVerified,
+  type TarSource,
+  tarStream,
+} from "../../api/tar.ts";
+
+function source(name: string, data: Uint8Array, sha256?: string): TarSource {
+  return {
+    name,
+    bytes: data.byteLength,
+    sha256: sha256 ?? createHash("sha256").update(data).digest("hex"),
+    open: () =>
+      Promise.resolve((async function* () {
+        for (let i = 0; i < data.byteLength; i += 1000) yield data.subarray(i, i + 1000);
+      })()),
+  };
+}
+
+Deno.test("a streamed archive extracts to the same bytes with every sha256 checked", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const big = crypto.getRandomValues(new Uint8Array(60_000));
+    const small = new TextEncoder().encode('{"a":1}');
+    const files = await extractVerified(
+      tarStream([source("step-2/model.bin", big), source("step-2/config.json", small)]),
+      dir,
+    );
+    assert.deepEqual(files.map((f) => f.name), ["step-2/model.bin", "step-2/config.json"]);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-2/model.bin`), big);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-2/config.json`), small);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("an object whose bytes do not match its recorded sha256 aborts the archive", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const data = new Uint8Array(3000).fill(7);
+    const bad = () => tarStream([source("x.bin", data, "0".repeat(64))]);
+    await assert.rejects(() => new Response(bad()).arrayBuffer(), ChecksumMismatchError);
+    await assert.rejects(() => extractVerified(bad(), dir), ChecksumMismatchError);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("an archive without SHA256SUMS is refused", async () => {
+  const { pack } = await import("tar-stream");
+  const p = pack();
+  p.entry({ name: "a.txt" }, "hello");
+  p.finalize();
+  const body = ReadableStream.from(p as AsyncIterable<Uint8Array>);
+  const dir = await Deno.makeTempDir();
+  try {
+    await assert.rejects(() => extractVerified(body, dir), ArchiveError);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { JobSpecSchema, parseJobSpec } from "../../jobs/spec.ts";
+
+const issuesOf = (input: unknown) =>
+  JobSpecSchema.safeParse(input).error?.issues.map((i) => i.path.join(".")) ?? [];
+
+Deno.test("an env id alone is a complete job spec with the documented defaults", () => {
+  const spec = parseJobSpec({ env: { id: "sokoban" } });
+  assert.equal(spec.method, "seed");
+  assert.equal(spec.model.base, "builtin:tiny");
+  assert.deepEqual(spec.env, { id: "sokoban", options: {}, max_turns: 20, history: 2 });
+  assert.equal(spec.advantage.invalid_action_penalty, 0.1);
+  assert.equal(spec.seed.opd_coef, 0.01);
+  assert.equal(spec.seed.gate_beta, 5);
+  assert.equal(spec.optim.clip_ratio, 0.2);
+  assert.equal(spec.optim.dual_clip, 3);
+  assert.equal(spec.optim.entropy_coef, 0.001);
+  assert.equal(spec.optim.kl_coef, 0.01);
+  assert.equal(spec.optim.lr_schedule, "constant");
+  assert.equal(spec.warmup.skip, false);
+  assert.equal(spec.requirements.device, "cpu");
+  assert.equal(spec.max_attempts, 3);
+});
+
+Deno.test("unknown fields are refused at every level with their path", () => {
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, colour: "red" }), [""]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban", size: 3 } }), ["env"]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, optim: { momentum: 0.9 } }), ["optim"]);
+});
+
+Deno.test("out-of-range and malformed values are refused with their path", () => {
+  assert.deepEqual(issuesOf({}), ["env"]);
+  assert.deepEqual(issuesOf({ env: { id: "Sokoban!" } }), ["env.id"]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, rollout: { group_size: 0 } }), [
+    "rollout.group_size",
+  ]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, optim: { lr: 0 } }), ["optim.lr"]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, method: "ppo" }), ["method"]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, max_attempts: 21 }), ["max_attempts"]);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, steps: 1.5 }), ["steps"]);
+  const big = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, i]));
+  assert.deepEqual(issuesOf({ env: { id: "sokoban", options: big } }), ["env.options"]);
+});
+
+Deno.test("model bases are builtin:tiny, an s3 folder, or an earlier job's checkpoint", () => {
+  const ok = (base: string) =>
+    JobSpecSchema.safeParse({ env: { id: "x" }, model: { base } }).success;
+  assert.ok(ok("builtin:tiny"));
+  assert.ok(ok("s3://models/qwen2.5-0.5b/"));
+  assert.ok(ok("job:123e4567-e89b-12d3-a456-426614174000"));
+  assert.ok(ok("job:123e4567-e89b-12d3-a456-426614174000@40"));
+  assert.ok(!ok("s3://models/qwen"), "an s3 model folder ends with /");
+  assert.ok(!ok("https://example.com/model/"));
+  assert.ok(!ok("job:42"));
+  assert.ok(!ok("builtin:huge"));
+});
+
+Deno.test("the spec converts to a JSON schema for the OpenAPI document", () => {
+  const schema = z.toJSONSchema(JobSpecSchema, { io: "input" }) as {
+    required?: string[];
+    additionalProperties?: boolean;
+  };
+  assert.deepEqual(schema.required, ["env"]);
+  assert.equal(schema.additionalProperties, false);
+});

@@ -1,0 +1,44 @@
+/**
+ * `deno task worker`: one worker process. Opens the database (`DATABASE_URL`, or embedded PGlite
+ * in `SEED_DATA_DIR`) and the artifact store (`S3_*`, or the embedded server), then claims and
+ * runs jobs until SIGTERM/SIGINT, which drains: the current step finishes, the handler
+ * checkpoints, and the job is released to the queue. A second signal exits at once (the lease
+ * then expires and the reaper requeues the job with attempt + 1).
+ *
+ * Until the training pipeline registers its handlers, no method is registered here, and a job of
+ * any method fails with a clear error.
+ */
+import { openDatabase, openStore } from "../jobs/mod.ts";
+import { createLogger, errorFields, Worker, workerConfigFromEnv } from "./worker/mod.ts";
+
+/** Runs a worker with the given handler registrations already made; resolves on exit. */
+export async function main(): Promise<void> {
+  const log = createLogger({ service: "worker" });
+  const config = workerConfigFromEnv();
+  const db = await openDatabase();
+  const store = await openStore();
+  const worker = new Worker({ db, store, ...config, logger: log });
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) {
+      log.warn("second signal: exiting now");
+      Deno.exit(130);
+    }
+    worker.drain();
+  };
+  Deno.addSignalListener("SIGTERM", onSignal);
+  Deno.addSignalListener("SIGINT", onSignal);
+  try {
+    await worker.run();
+  } catch (e) {
+    log.error("worker crashed", errorFields(e));
+    throw e;
+  } finally {
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    Deno.removeSignalListener("SIGINT", onSignal);
+    await store.close();
+    await db.close();
+  }
+}
+
+if (import.meta.main) await main();

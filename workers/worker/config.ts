@@ -1,0 +1,54 @@
+/**
+ * Worker configuration from the environment, validated once where it enters (STYLE.md §4).
+ *
+ * | variable             | default                         | meaning                              |
+ * | -------------------- | ------------------------------- | ------------------------------------ |
+ * | `WORKER_DEVICE`      | `cpu`                           | device class of jobs to claim        |
+ * | `WORKER_ID`          | `worker-<host>-<pid>-<random>`  | unique id (part of every fence)      |
+ * | `WORKER_LEASE_MS`    | `30000`                         | lease; heartbeat every lease / 3     |
+ * | `WORKER_POLL_MS`     | `5000`                          | idle polling when no NOTIFY arrives  |
+ * | `REAPER_INTERVAL_MS` | `5000`                          | reaper scan interval; 0 = no reaper  |
+ */
+import { z } from "zod";
+import { DEVICES } from "../../jobs/mod.ts";
+
+const ConfigSchema = z.object({
+  WORKER_DEVICE: z.enum(DEVICES).default("cpu"),
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional(),
+  WORKER_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(30_000),
+  WORKER_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
+  REAPER_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+});
+
+/** Validated worker configuration. */
+export interface WorkerConfig {
+  device: "cpu" | "gpu";
+  workerId?: string;
+  leaseMs: number;
+  pollMs: number;
+  reaperIntervalMs: number;
+}
+
+/**
+ * Reads the worker's variables (table in the module doc).
+ * @throws z.ZodError naming the variable when a value is invalid.
+ */
+export function workerConfigFromEnv(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): WorkerConfig {
+  const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
+  const c = ConfigSchema.parse({
+    WORKER_DEVICE: pick("WORKER_DEVICE"),
+    WORKER_ID: pick("WORKER_ID"),
+    WORKER_LEASE_MS: pick("WORKER_LEASE_MS"),
+    WORKER_POLL_MS: pick("WORKER_POLL_MS"),
+    REAPER_INTERVAL_MS: pick("REAPER_INTERVAL_MS"),
+  });
+  return {
+    device: c.WORKER_DEVICE,
+    workerId: c.WORKER_ID,
+    leaseMs: c.WORKER_LEASE_MS,
+    pollMs: c.WORKER_POLL_MS,
+    reaperIntervalMs: c.REAPER_INTERVAL_MS,
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * Builds the {@link JobContext} of one run: every write goes through the job domain's fenced
+ * functions, retried on transient failures, and a {@link FenceLostError} from any of them tells
+ * the run to stop (the same as one from a heartbeat).
+ */
+import {
+  appendEvent,
+  type ArtifactStore,
+  type Database,
+  type Fence,
+  FenceLostError,
+  type Job,
+  type JobProgress,
+  type JobSpec,
+  latestCheckpoint,
+  readCheckpointFile,
+  recordMetrics,
+  saveCheckpoint,
+  saveSkillLibrary,
+  setProgress,
+} from "../../jobs/mod.ts";
+import type { JobContext, ResumePoint } from "./handler.ts";
+import type { Logger } from "./logger.ts";
+import { withRetry } from "./retry.ts";
+
+/** What a run's context is built from. */
+export interface RunState {
+  db: Database;
+  store: ArtifactStore;
+  job: Job;
+  spec: JobSpec;
+  fence: Fence;
+  /** Aborted on cancel or lost fence. */
+  signal: AbortSignal;
+  /** Live view of the worker's draining flag. */
+  isDraining: () => boolean;
+  /** Called when a write finds the fence lost. */
+  onFenceLost: (error: FenceLostError) => void;
+  log: Logger;
+  /** How long transient failures are retried, in ms (default 60 000). */
+  retryForMs?: number;
+}
+
+/** Creates the handler's context for one run (see {@link JobContext}). */
+export function createJobContext(state: RunState): JobContext {
+  const { db, store, job, fence, log } = state;
+  const writer = { fence, tenantId: job.tenantId };
+  const recorded = new Set<number>();
+  let stage: string | undefined;
+  // ETA: seconds per step since the first step this run reported (resumed runs start late).
+  const runStartMs = Date.now();
+  let firstStep: number | undefined;
+  const withEta = (p: JobProgress): JobProgress => {
+    if (p.etaS !== undefined || p.step === undefined || p.totalSteps === undefined) return p;
+    firstStep ??= p.step;
+    const done = p.step - firstStep;
+    if (done <= 0) return p;
+    const perStepS = (Date.now() - runStartMs) / 1000 / done;
+    return { ...p, etaS: Math.round(perStepS * Math.max(0, p.totalSteps - p.step)) };
+  };
+
+  const fenced = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const reason = state.signal.reason;
+    if (state.signal.aborted && reason instanceof FenceLostError) throw reason;
+    try {
+      return await withRetry(fn, {
+        retryForMs: state.retryForMs,
+        signal: state.signal,
+        onRetry: (e, n, ms) =>
+          log.warn("write failed; retrying", { retry: n, delayMs: ms, e: String(e) }),
+      });
+    } catch (e) {
+      if (e instanceof FenceLostError) state.onFenceLost(e);
+      throw e;
+    }
+  };
+
+  return {
+    jobId: job.id,
+    tenantId: job.tenantId,
+    attempt: job.attempt,
+    workerId: fence.workerId,
+    spec: state.spec,
+    job,
+    signal: state.signal,
+    get draining() {
+      return state.isDraining();
+    },
+    log,
+    async emit(type, data = {}) {
+      await fenced(() => appendEvent(db, fence, type, data));
+    },
+    async recordMetrics(step, values) {
+      if (recorded.has(step)) {
+        throw new RangeError(
+          `Cannot record metrics of step ${step} as each step must be recorded once per run: it was recorded already`,
+        );
+      }
+      await fenced(() => recordMetrics(db, fence, step, values));
+      recorded.add(step);
+    },
+    async setProgress(progress) {
+      await fenced(() => setProgress(db, fence, withEta(progress)));
+      if (progress.stage !== stage) {
+        stage = progress.stage;
+        await fenced(() => appendEvent(db, fence, "stage", { stage, step: progress.step }));
+      }
+    },
+    saveCheckpoint(step, files) {
+      return fenced(() => saveCheckpoint(db, store, writer, { step, files }));
+    },
+    async latestCheckpoint(): Promise<ResumePoint | null> {
+      const ck = await withRetry(() => latestCheckpoint(db, job.id), { signal: state.signal });
+      if (!ck) return null;
+      return {
+        step: ck.step,
+        files: ck.files,
+        read: (name) =>
+          withRetry(() => readCheckpointFile(store, ck, name), { signal: state.signal }),
+      };
+    },
+    saveSkills(step, json, skillCount) {
+      const count = skillCount ??
+        (Array.isArray((json as { skills?: unknown[] })?.skills)
+          ? (json as { skills: unknown[] }).skills.length
+          : 0);
+      return fenced(() => saveSkillLibrary(db, store, writer, { step, json, skillCount: count }));
+    },
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * The handler contract: what a training pipeline (the SEED trainer) implements to run jobs of one
+ * method, and the registry the worker loop looks handlers up in.
+ *
+ * A handler is an async function of a {@link JobContext}. The worker calls it once per claim and
+ * meanwhile heartbeats on a timer every `leaseMs / 3`. Timers only fire when the handler yields
+ * to the event loop, so **no synchronous stretch of the handler may last longer than a fraction
+ * of the lease** (a few seconds with the default 30 s lease): await between onnxruntime calls,
+ * and keep each call short (TOOLCHAIN.md: `run()` blocks the JS thread while it computes).
+ *
+ * How a handler ends decides the job's fate:
+ * - it resolves (`undefined` or `"succeeded"`) → `succeeded`;
+ * - it resolves `"drained"` (after `ctx.draining` became true and it checkpointed) → the job goes
+ *   back to the queue without burning an attempt and resumes from that checkpoint;
+ * - it throws → `failed` with the error's message (never its stack) as the job's error; but if
+ *   `ctx.signal` was aborted by a cancel, the cancel is acknowledged (`cancelled`), and if it was
+ *   aborted because the fence was lost, nothing more is written (the job is no longer ours).
+ */
+import type {
+  Checkpoint,
+  CheckpointFile,
+  Job,
+  JobProgress,
+  JobSpec,
+  SkillLibrary,
+} from "../../jobs/mod.ts";
+import type { Logger } from "./logger.ts";
+
+/** A committed checkpoint as seen by a resuming handler. */
+export interface ResumePoint {
+  /** The step the checkpoint was taken after. */
+  step: number;
+  /** Its files (name, key, bytes, sha256). */
+  files: CheckpointFile[];
+  /** Reads one file, verified against its SHA-256 (IntegrityError on mismatch). */
+  read(name: string): Promise<Uint8Array>;
+}
+
+/** What a handler gets for one run of one job. Every write is fenced to this run. */
+export interface JobContext {
+  readonly jobId: string;
+  readonly tenantId: string;
+  /** 0-based run number (> 0 after a lost worker: resume from `latestCheckpoint()`). */
+  readonly attempt: number;
+  readonly workerId: string;
+  /** The job's parsed spec (defaults filled in). */
+  readonly spec: JobSpec;
+  /** The job row as claimed. */
+  readonly job: Job;
+  /**
+   * Aborted when the job is cancelled (reason: `JobCancelledError`) or the fence is lost
+   * (reason: `FenceLostError`). Check it between steps: `ctx.signal.throwIfAborted()`.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * True once the worker is draining (SIGTERM): finish the current step, save a checkpoint, and
+   * return `"drained"`.
+   */
+  readonly draining: boolean;
+  /** Appends an event to the job's log (type `[a-z][a-z0-9_.:-]*`, JSON data ≤ 64 KiB). */
+  emit(type: string, data?: Record<string, unknown>): Promise<void>;
+  /**
+   * Records a step's metrics (finite numbers) and sets them as the job's latest metrics. Call it
+   * once per step; a second call for the same step in the same run throws RangeError.
+   */
+  recordMetrics(step: number, values: Record<string, number>): Promise<void>;
+  /**
+   * Replaces the job's progress; a new `stage` also appends a `stage` event. Without `etaS`, an
+   * ETA in seconds is estimated from this run's pace when `step` and `totalSteps` are given.
+   */
+  setProgress(progress: JobProgress): Promise<void>;
+  /** Uploads the files, then commits the checkpoint row (the commit point). */
+  saveCheckpoint(step: number, files: { name: string; bytes: Uint8Array }[]): Promise<Checkpoint>;
+  /** The latest committed checkpoint (of any earlier run of this job), or null. */
+  latestCheckpoint(): Promise<ResumePoint | null>;
+  /** Uploads the skill library JSON of a step and commits its row. */
+  saveSkills(step: number, json: unknown, skillCount?: number): Promise<SkillLibrary>;
+  /** Structured logger bound to `jobId`, `attempt`, `workerId`. */
+  readonly log: Logger;
+}
+
+/** How a handler ended when it did not throw (see module doc). */
+export type HandlerOutcome = "succeeded" | "drained";
+
+/** A job handler (see module doc for the contract). */
+export type JobHandler = (ctx: JobContext) => Promise<HandlerOutcome | void>;
+
+/** Thrown when a method is registered twice in one registry. */
+export class DuplicateHandlerError extends Error {
+  constructor(method: string) {
+    super(
+      `Cannot register a handler for method "${method}" as it must be registered once: one exists`,
+    );
+    this.name = "DuplicateHandlerError";
+  }
+}
+
+/** Handlers by method. The worker takes one (default: {@link defaultRegistry}). */
+export class HandlerRegistry {
+  #handlers = new Map<string, JobHandler>();
+
+  /** Registers the handler of a method. @throws DuplicateHandlerError when one exists. */
+  register(method: string, handler: JobHandler): void {
+    if (this.#handlers.has(method)) throw new DuplicateHandlerError(method);
+    this.#handlers.set(method, handler);
+  }
+
+  /** The handler of a method, or undefined. */
+  get(method: string): JobHandler | undefined {
+    return this.#handlers.get(method);
+  }
+
+  /** Registered methods, sorted. */
+  methods(): string[] {
+    return [...this.#handlers.keys()].sort();
+  }
+}
+
+/** The process-wide registry used by `deno task worker`. No method is registered in it yet. */
+export const defaultRegistry: HandlerRegistry = new HandlerRegistry();
+
+/** Registers a handler in {@link defaultRegistry}. @throws DuplicateHandlerError. */
+export function registerHandler(method: string, handler: JobHandler): void {
+  defaultRegistry.register(method, handler);
+}
+
+/** Thrown (as `ctx.signal.reason`) when the job was cancelled. */
+export class JobCancelledError extends Error {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`Cannot continue job ${jobId} as it must not be cancelled: a cancel was requested`);
+    this.name = "JobCancelledError";
+    this.jobId = jobId;
+  }
+}

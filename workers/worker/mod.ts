@@ -1,0 +1,26 @@
+/**
+ * The worker loop and the handler contract the training pipeline implements.
+ */
+export {
+  defaultRegistry,
+  DuplicateHandlerError,
+  type HandlerOutcome,
+  HandlerRegistry,
+  JobCancelledError,
+  type JobContext,
+  type JobHandler,
+  registerHandler,
+  type ResumePoint,
+} from "./handler.ts";
+export { createLogger, errorFields, type Logger, type LogLevel, type LogSink } from "./logger.ts";
+export { isTransient, type RetryOptions, withRetry } from "./retry.ts";
+export {
+  DEFAULT_LEASE_MS,
+  DEFAULT_POLL_MS,
+  makeWorkerId,
+  readableError,
+  type RunResult,
+  Worker,
+  type WorkerOptions,
+} from "./worker.ts";
+export { type WorkerConfig, workerConfigFromEnv } from "./config.ts";

@@ -1,0 +1,286 @@
+/**
+ * The worker loop (`deno task worker`): claims one job at a time for its device, runs the handler
+ * registered for the job's method while heartbeating every `leaseMs / 3`, and ends the job under
+ * its fence — succeeded, failed with a readable error, cancelled (acknowledged on a heartbeat), or
+ * released back to the queue when draining. Idle, it waits for a NOTIFY with polling as the
+ * fallback. A reaper (`jobs/reaper.ts`) runs beside it.
+ */
+import {
+  acknowledgeCancel,
+  type ArtifactStore,
+  claimJob,
+  createWakeup,
+  type Database,
+  type Device,
+  failJob,
+  type Fence,
+  FenceLostError,
+  fenceOf,
+  heartbeat,
+  type Job,
+  JobSpecSchema,
+  type Reaper,
+  releaseJob,
+  startReaper,
+  succeedJob,
+} from "../../jobs/mod.ts";
+import { z } from "zod";
+import { createJobContext } from "./context.ts";
+import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
+import { createLogger, errorFields, type Logger } from "./logger.ts";
+import { withRetry } from "./retry.ts";
+
+/** Default lease: 30 s (heartbeat every 10 s). */
+export const DEFAULT_LEASE_MS = 30_000;
+/** Default polling interval when no NOTIFY arrives: 5 s. */
+export const DEFAULT_POLL_MS = 5_000;
+
+/** Options of {@link Worker}. */
+export interface WorkerOptions {
+  db: Database;
+  store: ArtifactStore;
+  /** Unique per process (default `worker-<hostname>-<pid>-<random>`). Part of every fence. */
+  workerId?: string;
+  /** Device class of jobs to claim (default cpu). */
+  device?: Device;
+  /** Lease length in ms (default {@link DEFAULT_LEASE_MS}); heartbeat every leaseMs / 3. */
+  leaseMs?: number;
+  /** Idle polling interval in ms (default {@link DEFAULT_POLL_MS}). */
+  pollMs?: number;
+  /** Reaper scan interval in ms (default 5 000); 0 runs no reaper in this worker. */
+  reaperIntervalMs?: number;
+  /** Handlers by method (default {@link defaultRegistry}). */
+  registry?: HandlerRegistry;
+  logger?: Logger;
+  /** How long transient database/S3 failures are retried, in ms (default 60 000). */
+  retryForMs?: number;
+}
+
+/** How one claimed job ended, from this worker's point of view. */
+export type RunResult = "succeeded" | "failed" | "cancelled" | "released" | "fence_lost";
+
+/** Makes a unique worker id. */
+export function makeWorkerId(): string {
+  let host = "host";
+  try {
+    host = Deno.hostname();
+  } catch { /* not permitted */ }
+  return `worker-${host}-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+/** A readable, stack-free message for a job's error column. */
+export function readableError(e: unknown): string {
+  if (e instanceof z.ZodError) {
+    return `Cannot run the job as its spec must be valid: ${z.prettifyError(e)}`;
+  }
+  if (e instanceof Error) {
+    const msg = e.message || e.name;
+    return e.name && e.name !== "Error" && !msg.startsWith(e.name) ? `${e.name}: ${msg}` : msg;
+  }
+  return `Handler failed: ${String(e)}`;
+}
+
+/** One worker process's loop (see module doc). */
+export class Worker {
+  /** This worker's id (part of every fence it holds). */
+  readonly id: string;
+  readonly device: Device;
+  readonly leaseMs: number;
+  #opts: WorkerOptions;
+  #log: Logger;
+  #registry: HandlerRegistry;
+  #draining = false;
+  #stop = new AbortController();
+  #current: { fence: Fence; abort: AbortController } | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.#opts = options;
+    this.id = options.workerId ?? makeWorkerId();
+    this.device = options.device ?? "cpu";
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.#registry = options.registry ?? defaultRegistry;
+    this.#log = (options.logger ?? createLogger()).child({ workerId: this.id });
+  }
+
+  /** True once {@link drain} was called. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /**
+   * Drain (SIGTERM): claim nothing more; the running handler sees `ctx.draining`, checkpoints and
+   * returns `"drained"`, and the job is released to the queue. {@link run} then resolves.
+   */
+  drain(): void {
+    if (this.#draining) return;
+    this.#draining = true;
+    this.#log.info("draining", { jobId: this.#current?.fence.jobId });
+    this.#stop.abort();
+  }
+
+  /** Claims and runs jobs until {@link drain}. Resolves when the current job (if any) is done. */
+  async run(): Promise<void> {
+    const { db } = this.#opts;
+    const reaperMs = this.#opts.reaperIntervalMs ?? 5_000;
+    const reaper: Reaper | undefined = reaperMs > 0
+      ? startReaper(db, {
+        intervalMs: reaperMs,
+        onReaped: (jobs) =>
+          this.#log.info("reaped expired leases", {
+            jobs: jobs.map((j) => ({ jobId: j.id, status: j.status, attempt: j.attempt })),
+          }),
+        onError: (e) => this.#log.warn("reaper scan failed", errorFields(e)),
+      })
+      : undefined;
+    const wakeup = await createWakeup(db, this.device);
+    this.#log.info("worker started", { device: this.device, leaseMs: this.leaseMs });
+    try {
+      while (!this.#draining) {
+        const result = await this.runOnce().catch((e) => {
+          this.#log.error(
+            "claiming or finishing a job failed; retrying after the poll interval",
+            errorFields(e),
+          );
+          return null;
+        });
+        if (result === null && !this.#draining) {
+          await wakeup.wait(this.#opts.pollMs ?? DEFAULT_POLL_MS, this.#stop.signal);
+        }
+      }
+    } finally {
+      await wakeup.close();
+      await reaper?.stop();
+      this.#log.info("worker stopped");
+    }
+  }
+
+  /** Claims one job and runs it to its end; null when no job was queued (or draining). */
+  async runOnce(): Promise<{ job: Job; result: RunResult } | null> {
+    if (this.#draining) return null;
+    const job = await claimJob(this.#opts.db, {
+      workerId: this.id,
+      device: this.device,
+      leaseMs: this.leaseMs,
+    });
+    if (!job) return null;
+    return { job, result: await this.#runJob(job) };
+  }
+
+  async #runJob(job: Job): Promise<RunResult> {
+    const { db, store } = this.#opts;
+    const fence = fenceOf(job);
+    const log = this.#log.child({ jobId: job.id, attempt: job.attempt });
+    const abort = new AbortController();
+    this.#current = { fence, abort };
+    let cancelRequested = false;
+    let fenceLost: FenceLostError | undefined;
+    const loseFence = (e: FenceLostError) => {
+      fenceLost ??= e;
+      if (!abort.signal.aborted) abort.abort(e);
+    };
+    const retry = <T>(fn: () => Promise<T>) =>
+      withRetry(fn, { retryForMs: this.#opts.retryForMs, signal: abort.signal });
+    log.info("job claimed", { method: job.method });
+
+    // Heartbeat on a timer, every lease / 3, until the run ends.
+    let beating = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let beat: Promise<void> = Promise.resolve();
+    const intervalMs = this.leaseMs / 3;
+    let dueAt = Date.now() + intervalMs;
+    const tick = () => {
+      // A late timer means the handler held the event loop: warn before the lease is at risk.
+      const lateMs = Date.now() - dueAt;
+      if (lateMs > intervalMs) {
+        log.warn("the handler blocked the event loop; heartbeats were late", {
+          lateMs,
+          leaseMs: this.leaseMs,
+        });
+      }
+      beat = heartbeat(db, fence, this.leaseMs).then(({ cancelRequested: c }) => {
+        if (c && !cancelRequested) {
+          cancelRequested = true;
+          log.info("cancel requested");
+          abort.abort(new JobCancelledError(job.id));
+        }
+      }).catch((e) => {
+        if (e instanceof FenceLostError) {
+          log.warn("lease lost; stopping the job", errorFields(e));
+          loseFence(e);
+        } else log.warn("heartbeat failed; retrying on the next tick", errorFields(e));
+      }).finally(() => {
+        if (beating && !fenceLost) {
+          dueAt = Date.now() + intervalMs;
+          timer = setTimeout(tick, intervalMs);
+        }
+      });
+    };
+    timer = setTimeout(tick, intervalMs);
+
+    let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    try {
+      const handler = this.#registry.get(job.method);
+      if (!handler) {
+        const known = this.#registry.methods();
+        throw new Error(
+          `Cannot run job ${job.id} as method "${job.method}" must have a registered handler: this worker has ${
+            known.length ? known.join(", ") : "none"
+          }`,
+        );
+      }
+      const spec = JobSpecSchema.parse(job.spec);
+      const ctx = createJobContext({
+        db,
+        store,
+        job,
+        spec,
+        fence,
+        signal: abort.signal,
+        isDraining: () => this.#draining,
+        onFenceLost: loseFence,
+        log,
+        retryForMs: this.#opts.retryForMs,
+      });
+      outcome = { ok: true, value: await handler(ctx) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    } finally {
+      beating = false;
+      clearTimeout(timer);
+      await beat;
+      this.#current = undefined;
+    }
+
+    try {
+      if (fenceLost) {
+        log.warn("job abandoned: the fence was lost", { reason: fenceLost.message });
+        return "fence_lost";
+      }
+      if (outcome.ok) {
+        if (outcome.value === "drained") {
+          const released = await retry(() => releaseJob(db, fence));
+          log.info("job released while draining", { status: released.status });
+          return released.status === "cancelled" ? "cancelled" : "released";
+        }
+        await retry(() => succeedJob(db, fence));
+        log.info("job succeeded");
+        return "succeeded";
+      }
+      if (cancelRequested) {
+        await retry(() => acknowledgeCancel(db, fence));
+        log.info("job cancelled");
+        return "cancelled";
+      }
+      const message = readableError(outcome.error);
+      log.error("job failed", { ...errorFields(outcome.error) });
+      await retry(() => failJob(db, fence, message));
+      return "failed";
+    } catch (e) {
+      if (e instanceof FenceLostError) {
+        log.warn("job abandoned: the fence was lost while finishing", errorFields(e));
+        return "fence_lost";
+      }
+      throw e;
+    }
+  }
+}
