@@ -232,7 +232,7 @@ export function configToJson(
 }
 
 /** Options of `saveHfDirectory`. */
-export interface SaveOptions {
+export interface HfSaveOptions {
   /** Weight dtype: `F32` (default, exact) or `BF16` (half the bytes; `torch_dtype` follows). */
   dtype?: "F32" | "BF16";
   /** Split weights into shards of at most this many bytes (plus an index); default: one file. */
@@ -249,7 +249,7 @@ const jsonBytes = (value: unknown) =>
  */
 export function saveHfDirectory(
   model: HfModel,
-  options: SaveOptions = {},
+  options: HfSaveOptions = {},
 ): Map<string, Uint8Array> {
   const dtype = options.dtype ?? "F32";
   const c = model.config;

@@ -58,7 +58,7 @@ export function builtinTinyConfig(vocabSize: number, tokens: SpecialTokenIds = {
 }
 
 /** Options of `initParameters`. */
-export interface InitOptions {
+export interface InitParametersOptions {
   /** Standard deviation of weight matrices (HF `initializer_range`); default 0.02. */
   std?: number;
 }
@@ -73,7 +73,7 @@ export interface InitOptions {
 export function initParameters(
   config: DecoderConfig,
   seed: number,
-  options: InitOptions = {},
+  options: InitParametersOptions = {},
 ): Parameters {
   const std = options.std ?? 0.02;
   const rng = new Rng(seed);

@@ -183,7 +183,7 @@ export function f32ToBf16Bits(values: Float32Array): Uint16Array {
 }
 
 /** Options of `writeSafetensors`. */
-export interface WriteOptions {
+export interface SafetensorsWriteOptions {
   /** Stored element type: `F32` (default, bit-exact) or `BF16` (round to nearest even). */
   dtype?: "F32" | "BF16";
   /** String metadata stored under `__metadata__` (e.g. `{format: "pt"}`). */
@@ -197,7 +197,7 @@ export interface WriteOptions {
  */
 export function writeSafetensors(
   tensors: Map<string, Tensor>,
-  options: WriteOptions = {},
+  options: SafetensorsWriteOptions = {},
 ): Uint8Array {
   const dtype = options.dtype ?? "F32";
   const width = BYTES[dtype];

@@ -29,13 +29,13 @@ export interface ChatMessage {
 }
 
 /** Options of `Tokenizer.encode`. */
-export interface EncodeOptions {
+export interface TokenizerEncodeOptions {
   /** Add the tokenizer's special tokens (e.g. Llama's BOS) via its post-processor; default true. */
   addSpecialTokens?: boolean;
 }
 
 /** Options of `Tokenizer.decode`. */
-export interface DecodeOptions {
+export interface TokenizerDecodeOptions {
   /** Drop special tokens (EOS, chat markers) from the text; default false. */
   skipSpecialTokens?: boolean;
 }
@@ -149,24 +149,26 @@ export class Tokenizer {
   }
 
   /** Token ids of `text`. */
-  encode(text: string, options: EncodeOptions = {}): number[] {
+  encode(text: string, options: TokenizerEncodeOptions = {}): number[] {
     return this.#hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
   }
 
   /**
-   * Text of token ids (`""` for none).
-   * @throws {TokenizerError} when an id is not an integer in [0, vocabSize).
+   * Text of token ids (`""` for none). Ids without a token (at or past `vocabSize`, or holes in
+   * the vocabulary, e.g. a model's padded embedding rows) decode to nothing, as in `tokenizers`.
+   * @throws {TokenizerError} when an id is not a non-negative integer.
    */
-  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+  decode(ids: readonly number[], options: TokenizerDecodeOptions = {}): string {
     for (const id of ids) {
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+      if (!Number.isInteger(id) || id < 0) {
         throw new TokenizerError(
-          `Cannot decode token id as it must be an integer in [0, ${this.vocabSize}): current value is ${id}`,
+          `Cannot decode token id as it must be a non-negative integer: current value is ${id}`,
         );
       }
     }
-    if (ids.length === 0) return "";
-    return this.#hf.decode([...ids], {
+    const known = ids.filter((id) => this.#hf.id_to_token(id) !== undefined);
+    if (known.length === 0) return "";
+    return this.#hf.decode(known, {
       skip_special_tokens: options.skipSpecialTokens ?? false,
       clean_up_tokenization_spaces: this.#cleanUp,
     });
