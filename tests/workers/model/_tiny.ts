@@ -38,7 +38,7 @@ export const TINY_QWEN: DecoderConfig = {
 };
 
 /** Seeded parameters: norms ≈ 1, matrices ~ N(0, 0.5²)-ish, so activations are O(1). */
-export function randomParameters(c: DecoderConfig, seed = 3): Parameters {
+export function randomParameters(c: DecoderConfig, seed = 3, scale = 1.2): Parameters {
   const rnd = lcg(seed);
   const p: Parameters = new Map();
   for (const s of parameterSpecs(c)) {
@@ -48,7 +48,7 @@ export function randomParameters(c: DecoderConfig, seed = 3): Parameters {
       s.name,
       Float32Array.from(
         { length: n },
-        () => (norm ? 1 + 0.2 * (rnd() - 0.5) : (rnd() - 0.5) * 1.2),
+        () => (norm ? 1 + 0.2 * (rnd() - 0.5) : (rnd() - 0.5) * scale),
       ),
     );
   }
