@@ -140,6 +140,9 @@ export function readSafetensors(bytes: Uint8Array): SafetensorsFile {
   return out;
 }
 
+/** float32 value of every binary16 bit pattern, built on first F16 read. */
+let f16Table: Float32Array | null = null;
+
 /** Raw little-endian bytes of one tensor → float32 values. */
 function decode(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
   if (dtype === "F32") return new Float32Array(raw.slice().buffer); // copy: aligned, bit-exact
@@ -149,7 +152,8 @@ function decode(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
     const bits = new Uint32Array(out.buffer);
     for (let i = 0; i < halves.length; i++) bits[i] = halves[i] << 16; // bf16 is the top half of f32
   } else {
-    for (let i = 0; i < halves.length; i++) out[i] = f16ToF32(halves[i]);
+    f16Table ??= Float32Array.from({ length: 65536 }, (_, h) => f16ToF32(h)); // 256 KiB, built once
+    for (let i = 0; i < halves.length; i++) out[i] = f16Table[halves[i]];
   }
   return out;
 }

@@ -158,3 +158,44 @@ Deno.test("a sharded checkpoint is read through its index", async () => {
     /plain file names/,
   );
 });
+
+Deno.test("F16/BF16 decoding and BF16 rounding match torch bit for bit (skipped without torch)", async (t) => {
+  const probe = new Deno.Command("/usr/bin/python3", {
+    args: ["-c", "import torch"],
+    stderr: "null",
+  });
+  if (!(await probe.output().then((o) => o.success, () => false))) {
+    await t.step({ name: "torch is not installed", ignore: true, fn: () => {} });
+    return;
+  }
+  const script = `
+import json, torch
+torch.manual_seed(0)
+x = torch.cat([torch.randn(2000) * 10.0 ** torch.randint(-8, 8, (2000,)).float(),
+               torch.tensor([0.0, -0.0, 65504.0, 1e-7, 3.0e38, float("inf")])])
+h = x.to(torch.float16)
+b = x.to(torch.bfloat16)
+print(json.dumps({
+  "x": x.view(torch.int32).tolist(),
+  "h_bits": h.view(torch.int16).tolist(), "h_vals": h.float().view(torch.int32).tolist(),
+  "b_bits": b.view(torch.int16).tolist(), "b_vals": b.float().view(torch.int32).tolist(),
+}))
+`;
+  const out = await new Deno.Command("/usr/bin/python3", { args: ["-c", script], stdout: "piped" })
+    .output();
+  const ref = JSON.parse(new TextDecoder().decode(out.stdout));
+  const u16 = (xs: number[]) => Uint16Array.from(xs, (v) => v & 0xffff);
+  const u32 = (xs: number[]) => Array.from(Uint32Array.from(xs, (v) => v >>> 0));
+  const x = new Float32Array(Uint32Array.from(ref.x, (v: number) => v >>> 0).buffer);
+  assert.deepEqual(Array.from(f32ToBf16Bits(x)), Array.from(u16(ref.b_bits)));
+  for (
+    const [dtype, bits, vals] of [["F16", ref.h_bits, ref.h_vals], ["BF16", ref.b_bits, ref.b_vals]]
+  ) {
+    const raw = u16(bits);
+    const file = handMade(
+      { t: { dtype, shape: [raw.length], data_offsets: [0, raw.byteLength] } },
+      new Uint8Array(raw.buffer),
+    );
+    assert.deepEqual(bitsOf(readSafetensors(file).tensors.get("t")!.data), u32(vals), dtype);
+  }
+});
