@@ -68,6 +68,12 @@ export const RULES: Record<string, Rule> = {
   Log: (g, { inputs: [x] }, [gy]) => [g.div(gy!, x)],
   Sqrt: (g, { outputs: [y] }, [gy]) => [g.div(g.mul(gy!, g.scalar(0.5, y.dtype)), y)],
   Reciprocal: (g, { outputs: [y] }, [gy]) => [g.neg(g.mul(gy!, g.mul(y, y)))],
+  // d xᵖ/dx = p·xᵖ⁻¹
+  Pow: (g, { inputs: [x], info }, [gy]) => {
+    const p = info.p as number;
+    const xp = p === 2 ? x : g.pow(x, p - 1);
+    return [g.mul(gy!, g.mul(xp, g.scalar(p, x.dtype)))];
+  },
   Sigmoid: (g, { outputs: [y] }, [gy]) => [g.mul(gy!, g.mul(y, g.sub(one(g, y), y)))],
   Tanh: (g, { outputs: [y] }, [gy]) => [g.mul(gy!, g.sub(one(g, y), g.mul(y, y)))],
   // d erf(x)/dx = 2/√π · e^(−x²)

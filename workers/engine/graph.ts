@@ -236,6 +236,14 @@ export class Graph {
   tanh(x: Value): Value {
     return this.unary("Tanh", x);
   }
+  /** `xᵖ` for a constant exponent `p`. */
+  pow(x: Value, p: number): Value {
+    if (!FLOATS.includes(x.dtype)) {
+      this.fail("Pow", `input must be float: current dtype is ${x.dtype}`);
+    }
+    const [y] = this.emit("Pow", [x, this.scalar(p, x.dtype)], [x]);
+    return this.record("Pow", [x], [y], { p });
+  }
   /** Gauss error function (onnxruntime has no float64 kernel for it). */
   erf(x: Value): Value {
     return this.unary("Erf", x);

@@ -25,9 +25,11 @@ export function linear(g: Graph, x: Value, weight: Value, bias?: Value): Value {
 
 /** RMSNorm (Zhang & Sennrich 2019; HF LlamaRMSNorm): `x / √(mean(x²) + eps) · weight`. */
 export function rmsNorm(g: Graph, x: Value, weight: Value, eps: number): Value {
-  const ms = g.reduceMean(g.mul(x, x), [-1], true); // (…, 1)
-  const inv = g.reciprocal(g.sqrt(g.add(ms, g.scalar(eps, x.dtype)))); // (…, 1)
-  return g.mul(g.mul(x, inv), weight);
+  // Written as Pow → ReduceMean → Add → Sqrt → Div → Mul, the pattern onnxruntime fuses into
+  // one SimplifiedLayerNormalization kernel in forward-only graphs.
+  const ms = g.reduceMean(g.pow(x, 2), [-1], true); // (…, 1)
+  const rms = g.sqrt(g.add(ms, g.scalar(eps, x.dtype))); // (…, 1)
+  return g.mul(g.div(x, rms), weight);
 }
 
 /** SiLU / swish: `x · σ(x)`. */

@@ -25,6 +25,7 @@ const CASES: [string, CheckInput[], (g: Graph, x: Value[]) => Value][] = [
   ["Log", [{ shape: [2, 3], positive: true }], (g, [a]) => g.log(a)],
   ["Sqrt", [{ shape: [2, 3], positive: true }], (g, [a]) => g.sqrt(a)],
   ["Reciprocal", [{ shape: [2, 3], positive: true }], (g, [a]) => g.reciprocal(a)],
+  ["Pow with a constant exponent", [{ shape: [2, 3], positive: true }], (g, [a]) => g.pow(a, 3)],
   ["Sigmoid", [{ shape: [2, 3] }], (g, [a]) => g.sigmoid(a)],
   ["Tanh", [{ shape: [2, 3] }], (g, [a]) => g.tanh(a)],
   ["Identity", [{ shape: [3] }], (g, [a]) => g.identity(a)],
