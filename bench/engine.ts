@@ -114,9 +114,13 @@ async function measurePeak(): Promise<number | null> {
       args: ["-O2", "-mavx512f", "-mfma", "-fopenmp", src, "-o", exe],
     }).output();
     if (!cc.success) return null;
-    const out = await new Deno.Command(exe, { args: [String(threads)] }).output();
+    let best = 0; // max of 3: the machine is shared, the least disturbed run is closest to peak
+    for (let i = 0; i < 3; i++) {
+      const out = await new Deno.Command(exe, { args: [String(threads)] }).output();
+      best = Math.max(best, Number(new TextDecoder().decode(out.stdout)));
+    }
     await Deno.remove(exe);
-    return Number(new TextDecoder().decode(out.stdout));
+    return best;
   } catch {
     return null;
   }
