@@ -9,15 +9,11 @@
  * Not a test: numbers vary with machine load; compare the ratios within one run.
  */
 import { parseArgs } from "node:util";
-import {
-  type DecoderConfig,
-  parameterCount,
-  type Parameters,
-  parameterSpecs,
-} from "../workers/model/config.ts";
+import { type DecoderConfig, parameterCount, parameterSpecs } from "../workers/model/config.ts";
 import { Policy } from "../workers/model/policy.ts";
 import { AdamW } from "../workers/model/optim.ts";
 import { Rng } from "../workers/model/sampling.ts";
+import { initParameters } from "../workers/model/init.ts";
 import type { Sample } from "../workers/model/batch.ts";
 
 const { values: args } = parseArgs({
@@ -78,24 +74,6 @@ const CONFIGS: {
 const DECODE = [{ batch: 1, prompt: 16, new: 32 }, { batch: 64, prompt: 16, new: 32 }];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-/** Seeded N(0, 0.02²) matrices and unit norms (GPT-2/Llama-style init). */
-function initParameters(c: DecoderConfig, seed: number): Parameters {
-  const rng = new Rng(seed);
-  const normal = () =>
-    Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
-  return new Map(
-    parameterSpecs(c).map((s) => {
-      const n = s.shape.reduce((a, b) => a * b, 1);
-      return [
-        s.name,
-        s.shape.length === 1
-          ? new Float32Array(n).fill(1)
-          : Float32Array.from({ length: n }, () => 0.02 * normal()),
-      ];
-    }),
-  );
-}
 
 /** Forward FLOPs per token at context `t`: 2·(matmul weights incl. LM head) + 4·L·t·H·D (QKᵀ, AV). */
 function forwardFlops(c: DecoderConfig, t: number): number {

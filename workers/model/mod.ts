@@ -1,7 +1,7 @@
 /**
  * Public surface of workers/model: the decoder config and parameter layout, the Llama/Qwen2
  * graphs, losses, batching, generation, the `Policy` the trainer calls, and (from E2's files)
- * sampling, AdamW and safetensors I/O.
+ * sampling, AdamW, safetensors and Hugging Face directory I/O, tokenizers and initialisation.
  */
 export * from "./config.ts";
 export {
@@ -53,3 +53,6 @@ export {
 export * from "./sampling.ts";
 export * from "./optim.ts";
 export * from "./safetensors.ts";
+export * from "./tokenizer.ts";
+export * from "./hf.ts";
+export * from "./init.ts";
