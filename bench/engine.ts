@@ -104,7 +104,10 @@ async function measurePeak(): Promise<number | null> {
   }
 }
 
-async function runOurs(c: DecoderConfig, train: { batch: number; length: number; steps: number }) {
+type TrainShape = { batch: number; length: number; steps: number };
+
+/** Our side: one measurement per call, so it can alternate with PyTorch's. */
+async function ours(c: DecoderConfig, train: TrainShape) {
   const params = initParameters(c, 1);
   const policy = new Policy(c, params, { threads, maxTokensPerCall: 1 << 16 });
   const opt = new AdamW(parameterSpecs(c), { lr: 1e-4, weightDecay: 0.01 });
@@ -116,36 +119,34 @@ async function runOurs(c: DecoderConfig, train: { batch: number; length: number;
     () => ({ prompt: [tok()], response: Array.from({ length: train.length }, tok) }),
   );
   const step = async () => opt.step(params, (await policy.sftStep(samples)).grads);
-  await step(); // build + load the session, warm the arena
-  const trainRates: number[] = [];
-  for (let r = 0; r < repeats; r++) {
-    const t0 = performance.now();
-    for (let s = 0; s < train.steps; s++) await step();
-    trainRates.push((train.batch * train.length * train.steps) / ((performance.now() - t0) / 1000));
-  }
-  const decode: Record<string, number[]> = {};
-  for (const d of DECODE) {
+  const gen = (d: typeof DECODE[number]) => {
     const prompts = Array.from({ length: d.batch }, () => Array.from({ length: d.prompt }, tok));
-    const gen = () =>
-      policy.generate(prompts, {
-        maxNewTokens: d.new,
-        greedy: true,
-        eosTokenIds: [],
-        maxBatch: 64,
-      });
-    await gen();
-    decode[d.batch] = [];
-    for (let r = 0; r < repeats; r++) {
+    return policy.generate(prompts, {
+      maxNewTokens: d.new,
+      greedy: true,
+      eosTokenIds: [],
+      maxBatch: 64,
+    });
+  };
+  await step(); // build + load the sessions, warm the arenas
+  for (const d of DECODE) await gen(d);
+  return {
+    train: async () => {
       const t0 = performance.now();
-      await gen();
-      decode[d.batch].push((d.batch * d.new) / ((performance.now() - t0) / 1000));
-    }
-  }
-  await policy.release();
-  return { train: trainRates, decode };
+      for (let s = 0; s < train.steps; s++) await step();
+      return (train.batch * train.length * train.steps) / ((performance.now() - t0) / 1000);
+    },
+    decode: async (d: typeof DECODE[number]) => {
+      const t0 = performance.now();
+      await gen(d);
+      return (d.batch * d.new) / ((performance.now() - t0) / 1000);
+    },
+    release: () => policy.release(),
+  };
 }
 
-async function runTorch(c: DecoderConfig, train: { batch: number; length: number; steps: number }) {
+/** PyTorch's side: bench/engine_torch.py answering one measurement per request line. */
+async function theirs(c: DecoderConfig, train: TrainShape) {
   const python = "/usr/bin/python3";
   const probe = await new Deno.Command(python, {
     args: ["-c", "import torch"],
@@ -154,23 +155,56 @@ async function runTorch(c: DecoderConfig, train: { batch: number; length: number
   }).output().catch(() => null);
   if (!probe?.success) {
     console.log(
-      "PyTorch not found for /usr/bin/python3: install it with `apt-get install -y python3-torch libopenblas0-pthread`",
+      "PyTorch not found for /usr/bin/python3: install it with " +
+        "`apt-get install -y python3-torch libopenblas0-pthread` (without OpenBLAS torch is ~30× slower)",
     );
     return null;
   }
-  const spec = JSON.stringify({ config: c, threads, train, decode: DECODE, repeats });
-  const out = await new Deno.Command(python, {
-    args: [new URL("./engine_torch.py", import.meta.url).pathname, spec],
-  }).output();
-  if (!out.success) {
-    console.log(`PyTorch run failed: ${new TextDecoder().decode(out.stderr).slice(-400)}`);
-    return null;
-  }
-  return JSON.parse(new TextDecoder().decode(out.stdout)) as {
-    torch: string;
-    train: number[];
-    decode: Record<string, number[]>;
+  const child = new Deno.Command(python, {
+    args: [
+      new URL("./engine_torch.py", import.meta.url).pathname,
+      JSON.stringify({ config: c, threads, train }),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).pipeThrough(splitLines())
+    .getReader();
+  const ask = async (req: Record<string, unknown>) => {
+    await writer.write(new TextEncoder().encode(JSON.stringify(req) + "\n"));
+    const { value } = await lines.read();
+    if (value === undefined) {
+      throw new Error("Cannot read the PyTorch measurement as the process exited");
+    }
+    return JSON.parse(value).rate as number;
   };
+  await lines.read(); // ready
+  await ask({ op: "train", steps: 1 }); // warm-up
+  for (const d of DECODE) await ask({ op: "decode", ...d });
+  return {
+    train: () => ask({ op: "train", steps: train.steps }),
+    decode: (d: typeof DECODE[number]) => ask({ op: "decode", ...d }),
+    release: async () => {
+      await writer.close();
+      await child.status;
+    },
+  };
+}
+
+/** A stream transform that yields complete lines. */
+function splitLines(): TransformStream<string, string> {
+  let buf = "";
+  return new TransformStream({
+    transform(chunk, ctl) {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        ctl.enqueue(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+      }
+    },
+  });
 }
 
 const peak = await measurePeak();
@@ -181,31 +215,43 @@ console.log(
 );
 for (const { name, config, train } of CONFIGS) {
   if (args.only && args.only !== name) continue;
-  const n = parameterCount(config);
-  const ours = await runOurs(config, train);
-  const theirs = await runTorch(config, train);
-  const trainFlops = 3 * forwardFlops(config, train.length / 2); // fwd + bwd ≈ 3× fwd; mean causal context
-  const row = (label: string, o: number, t: number | undefined, flopsPerToken: number) => {
+  const a = await ours(config, train);
+  const b = await theirs(config, train);
+  // alternate our and PyTorch's measurements so load changes hit both alike
+  const rates: Record<string, number[][]> = { train: [[], []] };
+  for (const d of DECODE) rates[`decode${d.batch}`] = [[], []];
+  for (let r = 0; r < repeats; r++) {
+    rates.train[0].push(await a.train());
+    if (b) rates.train[1].push(await b.train());
+    for (const d of DECODE) {
+      rates[`decode${d.batch}`][0].push(await a.decode(d));
+      if (b) rates[`decode${d.batch}`][1].push(await b.decode(d));
+    }
+  }
+  await a.release();
+  await b?.release();
+  const row = (label: string, r: number[][], flopsPerToken: number) => {
+    const o = median(r[0]), t = r[1].length ? median(r[1]) : undefined;
     const gf = (o * flopsPerToken) / 1e9;
     const pct = peak ? ` (${((100 * gf) / peak).toFixed(0)}% of peak)` : "";
-    const vs = t ? `  torch ${t.toFixed(0).padStart(8)} tok/s  ratio ${(o / t).toFixed(2)}×` : "";
+    const vs = t ? `  torch ${t.toFixed(0).padStart(7)} tok/s  ratio ${(o / t).toFixed(2)}×` : "";
     console.log(
-      `  ${label.padEnd(18)} ${o.toFixed(0).padStart(8)} tok/s  ${
+      `  ${label.padEnd(16)} ${o.toFixed(0).padStart(7)} tok/s ${
         gf.toFixed(1).padStart(6)
       } GFLOP/s${pct}${vs}`,
     );
   };
   console.log(
-    `${name}: ${(n / 1e6).toFixed(2)}M params, train batch ${train.batch}×${train.length}`,
+    `${name}: ${
+      (parameterCount(config) / 1e6).toFixed(2)
+    }M params, train batch ${train.batch}×${train.length}`,
   );
-  row("train step", median(ours.train), theirs ? median(theirs.train) : undefined, trainFlops);
+  row("train step", rates.train, 3 * forwardFlops(config, train.length / 2)); // fwd + bwd ≈ 3× fwd
   for (const d of DECODE) {
-    const flops = forwardFlops(config, d.prompt + d.new / 2);
     row(
       `decode batch ${d.batch}`,
-      median(ours.decode[d.batch]),
-      theirs ? median(theirs.decode[String(d.batch)]) : undefined,
-      flops,
+      rates[`decode${d.batch}`],
+      forwardFlops(config, d.prompt + d.new / 2),
     );
   }
 }

@@ -2,9 +2,9 @@
 HF rotate_half, GQA, SwiGLU, tied embeddings), the same SFT train step (forward, backward,
 torch.optim.AdamW) and the same batched greedy decode with a KV cache, at a given thread count.
 
-Usage: /usr/bin/python3 bench/engine_torch.py '<json>' where json has config (HF names),
-threads, train {batch, length, steps}, decode [{batch, prompt, new}], repeats.
-Prints one JSON object with tokens/s per measurement.
+Usage: /usr/bin/python3 bench/engine_torch.py '<json>' (config with HF names, threads,
+train {batch, length}); then one JSON request per stdin line, {"op": "train", "steps": n} or
+{"op": "decode", "batch", "prompt", "new"}, each answered by one line {"rate": tokens/s}.
 `--logits` (JSON on stdin: config, params by HF name, ids) prints float64 reference logits; the
 model tests use it as an independent check of the ONNX decoder.
 """
@@ -121,47 +121,42 @@ def main():
     torch.manual_seed(0)
     c = spec["config"]
     model = Decoder(c)
-    out = {"torch": torch.__version__, "threads": torch.get_num_threads(), "train": [], "decode": {}}
-
     tr = spec["train"]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
     ids = torch.randint(3, c["vocab_size"], (tr["batch"], tr["length"] + 1))
     pos = torch.arange(tr["length"])[None].expand(tr["batch"], -1)
 
-    def step():
+    def train_step():
         logits, _ = model(ids[:, :-1], pos)
         loss = F.cross_entropy(logits.reshape(-1, c["vocab_size"]), ids[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
 
-    step()
-    for _ in range(spec["repeats"]):
-        t0 = time.perf_counter()
-        for _ in range(tr["steps"]):
-            step()
-        out["train"].append(tr["batch"] * tr["length"] * tr["steps"] / (time.perf_counter() - t0))
-
-    with torch.no_grad():
-        for d in spec["decode"]:
-            prompt = torch.randint(3, c["vocab_size"], (d["batch"], d["prompt"]))
-
-            def gen():
-                p = torch.arange(d["prompt"])[None].expand(d["batch"], -1)
-                logits, past = model(prompt, p)
+    def generate(batch, prompt_len, new):
+        prompt = torch.randint(3, c["vocab_size"], (batch, prompt_len))
+        with torch.no_grad():
+            p = torch.arange(prompt_len)[None].expand(batch, -1)
+            logits, past = model(prompt, p)
+            tok = logits[:, -1].argmax(-1, keepdim=True)
+            for i in range(new - 1):
+                logits, past = model(tok, torch.full((batch, 1), prompt_len + i), past)
                 tok = logits[:, -1].argmax(-1, keepdim=True)
-                for i in range(d["new"] - 1):
-                    logits, past = model(tok, torch.full((d["batch"], 1), d["prompt"] + i), past)
-                    tok = logits[:, -1].argmax(-1, keepdim=True)
 
-            gen()
-            rates = []
-            for _ in range(spec["repeats"]):
-                t0 = time.perf_counter()
-                gen()
-                rates.append(d["batch"] * d["new"] / (time.perf_counter() - t0))
-            out["decode"][str(d["batch"])] = rates
-    print(json.dumps(out))
+    # One measurement per request line, so the caller can interleave ours and torch's runs.
+    print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "train":
+            t0 = time.perf_counter()
+            for _ in range(req["steps"]):
+                train_step()
+            rate = tr["batch"] * tr["length"] * req["steps"] / (time.perf_counter() - t0)
+        else:
+            t0 = time.perf_counter()
+            generate(req["batch"], req["prompt"], req["new"])
+            rate = req["batch"] * req["new"] / (time.perf_counter() - t0)
+        print(json.dumps({"rate": rate}), flush=True)
 
 
 if __name__ == "__main__":
