@@ -29,7 +29,10 @@ export interface GenerateOptions {
   stop?: string[];
   /** Token ids → text, for stop strings and `Generation.text`. */
   detokenize?: (ids: number[]) => string;
-  /** Most sequences decoded together (default 64); more prompts run in consecutive groups. */
+  /**
+   * Most sequences decoded together (default 64); more prompts run in consecutive groups of
+   * similar prompt length. Results do not depend on the grouping beyond float rounding.
+   */
   maxBatch?: number;
 }
 
@@ -88,8 +91,10 @@ export async function generate(
   }
   const out: Generation[] = new Array(prompts.length);
   const group = opts.maxBatch ?? 64;
-  for (let start = 0; start < prompts.length; start += group) {
-    const idx = prompts.slice(start, start + group).map((_, k) => start + k);
+  // prompts of similar length share a group, so left padding wastes little prefill work
+  const order = prompts.map((_, i) => i).sort((a, b) => prompts[a].length - prompts[b].length);
+  for (let start = 0; start < order.length; start += group) {
+    const idx = order.slice(start, start + group);
     const done = await generateGroup(runner, idx, prompts, limits, opts);
     idx.forEach((i, k) => (out[i] = done[k]));
   }

@@ -182,3 +182,13 @@ Deno.test("EOS and stop strings end a sequence; the text is cut right after the 
   assert.equal(stopped.text, free.text!.slice(0, free.text!.indexOf(stop) + stop.length));
   await policy.release();
 });
+
+Deno.test("prompts split over several decode groups give the same samples as one group", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const prompts = [...PROMPTS, [1, 2, 3, 4, 5, 6, 7], [1, 9]];
+  const opts = { maxNewTokens: 6, seed: 7, eosTokenIds: [] };
+  const one = await policy.generate(prompts, opts);
+  const many = await policy.generate(prompts, { ...opts, maxBatch: 2 });
+  assert.deepEqual(many, one);
+  await policy.release();
+});
