@@ -1,15 +1,17 @@
 /**
  * Batched generation with the decode graph and a KV cache: left-pad the prompts, prefill them
  * in one call, then one call per new token for every unfinished sequence at once. A sequence
- * finishes on an EOS token, a stop string in its decoded text, or its own token limit; it then
- * leaves the batch (its rows are dropped from the KV cache), so later steps cost only what is
- * still running. Sampling uses one seeded `Rng` per sequence (derived from the seed and the
+ * finishes on an EOS token, a stop string in its decoded text, or its own token limit; finished
+ * sequences leave the batch (their rows are dropped from the KV cache once they make up a
+ * quarter of it), so later steps cost about what is still running. The cache lives in host
+ * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence (derived from the seed and the
  * sequence's index), so a sequence's draws do not depend on which others share its batch.
  */
 import type * as ort from "onnxruntime-node";
 import { tensor } from "../engine/mod.ts";
 import type { DecoderConfig } from "./config.ts";
 import { Rng, sampleToken, stopStringHit } from "./sampling.ts";
+import { KvCache } from "./kv_cache.ts";
 
 /** Options of `generate`. */
 export interface GenerateOptions {
@@ -109,7 +111,7 @@ interface Sequence {
   tokens: number[];
   finish?: FinishReason;
   text?: string;
-  /** Key mask of its cache row (1 = real token), grown by one per step. */
+  /** Attention mask of its filled cache slots (1 = real token, 0 = left padding). */
   mask: number[];
   nextPosition: number;
 }
@@ -128,75 +130,76 @@ async function generateGroup(
     temperature: opts.temperature ?? 1,
     topP: opts.topP ?? 1,
   };
+  const pad = c.pad_token_id ?? 0;
   const width = Math.max(...indices.map((i) => prompts[i].length));
-  const seqs: Sequence[] = indices.map((i) => {
-    const pad = width - prompts[i].length;
-    return {
-      index: i,
-      limit: limits[i],
-      rng: new Rng(((opts.seed ?? 0) * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
-      tokens: [],
-      mask: Array.from({ length: width }, (_, j) => (j < pad ? 0 : 1)),
-      nextPosition: prompts[i].length,
-    };
-  });
+  const seqs: Sequence[] = indices.map((i) => ({
+    index: i,
+    limit: limits[i],
+    rng: new Rng(((opts.seed ?? 0) * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
+    tokens: [],
+    mask: [],
+    nextPosition: 0,
+  }));
   for (const s of seqs) if (s.limit === 0) s.finish = "length";
 
   // ---- prefill: left-padded prompts (B, W); positions count real tokens only
-  const ids = new BigInt64Array(seqs.length * width);
-  const pos = new BigInt64Array(seqs.length * width);
-  seqs.forEach((s, b) => {
-    const p = prompts[s.index], pad = width - p.length;
+  const t0 = width;
+  const ids: number[] = [], pos: number[] = [];
+  for (const s of seqs) {
+    const p = prompts[s.index], padCount = width - p.length;
     for (let j = 0; j < width; j++) {
-      ids[b * width + j] = BigInt(j < pad ? (c.pad_token_id ?? 0) : p[j - pad]);
-      pos[b * width + j] = BigInt(Math.max(0, j - pad));
+      ids.push(j < padCount ? pad : p[j - padCount]);
+      pos.push(Math.max(0, j - padCount));
     }
-  });
-  let active = seqs.filter((s) => !s.finish);
-  let cache = emptyCache(c, seqs.length);
-  let rows = seqs; // sequences whose rows are in `cache`, in order
-  let feedIds = ids, feedPos = pos, t = width;
-  while (active.length > 0) {
+    s.nextPosition = p.length;
+  }
+  const cache = new KvCache(c, seqs.length);
+  let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
+  let step = {
+    ids,
+    pos,
+    t: t0,
+    newMask: seqs.map((s) =>
+      Array.from({ length: width }, (_, j) => (j < width - prompts[s.index].length ? 0 : 1))
+    ),
+  };
+  while (rows.some((s) => !s.finish)) {
+    const keyMask = new Float32Array(rows.length * (cache.capacity + step.t));
+    rows.forEach((s, b) => {
+      const at = b * (cache.capacity + step.t);
+      keyMask.set(s.mask, at);
+      keyMask.set(step.newMask[b], at + cache.capacity);
+    });
     const r = await runner.session.run({
       ...runner.parameters,
-      ...cache,
-      input_ids: tensor("int64", feedIds, [rows.length, t]),
-      position_ids: tensor("int64", feedPos, [rows.length, t]),
-      attention_mask: tensor("float32", Float32Array.from(rows.flatMap((s) => s.mask)), [
-        rows.length,
-        rows[0].mask.length,
-      ]),
+      ...cache.feeds(),
+      input_ids: tensor("int64", BigInt64Array.from(step.ids, BigInt), [rows.length, step.t]),
+      position_ids: tensor("int64", BigInt64Array.from(step.pos, BigInt), [rows.length, step.t]),
+      attention_mask: tensor("float32", keyMask, [rows.length, cache.capacity + step.t]),
     });
+    cache.append(r, step.t);
+    rows.forEach((s, b) => s.mask.push(...step.newMask[b]));
     const logits = r.logits.data as Float32Array; // (B, V)
     const v = c.vocab_size;
     rows.forEach((s, b) => {
       if (s.finish) return;
       const token = sampleToken(logits.subarray(b * v, (b + 1) * v), sample, s.rng);
       s.tokens.push(token);
-      if (eos.has(token)) s.finish = "eos";
-      else if (opts.stop?.length) {
-        const text = opts.detokenize!(s.tokens);
-        const hit = stopStringHit(text, opts.stop);
-        if (hit >= 0) {
-          s.finish = "stop";
-          const stop = opts.stop.filter((x) =>
-            x && text.startsWith(x, hit)
-          ).sort((a, b) => b.length - a.length)[0];
-          s.text = text.slice(0, hit + stop.length);
-        }
-      }
-      if (!s.finish && s.tokens.length >= s.limit) s.finish = "length";
+      s.finish = finishReason(s, token, eos, opts);
     });
-    // ---- keep the rows still running; their cache rows become the next step's past
-    const keep = rows.map((s, b) => (s.finish ? -1 : b)).filter((b) => b >= 0);
-    active = keep.map((b) => rows[b]);
-    if (active.length === 0) break;
-    cache = compactCache(c, r, keep, rows.length);
-    rows = active;
-    for (const s of rows) s.mask.push(1);
-    feedIds = BigInt64Array.from(rows.map((s) => BigInt(s.tokens.at(-1)!)));
-    feedPos = BigInt64Array.from(rows.map((s) => BigInt(s.nextPosition++)));
-    t = 1;
+    // ---- finished rows leave the cache once they are a quarter of it (each removal copies it)
+    const alive = rows.map((s, b) => (s.finish ? -1 : b)).filter((b) => b >= 0);
+    if (alive.length === 0) break;
+    if (rows.length - alive.length >= Math.max(1, rows.length / 4)) {
+      cache.keepRows(alive);
+      rows = alive.map((b) => rows[b]);
+    }
+    step = {
+      ids: rows.map((s) => (s.finish ? pad : s.tokens.at(-1)!)),
+      pos: rows.map((s) => (s.finish ? 0 : s.nextPosition++)),
+      t: 1,
+      newMask: rows.map((s) => [s.finish ? 0 : 1]),
+    };
   }
   return seqs.map((s) => ({
     tokens: s.tokens,
@@ -205,48 +208,24 @@ async function generateGroup(
   }));
 }
 
-/** Zero-length past tensors (B, Hkv, 0, D) for a prefill. */
-function emptyCache(c: DecoderConfig, b: number): Record<string, ort.Tensor> {
-  const feeds: Record<string, ort.Tensor> = {};
-  for (let l = 0; l < c.num_hidden_layers; l++) {
-    for (const kind of ["key", "value"]) {
-      feeds[`past.${l}.${kind}`] = tensor("float32", new Float32Array(0), [
-        b,
-        c.num_key_value_heads,
-        0,
-        c.head_dim,
-      ]);
+/** Why `s` stops after sampling `token`, if it does (sets `s.text` for a stop string). */
+function finishReason(
+  s: Sequence,
+  token: number,
+  eos: Set<number>,
+  opts: GenerateOptions,
+): FinishReason | undefined {
+  if (eos.has(token)) return "eos";
+  if (opts.stop?.length) {
+    const text = opts.detokenize!(s.tokens);
+    const hit = stopStringHit(text, opts.stop);
+    if (hit >= 0) {
+      const stop = opts.stop.filter((x) =>
+        x && text.startsWith(x, hit)
+      ).sort((a, b) => b.length - a.length)[0];
+      s.text = text.slice(0, hit + stop.length);
+      return "stop";
     }
   }
-  return feeds;
-}
-
-/** The present KV tensors as the next past, keeping batch rows `keep` (of `b`). */
-function compactCache(
-  c: DecoderConfig,
-  r: ort.InferenceSession.ReturnType,
-  keep: number[],
-  b: number,
-): Record<string, ort.Tensor> {
-  const feeds: Record<string, ort.Tensor> = {};
-  for (let l = 0; l < c.num_hidden_layers; l++) {
-    for (const kind of ["key", "value"]) {
-      const present = r[`present.${l}.${kind}`];
-      const dims = present.dims;
-      let data = present.data as Float32Array;
-      if (keep.length !== b) {
-        const row = data.length / b;
-        const next = new Float32Array(keep.length * row);
-        keep.forEach((src, dst) => next.set(data.subarray(src * row, (src + 1) * row), dst * row));
-        data = next;
-      }
-      feeds[`past.${l}.${kind}`] = tensor("float32", data, [
-        keep.length,
-        dims[1],
-        dims[2],
-        dims[3],
-      ]);
-    }
-  }
-  return feeds;
+  return s.tokens.length >= s.limit ? "length" : undefined;
 }

@@ -13,8 +13,9 @@
  * - `train`: (B, T) ids, masks, positions, targets and per-token RL inputs → loss terms,
  *   per-token log-probs and entropy, and the gradient of every parameter (`grad.<name>`).
  * - `score`: per-token log-probs and entropy of the targets, no gradient.
- * - `decode`: symbolic (B, T, P); takes and returns the KV cache (`past.<l>.key` →
- *   `present.<l>.key`), for prefill (P = 0) and single-token steps.
+ * - `decode`: symbolic (B, T, P); reads the KV cache (`past.<l>.key`) and returns only the
+ *   new tokens' keys and values (`new.<l>.key`), which the caller writes into its cache; for
+ *   prefill (P = 0) and single-token steps.
  */
 import { type DType, gradients, type Graph, Graph as G, nn, type Value } from "../engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "./config.ts";
@@ -149,21 +150,23 @@ export interface KvCache {
 }
 
 /**
- * The decoder body: token ids (B, T) → final hidden states (B, T, C), plus the present KV
- * cache (B, Hkv, K, D) per layer. `bias` (B, 1, T, K) is added to attention scores.
+ * The decoder body: token ids (B, T) → final hidden states (B, T, C), plus each layer's keys
+ * (after RoPE) and values of the T new tokens, (B, Hkv, T, D). `bias` (B, 1, T, K) is added to
+ * attention scores; with a `past` cache (B, Hkv, P, D) the keys are the P cached ones then the
+ * T new ones (K = P + T).
  */
 function decoder(
   g: Graph,
   c: DecoderConfig,
   p: Map<string, Value>,
   x: { ids: Value; positions: Value; bias: Value; past?: KvCache },
-): { hidden: Value; present: KvCache } {
+): { hidden: Value; fresh: KvCache } {
   const [B, T] = x.ids.shape;
   const H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
   const G = H / Hkv;
   const w = (name: string) => p.get(name)!;
   const [cos, sin] = ropeAngles(g, c, x.positions);
-  const present: KvCache = { keys: [], values: [] };
+  const fresh: KvCache = { keys: [], values: [] };
   let h = g.gather(w("model.embed_tokens.weight"), x.ids); // (B, T, C)
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const pre = `model.layers.${l}`;
@@ -175,23 +178,28 @@ function decoder(
     // ---- attention
     const a = nn.rmsNorm(g, h, w(`${pre}.input_layernorm.weight`), c.rms_norm_eps); // (B, T, C)
     const q = rope(g, heads(proj("q_proj", a), H), cos, sin); // (B, H, T, D)
-    let k = rope(g, heads(proj("k_proj", a), Hkv), cos, sin); // (B, Hkv, T, D)
-    let v = heads(proj("v_proj", a), Hkv); // (B, Hkv, T, D)
-    if (x.past) {
-      k = g.concat([x.past.keys[l], k], 2); // (B, Hkv, K, D)
-      v = g.concat([x.past.values[l], v], 2); // (B, Hkv, K, D)
-    }
-    present.keys.push(k);
-    present.values.push(v);
-    const K = k.shape[2];
+    const k = rope(g, heads(proj("k_proj", a), Hkv), cos, sin); // (B, Hkv, T, D)
+    const v = heads(proj("v_proj", a), Hkv); // (B, Hkv, T, D)
+    fresh.keys.push(k);
+    fresh.values.push(v);
     // GQA: the G query heads that share a KV head are stacked along the token axis, so one
     // batched MatMul serves them without repeating K and V.
     const qg = g.reshape(q, [B, Hkv, mulDim(G, T), D]); // (B, Hkv, G·T, D)
-    const kt = g.transpose(k, [0, 1, 3, 2]); // (B, Hkv, D, K)
-    let s = g.mul(g.matmul(qg, kt), g.scalar(1 / Math.sqrt(D))); // (B, Hkv, G·T, K)
+    const scores = (keys: Value) => g.matmul(qg, g.transpose(keys, [0, 1, 3, 2])); // (B, Hkv, G·T, ·)
+    const past = x.past && { k: x.past.keys[l], v: x.past.values[l] };
+    // With a cache, scores against cached and new keys are joined, never the cache itself
+    // (copying it every step would cost more than the step's arithmetic).
+    let s = past ? g.concat([scores(past.k), scores(k)], -1) : scores(k); // (B, Hkv, G·T, K)
+    const K = s.shape[3];
+    s = g.mul(s, g.scalar(1 / Math.sqrt(D)));
     s = g.add(g.reshape(s, [B, H, T, K]), x.bias); // (B, H, T, K)
     const att = g.reshape(g.softmax(s, -1), [B, Hkv, mulDim(G, T), K]); // (B, Hkv, G·T, K)
-    const o = g.reshape(g.matmul(att, v), [B, H, T, D]); // (B, H, T, D)
+    let o: Value;
+    if (past) {
+      const [aPast, aNew] = splitKeys(g, att, past.k, k); // (B, Hkv, G·T, P), (B, Hkv, G·T, T)
+      o = g.add(g.matmul(aPast, past.v), g.matmul(aNew, v)); // (B, Hkv, G·T, D)
+    } else o = g.matmul(att, v); // (B, Hkv, G·T, D)
+    o = g.reshape(o, [B, H, T, D]); // (B, H, T, D)
     const merged = g.reshape(g.transpose(o, [0, 2, 1, 3]), [B, T, H * D]); // (B, T, H·D)
     h = g.add(h, nn.linear(g, merged, w(`${pre}.self_attn.o_proj.weight`))); // (B, T, C)
 
@@ -202,7 +210,29 @@ function decoder(
     h = g.add(h, nn.linear(g, g.mul(gate, up), w(`${pre}.mlp.down_proj.weight`))); // (B, T, C)
   }
   const hidden = nn.rmsNorm(g, h, w("model.norm.weight"), c.rms_norm_eps); // (B, T, C)
-  return { hidden, present };
+  return { hidden, fresh };
+}
+
+/** Split attention weights (…, P + T) into the cached (…, P) and new (…, T) key parts. */
+function splitKeys(g: Graph, att: Value, pastK: Value, newK: Value): [Value, Value] {
+  const sizes =
+    g.emit("Concat", [dimOf(g, pastK, 2), dimOf(g, newK, 2)], [{ shape: [2], dtype: "int64" }], [
+      { name: "axis", i: 0, type: 2 },
+    ])[0];
+  const lead = att.shape.slice(0, -1);
+  const [a, b] = g.emit("Split", [att, sizes], [
+    { shape: [...lead, pastK.shape[2]], dtype: att.dtype },
+    { shape: [...lead, newK.shape[2]], dtype: att.dtype },
+  ], [{ name: "axis", i: 3, type: 2 }]);
+  return [a, b];
+}
+
+/** The run-time size of `v`'s dim `axis` as a (1,) int64 tensor. */
+function dimOf(g: Graph, v: Value, axis: number): Value {
+  return g.emit("Shape", [v], [{ shape: [1], dtype: "int64" }], [
+    { name: "start", i: axis, type: 2 },
+    { name: "end", i: axis + 1, type: 2 },
+  ])[0];
 }
 
 /** LM head: hidden (…, C) → logits (…, V) (tied: `embed_tokens` is the head). */
@@ -311,9 +341,10 @@ export function buildScoreGraph(
 
 /**
  * The decode graph (symbolic B, T, P). Inputs: `input_ids`, `position_ids` (B, T) int64;
- * `attention_mask` (B, K) float over past and new keys (1 = real token); `past.<l>.key`,
- * `past.<l>.value` (B, Hkv, P, D) (P = 0 for a prefill); every parameter. Outputs:
- * `present.<l>.key|value` (B, Hkv, K, D) and `logits`: (B, T, V), or (B, V) at the last
+ * `attention_mask` (B, P + T) float over cached and new keys (1 = attend; cache slots not yet
+ * filled are 0); `past.<l>.key`, `past.<l>.value` (B, Hkv, P, D) (P = 0 for a prefill); every
+ * parameter. Outputs: `new.<l>.key|value` (B, Hkv, T, D), the new tokens' keys (after RoPE)
+ * and values, and `logits`: (B, T, V), or (B, V) at the last
  * position only when `lastOnly` (left-padded generation).
  */
 export function buildDecodeGraph(
@@ -334,12 +365,7 @@ export function buildDecodeGraph(
     past.values.push(g.input(`past.${l}.value`, cacheShape));
   }
   // causal over absolute indices: query i (at P + i) sees key j iff j ≤ P + i.
-  const dim = (v: Value, axis: number) =>
-    g.emit("Shape", [v], [{ shape: [], dtype: "int64" }], [
-      { name: "start", i: axis, type: 2 },
-      { name: "end", i: axis + 1, type: 2 },
-    ])[0];
-  const P1 = dim(past.keys[0], 2), T1 = dim(ids, 1); // (1,) each
+  const P1 = dimOf(g, past.keys[0], 2), T1 = dimOf(g, ids, 1); // (1,) each
   const zero = g.ints([0]), oneI = g.ints([1]);
   const range = (a: Value, b: Value, n: string) =>
     g.emit("Range", [scalarOf(g, a), scalarOf(g, b), scalarOf(g, oneI)], [{
@@ -356,10 +382,10 @@ export function buildDecodeGraph(
     g.reshape(g.compare("Greater", mask, g.scalar(0.5, f)), ["B", 1, 1, K]),
   ); // (B, 1, T, K)
   const bias = g.where(keep, g.scalar(0, f), g.scalar(MASKED, f));
-  const { hidden, present } = decoder(g, c, p, { ids, positions, bias, past });
+  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past });
   for (let l = 0; l < c.num_hidden_layers; l++) {
-    g.output(present.keys[l], `present.${l}.key`);
-    g.output(present.values[l], `present.${l}.value`);
+    g.output(fresh.keys[l], `new.${l}.key`);
+    g.output(fresh.values[l], `new.${l}.value`);
   }
   const last = opts.lastOnly
     ? g.emit("Gather", [hidden, g.constant(BigInt64Array.from([-1n]), [], "int64")], [{

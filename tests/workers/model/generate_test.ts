@@ -39,11 +39,25 @@ async function decodeRunner(c: DecoderConfig) {
     });
     const next: Feeds = {};
     for (let l = 0; l < c.num_hidden_layers; l++) {
-      for (const k of ["key", "value"]) next[`past.${l}.${k}`] = r[`present.${l}.${k}`];
+      for (const k of ["key", "value"]) {
+        next[`past.${l}.${k}`] = concatKeys(past[`past.${l}.${k}`], r[`new.${l}.${k}`]);
+      }
     }
     return { logits: r.logits.data as Float32Array, past: next }; // logits (B, T, V)
   };
   return { session, params, empty, step };
+}
+
+/** Cached keys (B, Hkv, P, D) followed by new ones (B, Hkv, T, D) along the token axis. */
+function concatKeys(past: ReturnType<typeof tensor>, fresh: ReturnType<typeof tensor>) {
+  const [b, h, p, d] = past.dims, t = fresh.dims[2];
+  const a = past.data as Float32Array, n = fresh.data as Float32Array;
+  const out = new Float32Array(b * h * (p + t) * d);
+  for (let r = 0; r < b * h; r++) {
+    out.set(a.subarray(r * p * d, (r + 1) * p * d), r * (p + t) * d);
+    out.set(n.subarray(r * t * d, (r + 1) * t * d), (r * (p + t) + p) * d);
+  }
+  return tensor("float32", out, [b, h, p + t, d]);
 }
 
 const SEQ = [1, 5, 9, 3, 3, 7, 10, 4];
@@ -136,14 +150,17 @@ Deno.test("greedy generation picks the arg-max of the full forward's logits at e
 
 Deno.test("sequences that finish early leave the batch without changing the others' tokens", async () => {
   const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
-  const limits = [2, 9, 5];
-  const batched = await policy.generate(PROMPTS, {
+  // 5 rows: the first to finish lingers (1 < 5/4), later ones are compacted away; 40 tokens
+  // outgrow the first cache chunk.
+  const prompts = [...PROMPTS, [1, 2, 3], [1, 10, 9, 8, 7, 6, 5]];
+  const limits = [2, 40, 5, 3, 37];
+  const batched = await policy.generate(prompts, {
     maxNewTokens: limits,
     greedy: true,
     eosTokenIds: [],
   });
-  for (let i = 0; i < PROMPTS.length; i++) {
-    const [alone] = await policy.generate([PROMPTS[i]], {
+  for (let i = 0; i < prompts.length; i++) {
+    const [alone] = await policy.generate([prompts[i]], {
       maxNewTokens: limits[i],
       greedy: true,
       eosTokenIds: [],
