@@ -144,7 +144,7 @@ function mulDim(a: number, b: number | string): number | string {
 }
 
 /** Per-layer KV cache tensors, each (B, Hkv, P, D). */
-export interface KvCache {
+export interface KvValues {
   keys: Value[];
   values: Value[];
 }
@@ -159,14 +159,14 @@ function decoder(
   g: Graph,
   c: DecoderConfig,
   p: Map<string, Value>,
-  x: { ids: Value; positions: Value; bias: Value; past?: KvCache },
-): { hidden: Value; fresh: KvCache } {
+  x: { ids: Value; positions: Value; bias: Value; past?: KvValues },
+): { hidden: Value; fresh: KvValues } {
   const [B, T] = x.ids.shape;
   const H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
   const G = H / Hkv;
   const w = (name: string) => p.get(name)!;
   const [cos, sin] = ropeAngles(g, c, x.positions);
-  const fresh: KvCache = { keys: [], values: [] };
+  const fresh: KvValues = { keys: [], values: [] };
   let h = g.gather(w("model.embed_tokens.weight"), x.ids); // (B, T, C)
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const pre = `model.layers.${l}`;
@@ -359,7 +359,7 @@ export function buildDecodeGraph(
   const K = "P+T";
   const mask = g.input("attention_mask", ["B", K]);
   const cacheShape = ["B", c.num_key_value_heads, "P", c.head_dim];
-  const past: KvCache = { keys: [], values: [] };
+  const past: KvValues = { keys: [], values: [] };
   for (let l = 0; l < c.num_hidden_layers; l++) {
     past.keys.push(g.input(`past.${l}.key`, cacheShape));
     past.values.push(g.input(`past.${l}.value`, cacheShape));

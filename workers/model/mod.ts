@@ -11,7 +11,7 @@ export {
   buildTrainGraph,
   DecoderConfigError,
   type FloatType,
-  type KvCache,
+  type KvValues,
   type Objective,
   SEED_COEFFICIENT_INPUTS,
   SEED_OUTPUTS,
@@ -33,6 +33,7 @@ export {
   planMicroBatches,
   type Sample,
 } from "./batch.ts";
+export { KvCache } from "./kv_cache.ts";
 export {
   type DecodeRunner,
   type FinishReason,
