@@ -25,4 +25,5 @@ export {
   sessionOptions,
   type Tensor,
   tensor,
+  yieldToEventLoop,
 } from "./session.ts";

@@ -2,11 +2,13 @@
  * onnxruntime-node sessions: execution-provider selection, thread and optimisation settings,
  * and a cache keyed by (graph, shape bucket) so each graph is built and loaded once.
  *
- * `InferenceSession.run()` computes on onnxruntime's threads but blocks the JS thread while it
- * does. Expected cost per call on 2 cores (bench/engine.ts): tiny test models < 5 ms; a ~1M
- * parameter train step over 8×64 tokens ≈ 20–40 ms; a 25M train step over 8×128 tokens
- * ≈ 1–2 s; one batched decode step of a 25M model ≈ 5–30 ms. Callers that must keep timers
- * alive (heartbeats) should keep batches at that scale and yield between calls.
+ * `InferenceSession.run()` computes on onnxruntime's threads but blocks the JS event loop
+ * until it is done (checked: a 5 ms interval does not fire during a 1 s run). Expected cost per
+ * call on 2 shared cores (bench/engine.ts): tiny test models < 5 ms; a ~1M-parameter train
+ * step over 8×64 tokens ≈ 60–200 ms; a 24M train step ≈ 4 ms per token (so ~1 s per 256
+ * tokens); one batched decode step of a 24M model ≈ 20–80 ms at batch 64. Keep each call at
+ * that scale (Policy sizes its micro-batches by a FLOP budget) and call `yieldToEventLoop()`
+ * between calls so timers such as lease heartbeats still fire.
  */
 import * as ort from "onnxruntime-node";
 
@@ -133,4 +135,16 @@ export function tensor(
   dims: readonly number[],
 ): ort.Tensor {
   return new ort.Tensor(dtype, data, dims);
+}
+
+let lastYield = performance.now();
+
+/**
+ * Let timers and I/O run if the event loop has been blocked (by `run()` calls) for more than
+ * `maxBusyMs` since the last yield; otherwise return at once.
+ */
+export async function yieldToEventLoop(maxBusyMs = 50): Promise<void> {
+  if (performance.now() - lastYield < maxBusyMs) return;
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  lastYield = performance.now();
 }

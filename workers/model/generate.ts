@@ -8,7 +8,7 @@
  * sequence's index), so a sequence's draws do not depend on which others share its batch.
  */
 import type * as ort from "onnxruntime-node";
-import { tensor } from "../engine/mod.ts";
+import { tensor, yieldToEventLoop } from "../engine/mod.ts";
 import type { DecoderConfig } from "./config.ts";
 import { Rng, sampleToken, stopStringHit } from "./sampling.ts";
 import { KvCache } from "./kv_cache.ts";
@@ -177,6 +177,7 @@ async function generateGroup(
       position_ids: tensor("int64", BigInt64Array.from(step.pos, BigInt), [rows.length, step.t]),
       attention_mask: tensor("float32", keyMask, [rows.length, cache.capacity + step.t]),
     });
+    await yieldToEventLoop();
     cache.append(r, step.t);
     rows.forEach((s, b) => s.mask.push(...step.newMask[b]));
     const logits = r.logits.data as Float32Array; // (B, V)

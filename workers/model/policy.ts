@@ -9,8 +9,8 @@
  * (masked tokens in the micro-batch) / (masked tokens in the call), which is exact.
  */
 import type * as ort from "onnxruntime-node";
-import { type EngineOptions, SessionCache, tensor } from "../engine/mod.ts";
-import { type DecoderConfig, type Parameters, parameterSpecs } from "./config.ts";
+import { type EngineOptions, SessionCache, tensor, yieldToEventLoop } from "../engine/mod.ts";
+import { type DecoderConfig, parameterCount, type Parameters, parameterSpecs } from "./config.ts";
 import {
   bucketFor,
   packSamples,
@@ -86,7 +86,10 @@ export interface SeedStepStats {
 
 /** Policy options: engine settings plus call sizing. */
 export interface PolicyOptions extends EngineOptions {
-  /** Most padded tokens (rows × bucket length) per onnxruntime call (default 4096). */
+  /**
+   * Most padded tokens (rows × bucket length) per onnxruntime call. Default: what a ~10¹¹ FLOP
+   * train call holds (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, 8192].
+   */
   maxTokensPerCall?: number;
   /** Most rows per call (default 64). */
   maxBatch?: number;
@@ -133,6 +136,7 @@ export class Policy {
         () => buildScoreGraph(this.config, packed.bucket).toModel(),
       );
       const r = await session.run({ ...this.parameterFeeds(), ...this.baseFeeds(packed) });
+      await yieldToEventLoop();
       const lp = unpackTokens(packed, r.logprobs.data as Float32Array),
         h = unpackTokens(packed, r.token_entropy.data as Float32Array);
       group.forEach((i, k) => ((out.logprobs[i] = lp[k]), (out.entropy[i] = h[k])));
@@ -189,6 +193,7 @@ export class Policy {
         opd_mask: perToken(rows.map((s) => (s.teacherLogprobs ? 1 : 0))),
         ...Object.fromEntries(SEED_COEFFICIENT_INPUTS.map((n, i) => [n, scalar(coefValues[i])])),
       });
+      await yieldToEventLoop();
       const n = rows.reduce((a, s) => a + s.response.length, 0);
       const m = rows.reduce((a, s) => a + (s.teacherLogprobs ? s.response.length : 0), 0);
       const w = total > 0 ? n / total : 0, wt = teacherTotal > 0 ? m / teacherTotal : 0;
@@ -231,6 +236,7 @@ export class Policy {
         ...this.baseFeeds(packed),
         loss_mask: tensor("float32", packed.lossMask, [packed.bucket.batch, packed.bucket.length]),
       });
+      await yieldToEventLoop();
       const w = total > 0 ? group.reduce((a, i) => a + samples[i].response.length, 0) / total : 0;
       loss += w * Number((r.loss.data as Float32Array)[0]);
       this.accumulate(grads, r, w);
@@ -260,7 +266,9 @@ export class Policy {
   }
 
   private plan(samples: Sample[]): number[][] {
-    return planMicroBatches(samples, this.opts.maxTokensPerCall ?? 4096, this.opts.maxBatch ?? 64);
+    const budget = Math.round(1e11 / (6 * parameterCount(this.config)));
+    const tokens = this.opts.maxTokensPerCall ?? Math.min(8192, Math.max(256, budget));
+    return planMicroBatches(samples, tokens, this.opts.maxBatch ?? 64);
   }
   private pack(samples: Sample[], group: number[]) {
     const rows = group.map((i) => samples[i]);
