@@ -1,0 +1,163 @@
+"""PyTorch CPU reference for bench/engine.ts: the same Llama-style decoder (RMSNorm, RoPE with
+HF rotate_half, GQA, SwiGLU, tied embeddings), the same SFT train step (forward, backward,
+torch.optim.AdamW) and the same batched greedy decode with a KV cache, at a given thread count.
+
+Usage: /usr/bin/python3 bench/engine_torch.py '<json>' (config with HF names, threads,
+train {batch, length}); then one JSON request per stdin line, {"op": "train", "steps": n} or
+{"op": "decode", "batch", "prompt", "new"}, each answered by one line {"rate": tokens/s}.
+`--logits` (JSON on stdin: config, params by HF name, ids) prints float64 reference logits; the
+model tests use it as an independent check of the ONNX decoder.
+"""
+import json
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class Decoder(torch.nn.Module):
+    """Llama/Qwen2 decoder whose state_dict keys are Hugging Face's (model.layers.0.…)."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        d, f, eps = c["hidden_size"], c["intermediate_size"], c["rms_norm_eps"]
+        self.h, self.hkv, self.hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+        bias = c["attention_bias"]
+        self.model = torch.nn.Module()
+        self.model.embed_tokens = torch.nn.Embedding(c["vocab_size"], d)
+        self.model.layers = torch.nn.ModuleList()
+        for _ in range(c["num_hidden_layers"]):
+            layer = torch.nn.Module()
+            layer.input_layernorm = RMSNorm(d, eps)
+            layer.self_attn = torch.nn.Module()
+            layer.self_attn.q_proj = torch.nn.Linear(d, self.h * self.hd, bias=bias)
+            layer.self_attn.k_proj = torch.nn.Linear(d, self.hkv * self.hd, bias=bias)
+            layer.self_attn.v_proj = torch.nn.Linear(d, self.hkv * self.hd, bias=bias)
+            layer.self_attn.o_proj = torch.nn.Linear(self.h * self.hd, d, bias=False)
+            layer.post_attention_layernorm = RMSNorm(d, eps)
+            layer.mlp = torch.nn.Module()
+            layer.mlp.gate_proj = torch.nn.Linear(d, f, bias=False)
+            layer.mlp.up_proj = torch.nn.Linear(d, f, bias=False)
+            layer.mlp.down_proj = torch.nn.Linear(f, d, bias=False)
+            self.model.layers.append(layer)
+        self.model.norm = RMSNorm(d, eps)
+        if not c["tie_word_embeddings"]:
+            self.lm_head = torch.nn.Linear(d, c["vocab_size"], bias=False)
+        inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        self.register_buffer("inv_freq", inv, persistent=False)
+        for p in self.parameters():
+            if p.dim() == 2:
+                torch.nn.init.normal_(p, std=0.02)
+
+    def rope(self, x, pos):  # x (B, h, T, D), pos (B, T); HF rotate_half convention
+        ang = pos[:, None, :, None].float() * self.inv_freq  # (B, 1, T, D/2)
+        cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
+        x1, x2 = x.chunk(2, -1)
+        return x * cos + torch.cat([-x2, x1], -1) * sin
+
+    def forward(self, ids, pos, past=None, key_mask=None):
+        """ids, pos (B, T); past: per layer (k, v) (B, Hkv, P, D); key_mask (B, P+T) bool."""
+        b, t = ids.shape
+        x = self.model.embed_tokens(ids)
+        present = []
+        for i, l in enumerate(self.model.layers):
+            at = l.self_attn
+            a = l.input_layernorm(x)
+            q = self.rope(at.q_proj(a).view(b, t, self.h, self.hd).transpose(1, 2), pos)
+            k = self.rope(at.k_proj(a).view(b, t, self.hkv, self.hd).transpose(1, 2), pos)
+            v = at.v_proj(a).view(b, t, self.hkv, self.hd).transpose(1, 2)
+            if past is not None:
+                k, v = torch.cat([past[i][0], k], 2), torch.cat([past[i][1], v], 2)
+            present.append((k, v))
+            g = self.h // self.hkv  # HF repeat_kv: query head j uses KV head j // g
+            kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+            s = q @ kk.transpose(-1, -2) / math.sqrt(self.hd)  # (B, H, T, K)
+            kl = k.shape[2]
+            mask = torch.ones(t, kl, dtype=torch.bool).tril(kl - t)[None, None]
+            if key_mask is not None:
+                mask = mask & key_mask[:, None, None, :]
+            s = s.masked_fill(~mask, -1e9)
+            o = (s.softmax(-1) @ vv).transpose(1, 2).reshape(b, t, -1)
+            x = x + at.o_proj(o)
+            m = l.post_attention_layernorm(x)
+            x = x + l.mlp.down_proj(F.silu(l.mlp.gate_proj(m)) * l.mlp.up_proj(m))
+        x = self.model.norm(x)
+        head = self.model.embed_tokens.weight if self.c["tie_word_embeddings"] else self.lm_head.weight
+        return x @ head.T, present
+
+
+def reference_logits(spec):
+    """{config, params: {hf name: flat list}, ids: [[...]]} -> logits (B, T, V) as nested lists."""
+    torch.set_num_threads(1)
+    model = Decoder(spec["config"]).double()
+    state = {k: torch.tensor(v, dtype=torch.float64).view(p.shape) for k, v in spec["params"].items()
+             for p in [model.state_dict()[k]]}
+    model.load_state_dict(state, strict=True)
+    ids = torch.tensor(spec["ids"])
+    pos = torch.arange(ids.shape[1])[None].expand(ids.shape[0], -1)
+    with torch.no_grad():
+        logits, _ = model(ids, pos)
+    return logits.tolist()
+
+
+def main():
+    if sys.argv[1] == "--logits":
+        print(json.dumps(reference_logits(json.load(sys.stdin))))
+        return
+    spec = json.loads(sys.argv[1])
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    c = spec["config"]
+    model = Decoder(c)
+    tr = spec["train"]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    ids = torch.randint(3, c["vocab_size"], (tr["batch"], tr["length"] + 1))
+    pos = torch.arange(tr["length"])[None].expand(tr["batch"], -1)
+
+    def train_step():
+        logits, _ = model(ids[:, :-1], pos)
+        loss = F.cross_entropy(logits.reshape(-1, c["vocab_size"]), ids[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    def generate(batch, prompt_len, new):
+        prompt = torch.randint(3, c["vocab_size"], (batch, prompt_len))
+        with torch.no_grad():
+            p = torch.arange(prompt_len)[None].expand(batch, -1)
+            logits, past = model(prompt, p)
+            tok = logits[:, -1].argmax(-1, keepdim=True)
+            for i in range(new - 1):
+                logits, past = model(tok, torch.full((batch, 1), prompt_len + i), past)
+                tok = logits[:, -1].argmax(-1, keepdim=True)
+
+    # One measurement per request line, so the caller can interleave ours and torch's runs.
+    print(json.dumps({"ready": True, "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "train":
+            t0 = time.perf_counter()
+            for _ in range(req["steps"]):
+                train_step()
+            rate = tr["batch"] * tr["length"] * req["steps"] / (time.perf_counter() - t0)
+        else:
+            t0 = time.perf_counter()
+            generate(req["batch"], req["prompt"], req["new"])
+            rate = req["batch"] * req["new"] / (time.perf_counter() - t0)
+        print(json.dumps({"rate": rate}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import {
+  createSession,
+  Graph,
+  ProviderUnavailableError,
+  SessionCache,
+  sessionOptions,
+} from "../../../workers/engine/mod.ts";
+
+function tinyModel(): Uint8Array {
+  const g = new Graph("t");
+  g.output(g.exp(g.input("x", [2])), "y");
+  return g.toModel();
+}
+
+Deno.test("sessions default to the cpu provider, 2 threads and full graph optimisation", () => {
+  const o = sessionOptions();
+  assert.deepEqual(o.executionProviders, ["cpu"]);
+  assert.equal(o.intraOpNumThreads, 2);
+  assert.equal(o.graphOptimizationLevel, "all");
+  assert.equal(sessionOptions({ threads: 1 }).intraOpNumThreads, 1);
+});
+
+Deno.test("asking for the cuda provider without its libraries fails saying what is missing", async () => {
+  await assert.rejects(
+    () => createSession(tinyModel(), { ep: "cuda" }),
+    (e: Error) =>
+      e instanceof ProviderUnavailableError &&
+      /CUDA provider libraries must be installed/.test(e.message),
+  );
+});
+
+Deno.test("the session cache builds each key once and evicts the least recently used", async () => {
+  const cache = new SessionCache({ maxSessions: 2 });
+  let builds = 0;
+  const build = () => (builds++, tinyModel());
+  const a = await cache.get("a", build);
+  assert.equal(await cache.get("a", build), a);
+  await cache.get("b", build);
+  await cache.get("c", build);
+  assert.equal(builds, 3);
+  assert.equal(cache.size, 2);
+  await cache.get("a", build);
+  assert.equal(builds, 4);
+  await cache.release();
+  assert.equal(cache.size, 0);
+});

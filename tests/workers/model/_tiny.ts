@@ -1,0 +1,56 @@
+/** Tiny decoder configs and seeded random parameters for model tests. */
+import {
+  type DecoderConfig,
+  type Parameters,
+  parameterSpecs,
+} from "../../../workers/model/config.ts";
+import { lcg } from "../engine/_gradcheck.ts";
+
+/** Llama-style: GQA (4 query heads on 2 KV heads), tied embeddings, no bias. */
+export const TINY_LLAMA: DecoderConfig = {
+  architecture: "LlamaForCausalLM",
+  vocab_size: 11,
+  hidden_size: 8,
+  intermediate_size: 12,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 4,
+  rms_norm_eps: 1e-6,
+  rope_theta: 10000,
+  max_position_embeddings: 64,
+  tie_word_embeddings: true,
+  attention_bias: false,
+  bos_token_id: 1,
+  eos_token_id: 2,
+  pad_token_id: 0,
+};
+
+/** Qwen2-style: QKV bias, untied head, plain multi-head attention. */
+export const TINY_QWEN: DecoderConfig = {
+  ...TINY_LLAMA,
+  architecture: "Qwen2ForCausalLM",
+  num_hidden_layers: 1,
+  num_key_value_heads: 4,
+  tie_word_embeddings: false,
+  attention_bias: true,
+  rope_theta: 1e6,
+};
+
+/** Seeded parameters: norms ≈ 1, matrices ~ N(0, 0.5²)-ish, so activations are O(1). */
+export function randomParameters(c: DecoderConfig, seed = 3, scale = 1.2): Parameters {
+  const rnd = lcg(seed);
+  const p: Parameters = new Map();
+  for (const s of parameterSpecs(c)) {
+    const n = s.shape.reduce((a, b) => a * b, 1);
+    const norm = s.name.endsWith("norm.weight");
+    p.set(
+      s.name,
+      Float32Array.from(
+        { length: n },
+        () => (norm ? 1 + 0.2 * (rnd() - 0.5) : (rnd() - 0.5) * scale),
+      ),
+    );
+  }
+  return p;
+}

@@ -1,0 +1,211 @@
+import assert from "node:assert/strict";
+import { createSession, tensor } from "../../../workers/engine/mod.ts";
+import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
+import { buildDecodeGraph } from "../../../workers/model/llama.ts";
+import { Policy } from "../../../workers/model/policy.ts";
+import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+
+type Feeds = Record<string, ReturnType<typeof tensor>>;
+
+/** Run the all-positions decode graph on rows of (ids, positions, key mask) with a past cache. */
+async function decodeRunner(c: DecoderConfig) {
+  const session = await createSession(buildDecodeGraph(c, { lastOnly: false }).toModel());
+  const params = randomParameters(c, 9);
+  const paramFeeds: Feeds = Object.fromEntries(
+    parameterSpecs(c).map((s) => [s.name, tensor("float32", params.get(s.name)!, s.shape)]),
+  );
+  const empty = (b: number): Feeds => {
+    const f: Feeds = {};
+    for (let l = 0; l < c.num_hidden_layers; l++) {
+      for (const k of ["key", "value"]) {
+        f[`past.${l}.${k}`] = tensor("float32", new Float32Array(0), [
+          b,
+          c.num_key_value_heads,
+          0,
+          c.head_dim,
+        ]);
+      }
+    }
+    return f;
+  };
+  const step = async (past: Feeds, ids: number[][], pos: number[][], mask: number[][]) => {
+    const b = ids.length, t = ids[0].length;
+    const r = await session.run({
+      ...paramFeeds,
+      ...past,
+      input_ids: tensor("int64", BigInt64Array.from(ids.flat().map(BigInt)), [b, t]),
+      position_ids: tensor("int64", BigInt64Array.from(pos.flat().map(BigInt)), [b, t]),
+      attention_mask: tensor("float32", Float32Array.from(mask.flat()), [b, mask[0].length]),
+    });
+    const next: Feeds = {};
+    for (let l = 0; l < c.num_hidden_layers; l++) {
+      for (const k of ["key", "value"]) {
+        next[`past.${l}.${k}`] = concatKeys(past[`past.${l}.${k}`], r[`new.${l}.${k}`]);
+      }
+    }
+    return { logits: r.logits.data as Float32Array, past: next }; // logits (B, T, V)
+  };
+  return { session, params, empty, step };
+}
+
+/** Cached keys (B, Hkv, P, D) followed by new ones (B, Hkv, T, D) along the token axis. */
+function concatKeys(past: ReturnType<typeof tensor>, fresh: ReturnType<typeof tensor>) {
+  const [b, h, p, d] = past.dims, t = fresh.dims[2];
+  const a = past.data as Float32Array, n = fresh.data as Float32Array;
+  const out = new Float32Array(b * h * (p + t) * d);
+  for (let r = 0; r < b * h; r++) {
+    out.set(a.subarray(r * p * d, (r + 1) * p * d), r * (p + t) * d);
+    out.set(n.subarray(r * t * d, (r + 1) * t * d), (r * (p + t) + p) * d);
+  }
+  return tensor("float32", out, [b, h, p + t, d]);
+}
+
+const SEQ = [1, 5, 9, 3, 3, 7, 10, 4];
+const range = (a: number, n: number) => Array.from({ length: n }, (_, i) => a + i);
+
+for (const c of [TINY_LLAMA, TINY_QWEN]) {
+  Deno.test(`KV-cache prefill + steps reproduce the full forward's logits (${c.architecture})`, async () => {
+    const d = await decodeRunner(c);
+    const v = c.vocab_size, n = SEQ.length;
+    const full = (await d.step(d.empty(1), [SEQ], [range(0, n)], [SEQ.map(() => 1)])).logits;
+    let r = await d.step(d.empty(1), [SEQ.slice(0, 3)], [range(0, 3)], [[1, 1, 1]]);
+    let maxDiff = 0;
+    for (let i = 0; i < 3 * v; i++) maxDiff = Math.max(maxDiff, Math.abs(r.logits[i] - full[i]));
+    for (let t = 3; t < n; t++) {
+      r = await d.step(r.past, [[SEQ[t]]], [[t]], [Array(t + 1).fill(1)]);
+      for (let i = 0; i < v; i++) {
+        maxDiff = Math.max(maxDiff, Math.abs(r.logits[i] - full[t * v + i]));
+      }
+    }
+    assert.ok(maxDiff < 1e-4, `max abs diff ${maxDiff}`);
+    await d.session.release();
+  });
+}
+
+Deno.test("a left-padded sequence decodes with the same logits as alone", async () => {
+  const c = TINY_LLAMA, v = c.vocab_size;
+  const d = await decodeRunner(c);
+  const short = [1, 6, 2, 8, 5]; // prompt 3 tokens, then 2 decode steps
+  const alone = (await d.step(d.empty(1), [short], [range(0, 5)], [[1, 1, 1, 1, 1]])).logits;
+  // batch: SEQ prompt of 6 tokens next to `short`'s 3 tokens left-padded by 3
+  let r = await d.step(d.empty(2), [SEQ.slice(0, 6), [0, 0, 0, ...short.slice(0, 3)]], [
+    range(0, 6),
+    [0, 0, 0, 0, 1, 2],
+  ], [
+    [1, 1, 1, 1, 1, 1],
+    [0, 0, 0, 1, 1, 1],
+  ]);
+  let maxDiff = 0;
+  const row = (logits: Float32Array, b: number, t: number, tt: number) =>
+    logits.subarray((b * tt + t) * v, (b * tt + t + 1) * v);
+  for (let t = 0; t < 3; t++) {
+    const got = row(r.logits, 1, 3 + t, 6), want = alone.subarray(t * v, (t + 1) * v);
+    for (let i = 0; i < v; i++) maxDiff = Math.max(maxDiff, Math.abs(got[i] - want[i]));
+  }
+  for (let s = 0; s < 2; s++) {
+    const mask = [[...Array(7 + s).fill(1)], [0, 0, 0, ...Array(4 + s).fill(1)]];
+    r = await d.step(r.past, [[SEQ[6 + s]], [short[3 + s]]], [[6 + s], [3 + s]], mask);
+    const got = row(r.logits, 1, 0, 1), want = alone.subarray((3 + s) * v, (4 + s) * v);
+    for (let i = 0; i < v; i++) maxDiff = Math.max(maxDiff, Math.abs(got[i] - want[i]));
+  }
+  assert.ok(maxDiff < 1e-4, `max abs diff ${maxDiff}`);
+  await d.session.release();
+});
+
+const PROMPTS = [[1, 5, 9], [1, 4], [1, 7, 7, 3, 8]];
+
+Deno.test("generation with the same seed is identical and another seed differs", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const opts = { maxNewTokens: 12, seed: 42, eosTokenIds: [] };
+  const a = await policy.generate(PROMPTS, opts);
+  const b = await policy.generate(PROMPTS, opts);
+  const c = await policy.generate(PROMPTS, { ...opts, seed: 43 });
+  assert.deepEqual(a, b);
+  assert.notDeepEqual(a.map((x) => x.tokens), c.map((x) => x.tokens));
+  assert.ok(a.every((x) => x.tokens.length === 12 && x.finishReason === "length"));
+  await policy.release();
+});
+
+Deno.test("greedy generation picks the arg-max of the full forward's logits at every step", async () => {
+  const c = TINY_QWEN;
+  const d = await decodeRunner(c);
+  const policy = new Policy(c, d.params);
+  const [gen] = await policy.generate([PROMPTS[0]], {
+    maxNewTokens: 6,
+    greedy: true,
+    eosTokenIds: [],
+  });
+  const seq = [...PROMPTS[0], ...gen.tokens];
+  const logits =
+    (await d.step(d.empty(1), [seq], [range(0, seq.length)], [seq.map(() => 1)])).logits;
+  const v = c.vocab_size;
+  gen.tokens.forEach((tok, k) => {
+    const at = PROMPTS[0].length - 1 + k;
+    const row = Array.from(logits.subarray(at * v, (at + 1) * v));
+    assert.equal(tok, row.indexOf(Math.max(...row)), `step ${k}`);
+  });
+  await d.session.release();
+  await policy.release();
+});
+
+Deno.test("sequences that finish early leave the batch without changing the others' tokens", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  // 5 rows: the first to finish lingers (1 < 5/4), later ones are compacted away; 40 tokens
+  // outgrow the first cache chunk.
+  const prompts = [...PROMPTS, [1, 2, 3], [1, 10, 9, 8, 7, 6, 5]];
+  const limits = [2, 40, 5, 3, 37];
+  const batched = await policy.generate(prompts, {
+    maxNewTokens: limits,
+    greedy: true,
+    eosTokenIds: [],
+  });
+  for (let i = 0; i < prompts.length; i++) {
+    const [alone] = await policy.generate([prompts[i]], {
+      maxNewTokens: limits[i],
+      greedy: true,
+      eosTokenIds: [],
+    });
+    assert.deepEqual(batched[i].tokens, alone.tokens);
+    assert.equal(batched[i].tokens.length, limits[i]);
+  }
+  await policy.release();
+});
+
+Deno.test("EOS and stop strings end a sequence; the text is cut right after the stop string", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const detokenize = (ids: number[]) => ids.map((i) => String.fromCharCode(97 + i)).join("");
+  const [free] = await policy.generate([PROMPTS[0]], {
+    maxNewTokens: 6,
+    greedy: true,
+    eosTokenIds: [],
+    detokenize,
+  });
+  const [eos] = await policy.generate([PROMPTS[0]], {
+    maxNewTokens: 6,
+    greedy: true,
+    eosTokenIds: [free.tokens[1]],
+  });
+  assert.equal(eos.finishReason, "eos");
+  assert.deepEqual(eos.tokens, free.tokens.slice(0, free.tokens.indexOf(free.tokens[1]) + 1));
+  const stop = free.text!.slice(2, 4);
+  const [stopped] = await policy.generate([PROMPTS[0]], {
+    maxNewTokens: 6,
+    greedy: true,
+    eosTokenIds: [],
+    stop: [stop],
+    detokenize,
+  });
+  assert.equal(stopped.finishReason, "stop");
+  assert.equal(stopped.text, free.text!.slice(0, free.text!.indexOf(stop) + stop.length));
+  await policy.release();
+});
+
+Deno.test("prompts split over several decode groups give the same samples as one group", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const prompts = [...PROMPTS, [1, 2, 3, 4, 5, 6, 7], [1, 9]];
+  const opts = { maxNewTokens: 6, seed: 7, eosTokenIds: [] };
+  const one = await policy.generate(prompts, opts);
+  const many = await policy.generate(prompts, { ...opts, maxBatch: 2 });
+  assert.deepEqual(many, one);
+  await policy.release();
+});

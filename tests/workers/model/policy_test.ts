@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
+import { AdamW, clipGradNorm } from "../../../workers/model/optim.ts";
+import { Policy, type RlSample } from "../../../workers/model/policy.ts";
+import type { Sample } from "../../../workers/model/batch.ts";
+import { lcg } from "../engine/_gradcheck.ts";
+import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+
+const maxAbsDiff = (a: Float32Array, b: Float32Array) =>
+  a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
+
+const TARGET: Sample = { prompt: [1, 5, 9, 3], response: [7, 7, 2] };
+const OTHERS: Sample[] = [
+  { prompt: [1, 4], response: [8, 10, 6, 5, 5, 3, 2, 9, 9, 1, 4, 4, 6] },
+  { prompt: [1, 3, 3, 3, 3, 3, 3, 3], response: [2] },
+  { prompt: [1], response: [9, 8] },
+];
+
+for (const c of [TINY_LLAMA, TINY_QWEN]) {
+  Deno.test(`a sequence's log-probs do not depend on its batch or bucket (${c.architecture})`, async () => {
+    const policy = new Policy(c, randomParameters(c, 2));
+    const alone = await policy.score([TARGET]);
+    const mixed = await policy.score([OTHERS[0], TARGET, OTHERS[1], OTHERS[2]]);
+    assert.ok(maxAbsDiff(alone.logprobs[0], mixed.logprobs[1]) < 1e-5);
+    assert.ok(maxAbsDiff(alone.entropy[0], mixed.entropy[1]) < 1e-5);
+    assert.equal(mixed.logprobs[0].length, OTHERS[0].response.length);
+    await policy.release();
+  });
+}
+
+function rlSamples(): RlSample[] {
+  const rnd = lcg(5);
+  return [TARGET, ...OTHERS].map((s, i) => ({
+    ...s,
+    advantage: i % 2 === 0 ? 1.2 : -0.7,
+    oldLogprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
+    refLogprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
+    teacherLogprobs: i === 1 ? null : Float32Array.from(s.response, () => -3 * rnd()),
+  }));
+}
+
+Deno.test("a train step split into micro-batches gives the same loss, stats and gradients", async () => {
+  const params = randomParameters(TINY_LLAMA, 2);
+  const whole = new Policy(TINY_LLAMA, params, { maxTokensPerCall: 1 << 16 });
+  const split = new Policy(TINY_LLAMA, params, { maxTokensPerCall: 16 });
+  const a = await whole.trainStep(rlSamples());
+  const b = await split.trainStep(rlSamples());
+  for (
+    const k of [
+      "loss",
+      "pgLoss",
+      "opdLoss",
+      "klLoss",
+      "entropy",
+      "clipFrac",
+      "gateMean",
+      "deltaMean",
+    ] as const
+  ) {
+    assert.ok(Math.abs(a[k] - b[k]) < 1e-5, `${k}: ${a[k]} vs ${b[k]}`);
+  }
+  assert.equal(a.tokens, 3 + 13 + 1 + 2);
+  for (const s of parameterSpecs(TINY_LLAMA)) {
+    const ga = a.grads.get(s.name)!, gb = b.grads.get(s.name)!;
+    const scale = Math.max(1e-3, ...Array.from(ga, Math.abs));
+    assert.ok(maxAbsDiff(ga, gb) / scale < 1e-4, s.name);
+  }
+  const scored = await whole.score(rlSamples());
+  scored.logprobs.forEach((lp, i) => assert.ok(maxAbsDiff(lp, a.logprobs[i]) < 1e-5));
+  await whole.release();
+  await split.release();
+});
+
+Deno.test("a tiny model overfits a small corpus with the train graph and AdamW", async () => {
+  const c: DecoderConfig = {
+    ...TINY_LLAMA,
+    hidden_size: 32,
+    intermediate_size: 64,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 8,
+    vocab_size: 16,
+  };
+  const corpus: Sample[] = [
+    { prompt: [1, 3], response: [4, 5, 6, 7, 2] },
+    { prompt: [1, 8], response: [9, 10, 11, 2] },
+    { prompt: [1, 12], response: [13, 5, 13, 5, 14, 2] },
+    { prompt: [1, 15], response: [3, 8, 12, 2] },
+  ];
+  const params = randomParameters(c, 8, 0.3);
+  const policy = new Policy(c, params);
+  const opt = new AdamW(parameterSpecs(c), { lr: 1e-2, weightDecay: 0 });
+  const first = (await policy.sftStep(corpus)).loss;
+  let loss = first;
+  for (let step = 0; step < 80 && loss > 0.05; step++) {
+    const r = await policy.sftStep(corpus);
+    loss = r.loss;
+    clipGradNorm(r.grads, 1.0);
+    opt.step(params, r.grads);
+  }
+  assert.ok(first > 1.5, `initial loss ${first} should be near ln 16`);
+  assert.ok(loss < 0.05, `loss after training ${loss}`);
+  const [gen] = await policy.generate([[1, 8]], { maxNewTokens: 8, greedy: true });
+  assert.deepEqual(gen.tokens, [9, 10, 11, 2]);
+  assert.equal(gen.finishReason, "eos");
+  await policy.release();
+});

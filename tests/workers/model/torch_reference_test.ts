@@ -1,0 +1,63 @@
+/**
+ * Independent check of the decoder against a PyTorch implementation with Hugging Face's
+ * parameter names (bench/engine_torch.py --logits, float64). Skipped when /usr/bin/python3 has
+ * no torch (`apt-get install -y python3-torch`).
+ */
+import assert from "node:assert/strict";
+import { Policy } from "../../../workers/model/policy.ts";
+import { parameterSpecs } from "../../../workers/model/config.ts";
+import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+
+const PYTHON = "/usr/bin/python3";
+const hasTorch = await new Deno.Command(PYTHON, {
+  args: ["-c", "import torch"],
+  stdout: "null",
+  stderr: "null",
+})
+  .output()
+  .then((o) => o.success)
+  .catch(() => false);
+
+const IDS = [[1, 5, 9, 3, 3, 7, 10, 4], [1, 4, 8, 8, 2, 6, 6, 9]];
+
+for (const c of [TINY_LLAMA, TINY_QWEN]) {
+  Deno.test({
+    name: `log-probs match an independent PyTorch decoder with HF names (${c.architecture})`,
+    ignore: !hasTorch,
+    fn: async () => {
+      const params = randomParameters(c, 6);
+      const child = new Deno.Command(PYTHON, {
+        args: [new URL("../../../bench/engine_torch.py", import.meta.url).pathname, "--logits"],
+        stdin: "piped",
+        stdout: "piped",
+      }).spawn();
+      const w = child.stdin.getWriter();
+      const spec = {
+        config: c,
+        params: Object.fromEntries(
+          parameterSpecs(c).map((s) => [s.name, Array.from(params.get(s.name)!)]),
+        ),
+        ids: IDS,
+      };
+      await w.write(new TextEncoder().encode(JSON.stringify(spec)));
+      await w.close();
+      const out = await child.output();
+      assert.ok(out.success);
+      const logits = JSON.parse(new TextDecoder().decode(out.stdout)) as number[][][]; // (B, T, V)
+      const policy = new Policy(c, params);
+      const scored = await policy.score(
+        IDS.map((row) => ({ prompt: [row[0]], response: row.slice(1) })),
+      );
+      let maxDiff = 0;
+      IDS.forEach((row, b) => {
+        for (let t = 0; t + 1 < row.length; t++) {
+          const l = logits[b][t], m = Math.max(...l);
+          const lse = m + Math.log(l.reduce((s, x) => s + Math.exp(x - m), 0));
+          maxDiff = Math.max(maxDiff, Math.abs(scored.logprobs[b][t] - (l[row[t + 1]] - lse)));
+        }
+      });
+      assert.ok(maxDiff < 1e-4, `max abs log-prob diff ${maxDiff}`);
+      await policy.release();
+    },
+  });
+}

@@ -1,0 +1,29 @@
+/**
+ * The engine: build ONNX graphs in TypeScript, differentiate them in reverse mode into
+ * standard ONNX ops, and run them on onnxruntime-node with a session cache.
+ *
+ * ```ts
+ * const g = new Graph("demo", "float64");
+ * const w = g.input("w", [3], { requiresGrad: true });
+ * const loss = g.reduceSum(g.mul(w, w), [0], false);
+ * g.output(loss, "loss");
+ * g.output(gradients(g, loss, [w])[0], "grad.w");
+ * const session = await createSession(g.toModel());
+ * ```
+ */
+export { type Dim, type DType, OPSET } from "./onnx_proto.ts";
+export { formatShape, GraphBuildError } from "./shape.ts";
+export { Graph, type TapeEntry, Value } from "./graph.ts";
+export { DIFFERENTIABLE_OPS, gradients, unbroadcast } from "./autodiff.ts";
+export * as nn from "./nn.ts";
+export {
+  createSession,
+  type EngineOptions,
+  type ExecutionProvider,
+  ProviderUnavailableError,
+  SessionCache,
+  sessionOptions,
+  type Tensor,
+  tensor,
+  yieldToEventLoop,
+} from "./session.ts";

@@ -1,0 +1,150 @@
+/**
+ * onnxruntime-node sessions: execution-provider selection, thread and optimisation settings,
+ * and a cache keyed by (graph, shape bucket) so each graph is built and loaded once.
+ *
+ * `InferenceSession.run()` computes on onnxruntime's threads but blocks the JS event loop
+ * until it is done (checked: a 5 ms interval does not fire during a 1 s run). Expected cost per
+ * call on 2 shared cores (bench/engine.ts): tiny test models < 5 ms; a ~1M-parameter train
+ * step over 8×64 tokens ≈ 60–200 ms; a 24M train step ≈ 4 ms per token (so ~1 s per 256
+ * tokens); one batched decode step of a 24M model ≈ 20–80 ms at batch 64. Keep each call at
+ * that scale (Policy sizes its micro-batches by a FLOP budget) and call `yieldToEventLoop()`
+ * between calls so timers such as lease heartbeats still fire.
+ */
+import * as ort from "onnxruntime-node";
+
+/** Where graphs run. `cpu` is the default and is always available. */
+export type ExecutionProvider = "cpu" | "cuda" | "webgpu";
+
+/** Session settings shared by every graph of an engine. */
+export interface EngineOptions {
+  /** Execution provider (default `cpu`). */
+  ep?: ExecutionProvider;
+  /** onnxruntime intra-op threads (default 2; one per core you may use). */
+  threads?: number;
+}
+
+/** An execution provider could not be loaded on this machine. */
+export class ProviderUnavailableError extends Error {
+  override name = "ProviderUnavailableError";
+  constructor(readonly ep: ExecutionProvider, readonly missing: string, cause: unknown) {
+    super(
+      `Cannot create an onnxruntime session on execution provider "${ep}" as ${missing}: ` +
+        `${String((cause as Error)?.message ?? cause).split("\n")[0]}`,
+      { cause },
+    );
+  }
+}
+
+const MISSING: Record<ExecutionProvider, string> = {
+  cpu: "the onnxruntime-node native binding must load (run with --allow-ffi)",
+  cuda: "the CUDA provider libraries must be installed " +
+    "(ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node, with CUDA 12 and cuDNN 9)",
+  webgpu: "a WebGPU adapter must be available (a GPU with a Vulkan driver)",
+};
+
+/** onnxruntime session options for `opts`: graphOptimizationLevel "all", explicit threads. */
+export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: [opts.ep ?? "cpu"],
+    intraOpNumThreads: opts.threads ?? 2,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: "all",
+    logSeverityLevel: 3,
+  };
+}
+
+/**
+ * Load a serialised ONNX model. Throws ProviderUnavailableError (saying what is missing) when
+ * the execution provider cannot be loaded, and rethrows other load errors unchanged.
+ */
+export async function createSession(
+  model: Uint8Array,
+  opts: EngineOptions = {},
+): Promise<ort.InferenceSession> {
+  const ep = opts.ep ?? "cpu";
+  if (ep !== "cpu") {
+    const known = ort.listSupportedBackends().find((b) => b.name === ep);
+    if (!known) {
+      throw new ProviderUnavailableError(ep, MISSING[ep], "not in this onnxruntime build");
+    }
+  }
+  try {
+    return await ort.InferenceSession.create(model, sessionOptions(opts));
+  } catch (e) {
+    const msg = String((e as Error)?.message ?? e);
+    if (ep !== "cpu" && /provider|cuda|webgpu|dawn|adapter|\.so|shared librar/i.test(msg)) {
+      throw new ProviderUnavailableError(ep, MISSING[ep], e);
+    }
+    throw e;
+  }
+}
+
+/**
+ * Sessions by key. A key names a graph and its shape bucket (e.g. `train:<config>:b8:t64`);
+ * `build` runs only on a miss. Least recently used sessions beyond `maxSessions` are released.
+ */
+export class SessionCache {
+  private readonly sessions = new Map<string, Promise<ort.InferenceSession>>();
+
+  constructor(readonly opts: EngineOptions & { maxSessions?: number } = {}) {}
+
+  /** The session for `key`, building and loading its model on first use. */
+  get(key: string, build: () => Uint8Array): Promise<ort.InferenceSession> {
+    let s = this.sessions.get(key);
+    if (s) {
+      this.sessions.delete(key); // refresh LRU position
+      this.sessions.set(key, s);
+      return s;
+    }
+    s = createSession(build(), this.opts);
+    s.catch(() => this.sessions.delete(key));
+    this.sessions.set(key, s);
+    this.evict();
+    return s;
+  }
+
+  /** Number of cached sessions. */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** Release every cached session. */
+  async release(): Promise<void> {
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    for (const s of all) await (await s.catch(() => null))?.release();
+  }
+
+  private evict(): void {
+    const max = this.opts.maxSessions ?? 32;
+    while (this.sessions.size > max) {
+      const [oldKey, old] = this.sessions.entries().next().value!;
+      this.sessions.delete(oldKey);
+      old.then((s) => s.release()).catch(() => {});
+    }
+  }
+}
+
+/** An onnxruntime tensor (re-exported so callers need not import onnxruntime-node). */
+export type Tensor = ort.Tensor;
+
+/** Make an onnxruntime tensor of `dtype` over `data` with `dims`. */
+export function tensor(
+  dtype: "float32" | "float64" | "int64" | "bool",
+  data: Float32Array | Float64Array | BigInt64Array | Uint8Array,
+  dims: readonly number[],
+): ort.Tensor {
+  return new ort.Tensor(dtype, data, dims);
+}
+
+let lastYield = performance.now();
+
+/**
+ * Let timers and I/O run if the event loop has been blocked (by `run()` calls) for more than
+ * `maxBusyMs` since the last yield; otherwise return at once.
+ */
+export async function yieldToEventLoop(maxBusyMs = 50): Promise<void> {
+  if (performance.now() - lastYield < maxBusyMs) return;
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  lastYield = performance.now();
+}

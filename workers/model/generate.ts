@@ -1,0 +1,232 @@
+/**
+ * Batched generation with the decode graph and a KV cache: left-pad the prompts, prefill them
+ * in one call, then one call per new token for every unfinished sequence at once. A sequence
+ * finishes on an EOS token, a stop string in its decoded text, or its own token limit; finished
+ * sequences leave the batch (their rows are dropped from the KV cache once they make up a
+ * quarter of it), so later steps cost about what is still running. The cache lives in host
+ * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence (derived from the seed and the
+ * sequence's index), so a sequence's draws do not depend on which others share its batch.
+ */
+import type * as ort from "onnxruntime-node";
+import { tensor, yieldToEventLoop } from "../engine/mod.ts";
+import type { DecoderConfig } from "./config.ts";
+import { Rng, sampleToken, stopStringHit } from "./sampling.ts";
+import { KvCache } from "./kv_cache.ts";
+
+/** Options of `generate`. */
+export interface GenerateOptions {
+  /** New-token limit, one for all or one per prompt. */
+  maxNewTokens: number | number[];
+  /** Arg-max decoding (ignores temperature, topP and seed). Default false. */
+  greedy?: boolean;
+  /** Softmax temperature (default 1). */
+  temperature?: number;
+  /** Nucleus mass in (0, 1] (default 1: no truncation). */
+  topP?: number;
+  /** Seed of the sampling streams (default 0). */
+  seed?: number;
+  /** Token ids that end a sequence (kept as its last token). Default: the config's EOS. */
+  eosTokenIds?: number[];
+  /** Strings that end a sequence once they appear in its decoded text (needs `detokenize`). */
+  stop?: string[];
+  /** Token ids → text, for stop strings and `Generation.text`. */
+  detokenize?: (ids: number[]) => string;
+  /**
+   * Most sequences decoded together (default 64); more prompts run in consecutive groups of
+   * similar prompt length. Results do not depend on the grouping beyond float rounding.
+   */
+  maxBatch?: number;
+}
+
+/** Why a sequence stopped. */
+export type FinishReason = "eos" | "stop" | "length";
+
+/** One generated continuation. */
+export interface Generation {
+  /** New token ids (an EOS that ended it included). */
+  tokens: number[];
+  finishReason: FinishReason;
+  /** Decoded text, cut right after the stop string that ended it (when `detokenize` is given). */
+  text?: string;
+}
+
+/** Thrown on unusable generation inputs. */
+export class GenerateError extends Error {
+  override name = "GenerateError";
+}
+
+/** What `generate` needs from a policy: the decode session and the parameter feeds. */
+export interface DecodeRunner {
+  config: DecoderConfig;
+  /** Session of `buildDecodeGraph(config, { lastOnly: true })`. */
+  session: ort.InferenceSession;
+  /** One tensor per parameter, by HF name. */
+  parameters: Record<string, ort.Tensor>;
+}
+
+/** Generate continuations of `prompts` (token ids, each non-empty), in prompt order. */
+export async function generate(
+  runner: DecodeRunner,
+  prompts: number[][],
+  opts: GenerateOptions,
+): Promise<Generation[]> {
+  const limits = prompts.map((
+    _,
+    i,
+  ) => (Array.isArray(opts.maxNewTokens) ? opts.maxNewTokens[i] : opts.maxNewTokens));
+  prompts.forEach((p, i) => {
+    if (p.length === 0) {
+      throw new GenerateError(
+        `Cannot generate from prompt ${i} as prompts must be non-empty: it has 0 tokens`,
+      );
+    }
+    if (!(Number.isInteger(limits[i]) && limits[i] >= 0)) {
+      throw new GenerateError(
+        `Cannot generate for prompt ${i} as maxNewTokens must be an integer ≥ 0: current value is ${
+          limits[i]
+        }`,
+      );
+    }
+  });
+  if (opts.stop?.length && !opts.detokenize) {
+    throw new GenerateError("Cannot check stop strings as detokenize must be given");
+  }
+  const out: Generation[] = new Array(prompts.length);
+  const group = opts.maxBatch ?? 64;
+  // prompts of similar length share a group, so left padding wastes little prefill work
+  const order = prompts.map((_, i) => i).sort((a, b) => prompts[a].length - prompts[b].length);
+  for (let start = 0; start < order.length; start += group) {
+    const idx = order.slice(start, start + group);
+    const done = await generateGroup(runner, idx, prompts, limits, opts);
+    idx.forEach((i, k) => (out[i] = done[k]));
+  }
+  return out;
+}
+
+/** One running sequence. */
+interface Sequence {
+  index: number;
+  limit: number;
+  rng: Rng;
+  tokens: number[];
+  finish?: FinishReason;
+  text?: string;
+  /** Attention mask of its filled cache slots (1 = real token, 0 = left padding). */
+  mask: number[];
+  nextPosition: number;
+}
+
+async function generateGroup(
+  runner: DecodeRunner,
+  indices: number[],
+  prompts: number[][],
+  limits: number[],
+  opts: GenerateOptions,
+): Promise<Generation[]> {
+  const c = runner.config;
+  const eos = new Set(opts.eosTokenIds ?? (c.eos_token_id === null ? [] : [c.eos_token_id]));
+  const sample = {
+    greedy: opts.greedy ?? false,
+    temperature: opts.temperature ?? 1,
+    topP: opts.topP ?? 1,
+  };
+  const pad = c.pad_token_id ?? 0;
+  const width = Math.max(...indices.map((i) => prompts[i].length));
+  const seqs: Sequence[] = indices.map((i) => ({
+    index: i,
+    limit: limits[i],
+    rng: new Rng(((opts.seed ?? 0) * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
+    tokens: [],
+    mask: [],
+    nextPosition: 0,
+  }));
+  for (const s of seqs) if (s.limit === 0) s.finish = "length";
+
+  // ---- prefill: left-padded prompts (B, W); positions count real tokens only
+  const t0 = width;
+  const ids: number[] = [], pos: number[] = [];
+  for (const s of seqs) {
+    const p = prompts[s.index], padCount = width - p.length;
+    for (let j = 0; j < width; j++) {
+      ids.push(j < padCount ? pad : p[j - padCount]);
+      pos.push(Math.max(0, j - padCount));
+    }
+    s.nextPosition = p.length;
+  }
+  const cache = new KvCache(c, seqs.length);
+  let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
+  let step = {
+    ids,
+    pos,
+    t: t0,
+    newMask: seqs.map((s) =>
+      Array.from({ length: width }, (_, j) => (j < width - prompts[s.index].length ? 0 : 1))
+    ),
+  };
+  while (rows.some((s) => !s.finish)) {
+    const keyMask = new Float32Array(rows.length * (cache.capacity + step.t));
+    rows.forEach((s, b) => {
+      const at = b * (cache.capacity + step.t);
+      keyMask.set(s.mask, at);
+      keyMask.set(step.newMask[b], at + cache.capacity);
+    });
+    const r = await runner.session.run({
+      ...runner.parameters,
+      ...cache.feeds(),
+      input_ids: tensor("int64", BigInt64Array.from(step.ids, BigInt), [rows.length, step.t]),
+      position_ids: tensor("int64", BigInt64Array.from(step.pos, BigInt), [rows.length, step.t]),
+      attention_mask: tensor("float32", keyMask, [rows.length, cache.capacity + step.t]),
+    });
+    await yieldToEventLoop();
+    cache.append(r, step.t);
+    rows.forEach((s, b) => s.mask.push(...step.newMask[b]));
+    const logits = r.logits.data as Float32Array; // (B, V)
+    const v = c.vocab_size;
+    rows.forEach((s, b) => {
+      if (s.finish) return;
+      const token = sampleToken(logits.subarray(b * v, (b + 1) * v), sample, s.rng);
+      s.tokens.push(token);
+      s.finish = finishReason(s, token, eos, opts);
+    });
+    // ---- finished rows leave the cache once they are a quarter of it (each removal copies it)
+    const alive = rows.map((s, b) => (s.finish ? -1 : b)).filter((b) => b >= 0);
+    if (alive.length === 0) break;
+    if (rows.length - alive.length >= Math.max(1, rows.length / 4)) {
+      cache.keepRows(alive);
+      rows = alive.map((b) => rows[b]);
+    }
+    step = {
+      ids: rows.map((s) => (s.finish ? pad : s.tokens.at(-1)!)),
+      pos: rows.map((s) => (s.finish ? 0 : s.nextPosition++)),
+      t: 1,
+      newMask: rows.map((s) => [s.finish ? 0 : 1]),
+    };
+  }
+  return seqs.map((s) => ({
+    tokens: s.tokens,
+    finishReason: s.finish!,
+    ...(opts.detokenize ? { text: s.text ?? opts.detokenize(s.tokens) } : {}),
+  }));
+}
+
+/** Why `s` stops after sampling `token`, if it does (sets `s.text` for a stop string). */
+function finishReason(
+  s: Sequence,
+  token: number,
+  eos: Set<number>,
+  opts: GenerateOptions,
+): FinishReason | undefined {
+  if (eos.has(token)) return "eos";
+  if (opts.stop?.length) {
+    const text = opts.detokenize!(s.tokens);
+    const hit = stopStringHit(text, opts.stop);
+    if (hit >= 0) {
+      const stop = opts.stop.filter((x) =>
+        x && text.startsWith(x, hit)
+      ).sort((a, b) => b.length - a.length)[0];
+      s.text = text.slice(0, hit + stop.length);
+      return "stop";
+    }
+  }
+  return s.tokens.length >= s.limit ? "length" : undefined;
+}

@@ -1,0 +1,416 @@
+/**
+ * Hugging Face model directories: `config.json`, `generation_config.json`, `model.safetensors`
+ * (or `model.safetensors.index.json` + shards), `tokenizer.json`, `tokenizer_config.json`.
+ *
+ * The API works on file maps (name → bytes) so the job service can keep directories in S3;
+ * `writeHfFolder`/`hfFolderReader` bridge to a local folder. Saved directories load in
+ * `transformers` (`LlamaForCausalLM` / `Qwen2ForCausalLM`) and real Hub directories of those
+ * architectures load here.
+ */
+import { z } from "zod";
+import { type DecoderConfig, type Parameters, parameterSpecs } from "./config.ts";
+import {
+  parseShardIndex,
+  readSafetensors,
+  readShardedSafetensors,
+  type SafetensorsFile,
+  type Tensor,
+  writeSafetensors,
+} from "./safetensors.ts";
+import { parseJsonObject, type TokenizerFiles } from "./tokenizer.ts";
+
+/** Thrown when a directory is incomplete, inconsistent, or uses an unsupported architecture. */
+export class HfFormatError extends Error {
+  override name = "HfFormatError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** A model as a Hugging Face directory holds it. */
+export interface HfModel {
+  config: DecoderConfig;
+  /** Float32 tensors by HF name, exactly `parameterSpecs(config)`. */
+  parameters: Parameters;
+  tokenizer: TokenizerFiles;
+  /** `generation_config.json` as parsed JSON; null → written from the config's token ids. */
+  generationConfig: Record<string, unknown> | null;
+  /**
+   * The `config.json` this model was loaded from, if any: its fields that `DecoderConfig` does
+   * not model (e.g. Qwen2's `max_window_layers`) are written back unchanged on save.
+   */
+  sourceConfig?: Record<string, unknown> | null;
+}
+
+/** File names inside a directory. */
+export const HF_FILES = {
+  config: "config.json",
+  generationConfig: "generation_config.json",
+  weights: "model.safetensors",
+  weightsIndex: "model.safetensors.index.json",
+  tokenizer: "tokenizer.json",
+  tokenizerConfig: "tokenizer_config.json",
+} as const;
+
+const MODEL_TYPES = { LlamaForCausalLM: "llama", Qwen2ForCausalLM: "qwen2" } as const;
+const TORCH_DTYPES = { F32: "float32", BF16: "bfloat16" } as const;
+
+const tokenId = z.number().int().nonnegative();
+const positive = z.number().int().positive();
+const hfConfigSchema = z.looseObject({
+  architectures: z.array(z.string()).min(1).optional(),
+  model_type: z.string().optional(),
+  vocab_size: positive,
+  hidden_size: positive,
+  intermediate_size: positive,
+  num_hidden_layers: positive,
+  num_attention_heads: positive,
+  num_key_value_heads: positive.nullish(),
+  head_dim: positive.nullish(),
+  rms_norm_eps: z.number().positive().optional(),
+  rope_theta: z.number().positive().optional(),
+  rope_parameters: z.looseObject({
+    rope_type: z.string().optional(),
+    rope_theta: z.number().positive().optional(),
+  })
+    .nullish(),
+  rope_scaling: z.looseObject({ type: z.string().optional(), rope_type: z.string().optional() })
+    .nullish(),
+  max_position_embeddings: positive.optional(),
+  tie_word_embeddings: z.boolean().optional(),
+  attention_bias: z.boolean().optional(),
+  mlp_bias: z.boolean().optional(),
+  hidden_act: z.string().optional(),
+  use_sliding_window: z.boolean().optional(),
+  bos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
+  eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
+  pad_token_id: tokenId.nullish(),
+});
+
+const unsupported = (what: string, value: unknown) =>
+  new HfFormatError(
+    `Cannot load config.json as ${what}: current value is ${JSON.stringify(value)}`,
+  );
+
+/**
+ * Parses a Hugging Face `config.json` (extra fields allowed) into a `DecoderConfig`, filling HF
+ * defaults (head_dim = hidden_size / num_attention_heads, num_key_value_heads = heads, eps 1e-6,
+ * rope_theta 10000, untied embeddings). A list `eos_token_id` keeps its first id.
+ * @throws {HfFormatError} on missing/invalid fields or unsupported features (architectures other
+ *   than Llama/Qwen2, activation ≠ silu, RoPE scaling, MLP bias, Llama attention bias, sliding window).
+ */
+export function configFromJson(json: unknown): DecoderConfig {
+  const parsed = hfConfigSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new HfFormatError(
+      `Cannot load config.json as ${issue.path.join(".") || "it"} must be valid: ${issue.message}`,
+    );
+  }
+  const c = parsed.data;
+  const architecture = c.architectures?.[0] ??
+    Object.entries(MODEL_TYPES).find(([, type]) => type === c.model_type)?.[0];
+  if (architecture !== "LlamaForCausalLM" && architecture !== "Qwen2ForCausalLM") {
+    throw unsupported(
+      "architectures must be [LlamaForCausalLM] or [Qwen2ForCausalLM]",
+      c.architectures ?? c.model_type,
+    );
+  }
+  if (c.hidden_act !== undefined && c.hidden_act !== "silu") {
+    throw unsupported("hidden_act must be silu", c.hidden_act);
+  }
+  const ropeType = c.rope_scaling?.rope_type ?? c.rope_scaling?.type ??
+    c.rope_parameters?.rope_type ?? "default";
+  if (ropeType !== "default") throw unsupported("RoPE scaling must be absent or default", ropeType);
+  if (c.mlp_bias) throw unsupported("mlp_bias must be false", c.mlp_bias);
+  if (c.use_sliding_window) {
+    throw unsupported("use_sliding_window must be false", c.use_sliding_window);
+  }
+  const qwen = architecture === "Qwen2ForCausalLM";
+  if (!qwen && c.attention_bias) {
+    throw unsupported("Llama attention_bias must be false (o_proj bias is not supported)", true);
+  }
+  const heads = c.num_attention_heads;
+  const kvHeads = c.num_key_value_heads ?? heads;
+  if (heads % kvHeads !== 0) {
+    throw unsupported(`num_key_value_heads must divide num_attention_heads (${heads})`, kvHeads);
+  }
+  const headDim = c.head_dim ?? c.hidden_size / heads;
+  if (!Number.isInteger(headDim)) {
+    throw unsupported(
+      `hidden_size must be a multiple of num_attention_heads (${heads}) when head_dim is absent`,
+      c.hidden_size,
+    );
+  }
+  const first = (
+    id: number | number[] | null | undefined,
+  ) => (Array.isArray(id) ? id[0] ?? null : id ?? null);
+  return {
+    architecture,
+    vocab_size: c.vocab_size,
+    hidden_size: c.hidden_size,
+    intermediate_size: c.intermediate_size,
+    num_hidden_layers: c.num_hidden_layers,
+    num_attention_heads: heads,
+    num_key_value_heads: kvHeads,
+    head_dim: headDim,
+    rms_norm_eps: c.rms_norm_eps ?? 1e-6,
+    rope_theta: c.rope_theta ?? c.rope_parameters?.rope_theta ?? 10000,
+    max_position_embeddings: c.max_position_embeddings ?? (qwen ? 32768 : 2048),
+    tie_word_embeddings: c.tie_word_embeddings ?? false,
+    attention_bias: qwen,
+    bos_token_id: first(c.bos_token_id),
+    eos_token_id: first(c.eos_token_id),
+    pad_token_id: c.pad_token_id ?? null,
+  };
+}
+
+/**
+ * The `config.json` object of a config, with Hugging Face's field names and the defaults
+ * `transformers` writes (keys sorted as `save_pretrained` does). Fields of `source` (the
+ * config.json it was loaded from) that we do not set are kept; `dtype` (transformers ≥ 4.56's
+ * name for `torch_dtype`) follows the saved dtype when present.
+ * @throws {HfFormatError} when the config cannot be expressed in its architecture (Llama with
+ *   attention bias, Qwen2 without it or with head_dim ≠ hidden_size / num_attention_heads).
+ */
+export function configToJson(
+  c: DecoderConfig,
+  torchDtype: "float32" | "bfloat16" = "float32",
+  source: Record<string, unknown> | null = null,
+): Record<string, unknown> {
+  const qwen = c.architecture === "Qwen2ForCausalLM";
+  if (c.attention_bias !== qwen) {
+    throw new HfFormatError(
+      `Cannot save config.json as attention_bias must be ${qwen} for ${c.architecture}: current value is ${c.attention_bias}`,
+    );
+  }
+  if (qwen && c.head_dim * c.num_attention_heads !== c.hidden_size) {
+    throw new HfFormatError(
+      `Cannot save config.json as Qwen2 head_dim must be hidden_size / num_attention_heads (${
+        c.hidden_size / c.num_attention_heads
+      }): current value is ${c.head_dim}`,
+    );
+  }
+  const json: Record<string, unknown> = {
+    ...source,
+    ...(source && "dtype" in source ? { dtype: torchDtype } : {}),
+    architectures: [c.architecture],
+    attention_dropout: 0.0,
+    bos_token_id: c.bos_token_id,
+    eos_token_id: c.eos_token_id,
+    hidden_act: "silu",
+    hidden_size: c.hidden_size,
+    initializer_range: 0.02,
+    intermediate_size: c.intermediate_size,
+    max_position_embeddings: c.max_position_embeddings,
+    model_type: MODEL_TYPES[c.architecture],
+    num_attention_heads: c.num_attention_heads,
+    num_hidden_layers: c.num_hidden_layers,
+    num_key_value_heads: c.num_key_value_heads,
+    pad_token_id: c.pad_token_id,
+    rms_norm_eps: c.rms_norm_eps,
+    rope_scaling: null,
+    rope_theta: c.rope_theta,
+    tie_word_embeddings: c.tie_word_embeddings,
+    torch_dtype: torchDtype,
+    use_cache: true,
+    vocab_size: c.vocab_size,
+  };
+  if (qwen) {
+    json.max_window_layers ??= c.num_hidden_layers;
+    json.sliding_window ??= c.max_position_embeddings;
+    json.use_sliding_window = false;
+  } else {
+    Object.assign(json, {
+      attention_bias: false,
+      head_dim: c.head_dim,
+      mlp_bias: false,
+      pretraining_tp: 1,
+    });
+  }
+  return Object.fromEntries(Object.entries(json).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+/** Options of `saveHfDirectory`. */
+export interface HfSaveOptions {
+  /** Weight dtype: `F32` (default, exact) or `BF16` (half the bytes; `torch_dtype` follows). */
+  dtype?: "F32" | "BF16";
+  /** Split weights into shards of at most this many bytes (plus an index); default: one file. */
+  maxShardBytes?: number;
+}
+
+const jsonBytes = (value: unknown) =>
+  new TextEncoder().encode(JSON.stringify(value, null, 2) + "\n");
+
+/**
+ * Serialises a model into the files of a Hugging Face directory (name → bytes).
+ * @throws {HfFormatError} when a parameter is missing or has the wrong size, or the config cannot
+ *   be saved (see `configToJson`).
+ */
+export function saveHfDirectory(
+  model: HfModel,
+  options: HfSaveOptions = {},
+): Map<string, Uint8Array> {
+  const dtype = options.dtype ?? "F32";
+  const c = model.config;
+  const files = new Map<string, Uint8Array>();
+  files.set(
+    HF_FILES.config,
+    jsonBytes(configToJson(c, TORCH_DTYPES[dtype], model.sourceConfig ?? null)),
+  );
+  files.set(
+    HF_FILES.generationConfig,
+    jsonBytes(
+      model.generationConfig ?? {
+        bos_token_id: c.bos_token_id,
+        eos_token_id: c.eos_token_id,
+        pad_token_id: c.pad_token_id,
+        do_sample: true,
+        temperature: 1.0,
+        top_p: 1.0,
+      },
+    ),
+  );
+  const shards: Map<string, Tensor>[] = [new Map()];
+  const width = dtype === "F32" ? 4 : 2;
+  let shardBytes = 0;
+  for (const spec of parameterSpecs(c)) {
+    const data = model.parameters.get(spec.name);
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    if (!data || data.length !== n) {
+      throw new HfFormatError(
+        `Cannot save model.safetensors as parameter ${spec.name} must hold ${n} values: current length is ${
+          data?.length ?? "missing"
+        }`,
+      );
+    }
+    if (options.maxShardBytes && shardBytes > 0 && shardBytes + n * width > options.maxShardBytes) {
+      shards.push(new Map());
+      shardBytes = 0;
+    }
+    shards.at(-1)!.set(spec.name, { shape: spec.shape, data });
+    shardBytes += n * width;
+  }
+  const metadata = { format: "pt" };
+  if (shards.length === 1) {
+    files.set(HF_FILES.weights, writeSafetensors(shards[0], { dtype, metadata }));
+  } else {
+    const pad = (i: number) => String(i).padStart(5, "0");
+    const weightMap: Record<string, string> = {};
+    let total = 0;
+    shards.forEach((shard, i) => {
+      const name = `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`;
+      files.set(name, writeSafetensors(shard, { dtype, metadata }));
+      for (const [tensor, t] of shard) {
+        weightMap[tensor] = name;
+        total += t.data.length * width;
+      }
+    });
+    files.set(
+      HF_FILES.weightsIndex,
+      jsonBytes({ metadata: { total_size: total }, weight_map: weightMap }),
+    );
+  }
+  files.set(HF_FILES.tokenizer, jsonBytes(model.tokenizer.tokenizerJson));
+  if (model.tokenizer.tokenizerConfig) {
+    files.set(HF_FILES.tokenizerConfig, jsonBytes(model.tokenizer.tokenizerConfig));
+  }
+  return files;
+}
+
+/** Reads one file of a directory; null when it does not exist. */
+export type FileReader = (name: string) => Promise<Uint8Array | null>;
+
+/**
+ * Loads a Hugging Face directory through `read`: the config, the weights (single file or sharded;
+ * F32/F16/BF16 → float32), the tokenizer files and the generation config. Tensors not in
+ * `parameterSpecs` (e.g. a tied `lm_head.weight`, rotary buffers) are ignored.
+ * @throws {HfFormatError} when config.json, the weights or tokenizer.json are missing, the config
+ *   is unsupported, or a parameter is missing or has the wrong shape.
+ */
+export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
+  const configBytes = await read(HF_FILES.config);
+  if (configBytes === null) {
+    throw new HfFormatError("Cannot load the model as config.json must exist: it is missing");
+  }
+  const sourceConfig = parseJsonObject(configBytes, HF_FILES.config);
+  const config = configFromJson(sourceConfig);
+  let weights: SafetensorsFile;
+  const single = await read(HF_FILES.weights);
+  if (single !== null) {
+    weights = readSafetensors(single);
+  } else {
+    const index = await read(HF_FILES.weightsIndex);
+    if (index === null) {
+      throw new HfFormatError(
+        "Cannot load the model as model.safetensors or model.safetensors.index.json must exist: both are missing",
+      );
+    }
+    weights = await readShardedSafetensors(parseShardIndex(index), read);
+  }
+  const parameters: Parameters = new Map();
+  for (const spec of parameterSpecs(config)) {
+    const t = weights.tensors.get(spec.name);
+    if (!t) {
+      throw new HfFormatError(
+        `Cannot load the model as the weights must hold ${spec.name}: it is missing`,
+      );
+    }
+    if (t.shape.length !== spec.shape.length || t.shape.some((d, i) => d !== spec.shape[i])) {
+      throw new HfFormatError(
+        `Cannot load ${spec.name} as its shape must be [${spec.shape}]: current value is [${t.shape}]`,
+      );
+    }
+    parameters.set(spec.name, t.data);
+  }
+  const tokenizerJson = await read(HF_FILES.tokenizer);
+  if (tokenizerJson === null) {
+    throw new HfFormatError("Cannot load the model as tokenizer.json must exist: it is missing");
+  }
+  const tokenizerConfig = await read(HF_FILES.tokenizerConfig);
+  const generation = await read(HF_FILES.generationConfig);
+  return {
+    config,
+    parameters,
+    tokenizer: {
+      tokenizerJson: parseJsonObject(tokenizerJson, HF_FILES.tokenizer),
+      tokenizerConfig: tokenizerConfig === null
+        ? null
+        : parseJsonObject(tokenizerConfig, HF_FILES.tokenizerConfig),
+    },
+    generationConfig: generation === null
+      ? null
+      : parseJsonObject(generation, HF_FILES.generationConfig),
+    sourceConfig,
+  };
+}
+
+/** Checks that a file name stays inside its directory. @throws {HfFormatError} otherwise. */
+function plainName(name: string): string {
+  if (
+    name.length === 0 || name.includes("/") || name.includes("\\") || name === "." || name === ".."
+  ) {
+    throw new HfFormatError(
+      `Cannot use file name as it must be a plain name inside the directory: current value is ${name}`,
+    );
+  }
+  return name;
+}
+
+/** Writes a file map into a local folder (created if needed). */
+export async function writeHfFolder(dir: string, files: Map<string, Uint8Array>): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  for (const [name, bytes] of files) await Deno.writeFile(`${dir}/${plainName(name)}`, bytes);
+}
+
+/** A `FileReader` over a local folder (missing files read as null). */
+export function hfFolderReader(dir: string): FileReader {
+  return async (name) => {
+    try {
+      return await Deno.readFile(`${dir}/${plainName(name)}`);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return null;
+      throw error;
+    }
+  };
+}

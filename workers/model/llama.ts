@@ -1,0 +1,405 @@
+/**
+ * Llama-style decoder as ONNX graphs, matching Hugging Face `LlamaForCausalLM` and
+ * `Qwen2ForCausalLM`: RMSNorm, rotary position embeddings (RoPE, Su et al. 2021, with HF's
+ * rotate_half convention), grouped-query attention (Ainslie et al. 2023), SwiGLU MLP
+ * (Shazeer 2020), optional QKV bias (Qwen2) and tied embeddings.
+ *
+ * Parameters are graph inputs named as `parameterSpecs()` (HF names and layouts), so one
+ * session serves every training step. Shape letters: B batch, T tokens in the graph, P cached
+ * past tokens, K = P + T keys, C hidden size, H query heads, Hkv key/value heads, G = H / Hkv,
+ * D head dim, F intermediate size, V vocabulary.
+ *
+ * Graphs:
+ * - `train`: (B, T) ids, masks, positions, targets and per-token RL inputs → loss terms,
+ *   per-token log-probs and entropy, and the gradient of every parameter (`grad.<name>`).
+ * - `score`: per-token log-probs and entropy of the targets, no gradient.
+ * - `decode`: symbolic (B, T, P); reads the KV cache (`past.<l>.key`) and returns only the
+ *   new tokens' keys and values (`new.<l>.key`), which the caller writes into its cache; for
+ *   prefill (P = 0) and single-token steps.
+ */
+import { type DType, gradients, type Graph, Graph as G, nn, type Value } from "../engine/mod.ts";
+import { type DecoderConfig, parameterSpecs } from "./config.ts";
+import { type SeedCoefficients, seedLoss, type SeedTokens, tokenNll } from "./losses.ts";
+
+/** Float type of a graph: float32 in production, float64 for gradient checks. */
+export type FloatType = "float32" | "float64";
+
+/** Static (batch, length) of a train or score graph. */
+export interface Bucket {
+  batch: number;
+  length: number;
+}
+
+/** Training objective of a train graph. */
+export type Objective = "seed" | "sft";
+
+/** Additive attention bias for masked keys (finite, so fully masked rows stay finite). */
+const MASKED = -1e9;
+
+/** Names of the per-token float inputs of a `seed` train graph, in order. */
+export const SEED_TOKEN_INPUTS = [
+  "advantages",
+  "old_logprobs",
+  "teacher_logprobs",
+  "ref_logprobs",
+  "opd_mask",
+] as const;
+
+/** Names of the scalar coefficient inputs of a `seed` train graph. */
+export const SEED_COEFFICIENT_INPUTS = [
+  "clip_eps",
+  "dual_clip",
+  "gate_beta",
+  "opd_coef",
+  "kl_coef",
+  "entropy_coef",
+] as const;
+
+/** Scalar outputs of a `seed` train graph (an `sft` graph has only `loss`). */
+export const SEED_OUTPUTS = [
+  "loss",
+  "pg_loss",
+  "opd_loss",
+  "kl_loss",
+  "entropy",
+  "clip_frac",
+  "dual_clip_frac",
+  "gate_mean",
+  "delta_mean",
+] as const;
+
+/** A decoder config the graphs cannot be built for. */
+export class DecoderConfigError extends Error {
+  override name = "DecoderConfigError";
+}
+
+/** Check the config fields the graphs depend on; throws DecoderConfigError naming the field. */
+export function validateConfig(c: DecoderConfig): void {
+  const fail = (why: string) => {
+    throw new DecoderConfigError(`Cannot build a decoder graph as ${why}`);
+  };
+  const positive = [
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+  ] as const;
+  for (const k of positive) {
+    if (!(Number.isInteger(c[k]) && c[k] > 0)) {
+      fail(`${k} must be a positive integer: current value is ${c[k]}`);
+    }
+  }
+  if (c.num_attention_heads % c.num_key_value_heads !== 0) {
+    fail(
+      `num_attention_heads must be a multiple of num_key_value_heads: current values are ${c.num_attention_heads} and ${c.num_key_value_heads}`,
+    );
+  }
+  if (c.head_dim % 2 !== 0) fail(`head_dim must be even for RoPE: current value is ${c.head_dim}`);
+  if (!(c.rms_norm_eps > 0 && c.rope_theta > 0)) {
+    fail(
+      `rms_norm_eps and rope_theta must be > 0: current values are ${c.rms_norm_eps} and ${c.rope_theta}`,
+    );
+  }
+}
+
+/** Every parameter as a graph input, in HF order. */
+function parameterInputs(g: Graph, c: DecoderConfig, requiresGrad: boolean): Map<string, Value> {
+  validateConfig(c);
+  return new Map(
+    parameterSpecs(c).map((s) => [s.name, g.input(s.name, s.shape, { requiresGrad })]),
+  );
+}
+
+/** cos/sin of RoPE angles at int64 `positions` (B, T) → two (B, 1, T, D/2) tensors. */
+function ropeAngles(g: Graph, c: DecoderConfig, positions: Value): [Value, Value] {
+  const half = c.head_dim / 2;
+  // HF: inv_freq[i] = 1 / θ^(2i/D); angle = position · inv_freq; emb = cat(angle, angle).
+  const invFreq = Array.from(
+    { length: half },
+    (_, i) => 1 / c.rope_theta ** ((2 * i) / c.head_dim),
+  );
+  const [b, t] = positions.shape;
+  const pos = g.reshape(g.cast(positions, g.floatType), [b, 1, t, 1]); // (B, 1, T, 1)
+  const angle = g.mul(pos, g.floats(invFreq, [half])); // (B, 1, T, D/2)
+  const cos = g.emit("Cos", [angle], [angle])[0];
+  const sin = g.emit("Sin", [angle], [angle])[0];
+  return [cos, sin];
+}
+
+/** Rotate (B, h, T, D) by RoPE: x·cos + rotate_half(x)·sin with rotate_half(x) = [−x₂, x₁]. */
+function rope(g: Graph, x: Value, cos: Value, sin: Value): Value {
+  const half = Number(x.shape[3]) / 2;
+  const [x1, x2] = g.split(x, -1, [half, half]); // (B, h, T, D/2) each
+  const lo = g.sub(g.mul(x1, cos), g.mul(x2, sin)); // (B, h, T, D/2)
+  const hi = g.add(g.mul(x2, cos), g.mul(x1, sin)); // (B, h, T, D/2)
+  return g.concat([lo, hi], -1); // (B, h, T, D)
+}
+
+/** `a·b` for dims that may be symbolic. */
+function mulDim(a: number, b: number | string): number | string {
+  return typeof b === "number" ? a * b : a === 1 ? b : `${a}*${b}`;
+}
+
+/** Per-layer KV cache tensors, each (B, Hkv, P, D). */
+export interface KvValues {
+  keys: Value[];
+  values: Value[];
+}
+
+/**
+ * The decoder body: token ids (B, T) → final hidden states (B, T, C), plus each layer's keys
+ * (after RoPE) and values of the T new tokens, (B, Hkv, T, D). `bias` (B, 1, T, K) is added to
+ * attention scores; with a `past` cache (B, Hkv, P, D) the keys are the P cached ones then the
+ * T new ones (K = P + T).
+ */
+function decoder(
+  g: Graph,
+  c: DecoderConfig,
+  p: Map<string, Value>,
+  x: { ids: Value; positions: Value; bias: Value; past?: KvValues },
+): { hidden: Value; fresh: KvValues } {
+  const [B, T] = x.ids.shape;
+  const H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
+  const G = H / Hkv;
+  const w = (name: string) => p.get(name)!;
+  const [cos, sin] = ropeAngles(g, c, x.positions);
+  const fresh: KvValues = { keys: [], values: [] };
+  let h = g.gather(w("model.embed_tokens.weight"), x.ids); // (B, T, C)
+  for (let l = 0; l < c.num_hidden_layers; l++) {
+    const pre = `model.layers.${l}`;
+    const bias = (n: string) => (c.attention_bias ? w(`${pre}.self_attn.${n}.bias`) : undefined);
+    const proj = (n: string, src: Value) =>
+      nn.linear(g, src, w(`${pre}.self_attn.${n}.weight`), bias(n));
+    const heads = (v: Value, n: number) => g.transpose(g.reshape(v, [B, T, n, D]), [0, 2, 1, 3]);
+
+    // ---- attention
+    const a = nn.rmsNorm(g, h, w(`${pre}.input_layernorm.weight`), c.rms_norm_eps); // (B, T, C)
+    const q = rope(g, heads(proj("q_proj", a), H), cos, sin); // (B, H, T, D)
+    const k = rope(g, heads(proj("k_proj", a), Hkv), cos, sin); // (B, Hkv, T, D)
+    const v = heads(proj("v_proj", a), Hkv); // (B, Hkv, T, D)
+    fresh.keys.push(k);
+    fresh.values.push(v);
+    // GQA: the G query heads that share a KV head are stacked along the token axis, so one
+    // batched MatMul serves them without repeating K and V.
+    const qg = g.reshape(q, [B, Hkv, mulDim(G, T), D]); // (B, Hkv, G·T, D)
+    const scores = (keys: Value) => g.matmul(qg, g.transpose(keys, [0, 1, 3, 2])); // (B, Hkv, G·T, ·)
+    const past = x.past && { k: x.past.keys[l], v: x.past.values[l] };
+    // With a cache, scores against cached and new keys are joined, never the cache itself
+    // (copying it every step would cost more than the step's arithmetic).
+    let s = past ? g.concat([scores(past.k), scores(k)], -1) : scores(k); // (B, Hkv, G·T, K)
+    const K = s.shape[3];
+    s = g.mul(s, g.scalar(1 / Math.sqrt(D)));
+    s = g.add(g.reshape(s, [B, H, T, K]), x.bias); // (B, H, T, K)
+    const att = g.reshape(g.softmax(s, -1), [B, Hkv, mulDim(G, T), K]); // (B, Hkv, G·T, K)
+    let o: Value;
+    if (past) {
+      const [aPast, aNew] = splitKeys(g, att, past.k, k); // (B, Hkv, G·T, P), (B, Hkv, G·T, T)
+      o = g.add(g.matmul(aPast, past.v), g.matmul(aNew, v)); // (B, Hkv, G·T, D)
+    } else o = g.matmul(att, v); // (B, Hkv, G·T, D)
+    o = g.reshape(o, [B, H, T, D]); // (B, H, T, D)
+    const merged = g.reshape(g.transpose(o, [0, 2, 1, 3]), [B, T, H * D]); // (B, T, H·D)
+    h = g.add(h, nn.linear(g, merged, w(`${pre}.self_attn.o_proj.weight`))); // (B, T, C)
+
+    // ---- SwiGLU MLP: down(silu(gate(x)) ⊙ up(x))
+    const m = nn.rmsNorm(g, h, w(`${pre}.post_attention_layernorm.weight`), c.rms_norm_eps);
+    const gate = nn.silu(g, nn.linear(g, m, w(`${pre}.mlp.gate_proj.weight`))); // (B, T, F)
+    const up = nn.linear(g, m, w(`${pre}.mlp.up_proj.weight`)); // (B, T, F)
+    h = g.add(h, nn.linear(g, g.mul(gate, up), w(`${pre}.mlp.down_proj.weight`))); // (B, T, C)
+  }
+  const hidden = nn.rmsNorm(g, h, w("model.norm.weight"), c.rms_norm_eps); // (B, T, C)
+  return { hidden, fresh };
+}
+
+/** Split attention weights (…, P + T) into the cached (…, P) and new (…, T) key parts. */
+function splitKeys(g: Graph, att: Value, pastK: Value, newK: Value): [Value, Value] {
+  const sizes =
+    g.emit("Concat", [dimOf(g, pastK, 2), dimOf(g, newK, 2)], [{ shape: [2], dtype: "int64" }], [
+      { name: "axis", i: 0, type: 2 },
+    ])[0];
+  const lead = att.shape.slice(0, -1);
+  const [a, b] = g.emit("Split", [att, sizes], [
+    { shape: [...lead, pastK.shape[2]], dtype: att.dtype },
+    { shape: [...lead, newK.shape[2]], dtype: att.dtype },
+  ], [{ name: "axis", i: 3, type: 2 }]);
+  return [a, b];
+}
+
+/** The run-time size of `v`'s dim `axis` as a (1,) int64 tensor. */
+function dimOf(g: Graph, v: Value, axis: number): Value {
+  return g.emit("Shape", [v], [{ shape: [1], dtype: "int64" }], [
+    { name: "start", i: axis, type: 2 },
+    { name: "end", i: axis + 1, type: 2 },
+  ])[0];
+}
+
+/** LM head: hidden (…, C) → logits (…, V) (tied: `embed_tokens` is the head). */
+function lmHead(g: Graph, c: DecoderConfig, p: Map<string, Value>, hidden: Value): Value {
+  const head = p.get(c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight")!;
+  return nn.linear(g, hidden, head); // (…, V)
+}
+
+/** Static causal ∧ key-padding bias (B, 1, T, T) from float `mask` (B, T) (1 = real token). */
+function causalBias(g: Graph, mask: Value, b: number, t: number): Value {
+  const causal = new Uint8Array(t * t);
+  for (let i = 0; i < t; i++) for (let j = 0; j <= i; j++) causal[i * t + j] = 1;
+  const keep = g.and(
+    g.constant(causal, [1, 1, t, t], "bool"),
+    g.reshape(g.compare("Greater", mask, g.scalar(0.5)), [b, 1, 1, t]),
+  ); // (B, 1, T, T)
+  return g.where(keep, g.scalar(0), g.scalar(MASKED));
+}
+
+/** Per-token log-probs of targets and entropy, each (B, T), from the (B, T) inputs. */
+function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: Bucket) {
+  const { batch: b, length: t } = bucket;
+  const ids = g.input("input_ids", [b, t], { dtype: "int64" });
+  const mask = g.input("attention_mask", [b, t]);
+  const positions = g.input("position_ids", [b, t], { dtype: "int64" });
+  const targets = g.input("targets", [b, t], { dtype: "int64" });
+  const bias = g.withoutTape(() => causalBias(g, mask, b, t));
+  const { hidden } = decoder(g, c, p, { ids, positions, bias });
+  const logp = g.logSoftmax(lmHead(g, c, p, hidden), -1); // (B, T, V)
+  return { logp: nn.pickLogProbs(g, logp, targets), entropy: nn.entropy(g, logp) }; // (B, T)
+}
+
+/**
+ * The train graph of one bucket. Inputs: `input_ids`, `position_ids`, `targets` (B, T) int64;
+ * `attention_mask`, `loss_mask` (B, T) float; for `seed` also SEED_TOKEN_INPUTS (B, T) and
+ * SEED_COEFFICIENT_INPUTS (scalars); every parameter. Outputs: SEED_OUTPUTS (or `loss` for
+ * `sft`), `logprobs` and `token_entropy` (B, T), and `grad.<name>` per parameter.
+ */
+export function buildTrainGraph(
+  c: DecoderConfig,
+  bucket: Bucket,
+  opts: { objective: Objective; dtype?: FloatType },
+): Graph {
+  const g = new G(`train_${opts.objective}`, opts.dtype ?? "float32");
+  const p = parameterInputs(g, c, true);
+  const { logp, entropy } = tokenStats(g, c, p, bucket);
+  const shape = [bucket.batch, bucket.length];
+  const mask = g.input("loss_mask", shape);
+  let loss: Value;
+  if (opts.objective === "sft") {
+    loss = tokenNll(g, logp, mask);
+    g.output(loss, "loss");
+  } else {
+    const [advantages, oldLogp, teacherLogp, refLogp, opdMask] = SEED_TOKEN_INPUTS.map((n) =>
+      g.input(n, shape)
+    );
+    const [clipEps, dualClip, gateBeta, opdCoef, klCoef, entropyCoef] = SEED_COEFFICIENT_INPUTS.map(
+      (n) => g.input(n, []),
+    );
+    const tokens: SeedTokens = {
+      logp,
+      entropy,
+      mask,
+      advantages,
+      oldLogp,
+      teacherLogp,
+      refLogp,
+      opdMask,
+    };
+    const coefs: SeedCoefficients = { clipEps, dualClip, gateBeta, opdCoef, klCoef, entropyCoef };
+    const t = seedLoss(g, tokens, coefs);
+    loss = t.loss;
+    const outs = [
+      t.loss,
+      t.pg,
+      t.opd,
+      t.kl,
+      t.entropy,
+      t.clipFrac,
+      t.dualClipFrac,
+      t.gateMean,
+      t.deltaMean,
+    ];
+    SEED_OUTPUTS.forEach((n, i) => g.output(outs[i], n));
+  }
+  g.output(logp, "logprobs");
+  g.output(entropy, "token_entropy");
+  const params = [...p.values()];
+  gradients(g, loss, params).forEach((d, i) => g.output(d, `grad.${params[i].name}`));
+  return g;
+}
+
+/** The score graph of one bucket: inputs as `train` without losses → `logprobs`, `token_entropy`. */
+export function buildScoreGraph(
+  c: DecoderConfig,
+  bucket: Bucket,
+  dtype: FloatType = "float32",
+): Graph {
+  const g = new G("score", dtype);
+  const p = parameterInputs(g, c, false);
+  const { logp, entropy } = tokenStats(g, c, p, bucket);
+  g.output(logp, "logprobs");
+  g.output(entropy, "token_entropy");
+  return g;
+}
+
+/**
+ * The decode graph (symbolic B, T, P). Inputs: `input_ids`, `position_ids` (B, T) int64;
+ * `attention_mask` (B, P + T) float over cached and new keys (1 = attend; cache slots not yet
+ * filled are 0); `past.<l>.key`, `past.<l>.value` (B, Hkv, P, D) (P = 0 for a prefill); every
+ * parameter. Outputs: `new.<l>.key|value` (B, Hkv, T, D), the new tokens' keys (after RoPE)
+ * and values, and `logits`: (B, T, V), or (B, V) at the last
+ * position only when `lastOnly` (left-padded generation).
+ */
+export function buildDecodeGraph(
+  c: DecoderConfig,
+  opts: { lastOnly: boolean; dtype?: FloatType },
+): Graph {
+  const g = new G("decode", opts.dtype ?? "float32");
+  const f: DType = g.floatType;
+  const p = parameterInputs(g, c, false);
+  const ids = g.input("input_ids", ["B", "T"], { dtype: "int64" });
+  const positions = g.input("position_ids", ["B", "T"], { dtype: "int64" });
+  const K = "P+T";
+  const mask = g.input("attention_mask", ["B", K]);
+  const cacheShape = ["B", c.num_key_value_heads, "P", c.head_dim];
+  const past: KvValues = { keys: [], values: [] };
+  for (let l = 0; l < c.num_hidden_layers; l++) {
+    past.keys.push(g.input(`past.${l}.key`, cacheShape));
+    past.values.push(g.input(`past.${l}.value`, cacheShape));
+  }
+  // causal over absolute indices: query i (at P + i) sees key j iff j ≤ P + i.
+  const P1 = dimOf(g, past.keys[0], 2), T1 = dimOf(g, ids, 1); // (1,) each
+  const zero = g.ints([0]), oneI = g.ints([1]);
+  const range = (a: Value, b: Value, n: string) =>
+    g.emit("Range", [scalarOf(g, a), scalarOf(g, b), scalarOf(g, oneI)], [{
+      shape: [n],
+      dtype: "int64",
+    }])[0];
+  const end = g.emit("Add", [P1, T1], [{ shape: [1], dtype: "int64" }])[0];
+  const qPos = g.reshape(range(P1, end, "T"), ["T", 1]); // (T, 1)
+  const kPos = g.reshape(range(zero, end, K), [1, K]); // (1, K)
+  const keep = g.and(
+    g.emit("Unsqueeze", [g.compare("LessOrEqual", kPos, qPos), g.ints([0, 1])], [
+      { shape: [1, 1, "T", K], dtype: "bool" },
+    ])[0],
+    g.reshape(g.compare("Greater", mask, g.scalar(0.5, f)), ["B", 1, 1, K]),
+  ); // (B, 1, T, K)
+  const bias = g.where(keep, g.scalar(0, f), g.scalar(MASKED, f));
+  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past });
+  for (let l = 0; l < c.num_hidden_layers; l++) {
+    g.output(fresh.keys[l], `new.${l}.key`);
+    g.output(fresh.values[l], `new.${l}.value`);
+  }
+  const last = opts.lastOnly
+    ? g.emit("Gather", [hidden, g.constant(BigInt64Array.from([-1n]), [], "int64")], [{
+      shape: ["B", c.hidden_size],
+      dtype: f,
+    }], [
+      { name: "axis", i: 1, type: 2 },
+    ])[0] // (B, C)
+    : hidden; // (B, T, C)
+  g.output(lmHead(g, c, p, last), "logits");
+  return g;
+}
+
+/** A (1,) int64 tensor as a scalar (Range takes scalars). */
+function scalarOf(g: Graph, v: Value): Value {
+  return g.emit("Squeeze", [v, g.ints([0])], [{ shape: [], dtype: "int64" }])[0];
+}

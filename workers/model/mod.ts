@@ -1,0 +1,59 @@
+/**
+ * Public surface of workers/model: the decoder config and parameter layout, the Llama/Qwen2
+ * graphs, losses, batching, generation, the `Policy` the trainer calls, and (from E2's files)
+ * sampling, AdamW, safetensors and Hugging Face directory I/O, tokenizers and initialisation.
+ */
+export * from "./config.ts";
+export {
+  type Bucket,
+  buildDecodeGraph,
+  buildScoreGraph,
+  buildTrainGraph,
+  DecoderConfigError,
+  type FloatType,
+  type KvValues,
+  type Objective,
+  SEED_COEFFICIENT_INPUTS,
+  SEED_OUTPUTS,
+  SEED_TOKEN_INPUTS,
+  validateConfig,
+} from "./llama.ts";
+export {
+  type SeedCoefficients,
+  seedLoss,
+  type SeedTerms,
+  type SeedTokens,
+  tokenNll,
+} from "./losses.ts";
+export {
+  BatchError,
+  bucketFor,
+  type PackedBatch,
+  packSamples,
+  planMicroBatches,
+  type Sample,
+} from "./batch.ts";
+export { KvCache } from "./kv_cache.ts";
+export {
+  type DecodeRunner,
+  type FinishReason,
+  generate,
+  GenerateError,
+  type GenerateOptions,
+  type Generation,
+} from "./generate.ts";
+export {
+  DEFAULT_SEED_COEFFICIENTS,
+  Policy,
+  type PolicyOptions,
+  type RlSample,
+  type SeedCoefficientValues,
+  type SeedStepStats,
+  type TokenScores,
+} from "./policy.ts";
+export * from "./sampling.ts";
+export * from "./optim.ts";
+export * from "./safetensors.ts";
+export * from "./tokenizer.ts";
+export * from "./hf.ts";
+export * from "./init.ts";
