@@ -61,6 +61,16 @@ export {
 } from "./store.ts";
 export * from "./keys.ts";
 export {
+  ENV_CATALOG,
+  type EnvCatalog,
+  type EnvCatalogEntry,
+  type EnvCheckEntry,
+  type EnvIssue,
+  type EnvRef,
+  envSpecIssues,
+  isHttpEnvRef,
+} from "./env_catalog.ts";
+export {
   type CheckpointFileInput,
   getCheckpoint,
   getSkillLibrary,
