@@ -39,6 +39,7 @@ export {
   InvalidEventError,
   listEvents,
   MAX_EVENT_DATA_CHARS,
+  MAX_EVENT_KEY_CHARS,
 } from "./events.ts";
 export { InvalidMetricsError, listMetrics, recordMetrics, setProgress } from "./metrics.ts";
 export {
