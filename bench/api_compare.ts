@@ -8,7 +8,8 @@
  * The baseline's `api/`, `jobs/`, `migrations/` and `tests/_harness/` are extracted with
  * `git archive` into a temporary folder (sharing this checkout's node_modules); its API runs as a
  * child process there, and its `claimJob`/`openDatabase` are imported from there. Both sides
- * must share the database schema (same migrations). Not a test.
+ * share one database: the baseline's migrations must be a prefix of the working tree's. Not a
+ * test. Example: `deno task bench:api-compare --baseline b7de12c`.
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
