@@ -2,7 +2,7 @@
  * What `createApp` needs: the database, the artifact store, and optional hooks. The API never
  * imports workers/: the environment list and the semantic check of a spec come in as functions.
  */
-import type { Database, JobSpec } from "../jobs/mod.ts";
+import { type Database, ENV_CATALOG, type JobSpec } from "../jobs/mod.ts";
 import type { ArtifactStore } from "../jobs/store.ts";
 import type { ErrorMapper } from "./errors.ts";
 import type { EnvInfo } from "./schemas.ts";
@@ -29,12 +29,13 @@ export interface AppOptions {
   /** The artifact store (jobs/store.ts `openStore`). */
   store: ArtifactReader;
   /**
-   * Lists the environments workers offer for `GET /v1/envs`; default: an empty list. `api/main.ts`
-   * passes nothing (the API must not import workers/); a deployment that wants the list wires a
-   * provider here (e.g. one that reads it from a worker-published table or file).
+   * Lists the environments workers offer, for `GET /v1/envs` and the submit-time check of `env`
+   * (id known, options valid under the entry's `options_schema`); default: the built-in catalog
+   * (`ENV_CATALOG`, jobs/env_catalog.json, generated from workers/envs). A provider returning an
+   * empty list turns the check off.
    */
-  envs?: () => EnvInfo[] | Promise<EnvInfo[]>;
-  /** Extra 422 checks of submitted specs; by default, when `envs` lists any, env.id must be one of them. */
+  envs?: EnvsProvider;
+  /** Extra 422 checks of submitted specs, run after the env check. */
   checkSpec?: SpecCheck;
   /** Largest request body, bytes (default 1 MiB). */
   maxBodyBytes?: number;
@@ -46,4 +47,12 @@ export interface AppOptions {
   mapError?: ErrorMapper;
   /** Structured log sink for 5xx errors (default: `console.error` of one JSON line). */
   log?: (record: Record<string, unknown>) => void;
+}
+
+/** The environment list provider of {@link AppOptions.envs}. */
+export type EnvsProvider = () => EnvInfo[] | Promise<EnvInfo[]>;
+
+/** `options.envs`, or the built-in catalog (jobs/env_catalog.json) when none is given. */
+export function envsOf(options: Pick<AppOptions, "envs">): EnvsProvider {
+  return options.envs ?? (() => ENV_CATALOG.envs);
 }

@@ -4,8 +4,9 @@
  * embedded S3 server), then serves the API on `HOST:PORT` (default 127.0.0.1:8787). SIGINT and
  * SIGTERM stop accepting requests, finish the ones in flight and close both.
  *
- * `GET /v1/envs` lists nothing here: the API does not import workers/ (DESIGN.md §2). A
- * deployment that wants the list passes an `envs` provider to `createApp` in its own entry point.
+ * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
+ * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/, DESIGN.md
+ * §2). A deployment with other environments passes an `envs` provider to `createApp`.
  */
 import { openDatabase, openStore } from "../jobs/mod.ts";
 import { createApp } from "./app.ts";

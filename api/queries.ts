@@ -4,7 +4,7 @@
  * Checkpoint and skill rows are read with jobs/artifacts.ts; writes (submit, cancel) go through
  * the jobs/ queue functions. Event/metrics reads take a job id already checked with `getJob`.
  */
-import { and, asc, desc, eq, gt, gte, inArray, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, lte, or, sql } from "drizzle-orm";
 import {
   type Database,
   getJob as getTenantJob,
@@ -62,7 +62,10 @@ export async function listJobs(
   const rows = await db.orm.select({
     job: jobs,
     t: sql<string>`to_char(${jobs.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
-  }).from(jobs).where(and(...filters)).orderBy(desc(jobs.createdAt), desc(jobs.id))
+  }).from(jobs).where(and(...filters))
+    // `nulls last` (both columns are NOT NULL) matches jobs_tenant_created_idx, so a page is an
+    // index walk of `limit` rows instead of a sort of every job of the tenant.
+    .orderBy(sql`${jobs.createdAt} desc nulls last`, sql`${jobs.id} desc nulls last`)
     .limit(options.limit + 1);
   const page = rows.slice(0, options.limit);
   const last = page[page.length - 1];

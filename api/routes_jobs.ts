@@ -4,8 +4,8 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import type { AuthEnv } from "./auth.ts";
-import type { AppOptions } from "./deps.ts";
-import { cancelJob, JobSpecSchema, submitJob } from "../jobs/mod.ts";
+import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
+import { cancelJob, envSpecIssues, type JobSpec, JobSpecSchema, submitJob } from "../jobs/mod.ts";
 import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts";
 import { getJob, listJobs } from "./queries.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
@@ -38,28 +38,32 @@ function idempotencyKeyOf(c: Context): string | undefined {
   return key;
 }
 
-/** 422 when the env provider lists environments and `envId` is not one of them. */
-async function checkEnv(options: AppOptions, envId: string): Promise<void> {
-  if (!options.envs) return;
-  const envs = await options.envs();
-  if (envs.length === 0 || envs.some((e) => e.id === envId)) return;
-  const message = `Unknown environment; known: ${envs.map((e) => e.id).join(", ")}`;
-  throw new UnprocessableError(
-    `Cannot queue the job as env.id must name a known environment: current value is ${envId}`,
-    { errors: [{ path: "env.id", code: "unknown_env", message }] },
-  );
+/**
+ * 422 when `env` does not fit the environment list (jobs/env_catalog.ts `envSpecIssues`): an
+ * unknown `env.id`, or `env.options` that break the environment's options schema.
+ */
+async function checkEnv(envs: EnvsProvider, env: JobSpec["env"]): Promise<void> {
+  const errors = envSpecIssues(await envs(), env);
+  if (errors.length === 0) return;
+  const detail = errors[0].path === "env.id"
+    ? `Cannot queue the job as env.id must name a known environment: current value is ${env.id}`
+    : `Cannot queue the job as env.options must fit the ${env.id} options schema: ${
+      errors[0].path
+    }: ${errors[0].message}`;
+  throw new UnprocessableError(detail, { errors });
 }
 
 /** Mounts the job routes (relative to `/v1/jobs`). */
 export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
   const { db } = options;
+  const envs = envsOf(options);
   const app = new Hono<AuthEnv>();
 
   app.post("/", async (c) => {
     const tenant = c.get("tenant");
     const idempotencyKey = idempotencyKeyOf(c);
     const spec = await parseJsonBody(c, JobSpecSchema);
-    await checkEnv(options, spec.env.id);
+    await checkEnv(envs, spec.env);
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });
     c.header("location", `/v1/jobs/${job.id}`);

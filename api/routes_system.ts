@@ -7,7 +7,7 @@ import { HeadBucketCommand } from "@aws-sdk/client-s3";
 import { Hono } from "hono";
 import { JOB_STATUSES } from "../jobs/mod.ts";
 import type { AuthEnv } from "./auth.ts";
-import type { AppOptions } from "./deps.ts";
+import { type AppOptions, envsOf } from "./deps.ts";
 import { UnavailableError } from "./errors.ts";
 import { openApiDocument } from "./openapi.ts";
 import { jobCountsByStatus, queueStats } from "./queries.ts";
@@ -67,9 +67,10 @@ export function systemRoutes(options: AppOptions): Hono {
   return app;
 }
 
-/** `GET /v1/envs` from the provider passed to createApp (empty when none). */
+/** `GET /v1/envs` from the provider passed to createApp (default: the built-in catalog). */
 export function envRoutes(options: AppOptions): Hono<AuthEnv> {
+  const envs = envsOf(options);
   const app = new Hono<AuthEnv>();
-  app.get("/", async (c) => c.json({ envs: options.envs ? await options.envs() : [] }));
+  app.get("/", async (c) => c.json({ envs: await envs() }));
   return app;
 }

@@ -140,13 +140,21 @@ export const SkillsView = z.object({
   library: z.unknown(),
 });
 
-/** One environment offered by the workers (from the env provider given to `createApp`). */
+/**
+ * One environment offered by the workers (jobs/env_catalog.ts `EnvCatalogEntry`, or what the env
+ * provider given to `createApp` lists).
+ */
 export const EnvInfo = z.object({
   id: z.string(),
   description: z.string().optional(),
-  splits: z.array(z.string()),
-  /** JSON Schema of `env.options`. */
+  /** JSON Schema (draft 2020-12) of `env.options`; submitted options are checked against it. */
   options_schema: z.record(z.string(), z.unknown()).optional(),
+  /** The options used when none are given. */
+  defaults: z.record(z.string(), z.unknown()).optional(),
+  splits: z.array(z.object({ name: z.string(), description: z.string() })),
+  families: z.array(z.string()).optional(),
+  /** Default turn limit per episode (JobSpec `env.max_turns`). */
+  default_max_turns: z.number().int().optional(),
 }).catchall(z.unknown());
 /** The wire type of {@link EnvInfo}. */
 export type EnvInfo = z.infer<typeof EnvInfo>;

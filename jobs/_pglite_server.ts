@@ -11,7 +11,19 @@
  * prepared statements (they share one session): connect with postgres.js `prepare: false`.
  *
  * LISTEN/NOTIFY: NotificationResponse messages are taken out of every response and fanned out to
- * the clients that sent `LISTEN channel` and to in-process listeners ({@link PgliteServer.listen}).
+ * the clients that sent `LISTEN channel` and to in-process listeners ({@link PgliteServer.listen}). *
+ * Why not `@electric-sql/pglite-socket` (checked with 0.2.17 over our PGlite 0.5.17 under Deno,
+ * 2026-11-30; its runtime imports only `node:net`, so passing our instance works): its
+ * `PGLiteSocketServer` multiplexes clients per protocol *message*, not per Sync/transaction, and
+ * does not fan out notifications. With two postgres.js clients (`prepare: false`) and
+ * `maxConnections: 16`: (1) a `NOTIFY` from one client reached neither a LISTENing client nor a
+ * `pg.listen` in the owner process (cross-process wake-ups and SSE would fall back to polling);
+ * (2) concurrent transactions from two clients interleaved their Parse/Bind messages and failed
+ * with `portal "" does not exist`, which postgres.js raised as an uncaught error; (3) a statement
+ * the owner process ran on its PGlite while a client's transaction was open ran inside that
+ * transaction and was rolled back with it (it takes only PGlite's query lock, not the
+ * transaction lock). Each breaks what tests/jobs/pglite_test.ts checks, so this file stays until
+ * the package multiplexes per transaction and forwards notifications.
  */
 import type { PGlite } from "@electric-sql/pglite";
 

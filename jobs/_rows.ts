@@ -63,6 +63,7 @@ export function toEvent(r: Row): JobEvent {
     attempt: Number(r.attempt),
     type: String(r.type),
     data: json<unknown>(r.data),
+    key: r.key == null ? null : String(r.key),
     createdAt: toDate(r.created_at)!,
   };
 }

@@ -129,9 +129,15 @@ export async function openPostgres(
   }
   const sql = postgres(url, { max, onnotice: () => {}, ...extra });
   const orm = drizzlePostgres({ client: sql, schema }) as unknown as Orm;
+  // Named prepared statements, cached per connection: postgres.js's `unsafe` otherwise sends each
+  // parameterised statement as Parse+Describe, waits, then Bind+Execute (two round trips, and a
+  // parse and plan every time). Off where clients share one session (embedded PGlite).
+  const prepare = extra.prepare !== false;
   const run =
-    (q: postgres.Sql | postgres.TransactionSql) => <T>(text: string, params: unknown[] = []) =>
-      q.unsafe(text, params as postgres.ParameterOrJSON<never>[]) as unknown as Promise<T[]>;
+    (q: postgres.Sql | postgres.TransactionSql) => <T>(text: string, params: unknown[] = []) => {
+      const args = params as postgres.ParameterOrJSON<never>[];
+      return q.unsafe(text, args, { prepare }) as unknown as Promise<T[]>;
+    };
   let closed = false;
   return {
     driver: "postgres",

@@ -39,6 +39,7 @@ export {
   InvalidEventError,
   listEvents,
   MAX_EVENT_DATA_CHARS,
+  MAX_EVENT_KEY_CHARS,
 } from "./events.ts";
 export { InvalidMetricsError, listMetrics, recordMetrics, setProgress } from "./metrics.ts";
 export {
@@ -60,6 +61,16 @@ export {
   type StoreOptions,
 } from "./store.ts";
 export * from "./keys.ts";
+export {
+  ENV_CATALOG,
+  type EnvCatalog,
+  type EnvCatalogEntry,
+  type EnvCheckEntry,
+  type EnvIssue,
+  type EnvRef,
+  envSpecIssues,
+  isHttpEnvRef,
+} from "./env_catalog.ts";
 export {
   type CheckpointFileInput,
   getCheckpoint,

@@ -59,6 +59,12 @@ const SQL = {
   /**
    * claim: the most urgent queued job of this device (priority desc, then oldest), taken with
    * FOR UPDATE SKIP LOCKED so concurrent claimers pass each other instead of waiting.
+   * `desc nulls last` (priority is NOT NULL, so the order is the same) matches `jobs_claim_idx`:
+   * with the default `desc` (nulls first) Postgres cannot walk the index in order and sorts
+   * every queued job of the device on each claim (6 ms per claim with 3,000 queued).
+   * The status event's NOTIFY stays: it is what shows a live SSE follower `running` at once
+   * (it costs about a quarter of the claim rate with 8 concurrent claimers: NOTIFY serialises
+   * committing transactions on a global lock).
    */
   claim: `with moved as (
       update jobs set status = 'running', worker_id = $1::text,
@@ -66,7 +72,7 @@ const SQL = {
         heartbeat_at = now(), started_at = coalesce(started_at, now())
       where id = (
         select id from jobs where status = 'queued' and device = $2::text
-        order by priority desc, queued_at, id
+        order by priority desc nulls last, queued_at, id
         for update skip locked limit 1)
       returning *),
     ${STATUS_EVENT}

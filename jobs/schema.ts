@@ -154,10 +154,17 @@ export const jobEvents = pgTable("job_events", {
   attempt: integer("attempt").notNull(),
   type: text("type").notNull(),
   data: jsonb("data").notNull().default({}),
+  /**
+   * Idempotency key chosen by the writer (unique per job; null when none): an append retried
+   * after a lost connection finds the event its first try stored instead of storing it twice.
+   */
+  key: text("key"),
   createdAt: createdAt(),
 }, (t) => [
   check("job_events_type_format", sql`${t.type} ~ '^[a-z][a-z0-9_.:-]{0,63}$'`),
+  check("job_events_key_length", sql`${t.key} is null or length(${t.key}) between 1 and 128`),
   index("job_events_job_idx").on(t.jobId, t.id),
+  unique("job_events_job_key").on(t.jobId, t.key),
 ]);
 
 /** Per-step metrics; UNIQUE(job_id, step) so a step's metrics exist exactly once. */

@@ -88,7 +88,9 @@ export function createJobContext(state: RunState): JobContext {
     },
     log,
     async emit(type, data = {}) {
-      await fenced(() => appendEvent(db, fence, type, data));
+      // One key per call, reused by every retry: a retried append is stored once.
+      const key = crypto.randomUUID();
+      await fenced(() => appendEvent(db, fence, type, data, { key }));
     },
     async recordMetrics(step, values) {
       if (recorded.has(step)) {
@@ -103,7 +105,9 @@ export function createJobContext(state: RunState): JobContext {
       await fenced(() => setProgress(db, fence, withEta(progress)));
       if (progress.stage !== stage) {
         stage = progress.stage;
-        await fenced(() => appendEvent(db, fence, "stage", { stage, step: progress.step }));
+        const key = crypto.randomUUID();
+        const data = { stage, step: progress.step };
+        await fenced(() => appendEvent(db, fence, "stage", data, { key }));
       }
     },
     saveCheckpoint(step, files) {

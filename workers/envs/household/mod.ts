@@ -19,7 +19,7 @@ import type { Environment, PromptInput, Split, Task, Trajectory } from "../types
 import { analyzeHousehold } from "./analyzer.ts";
 import { HouseholdEpisode } from "./episode.ts";
 import { HouseholdExpert } from "./expert.ts";
-import { hash32 } from "./_rng.ts";
+import { hash32 } from "../_rng.ts";
 import { InvalidTaskError, parseEnvOptions } from "../errors.ts";
 import {
   FAMILIES,

@@ -7,7 +7,7 @@
  * plus its numbered receptacles, generated from a layout index; `train` and `test_seen` draw
  * layouts from one pool and `test_unseen` from a disjoint pool (no shared receptacle set).
  */
-import { hash32, Rng } from "./_rng.ts";
+import { hash32, Rng } from "../_rng.ts";
 
 /** The four room kinds. */
 export type RoomKind = "kitchen" | "bathroom" | "bedroom" | "livingroom";

@@ -18,7 +18,7 @@
  * and no `carved` layout does, so no `test_unseen` layout ever appears in `train`/`test_seen`.
  */
 import { DIRECTIONS, offsetOf, reachable, type Room, type SokobanState } from "./room.ts";
-import { Rng } from "./rng.ts";
+import { Rng } from "../_rng.ts";
 import { solve } from "./solver.ts";
 
 /** The two wall-layout generators. */

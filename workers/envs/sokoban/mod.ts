@@ -20,7 +20,7 @@ import { SokobanEpisode } from "./episode.ts";
 import { SokobanExpert } from "./expert.ts";
 import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
 import { DIRECTIONS, SYMBOLS } from "./room.ts";
-import { seedOf } from "./rng.ts";
+import { seedOf } from "../_rng.ts";
 
 /** Options of `sokoban` (validated where they enter; defaults filled). */
 export const sokobanOptionsSchema = z.strictObject({

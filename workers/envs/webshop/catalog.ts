@@ -8,7 +8,7 @@
  * red`), a short title (`brand attribute type`) and an integer price in dollars. One type per
  * category is held out for `test_unseen` (see {@link UNSEEN_TYPES}).
  */
-import { hash32, Rng } from "./_rng.ts";
+import { hash32, Rng } from "../_rng.ts";
 
 /** Option dimensions and their values; every value is unique across dimensions. */
 export const OPTION_VALUES: Readonly<Record<string, readonly string[]>> = {

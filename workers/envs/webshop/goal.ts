@@ -13,7 +13,7 @@
  * same spirit). Success means r = 1.
  */
 import { CATALOG, CATEGORY_OF, type Product, UNSEEN_TYPES } from "./catalog.ts";
-import { Rng } from "./_rng.ts";
+import { Rng } from "../_rng.ts";
 import type { Split } from "../types.ts";
 
 /** What the shopper wants. */

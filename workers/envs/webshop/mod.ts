@@ -14,7 +14,7 @@ import {
 } from "../prompt.ts";
 import { InvalidTaskError, parseEnvOptions } from "../errors.ts";
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
-import { hash32 } from "./_rng.ts";
+import { hash32 } from "../_rng.ts";
 import { BRANDS, CATALOG, CATEGORIES, OPTION_VALUES, UNSEEN_TYPES } from "./catalog.ts";
 import { generateGoal, type Goal, INSTRUCTION_WORDS } from "./goal.ts";
 import { SEARCH_ACTION, WEBSHOP_MAX_TURNS, WebshopEpisode } from "./episode.ts";

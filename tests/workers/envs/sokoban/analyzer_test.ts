@@ -3,7 +3,7 @@ import { analyzeSokoban } from "../../../../workers/envs/sokoban/analyzer.ts";
 import type { Level } from "../../../../workers/envs/sokoban/generate.ts";
 import { parseGrid } from "../../../../workers/envs/sokoban/room.ts";
 import { sokobanEnvironment as env } from "../../../../workers/envs/sokoban/mod.ts";
-import { Rng } from "../../../../workers/envs/sokoban/rng.ts";
+import { Rng } from "../../../../workers/envs/_rng.ts";
 import { wordsOf } from "../../../../workers/envs/prompt.ts";
 import { SPLITS, type Task, type Trajectory } from "../../../../workers/envs/types.ts";
 import { rollout } from "./_rollout.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sokobanEnvironment as env } from "../../../../workers/envs/sokoban/mod.ts";
-import { Rng } from "../../../../workers/envs/sokoban/rng.ts";
+import { Rng } from "../../../../workers/envs/_rng.ts";
 import { SPLITS, type Task } from "../../../../workers/envs/types.ts";
 import { rollout } from "./_rollout.ts";
 

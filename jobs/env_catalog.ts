@@ -1,0 +1,123 @@
+/**
+ * The built-in environment catalog as data, for code that must not import workers/ (the API,
+ * DESIGN.md §2): `jobs/env_catalog.json` is generated from `workers/envs` by
+ * `deno task gen:env-catalog` (and a test fails when it is stale). Also the submit-time check of a
+ * JobSpec's `env` against a catalog: known id, options valid under the env's JSON schema.
+ *
+ * Environments served over HTTP (`http(s)://…`) are not in the catalog and cannot be checked at
+ * submit time; the JobSpec's `env.id` pattern does not admit URLs today, and {@link envSpecIssues}
+ * skips any id that looks like one, leaving the check to the worker that connects to it.
+ */
+import { z } from "zod";
+import catalogJson from "./env_catalog.json" with { type: "json" };
+
+/**
+ * One environment in the catalog (the JSON shape of `GET /v1/envs`, snake_case). A type alias, not
+ * an interface, so that it is assignable to the API's open (index-signature) `EnvInfo`.
+ */
+export type EnvCatalogEntry = {
+  /** Environment id, the JobSpec's `env.id`. */
+  id: string;
+  description: string;
+  /** JSON schema (draft 2020-12) of `env.options`, input side (defaulted fields optional). */
+  options_schema: Record<string, unknown>;
+  /** The options used when none are given. */
+  defaults: Record<string, unknown>;
+  /** Task splits (`train`, `test_seen`, `test_unseen`), each with what it holds. */
+  splits: { name: string; description: string }[];
+  /** Task families (household) or product categories (webshop); the id alone when none. */
+  families: string[];
+  /** Default turn limit per episode (JobSpec `env.max_turns`). */
+  default_max_turns: number;
+};
+
+/** The `GET /v1/envs` body: `{ envs: [...] }`. */
+export interface EnvCatalog {
+  envs: EnvCatalogEntry[];
+}
+
+/** The built-in environments (from `jobs/env_catalog.json`, generated from workers/envs). */
+export const ENV_CATALOG: EnvCatalog = catalogJson as EnvCatalog;
+
+/** A problem with a submitted `env` (path relative to the JobSpec, e.g. `env.options.size`). */
+export interface EnvIssue {
+  path: string;
+  code: string;
+  message: string;
+}
+
+/** What {@link envSpecIssues} checks: the JobSpec's `env` object (only these fields are read). */
+export interface EnvRef {
+  id: string;
+  options?: Record<string, unknown>;
+}
+
+/** A catalog entry as the check reads it (providers may omit the schema). */
+export interface EnvCheckEntry {
+  id: string;
+  options_schema?: Record<string, unknown>;
+}
+
+const compiled = new Map<string, z.ZodType>();
+
+/**
+ * The zod schema of a JSON schema (`z.fromJSONSchema`), compiled once per distinct schema text.
+ * Throws zod's error when the schema uses a construct zod cannot convert.
+ */
+function optionsValidator(schema: Record<string, unknown>): z.ZodType {
+  const key = JSON.stringify(schema);
+  let validator = compiled.get(key);
+  if (!validator) {
+    validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    compiled.set(key, validator);
+  }
+  return validator;
+}
+
+/** `a.b`, `a.b[0]` from a zod path under `prefix`. */
+function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+  let out = prefix;
+  for (const key of path) out += typeof key === "number" ? `[${key}]` : `.${String(key)}`;
+  return out;
+}
+
+/** True for an `http://` or `https://` environment reference (never in a catalog). */
+export function isHttpEnvRef(id: string): boolean {
+  return /^https?:\/\//i.test(id);
+}
+
+/**
+ * Checks a JobSpec's `env` against catalog entries; returns the problems (empty when it passes).
+ * - `env.id` must be one of the entries' ids (code `unknown_env`, message listing the known ids);
+ * - `env.options` must satisfy the entry's `options_schema` (zod's codes, paths under
+ *   `env.options`).
+ * `env.max_turns` is left to the JobSpec's own bound (1–200): the catalog gives a default
+ * (`default_max_turns`), not a limit.
+ * An empty catalog accepts every id; an `http(s)://` id is not checked (see the module comment).
+ */
+export function envSpecIssues(entries: readonly EnvCheckEntry[], env: EnvRef): EnvIssue[] {
+  if (entries.length === 0 || isHttpEnvRef(env.id)) return [];
+  const entry = entries.find((e) => e.id === env.id);
+  if (!entry) {
+    const known = entries.map((e) => e.id).join(", ");
+    return [{
+      path: "env.id",
+      code: "unknown_env",
+      message: `Unknown environment; known: ${known}`,
+    }];
+  }
+  const issues: EnvIssue[] = [];
+  if (entry.options_schema) {
+    const result = optionsValidator(entry.options_schema).safeParse(env.options ?? {});
+    if (!result.success) {
+      for (const issue of result.error.issues) {
+        issues.push({
+          path: formatPath("env.options", issue.path),
+          code: issue.code,
+          message: issue.message,
+        });
+      }
+    }
+  }
+  return issues;
+}
