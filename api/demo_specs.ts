@@ -16,23 +16,28 @@ export const DEMO_METHODS = ["seed", "grpo"] as const;
 /** One of {@link DEMO_METHODS}. */
 export type DemoMethod = (typeof DEMO_METHODS)[number];
 
-/** Sokoban 6×6, one box: warm-up on expert demos, then 8 SEED updates of 4 tasks × 4 copies. */
+/**
+ * Sokoban 6×6, one box: warm-up SFT on expert demonstrations and reference analyses, then 6 SEED
+ * updates of 4 tasks × 4 copies, evaluated (greedy, 24 episodes per split) after warm-up and at
+ * the end. Mirrors `DEMO_PRESETS.sokoban` of workers/seed/presets.ts, less its
+ * `seed.analyzer_max_steps: 4` (a field this branch's JobSpec does not have yet).
+ */
 export const SOKOBAN_SEED: JobSpecInput = {
   method: "seed",
   model: { base: "builtin:tiny" },
-  env: { id: "sokoban", options: { size: 6, boxes: 1 }, max_turns: 12, history: 2 },
-  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 16 },
-  seed: { opd_coef: 0.01, gate_beta: 5, analyze: "all", analyzer_max_new_tokens: 64 },
-  optim: { lr: 1e-4, kl_coef: 0.01, entropy_coef: 0.001 },
+  env: { id: "sokoban", max_turns: 10, history: 0 },
+  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 8 },
+  seed: { analyzer_max_new_tokens: 96 },
+  optim: { lr: 3e-4, mini_batch_size: 32 },
   warmup: {
-    policy: { episodes: 64, epochs: 2, lr: 1e-3 },
-    analyzer: { episodes: 32, epochs: 2, lr: 1e-3 },
+    policy: { episodes: 24, epochs: 2, lr: 2e-3 },
+    analyzer: { episodes: 16, epochs: 2, lr: 2e-3 },
   },
-  steps: 8,
-  eval_every: 4,
-  checkpoint_every: 4,
-  eval: { splits: ["test_seen", "test_unseen"], episodes: 16, temperature: 0 },
-  random_seed: 2026,
+  steps: 6,
+  eval_every: 0,
+  checkpoint_every: 3,
+  eval: { episodes: 24, temperature: 0 },
+  random_seed: 7,
 };
 
 /** {@link SOKOBAN_SEED} as plain GRPO (λ_opd = 0, no analysis): the baseline. */
@@ -41,8 +46,8 @@ export const SOKOBAN_GRPO: JobSpecInput = { ...SOKOBAN_SEED, method: "grpo" };
 /** ALFWorld-style household, pick-and-place only (the shortest family), SEED. */
 export const HOUSEHOLD_SEED: JobSpecInput = {
   ...SOKOBAN_SEED,
-  env: { id: "household", options: { families: ["pick_and_place"] }, max_turns: 15, history: 2 },
-  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
+  env: { id: "household", options: { families: ["pick_and_place"] }, max_turns: 15, history: 1 },
+  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 16 },
 };
 
 /** {@link HOUSEHOLD_SEED} as plain GRPO. */
@@ -51,7 +56,7 @@ export const HOUSEHOLD_GRPO: JobSpecInput = { ...HOUSEHOLD_SEED, method: "grpo" 
 /** WebShop-style shopping, SEED. */
 export const WEBSHOP_SEED: JobSpecInput = {
   ...SOKOBAN_SEED,
-  env: { id: "webshop", options: {}, max_turns: 10, history: 2 },
+  env: { id: "webshop", max_turns: 10, history: 1 },
   rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
 };
 
@@ -67,7 +72,7 @@ export const DEMO_SPECS: Record<DemoEnv, Record<DemoMethod, JobSpecInput>> = {
 
 /** Command-line overrides of a demo spec (each replaces one field when given). */
 export interface DemoOverrides {
-  /** RL updates (`steps`); evaluation and checkpoints then happen at the middle and the end. */
+  /** RL updates (`steps`); checkpoints (and evaluations, unless only at the end) then happen half-way and at the end. */
   steps?: number;
   /** Episodes per evaluation split (`eval.episodes`). */
   evalEpisodes?: number;
@@ -77,8 +82,8 @@ export interface DemoOverrides {
 
 /**
  * The spec to submit for `env`/`method` with `overrides` applied (a fresh object; the constants
- * are never changed). With `steps`, `eval_every` and `checkpoint_every` become ⌈steps/2⌉ so the
- * run still evaluates and checkpoints half-way and at the end.
+ * are never changed). With `steps`, `checkpoint_every` (and a non-zero `eval_every`) become
+ * ⌈steps/2⌉; evaluation always happens after warm-up (step 0) and at the last step.
  */
 export function demoSpec(
   env: DemoEnv,
@@ -88,7 +93,7 @@ export function demoSpec(
   const spec: JobSpecInput = structuredClone(DEMO_SPECS[env][method]);
   if (overrides.steps !== undefined) {
     spec.steps = overrides.steps;
-    spec.eval_every = Math.max(1, Math.ceil(overrides.steps / 2));
+    if (spec.eval_every !== 0) spec.eval_every = Math.max(1, Math.ceil(overrides.steps / 2));
     spec.checkpoint_every = Math.max(1, Math.ceil(overrides.steps / 2));
   }
   if (overrides.evalEpisodes !== undefined) {

@@ -6,7 +6,7 @@
  * that do the same by hand.
  */
 import { join } from "node:path";
-import type { SeedClient } from "./client.ts";
+import { ApiError, type SeedClient } from "./client.ts";
 import type { JobWire, MetricsWire } from "./demo_progress.ts";
 import { percent } from "./demo_progress.ts";
 import { type ExtractedFile, extractVerified } from "./tar.ts";
@@ -29,10 +29,10 @@ export interface DemoArtifacts {
   files: ExtractedFile[];
   /** The folder holding `SHA256SUMS` and `step-N/` (`sha256sum -c SHA256SUMS` works there). */
   checkpointDir: string;
-  /** `skills.json`: the library as stored (`{version, job_id, step, skills}`). */
-  skillsPath: string;
-  /** The library's parsed JSON. */
-  library: SkillLibraryWire;
+  /** `skills.json`: the library as stored (`{version, job_id, step, skills}`); null when none. */
+  skillsPath: string | null;
+  /** The library's parsed JSON; null when the job wrote none (`grpo` analyses nothing). */
+  library: SkillLibraryWire | null;
   /** `metrics.csv` and `metrics.json`. */
   metricsCsvPath: string;
   metrics: MetricsWire;
@@ -107,11 +107,13 @@ export async function downloadArtifacts(
       join(checkpointDir, "SHA256SUMS"),
       files.map((f) => `${f.sha256}  ${f.name}\n`).join(""),
     );
-    const skills = await client.json<{ library: SkillLibraryWire }>(`${jobPath}/skills`);
-    await Deno.writeTextFile(
-      join(partial, "skills.json"),
-      JSON.stringify(skills.library, null, 2) + "\n",
-    );
+    const library = await latestLibrary(client, jobPath);
+    if (library) {
+      await Deno.writeTextFile(
+        join(partial, "skills.json"),
+        JSON.stringify(library, null, 2) + "\n",
+      );
+    }
     const metrics = await client.json<MetricsWire>(`${jobPath}/metrics`);
     await Deno.writeTextFile(join(partial, "metrics.json"), JSON.stringify(metrics, null, 2));
     const csv = await (await client.fetch(`${jobPath}/metrics?format=csv`)).text();
@@ -128,14 +130,27 @@ export async function downloadArtifacts(
       step: latest.step,
       files: files.map((f) => ({ ...f, path: moved(f.path) })),
       checkpointDir: moved(checkpointDir),
-      skillsPath: join(options.outDir, "skills.json"),
-      library: skills.library,
+      skillsPath: library ? join(options.outDir, "skills.json") : null,
+      library,
       metricsCsvPath: join(options.outDir, "metrics.csv"),
       metrics,
       replaced,
     };
   } catch (error) {
     await Deno.remove(partial, { recursive: true }).catch(() => {});
+    throw error;
+  }
+}
+
+/** The job's latest skill library, or null when it has none (HTTP 404). */
+async function latestLibrary(
+  client: SeedClient,
+  jobPath: string,
+): Promise<SkillLibraryWire | null> {
+  try {
+    return (await client.json<{ library: SkillLibraryWire }>(`${jobPath}/skills`)).library;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
     throw error;
   }
 }
@@ -285,11 +300,15 @@ export function renderSummary(input: SummaryInput): string {
     "Evaluation success rate (greedy):",
     ...evalTable(evalPoints(a.metrics)),
     "",
-    `Skill library: ${a.library.skills.length} skills at step ${a.library.step}. Most seen:`,
   ];
-  const top = topSkills(a.library, 3);
-  if (top.length === 0) lines.push("  (none: a grpo job analyses no trajectories)");
-  top.forEach((s, i) => lines.push(`  ${i + 1}. ${skillText(s)}`, `     ${provenanceLine(s)}`));
+  if (a.library) {
+    lines.push(
+      `Skill library: ${a.library.skills.length} skills at step ${a.library.step}. Most seen:`,
+    );
+    const top = topSkills(a.library, 3);
+    if (top.length === 0) lines.push("  (no skill parsed yet)");
+    top.forEach((s, i) => lines.push(`  ${i + 1}. ${skillText(s)}`, `     ${provenanceLine(s)}`));
+  } else lines.push("Skill library: none (this method analyses no trajectories).");
   lines.push(
     "",
     `Files${
@@ -297,7 +316,7 @@ export function renderSummary(input: SummaryInput): string {
     }:`,
     `  ${a.checkpointDir}/step-${a.step}/   checkpoint (Hugging Face format), ${a.files.length} files, sha256 verified`,
     `  ${a.checkpointDir}/SHA256SUMS     check again: (cd ${a.checkpointDir} && sha256sum -c SHA256SUMS)`,
-    `  ${a.skillsPath}      skill library`,
+    ...(a.skillsPath ? [`  ${a.skillsPath}      skill library`] : []),
     `  ${a.metricsCsvPath}     every step's metrics`,
     `  ${a.outDir}/spec.json        the JobSpec that was submitted`,
     `  ${input.dataDir}/   this run's database, object store and logs (api.log, worker.log)`,

@@ -7,6 +7,7 @@
  * - metrics: step 0 holds `eval/<split>/success_rate` and `eval/<split>/score` (before RL), every
  *   step `success_rate`, `skills_added`, `skills_total`, and eval figures at `eval_every` steps and
  *   the last step; `eval` and `step` events;
+ * - no skill library for `grpo` (it analyses nothing), as the trainer;
  * - a checkpoint at `checkpoint_every` steps and the last: a real builtin:tiny Hugging Face folder
  *   (`config.json`, `model.safetensors`, `tokenizer.json`, …, `optimizer.safetensors`,
  *   `trainer_state.json`) built for the job's environment, and a skill library (version 1).
@@ -174,7 +175,7 @@ export const demoFixtureHandler: JobHandler = async (ctx) => {
     if (last || step % spec.checkpoint_every === 0) {
       await ctx.setProgress({ stage: "checkpoint", step, totalSteps: total });
       await ctx.saveCheckpoint(step, checkpointFiles(ctx, model, step));
-      await ctx.saveSkills(step, library.toJSON(step), library.size);
+      if (spec.method === "seed") await ctx.saveSkills(step, library.toJSON(step), library.size);
     }
   }
   await ctx.setProgress({ stage: "done", step: total, totalSteps: total, etaS: 0 });
