@@ -113,6 +113,15 @@ export function eventLine(msg: SseMessage, seenStages: Set<string>): string | nu
     }
     case "step":
       return null;
+    case "eval":
+      if (typeof data.split === "string" && typeof data.success_rate === "number") {
+        const score = typeof data.score === "number" ? `  score ${+data.score.toFixed(3)}` : "";
+        const n = typeof data.episodes === "number" ? ` (${data.episodes} episodes)` : "";
+        return `eval at step ${data.step}: ${data.split} success ${
+          percent(data.success_rate)
+        }${score}${n}`;
+      }
+      return `eval: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
     default:
       return `${msg.event}: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
   }

@@ -94,10 +94,18 @@ async function evaluate(
     const runs = tasks.map((task) =>
       playEpisode(env, task, { maxTurns: ctx.spec.env.max_turns, expertShare, rand })
     );
-    out[`eval/${split}/success_rate`] = mean(runs.map((r) => (r.won ? 1 : 0)));
-    out[`eval/${split}/score`] = mean(runs.map((r) => r.score));
+    const successRate = mean(runs.map((r) => (r.won ? 1 : 0)));
+    const score = mean(runs.map((r) => r.score));
+    out[`eval/${split}/success_rate`] = successRate;
+    out[`eval/${split}/score`] = score;
+    await ctx.emit("eval", {
+      step,
+      split,
+      episodes: runs.length,
+      success_rate: successRate,
+      score,
+    });
   }
-  await ctx.emit("eval", { step, ...out });
   return out;
 }
 

@@ -74,8 +74,12 @@ Deno.test("events print once per stage, never for step summaries, and evals with
   assert.equal(eventLine(msg("stage", { stage: "rollout" }), seen), null);
   assert.equal(eventLine(msg("step", { step: 1 }), seen), null);
   assert.equal(
-    eventLine(msg("eval", { step: 0, split: "test_seen", success_rate: 0.25 }), seen),
-    "eval: step=0  split=test_seen  success_rate=25%",
+    eventLine(msg("eval", { step: 0, split: "test_seen", success_rate: 0.25, episodes: 8 }), seen),
+    "eval at step 0: test_seen success 25% (8 episodes)",
+  );
+  assert.equal(
+    eventLine(msg("warmup", { samples: 104, stage: "policy", nested: { loss: 1.5 } }), seen),
+    "warmup: samples=104  nested.loss=1.5",
   );
   assert.equal(
     eventLine(msg("status", { status: "failed", error: "boom" }), seen),
