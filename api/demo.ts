@@ -166,8 +166,11 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     if (Deno.env.get("DATABASE_URL")) say("database: DATABASE_URL (from the environment)");
     if (Deno.env.get("S3_ENDPOINT")) say(`object store: ${Deno.env.get("S3_ENDPOINT")}`);
     say("starting the API…");
-    const api = await step(startApi({ env, logPath: `${dataDir}/api.log` }));
-    children.push(api.child);
+    const api = await step(startApi({
+      env,
+      logPath: `${dataDir}/api.log`,
+      onSpawn: (child) => children.push(child),
+    }));
     say(`API listening on ${api.url} (pid ${api.child.pid})`);
     const key = await step(createApiKey({
       env,

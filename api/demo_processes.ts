@@ -121,7 +121,13 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
  * than `timeoutMs` (default 180 000: a first run may still be loading npm packages).
  */
 export async function startApi(
-  options: { env: Record<string, string>; logPath: string; timeoutMs?: number },
+  options: {
+    env: Record<string, string>;
+    logPath: string;
+    timeoutMs?: number;
+    /** Called as soon as the child exists, so a caller interrupted meanwhile can stop it. */
+    onSpawn?: (child: Child) => void;
+  },
 ): Promise<{ child: Child; url: string }> {
   let resolvePort!: (port: number) => void;
   const port = new Promise<number>((resolve) => (resolvePort = resolve));
@@ -137,6 +143,7 @@ export async function startApi(
       } catch { /* not the JSON line */ }
     },
   });
+  options.onSpawn?.(child);
   const timeoutMs = options.timeoutMs ?? 180_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const failed = new Promise<never>((_, reject) => {

@@ -231,7 +231,7 @@ function sh(s: string): string {
 
 /** The curl commands that repeat the demo by hand against `url` with `key` (exact values). */
 export function curlCommands(
-  o: { url: string; key: string; jobId: string; step: number; specPath: string },
+  o: { url: string; key: string; jobId: string; step: number; specPath: string; skills?: boolean },
 ): string[] {
   const auth = `-H ${sh(`authorization: Bearer ${o.key}`)}`;
   const job = `${o.url}/v1/jobs/${o.jobId}`;
@@ -248,8 +248,7 @@ export function curlCommands(
     `curl -s '${job}/metrics?format=csv' ${auth}`,
     `# the final checkpoint, then check every file against SHA256SUMS`,
     `mkdir -p ckpt && curl -s ${job}/checkpoints/${o.step}/archive ${auth} | tar x -C ckpt && (cd ckpt && sha256sum -c SHA256SUMS)`,
-    `# the skill library`,
-    `curl -s ${job}/skills ${auth}`,
+    ...(o.skills === false ? [] : [`# the skill library`, `curl -s ${job}/skills ${auth}`]),
   ];
 }
 
@@ -336,6 +335,7 @@ export function renderSummary(input: SummaryInput): string {
       jobId: job.id,
       step: a.step,
       specPath: `${a.outDir}/spec.json`,
+      skills: a.library !== null,
     }).map((l) => `  ${l}`),
   );
   return lines.join("\n") + "\n";

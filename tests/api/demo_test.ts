@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { skillsFound } from "../../api/demo_progress.ts";
 
 const WORKER_ENTRY = "tests/api/_demo_worker.ts";
 const DEMO = fileURLToPath(new URL("../../api/demo.ts", import.meta.url));
@@ -112,14 +113,15 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
     const library = JSON.parse(await Deno.readTextFile(`${outDir}/skills.json`));
     assert.equal(library.version, 1);
     assert.equal(library.job_id, job.id);
-    assert.ok(library.skills.length > 0);
     for (const skill of library.skills) {
       assert.equal(typeof (skill.text ?? skill.skill), "string");
       assert.ok(Array.isArray(skill.provenance) && skill.provenance.length > 0);
     }
 
-    // Evaluation before RL (step 0) and after (last step), as the summary reports them.
+    // Evaluation before RL (step 0) and after (last step), as the summary reports them; the
+    // library holds exactly the skills the metrics say were found.
     const metrics = JSON.parse(await Deno.readTextFile(`${outDir}/metrics.json`));
+    assert.equal(library.skills.length, skillsFound(metrics));
     const at = (s: number) => metrics.points.find((p: { step: number }) => p.step === s)?.values;
     for (const split of ["test_seen", "test_unseen"]) {
       assert.equal(typeof at(0)[`eval/${split}/success_rate`], "number");
