@@ -129,6 +129,15 @@ export function parseDemoArgs(args: string[], now: Date = new Date()): DemoArgs 
   };
 }
 
+/** Columns of the terminal on stdout, or undefined when it is not one. */
+function terminalColumns(): number | undefined {
+  try {
+    return Deno.stdout.isTerminal() ? Deno.consoleSize().columns : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 const encoder = new TextEncoder();
 const say = (text: string) => Deno.stdout.writeSync(encoder.encode(text + "\n"));
 
@@ -222,6 +231,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
         followJob(client, jobId, {
           io: {
             tty: Deno.stdout.isTerminal(),
+            columns: terminalColumns(),
             write: (t) => Deno.stdout.writeSync(encoder.encode(t)),
           },
           signal: follow.signal,

@@ -131,6 +131,8 @@ export function eventLine(msg: SseMessage, seenStages: Set<string>): string | nu
 export interface ProgressIo {
   /** True when output is a terminal (redraw one line in place). */
   tty: boolean;
+  /** Terminal width: a redrawn line is cut to fit, as a wrapped one could not be redrawn. */
+  columns?: number;
   write(text: string): void;
 }
 
@@ -165,7 +167,8 @@ export async function followJob(
   const draw = (force = false) => {
     const line = progressLine(state);
     if (io.tty) {
-      if (line !== shown || force) io.write(`\r\x1b[2K${line}`);
+      const fit = io.columns && line.length >= io.columns ? line.slice(0, io.columns - 1) : line;
+      if (line !== shown || force) io.write(`\r\x1b[2K${fit}`);
     } else if (
       plainKey() !== plainShown ||
       (line !== shown && Date.now() - shownAtMs >= (options.plainEveryMs ?? 15_000))

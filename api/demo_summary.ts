@@ -288,6 +288,12 @@ function evalTable(points: EvalPoint[]): string[] {
   return rows.map((r) => `  ${r[0].padEnd(widths[0])}   ${r[1].padEnd(widths[1])}   ${r[2]}`);
 }
 
+/** Two columns, the first padded to its widest cell, indented by two spaces. */
+function table(rows: string[][]): string[] {
+  const width = Math.max(...rows.map((r) => r[0].length));
+  return rows.map(([a, b]) => `  ${a.padEnd(width)}  ${b}`);
+}
+
 /** The summary printed at the end of a successful demo run. */
 export function renderSummary(input: SummaryInput): string {
   const { artifacts: a, job } = input;
@@ -313,12 +319,20 @@ export function renderSummary(input: SummaryInput): string {
     `Files${
       a.replaced ? ` (replaced an older ${a.outDir}/ from ${a.replaced.toISOString()})` : ""
     }:`,
-    `  ${a.checkpointDir}/step-${a.step}/   checkpoint (Hugging Face format), ${a.files.length} files, sha256 verified`,
-    `  ${a.checkpointDir}/SHA256SUMS     check again: (cd ${a.checkpointDir} && sha256sum -c SHA256SUMS)`,
-    ...(a.skillsPath ? [`  ${a.skillsPath}      skill library`] : []),
-    `  ${a.metricsCsvPath}     every step's metrics`,
-    `  ${a.outDir}/spec.json        the JobSpec that was submitted`,
-    `  ${input.dataDir}/   this run's database, object store and logs (api.log, worker.log)`,
+    ...table([
+      [
+        `${a.checkpointDir}/step-${a.step}/`,
+        `checkpoint (Hugging Face format), ${a.files.length} files, sha256 verified`,
+      ],
+      [
+        `${a.checkpointDir}/SHA256SUMS`,
+        `check again: (cd ${a.checkpointDir} && sha256sum -c SHA256SUMS)`,
+      ],
+      ...(a.skillsPath ? [[a.skillsPath, "skill library"]] : []),
+      [a.metricsCsvPath, "every step's metrics"],
+      [`${a.outDir}/spec.json`, "the JobSpec that was submitted"],
+      [`${input.dataDir}/`, "this run's database, object store and logs (api.log, worker.log)"],
+    ]),
     "",
     `By hand (API at ${input.url}, this run's key and job):`,
   );
