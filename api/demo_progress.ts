@@ -40,10 +40,10 @@ export interface ProgressState {
   skills?: number;
 }
 
-/** Skills found so far: the latest `skills_total` when recorded, else Σ `skills_added`. */
+/** Skills found so far: the latest `skill_library_size` when recorded, else Σ `skills_added`. */
 export function skillsFound(metrics: MetricsWire): number | undefined {
-  const withTotal = metrics.points.filter((p) => typeof p.values.skills_total === "number");
-  if (withTotal.length > 0) return withTotal[withTotal.length - 1].values.skills_total;
+  const withTotal = metrics.points.filter((p) => typeof p.values.skill_library_size === "number");
+  if (withTotal.length > 0) return withTotal[withTotal.length - 1].values.skill_library_size;
   const added = metrics.points.filter((p) => typeof p.values.skills_added === "number");
   if (added.length === 0) return undefined;
   return added.reduce((sum, p) => sum + p.values.skills_added, 0);

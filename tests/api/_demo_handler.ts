@@ -5,7 +5,7 @@
  *
  * - progress stages `warmup` → (`rollout` → `analyze` → `update`)×steps, with step/total_steps;
  * - metrics: step 0 holds `eval/<split>/success_rate` and `eval/<split>/score` (before RL), every
- *   step `success_rate`, `skills_added`, `skills_total`, and eval figures at `eval_every` steps and
+ *   step `success_rate`, `skills_added`, `skill_library_size`, and eval figures at `eval_every` steps and
  *   the last step; `eval` and `step` events;
  * - no skill library for `grpo` (it analyses nothing), as the trainer;
  * - a checkpoint at `checkpoint_every` steps and the last: a real builtin:tiny Hugging Face folder
@@ -172,7 +172,7 @@ export const demoFixtureHandler: JobHandler = async (ctx) => {
     const values: Record<string, number> = {
       success_rate: mean(runs.map((r) => (r.won ? 1 : 0))),
       skills_added: added,
-      skills_total: library.size,
+      skill_library_size: library.size,
     };
     const last = step === total;
     if (last || (spec.eval_every > 0 && step % spec.eval_every === 0)) {

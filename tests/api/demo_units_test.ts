@@ -46,9 +46,12 @@ Deno.test("demo arguments default to a seed job on sokoban in a fresh timestampe
   assert.equal(parseDemoArgs(["--help"]), "help");
 });
 
-Deno.test("skills found is the latest skills_total, else the sum of skills_added", () => {
+Deno.test("skills found is the latest skill_library_size, else the sum of skills_added", () => {
   assert.equal(skillsFound(metrics([[1, { skills_added: 3 }], [2, { skills_added: 2 }]])), 5);
-  assert.equal(skillsFound(metrics([[1, { skills_total: 3 }], [2, { skills_total: 4 }]])), 4);
+  assert.equal(
+    skillsFound(metrics([[1, { skill_library_size: 3 }], [2, { skill_library_size: 4 }]])),
+    4,
+  );
   assert.equal(skillsFound(metrics([[0, { "eval/test_seen/success_rate": 0 }]])), undefined);
 });
 
