@@ -1,0 +1,104 @@
+/**
+ * The job specs `deno task demo` submits: one constant per environment and method, the same JSON
+ * a user would `POST /v1/jobs`. Edit them here. They are sized so that one run finishes in under
+ * ten minutes on two CPU cores with `builtin:tiny` (the trainer's own tuned preset lives in
+ * workers/seed/presets.ts, which api/ may not import: DESIGN.md §2 — keep the two in step).
+ */
+import type { JobSpecInput } from "../jobs/mod.ts";
+
+/** Environments the demo knows a spec for. */
+export const DEMO_ENVS = ["sokoban", "household", "webshop"] as const;
+/** One of {@link DEMO_ENVS}. */
+export type DemoEnv = (typeof DEMO_ENVS)[number];
+
+/** Methods the demo can run (`grpo` = the same pipeline without skills; DESIGN.md §3). */
+export const DEMO_METHODS = ["seed", "grpo"] as const;
+/** One of {@link DEMO_METHODS}. */
+export type DemoMethod = (typeof DEMO_METHODS)[number];
+
+/**
+ * Sokoban 6×6, one box: warm-up SFT on expert demonstrations and reference analyses, then 6 SEED
+ * updates of 4 tasks × 4 copies, evaluated (greedy, 24 episodes per split) after warm-up and at
+ * the end. Mirrors `DEMO_PRESETS.sokoban` of workers/seed/presets.ts, less its
+ * `seed.analyzer_max_steps: 4` (a field this branch's JobSpec does not have yet).
+ */
+export const SOKOBAN_SEED: JobSpecInput = {
+  method: "seed",
+  model: { base: "builtin:tiny" },
+  env: { id: "sokoban", max_turns: 10, history: 0 },
+  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 8 },
+  seed: { analyzer_max_new_tokens: 96 },
+  optim: { lr: 3e-4, mini_batch_size: 32 },
+  warmup: {
+    policy: { episodes: 24, epochs: 2, lr: 2e-3 },
+    analyzer: { episodes: 16, epochs: 2, lr: 2e-3 },
+  },
+  steps: 6,
+  eval_every: 0,
+  checkpoint_every: 3,
+  eval: { episodes: 24, temperature: 0 },
+  random_seed: 7,
+};
+
+/** {@link SOKOBAN_SEED} as plain GRPO (λ_opd = 0, no analysis): the baseline. */
+export const SOKOBAN_GRPO: JobSpecInput = { ...SOKOBAN_SEED, method: "grpo" };
+
+/** ALFWorld-style household, pick-and-place only (the shortest family), SEED. */
+export const HOUSEHOLD_SEED: JobSpecInput = {
+  ...SOKOBAN_SEED,
+  env: { id: "household", options: { families: ["pick_and_place"] }, max_turns: 15, history: 1 },
+  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 16 },
+};
+
+/** {@link HOUSEHOLD_SEED} as plain GRPO. */
+export const HOUSEHOLD_GRPO: JobSpecInput = { ...HOUSEHOLD_SEED, method: "grpo" };
+
+/** WebShop-style shopping, SEED. */
+export const WEBSHOP_SEED: JobSpecInput = {
+  ...SOKOBAN_SEED,
+  env: { id: "webshop", max_turns: 10, history: 1 },
+  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
+};
+
+/** {@link WEBSHOP_SEED} as plain GRPO. */
+export const WEBSHOP_GRPO: JobSpecInput = { ...WEBSHOP_SEED, method: "grpo" };
+
+/** Every demo spec by environment, then method. */
+export const DEMO_SPECS: Record<DemoEnv, Record<DemoMethod, JobSpecInput>> = {
+  sokoban: { seed: SOKOBAN_SEED, grpo: SOKOBAN_GRPO },
+  household: { seed: HOUSEHOLD_SEED, grpo: HOUSEHOLD_GRPO },
+  webshop: { seed: WEBSHOP_SEED, grpo: WEBSHOP_GRPO },
+};
+
+/** Command-line overrides of a demo spec (each replaces one field when given). */
+export interface DemoOverrides {
+  /** RL updates (`steps`); checkpoints (and evaluations, unless only at the end) then happen half-way and at the end. */
+  steps?: number;
+  /** Episodes per evaluation split (`eval.episodes`). */
+  evalEpisodes?: number;
+  /** `random_seed`. */
+  randomSeed?: number;
+}
+
+/**
+ * The spec to submit for `env`/`method` with `overrides` applied (a fresh object; the constants
+ * are never changed). With `steps`, `checkpoint_every` (and a non-zero `eval_every`) become
+ * ⌈steps/2⌉; evaluation always happens after warm-up (step 0) and at the last step.
+ */
+export function demoSpec(
+  env: DemoEnv,
+  method: DemoMethod,
+  overrides: DemoOverrides = {},
+): JobSpecInput {
+  const spec: JobSpecInput = structuredClone(DEMO_SPECS[env][method]);
+  if (overrides.steps !== undefined) {
+    spec.steps = overrides.steps;
+    if (spec.eval_every !== 0) spec.eval_every = Math.max(1, Math.ceil(overrides.steps / 2));
+    spec.checkpoint_every = Math.max(1, Math.ceil(overrides.steps / 2));
+  }
+  if (overrides.evalEpisodes !== undefined) {
+    spec.eval = { ...spec.eval, episodes: overrides.evalEpisodes };
+  }
+  if (overrides.randomSeed !== undefined) spec.random_seed = overrides.randomSeed;
+  return spec;
+}
