@@ -167,7 +167,7 @@ export class Policy {
       deltaMean: 0,
       tokens: total,
     };
-    const grads = this.zeroGrads();
+    const grads: Parameters = new Map();
     const logprobs: Float32Array[] = new Array(samples.length);
     const scalar = (v: number) => tensor("float32", Float32Array.of(v), []);
     const coefValues = [c.clipEps, c.dualClip, c.gateBeta, c.opdCoef, c.klCoef, c.entropyCoef];
@@ -216,13 +216,13 @@ export class Policy {
         k,
       ) => (logprobs[group[k]] = lp));
     }
-    return { ...stats, grads, logprobs };
+    return { ...stats, grads: this.complete(grads), logprobs };
   }
 
   /** One SFT loss (mean NLL of response tokens) + gradient evaluation over `samples`. */
   async sftStep(samples: Sample[]): Promise<{ loss: number; tokens: number; grads: Parameters }> {
     const total = samples.reduce((n, s) => n + s.response.length, 0);
-    const grads = this.zeroGrads();
+    const grads: Parameters = new Map();
     let loss = 0;
     for (const group of this.plan(samples)) {
       const packed = this.pack(samples, group);
@@ -241,7 +241,7 @@ export class Policy {
       loss += w * Number((r.loss.data as Float32Array)[0]);
       this.accumulate(grads, r, w);
     }
-    return { loss, tokens: total, grads };
+    return { loss, tokens: total, grads: this.complete(grads) };
   }
 
   /** Sample continuations of `prompts` with the KV-cache decode graph (see generate.ts). */
@@ -294,18 +294,25 @@ export class Policy {
       attention_mask: tensor("float32", p.attentionMask, dims),
     };
   }
-  private zeroGrads(): Parameters {
-    return new Map(
-      parameterSpecs(this.config).map((s) => [
-        s.name,
-        new Float32Array(s.shape.reduce((a, b) => a * b, 1)),
-      ]),
-    );
+  /** Zero gradients for parameters no call reached (an empty sample list). */
+  private complete(grads: Parameters): Parameters {
+    for (const s of parameterSpecs(this.config)) {
+      if (!grads.has(s.name)) {
+        grads.set(
+          s.name,
+          new Float32Array(s.shape.reduce((a, b) => a * b, 1)),
+        );
+      }
+    }
+    return grads;
   }
+  /** grads += w · (this call's gradients); the first call's outputs are adopted when w = 1. */
   private accumulate(grads: Parameters, r: ort.InferenceSession.ReturnType, w: number): void {
-    for (const [name, acc] of grads) {
-      const d = r[`grad.${name}`].data as Float32Array;
-      for (let i = 0; i < acc.length; i++) acc[i] += w * d[i];
+    for (const s of parameterSpecs(this.config)) {
+      const d = r[`grad.${s.name}`].data as Float32Array;
+      const acc = grads.get(s.name);
+      if (!acc) grads.set(s.name, w === 1 ? d : d.map((x) => w * x));
+      else for (let i = 0; i < acc.length; i++) acc[i] += w * d[i];
     }
   }
 }

@@ -105,3 +105,12 @@ Deno.test("a tiny model overfits a small corpus with the train graph and AdamW",
   assert.equal(gen.finishReason, "eos");
   await policy.release();
 });
+
+Deno.test("a train step over no samples returns zero loss and zero gradients for every parameter", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 2));
+  const r = await policy.trainStep([]);
+  assert.equal(r.loss, 0);
+  assert.equal(r.tokens, 0);
+  for (const s of parameterSpecs(TINY_LLAMA)) assert.ok(r.grads.get(s.name)!.every((x) => x === 0));
+  await policy.release();
+});
