@@ -87,8 +87,9 @@ export interface SeedStepStats {
 /** Policy options: engine settings plus call sizing. */
 export interface PolicyOptions extends EngineOptions {
   /**
-   * Most padded tokens (rows × bucket length) per onnxruntime call. Default: what a ~10¹¹ FLOP
-   * train call holds (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, 8192].
+   * Most padded tokens (rows × bucket length) per onnxruntime train call; score calls and
+   * generation prefill windows take 3× as many (forward only). Default: a ~10¹¹ FLOP train call
+   * (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, 8192].
    */
   maxTokensPerCall?: number;
   /** Most rows per call (default 64). */
@@ -128,7 +129,7 @@ export class Policy {
       logprobs: new Array(samples.length),
       entropy: new Array(samples.length),
     };
-    for (const group of this.plan(samples)) {
+    for (const group of this.plan(samples, true)) {
       const packed = this.pack(samples, group);
       const session = await this.session(
         "score",
@@ -255,6 +256,7 @@ export class Policy {
       prompts,
       {
         maxBatch: this.opts.maxBatch,
+        maxTokensPerCall: this.tokensPerCall(3), // forward only: ~⅓ of a train token's FLOPs
         ...opts,
       },
     );
@@ -265,10 +267,17 @@ export class Policy {
     if (!this.opts.sessions) await this.sessions.release();
   }
 
-  private plan(samples: Sample[]): number[][] {
-    const budget = Math.round(1e11 / (6 * parameterCount(this.config)));
-    const tokens = this.opts.maxTokensPerCall ?? Math.min(8192, Math.max(256, budget));
-    return planMicroBatches(samples, tokens, this.opts.maxBatch ?? 64);
+  private plan(samples: Sample[], forwardOnly = false): number[][] {
+    return planMicroBatches(
+      samples,
+      this.tokensPerCall(forwardOnly ? 3 : 1),
+      this.opts.maxBatch ?? 64,
+    );
+  }
+  /** Tokens per call: the option, or a 10¹¹ FLOP budget at 6·N FLOP per train token (× `scale`). */
+  private tokensPerCall(scale: number): number {
+    const budget = Math.round((scale * 1e11) / (6 * parameterCount(this.config)));
+    return this.opts.maxTokensPerCall ?? Math.min(8192 * scale, Math.max(256, budget));
   }
   private pack(samples: Sample[], group: number[]) {
     const rows = group.map((i) => samples[i]);

@@ -209,3 +209,12 @@ Deno.test("prompts split over several decode groups give the same samples as one
   assert.deepEqual(many, one);
   await policy.release();
 });
+
+Deno.test("a prompt prefilled in several short calls generates the same tokens", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const opts = { maxNewTokens: 8, greedy: true, eosTokenIds: [] };
+  const whole = await policy.generate(PROMPTS, opts);
+  const windows = await policy.generate(PROMPTS, { ...opts, maxTokensPerCall: 3 * 2 }); // 2 columns
+  assert.deepEqual(windows, whole);
+  await policy.release();
+});
