@@ -13,12 +13,13 @@ function tinyModel(): Uint8Array {
   return g.toModel();
 }
 
-Deno.test("sessions default to the cpu provider, 2 threads and full graph optimisation", () => {
+Deno.test("sessions default to the cpu provider, 2 non-spinning threads and full graph optimisation", () => {
   const o = sessionOptions();
   assert.deepEqual(o.executionProviders, ["cpu"]);
   assert.equal(o.intraOpNumThreads, 2);
   assert.equal(o.graphOptimizationLevel, "all");
   assert.equal(sessionOptions({ threads: 1 }).intraOpNumThreads, 1);
+  assert.deepEqual(o.extra, { session: { intra_op: { allow_spinning: "0" } } });
 });
 
 Deno.test("asking for the cuda provider without its libraries fails saying what is missing", async () => {
