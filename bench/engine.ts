@@ -1,5 +1,6 @@
 /**
- * Engine benchmark: `deno task bench:engine [--threads 2] [--repeats 3] [--only small|medium]`.
+ * Engine benchmark:
+ * `deno task bench:engine [--threads 2] [--repeats 3] [--only small|medium] [--spinning]`.
  *
  * For a ~1M and a ~24M parameter Llama-style config it measures, in one run and at the same
  * thread count: SFT train-step tokens/s (forward + backward + AdamW) and batched greedy decode
@@ -22,6 +23,7 @@ const { values: args } = parseArgs({
     threads: { type: "string", default: "2" },
     repeats: { type: "string", default: "3" },
     only: { type: "string" },
+    spinning: { type: "boolean", default: false },
   },
 });
 const threads = Number(args.threads), repeats = Number(args.repeats);
@@ -109,7 +111,11 @@ type TrainShape = { batch: number; length: number; steps: number };
 /** Our side: one measurement per call, so it can alternate with PyTorch's. */
 async function ours(c: DecoderConfig, train: TrainShape) {
   const params = initParameters(c, 1);
-  const policy = new Policy(c, params, { threads, maxTokensPerCall: 1 << 16 });
+  const policy = new Policy(c, params, {
+    threads,
+    spinning: args.spinning,
+    maxTokensPerCall: 1 << 16,
+  });
   const opt = new AdamW(parameterSpecs(c), { lr: 1e-4, weightDecay: 0.01 });
   const rng = new Rng(2);
   const tok = () => 3 + Math.floor(rng.next() * (c.vocab_size - 3));
