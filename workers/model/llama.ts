@@ -17,7 +17,15 @@
  *   new tokens' keys and values (`new.<l>.key`), which the caller writes into its cache; for
  *   prefill (P = 0) and single-token steps.
  */
-import { type DType, gradients, type Graph, Graph as G, nn, type Value } from "../engine/mod.ts";
+import {
+  type DType,
+  gradients,
+  type Graph,
+  Graph as G,
+  intAttr,
+  nn,
+  type Value,
+} from "../engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "./config.ts";
 import { type SeedCoefficients, seedLoss, type SeedTokens, tokenNll } from "./losses.ts";
 
@@ -217,21 +225,21 @@ function decoder(
 function splitKeys(g: Graph, att: Value, pastK: Value, newK: Value): [Value, Value] {
   const sizes =
     g.emit("Concat", [dimOf(g, pastK, 2), dimOf(g, newK, 2)], [{ shape: [2], dtype: "int64" }], [
-      { name: "axis", i: 0, type: 2 },
+      intAttr("axis", 0),
     ])[0];
   const lead = att.shape.slice(0, -1);
   const [a, b] = g.emit("Split", [att, sizes], [
     { shape: [...lead, pastK.shape[2]], dtype: att.dtype },
     { shape: [...lead, newK.shape[2]], dtype: att.dtype },
-  ], [{ name: "axis", i: 3, type: 2 }]);
+  ], [intAttr("axis", 3)]);
   return [a, b];
 }
 
 /** The run-time size of `v`'s dim `axis` as a (1,) int64 tensor. */
 function dimOf(g: Graph, v: Value, axis: number): Value {
   return g.emit("Shape", [v], [{ shape: [1], dtype: "int64" }], [
-    { name: "start", i: axis, type: 2 },
-    { name: "end", i: axis + 1, type: 2 },
+    intAttr("start", axis),
+    intAttr("end", axis + 1),
   ])[0];
 }
 
@@ -392,7 +400,7 @@ export function buildDecodeGraph(
       shape: ["B", c.hidden_size],
       dtype: f,
     }], [
-      { name: "axis", i: 1, type: 2 },
+      intAttr("axis", 1),
     ])[0] // (B, C)
     : hidden; // (B, T, C)
   g.output(lmHead(g, c, p, last), "logits");
