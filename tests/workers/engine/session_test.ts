@@ -31,6 +31,14 @@ Deno.test("asking for the cuda provider without its libraries fails saying what 
   );
 });
 
+Deno.test("asking for webgpu on a machine without a GPU adapter fails saying what is missing", async () => {
+  await assert.rejects(
+    () => createSession(tinyModel(), { ep: "webgpu" }),
+    (e: Error) =>
+      e instanceof ProviderUnavailableError && /WebGPU adapter must be available/.test(e.message),
+  );
+});
+
 Deno.test("the session cache builds each key once and evicts the least recently used", async () => {
   const cache = new SessionCache({ maxSessions: 2 });
   let builds = 0;
