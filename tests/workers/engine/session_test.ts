@@ -22,13 +22,14 @@ Deno.test("sessions default to the cpu provider, 2 non-spinning threads and full
   assert.deepEqual(o.extra, { session: { intra_op: { allow_spinning: "0" } } });
 });
 
-Deno.test("asking for the cuda provider without its libraries fails saying what is missing", async () => {
-  await assert.rejects(
-    () => createSession(tinyModel(), { ep: "cuda" }),
-    (e: Error) =>
-      e instanceof ProviderUnavailableError &&
-      /CUDA provider libraries must be installed/.test(e.message),
-  );
+Deno.test("cuda either loads or fails saying that its provider libraries are missing", async () => {
+  // onnxruntime-node ships without the CUDA provider (ONNXRUNTIME_NODE_INSTALL=cuda12 adds it).
+  try {
+    await (await createSession(tinyModel(), { ep: "cuda" })).release();
+  } catch (e) {
+    assert.ok(e instanceof ProviderUnavailableError, String(e));
+    assert.match(e.message, /CUDA provider libraries must be installed/);
+  }
 });
 
 Deno.test("webgpu either loads or fails saying that a GPU adapter is missing", async () => {
