@@ -73,7 +73,11 @@ const CONFIGS: {
     train: { batch: 8, length: 128, steps: 2 },
   },
 ];
-const DECODE = [{ batch: 1, prompt: 16, new: 32 }, { batch: 64, prompt: 16, new: 32 }];
+const DECODE = [
+  { batch: 1, prompt: 16, new: 32 },
+  { batch: 64, prompt: 16, new: 32 },
+  { batch: 32, prompt: 256, new: 32 }, // long prompts: prefill and cache traffic dominate
+];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -228,13 +232,13 @@ for (const { name, config, train } of CONFIGS) {
   const b = await theirs(config, train);
   // alternate our and PyTorch's measurements so load changes hit both alike
   const rates: Record<string, number[][]> = { train: [[], []] };
-  for (const d of DECODE) rates[`decode${d.batch}`] = [[], []];
+  for (const d of DECODE) rates[`decode${d.batch}x${d.prompt}`] = [[], []];
   for (let r = 0; r < repeats; r++) {
     rates.train[0].push(await a.train());
     if (b) rates.train[1].push(await b.train());
     for (const d of DECODE) {
-      rates[`decode${d.batch}`][0].push(await a.decode(d));
-      if (b) rates[`decode${d.batch}`][1].push(await b.decode(d));
+      rates[`decode${d.batch}x${d.prompt}`][0].push(await a.decode(d));
+      if (b) rates[`decode${d.batch}x${d.prompt}`][1].push(await b.decode(d));
     }
   }
   await a.release();
@@ -259,7 +263,7 @@ for (const { name, config, train } of CONFIGS) {
   for (const d of DECODE) {
     row(
       `decode batch ${d.batch}`,
-      rates[`decode${d.batch}`],
+      rates[`decode${d.batch}x${d.prompt}`],
       forwardFlops(config, d.prompt + d.new / 2),
     );
   }

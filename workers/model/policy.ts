@@ -123,6 +123,14 @@ export class Policy {
     this.key = JSON.stringify(config);
   }
 
+  /**
+   * The same model with other parameters (θ_old, π_ref, a teacher), sharing this policy's
+   * options and compiled sessions (parameters are graph inputs, so graphs are identical).
+   */
+  withParameters(params: Parameters): Policy {
+    return new Policy(this.config, params, { ...this.opts, sessions: this.sessions });
+  }
+
   /** Per-token log-probs and entropies of each sample's response (no gradient). */
   async score(samples: Sample[]): Promise<TokenScores> {
     const out: TokenScores = {

@@ -114,3 +114,16 @@ Deno.test("a train step over no samples returns zero loss and zero gradients for
   for (const s of parameterSpecs(TINY_LLAMA)) assert.ok(r.grads.get(s.name)!.every((x) => x === 0));
   await policy.release();
 });
+
+Deno.test("a policy with other parameters shares the compiled sessions and scores with its own", async () => {
+  const a = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 2));
+  const b = a.withParameters(randomParameters(TINY_LLAMA, 3));
+  const sa = await a.score([TARGET]);
+  const sessions = a.sessions.size;
+  const sb = await b.score([TARGET]);
+  assert.equal(b.sessions, a.sessions);
+  assert.equal(a.sessions.size, sessions);
+  assert.ok(maxAbsDiff(sa.logprobs[0], sb.logprobs[0]) > 1e-3);
+  await b.release();
+  await a.release();
+});
