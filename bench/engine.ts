@@ -262,7 +262,7 @@ for (const { name, config, train } of CONFIGS) {
   row("train step", rates.train, 3 * forwardFlops(config, train.length / 2)); // fwd + bwd ≈ 3× fwd
   for (const d of DECODE) {
     row(
-      `decode batch ${d.batch}`,
+      `decode ${d.batch}×${d.prompt}`,
       rates[`decode${d.batch}x${d.prompt}`],
       forwardFlops(config, d.prompt + d.new / 2),
     );
