@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import {
+  buildScoreGraph,
   buildTrainGraph,
   DecoderConfigError,
   SEED_COEFFICIENT_INPUTS,
@@ -110,4 +111,38 @@ Deno.test("a config whose query heads do not group over its KV heads fails at bu
     (e: Error) =>
       e instanceof DecoderConfigError && /multiple of num_key_value_heads/.test(e.message),
   );
+});
+
+Deno.test("a left-padded row scores the same log-probs as a right-padded one", async () => {
+  const c = TINY_QWEN, t = 8;
+  const session = await createSession(buildScoreGraph(c, { batch: 2, length: t }).toModel());
+  const params = randomParameters(c, 7);
+  const s = SAMPLES[0], row = [...s.prompt, ...s.response], n = row.length - 1; // 6 positions
+  const ids = new BigInt64Array(2 * t),
+    targets = new BigInt64Array(2 * t),
+    pos = new BigInt64Array(2 * t);
+  const mask = new Float32Array(2 * t);
+  for (let j = 0; j < n; j++) {
+    const right = j, left = t + (t - n) + j; // row 0 right-padded, row 1 left-padded
+    for (const at of [right, left]) {
+      ids[at] = BigInt(row[j]);
+      targets[at] = BigInt(row[j + 1]);
+      pos[at] = BigInt(j);
+      mask[at] = 1;
+    }
+  }
+  const feeds: Record<string, ReturnType<typeof tensor>> = {
+    input_ids: tensor("int64", ids, [2, t]),
+    targets: tensor("int64", targets, [2, t]),
+    position_ids: tensor("int64", pos, [2, t]),
+    attention_mask: tensor("float32", mask, [2, t]),
+  };
+  for (const sp of parameterSpecs(c)) {
+    feeds[sp.name] = tensor("float32", params.get(sp.name)!, sp.shape);
+  }
+  const lp = (await session.run(feeds)).logprobs.data as Float32Array;
+  for (let j = 0; j < n; j++) {
+    assert.ok(Math.abs(lp[j] - lp[t + (t - n) + j]) < 1e-5, `position ${j}`);
+  }
+  await session.release();
 });
