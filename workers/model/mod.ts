@@ -28,6 +28,7 @@ export {
 export {
   BatchError,
   bucketFor,
+  bucketOf,
   type PackedBatch,
   packSamples,
   planMicroBatches,

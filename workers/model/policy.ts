@@ -12,12 +12,11 @@ import type * as ort from "onnxruntime-node";
 import { type EngineOptions, SessionCache, tensor, yieldToEventLoop } from "../engine/mod.ts";
 import { type DecoderConfig, parameterCount, type Parameters, parameterSpecs } from "./config.ts";
 import {
-  bucketFor,
+  bucketOf,
   packSamples,
   packTokens,
   planMicroBatches,
   type Sample,
-  sampleLength,
   unpackTokens,
 } from "./batch.ts";
 import {
@@ -185,7 +184,7 @@ export class Policy {
       const rows = group.map((i) => samples[i]);
       const zeros = (s: RlSample) => new Float32Array(s.response.length);
       const perToken = (vals: (Float32Array | number)[]) =>
-        tensor("float32", packTokens(packed, vals), [packed.bucket.batch, packed.bucket.length]);
+        tensor("float32", packTokens(packed, vals), [packed.bucket.tokens]);
       const session = await this.session(
         "train_seed",
         packed.bucket,
@@ -194,7 +193,7 @@ export class Policy {
       const r = await session.run({
         ...this.parameterFeeds(),
         ...this.baseFeeds(packed),
-        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.batch, packed.bucket.length]),
+        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
         advantages: perToken(rows.map((s) => s.advantage)),
         old_logprobs: perToken(rows.map((s) => s.oldLogprobs)),
         teacher_logprobs: perToken(rows.map((s) => s.teacherLogprobs ?? zeros(s))),
@@ -243,7 +242,7 @@ export class Policy {
       const r = await session.run({
         ...this.parameterFeeds(),
         ...this.baseFeeds(packed),
-        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.batch, packed.bucket.length]),
+        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
       });
       await yieldToEventLoop();
       const w = total > 0 ? group.reduce((a, i) => a + samples[i].response.length, 0) / total : 0;
@@ -289,11 +288,10 @@ export class Policy {
   }
   private pack(samples: Sample[], group: number[]) {
     const rows = group.map((i) => samples[i]);
-    const bucket = bucketFor(rows.length, Math.max(...rows.map(sampleLength)));
-    return packSamples(rows, bucket, this.config.pad_token_id ?? 0);
+    return packSamples(rows, bucketOf(rows), this.config.pad_token_id ?? 0);
   }
   private session(kind: string, b: Bucket, build: () => Uint8Array): Promise<ort.InferenceSession> {
-    return this.sessions.get(`${kind}:${this.key}:b${b.batch}:t${b.length}`, build);
+    return this.sessions.get(`${kind}:${this.key}:b${b.batch}:t${b.length}:r${b.tokens}`, build);
   }
   private parameterFeeds(): Record<string, ort.Tensor> {
     return Object.fromEntries(
@@ -307,7 +305,8 @@ export class Policy {
     return {
       input_ids: tensor("int64", p.inputIds, dims),
       position_ids: tensor("int64", p.positionIds, dims),
-      targets: tensor("int64", p.targets, dims),
+      token_index: tensor("int64", p.tokenIndex, [p.bucket.tokens]),
+      targets: tensor("int64", p.targets, [p.bucket.tokens]),
       attention_mask: tensor("float32", p.attentionMask, dims),
     };
   }
