@@ -46,6 +46,7 @@ export {
 export {
   DEFAULT_SEED_COEFFICIENTS,
   Policy,
+  PolicyError,
   type PolicyOptions,
   type RlSample,
   type SeedCoefficientValues,

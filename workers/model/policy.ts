@@ -97,6 +97,11 @@ export interface PolicyOptions extends EngineOptions {
   sessions?: SessionCache;
 }
 
+/** A policy cannot be built from the given config and parameters. */
+export class PolicyError extends Error {
+  override name = "PolicyError";
+}
+
 /** A Llama/Qwen2 policy on onnxruntime. */
 export class Policy {
   readonly sessions: SessionCache;
@@ -111,7 +116,7 @@ export class Policy {
       const p = params.get(s.name);
       const n = s.shape.reduce((a, b) => a * b, 1);
       if (!p || p.length !== n) {
-        throw new Error(
+        throw new PolicyError(
           `Cannot create a Policy as parameter ${s.name} must have ${n} values: current is ${
             p?.length ?? "missing"
           }`,

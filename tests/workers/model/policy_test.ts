@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { AdamW, clipGradNorm } from "../../../workers/model/optim.ts";
-import { Policy, type RlSample } from "../../../workers/model/policy.ts";
+import { Policy, PolicyError, type RlSample } from "../../../workers/model/policy.ts";
 import type { Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
@@ -126,4 +126,13 @@ Deno.test("a policy with other parameters shares the compiled sessions and score
   assert.ok(maxAbsDiff(sa.logprobs[0], sb.logprobs[0]) > 1e-3);
   await b.release();
   await a.release();
+});
+
+Deno.test("a policy refuses parameters that do not match its config", () => {
+  const params = randomParameters(TINY_LLAMA, 2);
+  params.delete("model.norm.weight");
+  assert.throws(
+    () => new Policy(TINY_LLAMA, params),
+    (e: Error) => e instanceof PolicyError && /model.norm.weight/.test(e.message),
+  );
 });
