@@ -11,7 +11,7 @@
  * const session = await createSession(g.toModel());
  * ```
  */
-export { type Dim, type DType, OPSET } from "./onnx_proto.ts";
+export { type Dim, type DType, intAttr, OPSET } from "./onnx_proto.ts";
 export { formatShape, GraphBuildError } from "./shape.ts";
 export { Graph, type TapeEntry, Value } from "./graph.ts";
 export { DIFFERENTIABLE_OPS, gradients, unbroadcast } from "./autodiff.ts";

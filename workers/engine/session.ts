@@ -3,12 +3,12 @@
  * and a cache keyed by (graph, shape bucket) so each graph is built and loaded once.
  *
  * `InferenceSession.run()` computes on onnxruntime's threads but blocks the JS event loop
- * until it is done (checked: a 5 ms interval does not fire during a 1 s run). Expected cost per
- * call on 2 shared cores (bench/engine.ts): tiny test models < 5 ms; a ~1M-parameter train
- * step over 8×64 tokens ≈ 60–200 ms; a 24M train step ≈ 4 ms per token (so ~1 s per 256
- * tokens); one batched decode step of a 24M model ≈ 20–80 ms at batch 64. Keep each call at
- * that scale (Policy sizes its micro-batches by a FLOP budget) and call `yieldToEventLoop()`
- * between calls so timers such as lease heartbeats still fire.
+ * until it is done (checked: a 5 ms interval does not fire during a 1 s run). Measured per call
+ * on 2 shared cores (bench/engine.ts, load 2–8): tiny test models < 5 ms; a 0.9M-parameter train
+ * call over 8×64 tokens ≈ 60–150 ms; a 23.5M train call ≈ 1.5–4 ms per token (Policy's default
+ * budget of 10¹¹ FLOP per call is ~700 tokens there, ≈ 1–3 s); a batched decode step of the
+ * 23.5M model at batch 64 ≈ 40–100 ms. Keep calls at that scale and call `yieldToEventLoop()`
+ * between them so timers such as lease heartbeats still fire.
  */
 import * as ort from "onnxruntime-node";
 
@@ -21,6 +21,12 @@ export interface EngineOptions {
   ep?: ExecutionProvider;
   /** onnxruntime intra-op threads (default 2; one per core you may use). */
   threads?: number;
+  /**
+   * Let idle intra-op threads spin-wait for work (onnxruntime's default). Off by default: on
+   * shared, oversubscribed cores spinning threads steal the time the working ones need (a train
+   * step ran ~2× faster without it at load 6 on 2 cores); turn it on for a dedicated machine.
+   */
+  spinning?: boolean;
 }
 
 /** An execution provider could not be loaded on this machine. */
@@ -50,6 +56,7 @@ export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.S
     interOpNumThreads: 1,
     graphOptimizationLevel: "all",
     logSeverityLevel: 3,
+    extra: { session: { intra_op: { allow_spinning: opts.spinning ? "1" : "0" } } },
   };
 }
 

@@ -1,11 +1,13 @@
 /**
- * Packing (prompt, response) samples into fixed-shape (B, T) buckets for the train and score
- * graphs, and reading per-token results back per sample.
+ * Packing (prompt, response) samples into fixed-shape buckets for the train and score graphs,
+ * and reading per-token results back per sample.
  *
- * Layout (right padding): row = prompt ++ response; the graph reads positions 0..L−2 and
- * predicts tokens 1..L−1, so `targets[t] = row[t + 1]`. Response token j of a sample with a
- * prompt of length p sits at t = p − 1 + j, where `loss_mask` is 1. Positions count from 0 in
- * every row, so a sample's log-probs do not depend on its batch or bucket.
+ * Layout (right padding): row = prompt ++ response, (B, T); the graph reads positions 0..L−2.
+ * Only response tokens are scored: response token j of a sample with a prompt of length p is
+ * predicted at position t = p − 1 + j, and the R scored positions of the whole batch are listed
+ * flat (`tokenIndex[k] = row · T + t`, `targets[k]` the token there), so the LM head and the
+ * softmax over the vocabulary run on R rows instead of B·T. Positions count from 0 in every
+ * row, so a sample's log-probs do not depend on its batch or bucket.
  */
 import type { Bucket } from "./llama.ts";
 
@@ -22,6 +24,7 @@ export class BatchError extends Error {
 
 const LENGTHS = [8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096];
 const BATCHES = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256];
+const TOKENS = [8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768];
 
 /** Smallest ladder value ≥ n (then multiples of the last step). */
 function roundUp(n: number, ladder: number[]): number {
@@ -31,9 +34,22 @@ function roundUp(n: number, ladder: number[]): number {
   return Math.ceil(n / step) * step;
 }
 
-/** The bucket for `rows` samples whose longest (prompt + response − 1) is `length` tokens. */
-export function bucketFor(rows: number, length: number): Bucket {
-  return { batch: roundUp(rows, BATCHES), length: roundUp(length, LENGTHS) };
+/**
+ * The bucket for `rows` samples whose longest (prompt + response − 1) is `length` tokens and
+ * whose responses hold `tokens` tokens together.
+ */
+export function bucketFor(rows: number, length: number, tokens: number): Bucket {
+  return {
+    batch: roundUp(rows, BATCHES),
+    length: roundUp(length, LENGTHS),
+    tokens: roundUp(Math.max(tokens, 1), TOKENS),
+  };
+}
+
+/** The bucket that fits `samples`. */
+export function bucketOf(samples: Sample[]): Bucket {
+  const length = Math.max(...samples.map(sampleLength));
+  return bucketFor(samples.length, length, samples.reduce((n, s) => n + s.response.length, 0));
 }
 
 /** Tokens a sample occupies in the graph: prompt + response − 1. */
@@ -57,7 +73,7 @@ export function planMicroBatches(
   const groups: number[][] = [];
   let cur: number[] = [];
   for (const i of order) {
-    const b = bucketFor(cur.length + 1, sampleLength(samples[i]));
+    const b = bucketFor(cur.length + 1, sampleLength(samples[i]), 1);
     if (cur.length > 0 && (cur.length + 1 > maxBatch || b.batch * b.length > maxTokens)) {
       groups.push(cur);
       cur = [];
@@ -74,67 +90,78 @@ export interface PackedBatch {
   /** (B, T) int64 each. */
   inputIds: BigInt64Array;
   positionIds: BigInt64Array;
-  targets: BigInt64Array;
-  /** (B, T) float each: 1 on real tokens / on response tokens. */
+  /** (B, T) float: 1 on real tokens. */
   attentionMask: Float32Array;
+  /** (R,) int64: flat (B·T) position of each scored token; `targets` (R,) the token there. */
+  tokenIndex: BigInt64Array;
+  targets: BigInt64Array;
+  /** (R,) float: 1 on scored tokens, 0 on the bucket's unused slots. */
   lossMask: Float32Array;
-  /** Per sample: flat offset of its first response token in (B, T), and response length. */
+  /** Per sample: offset of its first response token in (R,), and response length. */
   spans: { offset: number; length: number }[];
 }
 
 /** Pack `samples` (each with a non-empty prompt) into `bucket`. */
 export function packSamples(samples: Sample[], bucket: Bucket, padId: number): PackedBatch {
-  const { batch: b, length: t } = bucket;
-  if (samples.length > b) {
-    throw new BatchError(`Cannot pack ${samples.length} samples as they must fit ${b} rows`);
+  const { batch: b, length: t, tokens: r } = bucket;
+  const scored = samples.reduce((n, s) => n + s.response.length, 0);
+  if (samples.length > b || scored > r) {
+    throw new BatchError(
+      `Cannot pack ${samples.length} samples with ${scored} response tokens as they must fit ${b} rows and ${r} tokens`,
+    );
   }
   const n = b * t;
   const p: PackedBatch = {
     bucket,
     inputIds: new BigInt64Array(n).fill(BigInt(padId)),
     positionIds: new BigInt64Array(n),
-    targets: new BigInt64Array(n).fill(BigInt(padId)),
     attentionMask: new Float32Array(n),
-    lossMask: new Float32Array(n),
+    tokenIndex: new BigInt64Array(r),
+    targets: new BigInt64Array(r).fill(BigInt(padId)),
+    lossMask: new Float32Array(r),
     spans: [],
   };
-  samples.forEach((s, r) => {
+  let k = 0;
+  samples.forEach((s, row) => {
     if (s.prompt.length === 0) {
       throw new BatchError(
-        `Cannot pack sample ${r} as its prompt must be non-empty (at least a BOS token)`,
+        `Cannot pack sample ${row} as its prompt must be non-empty (at least a BOS token)`,
       );
     }
-    const row = [...s.prompt, ...s.response];
-    const len = row.length - 1;
+    const tokens = [...s.prompt, ...s.response];
+    const len = tokens.length - 1;
     if (len > t) {
       throw new BatchError(
-        `Cannot pack sample ${r} as its ${len} tokens must fit the bucket length ${t}`,
+        `Cannot pack sample ${row} as its ${len} tokens must fit the bucket length ${t}`,
       );
     }
     for (let j = 0; j < len; j++) {
-      const at = r * t + j;
-      p.inputIds[at] = BigInt(row[j]);
-      p.targets[at] = BigInt(row[j + 1]);
+      const at = row * t + j;
+      p.inputIds[at] = BigInt(tokens[j]);
       p.positionIds[at] = BigInt(j);
       p.attentionMask[at] = 1;
-      if (j >= s.prompt.length - 1) p.lossMask[at] = 1;
     }
-    p.spans.push({ offset: r * t + s.prompt.length - 1, length: s.response.length });
+    p.spans.push({ offset: k, length: s.response.length });
+    for (let j = s.prompt.length - 1; j < len; j++, k++) {
+      p.tokenIndex[k] = BigInt(row * t + j);
+      p.targets[k] = BigInt(tokens[j + 1]);
+      p.lossMask[k] = 1;
+    }
   });
   return p;
 }
 
-/** Per-sample response slices of a (B, T) per-token output. */
+/** Per-sample response slices of an (R,) per-token output. */
 export function unpackTokens(p: PackedBatch, data: Float32Array): Float32Array[] {
   return p.spans.map((s) => data.slice(s.offset, s.offset + s.length));
 }
 
-/** A (B, T) float input from per-sample response values (a number broadcasts to every token). */
+/** An (R,) float input from per-sample response values (a number broadcasts to every token). */
 export function packTokens(
   p: PackedBatch,
   values: (Float32Array | number[] | number)[],
 ): Float32Array {
-  const out = new Float32Array(p.bucket.batch * p.bucket.length);
+  const out = new Float32Array(p.bucket.tokens);
   p.spans.forEach((s, i) => {
     const v = values[i];
     if (typeof v === "number") out.fill(v, s.offset, s.offset + s.length);

@@ -32,6 +32,11 @@ export interface GenerateOptions {
   /** Token ids → text, for stop strings and `Generation.text`. */
   detokenize?: (ids: number[]) => string;
   /**
+   * Most new tokens (rows × columns) per prefill call; longer prompts are prefilled in windows
+   * (default: unbounded). Policy sets it from a FLOP budget so each call stays short.
+   */
+  maxTokensPerCall?: number;
+  /**
    * Most sequences decoded together (default 64); more prompts run in consecutive groups of
    * similar prompt length. Results do not depend on the grouping beyond float rounding.
    */
@@ -142,46 +147,46 @@ async function generateGroup(
   }));
   for (const s of seqs) if (s.limit === 0) s.finish = "length";
 
-  // ---- prefill: left-padded prompts (B, W); positions count real tokens only
-  const t0 = width;
-  const ids: number[] = [], pos: number[] = [];
+  // ---- prefill: left-padded prompts (B, W), positions counting real tokens only, fed in
+  // windows of at most `chunk` columns so each call stays short
+  const ids: number[][] = [], pos: number[][] = [], mask: number[][] = [];
   for (const s of seqs) {
     const p = prompts[s.index], padCount = width - p.length;
-    for (let j = 0; j < width; j++) {
-      ids.push(j < padCount ? pad : p[j - padCount]);
-      pos.push(Math.max(0, j - padCount));
-    }
+    ids.push(Array.from({ length: width }, (_, j) => (j < padCount ? pad : p[j - padCount])));
+    pos.push(Array.from({ length: width }, (_, j) => Math.max(0, j - padCount)));
+    mask.push(Array.from({ length: width }, (_, j) => (j < padCount ? 0 : 1)));
     s.nextPosition = p.length;
   }
   const cache = new KvCache(c, seqs.length);
   let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
-  let step = {
-    ids,
-    pos,
-    t: t0,
-    newMask: seqs.map((s) =>
-      Array.from({ length: width }, (_, j) => (j < width - prompts[s.index].length ? 0 : 1))
-    ),
-  };
-  while (rows.some((s) => !s.finish)) {
-    const keyMask = new Float32Array(rows.length * (cache.capacity + step.t));
-    rows.forEach((s, b) => {
-      const at = b * (cache.capacity + step.t);
-      keyMask.set(s.mask, at);
-      keyMask.set(step.newMask[b], at + cache.capacity);
-    });
+  const chunk = Math.max(1, Math.floor((opts.maxTokensPerCall ?? Infinity) / seqs.length));
+  /** Run `t` new columns per row through the graph, append them to the cache → logits (B, V). */
+  const feed = async (step: { ids: number[][]; pos: number[][]; mask: number[][] }) => {
+    const t = step.ids[0].length, k = cache.capacity + t;
+    const keyMask = new Float32Array(rows.length * k);
+    rows.forEach((
+      s,
+      b,
+    ) => (keyMask.set(s.mask, b * k), keyMask.set(step.mask[b], b * k + cache.capacity)));
     const r = await runner.session.run({
       ...runner.parameters,
       ...cache.feeds(),
-      input_ids: tensor("int64", BigInt64Array.from(step.ids, BigInt), [rows.length, step.t]),
-      position_ids: tensor("int64", BigInt64Array.from(step.pos, BigInt), [rows.length, step.t]),
-      attention_mask: tensor("float32", keyMask, [rows.length, cache.capacity + step.t]),
+      input_ids: tensor("int64", BigInt64Array.from(step.ids.flat(), BigInt), [rows.length, t]),
+      position_ids: tensor("int64", BigInt64Array.from(step.pos.flat(), BigInt), [rows.length, t]),
+      attention_mask: tensor("float32", keyMask, [rows.length, k]),
     });
     await yieldToEventLoop();
-    cache.append(r, step.t);
-    rows.forEach((s, b) => s.mask.push(...step.newMask[b]));
-    const logits = r.logits.data as Float32Array; // (B, V)
-    const v = c.vocab_size;
+    cache.append(r, t);
+    rows.forEach((s, b) => s.mask.push(...step.mask[b]));
+    return r.logits.data as Float32Array;
+  };
+  let logits: Float32Array = new Float32Array(0);
+  for (let a = 0; a < width; a += chunk) {
+    const cols = (m: number[][]) => m.map((row) => row.slice(a, a + chunk));
+    logits = await feed({ ids: cols(ids), pos: cols(pos), mask: cols(mask) });
+  }
+  const v = c.vocab_size;
+  while (true) {
     rows.forEach((s, b) => {
       if (s.finish) return;
       const token = sampleToken(logits.subarray(b * v, (b + 1) * v), sample, s.rng);
@@ -195,12 +200,11 @@ async function generateGroup(
       cache.keepRows(alive);
       rows = alive.map((b) => rows[b]);
     }
-    step = {
-      ids: rows.map((s) => (s.finish ? pad : s.tokens.at(-1)!)),
-      pos: rows.map((s) => (s.finish ? 0 : s.nextPosition++)),
-      t: 1,
-      newMask: rows.map((s) => [s.finish ? 0 : 1]),
-    };
+    logits = await feed({
+      ids: rows.map((s) => [s.finish ? pad : s.tokens.at(-1)!]),
+      pos: rows.map((s) => [s.finish ? 0 : s.nextPosition++]),
+      mask: rows.map((s) => [s.finish ? 0 : 1]),
+    });
   }
   return seqs.map((s) => ({
     tokens: s.tokens,

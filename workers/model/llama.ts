@@ -6,28 +6,39 @@
  *
  * Parameters are graph inputs named as `parameterSpecs()` (HF names and layouts), so one
  * session serves every training step. Shape letters: B batch, T tokens in the graph, P cached
- * past tokens, K = P + T keys, C hidden size, H query heads, Hkv key/value heads, G = H / Hkv,
+ * past tokens, K = P + T keys, R scored tokens, C hidden size, H query heads, Hkv key/value heads, G = H / Hkv,
  * D head dim, F intermediate size, V vocabulary.
  *
  * Graphs:
- * - `train`: (B, T) ids, masks, positions, targets and per-token RL inputs → loss terms,
- *   per-token log-probs and entropy, and the gradient of every parameter (`grad.<name>`).
- * - `score`: per-token log-probs and entropy of the targets, no gradient.
+ * - `train`: (B, T) ids, mask and positions, R scored positions with their targets and
+ *   per-token RL inputs → loss terms, per-token log-probs and entropy, and the gradient of
+ *   every parameter (`grad.<name>`).
+ * - `score`: per-token log-probs and entropy of the R scored targets, no gradient.
  * - `decode`: symbolic (B, T, P); reads the KV cache (`past.<l>.key`) and returns only the
  *   new tokens' keys and values (`new.<l>.key`), which the caller writes into its cache; for
  *   prefill (P = 0) and single-token steps.
  */
-import { type DType, gradients, type Graph, Graph as G, nn, type Value } from "../engine/mod.ts";
+import {
+  type DType,
+  gradients,
+  type Graph,
+  Graph as G,
+  intAttr,
+  nn,
+  type Value,
+} from "../engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "./config.ts";
 import { type SeedCoefficients, seedLoss, type SeedTokens, tokenNll } from "./losses.ts";
 
 /** Float type of a graph: float32 in production, float64 for gradient checks. */
 export type FloatType = "float32" | "float64";
 
-/** Static (batch, length) of a train or score graph. */
+/** Static shape of a train or score graph: B rows of T tokens, R scored tokens. */
 export interface Bucket {
   batch: number;
   length: number;
+  /** R: scored (response) positions, listed flat by `token_index`. */
+  tokens: number;
 }
 
 /** Training objective of a train graph. */
@@ -217,21 +228,21 @@ function decoder(
 function splitKeys(g: Graph, att: Value, pastK: Value, newK: Value): [Value, Value] {
   const sizes =
     g.emit("Concat", [dimOf(g, pastK, 2), dimOf(g, newK, 2)], [{ shape: [2], dtype: "int64" }], [
-      { name: "axis", i: 0, type: 2 },
+      intAttr("axis", 0),
     ])[0];
   const lead = att.shape.slice(0, -1);
   const [a, b] = g.emit("Split", [att, sizes], [
     { shape: [...lead, pastK.shape[2]], dtype: att.dtype },
     { shape: [...lead, newK.shape[2]], dtype: att.dtype },
-  ], [{ name: "axis", i: 3, type: 2 }]);
+  ], [intAttr("axis", 3)]);
   return [a, b];
 }
 
 /** The run-time size of `v`'s dim `axis` as a (1,) int64 tensor. */
 function dimOf(g: Graph, v: Value, axis: number): Value {
   return g.emit("Shape", [v], [{ shape: [1], dtype: "int64" }], [
-    { name: "start", i: axis, type: 2 },
-    { name: "end", i: axis + 1, type: 2 },
+    intAttr("start", axis),
+    intAttr("end", axis + 1),
   ])[0];
 }
 
@@ -252,24 +263,30 @@ function causalBias(g: Graph, mask: Value, b: number, t: number): Value {
   return g.where(keep, g.scalar(0), g.scalar(MASKED));
 }
 
-/** Per-token log-probs of targets and entropy, each (B, T), from the (B, T) inputs. */
+/**
+ * Log-probs of the targets and entropy at the R scored positions, each (R,). Only those
+ * positions go through the LM head and the vocabulary softmax (prompts are not scored).
+ */
 function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: Bucket) {
-  const { batch: b, length: t } = bucket;
+  const { batch: b, length: t, tokens: r } = bucket;
   const ids = g.input("input_ids", [b, t], { dtype: "int64" });
   const mask = g.input("attention_mask", [b, t]);
   const positions = g.input("position_ids", [b, t], { dtype: "int64" });
-  const targets = g.input("targets", [b, t], { dtype: "int64" });
+  const index = g.input("token_index", [r], { dtype: "int64" });
+  const targets = g.input("targets", [r], { dtype: "int64" });
   const bias = g.withoutTape(() => causalBias(g, mask, b, t));
   const { hidden } = decoder(g, c, p, { ids, positions, bias });
-  const logp = g.logSoftmax(lmHead(g, c, p, hidden), -1); // (B, T, V)
-  return { logp: nn.pickLogProbs(g, logp, targets), entropy: nn.entropy(g, logp) }; // (B, T)
+  const scored = g.gather(g.reshape(hidden, [b * t, c.hidden_size]), index); // (R, C)
+  const logp = g.logSoftmax(lmHead(g, c, p, scored), -1); // (R, V)
+  return { logp: nn.pickLogProbs(g, logp, targets), entropy: nn.entropy(g, logp) }; // (R,)
 }
 
 /**
- * The train graph of one bucket. Inputs: `input_ids`, `position_ids`, `targets` (B, T) int64;
- * `attention_mask`, `loss_mask` (B, T) float; for `seed` also SEED_TOKEN_INPUTS (B, T) and
- * SEED_COEFFICIENT_INPUTS (scalars); every parameter. Outputs: SEED_OUTPUTS (or `loss` for
- * `sft`), `logprobs` and `token_entropy` (B, T), and `grad.<name>` per parameter.
+ * The train graph of one bucket. Inputs: `input_ids`, `position_ids` (B, T) int64,
+ * `attention_mask` (B, T) float; `token_index`, `targets` (R,) int64 and `loss_mask` (R,)
+ * float (batch.ts); for `seed` also SEED_TOKEN_INPUTS (R,) and SEED_COEFFICIENT_INPUTS
+ * (scalars); every parameter. Outputs: SEED_OUTPUTS (or `loss` for `sft`), `logprobs` and
+ * `token_entropy` (R,), and `grad.<name>` per parameter.
  */
 export function buildTrainGraph(
   c: DecoderConfig,
@@ -279,7 +296,7 @@ export function buildTrainGraph(
   const g = new G(`train_${opts.objective}`, opts.dtype ?? "float32");
   const p = parameterInputs(g, c, true);
   const { logp, entropy } = tokenStats(g, c, p, bucket);
-  const shape = [bucket.batch, bucket.length];
+  const shape = [bucket.tokens];
   const mask = g.input("loss_mask", shape);
   let loss: Value;
   if (opts.objective === "sft") {
@@ -325,7 +342,7 @@ export function buildTrainGraph(
   return g;
 }
 
-/** The score graph of one bucket: inputs as `train` without losses → `logprobs`, `token_entropy`. */
+/** The score graph of one bucket: inputs as `train` without losses → `logprobs`, `token_entropy` (R,). */
 export function buildScoreGraph(
   c: DecoderConfig,
   bucket: Bucket,
@@ -392,7 +409,7 @@ export function buildDecodeGraph(
       shape: ["B", c.hidden_size],
       dtype: f,
     }], [
-      { name: "axis", i: 1, type: 2 },
+      intAttr("axis", 1),
     ])[0] // (B, C)
     : hidden; // (B, T, C)
   g.output(lmHead(g, c, p, last), "logits");

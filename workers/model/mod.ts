@@ -28,6 +28,7 @@ export {
 export {
   BatchError,
   bucketFor,
+  bucketOf,
   type PackedBatch,
   packSamples,
   planMicroBatches,
@@ -45,6 +46,7 @@ export {
 export {
   DEFAULT_SEED_COEFFICIENTS,
   Policy,
+  PolicyError,
   type PolicyOptions,
   type RlSample,
   type SeedCoefficientValues,

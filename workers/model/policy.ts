@@ -12,12 +12,11 @@ import type * as ort from "onnxruntime-node";
 import { type EngineOptions, SessionCache, tensor, yieldToEventLoop } from "../engine/mod.ts";
 import { type DecoderConfig, parameterCount, type Parameters, parameterSpecs } from "./config.ts";
 import {
-  bucketFor,
+  bucketOf,
   packSamples,
   packTokens,
   planMicroBatches,
   type Sample,
-  sampleLength,
   unpackTokens,
 } from "./batch.ts";
 import {
@@ -87,14 +86,20 @@ export interface SeedStepStats {
 /** Policy options: engine settings plus call sizing. */
 export interface PolicyOptions extends EngineOptions {
   /**
-   * Most padded tokens (rows × bucket length) per onnxruntime call. Default: what a ~10¹¹ FLOP
-   * train call holds (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, 8192].
+   * Most padded tokens (rows × bucket length) per onnxruntime train call; score calls and
+   * generation prefill windows take 3× as many (forward only). Default: a ~10¹¹ FLOP train call
+   * (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, 8192].
    */
   maxTokensPerCall?: number;
   /** Most rows per call (default 64). */
   maxBatch?: number;
   /** Share sessions with other policies of the same config (e.g. θ_old and π_ref). */
   sessions?: SessionCache;
+}
+
+/** A policy cannot be built from the given config and parameters. */
+export class PolicyError extends Error {
+  override name = "PolicyError";
 }
 
 /** A Llama/Qwen2 policy on onnxruntime. */
@@ -111,7 +116,7 @@ export class Policy {
       const p = params.get(s.name);
       const n = s.shape.reduce((a, b) => a * b, 1);
       if (!p || p.length !== n) {
-        throw new Error(
+        throw new PolicyError(
           `Cannot create a Policy as parameter ${s.name} must have ${n} values: current is ${
             p?.length ?? "missing"
           }`,
@@ -122,13 +127,21 @@ export class Policy {
     this.key = JSON.stringify(config);
   }
 
+  /**
+   * The same model with other parameters (θ_old, π_ref, a teacher), sharing this policy's
+   * options and compiled sessions (parameters are graph inputs, so graphs are identical).
+   */
+  withParameters(params: Parameters): Policy {
+    return new Policy(this.config, params, { ...this.opts, sessions: this.sessions });
+  }
+
   /** Per-token log-probs and entropies of each sample's response (no gradient). */
   async score(samples: Sample[]): Promise<TokenScores> {
     const out: TokenScores = {
       logprobs: new Array(samples.length),
       entropy: new Array(samples.length),
     };
-    for (const group of this.plan(samples)) {
+    for (const group of this.plan(samples, true)) {
       const packed = this.pack(samples, group);
       const session = await this.session(
         "score",
@@ -167,7 +180,7 @@ export class Policy {
       deltaMean: 0,
       tokens: total,
     };
-    const grads = this.zeroGrads();
+    const grads: Parameters = new Map();
     const logprobs: Float32Array[] = new Array(samples.length);
     const scalar = (v: number) => tensor("float32", Float32Array.of(v), []);
     const coefValues = [c.clipEps, c.dualClip, c.gateBeta, c.opdCoef, c.klCoef, c.entropyCoef];
@@ -176,7 +189,7 @@ export class Policy {
       const rows = group.map((i) => samples[i]);
       const zeros = (s: RlSample) => new Float32Array(s.response.length);
       const perToken = (vals: (Float32Array | number)[]) =>
-        tensor("float32", packTokens(packed, vals), [packed.bucket.batch, packed.bucket.length]);
+        tensor("float32", packTokens(packed, vals), [packed.bucket.tokens]);
       const session = await this.session(
         "train_seed",
         packed.bucket,
@@ -185,7 +198,7 @@ export class Policy {
       const r = await session.run({
         ...this.parameterFeeds(),
         ...this.baseFeeds(packed),
-        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.batch, packed.bucket.length]),
+        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
         advantages: perToken(rows.map((s) => s.advantage)),
         old_logprobs: perToken(rows.map((s) => s.oldLogprobs)),
         teacher_logprobs: perToken(rows.map((s) => s.teacherLogprobs ?? zeros(s))),
@@ -216,13 +229,13 @@ export class Policy {
         k,
       ) => (logprobs[group[k]] = lp));
     }
-    return { ...stats, grads, logprobs };
+    return { ...stats, grads: this.complete(grads), logprobs };
   }
 
   /** One SFT loss (mean NLL of response tokens) + gradient evaluation over `samples`. */
   async sftStep(samples: Sample[]): Promise<{ loss: number; tokens: number; grads: Parameters }> {
     const total = samples.reduce((n, s) => n + s.response.length, 0);
-    const grads = this.zeroGrads();
+    const grads: Parameters = new Map();
     let loss = 0;
     for (const group of this.plan(samples)) {
       const packed = this.pack(samples, group);
@@ -234,14 +247,14 @@ export class Policy {
       const r = await session.run({
         ...this.parameterFeeds(),
         ...this.baseFeeds(packed),
-        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.batch, packed.bucket.length]),
+        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
       });
       await yieldToEventLoop();
       const w = total > 0 ? group.reduce((a, i) => a + samples[i].response.length, 0) / total : 0;
       loss += w * Number((r.loss.data as Float32Array)[0]);
       this.accumulate(grads, r, w);
     }
-    return { loss, tokens: total, grads };
+    return { loss, tokens: total, grads: this.complete(grads) };
   }
 
   /** Sample continuations of `prompts` with the KV-cache decode graph (see generate.ts). */
@@ -255,6 +268,7 @@ export class Policy {
       prompts,
       {
         maxBatch: this.opts.maxBatch,
+        maxTokensPerCall: this.tokensPerCall(3), // forward only: ~⅓ of a train token's FLOPs
         ...opts,
       },
     );
@@ -265,18 +279,24 @@ export class Policy {
     if (!this.opts.sessions) await this.sessions.release();
   }
 
-  private plan(samples: Sample[]): number[][] {
-    const budget = Math.round(1e11 / (6 * parameterCount(this.config)));
-    const tokens = this.opts.maxTokensPerCall ?? Math.min(8192, Math.max(256, budget));
-    return planMicroBatches(samples, tokens, this.opts.maxBatch ?? 64);
+  private plan(samples: Sample[], forwardOnly = false): number[][] {
+    return planMicroBatches(
+      samples,
+      this.tokensPerCall(forwardOnly ? 3 : 1),
+      this.opts.maxBatch ?? 64,
+    );
+  }
+  /** Tokens per call: the option, or a 10¹¹ FLOP budget at 6·N FLOP per train token (× `scale`). */
+  private tokensPerCall(scale: number): number {
+    const budget = Math.round((scale * 1e11) / (6 * parameterCount(this.config)));
+    return this.opts.maxTokensPerCall ?? Math.min(8192 * scale, Math.max(256, budget));
   }
   private pack(samples: Sample[], group: number[]) {
     const rows = group.map((i) => samples[i]);
-    const bucket = bucketFor(rows.length, Math.max(...rows.map(sampleLength)));
-    return packSamples(rows, bucket, this.config.pad_token_id ?? 0);
+    return packSamples(rows, bucketOf(rows), this.config.pad_token_id ?? 0);
   }
   private session(kind: string, b: Bucket, build: () => Uint8Array): Promise<ort.InferenceSession> {
-    return this.sessions.get(`${kind}:${this.key}:b${b.batch}:t${b.length}`, build);
+    return this.sessions.get(`${kind}:${this.key}:b${b.batch}:t${b.length}:r${b.tokens}`, build);
   }
   private parameterFeeds(): Record<string, ort.Tensor> {
     return Object.fromEntries(
@@ -290,22 +310,30 @@ export class Policy {
     return {
       input_ids: tensor("int64", p.inputIds, dims),
       position_ids: tensor("int64", p.positionIds, dims),
-      targets: tensor("int64", p.targets, dims),
+      token_index: tensor("int64", p.tokenIndex, [p.bucket.tokens]),
+      targets: tensor("int64", p.targets, [p.bucket.tokens]),
       attention_mask: tensor("float32", p.attentionMask, dims),
     };
   }
-  private zeroGrads(): Parameters {
-    return new Map(
-      parameterSpecs(this.config).map((s) => [
-        s.name,
-        new Float32Array(s.shape.reduce((a, b) => a * b, 1)),
-      ]),
-    );
+  /** Zero gradients for parameters no call reached (an empty sample list). */
+  private complete(grads: Parameters): Parameters {
+    for (const s of parameterSpecs(this.config)) {
+      if (!grads.has(s.name)) {
+        grads.set(
+          s.name,
+          new Float32Array(s.shape.reduce((a, b) => a * b, 1)),
+        );
+      }
+    }
+    return grads;
   }
+  /** grads += w · (this call's gradients); the first call's outputs are adopted when w = 1. */
   private accumulate(grads: Parameters, r: ort.InferenceSession.ReturnType, w: number): void {
-    for (const [name, acc] of grads) {
-      const d = r[`grad.${name}`].data as Float32Array;
-      for (let i = 0; i < acc.length; i++) acc[i] += w * d[i];
+    for (const s of parameterSpecs(this.config)) {
+      const d = r[`grad.${s.name}`].data as Float32Array;
+      const acc = grads.get(s.name);
+      if (!acc) grads.set(s.name, w === 1 ? d : d.map((x) => w * x));
+      else for (let i = 0; i < acc.length; i++) acc[i] += w * d[i];
     }
   }
 }

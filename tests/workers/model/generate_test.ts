@@ -209,3 +209,28 @@ Deno.test("prompts split over several decode groups give the same samples as one
   assert.deepEqual(many, one);
   await policy.release();
 });
+
+Deno.test("a prompt prefilled in several short calls generates the same tokens", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const opts = { maxNewTokens: 8, greedy: true, eosTokenIds: [] };
+  const whole = await policy.generate(PROMPTS, opts);
+  const windows = await policy.generate(PROMPTS, { ...opts, maxTokensPerCall: 3 * 2 }); // 2 columns
+  assert.deepEqual(windows, whole);
+  await policy.release();
+});
+
+Deno.test("the decode graph's log-probs equal the score graph's", async () => {
+  const c = TINY_QWEN, v = c.vocab_size;
+  const d = await decodeRunner(c);
+  const logits =
+    (await d.step(d.empty(1), [SEQ], [range(0, SEQ.length)], [SEQ.map(() => 1)])).logits;
+  const policy = new Policy(c, d.params);
+  const [scored] = (await policy.score([{ prompt: [SEQ[0]], response: SEQ.slice(1) }])).logprobs;
+  for (let t = 0; t + 1 < SEQ.length; t++) {
+    const row = Array.from(logits.subarray(t * v, (t + 1) * v));
+    const m = Math.max(...row), lse = m + Math.log(row.reduce((s, x) => s + Math.exp(x - m), 0));
+    assert.ok(Math.abs(scored[t] - (row[SEQ[t + 1]] - lse)) < 1e-4, `position ${t}`);
+  }
+  await d.session.release();
+  await policy.release();
+});

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import {
+  buildScoreGraph,
   buildTrainGraph,
   DecoderConfigError,
   SEED_COEFFICIENT_INPUTS,
@@ -20,11 +21,11 @@ const SAMPLES: Sample[] = [
  * on the largest-gradient coordinate and 3 random coordinates of every parameter.
  */
 async function checkModel(c: DecoderConfig, objective: "sft" | "seed", coefs: number[] = []) {
-  const bucket = { batch: 2, length: 8 };
+  const bucket = { batch: 2, length: 8, tokens: 16 }; // 8 scored tokens + 8 unused slots
   const g = buildTrainGraph(c, bucket, { objective, dtype: "float64" });
   const session = await createSession(g.toModel());
   const packed = packSamples(SAMPLES, bucket, 0);
-  const dims = [2, 8];
+  const dims = [2, 8], rDims = [16];
   const rnd = lcg(11);
   const perToken = (f: () => number) =>
     tensor(
@@ -32,14 +33,15 @@ async function checkModel(c: DecoderConfig, objective: "sft" | "seed", coefs: nu
       Float64Array.from(
         packTokens(packed, SAMPLES.map((s) => Array.from({ length: s.response.length }, f))),
       ),
-      dims,
+      rDims,
     );
   const feeds: Record<string, ReturnType<typeof tensor>> = {
     input_ids: tensor("int64", packed.inputIds, dims),
     position_ids: tensor("int64", packed.positionIds, dims),
-    targets: tensor("int64", packed.targets, dims),
+    token_index: tensor("int64", packed.tokenIndex, rDims),
+    targets: tensor("int64", packed.targets, rDims),
     attention_mask: tensor("float64", Float64Array.from(packed.attentionMask), dims),
-    loss_mask: tensor("float64", Float64Array.from(packed.lossMask), dims),
+    loss_mask: tensor("float64", Float64Array.from(packed.lossMask), rDims),
   };
   if (objective === "seed") {
     // advantages of both signs; old log-probs spread so ratios fall inside and outside the clip
@@ -47,7 +49,7 @@ async function checkModel(c: DecoderConfig, objective: "sft" | "seed", coefs: nu
     feeds.old_logprobs = perToken(() => -2.4 + (rnd() - 0.5) * 1.2);
     feeds.teacher_logprobs = perToken(() => -3 * rnd());
     feeds.ref_logprobs = perToken(() => -2.4 + (rnd() - 0.5));
-    feeds.opd_mask = tensor("float64", Float64Array.from(packTokens(packed, [1, 0])), dims);
+    feeds.opd_mask = tensor("float64", Float64Array.from(packTokens(packed, [1, 0])), rDims);
     SEED_COEFFICIENT_INPUTS.forEach((
       n,
       i,
@@ -106,8 +108,43 @@ Deno.test("the SEED train graph's gradients match float64 finite differences (β
 Deno.test("a config whose query heads do not group over its KV heads fails at build time", () => {
   const bad: DecoderConfig = { ...TINY_LLAMA, num_key_value_heads: 3 };
   assert.throws(
-    () => buildTrainGraph(bad, { batch: 1, length: 4 }, { objective: "sft" }),
+    () => buildTrainGraph(bad, { batch: 1, length: 4, tokens: 8 }, { objective: "sft" }),
     (e: Error) =>
       e instanceof DecoderConfigError && /multiple of num_key_value_heads/.test(e.message),
   );
+});
+
+Deno.test("a left-padded row scores the same log-probs as a right-padded one", async () => {
+  const c = TINY_QWEN, t = 8;
+  const session = await createSession(
+    buildScoreGraph(c, { batch: 2, length: t, tokens: 16 }).toModel(),
+  );
+  const params = randomParameters(c, 7);
+  const s = SAMPLES[0], row = [...s.prompt, ...s.response], n = row.length - 1; // 6 positions
+  const ids = new BigInt64Array(2 * t), pos = new BigInt64Array(2 * t);
+  const mask = new Float32Array(2 * t);
+  const index = new BigInt64Array(16), targets = new BigInt64Array(16);
+  for (let j = 0; j < n; j++) {
+    const right = j, left = t + (t - n) + j; // row 0 right-padded, row 1 left-padded
+    [right, left].forEach((at, k) => {
+      ids[at] = BigInt(row[j]);
+      pos[at] = BigInt(j);
+      mask[at] = 1;
+      index[k * n + j] = BigInt(at); // score every position of both rows
+      targets[k * n + j] = BigInt(row[j + 1]);
+    });
+  }
+  const feeds: Record<string, ReturnType<typeof tensor>> = {
+    input_ids: tensor("int64", ids, [2, t]),
+    position_ids: tensor("int64", pos, [2, t]),
+    attention_mask: tensor("float32", mask, [2, t]),
+    token_index: tensor("int64", index, [16]),
+    targets: tensor("int64", targets, [16]),
+  };
+  for (const sp of parameterSpecs(c)) {
+    feeds[sp.name] = tensor("float32", params.get(sp.name)!, sp.shape);
+  }
+  const lp = (await session.run(feeds)).logprobs.data as Float32Array;
+  for (let j = 0; j < n; j++) assert.ok(Math.abs(lp[j] - lp[n + j]) < 1e-5, `position ${j}`);
+  await session.release();
 });

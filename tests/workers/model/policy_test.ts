@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { AdamW, clipGradNorm } from "../../../workers/model/optim.ts";
-import { Policy, type RlSample } from "../../../workers/model/policy.ts";
+import { Policy, PolicyError, type RlSample } from "../../../workers/model/policy.ts";
 import type { Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
@@ -104,4 +104,35 @@ Deno.test("a tiny model overfits a small corpus with the train graph and AdamW",
   assert.deepEqual(gen.tokens, [9, 10, 11, 2]);
   assert.equal(gen.finishReason, "eos");
   await policy.release();
+});
+
+Deno.test("a train step over no samples returns zero loss and zero gradients for every parameter", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 2));
+  const r = await policy.trainStep([]);
+  assert.equal(r.loss, 0);
+  assert.equal(r.tokens, 0);
+  for (const s of parameterSpecs(TINY_LLAMA)) assert.ok(r.grads.get(s.name)!.every((x) => x === 0));
+  await policy.release();
+});
+
+Deno.test("a policy with other parameters shares the compiled sessions and scores with its own", async () => {
+  const a = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 2));
+  const b = a.withParameters(randomParameters(TINY_LLAMA, 3));
+  const sa = await a.score([TARGET]);
+  const sessions = a.sessions.size;
+  const sb = await b.score([TARGET]);
+  assert.equal(b.sessions, a.sessions);
+  assert.equal(a.sessions.size, sessions);
+  assert.ok(maxAbsDiff(sa.logprobs[0], sb.logprobs[0]) > 1e-3);
+  await b.release();
+  await a.release();
+});
+
+Deno.test("a policy refuses parameters that do not match its config", () => {
+  const params = randomParameters(TINY_LLAMA, 2);
+  params.delete("model.norm.weight");
+  assert.throws(
+    () => new Policy(TINY_LLAMA, params),
+    (e: Error) => e instanceof PolicyError && /model.norm.weight/.test(e.message),
+  );
 });
