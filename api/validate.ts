@@ -5,10 +5,13 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { BadRequestError, validationError } from "./errors.ts";
+import { jsonLimitIssue } from "./json_limits.ts";
 
 /**
  * Reads the body as JSON and validates it. Throws 400 for malformed JSON (detail names the
- * parse error) and for schema violations (errors[] with field paths). An empty body is `{}`.
+ * parse error), for JSON that breaks the limits of api/json_limits.ts (too deep, or strings
+ * Postgres cannot store) and for schema violations (errors[] with field paths). An empty body
+ * is `{}`.
  */
 export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<
   z.output<S>
@@ -24,6 +27,15 @@ export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S):
         { cause: error },
       );
     }
+  }
+  const issue = jsonLimitIssue(raw);
+  if (issue) {
+    throw new BadRequestError(
+      `Cannot accept the request body${
+        issue.path ? ` at \`${issue.path}\`` : ""
+      } as ${issue.message}`,
+      { errors: [issue] },
+    );
   }
   const result = schema.safeParse(raw);
   if (!result.success) throw validationError("body", result.error);
