@@ -42,8 +42,19 @@ export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S):
   return result.data;
 }
 
-/** Validates the query string (single values; the last wins when a key repeats). */
+/**
+ * Validates the query string. Every key takes one value: a repeated key (`?limit=1&limit=500`)
+ * is a 400 at that key, not a silent pick of one of them (Hono's `query()` keeps the first).
+ */
 export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+  for (const [key, values] of Object.entries(c.req.queries())) {
+    if (values.length > 1) {
+      const message = `must be given once: it was given ${values.length} times`;
+      throw new BadRequestError(`Cannot accept the request query as \`${key}\` ${message}`, {
+        errors: [{ path: key, code: "repeated", message: `Query parameter ${message}` }],
+      });
+    }
+  }
   const result = schema.safeParse(c.req.query());
   if (!result.success) throw validationError("query", result.error);
   return result.data;

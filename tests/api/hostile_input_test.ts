@@ -110,6 +110,15 @@ Deno.test("GET /v1/jobs/{id}/metrics answers 400 for a step past the int4 column
   }
 });
 
+Deno.test("a repeated query parameter is a 400 at that key, not a silent pick of one value", async () => {
+  for (const q of ["limit=1&limit=500", "status=queued&status=running&limit=5"]) {
+    const problem = await badRequest(await req(fx.app, "GET", `/v1/jobs?${q}`, { key: fx.keyA }));
+    assert.equal(problem.errors[0].path, q.split("=")[0]);
+  }
+  const res = await req(fx.app, "GET", "/v1/jobs?status=queued,running&limit=5", { key: fx.keyA });
+  assert.equal(res.status, 200, await res.text());
+});
+
 Deno.test({
   name: "hostile input tests close their fixture",
   fn: async () => await fx.close(),
