@@ -6,7 +6,9 @@
  *   (`_pglite_server.ts`) and writes the port. A lock whose process is gone (no such pid, or a
  *   pid now used by a process with another start time) is stale and replaced.
  * - A later process connects to the owner's port with postgres.js (`prepare: false`, as the
- *   clients share one session), after waiting for an owner that is still migrating.
+ *   clients share one session), after waiting for an owner that is still migrating. It logs in
+ *   with the folder's password, a random secret in `${dir}.secret` (mode 0600; see
+ *   `_secret_file.ts`): the server refuses anyone else on the machine.
  * - Failover: when the owner exits, a connected process notices (a connection error on its next
  *   statement, or its connections closing) and opens the folder again: it becomes the owner or
  *   connects to whichever process did. Its `orm`, `query`, `transaction` and `listen`
@@ -27,6 +29,7 @@ import {
 } from "./db.ts";
 import * as schema from "./schema.ts";
 import { type PgliteServer, servePglite } from "./_pglite_server.ts";
+import { readOrCreateSecret } from "./_secret_file.ts";
 
 /**
  * Start time of process `pid` in clock ticks since boot (field 22 of `/proc/PID/stat`), or
@@ -121,7 +124,8 @@ async function connect(
     if (owner.pid === Deno.pid) throw new EmbeddedDatabaseBusyError(dir, owner.pid);
     if (owner.port !== undefined) {
       try {
-        const url = `postgres://postgres@127.0.0.1:${owner.port}/postgres`;
+        const password = readOrCreateSecret(`${dir}.secret`);
+        const url = `postgres://postgres:${password}@127.0.0.1:${owner.port}/postgres`;
         const db = await openPostgres(url, Math.min(max, 4), {
           prepare: false,
           onclose: onConnectionClosed,
@@ -232,7 +236,7 @@ async function ownPglite(dir: string, lockPath: string): Promise<Database> {
     pg = await PGlite.create(dir);
     const orm = drizzlePglite({ client: pg, schema });
     await migratePglite(orm, { migrationsFolder: MIGRATIONS_DIR });
-    server = servePglite(pg);
+    server = servePglite(pg, { password: readOrCreateSecret(`${dir}.secret`) });
     Deno.writeTextFileSync(
       lockPath,
       JSON.stringify({ pid: Deno.pid, start: SELF_START, port: server.port }),

@@ -19,6 +19,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import S3rver from "s3rver";
 import { sigV4Refusal } from "./_sigv4.ts";
+import { readOrCreateSecret } from "./_secret_file.ts";
 
 /**
  * Credentials of {@link startLocalS3}'s default account (s3rver's built-in dummy account). They
@@ -140,37 +141,10 @@ async function readInfo(path: string): Promise<{ port: number; pid: number } | u
 
 /**
  * The data folder's S3 credentials: a random secret in `${dataDir}/s3.secret` (mode 0600, so
- * only this user's processes can sign), created atomically by the first process that needs it
- * (written to a temporary file, then hard-linked into place, which fails if another won).
+ * only this user's processes can sign; see jobs/_secret_file.ts).
  */
 export function localS3Credentials(dataDir: string): LocalS3Credentials {
-  const path = join(dataDir, "s3.secret");
-  const read = () => {
-    try {
-      const secret = Deno.readTextFileSync(path).trim();
-      return /^[0-9a-f]{64}$/.test(secret) ? secret : undefined;
-    } catch {
-      return undefined;
-    }
-  };
-  let secret = read();
-  if (secret === undefined) {
-    const bytes = crypto.getRandomValues(new Uint8Array(32));
-    const fresh = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-    const tmp = `${path}.${Deno.pid}.${crypto.randomUUID()}`;
-    Deno.writeTextFileSync(tmp, fresh, { mode: 0o600 });
-    try {
-      Deno.linkSync(tmp, path);
-    } catch (e) {
-      if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
-    } finally {
-      Deno.removeSync(tmp);
-    }
-    secret = read();
-    if (secret === undefined) {
-      throw new Error(`Cannot read the embedded S3 secret as ${path} must hold 64 hex digits`);
-    }
-  }
+  const secret = readOrCreateSecret(join(dataDir, "s3.secret"));
   return { accessKeyId: LOCAL_S3_CREDENTIALS.accessKeyId, secretAccessKey: secret };
 }
 
