@@ -148,6 +148,22 @@ export function localS3Credentials(dataDir: string): LocalS3Credentials {
   return { accessKeyId: LOCAL_S3_CREDENTIALS.accessKeyId, secretAccessKey: secret };
 }
 
+/**
+ * A start lock older than this is stale whatever its pid says: starting the server takes about a
+ * second, and a pid alone is reused (a restarted container's process often gets the pid of the
+ * predecessor that was killed while holding the lock, and would wait on itself for ever).
+ */
+const STALE_LOCK_MS = 30_000;
+
+async function lockOlderThan(path: string, ms: number): Promise<boolean> {
+  try {
+    const mtime = (await Deno.stat(path)).mtime;
+    return mtime !== null && Date.now() - mtime.getTime() > ms;
+  } catch {
+    return false; // gone meanwhile
+  }
+}
+
 /** Servers this process started, by data folder (one per folder). */
 const owned = new Map<string, LocalS3>();
 
@@ -178,7 +194,9 @@ export async function ensureLocalS3(dataDir: string): Promise<LocalS3> {
     } catch (e) {
       if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
       const pid = Number((await Deno.readTextFile(lockPath).catch(() => "")).trim());
-      if (pid > 0 && !isAlive(pid)) await Deno.remove(lockPath).catch(() => {});
+      if ((pid > 0 && !isAlive(pid)) || await lockOlderThan(lockPath, STALE_LOCK_MS)) {
+        await Deno.remove(lockPath).catch(() => {});
+      }
       await new Promise((r) => setTimeout(r, 100)); // another process is starting the server
       continue;
     }

@@ -70,3 +70,17 @@ Deno.test("a data folder's store uses a private random secret that the public on
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("a start lock left by a killed process whose pid came back is not waited on", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "seed-s3-lock-" });
+  try {
+    // This process's own pid, as a restarted container's process would find it, a minute old.
+    await Deno.writeTextFile(`${dataDir}/s3.lock`, String(Deno.pid));
+    const minuteAgo = new Date(Date.now() - 60_000);
+    await Deno.utime(`${dataDir}/s3.lock`, minuteAgo, minuteAgo);
+    const local = await ensureLocalS3(dataDir);
+    await local.stop();
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
