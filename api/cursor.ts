@@ -35,9 +35,22 @@ function invalidCursor(why: string, cause: unknown): BadRequestError {
   });
 }
 
-/** The sort key of job listings: newest first, `createdAt` (ISO string with µs kept) then id. */
-export const JobCursor = z.object({ t: z.string().min(1).max(64), id: z.string().min(1).max(64) })
-  .strict();
+/**
+ * The sort key of job listings: newest first, `createdAt` (ISO string with µs kept, as
+ * `listJobs` writes it) then id. Both are checked to the format Postgres will cast them to
+ * (`timestamptz`, `uuid`): a tampered cursor with any other string failed the cast in SQL (500).
+ */
+export const JobCursor = z.object({
+  t: z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?Z$/).refine(
+    // A real instant: `2026-02-30` or `T24:00` parse in JS (rolled over) but not in Postgres.
+    (t) => {
+      const ms = Date.parse(t);
+      return !Number.isNaN(ms) && new Date(ms).toISOString().slice(0, 19) === t.slice(0, 19);
+    },
+    { message: "Invalid timestamp" },
+  ),
+  id: z.uuid(),
+}).strict();
 /** Decoded {@link JobCursor}. */
 export type JobCursor = z.infer<typeof JobCursor>;
 

@@ -8,6 +8,7 @@ import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
 import { cancelJob, envSpecIssues, type JobSpec, JobSpecSchema, submitJob } from "../jobs/mod.ts";
 import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts";
 import { getJob, listJobs } from "./queries.ts";
+import { checkSpecRefs } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { parseJsonBody, parseQuery } from "./validate.ts";
 import { jobView } from "./views.ts";
@@ -64,6 +65,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     const idempotencyKey = idempotencyKeyOf(c);
     const spec = await parseJsonBody(c, JobSpecSchema);
     await checkEnv(envs, spec.env);
+    await checkSpecRefs(db, spec, { tenantId: tenant.id, serviceBucket: options.store.bucket });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });
     c.header("location", `/v1/jobs/${job.id}`);

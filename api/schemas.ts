@@ -33,8 +33,9 @@ export const EventsQuery = z.object({
 /** `GET /v1/jobs/{id}/metrics` query. */
 export const MetricsQuery = z.object({
   format: z.enum(["json", "csv"]).optional(),
-  from_step: z.coerce.number().int().min(0).optional(),
-  to_step: z.coerce.number().int().min(0).optional(),
+  // Bounded like StepParam: `job_metrics.step` is an int4, so 2^31 failed in SQL (500).
+  from_step: z.coerce.number().int().min(0).max(1_000_000_000).optional(),
+  to_step: z.coerce.number().int().min(0).max(1_000_000_000).optional(),
 }).strict();
 
 /** `GET /v1/jobs/{id}/skills` query: a step, or the latest library when absent. */

@@ -5,10 +5,13 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { BadRequestError, validationError } from "./errors.ts";
+import { jsonLimitIssue } from "./json_limits.ts";
 
 /**
  * Reads the body as JSON and validates it. Throws 400 for malformed JSON (detail names the
- * parse error) and for schema violations (errors[] with field paths). An empty body is `{}`.
+ * parse error), for JSON that breaks the limits of api/json_limits.ts (too deep, or strings
+ * Postgres cannot store) and for schema violations (errors[] with field paths). An empty body
+ * is `{}`.
  */
 export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<
   z.output<S>
@@ -25,13 +28,33 @@ export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S):
       );
     }
   }
+  const issue = jsonLimitIssue(raw);
+  if (issue) {
+    throw new BadRequestError(
+      `Cannot accept the request body${
+        issue.path ? ` at \`${issue.path}\`` : ""
+      } as ${issue.message}`,
+      { errors: [issue] },
+    );
+  }
   const result = schema.safeParse(raw);
   if (!result.success) throw validationError("body", result.error);
   return result.data;
 }
 
-/** Validates the query string (single values; the last wins when a key repeats). */
+/**
+ * Validates the query string. Every key takes one value: a repeated key (`?limit=1&limit=500`)
+ * is a 400 at that key, not a silent pick of one of them (Hono's `query()` keeps the first).
+ */
 export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
+  for (const [key, values] of Object.entries(c.req.queries())) {
+    if (values.length > 1) {
+      const message = `must be given once: it was given ${values.length} times`;
+      throw new BadRequestError(`Cannot accept the request query as \`${key}\` ${message}`, {
+        errors: [{ path: key, code: "repeated", message: `Query parameter ${message}` }],
+      });
+    }
+  }
   const result = schema.safeParse(c.req.query());
   if (!result.success) throw validationError("query", result.error);
   return result.data;

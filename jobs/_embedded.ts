@@ -3,9 +3,12 @@
  *
  * - `${dir}.lock` (created exclusively) names the owner: `{pid, port}`. The first process takes
  *   it, opens PGlite in `dir`, applies migrations, serves the database on loopback
- *   (`_pglite_server.ts`) and writes the port. A lock whose pid is dead is stale and replaced.
+ *   (`_pglite_server.ts`) and writes the port. A lock whose process is gone (no such pid, or a
+ *   pid now used by a process with another start time) is stale and replaced.
  * - A later process connects to the owner's port with postgres.js (`prepare: false`, as the
- *   clients share one session), after waiting for an owner that is still migrating.
+ *   clients share one session), after waiting for an owner that is still migrating. It logs in
+ *   with the folder's password, a random secret in `${dir}.secret` (mode 0600; see
+ *   `_secret_file.ts`): the server refuses anyone else on the machine.
  * - Failover: when the owner exits, a connected process notices (a connection error on its next
  *   statement, or its connections closing) and opens the folder again: it becomes the owner or
  *   connects to whichever process did. Its `orm`, `query`, `transaction` and `listen`
@@ -26,16 +29,44 @@ import {
 } from "./db.ts";
 import * as schema from "./schema.ts";
 import { type PgliteServer, servePglite } from "./_pglite_server.ts";
+import { readOrCreateSecret } from "./_secret_file.ts";
 
-function isAlive(pid: number): boolean {
-  if (pid === Deno.pid) return true;
-  // Linux: a live process has /proc/PID; elsewhere assume alive (the safe answer).
-  return existsSync("/proc/self") ? existsSync(`/proc/${pid}`) : true;
+/**
+ * Start time of process `pid` in clock ticks since boot (field 22 of `/proc/PID/stat`), or
+ * undefined when there is no such process (or no /proc). With the pid it names one process
+ * incarnation: a pid alone is reused, e.g. a restarted container's process often gets the pid its
+ * SIGKILLed predecessor wrote in the lock.
+ */
+function processStart(pid: number): string | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
 }
 
-/** Contents of `${dir}.lock`: the owning pid, and its server's port once it serves. */
+const SELF_START = processStart(Deno.pid);
+
+/**
+ * Whether the process that wrote a lock still runs. Linux: its pid must exist with the recorded
+ * start time (a lock without one, from an older version, is judged by the pid alone, and this
+ * process's own pid counts as alive); elsewhere assume alive (the safe answer).
+ */
+function isAlive(info: { pid: number; start?: string }): boolean {
+  if (!existsSync("/proc/self")) return true;
+  if (info.pid === Deno.pid) return info.start === undefined || info.start === SELF_START;
+  const start = processStart(info.pid);
+  return start !== undefined && (info.start === undefined || info.start === start);
+}
+
+/**
+ * Contents of `${dir}.lock`: the owning pid and its start time (see {@link processStart}), and
+ * its server's port once it serves.
+ */
 interface LockInfo {
   pid: number;
+  start?: string;
   port?: number;
 }
 
@@ -57,13 +88,13 @@ function takeLock(dir: string): { lockPath: string; owner?: LockInfo } {
   for (let i = 0; i < 20; i++) {
     try {
       const f = Deno.openSync(lockPath, { write: true, createNew: true });
-      f.writeSync(new TextEncoder().encode(JSON.stringify({ pid: Deno.pid })));
+      f.writeSync(new TextEncoder().encode(JSON.stringify({ pid: Deno.pid, start: SELF_START })));
       f.close();
       return { lockPath };
     } catch (e) {
       if (!(e instanceof Deno.errors.AlreadyExists)) throw e;
       const info = readLock(lockPath);
-      if (info && isAlive(info.pid)) return { lockPath, owner: info };
+      if (info && isAlive(info)) return { lockPath, owner: info };
       if (info) Deno.removeSync(lockPath); // stale: its process is gone
     }
   }
@@ -93,14 +124,15 @@ async function connect(
     if (owner.pid === Deno.pid) throw new EmbeddedDatabaseBusyError(dir, owner.pid);
     if (owner.port !== undefined) {
       try {
-        const url = `postgres://postgres@127.0.0.1:${owner.port}/postgres`;
+        const password = readOrCreateSecret(`${dir}.secret`);
+        const url = `postgres://postgres:${password}@127.0.0.1:${owner.port}/postgres`;
         const db = await openPostgres(url, Math.min(max, 4), {
           prepare: false,
           onclose: onConnectionClosed,
         });
         return { db: { ...db, driver: "pglite" }, owned: false };
       } catch (e) {
-        if (!isAlive(owner.pid)) continue; // the owner died meanwhile: take over
+        if (!isAlive(owner)) continue; // the owner died meanwhile: take over
         throw new EmbeddedDatabaseBusyError(dir, owner.pid, e);
       }
     }
@@ -132,7 +164,7 @@ class Failover {
   ownerLost(): void {
     if (this.#closed || this.#swapping) return;
     const info = readLock(`${this.dir}.lock`);
-    if (info && isAlive(info.pid) && info.pid !== Deno.pid) return; // a normal reconnect
+    if (info && isAlive(info) && info.pid !== Deno.pid) return; // a normal reconnect
     this.#swap().catch(() => {/* the next statement retries */});
   }
 
@@ -204,8 +236,11 @@ async function ownPglite(dir: string, lockPath: string): Promise<Database> {
     pg = await PGlite.create(dir);
     const orm = drizzlePglite({ client: pg, schema });
     await migratePglite(orm, { migrationsFolder: MIGRATIONS_DIR });
-    server = servePglite(pg);
-    Deno.writeTextFileSync(lockPath, JSON.stringify({ pid: Deno.pid, port: server.port }));
+    server = servePglite(pg, { password: readOrCreateSecret(`${dir}.secret`) });
+    Deno.writeTextFileSync(
+      lockPath,
+      JSON.stringify({ pid: Deno.pid, start: SELF_START, port: server.port }),
+    );
   } catch (e) {
     Deno.removeSync(lockPath);
     throw e;

@@ -115,8 +115,40 @@ function splitResponse(data: Uint8Array) {
 
 const LISTEN = /^\s*(un)?listen\s+(?:"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_$]*))\s*;?\s*$/i;
 
-/** Starts serving `pg` on `127.0.0.1:port` (0 = a free port). */
-export function servePglite(pg: PGlite, options: { port?: number } = {}): PgliteServer {
+/** ErrorResponse `28P01` (FATAL) for a client whose password does not match. */
+function authFailure(): Uint8Array {
+  return message(
+    "E",
+    concat([
+      cstrings(
+        "SFATAL",
+        "VFATAL",
+        "C28P01",
+        "Mpassword authentication failed for the embedded database",
+      ),
+      new Uint8Array([0]),
+    ]),
+  );
+}
+
+/** Constant-time string comparison (both sides are at most a few hundred bytes). */
+function sameSecret(a: string, b: string): boolean {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  let diff = x.length ^ y.length;
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
+/**
+ * Starts serving `pg` on `127.0.0.1:port` (0 = a free port). With `password`, a client must send
+ * it (cleartext password authentication, fine on loopback) before anything else: without it any
+ * user of the machine could connect and read or change every tenant's rows.
+ */
+export function servePglite(
+  pg: PGlite,
+  options: { port?: number; password?: string } = {},
+): PgliteServer {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: options.port ?? 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   const listeners = new Map<string, Set<(payload: string) => void>>();
@@ -161,6 +193,7 @@ export function servePglite(pg: PGlite, options: { port?: number } = {}): Pglite
     let release: (() => void) | undefined;
     let buffer: Uint8Array = new Uint8Array(0);
     let started = false;
+    let authenticated = options.password === undefined;
     let pending: Uint8Array[] = [];
     const chunk = new Uint8Array(64 * 1024);
     try {
@@ -178,7 +211,8 @@ export function servePglite(pg: PGlite, options: { port?: number } = {}): Pglite
             if (code === SSL_REQUEST || code === GSS_REQUEST) await write(encoder.encode("N"));
             else if (code === PROTOCOL_3) {
               started = true;
-              await write(greeting(pid));
+              // AuthenticationCleartextPassword, or straight to AuthenticationOk and the rest.
+              await write(authenticated ? greeting(pid) : message("R", int32s(3)));
             } else if (code === CANCEL_REQUEST) return;
             else throw new Error(`Cannot serve a client as its protocol must be 3.0: got ${code}`);
             continue;
@@ -190,6 +224,17 @@ export function servePglite(pg: PGlite, options: { port?: number } = {}): Pglite
           buffer = buffer.subarray(1 + len);
           const type = String.fromCharCode(msg[0]);
           if (type === "X") return;
+          if (!authenticated) {
+            // PasswordMessage: password\0.
+            const given = decoder.decode(msg.subarray(5)).split("\0")[0];
+            if (type !== "p" || !sameSecret(given, options.password!)) {
+              await write(authFailure());
+              return;
+            }
+            authenticated = true;
+            await write(greeting(pid));
+            continue;
+          }
           pending.push(msg);
           if (type === "Q" || type === "P") {
             // Query: text\0. Parse: name\0 text\0 params.

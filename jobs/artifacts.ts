@@ -2,7 +2,8 @@
  * Checkpoints and skill libraries: objects in the store, rows in the database. The row is the
  * commit point (DESIGN §5): objects are uploaded first, then the row is inserted under the
  * worker's fence. An object without a row is garbage and never visible; a stale worker's row is
- * refused ({@link FenceLostError}) so its uploads stay garbage.
+ * refused ({@link FenceLostError}) so its uploads stay garbage, and as objects are keyed by the
+ * writing attempt (jobs/keys.ts) those uploads cannot overwrite what a newer attempt committed.
  */
 import type { Queryable } from "./db.ts";
 import { type Fence, FenceLostError } from "./errors.ts";
@@ -79,7 +80,7 @@ export async function saveCheckpoint(
   }
   const stored: CheckpointFile[] = [];
   for (const f of files) {
-    const key = checkpointKey(tenantId, fence.jobId, step, f.name);
+    const key = checkpointKey(tenantId, fence.jobId, step, f.name, { attempt: fence.attempt });
     const { bytes, sha256 } = await store.put(key, f.bytes);
     stored.push({ name: f.name, key, bytes, sha256 });
   }
@@ -89,7 +90,7 @@ export async function saveCheckpoint(
     fence.attempt,
     fence.workerId,
     step,
-    checkpointPrefix(tenantId, fence.jobId, step),
+    checkpointPrefix(tenantId, fence.jobId, step, { attempt: fence.attempt }),
     JSON.stringify(stored),
     total,
   ]);
@@ -150,7 +151,7 @@ export async function saveSkillLibrary(
   library: { step: number; json: unknown; skillCount: number },
 ): Promise<SkillLibrary> {
   const { fence, tenantId } = writer;
-  const key = skillsKey(tenantId, fence.jobId, library.step);
+  const key = skillsKey(tenantId, fence.jobId, library.step, { attempt: fence.attempt });
   const body = new TextEncoder().encode(JSON.stringify(library.json));
   const { bytes, sha256 } = await store.put(key, body, { contentType: "application/json" });
   const rows = await db.query(SQL.commitSkills, [

@@ -11,6 +11,7 @@ import type { Queryable } from "./db.ts";
 import { type Fence, FenceLostError } from "./errors.ts";
 import type { JobEvent } from "./schema.ts";
 import { toEvent } from "./_rows.ts";
+import { storableJson } from "./_storable.ts";
 import { JOB_EVENTS_CHANNEL } from "./queue.ts";
 
 /** Event types: lowercase, `[a-z][a-z0-9_.:-]{0,63}` (also a CHECK constraint). */
@@ -79,7 +80,7 @@ export async function appendEvent(
       `Cannot append event "${type}" as its type must match ${EVENT_TYPE_PATTERN}`,
     );
   }
-  const json = JSON.stringify(data);
+  const json = storableJson(data);
   if (json.length > MAX_EVENT_DATA_CHARS) {
     throw new InvalidEventError(
       `Cannot append event "${type}" as its data must be at most ${MAX_EVENT_DATA_CHARS} characters of JSON: current length is ${json.length}`,

@@ -3,12 +3,34 @@
  * objects never share a prefix with another's:
  *
  * ```
- * tenants/{tenant}/jobs/{job}/checkpoints/step-{N}/{file}   config.json, model.safetensors, …
- * tenants/{tenant}/jobs/{job}/skills/step-{N}.json
+ * tenants/{tenant}/jobs/{job}/checkpoints/step-{N}/attempt-{A}/{file}   config.json, …
+ * tenants/{tenant}/jobs/{job}/skills/step-{N}/attempt-{A}.json
  * tenants/{tenant}/jobs/{job}/eval/step-{N}.json
  * tenants/{tenant}/jobs/{job}/trajectories/step-{N}.jsonl.gz
  * ```
+ *
+ * Checkpoints and skill libraries are written under the writing run's attempt `A`: a worker whose
+ * lease was reaped may still be uploading while the next attempt commits the same step, and with
+ * one shared key its late upload overwrote the committed object (which then failed its recorded
+ * SHA-256 for ever). Readers take keys from the committed rows, never from this layout.
+ * Without `attempt`, the functions give the layout of older rows (`…/step-{N}/{file}`,
+ * `…/skills/step-{N}.json`).
  */
+
+/** The writing attempt of an object (see the module doc). */
+export interface AttemptOption {
+  /** 0-based run number of the job (its fence's `attempt`). */
+  attempt?: number;
+}
+
+function attemptOf(attempt: number): string {
+  if (!Number.isInteger(attempt) || attempt < 0) {
+    throw new RangeError(
+      `Cannot build an object key as attempt must be a non-negative integer: current value is ${attempt}`,
+    );
+  }
+  return `attempt-${attempt}`;
+}
 
 /** A file name inside a checkpoint: no slashes, not `.`/`..`, printable, at most 200 chars. */
 export const FILE_NAME_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/;
@@ -42,19 +64,39 @@ export function jobPrefix(tenantId: string, jobId: string): string {
   return `tenants/${safe("the tenant id", tenantId)}/jobs/${safe("the job id", jobId)}/`;
 }
 
-/** `…/checkpoints/step-{N}/` */
-export function checkpointPrefix(tenantId: string, jobId: string, step: number): string {
-  return `${jobPrefix(tenantId, jobId)}checkpoints/${stepOf(step)}/`;
+/** `…/checkpoints/step-{N}/attempt-{A}/` (`…/checkpoints/step-{N}/` without an attempt). */
+export function checkpointPrefix(
+  tenantId: string,
+  jobId: string,
+  step: number,
+  options: AttemptOption = {},
+): string {
+  const attempt = options.attempt === undefined ? "" : `${attemptOf(options.attempt)}/`;
+  return `${jobPrefix(tenantId, jobId)}checkpoints/${stepOf(step)}/${attempt}`;
 }
 
-/** `…/checkpoints/step-{N}/{name}` @throws InvalidKeyError for an unsafe name. */
-export function checkpointKey(tenantId: string, jobId: string, step: number, name: string): string {
-  return `${checkpointPrefix(tenantId, jobId, step)}${safe("the file name", name)}`;
+/** `…/checkpoints/step-{N}/attempt-{A}/{name}` @throws InvalidKeyError for an unsafe name. */
+export function checkpointKey(
+  tenantId: string,
+  jobId: string,
+  step: number,
+  name: string,
+  options: AttemptOption = {},
+): string {
+  return `${checkpointPrefix(tenantId, jobId, step, options)}${safe("the file name", name)}`;
 }
 
-/** `…/skills/step-{N}.json` */
-export function skillsKey(tenantId: string, jobId: string, step: number): string {
-  return `${jobPrefix(tenantId, jobId)}skills/${stepOf(step)}.json`;
+/** `…/skills/step-{N}/attempt-{A}.json` (`…/skills/step-{N}.json` without an attempt). */
+export function skillsKey(
+  tenantId: string,
+  jobId: string,
+  step: number,
+  options: AttemptOption = {},
+): string {
+  const base = `${jobPrefix(tenantId, jobId)}skills/${stepOf(step)}`;
+  return options.attempt === undefined
+    ? `${base}.json`
+    : `${base}/${attemptOf(options.attempt)}.json`;
 }
 
 /** `…/eval/step-{N}.json` */

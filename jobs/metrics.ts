@@ -9,6 +9,7 @@ import type { Queryable } from "./db.ts";
 import { type Fence, FenceLostError } from "./errors.ts";
 import type { JobMetricsRow, JobProgress } from "./schema.ts";
 import { toMetrics } from "./_rows.ts";
+import { storableJson } from "./_storable.ts";
 
 const SQL = {
   /**
@@ -80,7 +81,7 @@ export async function recordMetrics(
     fence.attempt,
     fence.workerId,
     step,
-    JSON.stringify(values),
+    storableJson(values),
   ]);
   if (rows.length === 0) throw new FenceLostError(fence, `record metrics of step ${step}`);
   return toMetrics(rows[0]);
@@ -96,7 +97,7 @@ export async function setProgress(
     fence.jobId,
     fence.attempt,
     fence.workerId,
-    JSON.stringify(progress),
+    storableJson(progress),
   ]);
   if (rows.length === 0) throw new FenceLostError(fence, "set progress");
 }

@@ -14,6 +14,7 @@ import { type Fence, FenceLostError, IdempotencyConflictError } from "./errors.t
 import type { Device, JobSpec } from "./spec.ts";
 import type { Job } from "./schema.ts";
 import { toJob } from "./_rows.ts";
+import { storableText } from "./_storable.ts";
 
 /** NOTIFY channel on which submit announces new work; the payload is the job's device. */
 export const JOBS_CHANNEL = "seed_jobs";
@@ -297,7 +298,7 @@ export function succeedJob(db: Queryable, fence: Fence): Promise<Job> {
  * never a stack). @throws FenceLostError when the fence no longer matches.
  */
 export function failJob(db: Queryable, fence: Fence, error: string): Promise<Job> {
-  return transition(db, fence, "fail", [error]);
+  return transition(db, fence, "fail", [storableText(error)]);
 }
 
 /** cancelling → cancelled. @throws FenceLostError when the fence (or `cancelling`) no longer holds. */

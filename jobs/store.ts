@@ -24,7 +24,7 @@ import {
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { dataDirFromEnv } from "./db.ts";
 import { IntegrityError } from "./errors.ts";
-import { ensureLocalS3, LOCAL_S3_CREDENTIALS } from "./local_s3.ts";
+import { ensureLocalS3 } from "./local_s3.ts";
 import { regroup, uploadMultipart } from "./_multipart.ts";
 
 /** Default multipart threshold and part size: 8 MiB (S3's minimum part is 5 MiB). */
@@ -350,7 +350,7 @@ export async function openStore(options: StoreOptions = {}): Promise<ArtifactSto
       ...options,
       bucket,
       region,
-      credentials: { ...LOCAL_S3_CREDENTIALS },
+      credentials: { ...local.credentials },
       rediscover: async () => (await ensureLocalS3(dataDir)).endpoint,
       stopLocal: () => local.stop(),
     });

@@ -38,7 +38,10 @@ Deno.test("checkpoints and skill libraries", async (t) => {
           { name: "trainer_state.json", bytes: text('{"step":2}') },
         ],
       });
-      assert.equal(saved.prefix, `tenants/${tenantId}/jobs/${job.id}/checkpoints/step-2/`);
+      assert.equal(
+        saved.prefix,
+        `tenants/${tenantId}/jobs/${job.id}/checkpoints/step-2/attempt-0/`,
+      );
       assert.equal(saved.bytes, 7 + 10);
       const latest = (await latestCheckpoint(db, job.id))!;
       assert.equal(latest.step, 2);
@@ -55,7 +58,7 @@ Deno.test("checkpoints and skill libraries", async (t) => {
       });
       const lib = (await getSkillLibrary(db, job.id))!;
       assert.equal(lib.skillCount, 1);
-      assert.match(lib.key, /skills\/step-2\.json$/);
+      assert.match(lib.key, /skills\/step-2\/attempt-0\.json$/);
       assert.deepEqual(await readSkillLibrary(store, lib), {
         skills: [{ text: "push boxes along walls last" }],
       });
@@ -77,6 +80,41 @@ Deno.test("checkpoints and skill libraries", async (t) => {
       assert.deepEqual((await listCheckpoints(db, job.id)).map((c) => c.step), [1, 2]);
       assert.equal((await getSkillLibrary(db, job.id))!.step, 2);
     });
+
+    await t.step(
+      "a stale worker's late upload leaves the next attempt's committed objects intact",
+      async () => {
+        // `job` was reaped above (attempt 0 → 1); the next attempt claims it and commits step 2.
+        const next = (await claimJob(db, { workerId: "w2", device: "cpu", leaseMs: 60_000 }))!;
+        assert.equal(next.id, job.id);
+        assert.equal(next.attempt, 1);
+        const nextWriter = { fence: fenceOf(next), tenantId };
+        await saveCheckpoint(db, store, nextWriter, {
+          step: 2,
+          files: [{ name: "config.json", bytes: text('{"by":"w2"}') }],
+        });
+        await saveSkillLibrary(db, store, nextWriter, { step: 2, json: ["w2"], skillCount: 1 });
+        // The stale worker (attempt 0) was still uploading the same step: its rows are refused,
+        // and its objects must not replace the committed ones.
+        await assert.rejects(
+          saveCheckpoint(db, store, writer, {
+            step: 2,
+            files: [{ name: "config.json", bytes: text('{"by":"w1, late"}') }],
+          }),
+          FenceLostError,
+        );
+        await assert.rejects(
+          saveSkillLibrary(db, store, writer, { step: 2, json: ["w1"], skillCount: 1 }),
+          FenceLostError,
+        );
+        const ckpt = (await latestCheckpoint(db, job.id))!;
+        const config = await readCheckpointFile(store, ckpt, "config.json");
+        assert.equal(new TextDecoder().decode(config), '{"by":"w2"}');
+        assert.deepEqual(await readSkillLibrary(store, (await getSkillLibrary(db, job.id))!), [
+          "w2",
+        ]);
+      },
+    );
   } finally {
     await s3.close();
     await close();

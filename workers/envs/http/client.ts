@@ -10,7 +10,8 @@
  *   even when their host is allowed: same host and same port (the scheme's default port when
  *   none is written: http 80, https 443, postgres 5432; a denied URL of another scheme without a
  *   port denies the whole host). `DATABASE_URL` and `S3_ENDPOINT` from the process environment
- *   are added to the list when set.
+ *   are added to the list when set, else the embedded database and store of `SEED_DATA_DIR`
+ *   (see {@link serviceUrlsFromEnv}). Every loopback name denies every other one.
  * - Only `http:`/`https:` URLs without credentials; redirects are not followed.
  *
  * Retries: connection errors, timeouts and 5xx answers are retried `retries` times with
@@ -123,6 +124,60 @@ function portOf(url: URL): string | undefined {
 }
 
 /**
+ * True for a name of this machine's loopback interface as WHATWG URL parsing writes it:
+ * `localhost`, `127.x.x.x` (also reached as `2130706433` or `0x7f000001`, which parse to
+ * `127.0.0.1`), `[::1]`, an IPv4-mapped `[::ffff:7f…]`, and `0.0.0.0` / `[::]` (which connect
+ * to loopback on Linux).
+ */
+function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || /^127\.\d+\.\d+\.\d+$/.test(host) || host === "[::1]" ||
+    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host) || host === "0.0.0.0" ||
+    host === "[::]";
+}
+
+/**
+ * Whether two URL hostnames reach the same machine for the deny list: equal, or both loopback
+ * (a `DATABASE_URL` on `localhost:5432` must also deny `127.0.0.1:5432` and `[::1]:5432`).
+ */
+function sameHost(a: string, b: string): boolean {
+  return a === b || (isLoopbackHost(a) && isLoopbackHost(b));
+}
+
+function readJsonPort(path: string): number | undefined {
+  try {
+    const port = JSON.parse(Deno.readTextFileSync(path))?.port;
+    return Number.isInteger(port) && port > 0 && port < 65_536 ? port : undefined;
+  } catch {
+    return undefined; // absent, being written, or no --allow-read
+  }
+}
+
+/**
+ * The service's own endpoints from the process environment: `DATABASE_URL` and `S3_ENDPOINT`
+ * when set; otherwise the embedded services of `SEED_DATA_DIR` (default `.seed`) that serve on
+ * loopback, read from the files they publish their ports in (`pg.lock` of jobs/_embedded.ts,
+ * `s3.json` of jobs/local_s3.ts). Without these, the loopback default allowlist let an
+ * environment URL reach the embedded database and the embedded (unauthenticated) object store.
+ */
+export function serviceUrlsFromEnv(): string[] {
+  const urls: string[] = [];
+  const dataDir = envVar("SEED_DATA_DIR") ?? ".seed";
+  const database = envVar("DATABASE_URL");
+  const s3 = envVar("S3_ENDPOINT");
+  if (database) urls.push(database);
+  else {
+    const port = readJsonPort(`${dataDir}/pg.lock`);
+    if (port) urls.push(`postgres://127.0.0.1:${port}/`);
+  }
+  if (s3) urls.push(s3);
+  else {
+    const port = readJsonPort(`${dataDir}/s3.json`);
+    if (port) urls.push(`http://127.0.0.1:${port}/`);
+  }
+  return urls;
+}
+
+/**
  * Checks `rawUrl` against the scheme rule, the allowlist and the deny list.
  * @returns the parsed URL.
  * @throws EnvUrlNotAllowedError when it is refused.
@@ -152,10 +207,7 @@ export function checkEnvUrl(
       `its host must be listed in SEED_ENV_ALLOWED_HOSTS (${allowed.join(", ")})`,
     );
   }
-  const denied = [
-    ...(opts.deniedUrls ?? []),
-    ...[envVar("DATABASE_URL"), envVar("S3_ENDPOINT")].filter((u): u is string => !!u),
-  ];
+  const denied = [...(opts.deniedUrls ?? []), ...serviceUrlsFromEnv()];
   for (const raw of denied) {
     let d: URL;
     try {
@@ -164,7 +216,7 @@ export function checkEnvUrl(
       continue;
     }
     const dPort = portOf(d);
-    if (d.hostname.toLowerCase() === host && (dPort === undefined || dPort === port)) {
+    if (sameHost(d.hostname.toLowerCase(), host) && (dPort === undefined || dPort === port)) {
       throw new EnvUrlNotAllowedError(rawUrl, "it must not be one of the service's own endpoints");
     }
   }

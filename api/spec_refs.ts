@@ -1,0 +1,58 @@
+/**
+ * Submit-time tenancy check of the references a JobSpec can make to stored artifacts:
+ * `model.base` = `job:<uuid>[@step]` (an earlier job's checkpoint) and `s3://bucket/…` URIs in
+ * `model.base` and `warmup.data`. Workers read these with the service's own credentials, so
+ * without this check a tenant could name another tenant's job, or another tenant's objects in the
+ * service's bucket (`s3://seed/tenants/<other>/…`), train from them and download the result.
+ */
+import type { JobSpec } from "../jobs/mod.ts";
+import { getJob } from "../jobs/mod.ts";
+import type { Database } from "../jobs/db.ts";
+import { type FieldIssue, UnprocessableError } from "./errors.ts";
+
+const JOB_REF = /^job:([0-9a-f-]{36})(?:@\d+)?$/;
+const S3_URI = /^s3:\/\/([^/]+)\/(.*)$/;
+
+/**
+ * Throws {@link UnprocessableError} (422, field path `model.base` or `warmup.data`) when the spec
+ * names a job that is not the tenant's (unknown or another tenant's: the same answer), or an
+ * object of the service's bucket `serviceBucket` outside `tenants/{tenantId}/`.
+ */
+export async function checkSpecRefs(
+  db: Database,
+  spec: JobSpec,
+  ctx: { tenantId: string; serviceBucket: string },
+): Promise<void> {
+  const issues: FieldIssue[] = [];
+  const ownPrefix = `tenants/${ctx.tenantId}/`;
+  const s3Refs: [string, string | undefined][] = [
+    ["model.base", spec.model.base],
+    ["warmup.data", spec.warmup.data],
+  ];
+  for (const [path, value] of s3Refs) {
+    const m = value === undefined ? null : S3_URI.exec(value);
+    if (m && m[1] === ctx.serviceBucket && !m[2].startsWith(ownPrefix)) {
+      issues.push({
+        path,
+        code: "foreign_object",
+        message:
+          `Objects of the service's bucket must be under s3://${ctx.serviceBucket}/${ownPrefix}`,
+      });
+    }
+  }
+  const job = JOB_REF.exec(spec.model.base);
+  if (job && !(await getJob(db, { tenantId: ctx.tenantId, jobId: job[1] }))) {
+    issues.push({
+      path: "model.base",
+      code: "unknown_job",
+      message: `job:${job[1]} must name a job of this tenant`,
+    });
+  }
+  if (issues.length === 0) return;
+  throw new UnprocessableError(
+    `Cannot queue the job as ${issues[0].path} must refer to this tenant's artifacts: ${
+      issues[0].message
+    }`,
+    { errors: issues },
+  );
+}
