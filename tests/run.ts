@@ -9,6 +9,12 @@
 import { startPostgres } from "./_harness/postgres.ts";
 
 const pg = await startPostgres();
+// A harness stopped by a signal (Ctrl-C, `timeout`) still stops its cluster.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => {
+    pg.stop().finally(() => Deno.exit(130));
+  });
+}
 let code = 1;
 let passed = 0;
 let failed = 0;
