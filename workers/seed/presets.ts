@@ -1,0 +1,26 @@
+/**
+ * Job presets for the demo (`deno task demo`): specs sized to finish in minutes on 2 CPU cores
+ * and to show eval success rising from step 0 (after warm-up) to the last step.
+ */
+import type { JobSpecInput } from "../../jobs/spec.ts";
+
+/** Demo JobSpecs by environment id (see module doc; measured numbers in the README). */
+export const DEMO_PRESETS: Record<string, JobSpecInput> = {
+  sokoban: {
+    method: "seed",
+    model: { base: "builtin:tiny" },
+    env: { id: "sokoban", max_turns: 10, history: 0 },
+    rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 8 },
+    seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 4 },
+    optim: { lr: 3e-4, mini_batch_size: 32 },
+    warmup: {
+      policy: { episodes: 24, epochs: 2, lr: 2e-3 },
+      analyzer: { episodes: 16, epochs: 2, lr: 2e-3 },
+    },
+    steps: 6,
+    eval_every: 0,
+    checkpoint_every: 3,
+    eval: { episodes: 24, temperature: 0 },
+    random_seed: 7,
+  },
+};
