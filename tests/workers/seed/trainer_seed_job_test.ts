@@ -73,7 +73,7 @@ Deno.test("seed jobs through the worker", async (t) => {
       "a job resumed from its step-1 checkpoint repeats the uninterrupted step 2",
       async () => {
         const job = await submit(db, tenantId, tinySpec());
-        let worker: Worker | undefined;
+        const holder: { worker?: Worker } = {};
         const registry = trainerRegistry((handler) => (ctx) =>
           handler({
             ...ctx,
@@ -83,7 +83,7 @@ Deno.test("seed jobs through the worker", async (t) => {
             recordMetrics: async (step, values) => {
               await ctx.recordMetrics(step, values);
               if (step === 1) {
-                worker!.drain(); // the handler checkpoints step 1 and returns "drained"
+                holder.worker!.drain(); // the handler checkpoints step 1 and returns "drained"
               }
             },
           })
