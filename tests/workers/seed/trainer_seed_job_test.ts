@@ -88,8 +88,8 @@ Deno.test("seed jobs through the worker", async (t) => {
             },
           })
         );
-        worker = testWorker(db, s3.store, registry);
-        assert.equal(await runOne(worker), "released");
+        holder.worker = testWorker(db, s3.store, registry);
+        assert.equal(await runOne(holder.worker), "released");
         assert.deepEqual((await listCheckpoints(db, job.id)).map((c) => c.step), [0, 1]);
         assert.equal(await runOne(testWorker(db, s3.store, trainerRegistry())), "succeeded");
         const resumed = await metricsByStep(db, job.id);
