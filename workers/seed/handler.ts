@@ -183,6 +183,7 @@ async function train(run: RunState): Promise<HandlerOutcome> {
     const evals = await evaluateNow(run, 0, total);
     await ctx.recordMetrics(0, { ...warm, ...evals });
     await checkpoint(run, 0, total);
+    if (ctx.draining && total > 0) return "drained";
   }
   const trainer = new SeedTrainer({
     spec,

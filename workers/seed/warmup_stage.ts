@@ -1,7 +1,8 @@
 /**
  * The warm-up stages of a job run (issue 5 §1), with progress and events: `warmup_policy`
  * (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer SFT on the warmed
- * policy's trajectories annotated by the reference analyzer; `seed` jobs with analysis only).
+ * policy's trajectories annotated by the reference analyzer; for `sft` jobs, and `seed` jobs
+ * with analysis on — `grpo` never analyses, so it skips this stage).
  * Skipped entirely with `warmup.skip`. Returns the step-0 metrics of the warm-up.
  */
 import type { JobSpec } from "../../jobs/mod.ts";
@@ -93,7 +94,8 @@ export async function runWarmup(
     expert_won: experts.won,
   });
 
-  if (usesAnalysis(spec) && spec.warmup.analyzer.episodes > 0) {
+  const analyzer = spec.method === "sft" || usesAnalysis(spec);
+  if (analyzer && spec.warmup.analyzer.episodes > 0) {
     const analyzerSeed = derivedSeed(spec.random_seed, SEED_USE.warmupAnalyzer);
     await ctx.setProgress({ stage: "warmup_analyzer", step: 0, totalSteps });
     const annotated = await analyzerSamples(theta, {
