@@ -203,3 +203,68 @@ export async function analyzerSamples(
   }
   return { samples, won: trajectories.filter((t) => t.won).length, tokensGenerated };
 }
+
+/** Thrown when user-supplied warm-up data (`warmup.data`) cannot be used. */
+export class WarmupDataError extends Error {
+  override name = "WarmupDataError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** Largest `warmup.data` object read (bytes) and most lines used. */
+export const MAX_WARMUP_DATA_BYTES = 64 * 1024 * 1024;
+/** See {@link MAX_WARMUP_DATA_BYTES}. */
+export const MAX_WARMUP_DATA_LINES = 100_000;
+
+/**
+ * Parses user warm-up data: JSONL, one `{"prompt": string, "response": string}` per line (blank
+ * lines skipped); `"kind": "analyzer"` marks an analyzer example (trained with an EOS), anything
+ * else is a policy example. Prompts are used as given (the trainer appends its separator).
+ * @throws WarmupDataError naming the first bad line, or when the data is too large.
+ */
+export function parseWarmupData(
+  bytes: Uint8Array,
+): {
+  policy: { prompt: string; response: string }[];
+  analyzer: { prompt: string; response: string }[];
+} {
+  if (bytes.length > MAX_WARMUP_DATA_BYTES) {
+    throw new WarmupDataError(
+      `Cannot use warmup.data as it must be at most ${MAX_WARMUP_DATA_BYTES} bytes: current size is ${bytes.length}`,
+    );
+  }
+  const out = {
+    policy: [] as { prompt: string; response: string }[],
+    analyzer: [] as { prompt: string; response: string }[],
+  };
+  const lines = new TextDecoder().decode(bytes).split("\n");
+  let used = 0;
+  for (const [i, line] of lines.entries()) {
+    if (line.trim() === "") continue;
+    if (++used > MAX_WARMUP_DATA_LINES) {
+      throw new WarmupDataError(
+        `Cannot use warmup.data as it must have at most ${MAX_WARMUP_DATA_LINES} examples: it has more`,
+      );
+    }
+    let row: unknown;
+    try {
+      row = JSON.parse(line);
+    } catch (cause) {
+      throw new WarmupDataError(`Cannot use warmup.data as line ${i + 1} must be JSON`, { cause });
+    }
+    const r = row as { prompt?: unknown; response?: unknown; kind?: unknown };
+    if (typeof r?.prompt !== "string" || typeof r.response !== "string" || r.response === "") {
+      throw new WarmupDataError(
+        `Cannot use warmup.data as line ${
+          i + 1
+        } must be {"prompt": string, "response": non-empty string}`,
+      );
+    }
+    (r.kind === "analyzer" ? out.analyzer : out.policy).push({
+      prompt: r.prompt,
+      response: r.response,
+    });
+  }
+  return out;
+}

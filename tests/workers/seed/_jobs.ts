@@ -62,7 +62,7 @@ export function testWorker(db: Database, store: ArtifactStore, registry: Handler
     registry,
     pollMs: 50,
     reaperIntervalMs: 0,
-    logger: createLogger({}, { level: "error" }),
+    logger: createLogger({}, { level: "error", sink: () => {} }),
   });
 }
 
