@@ -102,6 +102,8 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
         `Cannot resume from checkpoint ${resume.step} as it must hold trainer_state.json`,
       );
     }
+    // Fresh buffers (not views into the file bytes), as in an uninterrupted run.
+    restored.model.parameters = copyParams(restored.model.parameters);
     const policy = new Policy(restored.model.config, restored.model.parameters, engine);
     const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
     const optimizer = newOptimizer(spec, restored.model);
@@ -110,7 +112,9 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     if (state.reference_step !== null) {
       const refParams = state.reference_step === resume.step
         ? copyParams(restored.model.parameters)
-        : (await readCheckpoint(await mustHave(ctx, state.reference_step))).model.parameters;
+        : copyParams(
+          (await readCheckpoint(await mustHave(ctx, state.reference_step))).model.parameters,
+        );
       reference = new Policy(restored.model.config, refParams, { sessions: policy.sessions });
     }
     ctx.log.info("resuming", { step: state.step });
@@ -225,6 +229,7 @@ function summary(step: number, total: number, m: Record<string, number>) {
   const keys = [
     "success_rate",
     "mean_reward",
+    "invalid_action_rate",
     "loss",
     "pg_loss",
     "opd_loss",

@@ -13,10 +13,10 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 8 },
     advantage: { estimator: "grpo", norm: "mean_std", invalid_action_penalty: 0.1 },
     seed: { analyzer_max_new_tokens: 64, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
-    optim: { lr: 3e-4, mini_batch_size: 32 },
+    optim: { lr: 1e-3, mini_batch_size: 64 },
     warmup: {
-      policy: { episodes: 24, epochs: 2, lr: 3e-3, batch_size: 16 },
-      analyzer: { episodes: 16, epochs: 1, lr: 2e-3, batch_size: 16 },
+      policy: { episodes: 48, epochs: 2, lr: 3e-3, batch_size: 16 },
+      analyzer: { episodes: 16, epochs: 1, lr: 1e-3, batch_size: 16 },
     },
     steps: 8,
     eval_every: 0,

@@ -15,7 +15,7 @@ import {
   readCheckpointFile,
   submitJob,
 } from "../../../jobs/mod.ts";
-import { registerSeedHandlers } from "../../../workers/seed/handler.ts";
+import { registerSeedHandlers, type SeedHandlerOptions } from "../../../workers/seed/handler.ts";
 import {
   createLogger,
   HandlerRegistry,
@@ -45,9 +45,12 @@ export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput 
 }
 
 /** Handlers of the trainer, optionally wrapped (e.g. to drain after a step). */
-export function trainerRegistry(wrap?: (h: JobHandler) => JobHandler): HandlerRegistry {
+export function trainerRegistry(
+  wrap?: (h: JobHandler) => JobHandler,
+  options: SeedHandlerOptions = {},
+): HandlerRegistry {
   const inner = new HandlerRegistry();
-  registerSeedHandlers(inner);
+  registerSeedHandlers(inner, options);
   if (!wrap) return inner;
   const outer = new HandlerRegistry();
   for (const m of inner.methods()) outer.register(m, wrap(inner.get(m)!));
