@@ -64,6 +64,8 @@ const WarmupStage = (episodes: number, epochs: number, lr: number) =>
     epochs: int(0, 100).default(epochs),
     /** AdamW learning rate of this stage. */
     lr: num(0, 1).default(lr),
+    /** Samples (turns, or analyses) per optimizer step of this stage. */
+    batch_size: int(1, 4096).default(16),
   }).strict().prefault({});
 
 /**
@@ -109,16 +111,22 @@ export const JobSpecSchema = z.object({
     invalid_action_penalty: num(0, 100).default(0.1),
     /** Discount of the GiGPO step-level return. */
     gamma: num(0, 1).default(0.95),
+    /** Episode reward R: `success` = 10·won; `score` = the env's score (sum of step rewards). */
+    reward_source: z.enum(["success", "score"]).default("success"),
   }).strict().prefault({}),
   seed: z.object({
     /** λ_opd: weight of the on-policy distillation loss. */
     opd_coef: num(0, 100).default(0.01),
     /** β of the gate σ(β·Δ). */
     gate_beta: num(0, 1000).default(5),
-    /** Which trajectories the analyzer summarises into skills. */
-    analyze: z.enum(["all", "failed_only"]).default("all"),
+    /** Which trajectories the analyzer summarises into skills (`none`: no analysis, no OPD). */
+    analyze: z.enum(["all", "failed_only", "none"]).default("all"),
     /** Token budget of one analysis (greedy). */
     analyzer_max_new_tokens: int(1, 4096).default(192),
+    /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
+    analyzer_max_steps: int(1, 200).default(8),
+    /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
+    analyzer_max_field_chars: int(16, 100_000).default(600),
   }).strict().prefault({}),
   optim: z.object({
     /** AdamW learning rate (peak, for schedules). */

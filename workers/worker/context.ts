@@ -6,9 +6,12 @@
 import {
   appendEvent,
   type ArtifactStore,
+  type Checkpoint,
   type Database,
   type Fence,
   FenceLostError,
+  getCheckpoint,
+  getJob,
   type Job,
   type JobProgress,
   type JobSpec,
@@ -19,7 +22,12 @@ import {
   saveSkillLibrary,
   setProgress,
 } from "../../jobs/mod.ts";
-import type { JobContext, ResumePoint } from "./handler.ts";
+import {
+  ArtifactAccessError,
+  type ArtifactReader,
+  type JobContext,
+  type ResumePoint,
+} from "./handler.ts";
 import type { Logger } from "./logger.ts";
 import { withRetry } from "./retry.ts";
 
@@ -75,6 +83,51 @@ export function createJobContext(state: RunState): JobContext {
     }
   };
 
+  const resumePoint = (ck: Checkpoint | null): ResumePoint | null =>
+    ck && {
+      step: ck.step,
+      files: ck.files,
+      read: (name) =>
+        withRetry(() => readCheckpointFile(store, ck, name), { signal: state.signal }),
+    };
+  const retried = <T>(fn: () => Promise<T>) => withRetry(fn, { signal: state.signal });
+  const artifacts: ArtifactReader = {
+    async checkpoint(jobId, step) {
+      if (!/^[0-9a-f-]{36}$/.test(jobId)) return null;
+      const owned = await retried(() => getJob(db, { tenantId: job.tenantId, jobId }));
+      if (!owned) return null;
+      return resumePoint(
+        await retried(() =>
+          step === undefined ? latestCheckpoint(db, jobId) : getCheckpoint(db, jobId, step)
+        ),
+      );
+    },
+    async readObject(bucket, key) {
+      if (bucket !== store.bucket) {
+        throw new ArtifactAccessError(
+          `Cannot read s3://${bucket}/${key} as the bucket must be the service bucket ${store.bucket}`,
+        );
+      }
+      if (key.startsWith("/") || key.split("/").includes("..")) {
+        throw new ArtifactAccessError(
+          `Cannot read s3://${bucket}/${key} as the key must be a plain relative key`,
+        );
+      }
+      if (key.startsWith("tenants/") && !key.startsWith(`tenants/${job.tenantId}/`)) {
+        throw new ArtifactAccessError(
+          `Cannot read s3://${bucket}/${key} as keys under tenants/ must belong to this job's tenant`,
+        );
+      }
+      try {
+        return await retried(() => store.get(key));
+      } catch (e) {
+        const name = (e as { name?: string })?.name;
+        if (name === "NoSuchKey" || name === "NotFound") return null;
+        throw e;
+      }
+    },
+  };
+
   return {
     jobId: job.id,
     tenantId: job.tenantId,
@@ -114,15 +167,12 @@ export function createJobContext(state: RunState): JobContext {
       return fenced(() => saveCheckpoint(db, store, writer, { step, files }));
     },
     async latestCheckpoint(): Promise<ResumePoint | null> {
-      const ck = await withRetry(() => latestCheckpoint(db, job.id), { signal: state.signal });
-      if (!ck) return null;
-      return {
-        step: ck.step,
-        files: ck.files,
-        read: (name) =>
-          withRetry(() => readCheckpointFile(store, ck, name), { signal: state.signal }),
-      };
+      return resumePoint(await retried(() => latestCheckpoint(db, job.id)));
     },
+    async checkpointAt(step: number): Promise<ResumePoint | null> {
+      return resumePoint(await retried(() => getCheckpoint(db, job.id, step)));
+    },
+    artifacts,
     saveSkills(step, json, skillCount) {
       const count = skillCount ??
         (Array.isArray((json as { skills?: unknown[] })?.skills)

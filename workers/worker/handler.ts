@@ -36,6 +36,33 @@ export interface ResumePoint {
   read(name: string): Promise<Uint8Array>;
 }
 
+/** Thrown when a handler asks for an artifact it may not read (another tenant's, another bucket). */
+export class ArtifactAccessError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ArtifactAccessError";
+  }
+}
+
+/**
+ * Read-only access to stored artifacts on behalf of the job's tenant (e.g. to load `model.base`).
+ * Tenant isolation: another tenant's job reads as missing; keys under another tenant's
+ * `tenants/{id}/` prefix and buckets other than the service's are refused.
+ */
+export interface ArtifactReader {
+  /**
+   * A committed checkpoint of a job of this tenant: at `step`, or the latest when `step` is
+   * undefined; null when the job (of this tenant) or the checkpoint does not exist.
+   */
+  checkpoint(jobId: string, step?: number): Promise<ResumePoint | null>;
+  /**
+   * Reads one object of the service bucket; null when it does not exist.
+   * @throws ArtifactAccessError when `bucket` is not the service bucket or `key` lies under
+   *   another tenant's `tenants/` prefix (or is not a plain key: `..`, leading `/`).
+   */
+  readObject(bucket: string, key: string): Promise<Uint8Array | null>;
+}
+
 /** What a handler gets for one run of one job. Every write is fenced to this run. */
 export interface JobContext {
   readonly jobId: string;
@@ -73,6 +100,10 @@ export interface JobContext {
   saveCheckpoint(step: number, files: { name: string; bytes: Uint8Array }[]): Promise<Checkpoint>;
   /** The latest committed checkpoint (of any earlier run of this job), or null. */
   latestCheckpoint(): Promise<ResumePoint | null>;
+  /** This job's committed checkpoint of `step`, or null (e.g. the warm-up checkpoint, step 0). */
+  checkpointAt(step: number): Promise<ResumePoint | null>;
+  /** Read-only access to this tenant's other artifacts (see {@link ArtifactReader}). */
+  readonly artifacts: ArtifactReader;
   /** Uploads the skill library JSON of a step and commits its row. */
   saveSkills(step: number, json: unknown, skillCount?: number): Promise<SkillLibrary>;
   /** Structured logger bound to `jobId`, `attempt`, `workerId`. */

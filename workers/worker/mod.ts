@@ -2,6 +2,8 @@
  * The worker loop and the handler contract the training pipeline implements.
  */
 export {
+  ArtifactAccessError,
+  type ArtifactReader,
   defaultRegistry,
   DuplicateHandlerError,
   type HandlerOutcome,

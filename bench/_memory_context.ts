@@ -1,0 +1,89 @@
+/**
+ * An in-process JobContext for benchmarks and preset tuning: checkpoints, skills, metrics and
+ * events kept in memory (no database or object store), so the trainer's own cost is measured.
+ * Checkpoints can be shared between runs (`shared`) so a job can start from another's
+ * (`job:<id>@step`).
+ */
+import { type JobSpecInput, parseJobSpec } from "../jobs/spec.ts";
+import type { Job } from "../jobs/mod.ts";
+import { createLogger } from "../workers/worker/logger.ts";
+import type { JobContext, ResumePoint } from "../workers/worker/handler.ts";
+
+/** Checkpoints by job id → step → files. */
+export type CheckpointShelf = Map<string, Map<number, Map<string, Uint8Array>>>;
+
+/** A finished in-memory run's records. */
+export interface MemoryRun {
+  ctx: JobContext;
+  metrics: Map<number, Record<string, number>>;
+  events: { type: string; data: Record<string, unknown> }[];
+}
+
+const point = (step: number, files: Map<string, Uint8Array>): ResumePoint => ({
+  step,
+  files: [...files].map(([name, b]) => ({ name, key: name, bytes: b.length, sha256: "" })),
+  read: (name) => Promise.resolve(files.get(name)!),
+});
+
+/** A context for `spec` (see module doc); `onEvent` sees every event as it happens. */
+export function memoryContext(
+  input: JobSpecInput,
+  options: {
+    jobId?: string;
+    shelf?: CheckpointShelf;
+    onEvent?: (type: string, data: Record<string, unknown>) => void;
+  } = {},
+): MemoryRun {
+  const jobId = options.jobId ?? crypto.randomUUID();
+  const shelf = options.shelf ?? new Map();
+  const mine = new Map<number, Map<string, Uint8Array>>();
+  shelf.set(jobId, mine);
+  const spec = parseJobSpec(input);
+  const metrics = new Map<number, Record<string, number>>();
+  const events: MemoryRun["events"] = [];
+  const ctx: JobContext = {
+    jobId,
+    tenantId: "bench",
+    attempt: 0,
+    workerId: "bench",
+    spec,
+    job: { id: jobId, method: spec.method } as unknown as Job,
+    signal: new AbortController().signal,
+    draining: false,
+    log: createLogger({ jobId }, { level: "error" }),
+    emit(type, data = {}) {
+      events.push({ type, data });
+      options.onEvent?.(type, data);
+      return Promise.resolve();
+    },
+    recordMetrics(step, values) {
+      metrics.set(step, values);
+      return Promise.resolve();
+    },
+    setProgress: () => Promise.resolve(),
+    saveCheckpoint(step, files) {
+      mine.set(step, new Map(files.map((f) => [f.name, f.bytes])));
+      return Promise.resolve({} as never);
+    },
+    latestCheckpoint() {
+      const steps = [...mine.keys()].sort((a, b) => b - a);
+      return Promise.resolve(steps.length ? point(steps[0], mine.get(steps[0])!) : null);
+    },
+    checkpointAt(step) {
+      const files = mine.get(step);
+      return Promise.resolve(files ? point(step, files) : null);
+    },
+    artifacts: {
+      checkpoint(id, step) {
+        const job = shelf.get(id);
+        if (!job) return Promise.resolve(null);
+        const s = step ?? Math.max(...job.keys());
+        const files = job.get(s);
+        return Promise.resolve(files ? point(s, files) : null);
+      },
+      readObject: () => Promise.resolve(null),
+    },
+    saveSkills: () => Promise.resolve({} as never),
+  };
+  return { ctx, metrics, events };
+}

@@ -1,0 +1,49 @@
+/**
+ * Runs one JobSpec in process (no database, no store) and prints its step-0 and final eval and
+ * the wall time: the tool used to size `workers/seed/presets.ts`.
+ *
+ *     deno run -A bench/preset.ts sokoban            # the DEMO_PRESETS entry
+ *     deno run -A bench/preset.ts spec.json          # any JobSpec file
+ *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
+ */
+import { DEMO_PRESETS } from "../workers/seed/presets.ts";
+import { createSeedHandler } from "../workers/seed/handler.ts";
+import { memoryContext } from "./_memory_context.ts";
+
+const arg = Deno.args[0] ?? "sokoban";
+const base = arg.endsWith(".json") ? JSON.parse(await Deno.readTextFile(arg)) : DEMO_PRESETS[arg];
+const overrides = JSON.parse(Deno.env.get("PRESET_OVERRIDES") ?? "{}");
+const merge = (a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> => {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    out[k] = v && typeof v === "object" && !Array.isArray(v) && typeof a[k] === "object"
+      ? merge(a[k] as Record<string, unknown>, v as Record<string, unknown>)
+      : v;
+  }
+  return out;
+};
+const spec = merge(base, overrides);
+const t0 = performance.now();
+const since = () => ((performance.now() - t0) / 1000).toFixed(1);
+const run = memoryContext(spec as never, {
+  onEvent: (type, data) => {
+    if (type === "stage") return;
+    const short = Object.fromEntries(
+      Object.entries(data).filter(([k]) => !k.startsWith("families")).map((
+        [k, v],
+      ) => [k, typeof v === "number" ? Number(v.toFixed(3)) : v]),
+    );
+    console.log(`[${since()}s] ${type} ${JSON.stringify(short)}`);
+  },
+});
+await createSeedHandler()(run.ctx);
+const steps = [...run.metrics.keys()].sort((a, b) => a - b);
+const last = steps.at(-1)!;
+const pick = (m: Record<string, number>) =>
+  Object.fromEntries(Object.entries(m).filter(([k]) => /^eval\/[a-z_]+\/success_rate$/.test(k)));
+console.log(JSON.stringify({
+  wall_s: Number(since()),
+  loadavg: Deno.loadavg(),
+  step0: pick(run.metrics.get(0)!),
+  [`step${last}`]: pick(run.metrics.get(last)!),
+}));

@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { getJob, getSkillLibrary, listCheckpoints } from "../../../jobs/mod.ts";
+import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
+import { startTestStore } from "../../_harness/s3.ts";
+import {
+  checkpointFile,
+  eventTypes,
+  metricsByStep,
+  runOne,
+  submit,
+  testWorker,
+  tinySpec,
+  trainerRegistry,
+} from "./_jobs.ts";
+
+Deno.test("grpo jobs through the worker", async (t) => {
+  const { db, close } = await openTestDatabase();
+  const s3 = await startTestStore();
+  const tenantId = await createTenant(db);
+  const worker = testWorker(db, s3.store, trainerRegistry());
+  try {
+    await t.step(
+      "a 2-step grpo job leaves checkpoints, metrics and events but no analysis",
+      async () => {
+        const job = await submit(db, tenantId, tinySpec({ method: "grpo" }));
+        assert.equal(
+          await runOne(worker),
+          "succeeded",
+          (await getJob(db, { tenantId, jobId: job.id }))?.error ?? "",
+        );
+        assert.deepEqual((await listCheckpoints(db, job.id)).map((c) => c.step), [0, 1, 2]);
+        const metrics = await metricsByStep(db, job.id);
+        assert.equal(metrics.get(2)!.opd_loss, 0);
+        assert.equal(metrics.get(2)!.analyzed, 0);
+        assert.ok(!("analyzer_parse_rate" in metrics.get(2)!));
+        assert.ok(!("warmup_analyzer_samples" in metrics.get(0)!));
+        assert.equal(await getSkillLibrary(db, job.id), null);
+        const types = await eventTypes(db, job.id);
+        assert.ok(types.includes("step") && types.includes("eval"));
+      },
+    );
+
+    await t.step(
+      "seed with opd_coef 0 and analysis off makes the same update as grpo",
+      async () => {
+        const common = {
+          warmup: { skip: true },
+          steps: 1,
+          eval_every: 0,
+          eval: { episodes: 1, splits: ["test_seen"] },
+        };
+        const seed = await submit(
+          db,
+          tenantId,
+          tinySpec({ ...common, method: "seed", seed: { opd_coef: 0, analyze: "none" } }),
+        );
+        const grpo = await submit(db, tenantId, tinySpec({ ...common, method: "grpo" }));
+        assert.equal(await runOne(worker), "succeeded");
+        assert.equal(await runOne(worker), "succeeded");
+        const weights = (id: string) => checkpointFile(db, s3.store, id, 1, "model.safetensors");
+        const before = await checkpointFile(db, s3.store, seed.id, 0, "model.safetensors");
+        const [a, b] = [await weights(seed.id), await weights(grpo.id)];
+        assert.notDeepEqual(a, before, "the update changed the parameters");
+        assert.deepEqual(a, b);
+      },
+    );
+  } finally {
+    await s3.close();
+    await close();
+  }
+});

@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { parseJobSpec } from "../../../jobs/mod.ts";
+import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
+import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../../workers/model/mod.ts";
+import {
+  resolveModel,
+  SeedTrainer,
+  SkillLibrary,
+  type TextGenerateOptions,
+  TextPolicy,
+} from "../../../workers/seed/mod.ts";
+import { tinySpec } from "./_jobs.ts";
+
+/**
+ * The real policy, except that analyzer prompts get a fixed JSON answer: a from-scratch tiny model
+ * cannot write one in a test's budget, and this step is about what the trainer does with it.
+ */
+class FixedAnalyzer extends TextPolicy {
+  override generate(prompts: string[], options: TextGenerateOptions) {
+    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
+      return super.generate(prompts, options);
+    }
+    const json = JSON.stringify({ episode_summary: "moved", episode_skill: "push the box up" });
+    return Promise.resolve({ texts: prompts.map(() => json), tokens: 0 });
+  }
+}
+
+Deno.test("a step with parsed skills re-scores under the skill prompt and distils", async () => {
+  const spec = parseJobSpec(tinySpec({ seed: { opd_coef: 1 } }));
+  const env = toAsyncEnvironment(getEnvironment("sokoban"));
+  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
+  const policy = new Policy(model.config, model.parameters, { threads: 1 });
+  const theta = new FixedAnalyzer(policy, new Tokenizer(model.tokenizer));
+  const library = new SkillLibrary("job-1");
+  const trainer = new SeedTrainer({
+    spec,
+    env,
+    theta,
+    reference: null,
+    optimizer: new AdamW(parameterSpecs(model.config), { lr: 1e-3 }),
+    rng: new Rng(1),
+    library,
+  });
+  const stages: string[] = [];
+  const { metrics } = await trainer.step(1, (s) => Promise.resolve(void stages.push(s)));
+  assert.deepEqual(stages, ["rollout", "analyze", "rescore", "update"]);
+  assert.equal(metrics.analyzer_parse_rate, 1);
+  assert.equal(metrics.teacher_samples, metrics.samples);
+  assert.ok(metrics.gate_mean > 0 && metrics.gate_mean < 1, `gate ${metrics.gate_mean}`);
+  assert.ok(metrics.opd_loss !== 0 && Number.isFinite(metrics.teacher_gap_mean));
+  assert.equal(metrics.skills_added, 1);
+  const [skill] = library.all();
+  assert.equal(skill.text, "push the box up");
+  assert.equal(skill.timesSeen, spec.rollout.tasks_per_step * spec.rollout.group_size);
+  assert.ok(Number.isFinite(skill.meanTeacherGap), "mean Δ recorded");
+  await policy.release();
+});

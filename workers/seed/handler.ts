@@ -1,0 +1,290 @@
+/**
+ * The job handler of methods `seed`, `grpo` and `sft` (issue 5): sets the job up (environment,
+ * model from `model.base`, or the latest checkpoint when resuming), warms up (policy SFT, then
+ * analyzer SFT for `seed`), evaluates the warm-up model as step 0, then runs `steps` updates
+ * with evaluation every `eval_every` and checkpoints every `checkpoint_every` (and at the end).
+ *
+ * Per step the order is: update → evaluation (when due) → `recordMetrics(step)` → checkpoint +
+ * skill library (when due). The checkpoint is the commit point of a step: a run that dies before
+ * it repeats the step from the previous checkpoint with the same draws, and the metrics row of
+ * the step is replaced (not duplicated). Cancel (`ctx.signal`) is checked between phases and
+ * between rollout turns; draining finishes the current step, checkpoints it and returns
+ * `"drained"`.
+ */
+import type { JobSpec } from "../../jobs/mod.ts";
+import { type AsyncEnvironment, resolveEnvironment } from "../envs/mod.ts";
+import type { EngineOptions } from "../engine/mod.ts";
+import {
+  AdamW,
+  type HfModel,
+  type Parameters,
+  parameterSpecs,
+  Policy,
+  Rng,
+  Tokenizer,
+} from "../model/mod.ts";
+import {
+  defaultRegistry,
+  type HandlerOutcome,
+  type HandlerRegistry,
+  type JobContext,
+  type JobHandler,
+} from "../worker/handler.ts";
+import {
+  CheckpointError,
+  checkpointFiles,
+  readCheckpoint,
+  type TrainerState,
+} from "./checkpoint.ts";
+import { evalMetrics, evaluate } from "./evaluate.ts";
+import { resolveModel } from "./model_source.ts";
+import { SkillLibrary } from "./skill_library.ts";
+import { TextPolicy } from "./text_policy.ts";
+import { SeedTrainer, usesAnalysis } from "./trainer.ts";
+import { runWarmup } from "./warmup_stage.ts";
+import { derivedSeed, SEED_USE } from "./seeds.ts";
+
+/** Options of {@link createSeedHandler}. */
+export interface SeedHandlerOptions {
+  /** onnxruntime settings (default: cpu, 2 threads). */
+  engine?: EngineOptions;
+}
+
+/** What a run holds while it trains. */
+interface RunState {
+  ctx: JobContext;
+  spec: JobSpec;
+  env: AsyncEnvironment;
+  model: HfModel;
+  theta: TextPolicy;
+  reference: Policy | null;
+  referenceStep: number | null;
+  optimizer: AdamW;
+  rng: Rng;
+  library: SkillLibrary;
+  step: number;
+}
+
+const copyParams = (p: Parameters): Parameters => new Map([...p].map(([k, v]) => [k, v.slice()]));
+
+/** The handler (see module doc). */
+export function createSeedHandler(options: SeedHandlerOptions = {}): JobHandler {
+  return async (ctx: JobContext): Promise<HandlerOutcome> => {
+    const run = await setUp(ctx, options);
+    try {
+      return await train(run);
+    } finally {
+      await run.reference?.release();
+      await run.theta.policy.release();
+    }
+  };
+}
+
+/** Registers the handler for `seed`, `grpo` and `sft` (default: the worker's registry). */
+export function registerSeedHandlers(
+  registry: HandlerRegistry = defaultRegistry,
+  options: SeedHandlerOptions = {},
+): void {
+  const handler = createSeedHandler(options);
+  for (const method of ["seed", "grpo", "sft"]) registry.register(method, handler);
+}
+
+async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunState> {
+  const spec = ctx.spec;
+  const env = await resolveEnvironment(spec.env.id);
+  const resume = await ctx.latestCheckpoint();
+  const engine = { threads: 2, ...options.engine };
+  if (resume) {
+    const restored = await readCheckpoint(resume);
+    const state = restored.state;
+    if (!state) {
+      throw new CheckpointError(
+        `Cannot resume from checkpoint ${resume.step} as it must hold trainer_state.json`,
+      );
+    }
+    // Fresh buffers (not views into the file bytes), as in an uninterrupted run.
+    restored.model.parameters = copyParams(restored.model.parameters);
+    const policy = new Policy(restored.model.config, restored.model.parameters, engine);
+    const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
+    const optimizer = newOptimizer(spec, restored.model);
+    if (restored.optimizer) optimizer.load(restored.optimizer);
+    let reference: Policy | null = null;
+    if (state.reference_step !== null) {
+      const refParams = state.reference_step === resume.step
+        ? copyParams(restored.model.parameters)
+        : copyParams(
+          (await readCheckpoint(await mustHave(ctx, state.reference_step))).model.parameters,
+        );
+      reference = new Policy(restored.model.config, refParams, { sessions: policy.sessions });
+    }
+    ctx.log.info("resuming", { step: state.step });
+    await ctx.emit("resumed", { step: state.step, attempt: ctx.attempt });
+    return {
+      ctx,
+      spec,
+      env,
+      model: restored.model,
+      theta,
+      reference,
+      referenceStep: state.reference_step,
+      optimizer,
+      rng: Rng.fromState(state.rng),
+      library: SkillLibrary.fromJSON(state.skill_library),
+      step: state.step,
+    };
+  }
+  const model = await resolveModel(spec.model.base, {
+    env,
+    seed: derivedSeed(spec.random_seed, SEED_USE.init),
+    artifacts: ctx.artifacts,
+  });
+  const policy = new Policy(model.config, model.parameters, engine);
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  return {
+    ctx,
+    spec,
+    env,
+    model,
+    theta,
+    reference: null,
+    referenceStep: null,
+    optimizer: newOptimizer(spec, model),
+    rng: new Rng(derivedSeed(spec.random_seed, SEED_USE.trainer)),
+    library: new SkillLibrary(ctx.jobId),
+    step: -1,
+  };
+}
+
+async function mustHave(ctx: JobContext, step: number) {
+  const point = await ctx.checkpointAt(step);
+  if (!point) {
+    throw new CheckpointError(
+      `Cannot resume as the reference checkpoint (step ${step}) must exist: it is missing`,
+    );
+  }
+  return point;
+}
+
+function newOptimizer(spec: JobSpec, model: HfModel): AdamW {
+  return new AdamW(parameterSpecs(model.config), {
+    lr: spec.optim.lr,
+    weightDecay: spec.optim.weight_decay,
+  });
+}
+
+async function train(run: RunState): Promise<HandlerOutcome> {
+  const { ctx, spec } = run;
+  const total = spec.method === "sft" ? 0 : spec.steps;
+  if (run.step < 0) {
+    const warm = await runWarmup(run, total);
+    if (spec.method !== "sft" && spec.optim.kl_coef > 0) {
+      run.reference = new Policy(run.model.config, copyParams(run.model.parameters), {
+        sessions: run.theta.policy.sessions,
+      });
+      run.referenceStep = 0;
+    }
+    run.step = 0;
+    const evals = await evaluateNow(run, 0, total);
+    await ctx.recordMetrics(0, { ...warm, ...evals });
+    await checkpoint(run, 0, total);
+    if (ctx.draining && total > 0) return "drained";
+  }
+  const trainer = new SeedTrainer({
+    spec,
+    env: run.env,
+    theta: run.theta,
+    reference: run.reference,
+    optimizer: run.optimizer,
+    rng: run.rng,
+    library: run.library,
+  });
+  for (let step = run.step + 1; step <= total; step++) {
+    ctx.signal.throwIfAborted();
+    const done = step - 1;
+    const { metrics } = await trainer.step(
+      step,
+      (stage) => ctx.setProgress({ stage, step: done, totalSteps: total }),
+      ctx.signal,
+    );
+    const due = (every: number) => every > 0 && step % every === 0;
+    if (due(spec.eval_every) || step === total) {
+      const evals = await evaluateNow(run, step, total);
+      Object.assign(metrics, evals);
+      metrics.seconds_eval = evals.seconds_eval;
+    }
+    await ctx.recordMetrics(step, metrics);
+    await ctx.emit("step", summary(step, total, metrics));
+    run.step = step;
+    if (due(spec.checkpoint_every) || step === total || ctx.draining) {
+      await checkpoint(run, step, total);
+    }
+    if (ctx.draining && step < total) return "drained";
+  }
+  await ctx.setProgress({ stage: "done", step: total, totalSteps: total, etaS: 0 });
+  return "succeeded";
+}
+
+/** The fields of the per-step `step` event. */
+function summary(step: number, total: number, m: Record<string, number>) {
+  const keys = [
+    "success_rate",
+    "mean_reward",
+    "invalid_action_rate",
+    "loss",
+    "pg_loss",
+    "opd_loss",
+    "kl_loss",
+    "entropy",
+    "analyzer_parse_rate",
+    "skills_added",
+    "step_seconds",
+  ];
+  const out: Record<string, unknown> = { step, total_steps: total };
+  for (const k of keys) if (k in m) out[k] = m[k];
+  for (const k of Object.keys(m)) {
+    if (k.startsWith("eval/") && k.endsWith("success_rate")) out[k] = m[k];
+  }
+  return out;
+}
+
+async function evaluateNow(run: RunState, step: number, total: number) {
+  const { ctx, spec } = run;
+  await ctx.setProgress({ stage: "eval", step, totalSteps: total });
+  const started = performance.now();
+  const r = await evaluate(run.theta, {
+    env: run.env,
+    envOptions: spec.env.options,
+    splits: spec.eval.splits,
+    episodes: spec.eval.episodes,
+    temperature: spec.eval.temperature,
+    maxTurns: spec.env.max_turns,
+    historyLength: spec.env.history,
+    maxNewTokens: spec.rollout.max_new_tokens,
+    seed: derivedSeed(spec.random_seed, SEED_USE.eval),
+    signal: ctx.signal,
+  });
+  for (const s of r.splits) await ctx.emit("eval", { step, ...s });
+  return { ...evalMetrics(r.splits), seconds_eval: (performance.now() - started) / 1000 };
+}
+
+async function checkpoint(run: RunState, step: number, total: number): Promise<void> {
+  const { ctx, spec } = run;
+  await ctx.setProgress({ stage: "checkpoint", step, totalSteps: total });
+  const state: TrainerState = {
+    version: 1,
+    job_id: ctx.jobId,
+    method: spec.method,
+    env_id: spec.env.id,
+    step,
+    total_steps: total,
+    random_seed: spec.random_seed,
+    rng: run.rng.state(),
+    reference_step: run.referenceStep,
+    skill_library: run.library.toJSON(step),
+  };
+  const optimizer = step > 0 ? run.optimizer.state() : null;
+  const files = checkpointFiles(run.model, optimizer, state);
+  await ctx.saveCheckpoint(step, files);
+  if (usesAnalysis(spec)) await ctx.saveSkills(step, run.library.toJSON(step), run.library.size);
+  await ctx.emit("checkpoint", { step, files: files.map((f) => f.name) });
+}

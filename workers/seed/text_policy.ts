@@ -1,0 +1,90 @@
+/**
+ * The text side of the policy for the trainer: how a prompt and a response become token ids, and
+ * batched generation of actions (stop at `</action>`) and analyses (stop at the end of the JSON
+ * object). One convention everywhere (rollout, warm-up SFT, re-scoring, evaluation):
+ *
+ *     input ids = encode(prompt + "\n")            (the tokenizer's special tokens, e.g. a BOS)
+ *     response  = encode(text, no special tokens)  (+ EOS for analyzer targets)
+ *
+ * Prompts are used raw (no chat template): the builtin models are trained on exactly this form.
+ */
+import { type Policy, type Sample, Tokenizer } from "../model/mod.ts";
+
+/** Separator between a prompt and its response. */
+export const PROMPT_SUFFIX = "\n";
+
+/** Stop string of an action response. */
+export const ACTION_STOP = "</action>";
+
+/** Stop string of an analysis: the end of `{"episode_summary": "…", "episode_skill": "…"}`. */
+export const ANALYSIS_STOP = '"}';
+
+/** A generated batch: one text per prompt and the number of tokens generated. */
+export interface TextGeneration {
+  texts: string[];
+  tokens: number;
+}
+
+/** Options of {@link TextPolicy.generate}. */
+export interface TextGenerateOptions {
+  maxNewTokens: number;
+  /** 0 = greedy. */
+  temperature: number;
+  /** Seed of the sampling streams. */
+  seed: number;
+  /** Stop strings (default none; EOS always stops). */
+  stop?: string[];
+}
+
+/** A `Policy` and its tokenizer, speaking text. */
+export class TextPolicy {
+  readonly #prompts = new Map<string, number[]>();
+
+  constructor(readonly policy: Policy, readonly tokenizer: Tokenizer) {}
+
+  /** Token ids of `prompt` + {@link PROMPT_SUFFIX} (memoised: prompts repeat within a step). */
+  promptIds(prompt: string): number[] {
+    let ids = this.#prompts.get(prompt);
+    if (!ids) {
+      ids = this.tokenizer.encode(prompt + PROMPT_SUFFIX);
+      if (this.#prompts.size > 20_000) this.#prompts.clear();
+      this.#prompts.set(prompt, ids);
+    }
+    return ids;
+  }
+
+  /** Token ids of a response text (no special tokens), plus EOS when `eos` (and there is one). */
+  responseIds(text: string, eos = false): number[] {
+    const ids = this.tokenizer.encode(text, { addSpecialTokens: false });
+    const end = this.tokenizer.eosTokenId ?? this.tokenizer.stopTokenIds[0];
+    if (eos && end !== undefined && end !== null) ids.push(end);
+    return ids;
+  }
+
+  /** A (prompt, response) token sample. */
+  sample(prompt: string, response: string, eos = false): Sample {
+    return { prompt: this.promptIds(prompt), response: this.responseIds(response, eos) };
+  }
+
+  /**
+   * Generates one continuation per prompt, as text (special tokens dropped, cut after the stop
+   * string that ended it).
+   */
+  async generate(prompts: string[], options: TextGenerateOptions): Promise<TextGeneration> {
+    if (prompts.length === 0) return { texts: [], tokens: 0 };
+    const tok = this.tokenizer;
+    const gens = await this.policy.generate(prompts.map((p) => this.promptIds(p)), {
+      maxNewTokens: options.maxNewTokens,
+      greedy: options.temperature === 0,
+      temperature: options.temperature || 1,
+      seed: options.seed,
+      eosTokenIds: tok.stopTokenIds,
+      stop: options.stop,
+      detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+    });
+    return {
+      texts: gens.map((g) => (g.text ?? "").trim()),
+      tokens: gens.reduce((n, g) => n + g.tokens.length, 0),
+    };
+  }
+}
