@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { skillsFound } from "../../api/demo_progress.ts";
 
-const WORKER_ENTRY = "tests/api/_demo_worker.ts";
+const WORKER_ENTRY = "workers/main.ts";
 const DEMO = fileURLToPath(new URL("../../api/demo.ts", import.meta.url));
 const FAILING_WORKER = "tests/api/_failing_worker.ts";
 

@@ -12,6 +12,9 @@
  * walk and its eval success stays at the random-walk level (uniform random play: 11.5% seen /
  * 5.5% unseen at 20 turns). Warm-up and step timings vary 3–10× with the machine's load, and
  * onnxruntime on 2 threads does not reproduce a run bit for bit, so repeated runs differ.
+ *
+ * `analyzer_max_new_tokens` is 96 because the reference analyses the analyzer is warmed up on run to
+ * ~74 tokens for Sokoban: a smaller budget truncates every analysis and nothing can parse.
  */
 import type { JobSpecInput } from "../../jobs/spec.ts";
 
@@ -23,7 +26,7 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     env: { id: "sokoban", max_turns: 20, history: 0 },
     rollout: { tasks_per_step: 8, group_size: 4, temperature: 1, max_new_tokens: 8 },
     advantage: { estimator: "grpo", norm: "mean_std", invalid_action_penalty: 1 },
-    seed: { analyzer_max_new_tokens: 64, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
+    seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
     optim: {
       lr: 3e-4,
       mini_batch_size: 64,
