@@ -57,7 +57,7 @@ type Job = {
 function describe(job: Job): string {
   const lines = [
     `job       ${job.id}`,
-    `status    ${job.status} (attempt ${job.attempt + 1} of ${job.max_attempts})`,
+    `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
     `method    ${job.method}`,
   ];
   if (job.progress) lines.push(`progress  ${bar(job)}`);

@@ -294,6 +294,12 @@ function table(rows: string[][]): string[] {
   return rows.map(([a, b]) => `  ${a.padEnd(width)}  ${b}`);
 }
 
+/** How the job evaluates: "greedy" at temperature 0, else the sampling temperature. */
+function evalMode(job: JobWire): string {
+  const t = job.spec?.eval?.temperature;
+  return t === undefined ? "as the spec says" : t === 0 ? "greedy" : `sampled at temperature ${t}`;
+}
+
 /** The summary printed at the end of a successful demo run. */
 export function renderSummary(input: SummaryInput): string {
   const { artifacts: a, job } = input;
@@ -302,7 +308,7 @@ export function renderSummary(input: SummaryInput): string {
     "",
     `Job ${job.id} succeeded in ${Math.round(input.seconds)} s.`,
     "",
-    "Evaluation success rate (greedy):",
+    `Evaluation success rate (${evalMode(job)}):`,
     ...evalTable(evalPoints(a.metrics)),
     "",
   ];
@@ -339,7 +345,7 @@ export function renderSummary(input: SummaryInput): string {
   if (!input.keep) {
     lines.push(
       `  # the services stop when the demo ends; to restart the API on this run's data:`,
-      `  SEED_DATA_DIR=${sh(input.dataDir)} PORT=${port} deno task api`,
+      `  SEED_DATA_DIR=${sh(input.dataDir)} PORT=${port} npx -y deno@2.9.6 task api`,
     );
   }
   lines.push(

@@ -35,7 +35,7 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
     assert.match(id, /^[0-9a-f-]{36}$/);
     const status = await run(["status", id]);
     assert.match(status.out, new RegExp(`job +${id}`));
-    assert.match(status.out, /status +queued \(attempt 1 of 3\)/);
+    assert.match(status.out, /status +queued \(attempt 0; at most 3 runs\)/);
     const list = await run(["list", "--status", "queued"]);
     assert.ok(list.out.includes(id));
     const cancel = await run(["cancel", id]);
