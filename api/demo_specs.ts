@@ -1,10 +1,10 @@
 /**
  * The job specs `deno task demo` submits: one constant per environment and method, the same JSON
  * a user would `POST /v1/jobs`. Edit them here. They are sized so that one run finishes in under
- * ten minutes on two CPU cores with `builtin:tiny` (the trainer's own tuned preset lives in
- * workers/seed/presets.ts, which api/ may not import: DESIGN.md §2 — keep the two in step).
+ * ten minutes on two CPU cores with `builtin:tiny`.
  */
 import type { JobSpecInput } from "../jobs/mod.ts";
+import { DEMO_PRESETS } from "../jobs/presets.ts";
 
 /** Environments the demo knows a spec for. */
 export const DEMO_ENVS = ["sokoban", "household", "webshop"] as const;
@@ -17,35 +17,11 @@ export const DEMO_METHODS = ["seed", "grpo"] as const;
 export type DemoMethod = (typeof DEMO_METHODS)[number];
 
 /**
- * Sokoban 6×6, one box: warm-up SFT on expert demonstrations and reference analyses, then 16 SEED
- * updates of 8 tasks × 4 copies, evaluated (temperature 1, 96 episodes per split) after warm-up and
- * at the end. The same JSON as `DEMO_PRESETS.sokoban` of workers/seed/presets.ts (a test keeps the
- * two equal); measured ≈ 5.5 minutes on the shared 2-core machine.
+ * Sokoban 6×6, one box: the trainer's tuned preset `DEMO_PRESETS.sokoban` (jobs/presets.ts, shared
+ * by the demo, the trainer's bench and the docs): warm-up SFT, 16 SEED updates of 8 tasks × 4
+ * copies, evaluated (temperature 1, 96 episodes per split) after warm-up and at the end.
  */
-export const SOKOBAN_SEED: JobSpecInput = {
-  method: "seed",
-  model: { base: "builtin:tiny" },
-  env: { id: "sokoban", max_turns: 20, history: 0 },
-  rollout: { tasks_per_step: 8, group_size: 4, temperature: 1, max_new_tokens: 8 },
-  advantage: { estimator: "grpo", norm: "mean_std", invalid_action_penalty: 1 },
-  seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
-  optim: {
-    lr: 3e-4,
-    mini_batch_size: 64,
-    entropy_coef: 0.01,
-    lr_schedule: "warmup",
-    warmup_steps: 2,
-  },
-  warmup: {
-    policy: { episodes: 48, epochs: 2, lr: 3e-3, batch_size: 16 },
-    analyzer: { episodes: 16, epochs: 1, lr: 1e-3, batch_size: 16 },
-  },
-  steps: 16,
-  eval_every: 0,
-  checkpoint_every: 8,
-  eval: { episodes: 96, temperature: 1 },
-  random_seed: 7,
-};
+export const SOKOBAN_SEED: JobSpecInput = DEMO_PRESETS.sokoban;
 
 /** {@link SOKOBAN_SEED} as plain GRPO (λ_opd = 0, no analysis): the baseline. */
 export const SOKOBAN_GRPO: JobSpecInput = { ...SOKOBAN_SEED, method: "grpo" };

@@ -1,12 +1,12 @@
 /**
  * Runs one JobSpec in process (no database, no store) and prints its step-0 and final eval and
- * the wall time: the tool used to size `workers/seed/presets.ts`.
+ * the wall time: the tool used to size `jobs/presets.ts`.
  *
  *     deno run -A bench/preset.ts sokoban            # the DEMO_PRESETS entry
  *     deno run -A bench/preset.ts spec.json          # any JobSpec file
  *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
  */
-import { DEMO_PRESETS } from "../workers/seed/presets.ts";
+import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { createSeedHandler } from "../workers/seed/handler.ts";
 import { memoryContext } from "./_memory_context.ts";
 

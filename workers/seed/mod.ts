@@ -21,4 +21,3 @@ export * from "./evaluate.ts";
 export * from "./checkpoint.ts";
 export * from "./trainer.ts";
 export { createSeedHandler, registerSeedHandlers, type SeedHandlerOptions } from "./handler.ts";
-export { DEMO_PRESETS } from "./presets.ts";

@@ -1,5 +1,7 @@
 /**
- * Job presets for the demo (`deno task demo`): specs sized to finish in minutes on 2 CPU cores.
+ * Job presets for the demo (`deno task demo`): specs sized to finish in minutes on 2 CPU cores. They
+ * live in jobs/ because both the demo client (api/demo_specs.ts) and the trainer's bench
+ * (bench/preset.ts) use them, and api/ may not import workers/ (DESIGN.md §2).
  *
  * sokoban (builtin:tiny, method seed): measured in process with `deno run -A bench/preset.ts
  * sokoban` on the shared 2-core machine (load average ≈ 2.8): 324 s wall, 16 updates of 8 tasks ×
@@ -16,7 +18,7 @@
  * `analyzer_max_new_tokens` is 96 because the reference analyses the analyzer is warmed up on run to
  * ~74 tokens for Sokoban: a smaller budget truncates every analysis and nothing can parse.
  */
-import type { JobSpecInput } from "../../jobs/spec.ts";
+import type { JobSpecInput } from "./spec.ts";
 
 /** Demo JobSpecs by environment id (see module doc; measured numbers in the README). */
 export const DEMO_PRESETS: Record<string, JobSpecInput> = {
