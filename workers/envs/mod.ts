@@ -18,7 +18,9 @@ export * from "./errors.ts";
 export { environmentIds, getEnvironment, listEnvironments } from "./registry.ts";
 export { toAsyncEnvironment } from "./async.ts";
 export {
+  buildCompactPrompt,
   buildTurnPrompt,
+  type CompactPromptInput,
   parseActionText,
   TASK_LINE_PREFIX,
   TURN_LINE_PREFIX,

@@ -46,6 +46,31 @@ export interface TurnPromptInput {
   formatHint?: string;
 }
 
+/** Inputs of {@link buildCompactPrompt}: {@link TurnPromptInput} without the system line and hint. */
+export type CompactPromptInput = Omit<TurnPromptInput, "systemLine" | "formatHint">;
+
+/**
+ * The compact turn prompt for small models trained from scratch: the task line (SEED inserts the
+ * skill block after it, as in the full prompt), the shown history as `[Observation i: …, Action
+ * i: …]` lines, then the current observation text; no system line, no step count, no admissible
+ * actions and no format instruction (a model trained from scratch learns the answer format from
+ * the expert demonstrations). About a third of the tokens of {@link buildTurnPrompt} for Sokoban
+ * (66 vs 190 for a 6×6 room with relative positions): with builtin:tiny, policy SFT on the
+ * compact prompt leaves the format-only loss plateau after ~300 optimizer steps, on the full prompt
+ * it did not within 450 (bench/sft_probe.ts; README "Sokoban for small models").
+ * @throws PromptInputError on the same malformed inputs as {@link buildTurnPrompt}.
+ */
+export function buildCompactPrompt(input: CompactPromptInput): string {
+  checkPromptInput({ ...input, systemLine: "" });
+  const { task, history, observation, historyLength } = input;
+  const lines = [TASK_LINE_PREFIX + oneLine(task.instruction)];
+  const shown = historyLength > 0 ? history.slice(-historyLength) : [];
+  const first = input.turn - shown.length;
+  lines.push(...historyLines(shown, first));
+  lines.push(observation.text);
+  return lines.join("\n");
+}
+
 /** Thrown when a prompt input is malformed (negative history length, turn < 1, …). */
 export class PromptInputError extends Error {
   /** @param message "Cannot build prompt as X must be Y: current value is V". */
@@ -67,30 +92,8 @@ export class PromptInputError extends Error {
  *   `turn - 1`, or `systemLine` has a newline.
  */
 export function buildTurnPrompt(input: TurnPromptInput): string {
+  checkPromptInput(input);
   const { systemLine, task, history, observation, historyLength, turn, formatHint } = input;
-  if (!Number.isInteger(historyLength) || historyLength < 0) {
-    throw new PromptInputError(
-      `Cannot build prompt as historyLength must be an integer >= 0: current value is ${historyLength}`,
-    );
-  }
-  if (!Number.isInteger(turn) || turn < 1) {
-    throw new PromptInputError(
-      `Cannot build prompt as turn must be an integer >= 1: current value is ${turn}`,
-    );
-  }
-  if (history.length > turn - 1) {
-    throw new PromptInputError(
-      `Cannot build prompt as history must hold at most turn - 1 = ${turn - 1} steps: ` +
-        `current value is ${history.length}`,
-    );
-  }
-  if (systemLine.includes("\n")) {
-    throw new PromptInputError(
-      `Cannot build prompt as systemLine must be one line: current value is ${
-        JSON.stringify(systemLine)
-      }`,
-    );
-  }
   const lines = [systemLine, TASK_LINE_PREFIX + oneLine(task.instruction)];
   const shown = historyLength > 0 ? history.slice(-historyLength) : [];
   if (shown.length > 0) {
@@ -100,11 +103,7 @@ export function buildTurnPrompt(input: TurnPromptInput): string {
       `Prior to this step, you have already taken ${taken} step(s). Below are the most recent ` +
         `${shown.length} observations and the corresponding actions you took:`,
     );
-    shown.forEach((step, i) => {
-      const n = first + i;
-      const action = step.action === "" ? "(none)" : step.action;
-      lines.push(`[Observation ${n}:${block(step.observation)}, Action ${n}: ${action}]`);
-    });
+    lines.push(...historyLines(shown, first));
   }
   lines.push(
     `You are now at step ${history.length + 1} and your current observation is:${
@@ -209,6 +208,42 @@ export function promptTemplateVocabulary(maxNumber = 100): string[] {
     "Your admissible actions of the current situation are: [].",
     "Answer with <action>your action</action>, optionally after <think>your reasoning</think>.",
   ]);
+}
+
+/** @throws PromptInputError on the malformed inputs listed at {@link buildTurnPrompt}. */
+function checkPromptInput(input: TurnPromptInput): void {
+  const { systemLine, history, historyLength, turn } = input;
+  if (!Number.isInteger(historyLength) || historyLength < 0) {
+    throw new PromptInputError(
+      `Cannot build prompt as historyLength must be an integer >= 0: current value is ${historyLength}`,
+    );
+  }
+  if (!Number.isInteger(turn) || turn < 1) {
+    throw new PromptInputError(
+      `Cannot build prompt as turn must be an integer >= 1: current value is ${turn}`,
+    );
+  }
+  if (history.length > turn - 1) {
+    throw new PromptInputError(
+      `Cannot build prompt as history must hold at most turn - 1 = ${turn - 1} steps: ` +
+        `current value is ${history.length}`,
+    );
+  }
+  if (systemLine.includes("\n")) {
+    throw new PromptInputError(
+      `Cannot build prompt as systemLine must be one line: current value is ${
+        JSON.stringify(systemLine)
+      }`,
+    );
+  }
+}
+
+/** `[Observation n: …, Action n: …]` for each shown step, numbered from `first`. */
+function historyLines(shown: readonly TrajectoryStep[], first: number): string[] {
+  return shown.map((step, i) => {
+    const action = step.action === "" ? "(none)" : step.action;
+    return `[Observation ${first + i}:${block(step.observation)}, Action ${first + i}: ${action}]`;
+  });
 }
 
 /** A multi-line text (a grid) starts on its own line; a one-line text follows a space. */

@@ -5,7 +5,13 @@ Deno.test("the catalog describes every built-in with its options schema, default
   const catalog = envCatalog();
   assert.deepEqual(catalog.envs.map((e) => e.id), environmentIds());
   const sokoban = catalog.envs.find((e) => e.id === "sokoban")!;
-  assert.deepEqual(sokoban.defaults, { size: 6, boxes: 1, end_on_deadlock: true });
+  assert.deepEqual(sokoban.defaults, {
+    size: 6,
+    boxes: 1,
+    end_on_deadlock: true,
+    relative_positions: false,
+    prompt: "full",
+  });
   assert.equal(sokoban.default_max_turns, 20);
   assert.deepEqual(sokoban.splits.map((s) => s.name), ["train", "test_seen", "test_unseen"]);
   assert.match(sokoban.splits[2].description, /pillar/);

@@ -14,6 +14,7 @@ import {
   liveCells,
   move,
   renderGrid,
+  renderRelativePositions,
   type SokobanState,
 } from "./room.ts";
 
@@ -53,16 +54,21 @@ export class SokobanEpisode implements Episode {
   readonly task: Task;
   readonly #level: Level;
   readonly #endOnDeadlock: boolean;
+  readonly #relativePositions: boolean;
   readonly #live: Set<number>;
   #state: SokobanState | null = null;
   #done = false;
   #turn = 0;
 
-  /** @param task the task; @param level its generated level; @param endOnDeadlock end when a box is dead. */
-  constructor(task: Task, level: Level, endOnDeadlock: boolean) {
+  /**
+   * @param task the task; @param level its generated level; @param endOnDeadlock end when a box
+   * is dead; @param relativePositions add the line of `renderRelativePositions` under the grid.
+   */
+  constructor(task: Task, level: Level, endOnDeadlock: boolean, relativePositions = false) {
     this.task = task;
     this.#level = level;
     this.#endOnDeadlock = endOnDeadlock;
+    this.#relativePositions = relativePositions;
     this.#live = liveCells(level.room);
   }
 
@@ -113,8 +119,11 @@ export class SokobanEpisode implements Episode {
   }
 
   #observe(): Observation {
+    const grid = renderGrid(this.#level.room, this.#state!);
     return {
-      text: renderGrid(this.#level.room, this.#state!),
+      text: this.#relativePositions
+        ? `${grid}\n${renderRelativePositions(this.#level.room, this.#state!)}`
+        : grid,
       admissibleActions: [...DIRECTIONS],
     };
   }

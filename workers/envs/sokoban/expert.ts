@@ -5,7 +5,7 @@
  * did not plan for (the plan is recomputed whenever the observed state is not the expected one).
  */
 import type { Expert, Observation } from "../types.ts";
-import { type Direction, move, parseGrid, stateKey } from "./room.ts";
+import { type Direction, gridLinesOf, move, parseGrid, stateKey } from "./room.ts";
 import { solve } from "./solver.ts";
 
 /** Search bounds of the expert's planner (moves, states). */
@@ -22,7 +22,7 @@ export class SokobanExpert implements Expert {
    * @throws GridParseError when the observation is not a Sokoban grid.
    */
   act(observation: Observation): string {
-    const { room, state } = parseGrid(observation.text);
+    const { room, state } = parseGrid(gridLinesOf(observation.text));
     if (this.#plan.length === 0 || stateKey(state) !== this.#expectedKey) {
       this.#plan = solve(room, state, PLAN_LIMITS) ?? [];
     }

@@ -2,13 +2,20 @@
  * The built-in `sokoban` environment (RAGEN / verl-agent text Sokoban).
  *
  * Options: `size` (room side with walls, 6–10, default 6), `boxes` (1–3, default 1),
- * `end_on_deadlock` (end the episode once a box can no longer reach a target, default true).
+ * `end_on_deadlock` (end the episode once a box can no longer reach a target, default true),
+ * `relative_positions` (a line under the grid with each box's and target's rows and columns from
+ * the player, default false) and `prompt` (`full`, the verl-agent turn prompt, or `compact`: task
+ * line and observation only; default `full`). The last two exist for small models trained from
+ * scratch (the demo): with builtin:tiny, policy SFT on compact prompts with relative positions
+ * reaches ~65% success on test_seen after ~400 optimizer steps, while on the full grid-only
+ * prompt it stays at chance (README "Sokoban for small models").
  * Splits: `train` and `test_seen` draw `carved` layouts (different seeds), `test_unseen` draws
  * `pillared` layouts, which never occur in the other two (see generate.ts).
  */
 import { z } from "zod";
 import { checkSampleArgs, InvalidTaskError, parseEnvOptions } from "../errors.ts";
 import {
+  buildCompactPrompt,
   buildTurnPrompt,
   parseActionText,
   promptTemplateVocabulary,
@@ -30,6 +37,10 @@ export const sokobanOptionsSchema = z.strictObject({
   boxes: z.number().int().min(1).max(3).default(1),
   /** End the episode (lost) as soon as a box stands on a cell from which no target is reachable. */
   end_on_deadlock: z.boolean().default(true),
+  /** Add a line under the grid: every box and target as rows and columns from the player. */
+  relative_positions: z.boolean().default(false),
+  /** `full`: the verl-agent turn prompt; `compact`: task line and observation only. */
+  prompt: z.enum(["full", "compact"]).default("full"),
 });
 
 /** Parsed `sokoban` options. */
@@ -115,11 +126,14 @@ export const sokobanEnvironment: Environment = {
 
   createEpisode(task: Task): SokobanEpisode {
     const { level, options } = levelOf(task);
-    return new SokobanEpisode(task, level, options.end_on_deadlock);
+    return new SokobanEpisode(task, level, options.end_on_deadlock, options.relative_positions);
   },
 
   buildPrompt(input: PromptInput): string {
-    return buildTurnPrompt({ systemLine: SOKOBAN_SYSTEM_LINE, ...input });
+    const options = parseEnvOptions("sokoban", sokobanOptionsSchema, input.task.options);
+    return options.prompt === "compact"
+      ? buildCompactPrompt(input)
+      : buildTurnPrompt({ systemLine: SOKOBAN_SYSTEM_LINE, ...input });
   },
 
   parseAction(response: string): string | null {

@@ -122,6 +122,35 @@ export function renderGrid(room: Room, state: SokobanState): string {
 }
 
 /**
+ * The relative-position line of option `relative_positions`: every box, then every target, as
+ * rows and columns from the player, e.g. `box 1 up 0 right target 2 up 1 left` (the box is one
+ * row above the player in its column; the target two rows up and one column left). Cells counted
+ * as grid steps; 0 is written `0 down` / `0 right`.
+ */
+export function renderRelativePositions(room: Room, state: SokobanState): string {
+  const pr = Math.floor(state.player / room.size);
+  const pc = state.player % room.size;
+  const offset = (i: number): string => {
+    const dr = Math.floor(i / room.size) - pr;
+    const dc = (i % room.size) - pc;
+    return `${Math.abs(dr)} ${dr >= 0 ? "down" : "up"} ${Math.abs(dc)} ${
+      dc >= 0 ? "right" : "left"
+    }`;
+  };
+  return [
+    ...state.boxes.map((b) => `box ${offset(b)}`),
+    ...room.targets.map((t) => `target ${offset(t)}`),
+  ].join(" ");
+}
+
+/** The grid rows of an observation text: its leading lines that start with a wall (`#`). */
+export function gridLinesOf(text: string): string {
+  const lines = text.split("\n");
+  const end = lines.findIndex((line) => !line.startsWith(SYMBOLS.wall));
+  return (end < 0 ? lines : lines.slice(0, end)).join("\n");
+}
+
+/**
  * Reads a grid written by {@link renderGrid} (cell separators optional) back into room and state.
  * @throws GridParseError when rows differ in length, the grid is not square, a symbol is
  *   unknown, or there is not exactly one player.

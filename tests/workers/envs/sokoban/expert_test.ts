@@ -26,6 +26,14 @@ for (const split of SPLITS) {
   });
 }
 
+Deno.test("the BFS expert reads grids that carry the relative-position line", () => {
+  const rate = successRate("test_seen", (task) => {
+    const expert = env.createExpert(task);
+    return (obs) => expert.act(obs);
+  }, { relative_positions: true, prompt: "compact" });
+  assert.ok(rate >= 0.99, `expert success ${rate}`);
+});
+
 Deno.test("the BFS expert also solves 7x7 rooms with 2 boxes within the turn limit", () => {
   const rate = successRate("train", (task) => {
     const expert = env.createExpert(task);
