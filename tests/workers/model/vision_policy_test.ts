@@ -8,6 +8,8 @@ import {
 import { Policy, type RlSample } from "../../../workers/model/policy.ts";
 import { prepareSamples, type Sample } from "../../../workers/model/batch.ts";
 import {
+  AdamW,
+  clipGradNorm,
   createBuiltinTinyVl,
   hfFolderReader,
   IMAGE_PLACEHOLDER,
@@ -157,4 +159,53 @@ Deno.test("a builtin:tiny-vl model saved as a Hugging Face folder loads back wit
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("builtin:tiny-vl learns to name the colour that fills an image, which only the image tells it", async () => {
+  // Every sample has the same prompt, so a model blind to the image cannot beat ln 2 on the
+  // colour token (mean loss ≥ 0.34 over colour + EOS). Measured here: 5.85 at step 0, 0.41 at
+  // step 12, 0.041 at step 18 (lr 3e-3, 8 fresh images a step); 0.0004 after 60 steps.
+  const model = createBuiltinTinyVl({
+    vocabulary: ["what", "colour", "is", "the", "image", "red", "blue"],
+    seed: 1,
+  });
+  const tok = new Tokenizer(model.tokenizer);
+  const rnd = lcg(7);
+  const filled = (red: boolean) => { // a noisy red-ish or blue-ish image of random size
+    const w = 16 + Math.floor(rnd() * 40), h = 16 + Math.floor(rnd() * 40);
+    const base = red ? [200, 30, 30] : [30, 30, 200];
+    const rgb = Uint8Array.from(
+      { length: w * h * 3 },
+      (_, i) => Math.max(0, Math.min(255, base[i % 3] + (rnd() - 0.5) * 100)),
+    );
+    return { width: w, height: h, rgb };
+  };
+  const prompt = tok.encode(`${IMAGE_PLACEHOLDER} what colour is the image?`);
+  const sample = (red: boolean): Sample => ({
+    prompt,
+    response: [...tok.encode(red ? " red" : " blue"), tok.eosTokenId!],
+    images: [filled(red)],
+  });
+  const policy = new Policy(model.config, model.parameters);
+  const opt = new AdamW(parameterSpecs(model.config), { lr: 3e-3, weightDecay: 0 });
+  const losses: number[] = [];
+  for (let step = 0; step < 40 && !(losses.at(-1)! < 0.05); step++) {
+    const r = await policy.sftStep(Array.from({ length: 8 }, (_, i) => sample(i % 2 === 0)));
+    losses.push(r.loss);
+    clipGradNorm(r.grads, 1);
+    opt.step(model.parameters, r.grads);
+  }
+  assert.ok(losses[0] > 1, `initial loss ${losses[0]}`);
+  assert.ok(losses.at(-1)! < 0.05, `loss after ${losses.length} steps: ${losses.at(-1)}`);
+  const held = Array.from({ length: 8 }, (_, i) => sample(i % 3 === 0));
+  const gens = await policy.generate(held.map((s) => s.prompt), {
+    maxNewTokens: 3,
+    greedy: true,
+    images: held.map((s) => s.images),
+  });
+  assert.deepEqual(
+    gens.map((g) => tok.decode(g.tokens, { skipSpecialTokens: true }).trim()),
+    held.map((_, i) => (i % 3 === 0 ? "red" : "blue")),
+  );
+  await policy.release();
 });
