@@ -16,12 +16,7 @@
  * (`transformers` loading such a folder as `LlamaForCausalLM` gets the text decoder only.)
  */
 import { z } from "zod";
-import {
-  type DecoderConfig,
-  type Parameters,
-  parameterSpecs,
-  type VisionActivation,
-} from "./config.ts";
+import { type DecoderConfig, type Parameters, parameterSpecs } from "./config.ts";
 import {
   parseShardIndex,
   readSafetensors,
@@ -31,7 +26,8 @@ import {
   writeSafetensors,
 } from "./safetensors.ts";
 import { parseJsonObject, type TokenizerFiles } from "./tokenizer.ts";
-import { ImageError, validateVisionConfig } from "./image.ts";
+import { ImageError } from "./image.ts";
+import { addVisionConfig, visionConfigToJson, visionJsonFields } from "./_hf_vision.ts";
 
 /** Thrown when a directory is incomplete, inconsistent, or uses an unsupported architecture. */
 export class HfFormatError extends Error {
@@ -71,21 +67,8 @@ const TORCH_DTYPES = { F32: "float32", BF16: "bfloat16" } as const;
 
 const tokenId = z.number().int().nonnegative();
 const positive = z.number().int().positive();
-const visionConfigSchema = z.looseObject({
-  image_size: positive,
-  patch_size: positive,
-  num_channels: positive.optional(),
-  hidden_size: positive,
-  intermediate_size: positive,
-  num_hidden_layers: positive,
-  num_attention_heads: positive,
-  layer_norm_eps: z.number().positive().optional(),
-  hidden_act: z.string().optional(),
-});
 const hfConfigSchema = z.looseObject({
-  vision_config: visionConfigSchema.nullish(),
-  image_token_id: tokenId.nullish(),
-  projector_hidden_act: z.string().optional(),
+  ...visionJsonFields,
   architectures: z.array(z.string()).min(1).optional(),
   model_type: z.string().optional(),
   vocab_size: positive,
@@ -191,27 +174,11 @@ export function configFromJson(json: unknown): DecoderConfig {
     eos_token_id: first(c.eos_token_id),
     pad_token_id: c.pad_token_id ?? null,
   };
-  if (c.vision_config) {
-    const v = c.vision_config;
-    config.vision_config = {
-      image_size: v.image_size,
-      patch_size: v.patch_size,
-      num_channels: v.num_channels ?? 3,
-      hidden_size: v.hidden_size,
-      intermediate_size: v.intermediate_size,
-      num_hidden_layers: v.num_hidden_layers,
-      num_attention_heads: v.num_attention_heads,
-      layer_norm_eps: v.layer_norm_eps ?? 1e-6,
-      hidden_act: (v.hidden_act ?? "gelu_pytorch_tanh") as VisionActivation,
-      projector_hidden_act: (c.projector_hidden_act ?? "gelu") as VisionActivation,
-    };
-    config.image_token_id = c.image_token_id ?? null;
-    try {
-      validateVisionConfig(config);
-    } catch (cause) {
-      if (!(cause instanceof ImageError)) throw cause;
-      throw new HfFormatError(`Cannot load config.json: ${cause.message}`, { cause });
-    }
+  try {
+    addVisionConfig(config, c);
+  } catch (cause) {
+    if (!(cause instanceof ImageError)) throw cause;
+    throw new HfFormatError(`Cannot load config.json: ${cause.message}`, { cause });
   }
   return config;
 }
@@ -267,23 +234,7 @@ export function configToJson(
     use_cache: true,
     vocab_size: c.vocab_size,
   };
-  if (c.vision_config) {
-    const v = c.vision_config;
-    json.vision_config = {
-      model_type: "siglip_vision_model",
-      image_size: v.image_size,
-      patch_size: v.patch_size,
-      num_channels: v.num_channels,
-      hidden_size: v.hidden_size,
-      intermediate_size: v.intermediate_size,
-      num_hidden_layers: v.num_hidden_layers,
-      num_attention_heads: v.num_attention_heads,
-      layer_norm_eps: v.layer_norm_eps,
-      hidden_act: v.hidden_act,
-    };
-    json.image_token_id = c.image_token_id;
-    json.projector_hidden_act = v.projector_hidden_act;
-  }
+  Object.assign(json, visionConfigToJson(c));
   if (qwen) {
     json.max_window_layers ??= c.num_hidden_layers;
     json.sliding_window ??= c.max_position_embeddings;
