@@ -178,7 +178,8 @@ export function configFromJson(json: unknown): DecoderConfig {
     addVisionConfig(config, c);
   } catch (cause) {
     if (!(cause instanceof ImageError)) throw cause;
-    throw new HfFormatError(`Cannot load config.json: ${cause.message}`, { cause });
+    const why = cause.message.replace(/^Cannot use the vision config/, "Cannot load config.json");
+    throw new HfFormatError(why, { cause });
   }
   return config;
 }

@@ -21,7 +21,7 @@ import {
   parameterSpecs,
   type VisionConfig,
 } from "./config.ts";
-import { IMAGE_PLACEHOLDER, validateVisionConfig } from "./image.ts";
+import { IMAGE_PLACEHOLDER } from "./image.ts";
 import type { HfModel } from "./hf.ts";
 import { Rng } from "./sampling.ts";
 import { buildByteLevelTokenizer, Tokenizer } from "./tokenizer.ts";
@@ -172,6 +172,12 @@ export interface BuiltinTinyVlOptions extends BuiltinTinyOptions {
  * @throws {InitError} when `imageSize` is not a positive multiple of the patch size.
  */
 export function createBuiltinTinyVl(options: BuiltinTinyVlOptions): HfModel {
+  const imageSize = options.imageSize ?? 48;
+  if (!(Number.isInteger(imageSize) && imageSize > 0 && imageSize % 8 === 0)) {
+    throw new InitError(
+      `Cannot build builtin:tiny-vl as imageSize must be a positive multiple of the patch size 8: current value is ${imageSize}`,
+    );
+  }
   const files = buildByteLevelTokenizer(options.vocabulary, {
     specialTokens: [IMAGE_PLACEHOLDER],
   });
@@ -182,14 +188,9 @@ export function createBuiltinTinyVl(options: BuiltinTinyVlOptions): HfModel {
       eosTokenId: tokenizer.eosTokenId,
       padTokenId: tokenizer.padTokenId,
     }),
-    vision_config: builtinTinyVisionConfig(options.imageSize ?? 48),
+    vision_config: builtinTinyVisionConfig(imageSize),
     image_token_id: imageTokenId[0],
   };
-  try {
-    validateVisionConfig(config);
-  } catch (cause) {
-    throw new InitError(`Cannot build builtin:tiny-vl: ${(cause as Error).message}`, { cause });
-  }
   return {
     config,
     parameters: initParameters(config, options.seed),

@@ -6,6 +6,7 @@ import {
   configToJson,
   createBuiltinTinyVl,
   HfFormatError,
+  InitError,
   initParameters,
   parameterCount,
   parameterSpecs,
@@ -27,7 +28,11 @@ Deno.test("builtin:tiny-vl adds a 106,560-parameter encoder and projector to bui
   );
   assert.throws(
     () => createBuiltinTinyVl({ vocabulary: ["red"], seed: 1, imageSize: 50 }),
-    /patch_size must divide/,
+    (e: Error) =>
+      e instanceof InitError &&
+      /imageSize must be a positive multiple of the patch size 8: current value is 50/.test(
+        e.message,
+      ),
   );
 });
 
@@ -69,7 +74,9 @@ Deno.test("config.json carries the vision config, image token and projector acti
   assert.equal(loaded.vision_config!.projector_hidden_act, "gelu");
   assert.throws(
     () => configFromJson({ ...json, vision_config: { ...vision, patch_size: 3 } }),
-    (e: Error) => e instanceof HfFormatError && /patch_size must divide image_size/.test(e.message),
+    (e: Error) =>
+      e instanceof HfFormatError &&
+      /^Cannot load config.json as vision_config.patch_size must divide image_size/.test(e.message),
   );
   assert.throws(
     () => configFromJson({ ...json, image_token_id: undefined }),
