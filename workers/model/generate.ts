@@ -88,7 +88,11 @@ export interface DecodeRunner {
   };
 }
 
-/** Generate continuations of `prompts` (token ids, each non-empty), in prompt order. */
+/**
+ * Generate continuations of prompts `input` (token ids, each non-empty), in prompt order; with
+ * `opts.images`, prompts holding `<image>` placeholders are expanded first (`expandImageTokens`).
+ * @throws {GenerateError} on empty prompts, bad limits, or images a prompt or model cannot take.
+ */
 export async function generate(
   runner: DecodeRunner,
   input: number[][],
