@@ -8,13 +8,24 @@
  * flat (`tokenIndex[k] = row · T + t`, `targets[k]` the token there), so the LM head and the
  * softmax over the vocabulary run on R rows instead of B·T. Positions count from 0 in every
  * row, so a sample's log-probs do not depend on its batch or bucket.
+ *
+ * Images (vision models): a sample's prompt holds one run of P image tokens per image (after
+ * `expandImageTokens`, which `prepareSamples` applies). The images of a call are stacked in
+ * sample order into `pixelValues` (I, P, K) (I the bucket's image slots; unused slots are zero
+ * and never read), and `mergeIndex` (B, T) sends each input position to its embedding row:
+ * row·T + t for text, B·T + (image slot)·P + patch for the patch-th token of an image's run.
+ * Only prompt positions are image positions: an image token id inside a response is text.
  */
+import { type DecoderConfig, patchesPerImage } from "./config.ts";
+import { countImageTokens, expandImageTokens, preprocessImage, type RgbImage } from "./image.ts";
 import type { Bucket } from "./llama.ts";
 
-/** A prompt and the response whose tokens are scored (token ids). */
+/** A prompt and the response whose tokens are scored (token ids), with the prompt's images. */
 export interface Sample {
   prompt: number[];
   response: number[];
+  /** The images of the prompt's `<image>` placeholders, in order (vision models only). */
+  images?: RgbImage[];
 }
 
 /** Thrown on samples that cannot be packed. */
@@ -35,21 +46,62 @@ function roundUp(n: number, ladder: number[]): number {
 }
 
 /**
- * The bucket for `rows` samples whose longest (prompt + response − 1) is `length` tokens and
- * whose responses hold `tokens` tokens together.
+ * The bucket for `rows` samples whose longest (prompt + response − 1) is `length` tokens, whose
+ * responses hold `tokens` tokens together and whose prompts hold `images` images (image slots
+ * round up on the batch ladder; 0 stays 0, the text-only graph).
  */
-export function bucketFor(rows: number, length: number, tokens: number): Bucket {
-  return {
+export function bucketFor(rows: number, length: number, tokens: number, images = 0): Bucket {
+  const bucket: Bucket = {
     batch: roundUp(rows, BATCHES),
     length: roundUp(length, LENGTHS),
     tokens: roundUp(Math.max(tokens, 1), TOKENS),
   };
+  if (images > 0) bucket.images = roundUp(images, BATCHES);
+  return bucket;
 }
 
 /** The bucket that fits `samples`. */
 export function bucketOf(samples: Sample[]): Bucket {
   const length = Math.max(...samples.map(sampleLength));
-  return bucketFor(samples.length, length, samples.reduce((n, s) => n + s.response.length, 0));
+  return bucketFor(
+    samples.length,
+    length,
+    samples.reduce((n, s) => n + s.response.length, 0),
+    samples.reduce((n, s) => n + (s.images?.length ?? 0), 0),
+  );
+}
+
+/**
+ * Samples ready to pack for model `c`: prompts of samples with images get their `<image>`
+ * placeholders expanded (`expandImageTokens`; already expanded runs are kept). Text-only
+ * models get the samples unchanged. Other fields (e.g. RL inputs) are kept.
+ * @throws {BatchError} when a sample has images but the model has no vision part, or when a
+ *   prompt's image tokens do not make one run of P per image.
+ */
+export function prepareSamples<S extends Sample>(samples: S[], c: DecoderConfig): S[] {
+  if (!c.vision_config) {
+    const i = samples.findIndex((s) => (s.images?.length ?? 0) > 0);
+    if (i >= 0) {
+      throw new BatchError(
+        `Cannot use the images of sample ${i} as the model must have a vision_config: it has none`,
+      );
+    }
+    return samples;
+  }
+  const p = patchesPerImage(c.vision_config);
+  return samples.map((s, i) => {
+    const images = s.images?.length ?? 0;
+    const prompt = images > 0 ? expandImageTokens(s.prompt, c) : s.prompt;
+    const found = countImageTokens(prompt, c);
+    if (found !== images * p) {
+      throw new BatchError(
+        `Cannot pack sample ${i} as its prompt must hold ${
+          images * p
+        } image tokens (${images} image(s) × ${p}): current count is ${found}`,
+      );
+    }
+    return images > 0 ? { ...s, prompt } : s;
+  });
 }
 
 /** Tokens a sample occupies in the graph: prompt + response − 1. */
@@ -99,10 +151,22 @@ export interface PackedBatch {
   lossMask: Float32Array;
   /** Per sample: offset of its first response token in (R,), and response length. */
   spans: { offset: number; length: number }[];
+  /** (I, P, K) float patches of the call's images (when the bucket has image slots). */
+  pixelValues?: Float32Array;
+  /** (B, T) int64 embedding row of every input position (when the bucket has image slots). */
+  mergeIndex?: BigInt64Array;
 }
 
-/** Pack `samples` (each with a non-empty prompt) into `bucket`. */
-export function packSamples(samples: Sample[], bucket: Bucket, padId: number): PackedBatch {
+/**
+ * Pack `samples` (each with a non-empty prompt; with images, prepared by `prepareSamples`) into
+ * `bucket`. A bucket with image slots needs the model config (`opts.config`).
+ */
+export function packSamples(
+  samples: Sample[],
+  bucket: Bucket,
+  padId: number,
+  opts: { config?: DecoderConfig } = {},
+): PackedBatch {
   const { batch: b, length: t, tokens: r } = bucket;
   const scored = samples.reduce((n, s) => n + s.response.length, 0);
   if (samples.length > b || scored > r) {
@@ -148,7 +212,54 @@ export function packSamples(samples: Sample[], bucket: Bucket, padId: number): P
       p.lossMask[k] = 1;
     }
   });
+  if (bucket.images) packImages(p, samples, opts.config);
+  else {
+    const i = samples.findIndex((s) => (s.images?.length ?? 0) > 0);
+    if (i >= 0) {
+      throw new BatchError(
+        `Cannot pack the images of sample ${i} as the bucket must have image slots: it has none`,
+      );
+    }
+  }
   return p;
+}
+
+/** Fill `pixelValues` and `mergeIndex` of a packed batch whose bucket has image slots. */
+function packImages(p: PackedBatch, samples: Sample[], c: DecoderConfig | undefined): void {
+  const v = c?.vision_config;
+  if (!c || !v) {
+    throw new BatchError("Cannot pack images as the model config must have a vision_config");
+  }
+  const { batch: b, length: t, images: slots = 0 } = p.bucket;
+  const np = patchesPerImage(v), k = v.num_channels * v.patch_size ** 2;
+  const total = samples.reduce((n, s) => n + (s.images?.length ?? 0), 0);
+  if (total > slots) {
+    throw new BatchError(
+      `Cannot pack ${total} images as they must fit the bucket's ${slots} image slots`,
+    );
+  }
+  p.pixelValues = new Float32Array(slots * np * k);
+  p.mergeIndex = BigInt64Array.from({ length: b * t }, (_, i) => BigInt(i));
+  let slot = 0;
+  samples.forEach((s, row) => {
+    const images = s.images ?? [];
+    const found = countImageTokens(s.prompt, c);
+    if (found !== images.length * np) {
+      throw new BatchError(
+        `Cannot pack sample ${row} as its prompt must hold ${
+          images.length * np
+        } image tokens (expand it with expandImageTokens): current count is ${found}`,
+      );
+    }
+    images.forEach((img, i) => p.pixelValues!.set(preprocessImage(img, v), (slot + i) * np * k));
+    const fed = Math.min(s.prompt.length, s.prompt.length + s.response.length - 1);
+    for (let j = 0, m = 0; j < s.prompt.length; j++) {
+      if (s.prompt[j] !== c.image_token_id) continue;
+      if (j < fed) p.mergeIndex![row * t + j] = BigInt(b * t + slot * np + m);
+      m++;
+    }
+    slot += images.length;
+  });
 }
 
 /** Per-sample response slices of an (R,) per-token output. */

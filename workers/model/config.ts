@@ -2,8 +2,32 @@
  * Decoder configuration and parameter layout, matching Hugging Face `LlamaForCausalLM` and
  * `Qwen2ForCausalLM` (`config.json` field names; `model.safetensors` tensor names and shapes).
  *
- * This file is the contract between the graph builders (workers/model/llama.ts), the
- * checkpoint I/O (safetensors, HF directory), initialisation and the optimizer.
+ * This file is the contract between the graph builders (workers/model/llama.ts,
+ * workers/model/vision.ts), the checkpoint I/O (safetensors, HF directory), initialisation and
+ * the optimizer.
+ *
+ * A config with a `vision_config` is a vision-language model: the decoder plus an image encoder
+ * (SigLIP-style ViT) and a LLaVA-style projector. Its extra tensors (HF names, shapes with
+ * Dv = vision hidden size, F = vision intermediate size, C = channels, p = patch size,
+ * P = (image_size / p)² patches, D = decoder hidden size):
+ *
+ * | tensor                                                          | shape        |
+ * | --------------------------------------------------------------- | ------------ |
+ * | `vision_tower.embeddings.patch_embedding.weight`                | (Dv, C, p, p) |
+ * | `vision_tower.embeddings.patch_embedding.bias`                  | (Dv,)        |
+ * | `vision_tower.embeddings.position_embedding.weight`             | (P, Dv)      |
+ * | `vision_tower.encoder.layers.{i}.layer_norm1.weight` / `.bias`  | (Dv,)        |
+ * | `vision_tower.encoder.layers.{i}.self_attn.{q,k,v,out}_proj.weight` | (Dv, Dv) |
+ * | `vision_tower.encoder.layers.{i}.self_attn.{q,k,v,out}_proj.bias`   | (Dv,)    |
+ * | `vision_tower.encoder.layers.{i}.layer_norm2.weight` / `.bias`  | (Dv,)        |
+ * | `vision_tower.encoder.layers.{i}.mlp.fc1.weight` / `.bias`      | (F, Dv) / (F,) |
+ * | `vision_tower.encoder.layers.{i}.mlp.fc2.weight` / `.bias`      | (Dv, F) / (Dv,) |
+ * | `vision_tower.post_layernorm.weight` / `.bias`                  | (Dv,)        |
+ * | `multi_modal_projector.linear_1.weight` / `.bias`               | (D, Dv) / (D,) |
+ * | `multi_modal_projector.linear_2.weight` / `.bias`               | (D, D) / (D,) |
+ *
+ * The patch embedding is stored as SigLIP's Conv2d kernel (Dv, C, p, p); applied to a patch
+ * flattened channel-major (`preprocessImage`) it is the same linear map.
  */
 
 /** HF architecture names we load and save. */
@@ -35,6 +59,34 @@ export interface DecoderConfig {
   bos_token_id: number | null;
   eos_token_id: number | null;
   pad_token_id: number | null;
+  /** Image encoder of a vision-language model; absent or null for a text-only decoder. */
+  vision_config?: VisionConfig | null;
+  /** Token id whose positions take image features (one run of P tokens per image). */
+  image_token_id?: number | null;
+}
+
+/** Activations of the vision tower and projector (HF `hidden_act` names). */
+export type VisionActivation = "gelu_pytorch_tanh" | "gelu" | "quick_gelu";
+
+/** Image encoder hyper-parameters, with Hugging Face's SigLIP `vision_config` names. */
+export interface VisionConfig {
+  /** Side of the square input, pixels (images are resized to it). */
+  image_size: number;
+  /** Side of a square patch, pixels; must divide `image_size`. */
+  patch_size: number;
+  /** Input channels; 3 (RGB). */
+  num_channels: number;
+  /** Encoder width Dv. */
+  hidden_size: number;
+  /** Encoder MLP width. */
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  layer_norm_eps: number;
+  /** MLP activation: `gelu_pytorch_tanh` (SigLIP), exact `gelu` or `quick_gelu` (CLIP). */
+  hidden_act: VisionActivation;
+  /** Activation between the projector's two linears (LLaVA's top-level `projector_hidden_act`). */
+  projector_hidden_act: VisionActivation;
 }
 
 /** One parameter tensor: HF name and shape (row-major, float32 in memory). */
@@ -44,10 +96,16 @@ export interface ParameterSpec {
 }
 
 /**
- * Every parameter of the decoder in Hugging Face order and layout. Linear weights are
+ * Every parameter of the model in Hugging Face order and layout: the decoder's, then the vision
+ * tower's and projector's when the config has a `vision_config`. Linear weights are
  * `[out_features, in_features]` as in `torch.nn.Linear`.
  */
 export function parameterSpecs(c: DecoderConfig): ParameterSpec[] {
+  return [...decoderParameterSpecs(c), ...visionParameterSpecs(c)];
+}
+
+/** The decoder's parameters (what a text-only graph reads), in HF order. */
+export function decoderParameterSpecs(c: DecoderConfig): ParameterSpec[] {
   const d = c.hidden_size;
   const q = c.num_attention_heads * c.head_dim;
   const kv = c.num_key_value_heads * c.head_dim;
@@ -70,6 +128,51 @@ export function parameterSpecs(c: DecoderConfig): ParameterSpec[] {
   specs.push({ name: "model.norm.weight", shape: [d] });
   if (!c.tie_word_embeddings) specs.push({ name: "lm_head.weight", shape: [c.vocab_size, d] });
   return specs;
+}
+
+/** Patches per image, P = (image_size / patch_size)²: the image tokens one image takes. */
+export function patchesPerImage(v: VisionConfig): number {
+  return (v.image_size / v.patch_size) ** 2;
+}
+
+/** The vision tower's and projector's parameters (none without a `vision_config`), HF order. */
+export function visionParameterSpecs(c: DecoderConfig): ParameterSpec[] {
+  const v = c.vision_config;
+  if (!v) return [];
+  const d = v.hidden_size, p = v.patch_size;
+  const specs: ParameterSpec[] = [];
+  const linear = (name: string, out: number, inF: number) => {
+    specs.push({ name: `${name}.weight`, shape: [out, inF] });
+    specs.push({ name: `${name}.bias`, shape: [out] });
+  };
+  const norm = (name: string) => {
+    specs.push({ name: `${name}.weight`, shape: [d] });
+    specs.push({ name: `${name}.bias`, shape: [d] });
+  };
+  const e = "vision_tower.embeddings";
+  specs.push({ name: `${e}.patch_embedding.weight`, shape: [d, v.num_channels, p, p] });
+  specs.push({ name: `${e}.patch_embedding.bias`, shape: [d] });
+  specs.push({ name: `${e}.position_embedding.weight`, shape: [patchesPerImage(v), d] });
+  for (let i = 0; i < v.num_hidden_layers; i++) {
+    const l = `vision_tower.encoder.layers.${i}`;
+    norm(`${l}.layer_norm1`);
+    for (const n of ["q_proj", "k_proj", "v_proj", "out_proj"]) linear(`${l}.self_attn.${n}`, d, d);
+    norm(`${l}.layer_norm2`);
+    linear(`${l}.mlp.fc1`, v.intermediate_size, d);
+    linear(`${l}.mlp.fc2`, d, v.intermediate_size);
+  }
+  norm("vision_tower.post_layernorm");
+  linear("multi_modal_projector.linear_1", c.hidden_size, d);
+  linear("multi_modal_projector.linear_2", c.hidden_size, c.hidden_size);
+  return specs;
+}
+
+/**
+ * Whether a parameter is a normalisation gain (RMSNorm `*norm.weight`, LayerNorm
+ * `*layer_norm1.weight`, `*post_layernorm.weight`): initialised to 1.
+ */
+export function isNormWeight(name: string): boolean {
+  return /norm\d*\.weight$/.test(name);
 }
 
 /** Parameters by HF name, float32, row-major. */

@@ -6,10 +6,17 @@
  * quarter of it), so later steps cost about what is still running. The cache lives in host
  * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence (derived from the seed and the
  * sequence's index), so a sequence's draws do not depend on which others share its batch.
+ *
+ * Images (vision models): `opts.images[i]` are the images of prompt i's `<image>` placeholders,
+ * in order. The prompt's placeholders are expanded (`expandImageTokens`), the group's images
+ * are encoded once (`DecodeRunner.vision.encode`), and prefill windows that hold image tokens
+ * run the decode graph that takes image embeddings (`vision.session`); the KV cache then holds
+ * the images' keys and values, and decoding continues text-only with the plain decode graph.
  */
 import type * as ort from "onnxruntime-node";
 import { tensor, yieldToEventLoop } from "../engine/mod.ts";
 import type { DecoderConfig } from "./config.ts";
+import { countImageTokens, expandImageTokens, numImageTokens, type RgbImage } from "./image.ts";
 import { Rng, sampleToken, stopStringHit } from "./sampling.ts";
 import { KvCache } from "./kv_cache.ts";
 
@@ -41,6 +48,11 @@ export interface GenerateOptions {
    * similar prompt length. Results do not depend on the grouping beyond float rounding.
    */
   maxBatch?: number;
+  /**
+   * Vision models: the images of each prompt's `<image>` placeholders, in order (index i for
+   * prompt i; missing, null or empty for a prompt without images). Default: no images.
+   */
+  images?: (RgbImage[] | null | undefined)[];
 }
 
 /** Why a sequence stopped. */
@@ -65,16 +77,28 @@ export interface DecodeRunner {
   config: DecoderConfig;
   /** Session of `buildDecodeGraph(config, { lastOnly: true })`. */
   session: ort.InferenceSession;
-  /** One tensor per parameter, by HF name. */
+  /** One tensor per decoder parameter, by HF name. */
   parameters: Record<string, ort.Tensor>;
+  /** Vision models, needed for prompts with images. */
+  vision?: {
+    /** Session of `buildDecodeGraph(config, { lastOnly: true, images: true })`. */
+    session: ort.InferenceSession;
+    /** Images → their embeddings (N·P, hidden_size), image by image, patch by patch. */
+    encode: (images: RgbImage[]) => Promise<Float32Array>;
+  };
 }
 
-/** Generate continuations of `prompts` (token ids, each non-empty), in prompt order. */
+/**
+ * Generate continuations of prompts `input` (token ids, each non-empty), in prompt order; with
+ * `opts.images`, prompts holding `<image>` placeholders are expanded first (`expandImageTokens`).
+ * @throws {GenerateError} on empty prompts, bad limits, or images a prompt or model cannot take.
+ */
 export async function generate(
   runner: DecodeRunner,
-  prompts: number[][],
+  input: number[][],
   opts: GenerateOptions,
 ): Promise<Generation[]> {
+  const prompts = withImageTokens(runner, input, opts.images ?? []);
   const limits = prompts.map((
     _,
     i,
@@ -161,16 +185,25 @@ async function generateGroup(
   let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
   const chunk = Math.max(1, Math.floor((opts.maxTokensPerCall ?? Infinity) / seqs.length));
   /** Run `t` new columns per row through the graph, append them to the cache → logits (B, V). */
-  const feed = async (step: { ids: number[][]; pos: number[][]; mask: number[][] }) => {
+  const feed = async (
+    step: { ids: number[][]; pos: number[][]; mask: number[][]; image?: WindowImages },
+  ) => {
     const t = step.ids[0].length, k = cache.capacity + t;
     const keyMask = new Float32Array(rows.length * k);
     rows.forEach((
       s,
       b,
     ) => (keyMask.set(s.mask, b * k), keyMask.set(step.mask[b], b * k + cache.capacity)));
-    const r = await runner.session.run({
+    const session = step.image ? runner.vision!.session : runner.session;
+    const r = await session.run({
       ...runner.parameters,
       ...cache.feeds(),
+      ...(step.image
+        ? {
+          image_embeds: tensor("float32", step.image.embeds, [step.image.count, c.hidden_size]),
+          merge_index: tensor("int64", step.image.index, [rows.length, t]),
+        }
+        : {}),
       input_ids: tensor("int64", BigInt64Array.from(step.ids.flat(), BigInt), [rows.length, t]),
       position_ids: tensor("int64", BigInt64Array.from(step.pos.flat(), BigInt), [rows.length, t]),
       attention_mask: tensor("float32", keyMask, [rows.length, k]),
@@ -180,10 +213,12 @@ async function generateGroup(
     rows.forEach((s, b) => s.mask.push(...step.mask[b]));
     return r.logits.data as Float32Array;
   };
+  const images = await encodeGroup(runner, seqs, prompts, opts.images ?? []);
   let logits: Float32Array = new Float32Array(0);
   for (let a = 0; a < width; a += chunk) {
     const cols = (m: number[][]) => m.map((row) => row.slice(a, a + chunk));
-    logits = await feed({ ids: cols(ids), pos: cols(pos), mask: cols(mask) });
+    const step = { ids: cols(ids), pos: cols(pos), mask: cols(mask) };
+    logits = await feed({ ...step, image: images?.window(a, step.ids[0].length) });
   }
   const v = c.vocab_size;
   while (true) {
@@ -211,6 +246,89 @@ async function generateGroup(
     finishReason: s.finish!,
     ...(opts.detokenize ? { text: s.text ?? opts.detokenize(s.tokens) } : {}),
   }));
+}
+
+/** Prompts with their images' placeholders expanded; checks images against the runner. */
+function withImageTokens(
+  runner: DecodeRunner,
+  prompts: number[][],
+  images: (RgbImage[] | null | undefined)[],
+): number[][] {
+  const c = runner.config;
+  return prompts.map((p, i) => {
+    const n = images[i]?.length ?? 0;
+    if (n === 0) {
+      const found = c.vision_config ? countImageTokens(p, c) : 0;
+      if (found === 0) return p;
+      throw new GenerateError(
+        `Cannot generate from prompt ${i} as its ${found} image tokens need images: it has none`,
+      );
+    }
+    if (!c.vision_config || !runner.vision) {
+      throw new GenerateError(
+        `Cannot generate from prompt ${i} with images as the model must have a vision_config and a vision runner`,
+      );
+    }
+    const expanded = expandImageTokens(p, c), per = numImageTokens(c);
+    const found = countImageTokens(expanded, c);
+    if (found !== n * per) {
+      throw new GenerateError(
+        `Cannot generate from prompt ${i} as it must hold ${n} image run(s) of ${per} image tokens for its ${n} image(s): current count is ${found} tokens`,
+      );
+    }
+    return expanded;
+  });
+}
+
+/** The image embeddings of one prefill window: (count, C) rows and the (B, t) merge index. */
+interface WindowImages {
+  embeds: Float32Array;
+  count: number;
+  index: BigInt64Array;
+}
+
+/**
+ * Encode the images of a decode group once; `window(a, t)` then gives the embeddings of the
+ * image tokens in left-padded columns [a, a + t) in row-major order, with their merge index, or
+ * undefined when the window holds none. Null when the group has no images.
+ */
+async function encodeGroup(
+  runner: DecodeRunner,
+  seqs: Sequence[],
+  prompts: number[][],
+  images: (RgbImage[] | null | undefined)[],
+) {
+  const all = seqs.flatMap((s) => images[s.index] ?? []);
+  if (all.length === 0) return null;
+  const c = runner.config, d = c.hidden_size;
+  const embeds = await runner.vision!.encode(all); // (N·P, C)
+  const width = Math.max(...seqs.map((s) => prompts[s.index].length));
+  // per row and left-padded column: the embedding row of an image token, or -1
+  let next = 0;
+  const source = seqs.map((s) => {
+    const p = prompts[s.index], pad = width - p.length;
+    const hasImages = (images[s.index]?.length ?? 0) > 0;
+    return Array.from(
+      { length: width },
+      (_, j) => j >= pad && hasImages && p[j - pad] === c.image_token_id ? next++ : -1,
+    );
+  });
+  return {
+    window(a: number, t: number): WindowImages | undefined {
+      const b = seqs.length, index = new BigInt64Array(b * t), rows: number[] = [];
+      for (let r = 0; r < b; r++) {
+        for (let j = 0; j < t; j++) {
+          const src = source[r][a + j];
+          index[r * t + j] = BigInt(src < 0 ? r * t + j : b * t + rows.length);
+          if (src >= 0) rows.push(src);
+        }
+      }
+      if (rows.length === 0) return undefined;
+      const out = new Float32Array(rows.length * d);
+      rows.forEach((src, k) => out.set(embeds.subarray(src * d, (src + 1) * d), k * d));
+      return { embeds: out, count: rows.length, index };
+    },
+  };
 }
 
 /** Why `s` stops after sampling `token`, if it does (sets `s.text` for a stop string). */

@@ -6,6 +6,14 @@
  * `writeHfFolder`/`hfFolderReader` bridge to a local folder. Saved directories load in
  * `transformers` (`LlamaForCausalLM` / `Qwen2ForCausalLM`) and real Hub directories of those
  * architectures load here.
+ *
+ * Vision-language models (a config with `vision_config`, e.g. `builtin:tiny-vl`) keep the
+ * decoder's architecture and names and add to `config.json` a SigLIP-style `vision_config`
+ * object (`image_size`, `patch_size`, `num_channels`, `hidden_size`, `intermediate_size`,
+ * `num_hidden_layers`, `num_attention_heads`, `layer_norm_eps`, `hidden_act`), a top-level
+ * `image_token_id` and LLaVA's `projector_hidden_act`; the `vision_tower.*` and
+ * `multi_modal_projector.*` tensors (config.ts) sit beside the decoder's in the safetensors.
+ * (`transformers` loading such a folder as `LlamaForCausalLM` gets the text decoder only.)
  */
 import { z } from "zod";
 import { type DecoderConfig, type Parameters, parameterSpecs } from "./config.ts";
@@ -18,6 +26,8 @@ import {
   writeSafetensors,
 } from "./safetensors.ts";
 import { parseJsonObject, type TokenizerFiles } from "./tokenizer.ts";
+import { ImageError } from "./image.ts";
+import { addVisionConfig, visionConfigToJson, visionJsonFields } from "./_hf_vision.ts";
 
 /** Thrown when a directory is incomplete, inconsistent, or uses an unsupported architecture. */
 export class HfFormatError extends Error {
@@ -58,6 +68,7 @@ const TORCH_DTYPES = { F32: "float32", BF16: "bfloat16" } as const;
 const tokenId = z.number().int().nonnegative();
 const positive = z.number().int().positive();
 const hfConfigSchema = z.looseObject({
+  ...visionJsonFields,
   architectures: z.array(z.string()).min(1).optional(),
   model_type: z.string().optional(),
   vocab_size: positive,
@@ -145,7 +156,7 @@ export function configFromJson(json: unknown): DecoderConfig {
   const first = (
     id: number | number[] | null | undefined,
   ) => (Array.isArray(id) ? id[0] ?? null : id ?? null);
-  return {
+  const config: DecoderConfig = {
     architecture,
     vocab_size: c.vocab_size,
     hidden_size: c.hidden_size,
@@ -163,6 +174,14 @@ export function configFromJson(json: unknown): DecoderConfig {
     eos_token_id: first(c.eos_token_id),
     pad_token_id: c.pad_token_id ?? null,
   };
+  try {
+    addVisionConfig(config, c);
+  } catch (cause) {
+    if (!(cause instanceof ImageError)) throw cause;
+    const why = cause.message.replace(/^Cannot use the vision config/, "Cannot load config.json");
+    throw new HfFormatError(why, { cause });
+  }
+  return config;
 }
 
 /**
@@ -216,6 +235,7 @@ export function configToJson(
     use_cache: true,
     vocab_size: c.vocab_size,
   };
+  Object.assign(json, visionConfigToJson(c));
   if (qwen) {
     json.max_window_layers ??= c.num_hidden_layers;
     json.sliding_window ??= c.max_position_embeddings;

@@ -12,7 +12,10 @@
  * Graphs:
  * - `train`: (B, T) ids, mask and positions, R scored positions with their targets and
  *   per-token RL inputs → loss terms, per-token log-probs and entropy, and the gradient of
- *   every parameter (`grad.<name>`).
+ *   every parameter (`grad.<name>`). With a bucket of I > 0 images (vision models), also
+ *   `pixel_values` (I, P, K) and `merge_index` (B, T): the vision encoder (vision.ts) runs in
+ *   the graph and its outputs replace the embeddings at image positions, so the vision
+ *   parameters get gradients too. With I = 0 the graph reads only the decoder's parameters.
  * - `score`: per-token log-probs and entropy of the R scored targets, no gradient.
  * - `decode`: symbolic (B, T, P); reads the KV cache (`past.<l>.key`) and returns only the
  *   new tokens' keys and values (`new.<l>.key`), which the caller writes into its cache; for
@@ -27,18 +30,21 @@ import {
   nn,
   type Value,
 } from "../engine/mod.ts";
-import { type DecoderConfig, parameterSpecs } from "./config.ts";
+import { type DecoderConfig, decoderParameterSpecs, patchesPerImage } from "./config.ts";
+import { mergeImageEmbeds, visionEncoder, visionParameterInputs } from "./vision.ts";
 import { type SeedCoefficients, seedLoss, type SeedTokens, tokenNll } from "./losses.ts";
 
 /** Float type of a graph: float32 in production, float64 for gradient checks. */
 export type FloatType = "float32" | "float64";
 
-/** Static shape of a train or score graph: B rows of T tokens, R scored tokens. */
+/** Static shape of a train or score graph: B rows of T tokens, R scored tokens, I images. */
 export interface Bucket {
   batch: number;
   length: number;
   /** R: scored (response) positions, listed flat by `token_index`. */
   tokens: number;
+  /** I: image slots (vision models); absent or 0 for a text-only graph. */
+  images?: number;
 }
 
 /** Training objective of a train graph. */
@@ -116,12 +122,19 @@ export function validateConfig(c: DecoderConfig): void {
   }
 }
 
-/** Every parameter as a graph input, in HF order. */
-function parameterInputs(g: Graph, c: DecoderConfig, requiresGrad: boolean): Map<string, Value> {
+/** Every decoder parameter as a graph input, in HF order (and the vision ones when asked). */
+function parameterInputs(
+  g: Graph,
+  c: DecoderConfig,
+  requiresGrad: boolean,
+  vision = false,
+): Map<string, Value> {
   validateConfig(c);
-  return new Map(
-    parameterSpecs(c).map((s) => [s.name, g.input(s.name, s.shape, { requiresGrad })]),
+  const p = new Map(
+    decoderParameterSpecs(c).map((s) => [s.name, g.input(s.name, s.shape, { requiresGrad })]),
   );
+  if (vision) { for (const [k, v] of visionParameterInputs(g, c, requiresGrad)) p.set(k, v); }
+  return p;
 }
 
 /** cos/sin of RoPE angles at int64 `positions` (B, T) → two (B, 1, T, D/2) tensors. */
@@ -164,13 +177,20 @@ export interface KvValues {
  * The decoder body: token ids (B, T) → final hidden states (B, T, C), plus each layer's keys
  * (after RoPE) and values of the T new tokens, (B, Hkv, T, D). `bias` (B, 1, T, K) is added to
  * attention scores; with a `past` cache (B, Hkv, P, D) the keys are the P cached ones then the
- * T new ones (K = P + T).
+ * T new ones (K = P + T). With `image` embeddings (M, C) and their `mergeIndex` (B, T), the
+ * input embeddings at image positions are replaced by them (vision.ts `mergeImageEmbeds`).
  */
 function decoder(
   g: Graph,
   c: DecoderConfig,
   p: Map<string, Value>,
-  x: { ids: Value; positions: Value; bias: Value; past?: KvValues },
+  x: {
+    ids: Value;
+    positions: Value;
+    bias: Value;
+    past?: KvValues;
+    image?: { embeds: Value; mergeIndex: Value };
+  },
 ): { hidden: Value; fresh: KvValues } {
   const [B, T] = x.ids.shape;
   const H = c.num_attention_heads, Hkv = c.num_key_value_heads, D = c.head_dim;
@@ -179,6 +199,7 @@ function decoder(
   const [cos, sin] = ropeAngles(g, c, x.positions);
   const fresh: KvValues = { keys: [], values: [] };
   let h = g.gather(w("model.embed_tokens.weight"), x.ids); // (B, T, C)
+  if (x.image) h = mergeImageEmbeds(g, h, x.image.embeds, x.image.mergeIndex); // (B, T, C)
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const pre = `model.layers.${l}`;
     const bias = (n: string) => (c.attention_bias ? w(`${pre}.self_attn.${n}.bias`) : undefined);
@@ -275,7 +296,14 @@ function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: B
   const index = g.input("token_index", [r], { dtype: "int64" });
   const targets = g.input("targets", [r], { dtype: "int64" });
   const bias = g.withoutTape(() => causalBias(g, mask, b, t));
-  const { hidden } = decoder(g, c, p, { ids, positions, bias });
+  let image: { embeds: Value; mergeIndex: Value } | undefined;
+  if (bucket.images) {
+    const v = c.vision_config!, np = patchesPerImage(v), k = v.num_channels * v.patch_size ** 2;
+    const pixels = g.input("pixel_values", [bucket.images, np, k]); // (I, P, K)
+    const embeds = g.reshape(visionEncoder(g, c, p, pixels), [bucket.images * np, c.hidden_size]); // (I·P, C)
+    image = { embeds, mergeIndex: g.input("merge_index", [b, t], { dtype: "int64" }) };
+  }
+  const { hidden } = decoder(g, c, p, { ids, positions, bias, image });
   const scored = g.gather(g.reshape(hidden, [b * t, c.hidden_size]), index); // (R, C)
   const logp = g.logSoftmax(lmHead(g, c, p, scored), -1); // (R, V)
   return { logp: nn.pickLogProbs(g, logp, targets), entropy: nn.entropy(g, logp) }; // (R,)
@@ -294,7 +322,7 @@ export function buildTrainGraph(
   opts: { objective: Objective; dtype?: FloatType },
 ): Graph {
   const g = new G(`train_${opts.objective}`, opts.dtype ?? "float32");
-  const p = parameterInputs(g, c, true);
+  const p = parameterInputs(g, c, true, !!bucket.images);
   const { logp, entropy } = tokenStats(g, c, p, bucket);
   const shape = [bucket.tokens];
   const mask = g.input("loss_mask", shape);
@@ -349,7 +377,7 @@ export function buildScoreGraph(
   dtype: FloatType = "float32",
 ): Graph {
   const g = new G("score", dtype);
-  const p = parameterInputs(g, c, false);
+  const p = parameterInputs(g, c, false, !!bucket.images);
   const { logp, entropy } = tokenStats(g, c, p, bucket);
   g.output(logp, "logprobs");
   g.output(entropy, "token_entropy");
@@ -362,16 +390,25 @@ export function buildScoreGraph(
  * filled are 0); `past.<l>.key`, `past.<l>.value` (B, Hkv, P, D) (P = 0 for a prefill); every
  * parameter. Outputs: `new.<l>.key|value` (B, Hkv, T, D), the new tokens' keys (after RoPE)
  * and values, and `logits`: (B, T, V), or (B, V) at the last
- * position only when `lastOnly` (left-padded generation).
+ * position only when `lastOnly` (left-padded generation). With `images` (vision models, for
+ * prefills that hold image tokens) also `image_embeds` (M, C) from the encode graph and
+ * `merge_index` (B, T) int64 (b·T + t at text positions, B·T + k at the k-th image token of
+ * this call); the graph still reads only the decoder's parameters.
  */
 export function buildDecodeGraph(
   c: DecoderConfig,
-  opts: { lastOnly: boolean; dtype?: FloatType },
+  opts: { lastOnly: boolean; dtype?: FloatType; images?: boolean },
 ): Graph {
-  const g = new G("decode", opts.dtype ?? "float32");
+  const g = new G(opts.images ? "decode_images" : "decode", opts.dtype ?? "float32");
   const f: DType = g.floatType;
   const p = parameterInputs(g, c, false);
   const ids = g.input("input_ids", ["B", "T"], { dtype: "int64" });
+  const image = opts.images
+    ? {
+      embeds: g.input("image_embeds", ["M", c.hidden_size]),
+      mergeIndex: g.input("merge_index", ["B", "T"], { dtype: "int64" }),
+    }
+    : undefined;
   const positions = g.input("position_ids", ["B", "T"], { dtype: "int64" });
   const K = "P+T";
   const mask = g.input("attention_mask", ["B", K]);
@@ -399,7 +436,7 @@ export function buildDecodeGraph(
     g.reshape(g.compare("Greater", mask, g.scalar(0.5, f)), ["B", 1, 1, K]),
   ); // (B, 1, T, K)
   const bias = g.where(keep, g.scalar(0, f), g.scalar(MASKED, f));
-  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past });
+  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past, image });
   for (let l = 0; l < c.num_hidden_layers; l++) {
     g.output(fresh.keys[l], `new.${l}.key`);
     g.output(fresh.values[l], `new.${l}.value`);

@@ -1,7 +1,8 @@
 /**
  * Public surface of workers/model: the decoder config and parameter layout, the Llama/Qwen2
  * graphs, losses, batching, generation, the `Policy` the trainer calls, and (from E2's files)
- * sampling, AdamW, safetensors and Hugging Face directory I/O, tokenizers and initialisation.
+ * sampling, AdamW, safetensors and Hugging Face directory I/O, tokenizers and initialisation;
+ * for vision-language models the image inputs (image.ts) and the image encoder (vision.ts).
  */
 export * from "./config.ts";
 export {
@@ -32,8 +33,18 @@ export {
   type PackedBatch,
   packSamples,
   planMicroBatches,
+  prepareSamples,
   type Sample,
 } from "./batch.ts";
+export * from "./image.ts";
+export {
+  activation,
+  buildEncodeGraph,
+  layerNorm,
+  mergeImageEmbeds,
+  visionEncoder,
+  visionParameterInputs,
+} from "./vision.ts";
 export { KvCache } from "./kv_cache.ts";
 export {
   type DecodeRunner,

@@ -7,15 +7,30 @@
  * and per-token results come back per sample with one entry per response token. Losses are
  * token means over all samples of a call; micro-batch gradients are combined with weights
  * (masked tokens in the micro-batch) / (masked tokens in the call), which is exact.
+ *
+ * Vision models (a config with `vision_config`): samples may carry `images`, one per `<image>`
+ * placeholder of the prompt (expanded here with `expandImageTokens`). A micro-batch with images
+ * runs the graphs whose bucket has image slots (the encoder in the graph, trained end to end);
+ * one without images runs the text-only graphs, and the vision parameters get zero gradient
+ * from it. Text-only models behave exactly as before.
  */
 import type * as ort from "onnxruntime-node";
 import { type EngineOptions, SessionCache, tensor, yieldToEventLoop } from "../engine/mod.ts";
-import { type DecoderConfig, parameterCount, type Parameters, parameterSpecs } from "./config.ts";
+import {
+  type DecoderConfig,
+  decoderParameterSpecs,
+  parameterCount,
+  type Parameters,
+  type ParameterSpec,
+  parameterSpecs,
+} from "./config.ts";
 import {
   bucketOf,
+  type PackedBatch,
   packSamples,
   packTokens,
   planMicroBatches,
+  prepareSamples,
   type Sample,
   unpackTokens,
 } from "./batch.ts";
@@ -28,6 +43,8 @@ import {
   SEED_OUTPUTS,
 } from "./llama.ts";
 import { generate, type GenerateOptions, type Generation } from "./generate.ts";
+import { buildEncodeGraph } from "./vision.ts";
+import { preprocessImage, type RgbImage } from "./image.ts";
 
 /** A sample of the RL update, with per-response-token inputs (length = response length). */
 export interface RlSample extends Sample {
@@ -136,7 +153,8 @@ export class Policy {
   }
 
   /** Per-token log-probs and entropies of each sample's response (no gradient). */
-  async score(samples: Sample[]): Promise<TokenScores> {
+  async score(input: Sample[]): Promise<TokenScores> {
+    const samples = prepareSamples(input, this.config);
     const out: TokenScores = {
       logprobs: new Array(samples.length),
       entropy: new Array(samples.length),
@@ -148,7 +166,10 @@ export class Policy {
         packed.bucket,
         () => buildScoreGraph(this.config, packed.bucket).toModel(),
       );
-      const r = await session.run({ ...this.parameterFeeds(), ...this.baseFeeds(packed) });
+      const r = await session.run({
+        ...this.parameterFeeds(this.specsOf(packed)),
+        ...this.baseFeeds(packed),
+      });
       await yieldToEventLoop();
       const lp = unpackTokens(packed, r.logprobs.data as Float32Array),
         h = unpackTokens(packed, r.token_entropy.data as Float32Array);
@@ -159,9 +180,10 @@ export class Policy {
 
   /** One SEED (or GRPO, opdCoef 0) loss + gradient evaluation over `samples`. */
   async trainStep(
-    samples: RlSample[],
+    input: RlSample[],
     coefs: Partial<SeedCoefficientValues> = {},
   ): Promise<SeedStepStats & { grads: Parameters; logprobs: Float32Array[] }> {
+    const samples = prepareSamples(input, this.config);
     const c = { ...DEFAULT_SEED_COEFFICIENTS, ...coefs };
     const total = samples.reduce((n, s) => n + s.response.length, 0);
     const teacherTotal = samples.reduce(
@@ -196,7 +218,7 @@ export class Policy {
         () => buildTrainGraph(this.config, packed.bucket, { objective: "seed" }).toModel(),
       );
       const r = await session.run({
-        ...this.parameterFeeds(),
+        ...this.parameterFeeds(this.specsOf(packed)),
         ...this.baseFeeds(packed),
         loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
         advantages: perToken(rows.map((s) => s.advantage)),
@@ -223,7 +245,7 @@ export class Policy {
       keys.forEach((k, i) => (stats[k] += w * v(SEED_OUTPUTS[i])));
       stats.gateMean += wt * v("gate_mean");
       stats.deltaMean += wt * v("delta_mean");
-      this.accumulate(grads, r, w);
+      this.accumulate(grads, r, w, this.specsOf(packed));
       unpackTokens(packed, r.logprobs.data as Float32Array).forEach((
         lp,
         k,
@@ -233,7 +255,8 @@ export class Policy {
   }
 
   /** One SFT loss (mean NLL of response tokens) + gradient evaluation over `samples`. */
-  async sftStep(samples: Sample[]): Promise<{ loss: number; tokens: number; grads: Parameters }> {
+  async sftStep(input: Sample[]): Promise<{ loss: number; tokens: number; grads: Parameters }> {
+    const samples = prepareSamples(input, this.config);
     const total = samples.reduce((n, s) => n + s.response.length, 0);
     const grads: Parameters = new Map();
     let loss = 0;
@@ -245,26 +268,40 @@ export class Policy {
         () => buildTrainGraph(this.config, packed.bucket, { objective: "sft" }).toModel(),
       );
       const r = await session.run({
-        ...this.parameterFeeds(),
+        ...this.parameterFeeds(this.specsOf(packed)),
         ...this.baseFeeds(packed),
         loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
       });
       await yieldToEventLoop();
       const w = total > 0 ? group.reduce((a, i) => a + samples[i].response.length, 0) / total : 0;
       loss += w * Number((r.loss.data as Float32Array)[0]);
-      this.accumulate(grads, r, w);
+      this.accumulate(grads, r, w, this.specsOf(packed));
     }
     return { loss, tokens: total, grads: this.complete(grads) };
   }
 
-  /** Sample continuations of `prompts` with the KV-cache decode graph (see generate.ts). */
+  /**
+   * Sample continuations of `prompts` with the KV-cache decode graph (see generate.ts). For a
+   * vision model, `opts.images[i]` holds the images of prompt i's `<image>` placeholders.
+   */
   async generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
     const session = await this.sessions.get(
       `decode:${this.key}`,
       () => buildDecodeGraph(this.config, { lastOnly: true }).toModel(),
     );
+    const parameters = this.parameterFeeds(decoderParameterSpecs(this.config));
+    const withImages = opts.images?.some((x) => (x?.length ?? 0) > 0) ?? false;
+    const vision = withImages && this.config.vision_config
+      ? {
+        session: await this.sessions.get(
+          `decode_images:${this.key}`,
+          () => buildDecodeGraph(this.config, { lastOnly: true, images: true }).toModel(),
+        ),
+        encode: (images: RgbImage[]) => this.encodeImages(images),
+      }
+      : undefined;
     return await generate(
-      { config: this.config, session, parameters: this.parameterFeeds() },
+      { config: this.config, session, parameters, vision },
       prompts,
       {
         maxBatch: this.opts.maxBatch,
@@ -272,6 +309,31 @@ export class Policy {
         ...opts,
       },
     );
+  }
+
+  /**
+   * The decoder-width embeddings of `images` (vision models): (N·P, hidden_size) float32, image
+   * by image, patch by patch — what replaces their image tokens in a prompt.
+   */
+  async encodeImages(images: RgbImage[]): Promise<Float32Array> {
+    const v = this.config.vision_config;
+    if (!v) {
+      throw new PolicyError("Cannot encode images as the model must have a vision_config");
+    }
+    const np = (v.image_size / v.patch_size) ** 2, k = v.num_channels * v.patch_size ** 2;
+    const pixels = new Float32Array(images.length * np * k);
+    images.forEach((img, i) => pixels.set(preprocessImage(img, v), i * np * k));
+    const session = await this.sessions.get(
+      `encode:${this.key}`,
+      () => buildEncodeGraph(this.config).toModel(),
+    );
+    const specs = parameterSpecs(this.config).slice(decoderParameterSpecs(this.config).length);
+    const r = await session.run({
+      ...this.parameterFeeds(specs),
+      pixel_values: tensor("float32", pixels, [images.length, np, k]),
+    });
+    await yieldToEventLoop();
+    return r.image_embeds.data as Float32Array;
   }
 
   /** Release this policy's sessions (shared caches are left to their owner). */
@@ -293,27 +355,42 @@ export class Policy {
   }
   private pack(samples: Sample[], group: number[]) {
     const rows = group.map((i) => samples[i]);
-    return packSamples(rows, bucketOf(rows), this.config.pad_token_id ?? 0);
+    return packSamples(rows, bucketOf(rows), this.config.pad_token_id ?? 0, {
+      config: this.config,
+    });
   }
   private session(kind: string, b: Bucket, build: () => Uint8Array): Promise<ort.InferenceSession> {
-    return this.sessions.get(`${kind}:${this.key}:b${b.batch}:t${b.length}:r${b.tokens}`, build);
-  }
-  private parameterFeeds(): Record<string, ort.Tensor> {
-    return Object.fromEntries(
-      parameterSpecs(this.config).map((
-        s,
-      ) => [s.name, tensor("float32", this.params.get(s.name)!, s.shape)]),
+    const images = b.images ? `:i${b.images}` : "";
+    return this.sessions.get(
+      `${kind}:${this.key}:b${b.batch}:t${b.length}:r${b.tokens}${images}`,
+      build,
     );
   }
-  private baseFeeds(p: ReturnType<typeof packSamples>): Record<string, ort.Tensor> {
+  /** The parameters a packed batch's graph reads: all with image slots, else the decoder's. */
+  private specsOf(p: PackedBatch): ParameterSpec[] {
+    return p.bucket.images ? parameterSpecs(this.config) : decoderParameterSpecs(this.config);
+  }
+  private parameterFeeds(specs: ParameterSpec[]): Record<string, ort.Tensor> {
+    return Object.fromEntries(
+      specs.map((s) => [s.name, tensor("float32", this.params.get(s.name)!, s.shape)]),
+    );
+  }
+  private baseFeeds(p: PackedBatch): Record<string, ort.Tensor> {
     const dims = [p.bucket.batch, p.bucket.length];
-    return {
+    const feeds: Record<string, ort.Tensor> = {
       input_ids: tensor("int64", p.inputIds, dims),
       position_ids: tensor("int64", p.positionIds, dims),
       token_index: tensor("int64", p.tokenIndex, [p.bucket.tokens]),
       targets: tensor("int64", p.targets, [p.bucket.tokens]),
       attention_mask: tensor("float32", p.attentionMask, dims),
     };
+    if (p.bucket.images) {
+      const v = this.config.vision_config!;
+      const np = (v.image_size / v.patch_size) ** 2, k = v.num_channels * v.patch_size ** 2;
+      feeds.pixel_values = tensor("float32", p.pixelValues!, [p.bucket.images, np, k]);
+      feeds.merge_index = tensor("int64", p.mergeIndex!, dims);
+    }
+    return feeds;
   }
   /** Zero gradients for parameters no call reached (an empty sample list). */
   private complete(grads: Parameters): Parameters {
@@ -327,9 +404,14 @@ export class Policy {
     }
     return grads;
   }
-  /** grads += w · (this call's gradients); the first call's outputs are adopted when w = 1. */
-  private accumulate(grads: Parameters, r: ort.InferenceSession.ReturnType, w: number): void {
-    for (const s of parameterSpecs(this.config)) {
+  /** grads += w · (this call's gradients of `specs`); the first call's are adopted when w = 1. */
+  private accumulate(
+    grads: Parameters,
+    r: ort.InferenceSession.ReturnType,
+    w: number,
+    specs: ParameterSpec[],
+  ): void {
+    for (const s of specs) {
       const d = r[`grad.${s.name}`].data as Float32Array;
       const acc = grads.get(s.name);
       if (!acc) grads.set(s.name, w === 1 ? d : d.map((x) => w * x));

@@ -261,10 +261,24 @@ export const MAX_BUILTIN_WORDS = 50_000;
  * the most frequent adjacent pair first (ties by the pair's text), never creating a token twice,
  * so encoding replays training exactly; then `Ġ` + each piece. A word the GPT-2 split breaks into
  * several pieces (e.g. `box_1`) encodes to one token per piece.
+ *
+ * `options.specialTokens` are added after `BUILTIN_SPECIAL_TOKENS` as further special tokens
+ * (one id each, matched before pre-tokenization), e.g. `<image>` for vision models.
  * @throws {TokenizerError} when the vocabulary is empty, larger than `MAX_BUILTIN_WORDS`, or has
- *   an empty word.
+ *   an empty word, or when an extra special token is empty or repeats one.
  */
-export function buildByteLevelTokenizer(vocabulary: readonly string[]): TokenizerFiles {
+export function buildByteLevelTokenizer(
+  vocabulary: readonly string[],
+  options: { specialTokens?: readonly string[] } = {},
+): TokenizerFiles {
+  const specials = [...BUILTIN_SPECIAL_TOKENS, ...(options.specialTokens ?? [])];
+  if (specials.some((t, i) => t.length === 0 || specials.indexOf(t) !== i)) {
+    throw new TokenizerError(
+      `Cannot build a tokenizer as special tokens must be non-empty and distinct: current list is ${
+        JSON.stringify(specials)
+      }`,
+    );
+  }
   if (vocabulary.length === 0 || vocabulary.length > MAX_BUILTIN_WORDS) {
     throw new TokenizerError(
       `Cannot build a tokenizer as the vocabulary must hold 1 to ${MAX_BUILTIN_WORDS} words: current size is ${vocabulary.length}`,
@@ -303,7 +317,7 @@ export function buildByteLevelTokenizer(vocabulary: readonly string[]): Tokenize
       vocab.set(space + rest, vocab.size);
     }
   }
-  const added = BUILTIN_SPECIAL_TOKENS.map((content, i) => ({
+  const added = specials.map((content, i) => ({
     id: vocab.size + i,
     content,
     single_word: false,

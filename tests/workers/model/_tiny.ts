@@ -1,9 +1,11 @@
-/** Tiny decoder configs and seeded random parameters for model tests. */
+/** Tiny decoder and vision configs, seeded random parameters and images for model tests. */
 import {
   type DecoderConfig,
+  isNormWeight,
   type Parameters,
   parameterSpecs,
 } from "../../../workers/model/config.ts";
+import type { RgbImage } from "../../../workers/model/image.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 
 /** Llama-style: GQA (4 query heads on 2 KV heads), tied embeddings, no bias. */
@@ -43,7 +45,7 @@ export function randomParameters(c: DecoderConfig, seed = 3, scale = 1.2): Param
   const p: Parameters = new Map();
   for (const s of parameterSpecs(c)) {
     const n = s.shape.reduce((a, b) => a * b, 1);
-    const norm = s.name.endsWith("norm.weight");
+    const norm = isNormWeight(s.name);
     p.set(
       s.name,
       Float32Array.from(
@@ -53,4 +55,28 @@ export function randomParameters(c: DecoderConfig, seed = 3, scale = 1.2): Param
     );
   }
   return p;
+}
+
+/** A vision-language config: TINY_LLAMA plus an 8×8-pixel encoder of 4-pixel patches (P = 4). */
+export const TINY_VL: DecoderConfig = {
+  ...TINY_LLAMA,
+  vision_config: {
+    image_size: 8,
+    patch_size: 4,
+    num_channels: 3,
+    hidden_size: 8,
+    intermediate_size: 12,
+    num_hidden_layers: 2,
+    num_attention_heads: 2,
+    layer_norm_eps: 1e-6,
+    hidden_act: "gelu_pytorch_tanh",
+    projector_hidden_act: "gelu_pytorch_tanh",
+  },
+  image_token_id: 10,
+};
+
+/** A seeded random RGB image of `width` × `height` pixels. */
+export function randomImage(width: number, height: number, seed: number): RgbImage {
+  const rnd = lcg(seed);
+  return { width, height, rgb: Uint8Array.from({ length: width * height * 3 }, () => rnd() * 256) };
 }
