@@ -3,9 +3,13 @@
  *
  * Rewards (RAGEN/verl-agent): −0.1 every step (invalid ones too), +1 when a box is pushed onto a
  * target, −1 when one is pushed off, +10 when the level is solved.
+ *
+ * With `render: "image"` every observation also carries the room as an image (render.ts); its
+ * text stays the grid, the truthful description the expert and the analyzer read.
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
 import type { Level } from "./generate.ts";
+import { renderSokobanImage } from "./render.ts";
 import {
   boxesOnTargets,
   type Direction,
@@ -53,16 +57,26 @@ export class SokobanEpisode implements Episode {
   readonly task: Task;
   readonly #level: Level;
   readonly #endOnDeadlock: boolean;
+  readonly #render: "text" | "image";
   readonly #live: Set<number>;
   #state: SokobanState | null = null;
   #done = false;
   #turn = 0;
 
-  /** @param task the task; @param level its generated level; @param endOnDeadlock end when a box is dead. */
-  constructor(task: Task, level: Level, endOnDeadlock: boolean) {
+  /**
+   * @param task the task; @param level its generated level; @param endOnDeadlock end when a box
+   * is dead; @param render `image` adds the room image to every observation.
+   */
+  constructor(
+    task: Task,
+    level: Level,
+    endOnDeadlock: boolean,
+    render: "text" | "image" = "text",
+  ) {
     this.task = task;
     this.#level = level;
     this.#endOnDeadlock = endOnDeadlock;
+    this.#render = render;
     this.#live = liveCells(level.room);
   }
 
@@ -113,10 +127,14 @@ export class SokobanEpisode implements Episode {
   }
 
   #observe(): Observation {
-    return {
+    const observation: Observation = {
       text: renderGrid(this.#level.room, this.#state!),
       admissibleActions: [...DIRECTIONS],
     };
+    if (this.#render === "image") {
+      observation.image = renderSokobanImage(this.#level.room, this.#state!);
+    }
+    return observation;
   }
 
   #info(extra: { moved: boolean; pushed: boolean; deadlock: boolean }): Record<string, unknown> {

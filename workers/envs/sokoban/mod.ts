@@ -2,9 +2,18 @@
  * The built-in `sokoban` environment (RAGEN / verl-agent text Sokoban).
  *
  * Options: `size` (room side with walls, 6–10, default 6), `boxes` (1–3, default 1),
- * `end_on_deadlock` (end the episode once a box can no longer reach a target, default true).
+ * `end_on_deadlock` (end the episode once a box can no longer reach a target, default true),
+ * `render` (`text`, default, or `image`: the vision variant, see below).
  * Splits: `train` and `test_seen` draw `carved` layouts (different seeds), `test_unseen` draws
  * `pillared` layouts, which never occur in the other two (see generate.ts).
+ *
+ * Vision variant (`render: "image"`): each observation also carries the room as an RGB image of
+ * 8-pixel tiles (render.ts); the observation text stays the grid (what the analyzer and expert
+ * read), while the policy prompt shows `<image>` in its place, under a system line that names the
+ * tile colours; history entries show only their actions. Image tasks use the same levels as text
+ * tasks of the same seed, with ids ending `-image` in the size segment
+ * (`sokoban/train/6x6-1-image/{seed}`) and `render: "image"` in their options. Text tasks keep
+ * exactly their former ids and options (no `render` key), so nothing about them changed.
  */
 import { z } from "zod";
 import { checkSampleArgs, InvalidTaskError, parseEnvOptions } from "../errors.ts";
@@ -13,12 +22,14 @@ import {
   parseActionText,
   promptTemplateVocabulary,
   vocabularyOf,
+  withImagePlaceholder,
 } from "../prompt.ts";
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzerTexts, analyzeSokoban } from "./analyzer.ts";
 import { SokobanEpisode } from "./episode.ts";
 import { SokobanExpert } from "./expert.ts";
 import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
+import { SOKOBAN_PALETTE, SOKOBAN_TILE_PX } from "./render.ts";
 import { DIRECTIONS, SYMBOLS } from "./room.ts";
 import { seedOf } from "../_rng.ts";
 
@@ -30,6 +41,8 @@ export const sokobanOptionsSchema = z.strictObject({
   boxes: z.number().int().min(1).max(3).default(1),
   /** End the episode (lost) as soon as a box stands on a cell from which no target is reachable. */
   end_on_deadlock: z.boolean().default(true),
+  /** `text`: the grid only; `image`: also an RGB image of the room (the vision variant). */
+  render: z.enum(["text", "image"]).default("text"),
 });
 
 /** Parsed `sokoban` options. */
@@ -41,6 +54,15 @@ export const SOKOBAN_SYSTEM_LINE =
   `target, ${SYMBOLS.box} box, ${SYMBOLS.boxOnTarget} box on target, ${SYMBOLS.player} you, ` +
   `${SYMBOLS.playerOnTarget} you on target. Walk into a box to push it; boxes cannot be pulled.`;
 
+/** The world description of the vision variant: the tile colours instead of the symbols. */
+export const SOKOBAN_IMAGE_SYSTEM_LINE =
+  `You play Sokoban on a grid shown as an image of ${SOKOBAN_TILE_PX}-pixel square tiles: ` +
+  `${SOKOBAN_PALETTE.wall.name} wall, ${SOKOBAN_PALETTE.floor.name} floor, ` +
+  `${SOKOBAN_PALETTE.target.name} target, ${SOKOBAN_PALETTE.box.name} box, ` +
+  `${SOKOBAN_PALETTE.boxOnTarget.name} box on target, ${SOKOBAN_PALETTE.player.name} you, ` +
+  `${SOKOBAN_PALETTE.playerOnTarget.name} you on target. ` +
+  `Walk into a box to push it; boxes cannot be pulled.`;
+
 /** Default turn limit: every generated level has a plan of at most 14 moves. */
 export const SOKOBAN_MAX_TURNS = 20;
 
@@ -51,6 +73,11 @@ export function layoutFamilyOf(split: Split): LayoutFamily {
 
 function instructionOf(boxes: number): string {
   return boxes === 1 ? "push the box onto the target" : `push all ${boxes} boxes onto the targets`;
+}
+
+/** The `render` option of a task (`text` when absent). */
+function renderOf(task: Task): "text" | "image" {
+  return task.options.render === "image" ? "image" : "text";
 }
 
 /** The level of a task (regenerated from its seed and options; cached per task id). */
@@ -98,16 +125,20 @@ export const sokobanEnvironment: Environment = {
     checkSampleArgs(split, count, seed);
     const opts = parseEnvOptions("sokoban", sokobanOptionsSchema, options);
     const tasks: Task[] = [];
+    // Text tasks keep their former options (no `render` key) and ids; image tasks differ in both.
+    const { render, ...rest } = opts;
+    const taskOptions = render === "image" ? { ...rest, render } : rest;
+    const suffix = render === "image" ? "-image" : "";
     for (let i = 0; i < count; i++) {
       const taskSeed = seedOf("sokoban", split, seed, i);
       tasks.push({
         envId: "sokoban",
-        id: `sokoban/${split}/${opts.size}x${opts.size}-${opts.boxes}/${taskSeed}`,
+        id: `sokoban/${split}/${opts.size}x${opts.size}-${opts.boxes}${suffix}/${taskSeed}`,
         split,
         seed: taskSeed,
         family: "sokoban",
         instruction: instructionOf(opts.boxes),
-        options: { ...opts },
+        options: { ...taskOptions },
       });
     }
     return tasks;
@@ -115,10 +146,18 @@ export const sokobanEnvironment: Environment = {
 
   createEpisode(task: Task): SokobanEpisode {
     const { level, options } = levelOf(task);
-    return new SokobanEpisode(task, level, options.end_on_deadlock);
+    return new SokobanEpisode(task, level, options.end_on_deadlock, options.render);
   },
 
   buildPrompt(input: PromptInput): string {
+    if (renderOf(input.task) === "image") {
+      // The image shows the whole grid: nothing of the observation stays as text.
+      return buildTurnPrompt({
+        systemLine: SOKOBAN_IMAGE_SYSTEM_LINE,
+        ...input,
+        keptText: () => "",
+      });
+    }
     return buildTurnPrompt({ systemLine: SOKOBAN_SYSTEM_LINE, ...input });
   },
 
@@ -135,14 +174,15 @@ export const sokobanEnvironment: Environment = {
   },
 
   vocabulary(): string[] {
-    return vocabularyOf([
+    return withImagePlaceholder(vocabularyOf([
       ...promptTemplateVocabulary(100),
       SOKOBAN_SYSTEM_LINE,
+      SOKOBAN_IMAGE_SYSTEM_LINE,
       instructionOf(1),
       instructionOf(2),
       ...Object.values(SYMBOLS),
       ...DIRECTIONS,
       ...analyzerTexts(),
-    ]);
+    ]));
   },
 };
