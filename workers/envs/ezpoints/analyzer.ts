@@ -10,7 +10,15 @@
 import type { SkillAnalysis, StepResult, Trajectory } from "../types.ts";
 import { type Card, cardValue } from "./cards.ts";
 import { EzPointsEpisode } from "./episode.ts";
-import { formulaText, OPERATOR_TOKENS, SUBMIT_TOKEN } from "./formula.ts";
+import {
+  evaluateFormula,
+  formulaText,
+  type Fraction,
+  fractionText,
+  OPERATOR_TOKENS,
+  SUBMIT_TOKEN,
+  tokensOfFormulaText,
+} from "./formula.ts";
 import { completeFormula } from "./solver.ts";
 
 /** Sentence templates; `{name}` slots take numbers, tokens and formulas. */
@@ -43,6 +51,29 @@ export const EZPOINTS_TEMPLATES = {
   outOfStepsSkill:
     "Enter = as soon as the formula uses every card; with these cards {solution} makes 12.",
 } as const;
+
+/** Phrases {@link valueWords} uses for values whose numbers would leave the vocabulary. */
+const VALUE_PHRASES = ["more than 100", "less than -100", "about"];
+
+/**
+ * A formula value in words the vocabulary holds (numbers 0–100): exact (`7`, `-4`, `7/5`) when
+ * numerator and denominator are at most 100 in size, else `more than 100`, `less than -100` or
+ * `about 83` (rounded).
+ */
+export function valueWords(value: Fraction): string {
+  if (Math.abs(value.n) <= 100 && value.d <= 100) return fractionText(value);
+  const v = value.n / value.d;
+  if (v > 100) return VALUE_PHRASES[0];
+  if (v < -100) return VALUE_PHRASES[1];
+  return `${VALUE_PHRASES[2]} ${Math.round(v)}`;
+}
+
+/** The value of a submitted formula that the episode accepted as well formed. */
+function submittedValue(formula: string, values: readonly number[]): Fraction {
+  const r = evaluateFormula(tokensOfFormulaText(formula), values);
+  if (!r.ok) throw new RangeError(`Cannot value formula ${formula} as it must be well formed`);
+  return r.value;
+}
 
 function fill(template: string, slots: Record<string, string | number>): string {
   return template.replace(/\{(\w+)\}/g, (_, k: string) => String(slots[k]));
@@ -107,7 +138,7 @@ export function analyzeEzPoints(hand: readonly Card[], trajectory: Trajectory): 
     return {
       episode_summary: fill(EZPOINTS_TEMPLATES.wrongValue, {
         formula: submitted,
-        value: String(last.result.info.value),
+        value: valueWords(submittedValue(submitted, values)),
       }),
       episode_skill: fill(EZPOINTS_TEMPLATES.wrongValueSkill, { solution }),
     };
@@ -147,5 +178,8 @@ export function analyzeEzPoints(hand: readonly Card[], trajectory: Trajectory): 
 
 /** Every text the analyzer can emit, with slots removed (for the vocabulary). */
 export function ezpointsAnalyzerTexts(): string[] {
-  return Object.values(EZPOINTS_TEMPLATES).map((t) => t.replace(/\{\w+\}/g, " "));
+  return [
+    ...Object.values(EZPOINTS_TEMPLATES).map((t) => t.replace(/\{\w+\}/g, " ")),
+    ...VALUE_PHRASES,
+  ];
 }

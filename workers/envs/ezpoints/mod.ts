@@ -80,10 +80,11 @@ function keptText(observationText: string): string {
 export const ezpointsEnvironment: Environment = {
   id: "ezpoints",
   description:
-    "EZPoints (RL4VLM gym-cards), a vision task: the image shows 2 playing cards (A is 1; J, Q, " +
-    "K are 10); write, one token per turn, a formula that uses each card's number once and " +
-    "equals 12, then =. Tokens: 1-10, + - * / ( ) =. Reward +10 for a correct formula, -1 for " +
-    "a wrong submission or an inadmissible token. Option render: text names the cards instead.",
+    "EZPoints (RL4VLM gym-cards), a vision task: the image shows playing cards (2 by default; " +
+    "A is 1, J, Q, K are 10); write, one token per turn, a formula that uses each card's " +
+    "number once and equals 12, then =. Tokens: 1-10, + - * / ( ) =. Reward +10 for a correct " +
+    "formula, -1 for a wrong submission or an inadmissible token. Option render: text names " +
+    "the cards instead of showing them.",
   optionsSchema: ezpointsOptionsSchema,
   defaultMaxTurns: EZPOINTS_MAX_TURNS,
   families: FAMILIES,

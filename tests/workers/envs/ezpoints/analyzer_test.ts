@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
-import { analyzeEzPoints } from "../../../../workers/envs/ezpoints/analyzer.ts";
+import { analyzeEzPoints, valueWords } from "../../../../workers/envs/ezpoints/analyzer.ts";
+import { fraction } from "../../../../workers/envs/ezpoints/formula.ts";
 import type { Card } from "../../../../workers/envs/ezpoints/cards.ts";
 import { ezpointsEnvironment as env } from "../../../../workers/envs/ezpoints/mod.ts";
 import { wordsOf } from "../../../../workers/envs/prompt.ts";
+import { Rng } from "../../../../workers/envs/_rng.ts";
+import { rollout } from "../sokoban/_rollout.ts";
 import type { SkillAnalysis, Task, Trajectory } from "../../../../workers/envs/types.ts";
 
 const [task] = env.sampleTasks("train", 1, 0, { render: "text" }); // any task: the hand is given
@@ -59,6 +62,18 @@ Deno.test("a wrong value names the value and a formula that does make 12", () =>
   assert.equal(a.episode_summary, "Failed: the formula 7 - 5 equals 2, not 12.");
   assert.match(a.episode_skill, /with these cards 5 \+ 7 makes 12\.$/);
   assert.match(analyze(fiveSeven, ["7", "/", "5", "="]).episode_summary, /equals 7\/5, not 12/);
+  const tens: Card[] = [10, 11, 12].map((rank) => ({ rank, suit: "clubs" as const }));
+  assert.match(
+    analyze(tens, ["10", "*", "10", "*", "10", "="]).episode_summary,
+    /equals more than 100, not 12/,
+  );
+  const sevens: Card[] = [7, 7, 9].map((rank, i) => ({ rank, suit: i ? "spades" : "hearts" }));
+  assert.match(
+    analyze(sevens, ["7", "/", "(", "9", "*", "7", ")", "="]).episode_summary,
+    /equals 1\/9, not 12/,
+  );
+  assert.equal(valueWords(fraction(250, 3)), "about 83");
+  assert.equal(valueWords(fraction(-1000)), "less than -100");
 });
 
 Deno.test("= too early and division by zero are the mistakes they are", () => {
@@ -131,4 +146,26 @@ Deno.test("the environment's referenceAnalysis replays on the task's own hand", 
     env.referenceAnalysis(trajectory).episode_summary,
     `Solved in 4 steps: ${actions.slice(0, 3).join(" ")} = 12.`,
   );
+});
+
+Deno.test("for random play the analysis says Solved exactly when the episode was won, in known words", () => {
+  const rng = new Rng(5);
+  let wins = 0;
+  for (const cards of [2, 3]) {
+    for (const t of env.sampleTasks("train", 150, 9, { cards, render: "text" })) {
+      const trajectory = rollout(
+        env,
+        t,
+        (obs) =>
+          rng.next() < 0.1 ? rng.pick(["7", "+", ")", "x"]) : rng.pick(obs.admissibleActions!),
+      );
+      const a = env.referenceAnalysis(trajectory);
+      assert.equal(a.episode_summary.startsWith("Solved"), trajectory.won, a.episode_summary);
+      if (trajectory.won) wins++;
+      for (const word of wordsOf(a.episode_summary + " " + a.episode_skill)) {
+        assert.ok(vocabulary.has(word), `missing ${word} in ${a.episode_summary}`);
+      }
+    }
+  }
+  assert.ok(wins > 0 && wins < 100, `random play won ${wins} of 300`);
 });
