@@ -24,7 +24,12 @@ Deno.test("GET /v1/envs serves the built-in catalog by default", async () => {
   assert.equal(res.status, 200);
   const body = await res.json();
   assert.deepEqual(body, ENV_CATALOG);
-  assert.deepEqual(body.envs.map((e: { id: string }) => e.id), ["sokoban", "household", "webshop"]);
+  assert.deepEqual(body.envs.map((e: { id: string }) => e.id), [
+    "sokoban",
+    "household",
+    "webshop",
+    "ezpoints",
+  ]);
   const sokoban = body.envs[0];
   const properties = sokoban.options_schema.properties as Record<string, { maximum?: number }>;
   assert.equal(properties.size.maximum, 10);

@@ -7,6 +7,9 @@
  * - `resolveEnvironment(ref)`: a built-in id or an `http(s)://` URL → `AsyncEnvironment`.
  * - Shared prompt template and action parsing (prompt.ts), the `GET /v1/envs` payload
  *   (catalog.ts), the HTTP server and client (http/).
+ * - Vision variants (`sokoban` with `render: "image"`, `ezpoints`): observations carry an RGB
+ *   image; prompts show {@link IMAGE_PLACEHOLDER} where it goes; `encodePng` turns an image into
+ *   a PNG file for people and the API.
  */
 import { toAsyncEnvironment } from "./async.ts";
 import { connectHttpEnvironment, type HttpEnvOptions } from "./http/client.ts";
@@ -21,13 +24,18 @@ export {
   buildCompactPrompt,
   buildTurnPrompt,
   type CompactPromptInput,
+  IMAGE_PLACEHOLDER,
   parseActionText,
   TASK_LINE_PREFIX,
   TURN_LINE_PREFIX,
   type TurnPromptInput,
   vocabularyOf,
+  withImagePlaceholder,
   wordsOf,
 } from "./prompt.ts";
+export { encodePng } from "./png.ts";
+export { RasterError, type RgbImage } from "./raster.ts";
+export { MAX_IMAGE_BYTES } from "./http/protocol.ts";
 export { catalogEntryOf, type EnvCatalog, envCatalog, type EnvCatalogEntry } from "./catalog.ts";
 export {
   checkEnvUrl,

@@ -16,6 +16,13 @@
  *
  * A multi-line observation (a Sokoban grid) starts on the line after its label.
  *
+ * Vision variants (an environment with image observations passes `keptText`): the current
+ * observation shows as {@link IMAGE_PLACEHOLDER} — one image per prompt, the current one — followed
+ * on the next line by the part of its text the image does not show (EZPoints' formula); history
+ * entries show only that kept part, `[Observation i: {kept}, Action i: {action}]`, or
+ * `[Action i: {action}]` when the image showed everything (Sokoban). Observation texts themselves
+ * stay full descriptions (the analyzer reads them); only the policy prompt swaps in the image.
+ *
  * The wording follows verl-agent's ALFWorld/Sokoban templates, shortened: a ~1M-parameter model
  * trains on these prompts on CPU, and with the word-level tokenizer every word is one token.
  */
@@ -26,6 +33,9 @@ export const TASK_LINE_PREFIX = "Your task is to: ";
 
 /** The first words of the final line of every turn prompt. */
 export const TURN_LINE_PREFIX = "Now it's your turn to take an action.";
+
+/** Where the policy prompt of a vision variant shows the current observation's image. */
+export const IMAGE_PLACEHOLDER = "<image>";
 
 /** Responses without `<action>` tags are accepted whole only when at most this long (chars). */
 export const MAX_UNTAGGED_ACTION_CHARS = 100;
@@ -44,6 +54,12 @@ export interface TurnPromptInput {
   turn: number;
   /** Optional sentence about the action format, e.g. `Actions look like search[red shoes].` */
   formatHint?: string;
+  /**
+   * Vision variants only: the part of an observation text that the image does not show, kept as
+   * text (`""` when the image shows everything). When set, an observation with an image shows as
+   * {@link IMAGE_PLACEHOLDER} plus its kept text, and every history entry shows only its kept text.
+   */
+  keptText?: (observationText: string) => string;
 }
 
 /** Inputs of {@link buildCompactPrompt}: {@link TurnPromptInput} without the system line and hint. */
@@ -66,8 +82,8 @@ export function buildCompactPrompt(input: CompactPromptInput): string {
   const lines = [TASK_LINE_PREFIX + oneLine(task.instruction)];
   const shown = historyLength > 0 ? history.slice(-historyLength) : [];
   const first = input.turn - shown.length;
-  lines.push(...historyLines(shown, first));
-  lines.push(observation.text);
+  lines.push(...historyLines(shown, first, input.keptText));
+  lines.push(currentText(observation, input.keptText));
   return lines.join("\n");
 }
 
@@ -93,7 +109,8 @@ export class PromptInputError extends Error {
  */
 export function buildTurnPrompt(input: TurnPromptInput): string {
   checkPromptInput(input);
-  const { systemLine, task, history, observation, historyLength, turn, formatHint } = input;
+  const { systemLine, task, history, observation, historyLength, turn, formatHint, keptText } =
+    input;
   const lines = [systemLine, TASK_LINE_PREFIX + oneLine(task.instruction)];
   const shown = historyLength > 0 ? history.slice(-historyLength) : [];
   if (shown.length > 0) {
@@ -103,11 +120,11 @@ export function buildTurnPrompt(input: TurnPromptInput): string {
       `Prior to this step, you have already taken ${taken} step(s). Below are the most recent ` +
         `${shown.length} observations and the corresponding actions you took:`,
     );
-    lines.push(...historyLines(shown, first));
+    lines.push(...historyLines(shown, first, keptText));
   }
   lines.push(
     `You are now at step ${history.length + 1} and your current observation is:${
-      block(observation.text)
+      block(currentText(observation, keptText))
     }`,
   );
   if (observation.admissibleActions !== undefined && observation.admissibleActions.length > 0) {
@@ -186,6 +203,16 @@ export function vocabularyOf(texts: Iterable<string>): string[] {
   return [...words].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
+/**
+ * `words` plus {@link IMAGE_PLACEHOLDER} itself (as one entry, so a tokenizer built from the
+ * vocabulary can give it one token) and its word `image`; sorted and de-duplicated like
+ * {@link vocabularyOf}. Every vision environment's vocabulary goes through this.
+ */
+export function withImagePlaceholder(words: readonly string[]): string[] {
+  const all = new Set([...words, IMAGE_PLACEHOLDER, ...vocabularyOf([IMAGE_PLACEHOLDER])]);
+  return [...all].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /** The words of one text in order (same pattern as {@link vocabularyOf}); for prompt budgets. */
 export function wordsOf(text: string): string[] {
   return [...text.matchAll(WORD_PATTERN)].map((m) => m[0]);
@@ -238,12 +265,30 @@ function checkPromptInput(input: TurnPromptInput): void {
   }
 }
 
-/** `[Observation n: …, Action n: …]` for each shown step, numbered from `first`. */
-function historyLines(shown: readonly TrajectoryStep[], first: number): string[] {
+/** `[Observation n: …, Action n: …]` (or `[Action n: …]`, see module doc) per shown step from `first`. */
+function historyLines(
+  shown: readonly TrajectoryStep[],
+  first: number,
+  keptText: TurnPromptInput["keptText"],
+): string[] {
   return shown.map((step, i) => {
+    const n = first + i;
     const action = step.action === "" ? "(none)" : step.action;
-    return `[Observation ${first + i}:${block(step.observation)}, Action ${first + i}: ${action}]`;
+    const shownText = keptText === undefined ? step.observation : keptText(step.observation);
+    return keptText !== undefined && shownText === ""
+      ? `[Action ${n}: ${action}]`
+      : `[Observation ${n}:${block(shownText)}, Action ${n}: ${action}]`;
   });
+}
+
+/** The current observation as the prompt shows it: the image placeholder plus kept text, or the text. */
+function currentText(
+  observation: Observation,
+  keptText: ((text: string) => string) | undefined,
+): string {
+  if (keptText === undefined || observation.image === undefined) return observation.text;
+  const kept = keptText(observation.text);
+  return kept === "" ? IMAGE_PLACEHOLDER : `${IMAGE_PLACEHOLDER}\n${kept}`;
 }
 
 /** A multi-line text (a grid) starts on its own line; a one-line text follows a space. */

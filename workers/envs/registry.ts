@@ -2,6 +2,7 @@
  * The registry of built-in environments (id → Environment).
  */
 import { UnknownEnvironmentError } from "./errors.ts";
+import { ezpointsEnvironment } from "./ezpoints/mod.ts";
 import { householdEnvironment } from "./household/mod.ts";
 import { sokobanEnvironment } from "./sokoban/mod.ts";
 import { webshopEnvironment } from "./webshop/mod.ts";
@@ -12,6 +13,7 @@ const BUILT_INS: readonly Environment[] = [
   sokobanEnvironment,
   householdEnvironment,
   webshopEnvironment,
+  ezpointsEnvironment,
 ];
 
 const BY_ID = new Map(BUILT_INS.map((env) => [env.id, env]));

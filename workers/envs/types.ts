@@ -41,13 +41,23 @@ export interface Task {
   options: Record<string, unknown>;
 }
 
-/** What the agent sees after reset and after each step. */
+/**
+ * What the agent sees after reset and after each step.
+ *
+ * With an image (vision variants: `sokoban` with `render: "image"`, `ezpoints`), `text` is still
+ * a truthful textual description of the whole observation (what the analyzer and the experts
+ * read); the policy prompt shows `<image>` (`IMAGE_PLACEHOLDER`) in place of the part the image
+ * carries (see prompt.ts).
+ */
 export interface Observation {
-  /** Text observation (for Sokoban the grid and a legend line). */
+  /** Text observation (for Sokoban the grid); for image observations their full description. */
   text: string;
   /** Actions admissible now, where the environment has a finite list; undefined otherwise. */
   admissibleActions?: string[];
-  /** Optional image for vision variants: RGB, row-major, `height * width * 3` bytes. */
+  /**
+   * Optional image for vision variants: RGB, row-major, `height * width * 3` bytes (uint8),
+   * pixel (x, y) at byte `3 * (y * width + x)`. One per observation; `encodePng` writes it as PNG.
+   */
   image?: { width: number; height: number; rgb: Uint8Array };
 }
 
@@ -77,7 +87,7 @@ export interface Episode {
 
 /** One turn of a finished or running trajectory, as the prompt builder and analyzer see it. */
 export interface TrajectoryStep {
-  /** The observation text the policy saw before acting. */
+  /** The observation text before acting (for an image observation, its textual description). */
   observation: string;
   /** The raw policy response (may hold `<think>…</think><action>…</action>`). */
   response: string;

@@ -11,6 +11,7 @@ Deno.test("the catalog describes every built-in with its options schema, default
     end_on_deadlock: true,
     relative_positions: false,
     prompt: "full",
+    render: "text",
   });
   assert.equal(sokoban.default_max_turns, 20);
   assert.deepEqual(sokoban.splits.map((s) => s.name), ["train", "test_seen", "test_unseen"]);
@@ -21,6 +22,11 @@ Deno.test("the catalog describes every built-in with its options schema, default
   assert.equal(props.boxes.default, 1);
   assert.equal(sokoban.options_schema.additionalProperties, false);
   assert.equal(sokoban.options_schema.required, undefined);
+  assert.deepEqual((props.render as { enum: string[] }).enum, ["text", "image"]);
+  const ezpoints = catalog.envs.find((e) => e.id === "ezpoints")!;
+  assert.deepEqual(ezpoints.defaults, { render: "image", cards: 2 });
+  assert.deepEqual(ezpoints.families, ["sum", "product", "mixed"]);
+  assert.match(ezpoints.splits[2].description, /never dealt in training/);
   for (const entry of catalog.envs) {
     assert.ok(entry.description.length > 20);
     assert.ok(entry.families.length >= 1);

@@ -26,7 +26,9 @@
  * previous `seq` gets the cached answer instead of acting twice, any other mismatch is a 409.
  * Errors are `application/problem+json` `{type, title, status, detail, errors?: [{path, message}]}`;
  * 4xx means the request was wrong (never retried), 5xx the server failed (retried by the client).
- * Images travel as `{width, height, rgb_base64}`.
+ * Observation images travel as `{width, height, rgb_base64}` (RGB bytes, row-major, base64 with
+ * padding), at most {@link MAX_IMAGE_BYTES} raw bytes, checked against width × height × 3 on both
+ * sides; an environment served over HTTP therefore gives the same images as in process.
  */
 import { z } from "zod";
 import type { Observation } from "../types.ts";
@@ -55,11 +57,47 @@ export const TaskSchema = z.object({
   options: z.record(z.string(), z.unknown()),
 });
 
-/** An image on the wire (RGB bytes in base64). */
+/**
+ * Largest observation image on the wire, in raw RGB bytes (2 MiB, e.g. 836 × 836; its base64,
+ * 4/3 as long, still fits a request body of {@link MAX_BODY_BYTES}).
+ */
+export const MAX_IMAGE_BYTES = 2 * 1024 * 1024;
+
+/** Characters of the base64 text of `bytes` bytes (with `=` padding). */
+export function base64Length(bytes: number): number {
+  return 4 * Math.ceil(bytes / 3);
+}
+
+/**
+ * An image on the wire: RGB bytes (row-major, `height * width * 3`) in standard base64 with
+ * padding. Checked: at most {@link MAX_IMAGE_BYTES} bytes, and the base64 decodes to exactly
+ * `width * height * 3` bytes.
+ */
 export const WireImageSchema = z.object({
   width: z.number().int().min(1).max(4096),
   height: z.number().int().min(1).max(4096),
-  rgb_base64: z.string().max(70_000_000),
+  rgb_base64: z.string().max(base64Length(MAX_IMAGE_BYTES)).regex(/^[A-Za-z0-9+/]*={0,2}$/, {
+    message: "must be standard base64",
+  }),
+}).superRefine((image, ctx) => {
+  const bytes = image.width * image.height * 3;
+  if (bytes > MAX_IMAGE_BYTES) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["width"],
+      message:
+        `width * height * 3 must be at most ${MAX_IMAGE_BYTES} bytes: current value is ${bytes}`,
+    });
+    return;
+  }
+  if (image.rgb_base64.length !== base64Length(bytes)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["rgb_base64"],
+      message: `must encode width * height * 3 = ${bytes} bytes in ${base64Length(bytes)} ` +
+        `characters: current length is ${image.rgb_base64.length}`,
+    });
+  }
 });
 
 /** An observation on the wire. */

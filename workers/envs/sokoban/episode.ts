@@ -3,9 +3,13 @@
  *
  * Rewards (RAGEN/verl-agent): −0.1 every step (invalid ones too), +1 when a box is pushed onto a
  * target, −1 when one is pushed off, +10 when the level is solved.
+ *
+ * With `render: "image"` every observation also carries the room as an image (render.ts); its
+ * text stays the grid, the truthful description the expert and the analyzer read.
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
 import type { Level } from "./generate.ts";
+import { renderSokobanImage } from "./render.ts";
 import {
   boxesOnTargets,
   type Direction,
@@ -55,6 +59,7 @@ export class SokobanEpisode implements Episode {
   readonly #level: Level;
   readonly #endOnDeadlock: boolean;
   readonly #relativePositions: boolean;
+  readonly #render: "text" | "image";
   readonly #live: Set<number>;
   #state: SokobanState | null = null;
   #done = false;
@@ -62,12 +67,20 @@ export class SokobanEpisode implements Episode {
 
   /**
    * @param task the task; @param level its generated level; @param endOnDeadlock end when a box
-   * is dead; @param relativePositions add the line of `renderRelativePositions` under the grid.
+   * is dead; @param render `image` adds the room image to every observation; @param
+   * relativePositions adds the line of `renderRelativePositions` under the grid.
    */
-  constructor(task: Task, level: Level, endOnDeadlock: boolean, relativePositions = false) {
+  constructor(
+    task: Task,
+    level: Level,
+    endOnDeadlock: boolean,
+    render: "text" | "image" = "text",
+    relativePositions = false,
+  ) {
     this.task = task;
     this.#level = level;
     this.#endOnDeadlock = endOnDeadlock;
+    this.#render = render;
     this.#relativePositions = relativePositions;
     this.#live = liveCells(level.room);
   }
@@ -120,12 +133,16 @@ export class SokobanEpisode implements Episode {
 
   #observe(): Observation {
     const grid = renderGrid(this.#level.room, this.#state!);
-    return {
+    const observation: Observation = {
       text: this.#relativePositions
         ? `${grid}\n${renderRelativePositions(this.#level.room, this.#state!)}`
         : grid,
       admissibleActions: [...DIRECTIONS],
     };
+    if (this.#render === "image") {
+      observation.image = renderSokobanImage(this.#level.room, this.#state!);
+    }
+    return observation;
   }
 
   #info(extra: { moved: boolean; pushed: boolean; deadlock: boolean }): Record<string, unknown> {

@@ -4,13 +4,22 @@
  * Options: `size` (room side with walls, 6–10, default 6), `boxes` (1–3, default 1),
  * `end_on_deadlock` (end the episode once a box can no longer reach a target, default true),
  * `relative_positions` (a line under the grid with each box's and target's rows and columns from
- * the player, default false) and `prompt` (`full`, the verl-agent turn prompt, or `compact`: task
- * line and observation only; default `full`). The last two exist for small models trained from
+ * the player, default false), `prompt` (`full`, the verl-agent turn prompt, or `compact`: task
+ * line and observation only; default `full`) and `render` (`text`, default, or `image`: the vision
+ * variant, see below). `relative_positions` and `prompt` exist for small models trained from
  * scratch (the demo): with builtin:tiny, policy SFT on compact prompts with relative positions
  * reaches ~65% success on test_seen after ~400 optimizer steps, while on the full grid-only
  * prompt it stays at chance (README "Sokoban for small models").
  * Splits: `train` and `test_seen` draw `carved` layouts (different seeds), `test_unseen` draws
  * `pillared` layouts, which never occur in the other two (see generate.ts).
+ *
+ * Vision variant (`render: "image"`): each observation also carries the room as an RGB image of
+ * 8-pixel tiles (render.ts); the observation text stays the grid (what the analyzer and expert
+ * read), while the policy prompt shows `<image>` in its place, under a system line that names the
+ * tile colours; history entries show only their actions. Image tasks use the same levels as text
+ * tasks of the same seed, with ids ending `-image` in the size segment
+ * (`sokoban/train/6x6-1-image/{seed}`) and `render: "image"` in their options. Text tasks keep
+ * exactly their former ids and options (no `render` key), so nothing about them changed.
  */
 import { z } from "zod";
 import { checkSampleArgs, InvalidTaskError, parseEnvOptions } from "../errors.ts";
@@ -20,12 +29,14 @@ import {
   parseActionText,
   promptTemplateVocabulary,
   vocabularyOf,
+  withImagePlaceholder,
 } from "../prompt.ts";
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzerTexts, analyzeSokoban } from "./analyzer.ts";
 import { SokobanEpisode } from "./episode.ts";
 import { SokobanExpert } from "./expert.ts";
 import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
+import { SOKOBAN_PALETTE, SOKOBAN_TILE_PX } from "./render.ts";
 import { DIRECTIONS, SYMBOLS } from "./room.ts";
 import { seedOf } from "../_rng.ts";
 
@@ -41,6 +52,8 @@ export const sokobanOptionsSchema = z.strictObject({
   relative_positions: z.boolean().default(false),
   /** `full`: the verl-agent turn prompt; `compact`: task line and observation only. */
   prompt: z.enum(["full", "compact"]).default("full"),
+  /** `text`: the grid only; `image`: also an RGB image of the room (the vision variant). */
+  render: z.enum(["text", "image"]).default("text"),
 });
 
 /** Parsed `sokoban` options. */
@@ -51,6 +64,15 @@ export const SOKOBAN_SYSTEM_LINE =
   `You play Sokoban on a grid: ${SYMBOLS.wall} wall, ${SYMBOLS.floor} floor, ${SYMBOLS.target} ` +
   `target, ${SYMBOLS.box} box, ${SYMBOLS.boxOnTarget} box on target, ${SYMBOLS.player} you, ` +
   `${SYMBOLS.playerOnTarget} you on target. Walk into a box to push it; boxes cannot be pulled.`;
+
+/** The world description of the vision variant: the tile colours instead of the symbols. */
+export const SOKOBAN_IMAGE_SYSTEM_LINE =
+  `You play Sokoban on a grid shown as an image of ${SOKOBAN_TILE_PX}-pixel square tiles: ` +
+  `${SOKOBAN_PALETTE.wall.name} wall, ${SOKOBAN_PALETTE.floor.name} floor, ` +
+  `${SOKOBAN_PALETTE.target.name} target, ${SOKOBAN_PALETTE.box.name} box, ` +
+  `${SOKOBAN_PALETTE.boxOnTarget.name} box on target, ${SOKOBAN_PALETTE.player.name} you, ` +
+  `${SOKOBAN_PALETTE.playerOnTarget.name} you on target. ` +
+  `Walk into a box to push it; boxes cannot be pulled.`;
 
 /** Default turn limit: every generated level has a plan of at most 14 moves. */
 export const SOKOBAN_MAX_TURNS = 20;
@@ -109,16 +131,20 @@ export const sokobanEnvironment: Environment = {
     checkSampleArgs(split, count, seed);
     const opts = parseEnvOptions("sokoban", sokobanOptionsSchema, options);
     const tasks: Task[] = [];
+    // Text tasks keep their former options (no `render` key) and ids; image tasks differ in both.
+    const { render, ...rest } = opts;
+    const taskOptions = render === "image" ? { ...rest, render } : rest;
+    const suffix = render === "image" ? "-image" : "";
     for (let i = 0; i < count; i++) {
       const taskSeed = seedOf("sokoban", split, seed, i);
       tasks.push({
         envId: "sokoban",
-        id: `sokoban/${split}/${opts.size}x${opts.size}-${opts.boxes}/${taskSeed}`,
+        id: `sokoban/${split}/${opts.size}x${opts.size}-${opts.boxes}${suffix}/${taskSeed}`,
         split,
         seed: taskSeed,
         family: "sokoban",
         instruction: instructionOf(opts.boxes),
-        options: { ...opts },
+        options: { ...taskOptions },
       });
     }
     return tasks;
@@ -126,14 +152,28 @@ export const sokobanEnvironment: Environment = {
 
   createEpisode(task: Task): SokobanEpisode {
     const { level, options } = levelOf(task);
-    return new SokobanEpisode(task, level, options.end_on_deadlock, options.relative_positions);
+    return new SokobanEpisode(
+      task,
+      level,
+      options.end_on_deadlock,
+      options.render,
+      options.relative_positions,
+    );
   },
 
   buildPrompt(input: PromptInput): string {
     const options = parseEnvOptions("sokoban", sokobanOptionsSchema, input.task.options);
-    return options.prompt === "compact"
-      ? buildCompactPrompt(input)
-      : buildTurnPrompt({ systemLine: SOKOBAN_SYSTEM_LINE, ...input });
+    // With an image the room is not repeated as text; the relative-position line is kept.
+    const keptText = options.render === "image"
+      ? (text: string) =>
+        text.split("\n").filter((line) => !line.startsWith(SYMBOLS.wall)).join("\n")
+      : undefined;
+    if (options.prompt === "compact") return buildCompactPrompt({ ...input, keptText });
+    return buildTurnPrompt({
+      systemLine: options.render === "image" ? SOKOBAN_IMAGE_SYSTEM_LINE : SOKOBAN_SYSTEM_LINE,
+      ...input,
+      keptText,
+    });
   },
 
   parseAction(response: string): string | null {
@@ -149,14 +189,15 @@ export const sokobanEnvironment: Environment = {
   },
 
   vocabulary(): string[] {
-    return vocabularyOf([
+    return withImagePlaceholder(vocabularyOf([
       ...promptTemplateVocabulary(100),
       SOKOBAN_SYSTEM_LINE,
+      SOKOBAN_IMAGE_SYSTEM_LINE,
       instructionOf(1),
       instructionOf(2),
       ...Object.values(SYMBOLS),
       ...DIRECTIONS,
       ...analyzerTexts(),
-    ]);
+    ]));
   },
 };
