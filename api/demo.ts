@@ -34,6 +34,8 @@ const USAGE = `Usage: deno task demo [options]
   --method M           seed (default) | grpo
   --steps N            RL updates (default: the spec's); eval + checkpoint at the middle and end
   --eval-episodes N    episodes per evaluation split
+  --warmup-episodes N  expert episodes of the policy warm-up and trajectories of the analyzer
+                       warm-up, each trained for one epoch (a quick run; default: the spec's)
   --seed N             random_seed of the job
   --out DIR            where the checkpoint and skills go (default demo-output)
   --data-dir DIR       database + object store folder (default .seed/demo-<time>, fresh per run)
@@ -59,6 +61,7 @@ export interface DemoArgs {
   method: DemoMethod;
   steps?: number;
   evalEpisodes?: number;
+  warmupEpisodes?: number;
   randomSeed?: number;
   outDir: string;
   dataDir: string;
@@ -91,6 +94,7 @@ export function parseDemoArgs(args: string[], now: Date = new Date()): DemoArgs 
       method: { type: "string", default: "seed" },
       steps: { type: "string" },
       "eval-episodes": { type: "string" },
+      "warmup-episodes": { type: "string" },
       seed: { type: "string" },
       out: { type: "string", default: "demo-output" },
       "data-dir": { type: "string" },
@@ -120,6 +124,7 @@ export function parseDemoArgs(args: string[], now: Date = new Date()): DemoArgs 
     method: values.method as DemoMethod,
     steps: intArg("steps", values.steps, 0),
     evalEpisodes: intArg("eval-episodes", values["eval-episodes"], 1),
+    warmupEpisodes: intArg("warmup-episodes", values["warmup-episodes"], 0),
     randomSeed: intArg("seed", values.seed, 0),
     outDir: values.out,
     dataDir: values["data-dir"] ?? `.seed/demo-${stamp(now)}`,
@@ -146,6 +151,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
   const spec = demoSpec(args.env, args.method, {
     steps: args.steps,
     evalEpisodes: args.evalEpisodes,
+    warmupEpisodes: args.warmupEpisodes,
     randomSeed: args.randomSeed,
   });
   const dataDir = resolve(args.dataDir);

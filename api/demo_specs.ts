@@ -59,6 +59,8 @@ export interface DemoOverrides {
   steps?: number;
   /** Episodes per evaluation split (`eval.episodes`). */
   evalEpisodes?: number;
+  /** `warmup.policy.episodes` and `warmup.analyzer.episodes`, each then trained for one epoch. */
+  warmupEpisodes?: number;
   /** `random_seed`. */
   randomSeed?: number;
 }
@@ -81,6 +83,14 @@ export function demoSpec(
   }
   if (overrides.evalEpisodes !== undefined) {
     spec.eval = { ...spec.eval, episodes: overrides.evalEpisodes };
+  }
+  if (overrides.warmupEpisodes !== undefined) {
+    const episodes = overrides.warmupEpisodes;
+    spec.warmup = {
+      ...spec.warmup,
+      policy: { ...spec.warmup?.policy, episodes, epochs: 1 },
+      analyzer: { ...spec.warmup?.analyzer, episodes, epochs: 1 },
+    };
   }
   if (overrides.randomSeed !== undefined) spec.random_seed = overrides.randomSeed;
   return spec;

@@ -65,6 +65,8 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
       "2",
       "--eval-episodes",
       "4",
+      "--warmup-episodes",
+      "16",
       "--out",
       outDir,
       "--data-dir",

@@ -30,6 +30,13 @@ Deno.test("demo overrides change a copy and keep checkpoints half-way and at the
   assert.equal(spec.eval.episodes, 3);
   assert.equal(spec.random_seed, 9);
   assert.notEqual(DEMO_SPECS.sokoban.seed.steps, 4);
+  const quick = parseJobSpec(demoSpec("sokoban", "seed", { warmupEpisodes: 8 }));
+  assert.deepEqual(
+    [quick.warmup.policy.episodes, quick.warmup.policy.epochs, quick.warmup.analyzer.episodes],
+    [8, 1, 8],
+  );
+  assert.equal(quick.warmup.policy.lr, parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.lr);
+  assert.notEqual(parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.episodes, 8);
 });
 
 Deno.test("demo arguments default to a seed job on sokoban in a fresh timestamped data folder", () => {
@@ -43,6 +50,10 @@ Deno.test("demo arguments default to a seed job on sokoban in a fresh timestampe
   assert.equal(args.workerEntry, "workers/main.ts");
   assert.throws(() => parseDemoArgs(["--env", "chess"]), /--env must be one of/);
   assert.throws(() => parseDemoArgs(["--steps", "1.5"]), /--steps must be an integer ≥ 0/);
+  assert.throws(
+    () => parseDemoArgs(["--warmup-episodes", "2.5"]),
+    /--warmup-episodes must be an integer ≥ 0/,
+  );
   assert.equal(parseDemoArgs(["--help"]), "help");
 });
 
