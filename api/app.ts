@@ -22,6 +22,7 @@ import { artifactRoutes } from "./routes_artifacts.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { jobRoutes } from "./routes_jobs.ts";
 import { envRoutes, systemRoutes } from "./routes_system.ts";
+import { trajectoryRoutes } from "./routes_trajectories.ts";
 
 /** Default request body limit: 1 MiB (a JobSpec is a few KiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1 << 20;
@@ -89,6 +90,7 @@ export function createApp(options: AppOptions): Hono {
   v1.route("/jobs", jobRoutes(options));
   v1.route("/jobs", eventRoutes(options));
   v1.route("/jobs", artifactRoutes(options));
+  v1.route("/jobs", trajectoryRoutes(options));
   v1.route("/envs", envRoutes(options));
   app.route("/v1", v1);
   return app;

@@ -71,6 +71,8 @@ export function openApiDocument(): Json {
         CheckpointList: schema(s.CheckpointList),
         PresignedUrl: schema(s.PresignedUrl),
         Skills: schema(s.SkillsView),
+        TrajectoryStepList: schema(s.TrajectoryStepList),
+        Trajectories: schema(s.TrajectoriesView),
         EnvList: schema(s.EnvList),
         Problem: schema(s.ProblemView),
       },
@@ -189,6 +191,39 @@ export function openApiDocument(): Json {
           summary: "The skill library, latest or at ?step=",
           parameters: [jobId, ...queryParams(s.SkillsQuery)],
           responses: { "200": ok("The library", json("Skills")), ...errors },
+        },
+      },
+      "/v1/jobs/{id}/trajectories": {
+        get: {
+          summary:
+            "Without step: the steps that have trajectories. With step: that step's training rollouts and evaluation episodes (optionally of one split), each turn's image linked by URL",
+          parameters: [jobId, ...queryParams(s.TrajectoriesQuery)],
+          responses: {
+            "200": ok("Steps (without step) or the step's trajectories (with step)", {
+              "application/json": {
+                schema: { oneOf: [ref("TrajectoryStepList"), ref("Trajectories")] },
+              },
+            }),
+            ...errors,
+            "404": problem("No such job for this tenant, or no trajectories at that step"),
+            "502": problem("A stored object failed its SHA-256"),
+          },
+        },
+      },
+      "/v1/jobs/{id}/trajectories/{step}/images/{name}": {
+        get: {
+          summary: "One observation image (PNG) of a step's trajectories, SHA-256 checked",
+          parameters: [
+            jobId,
+            step,
+            { name: "name", in: "path", required: true, schema: { type: "string" } },
+          ],
+          responses: {
+            "200": ok("The PNG", { "image/png": { schema: { type: "string", format: "binary" } } }),
+            ...errors,
+            "404": problem("No such job for this tenant, or no such image at that step"),
+            "502": problem("The stored image failed its SHA-256"),
+          },
         },
       },
       "/v1/envs": {

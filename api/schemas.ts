@@ -174,3 +174,91 @@ export const ProblemView = z.object({
   detail: z.string(),
   errors: z.array(FieldIssueView).optional(),
 });
+
+/** Task splits a trajectory can come from. */
+export const SPLIT_NAMES = ["train", "test_seen", "test_unseen"] as const;
+
+/**
+ * `GET /v1/jobs/{id}/trajectories` query: without `step`, the steps that have trajectories;
+ * with it, that step's trajectories, optionally of one `split`.
+ */
+export const TrajectoriesQuery = z.object({
+  step: StepParam.optional(),
+  split: z.enum(SPLIT_NAMES).optional(),
+}).strict();
+
+/** One dump of a step in the trajectory listing. */
+export const TrajectoryDumpView = z.object({
+  attempt: z.number().int(),
+  /** Trajectories stored (after the size bound). */
+  trajectories: z.number().int(),
+  images: z.number().int(),
+  bytes: z.number().int(),
+  sha256: z.string(),
+  created_at: z.string(),
+});
+
+/** `GET /v1/jobs/{id}/trajectories` without `step`: the steps that have trajectories. */
+export const TrajectoryStepList = z.object({
+  steps: z.array(z.object({
+    step: z.number().int(),
+    /** The update's training rollouts (none at step 0). */
+    rollout: TrajectoryDumpView.nullable(),
+    /** The step's evaluation (only at eval steps). */
+    eval: TrajectoryDumpView.nullable(),
+  })),
+});
+
+/** An observation image of a turn: where to GET it (a path under the API) and what it is. */
+export const TrajectoryImageView = z.object({
+  name: z.string(),
+  /** `/v1/jobs/{id}/trajectories/{step}/images/{name}` (same bearer key). */
+  url: z.string(),
+  width: z.number().int(),
+  height: z.number().int(),
+  bytes: z.number().int(),
+  sha256: z.string(),
+});
+
+/** One turn of a trajectory. */
+export const TrajectoryTurnView = z.object({
+  turn: z.number().int(),
+  observation: z.string(),
+  response: z.string(),
+  action: z.string(),
+  valid: z.boolean(),
+  reward: z.number(),
+  image: TrajectoryImageView.nullable(),
+}).catchall(z.unknown());
+
+/** One trajectory of a step (`source`: `rollout` = training, `eval` = evaluation). */
+export const TrajectoryView = z.object({
+  source: z.enum(["rollout", "eval"]),
+  id: z.string(),
+  task_id: z.string(),
+  split: z.string(),
+  family: z.string(),
+  instruction: z.string(),
+  /** Group (task) index within the step. */
+  group: z.number().int(),
+  /** Copy within the group. */
+  copy: z.number().int(),
+  won: z.boolean(),
+  score: z.number(),
+  reward_sum: z.number(),
+  turns: z.number().int(),
+  truncated: z.boolean(),
+  steps: z.array(TrajectoryTurnView),
+}).catchall(z.unknown());
+
+/** `GET /v1/jobs/{id}/trajectories?step=N`. */
+export const TrajectoriesView = z.object({
+  step: z.number().int(),
+  /** The `split` filter, or null. */
+  split: z.enum(SPLIT_NAMES).nullable(),
+  /** Trajectories played at the step before the size bound, per source (null: none dumped). */
+  totals: z.object({ rollout: z.number().int().nullable(), eval: z.number().int().nullable() }),
+  /** Per-split evaluation results of the step (evaluate.ts `SplitEval`), or null. */
+  eval: z.array(z.record(z.string(), z.unknown())).nullable(),
+  trajectories: z.array(TrajectoryView),
+});

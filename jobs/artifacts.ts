@@ -12,8 +12,11 @@ import type { Checkpoint, CheckpointFile, SkillLibrary } from "./schema.ts";
 import type { ArtifactStore } from "./store.ts";
 import { toCheckpoint, toSkillLibrary } from "./_rows.ts";
 
-/** The fenced predicate over `$1` job, `$2` attempt, `$3` worker (FOR SHARE: see events.ts). */
-const FENCED = `select id, attempt from jobs
+/**
+ * The fenced predicate over `$1` job, `$2` attempt, `$3` worker (FOR SHARE: see events.ts).
+ * Internal to jobs/ (also used by trajectories.ts); not re-exported by mod.ts.
+ */
+export const FENCED = `select id, attempt from jobs
   where id = $1::uuid and attempt = $2::int and worker_id = $3::text
     and status in ('running', 'cancelling')
   for share`;

@@ -5,11 +5,13 @@
  * ```
  * tenants/{tenant}/jobs/{job}/checkpoints/step-{N}/attempt-{A}/{file}   config.json, …
  * tenants/{tenant}/jobs/{job}/skills/step-{N}/attempt-{A}.json
- * tenants/{tenant}/jobs/{job}/eval/step-{N}.json
- * tenants/{tenant}/jobs/{job}/trajectories/step-{N}.jsonl.gz
+ * tenants/{tenant}/jobs/{job}/eval/step-{N}/attempt-{A}.json
+ * tenants/{tenant}/jobs/{job}/trajectories/step-{N}/attempt-{A}.json
+ * tenants/{tenant}/jobs/{job}/trajectories/step-{N}/attempt-{A}/images/{name}.png
  * ```
  *
- * Checkpoints and skill libraries are written under the writing run's attempt `A`: a worker whose
+ * Checkpoints, skill libraries and trajectory dumps are written under the writing run's attempt
+ * `A`: a worker whose
  * lease was reaped may still be uploading while the next attempt commits the same step, and with
  * one shared key its late upload overwrote the committed object (which then failed its recorded
  * SHA-256 for ever). Readers take keys from the committed rows, never from this layout.
@@ -99,12 +101,38 @@ export function skillsKey(
     : `${base}/${attemptOf(options.attempt)}.json`;
 }
 
-/** `…/eval/step-{N}.json` */
-export function evalKey(tenantId: string, jobId: string, step: number): string {
-  return `${jobPrefix(tenantId, jobId)}eval/${stepOf(step)}.json`;
+/** `…/eval/step-{N}/attempt-{A}.json`: a step's evaluation (results and eval trajectories). */
+export function evalKey(
+  tenantId: string,
+  jobId: string,
+  step: number,
+  options: Required<AttemptOption>,
+): string {
+  return `${jobPrefix(tenantId, jobId)}eval/${stepOf(step)}/${attemptOf(options.attempt)}.json`;
 }
 
-/** `…/trajectories/step-{N}.jsonl.gz` */
-export function trajectoriesKey(tenantId: string, jobId: string, step: number): string {
-  return `${jobPrefix(tenantId, jobId)}trajectories/${stepOf(step)}.jsonl.gz`;
+/** `…/trajectories/step-{N}/attempt-{A}.json`: a step's training rollouts. */
+export function trajectoriesKey(
+  tenantId: string,
+  jobId: string,
+  step: number,
+  options: Required<AttemptOption>,
+): string {
+  const base = `${jobPrefix(tenantId, jobId)}trajectories/${stepOf(step)}`;
+  return `${base}/${attemptOf(options.attempt)}.json`;
+}
+
+/**
+ * `…/trajectories/step-{N}/attempt-{A}/images/{name}`: one observation image (PNG) of a step's
+ * rollout or eval dump. @throws InvalidKeyError for an unsafe name.
+ */
+export function trajectoryImageKey(
+  tenantId: string,
+  jobId: string,
+  step: number,
+  name: string,
+  options: Required<AttemptOption>,
+): string {
+  const base = `${jobPrefix(tenantId, jobId)}trajectories/${stepOf(step)}`;
+  return `${base}/${attemptOf(options.attempt)}/images/${safe("the image name", name)}`;
 }

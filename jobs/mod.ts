@@ -84,3 +84,13 @@ export {
   saveSkillLibrary,
   type Writer,
 } from "./artifacts.ts";
+export {
+  getTrajectoryDumps,
+  listTrajectoryDumps,
+  readTrajectoryDump,
+  readTrajectoryImage,
+  saveTrajectoryDump,
+  TrajectoryDumpError,
+  type TrajectoryDumpInput,
+  type TrajectoryImageInput,
+} from "./trajectories.ts";

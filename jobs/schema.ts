@@ -226,6 +226,54 @@ export const skillLibraries = pgTable("skill_libraries", {
   check("skill_libraries_count_nonnegative", sql`${t.skillCount} >= 0`),
 ]);
 
+/** One PNG of a trajectory dump (an observation image), as recorded in its row. */
+export interface TrajectoryImage {
+  /** Name within the step, e.g. `rollout-0-2.png` (see `FILE_NAME_PATTERN` in keys.ts). */
+  name: string;
+  /** Full object key. */
+  key: string;
+  bytes: number;
+  /** Lowercase hex SHA-256 of the PNG's bytes. */
+  sha256: string;
+  /** Pixels. */
+  width: number;
+  height: number;
+}
+
+/**
+ * What a trajectory dump holds: `rollout` the training rollouts of an update, `eval` the
+ * evaluation of a step (per-split results and the eval trajectories).
+ */
+export const TRAJECTORY_DUMP_KINDS = ["rollout", "eval"] as const;
+/** A kind of trajectory dump (see {@link TRAJECTORY_DUMP_KINDS}). */
+export type TrajectoryDumpKind = (typeof TRAJECTORY_DUMP_KINDS)[number];
+
+/**
+ * Trajectory dumps (one JSON object each, plus its images); the row is the commit point, as for
+ * checkpoints: the objects are uploaded first, then the row is inserted under the fence.
+ */
+export const trajectoryDumps = pgTable("trajectory_dumps", {
+  id: bigserial("id", { mode: "number" }).primaryKey(),
+  jobId: uuid("job_id").notNull().references(() => jobs.id, { onDelete: "cascade" }),
+  step: integer("step").notNull(),
+  kind: text("kind").$type<TrajectoryDumpKind>().notNull(),
+  attempt: integer("attempt").notNull(),
+  /** Key of the JSON object. */
+  key: text("key").notNull(),
+  bytes: bigint("bytes", { mode: "number" }).notNull(),
+  sha256: text("sha256").notNull(),
+  /** Trajectories in the object (after the size bound). */
+  trajectoryCount: integer("trajectory_count").notNull(),
+  images: jsonb("images").$type<TrajectoryImage[]>().notNull().default([]),
+  createdAt: createdAt(),
+}, (t) => [
+  unique("trajectory_dumps_job_step_kind_key").on(t.jobId, t.step, t.kind),
+  check("trajectory_dumps_step_nonnegative", sql`${t.step} >= 0`),
+  check("trajectory_dumps_kind_known", sql`${t.kind} in ('rollout', 'eval')`),
+  check("trajectory_dumps_sha256_hex", sql`${t.sha256} ~ '^[0-9a-f]{64}$'`),
+  check("trajectory_dumps_count_nonnegative", sql`${t.trajectoryCount} >= 0`),
+]);
+
 /**
  * Idempotency keys of `POST /v1/jobs`: the same key with the same request body returns the same
  * job; with a different body it is a conflict.
@@ -257,5 +305,7 @@ export type JobMetricsRow = typeof jobMetrics.$inferSelect;
 export type Checkpoint = typeof checkpoints.$inferSelect;
 /** A skill library row. */
 export type SkillLibrary = typeof skillLibraries.$inferSelect;
+/** A trajectory dump row. */
+export type TrajectoryDump = typeof trajectoryDumps.$inferSelect;
 /** An idempotency key row. */
 export type IdempotencyKey = typeof idempotencyKeys.$inferSelect;

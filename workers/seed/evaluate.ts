@@ -5,7 +5,7 @@
  * step 0 (after warm-up) and the last step are compared on identical tasks.
  */
 import type { AsyncEnvironment, Split } from "../envs/mod.ts";
-import { runRollouts } from "./rollout.ts";
+import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { ACTION_STOP, type TextPolicy } from "./text_policy.ts";
 
 /** Results of one split. */
@@ -38,12 +38,13 @@ export interface EvaluateOptions {
   signal?: AbortSignal;
 }
 
-/** Plays every split (see module doc); also returns the tokens generated. */
+/** Plays every split (see module doc); also returns the tokens generated and the episodes. */
 export async function evaluate(
   text: TextPolicy,
   options: EvaluateOptions,
-): Promise<{ splits: SplitEval[]; tokensGenerated: number }> {
+): Promise<{ splits: SplitEval[]; tokensGenerated: number; trajectories: RolloutTrajectory[] }> {
   const out: SplitEval[] = [];
+  const played: RolloutTrajectory[] = [];
   let tokensGenerated = 0;
   for (const [k, split] of options.splits.entries()) {
     const seed = (options.seed + 104729 * (k + 1)) >>> 0;
@@ -68,6 +69,7 @@ export async function evaluate(
         return g.texts;
       },
     });
+    played.push(...trajectories);
     const families: SplitEval["families"] = {};
     for (const t of trajectories) {
       const f = (families[t.task.family] ??= { episodes: 0, success_rate: 0 });
@@ -85,7 +87,7 @@ export async function evaluate(
       families,
     });
   }
-  return { splits: out, tokensGenerated };
+  return { splits: out, tokensGenerated, trajectories: played };
 }
 
 /**

@@ -39,6 +39,7 @@ import {
 import { evalMetrics, evaluate } from "./evaluate.ts";
 import { resolveModel } from "./model_source.ts";
 import { SkillLibrary } from "./skill_library.ts";
+import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
 import { SeedTrainer, usesAnalysis } from "./trainer.ts";
 import { runWarmup } from "./warmup_stage.ts";
@@ -201,11 +202,12 @@ async function train(run: RunState): Promise<HandlerOutcome> {
   for (let step = run.step + 1; step <= total; step++) {
     ctx.signal.throwIfAborted();
     const done = step - 1;
-    const { metrics } = await trainer.step(
+    const { metrics, trajectories } = await trainer.step(
       step,
       (stage) => ctx.setProgress({ stage, step: done, totalSteps: total }),
       ctx.signal,
     );
+    await saveRolloutDump(ctx, step, trajectories);
     const due = (every: number) => every > 0 && step % every === 0;
     if (due(spec.eval_every) || step === total) {
       const evals = await evaluateNow(run, step, total);
@@ -264,6 +266,7 @@ async function evaluateNow(run: RunState, step: number, total: number) {
     signal: ctx.signal,
   });
   for (const s of r.splits) await ctx.emit("eval", { step, ...s });
+  await saveEvalDump(ctx, step, r);
   return { ...evalMetrics(r.splits), seconds_eval: (performance.now() - started) / 1000 };
 }
 

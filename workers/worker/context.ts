@@ -20,6 +20,7 @@ import {
   recordMetrics,
   saveCheckpoint,
   saveSkillLibrary,
+  saveTrajectoryDump,
   setProgress,
 } from "../../jobs/mod.ts";
 import {
@@ -179,6 +180,9 @@ export function createJobContext(state: RunState): JobContext {
           ? (json as { skills: unknown[] }).skills.length
           : 0);
       return fenced(() => saveSkillLibrary(db, store, writer, { step, json, skillCount: count }));
+    },
+    saveTrajectories(dump) {
+      return fenced(() => saveTrajectoryDump(db, store, writer, dump));
     },
   };
 }

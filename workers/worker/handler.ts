@@ -23,6 +23,8 @@ import type {
   JobProgress,
   JobSpec,
   SkillLibrary,
+  TrajectoryDump,
+  TrajectoryDumpInput,
 } from "../../jobs/mod.ts";
 import type { Logger } from "./logger.ts";
 
@@ -106,6 +108,12 @@ export interface JobContext {
   readonly artifacts: ArtifactReader;
   /** Uploads the skill library JSON of a step and commits its row. */
   saveSkills(step: number, json: unknown, skillCount?: number): Promise<SkillLibrary>;
+  /**
+   * Uploads a trajectory dump (JSON + PNG images) and commits its row under the fence (see
+   * jobs/trajectories.ts). Optional: contexts that keep no artifacts (benchmarks) omit it, and
+   * the trainer then dumps nothing.
+   */
+  saveTrajectories?(dump: TrajectoryDumpInput): Promise<TrajectoryDump>;
   /** Structured logger bound to `jobId`, `attempt`, `workerId`. */
   readonly log: Logger;
 }

@@ -1,0 +1,220 @@
+/**
+ * Trajectory dumps (issue 7 point 4): at every update the trainer's rollouts, and at every
+ * evaluation the per-split results with the eval trajectories, are written as one JSON object
+ * each through `ctx.saveTrajectories` (jobs/trajectories.ts: attempt-scoped keys, the row under
+ * the fence is the commit point). An observation that carries an image is stored as its own PNG
+ * object (`encodePng`) and referenced from its turn by name; the API serves it at
+ * `GET /v1/jobs/{id}/trajectories/{step}/images/{name}`.
+ *
+ * Sizes are bounded ({@link DumpLimits}): the first `maxTrajectories` rollouts in (task, copy)
+ * order (whole groups first), the first `maxPerSplit` eval episodes of each split, text fields
+ * cut at `maxFieldChars`, and at most `maxImages` images per dump. The JSON (version 1):
+ *
+ * ```json
+ * {"version": 1, "kind": "rollout", "job_id": "…", "step": 2, "total_trajectories": 32,
+ *  "images_omitted": 0,
+ *  "trajectories": [{"id": "step-2/b0g1", "task_id": "sokoban/train/17", "split": "train",
+ *    "family": "sokoban", "instruction": "push the box onto the target", "group": 0, "copy": 1,
+ *    "won": false, "score": -0.3, "reward_sum": -0.3, "turns": 3, "truncated": true,
+ *    "steps": [{"turn": 1, "observation": "# # …", "response": "<action>up</action>",
+ *      "action": "up", "valid": true, "reward": -0.1, "image": null}]}]}
+ * ```
+ *
+ * An `eval` dump adds `"splits": [SplitEval…]` (evaluate.ts: split, episodes, success_rate,
+ * score, mean_turns, families).
+ */
+import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../jobs/mod.ts";
+import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../envs/mod.ts";
+import type { JobContext } from "../worker/handler.ts";
+import type { SplitEval } from "./evaluate.ts";
+
+/** A turn to dump: a rollout turn, with the observation image it answered where there was one. */
+export interface DumpStep extends TrajectoryStep {
+  /** The image of the observation before acting (vision variants). */
+  image?: RgbImage;
+}
+
+/** A trajectory to dump (a `RolloutTrajectory` fits). */
+export interface DumpTrajectory {
+  id: string;
+  task: Task;
+  /** Group (task) index within the step, 0..B−1. */
+  taskIndex: number;
+  /** Copy within the group, 0..G−1. */
+  copyIndex: number;
+  won: boolean;
+  /** Episode score (env units: the reward sum, or the env's final score). */
+  score: number;
+  truncated: boolean;
+  steps: readonly DumpStep[];
+}
+
+/** Size bounds of one dump (see module doc). */
+export interface DumpLimits {
+  /** Rollout trajectories kept per step (default 32). */
+  maxTrajectories: number;
+  /** Eval episodes kept per split (default 8). */
+  maxPerSplit: number;
+  /** Characters kept of each observation and response (default 4000). */
+  maxFieldChars: number;
+  /** PNG images per dump (default 256); later turns then carry `image: null`. */
+  maxImages: number;
+}
+
+/** Default {@link DumpLimits}: a sokoban step of 32 trajectories × 20 turns is ≈ 150 KB. */
+export const DEFAULT_DUMP_LIMITS: Readonly<DumpLimits> = {
+  maxTrajectories: 32,
+  maxPerSplit: 8,
+  maxFieldChars: 4000,
+  maxImages: 256,
+};
+
+/** One dumped turn (JSON). */
+export interface DumpedStep {
+  /** 1-based turn. */
+  turn: number;
+  observation: string;
+  response: string;
+  action: string;
+  valid: boolean;
+  reward: number;
+  /** Name of the observation's PNG within the step, or null. */
+  image: string | null;
+}
+
+/** One dumped trajectory (JSON). */
+export interface DumpedTrajectory {
+  id: string;
+  task_id: string;
+  split: string;
+  family: string;
+  instruction: string;
+  group: number;
+  copy: number;
+  won: boolean;
+  score: number;
+  /** Sum of the turns' rewards (equals `score` unless the env reports a final score). */
+  reward_sum: number;
+  turns: number;
+  truncated: boolean;
+  steps: DumpedStep[];
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/**
+ * The JSON entries and PNG images of `trajectories` (already bounded by the caller); images
+ * are named `{kind}-{i}-{k}.png` (trajectory i of the dump, turn k, both 0-based).
+ * @throws RasterError when an image's `rgb` does not hold width × height × 3 bytes.
+ */
+export function dumpEntries(
+  kind: TrajectoryDumpInput["kind"],
+  trajectories: readonly DumpTrajectory[],
+  limits: DumpLimits,
+): { trajectories: DumpedTrajectory[]; images: TrajectoryImageInput[]; imagesOmitted: number } {
+  const images: TrajectoryImageInput[] = [];
+  let imagesOmitted = 0;
+  const entries = trajectories.map((t, i): DumpedTrajectory => ({
+    id: t.id,
+    task_id: t.task.id,
+    split: t.task.split,
+    family: t.task.family,
+    instruction: t.task.instruction,
+    group: t.taskIndex,
+    copy: t.copyIndex,
+    won: t.won,
+    score: t.score,
+    reward_sum: t.steps.reduce((s, x) => s + x.reward, 0),
+    turns: t.steps.length,
+    truncated: t.truncated,
+    steps: t.steps.map((s, k) => {
+      let image: string | null = null;
+      if (s.image && images.length >= limits.maxImages) imagesOmitted++;
+      else if (s.image) {
+        image = `${kind}-${i}-${k}.png`;
+        const { width, height } = s.image;
+        images.push({ name: image, bytes: encodePng(s.image), width, height });
+      }
+      return {
+        turn: k + 1,
+        observation: clip(s.observation, limits.maxFieldChars),
+        response: clip(s.response, limits.maxFieldChars),
+        action: clip(s.action, limits.maxFieldChars),
+        valid: s.valid,
+        reward: s.reward,
+        image,
+      };
+    }),
+  }));
+  return { trajectories: entries, images, imagesOmitted };
+}
+
+/** The `rollout` dump of update `step` (see module doc). */
+export function rolloutDump(
+  jobId: string,
+  step: number,
+  trajectories: readonly DumpTrajectory[],
+  limits: DumpLimits = DEFAULT_DUMP_LIMITS,
+): TrajectoryDumpInput {
+  const kept = trajectories.slice(0, limits.maxTrajectories);
+  const d = dumpEntries("rollout", kept, limits);
+  const json = {
+    version: 1,
+    kind: "rollout",
+    job_id: jobId,
+    step,
+    total_trajectories: trajectories.length,
+    images_omitted: d.imagesOmitted,
+    trajectories: d.trajectories,
+  };
+  return { step, kind: "rollout", json, trajectoryCount: kept.length, images: d.images };
+}
+
+/** The `eval` dump of `step`: results per split and the first episodes of each split. */
+export function evalDump(
+  jobId: string,
+  step: number,
+  evaluation: { splits: readonly SplitEval[]; trajectories: readonly DumpTrajectory[] },
+  limits: DumpLimits = DEFAULT_DUMP_LIMITS,
+): TrajectoryDumpInput {
+  const perSplit = new Map<string, number>();
+  const kept = evaluation.trajectories.filter((t) => {
+    const n = perSplit.get(t.task.split) ?? 0;
+    perSplit.set(t.task.split, n + 1);
+    return n < limits.maxPerSplit;
+  });
+  const d = dumpEntries("eval", kept, limits);
+  const json = {
+    version: 1,
+    kind: "eval",
+    job_id: jobId,
+    step,
+    splits: evaluation.splits,
+    total_trajectories: evaluation.trajectories.length,
+    images_omitted: d.imagesOmitted,
+    trajectories: d.trajectories,
+  };
+  return { step, kind: "eval", json, trajectoryCount: kept.length, images: d.images };
+}
+
+/** Writes the rollout dump of update `step` (nothing when the context keeps no artifacts). */
+export async function saveRolloutDump(
+  ctx: JobContext,
+  step: number,
+  trajectories: readonly DumpTrajectory[],
+): Promise<void> {
+  if (!ctx.saveTrajectories) return;
+  await ctx.saveTrajectories(rolloutDump(ctx.jobId, step, trajectories));
+}
+
+/** Writes the eval dump (`eval/step-N`) of `step` (nothing when the context keeps no artifacts). */
+export async function saveEvalDump(
+  ctx: JobContext,
+  step: number,
+  evaluation: { splits: readonly SplitEval[]; trajectories: readonly DumpTrajectory[] },
+): Promise<void> {
+  if (!ctx.saveTrajectories) return;
+  await ctx.saveTrajectories(evalDump(ctx.jobId, step, evaluation));
+}
