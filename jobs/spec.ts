@@ -83,11 +83,7 @@ export const JobSpecSchema = z.object({
   /** `seed` (default), `grpo` (λ_opd = 0, no analysis) or `sft` (warm-up only). */
   method: z.enum(METHODS).default("seed"),
   model: z.object({
-    /**
-     * `builtin:tiny` | `builtin:tiny-vl` (with an image encoder: needed by image observations,
-     * e.g. `ezpoints` or `sokoban` with `render: "image"`) | `s3://bucket/prefix/` (HF folder) |
-     * `job:<uuid>[@step]`.
-     */
+    /** `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]`. */
     base: ModelBase.default("builtin:tiny"),
   }).strict().prefault({}),
   env: z.object({
