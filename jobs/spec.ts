@@ -83,7 +83,9 @@ export const JobSpecSchema = z.object({
   /** `seed` (default), `grpo` (λ_opd = 0, no analysis) or `sft` (warm-up only). */
   method: z.enum(METHODS).default("seed"),
   model: z.object({
-    /** `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]`. */
+    /**
+     * `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]`.
+     */
     base: ModelBase.default("builtin:tiny"),
   }).strict().prefault({}),
   env: z.object({
