@@ -2,7 +2,9 @@
  * `deno task bench:learn`: GRPO vs SEED learning curves (DESIGN.md §10 "learning: success rate on
  * test_seen/test_unseen of SEED vs GRPO at equal samples"; "SEED seconds per update ÷ GRPO").
  *
- * Per environment (sokoban and household by default): one warm-up job (`sft`: policy SFT and
+ * Per environment (sokoban and household by default; the vision tasks `sokoban-image` and
+ * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the
+ * text render of the same game): one warm-up job (`sft`: policy SFT and
  * analyzer SFT) makes a checkpoint; a `grpo` and a `seed` job then both start from it
  * (`job:<warm-up>@0`, `warmup.skip`), with the same random seed, B, G and steps (so the same
  * sample budget), evaluating test_seen and test_unseen every `--eval-every` steps. The jobs run
@@ -12,7 +14,12 @@
  * `.bench-out/learn.svg` (one panel per env), and prints a table with SEED s/step ÷ GRPO s/step.
  * Sized to ~30 min on 2 loaded cores with the defaults; run by hand.
  *
- *     deno task bench:learn [--envs sokoban,household] [--steps 12] [--eval-every 4] [--seed 0]
+ *     deno task bench:learn [--envs sokoban,household] [--env sokoban-image] [--steps 12]
+ *       [--eval-every 4] [--seed 0] [--warmup-episodes 64] [--eval-episodes 32]
+ *
+ * `--env` may be repeated and adds to `--envs` (its default is then dropped):
+ * `deno task bench:learn --env ezpoints --steps 2 --warmup-episodes 8 --eval-episodes 8` is a
+ * quick check that the pipeline runs (not a learning result).
  */
 import { parseArgs } from "node:util";
 import type { JobSpecInput } from "../jobs/spec.ts";
@@ -21,32 +28,56 @@ import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
 
 const { values: args } = parseArgs({
   options: {
-    envs: { type: "string", default: "sokoban,household" },
+    envs: { type: "string" },
+    env: { type: "string", multiple: true },
     steps: { type: "string", default: "12" },
     "eval-every": { type: "string", default: "4" },
     seed: { type: "string", default: "0" },
     out: { type: "string", default: ".bench-out" },
+    "warmup-episodes": { type: "string", default: "64" },
+    "eval-episodes": { type: "string", default: "32" },
   },
 });
 
-/** Tiny per-env settings (turn limits and warm-up sizes that fit the time budget). */
+/** Bench environment names in the order given (`--envs` list, then each `--env`). */
+const envNames = [
+  ...(args.envs ?? (args.env ? "" : "sokoban,household")).split(",").filter((e) => e !== ""),
+  ...(args.env ?? []),
+];
+
+/**
+ * Per bench env: the job's env (turn limits that fit the time budget) and model. The vision
+ * tasks use builtin:tiny-vl (a text-only model is refused on image observations).
+ */
 const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   sokoban: { env: { id: "sokoban", max_turns: 10, history: 0 } },
   household: { env: { id: "household", max_turns: 15, history: 1 } },
   webshop: { env: { id: "webshop", max_turns: 8, history: 1 } },
+  "sokoban-image": {
+    env: { id: "sokoban", max_turns: 10, history: 0, options: { render: "image" } },
+    model: { base: "builtin:tiny-vl" },
+  },
+  ezpoints: {
+    env: { id: "ezpoints", max_turns: 6, history: 0, options: { render: "image" } },
+    model: { base: "builtin:tiny-vl" },
+  },
+  "ezpoints-text": {
+    env: { id: "ezpoints", max_turns: 6, history: 0, options: { render: "text" } },
+  },
 };
 
-function specFor(envId: string, extra: Record<string, unknown>): JobSpecInput {
+function specFor(name: string, extra: Record<string, unknown>): JobSpecInput {
+  const policyEpisodes = Number(args["warmup-episodes"]);
   return {
-    ...ENV_SETTINGS[envId] ?? { env: { id: envId } },
+    ...ENV_SETTINGS[name] ?? { env: { id: name } },
     rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 12 },
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 4 },
     optim: { lr: 1e-3, mini_batch_size: 64 },
     warmup: {
-      policy: { episodes: 64, epochs: 3, lr: 3e-3 },
-      analyzer: { episodes: 24, epochs: 2, lr: 2e-3 },
+      policy: { episodes: policyEpisodes, epochs: 3, lr: 3e-3 },
+      analyzer: { episodes: Math.ceil((policyEpisodes * 3) / 8), epochs: 2, lr: 2e-3 },
     },
-    eval: { episodes: 32, temperature: 1 },
+    eval: { episodes: Number(args["eval-episodes"]), temperature: 1 },
     random_seed: Number(args.seed),
     checkpoint_every: 1000,
     ...extra,
@@ -63,7 +94,8 @@ interface Row {
 }
 
 const rows: Row[] = [];
-const timing: { env: string; method: string; secondsPerStep: number }[] = [];
+/** Per run: mean seconds per update, and (SEED) the mean analyzer parse rate over updates. */
+const timing: { env: string; method: string; secondsPerStep: number; parseRate: number }[] = [];
 const steps = Number(args.steps), evalEvery = Number(args["eval-every"]);
 const shelf: CheckpointShelf = new Map();
 const handler = createSeedHandler();
@@ -71,7 +103,7 @@ const t0 = performance.now();
 const log = (msg: string) =>
   console.error(`[${((performance.now() - t0) / 1000).toFixed(0)}s] ${msg}`);
 
-for (const envId of args.envs.split(",")) {
+for (const envId of envNames) {
   const warm = memoryContext(specFor(envId, { method: "sft" }), { shelf });
   await handler(warm.ctx);
   log(`${envId}: warm-up done`);
@@ -87,9 +119,10 @@ for (const envId of args.envs.split(",")) {
       { shelf },
     );
     await handler(run.ctx);
-    const stepSeconds: number[] = [];
+    const stepSeconds: number[] = [], parseRates: number[] = [];
     for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
       if (step > 0) stepSeconds.push(m.step_seconds);
+      if (step > 0 && m.analyzer_parse_rate !== undefined) parseRates.push(m.analyzer_parse_rate);
       for (const split of ["test_seen", "test_unseen"]) {
         const sr = m[`eval/${split}/success_rate`];
         if (sr === undefined) continue;
@@ -104,7 +137,8 @@ for (const envId of args.envs.split(",")) {
       }
     }
     const secondsPerStep = stepSeconds.reduce((a, b) => a + b, 0) / Math.max(1, stepSeconds.length);
-    timing.push({ env: envId, method, secondsPerStep });
+    const parseRate = parseRates.reduce((a, b) => a + b, 0) / Math.max(1, parseRates.length);
+    timing.push({ env: envId, method, secondsPerStep, parseRate });
     log(`${envId}/${method}: ${secondsPerStep.toFixed(1)} s/step`);
   }
 }
@@ -116,8 +150,9 @@ const csv = ["env,method,step,split,success_rate,score"]
 await Deno.writeTextFile(`${args.out}/learn.csv`, csv);
 await Deno.writeTextFile(`${args.out}/learn.svg`, plot(rows));
 
-console.log("| env | method | split | step 0 | last step | s/step |");
-console.log("| --- | --- | --- | --- | --- | --- |");
+// A parse rate of 0 means no skill was distilled: SEED then updates exactly as GRPO.
+console.log("| env | method | split | step 0 | last step | s/step | analyzer parse rate |");
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const t of timing) {
   for (const split of ["test_seen", "test_unseen"]) {
     const series = rows.filter((r) =>
@@ -127,7 +162,9 @@ for (const t of timing) {
     console.log(
       `| ${t.env} | ${t.method} | ${split} | ${first.toFixed(3)} | ${last.toFixed(3)} (step ${
         series.at(-1)?.step
-      }) | ${t.secondsPerStep.toFixed(1)} |`,
+      }) | ${t.secondsPerStep.toFixed(1)} | ${
+        t.method === "seed" ? t.parseRate.toFixed(2) : "—"
+      } |`,
     );
   }
 }

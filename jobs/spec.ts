@@ -38,12 +38,18 @@ export const MAX_ENV_OPTIONS_CHARS = 16_384;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
 const num = (min: number, max: number) => z.number().min(min).max(max);
 
+/**
+ * Built-in model names: `builtin:tiny` (a ~1M-parameter Llama decoder, text only) and
+ * `builtin:tiny-vl` (the same decoder plus a small image encoder, for image observations).
+ */
+export const BUILTIN_MODELS: readonly string[] = ["builtin:tiny", "builtin:tiny-vl"];
+
 /** `model.base` accepted forms, checked in one place so the error message lists them all. */
 const ModelBase = z.string().max(1024).refine(
-  (v) => v === "builtin:tiny" || S3_PREFIX_PATTERN.test(v) || JOB_REF_PATTERN.test(v),
+  (v) => BUILTIN_MODELS.includes(v) || S3_PREFIX_PATTERN.test(v) || JOB_REF_PATTERN.test(v),
   {
     message:
-      "Cannot use this model base as it must be `builtin:tiny`, `s3://bucket/prefix/` (ending in /) or `job:<uuid>[@step]`",
+      "Cannot use this model base as it must be `builtin:tiny`, `builtin:tiny-vl`, `s3://bucket/prefix/` (ending in /) or `job:<uuid>[@step]`",
   },
 );
 
@@ -77,7 +83,9 @@ export const JobSpecSchema = z.object({
   /** `seed` (default), `grpo` (λ_opd = 0, no analysis) or `sft` (warm-up only). */
   method: z.enum(METHODS).default("seed"),
   model: z.object({
-    /** `builtin:tiny` | `s3://bucket/prefix/` (HF folder) | `job:<uuid>[@step]`. */
+    /**
+     * `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]`.
+     */
     base: ModelBase.default("builtin:tiny"),
   }).strict().prefault({}),
   env: z.object({

@@ -58,12 +58,13 @@ export async function evaluate(
       historyLength: options.historyLength,
       signal: options.signal,
       idPrefix: `eval/${split}/`,
-      policy: async (prompts) => {
+      policy: async (prompts, images) => {
         const g = await text.generate(prompts, {
           maxNewTokens: options.maxNewTokens,
           temperature: options.temperature,
           seed: (seed + 31 * ++turn) >>> 0,
           stop: [ACTION_STOP],
+          images,
         });
         tokensGenerated += g.tokens;
         return g.texts;

@@ -4,6 +4,9 @@
  * analyzer SFT for `seed`), evaluates the warm-up model as step 0, then runs `steps` updates
  * with evaluation every `eval_every` and checkpoints every `checkpoint_every` (and at the end).
  *
+ * Before anything else the environment's first turn is probed: a job whose prompts show images
+ * on a model without an image encoder fails at once (`checkModelFitsEnv`).
+ *
  * Per step the order is: update → evaluation (when due) → `recordMetrics(step)` → checkpoint +
  * skill library (when due). The checkpoint is the commit point of a step: a run that dies before
  * it repeats the step from the previous checkpoint with the same draws, and the metrics row of
@@ -37,7 +40,7 @@ import {
   type TrainerState,
 } from "./checkpoint.ts";
 import { evalMetrics, evaluate } from "./evaluate.ts";
-import { resolveModel } from "./model_source.ts";
+import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.ts";
 import { SkillLibrary } from "./skill_library.ts";
 import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
@@ -93,10 +96,13 @@ export function registerSeedHandlers(
 async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunState> {
   const spec = ctx.spec;
   const env = await resolveEnvironment(spec.env.id);
+  const firstTurn = await probeFirstTurn(env, spec.env.options);
+  const names = { base: spec.model.base, envId: spec.env.id };
   const resume = await ctx.latestCheckpoint();
   const engine = { threads: 2, ...options.engine };
   if (resume) {
     const restored = await readCheckpoint(resume);
+    checkModelFitsEnv(restored.model.config, names, firstTurn);
     const state = restored.state;
     if (!state) {
       throw new CheckpointError(
@@ -138,7 +144,9 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     env,
     seed: derivedSeed(spec.random_seed, SEED_USE.init),
     artifacts: ctx.artifacts,
+    images: firstTurn.images,
   });
+  checkModelFitsEnv(model.config, names, firstTurn);
   const policy = new Policy(model.config, model.parameters, engine);
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
   return {

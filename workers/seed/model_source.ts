@@ -4,6 +4,9 @@
  * - `builtin:tiny` → `createBuiltinTiny` with a tokenizer whose vocabulary is the environment's
  *   words ∪ the turn-prompt template ∪ the analyzer prompt template and skill block (so analyzer
  *   and teacher prompts are one token per word too), initialised from `random_seed`.
+ * - `builtin:tiny-vl` → `createBuiltinTinyVl`: the same vocabulary plus `<image>` as one special
+ *   token (the config's `image_token_id`) and a small image encoder whose square input side is
+ *   sized to the environment's images ({@link builtinImageSize}).
  * - `job:<id>[@step]` → that job's checkpoint (latest when no step), read through the worker's
  *   {@link ArtifactReader}: only jobs of the same tenant resolve (another tenant's job reads as
  *   missing).
@@ -13,8 +16,16 @@
  */
 import type { AsyncEnvironment, Trajectory } from "../envs/mod.ts";
 import { promptTemplateVocabulary, vocabularyOf } from "../envs/prompt.ts";
-import { createBuiltinTiny, type FileReader, type HfModel, loadHfDirectory } from "../model/mod.ts";
+import {
+  createBuiltinTiny,
+  createBuiltinTinyVl,
+  type DecoderConfig,
+  type FileReader,
+  type HfModel,
+  loadHfDirectory,
+} from "../model/mod.ts";
 import type { ArtifactReader } from "../worker/handler.ts";
+import { type ObservationImage, promptImages } from "./rollout.ts";
 import { buildAnalyzerPrompt, PAPER_SKILL_INSTRUCTION, SKILL_HEADING } from "./skills.ts";
 
 /** Thrown when `model.base` cannot be resolved (missing job/checkpoint/folder). */
@@ -67,6 +78,81 @@ export interface ModelSourceOptions {
   seed: number;
   /** Reads checkpoints and objects of the job's tenant. */
   artifacts: ArtifactReader;
+  /**
+   * The images of the environment's first turn ({@link probeFirstTurn}); builtin:tiny-vl sizes
+   * its encoder input to them ({@link builtinImageSize}). Default none (image side 48).
+   */
+  images?: readonly ObservationImage[];
+}
+
+/** Smallest and largest encoder input side (pixels) builtin:tiny-vl is built with. */
+export const BUILTIN_IMAGE_SIZE = { min: 16, max: 80, default: 48 } as const;
+
+/**
+ * The square encoder input side (pixels) of builtin:tiny-vl for an environment's images: the
+ * longer side of the largest image rounded up to a multiple of the patch size 8, within
+ * [16, 80] (80 keeps an image at 100 tokens of 8×8 patches); 48 without images. A 6×6 Sokoban
+ * room of 8-pixel tiles (48×48) is then one tile per patch; EZPoints' 104×72 two-card image is
+ * resized to 80×80 (strokes of 2 pixels survive, at 48 they would not).
+ */
+export function builtinImageSize(images: readonly ObservationImage[]): number {
+  if (images.length === 0) return BUILTIN_IMAGE_SIZE.default;
+  const side = Math.max(...images.map((i) => Math.max(i.width, i.height)));
+  const rounded = Math.ceil(side / 8) * 8;
+  return Math.min(BUILTIN_IMAGE_SIZE.max, Math.max(BUILTIN_IMAGE_SIZE.min, rounded));
+}
+
+/** The policy's view of an environment's first turn: its prompt and the images it shows. */
+export interface FirstTurn {
+  prompt: string;
+  /** One per `<image>` placeholder of the prompt (empty for text prompts). */
+  images: ObservationImage[];
+}
+
+/**
+ * The first turn of one `train` task (`env.options` as the job gives them): reset, build the
+ * prompt, close. Cheap (one episode, no policy); used before training to size builtin:tiny-vl
+ * and to check that the model can read the prompts ({@link checkModelFitsEnv}).
+ * @throws EnvOptionsError (from the environment) on invalid options; RolloutError when a prompt
+ *   shows an image the observation lacks.
+ */
+export async function probeFirstTurn(
+  env: AsyncEnvironment,
+  envOptions: Record<string, unknown>,
+): Promise<FirstTurn> {
+  const [task] = await env.sampleTasks("train", 1, 0, envOptions);
+  const episode = env.createEpisode(task);
+  try {
+    const observation = await episode.reset();
+    const prompt = await env.buildPrompt({
+      task,
+      history: [],
+      observation,
+      historyLength: 0,
+      turn: 1,
+    });
+    return { prompt, images: promptImages(prompt, observation, 1) };
+  } finally {
+    await episode.close();
+  }
+}
+
+/**
+ * Checks that a model can read an environment's prompts: prompts with images need a model with
+ * an image encoder (`vision_config`). A vision model on a text environment is fine (it gets no
+ * images). Called when a job starts, so a mismatch fails it at once with this message.
+ * @throws ModelSourceError naming the model, the environment and the fix.
+ */
+export function checkModelFitsEnv(
+  config: DecoderConfig,
+  names: { base: string; envId: string },
+  firstTurn: FirstTurn,
+): void {
+  if (firstTurn.images.length > 0 && !config.vision_config) {
+    throw new ModelSourceError(
+      `Cannot train ${names.base} on ${names.envId} as its observations are images (the prompt shows <image>) and the model must have an image encoder (vision_config), e.g. builtin:tiny-vl: ${names.base} has none (use builtin:tiny-vl, or a text render of the environment such as env.options.render "text")`,
+    );
+  }
 }
 
 /**
@@ -79,6 +165,13 @@ export async function resolveModel(base: string, options: ModelSourceOptions): P
     return createBuiltinTiny({
       vocabulary: await builtinVocabulary(options.env),
       seed: options.seed,
+    });
+  }
+  if (base === "builtin:tiny-vl") {
+    return createBuiltinTinyVl({
+      vocabulary: await builtinVocabulary(options.env),
+      seed: options.seed,
+      imageSize: builtinImageSize(options.images ?? []),
     });
   }
   const job = /^job:([0-9a-f-]{36})(?:@(\d+))?$/.exec(base);
@@ -109,6 +202,6 @@ export async function resolveModel(base: string, options: ModelSourceOptions): P
     });
   }
   throw new ModelSourceError(
-    `Cannot load model ${base} as it must be builtin:tiny, job:<id>[@step] or s3://bucket/prefix/`,
+    `Cannot load model ${base} as it must be builtin:tiny, builtin:tiny-vl, job:<id>[@step] or s3://bucket/prefix/`,
   );
 }

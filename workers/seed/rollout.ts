@@ -7,6 +7,11 @@
  *
  * Works with in-process environments (via `asAsync`) and HTTP ones alike: it only needs the
  * small `AsyncEnvironmentLike` interface below, whose methods may return values or promises.
+ *
+ * Images (vision variants): a prompt that shows the `<image>` placeholder shows the current
+ * observation's image there ({@link promptImages}); the policy gets each prompt's images beside
+ * it, and the turn keeps them (`RolloutStep.images`), so re-scoring and the update see the same
+ * pixels. Observation texts stay the full descriptions (what the analyzer reads).
  */
 import type {
   Environment,
@@ -17,7 +22,33 @@ import type {
   Trajectory,
   TrajectoryStep,
 } from "../envs/types.ts";
+import { IMAGE_PLACEHOLDER } from "../envs/prompt.ts";
 import { checkNumber, RolloutError } from "./errors.ts";
+
+/** An observation image: RGB bytes, row-major (structurally the model's `RgbImage`). */
+export type ObservationImage = NonNullable<Observation["image"]>;
+
+/**
+ * The images a turn prompt shows: the observation's image when the observation has one and the
+ * prompt holds the `<image>` placeholder (built-in prompts show one image, the current
+ * observation's); none otherwise (a text observation's prompt is text, even if it quotes
+ * `<image>`).
+ * @throws {RolloutError} when the observation has an image and the prompt shows the placeholder
+ *   more than once (one image cannot fill two places).
+ */
+export function promptImages(
+  prompt: string,
+  observation: Observation,
+  turn: number,
+): ObservationImage[] {
+  if (!observation.image) return [];
+  const shown = prompt.split(IMAGE_PLACEHOLDER).length - 1;
+  if (shown <= 1) return shown === 1 ? [observation.image] : [];
+  throw new RolloutError(
+    `Cannot pair the prompt of turn ${turn} with its observation's image as the prompt must show ${IMAGE_PLACEHOLDER} at most once: current count is ${shown}`,
+    { turn },
+  );
+}
 
 /** A value or a promise of it: lets sync and async environments share one interface. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -58,10 +89,12 @@ export function asAsync(env: Environment): AsyncEnvironmentLike & {
   };
 }
 
-/** One turn as the trainer needs it: the `TrajectoryStep` plus the exact prompt. */
+/** One turn as the trainer needs it: the `TrajectoryStep` plus the exact prompt and its images. */
 export interface RolloutStep extends TrajectoryStep {
   /** The ordinary prompt the policy answered at this turn. */
   prompt: string;
+  /** The images of the prompt's `<image>` placeholders, in order; absent for text prompts. */
+  images?: ObservationImage[];
 }
 
 /** A finished rollout episode: a `Trajectory` with ids, group position and per-turn prompts. */
@@ -77,8 +110,11 @@ export interface RolloutTrajectory extends Trajectory {
   truncated: boolean;
 }
 
-/** A batched policy: one response per prompt, in the same order. */
-export type BatchPolicy = (prompts: string[]) => Promise<string[]>;
+/**
+ * A batched policy: one response per prompt, in the same order; `images[i]` are the images of
+ * prompt i's placeholders (empty for a text prompt).
+ */
+export type BatchPolicy = (prompts: string[], images: ObservationImage[][]) => Promise<string[]>;
 
 /** Options of `runRollouts`. */
 export interface RolloutOptions {
@@ -205,7 +241,8 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
           })
         )),
     );
-    const responses = await stage(turn, "run the policy", () => policy(prompts));
+    const images = prompts.map((p, i) => promptImages(p, live[i].observation, turn));
+    const responses = await stage(turn, "run the policy", () => policy(prompts, images));
     if (!Array.isArray(responses) || responses.length !== prompts.length) {
       throw new RolloutError(
         `Cannot continue the rollout as the policy must return one response per prompt (${prompts.length}): current value is ${
@@ -229,6 +266,7 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
       const result = results[i];
       e.trajectory.steps.push({
         prompt: prompts[i],
+        ...(images[i].length > 0 ? { images: images[i] } : {}),
         observation: e.observation.text,
         response: responses[i],
         action: actions[i] ?? "",

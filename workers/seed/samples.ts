@@ -18,7 +18,7 @@ import {
   stepRewards,
 } from "./advantage.ts";
 import { checkNumber, SeedOptionError } from "./errors.ts";
-import type { RolloutTrajectory } from "./rollout.ts";
+import type { ObservationImage, RolloutTrajectory } from "./rollout.ts";
 
 /** One training sample: one turn of one trajectory (DESIGN.md §8 step 1). */
 export interface TurnSample extends AdvantageSample {
@@ -26,6 +26,8 @@ export interface TurnSample extends AdvantageSample {
   index: number;
   /** The ordinary prompt the policy saw at this turn. */
   prompt: string;
+  /** The images of the prompt's `<image>` placeholders (vision variants; absent for text). */
+  images?: ObservationImage[];
   /** The sampled response text. */
   response: string;
   /** The parsed action ("" when none). */
@@ -73,6 +75,7 @@ export function buildSamples(
       samples.push({
         index: samples.length,
         prompt: step.prompt,
+        ...(step.images ? { images: step.images } : {}),
         response: step.response,
         action: step.action,
         valid: step.valid,

@@ -7,8 +7,19 @@
  *     response  = encode(text, no special tokens)  (+ EOS for analyzer targets)
  *
  * Prompts are used raw (no chat template): the builtin models are trained on exactly this form.
+ *
+ * Vision models: a prompt's `<image>` placeholders (one special token each) go with the images
+ * given beside the prompt (`sample(…, images)`, `generate(…, { images })`); the model expands each
+ * into its image tokens. Generated text never contains the placeholder (it is removed), so a
+ * response or a skill quoted in a later prompt cannot open an image slot that has no image.
  */
-import { type Policy, type Sample, Tokenizer } from "../model/mod.ts";
+import {
+  IMAGE_PLACEHOLDER,
+  type Policy,
+  type RgbImage,
+  type Sample,
+  Tokenizer,
+} from "../model/mod.ts";
 
 /** Separator between a prompt and its response. */
 export const PROMPT_SUFFIX = "\n";
@@ -34,6 +45,8 @@ export interface TextGenerateOptions {
   seed: number;
   /** Stop strings (default none; EOS always stops). */
   stop?: string[];
+  /** Vision models: `images[i]` fill prompt i's `<image>` placeholders (empty/absent: none). */
+  images?: (readonly RgbImage[] | undefined)[];
 }
 
 /** A `Policy` and its tokenizer, speaking text. */
@@ -61,9 +74,14 @@ export class TextPolicy {
     return ids;
   }
 
-  /** A (prompt, response) token sample. */
-  sample(prompt: string, response: string, eos = false): Sample {
-    return { prompt: this.promptIds(prompt), response: this.responseIds(response, eos) };
+  /**
+   * A (prompt, response) token sample; `images` (vision models) fill the prompt's `<image>`
+   * placeholders in order and are kept only when there are some.
+   */
+  sample(prompt: string, response: string, eos = false, images?: readonly RgbImage[]): Sample {
+    const s: Sample = { prompt: this.promptIds(prompt), response: this.responseIds(response, eos) };
+    if (images && images.length > 0) s.images = [...images];
+    return s;
   }
 
   /**
@@ -81,9 +99,12 @@ export class TextPolicy {
       eosTokenIds: tok.stopTokenIds,
       stop: options.stop,
       detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
+      images: options.images?.map((x) => (x ? [...x] : undefined)),
     });
+    const vision = Boolean(this.policy.config.vision_config);
+    const clean = (t: string) => (vision ? t.replaceAll(IMAGE_PLACEHOLDER, "") : t);
     return {
-      texts: gens.map((g) => (g.text ?? "").trim()),
+      texts: gens.map((g) => clean(g.text ?? "").trim()),
       tokens: gens.reduce((n, g) => n + g.tokens.length, 0),
     };
   }

@@ -151,12 +151,13 @@ export class SeedTrainer {
       historyLength: spec.env.history,
       idPrefix: `step-${step}/`,
       signal,
-      policy: async (prompts) => {
+      policy: async (prompts, images) => {
         const g = await theta.generate(prompts, {
           maxNewTokens: spec.rollout.max_new_tokens,
           temperature: spec.rollout.temperature,
           seed: (seed + 0x9e3779b1 * ++turn) >>> 0,
           stop: [ACTION_STOP],
+          images,
         });
         tokens += g.tokens;
         return g.texts;
@@ -188,19 +189,19 @@ export class SeedTrainer {
     return { ...r, tokens };
   }
 
-  /** ℓ_old and ℓ_ref under the ordinary prompt; ℓ_T under the skill prompt where there is one. */
+  /**
+   * ℓ_old and ℓ_ref under the ordinary prompt; ℓ_T under the skill prompt where there is one.
+   * Every pass (and the update) sees the turn's images; the skill prompt keeps its `<image>`.
+   */
   async #rescore(samples: TurnSample[], skills: Map<string, string | null>) {
     const { theta, reference, spec } = this.parts;
-    const plain: Sample[] = samples.map((s) => theta.sample(s.prompt, s.response));
+    const plain: Sample[] = samples.map((s) => theta.sample(s.prompt, s.response, false, s.images));
     const old = await theta.policy.score(plain);
     const ref = reference && spec.optim.kl_coef > 0 ? await reference.score(plain) : old;
     const prompts = teacherPrompts(samples, skills);
     const teacherIdx = prompts.flatMap((p, i) => (p === null ? [] : [i]));
     const teacher = await theta.policy.score(
-      teacherIdx.map((i) => ({
-        prompt: theta.promptIds(prompts[i]!),
-        response: plain[i].response,
-      })),
+      teacherIdx.map((i) => ({ ...plain[i], prompt: theta.promptIds(prompts[i]!) })),
     );
     const teacherOf = new Map(teacherIdx.map((i, k) => [i, teacher.logprobs[k]]));
     const rl: RlSample[] = samples.map((s, i) => ({

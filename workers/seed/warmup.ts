@@ -6,14 +6,16 @@
  *
  * Data (all from the `train` split, seeded by the job's `random_seed`):
  * - policy SFT: each turn of an expert episode is one sample, prompt = `env.buildPrompt(…)` as in
- *   rollouts, target = `<action>{expert action}</action>`;
+ *   rollouts (with the observation's image where the prompt shows `<image>`), target =
+ *   `<action>{expert action}</action>`;
  * - analyzer SFT: trajectories of the warmed policy sampled at temperature 1 (successes and
- *   failures alike), prompt = `buildAnalyzerPrompt(trajectory)`, target =
+ *   failures alike), prompt = `buildAnalyzerPrompt(trajectory)` (text only: observations as
+ *   their text descriptions), target =
  *   `analysisTarget(env.referenceAnalysis(trajectory))` + EOS.
  */
-import type { AsyncEnvironment, Task, TrajectoryStep } from "../envs/mod.ts";
+import type { AsyncEnvironment, Task } from "../envs/mod.ts";
 import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample } from "../model/mod.ts";
-import { runRollouts } from "./rollout.ts";
+import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
 import { analysisTarget, type AnalyzerPromptOptions, buildAnalyzerPrompt } from "./skills.ts";
 import { ACTION_STOP, type TextPolicy } from "./text_policy.ts";
@@ -111,7 +113,7 @@ export async function expertSamples(
   let won = 0;
   for (const task of tasks) {
     const steps = await expertEpisode(env, task, options);
-    for (const s of steps.steps) samples.push(text.sample(s.prompt, s.response));
+    for (const s of steps.steps) samples.push(text.sample(s.prompt, s.response, false, s.images));
     if (steps.won) won++;
   }
   return { samples, won };
@@ -121,10 +123,10 @@ async function expertEpisode(
   env: AsyncEnvironment,
   task: Task,
   options: WarmupDataOptions,
-): Promise<{ steps: (TrajectoryStep & { prompt: string })[]; won: boolean }> {
+): Promise<{ steps: RolloutStep[]; won: boolean }> {
   const episode = env.createEpisode(task);
   const expert = env.createExpert(task);
-  const steps: (TrajectoryStep & { prompt: string })[] = [];
+  const steps: RolloutStep[] = [];
   try {
     let observation = await episode.reset();
     for (let turn = 1; turn <= options.maxTurns; turn++) {
@@ -135,10 +137,12 @@ async function expertEpisode(
         historyLength: options.historyLength,
         turn,
       });
+      const images = promptImages(prompt, observation, turn);
       const action = await expert.act(observation);
       const result = await episode.step(action);
       steps.push({
         prompt,
+        ...(images.length > 0 ? { images } : {}),
         observation: observation.text,
         response: `<action>${action}${ACTION_STOP}`,
         action,
@@ -183,12 +187,13 @@ export async function analyzerSamples(
     historyLength: options.historyLength,
     signal: options.signal,
     idPrefix: "warmup/",
-    policy: async (prompts) => {
+    policy: async (prompts, images) => {
       const g = await text.generate(prompts, {
         maxNewTokens: options.maxNewTokens,
         temperature: options.temperature,
         seed: (options.seed + 7919 * ++turn) >>> 0,
         stop: [ACTION_STOP],
+        images,
       });
       tokensGenerated += g.tokens;
       return g.texts;
