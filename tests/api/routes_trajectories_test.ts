@@ -87,7 +87,7 @@ Deno.test("a step's trajectories come with their fields, eval results and image 
   const image = first.steps[1].image!;
   assert.equal(image.name, "rollout-0-1.png");
   assert.equal(image.url, `${base}/1/images/rollout-0-1.png`);
-  assert.equal(image.width, rollouts[0].steps[1].image!.width);
+  assert.equal(image.width, rollouts[0].steps[1].images![0].width);
   assert.equal(image.sha256, sha(rollout1.images[1].bytes));
   assert.doesNotMatch(JSON.stringify(body), /tenants\//);
 });
@@ -116,7 +116,7 @@ Deno.test("an image link serves the PNG: right size, pixels and SHA-256", async 
   }
   const res = await get(`${base}/1/images/rollout-1-0.png`);
   const png = decode(new Uint8Array(await res.arrayBuffer()));
-  assert.deepEqual(new Uint8Array(png.data), rollouts[1].steps[0].image!.rgb);
+  assert.deepEqual(new Uint8Array(png.data), rollouts[1].steps[0].images![0].rgb);
 });
 
 Deno.test("a stored image that no longer matches its SHA-256 is a 502, not wrong bytes", async () => {

@@ -28,10 +28,10 @@ import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../env
 import type { JobContext } from "../worker/handler.ts";
 import type { SplitEval } from "./evaluate.ts";
 
-/** A turn to dump: a rollout turn, with the observation image it answered where there was one. */
+/** A turn to dump: a rollout turn (`RolloutStep` fits), with the images its prompt showed. */
 export interface DumpStep extends TrajectoryStep {
-  /** The image of the observation before acting (vision variants). */
-  image?: RgbImage;
+  /** Images of the prompt (vision variants: one, the observation before acting); the first is dumped. */
+  images?: readonly RgbImage[];
 }
 
 /** A trajectory to dump (a `RolloutTrajectory` fits). */
@@ -131,11 +131,12 @@ export function dumpEntries(
     truncated: t.truncated,
     steps: t.steps.map((s, k) => {
       let image: string | null = null;
-      if (s.image && images.length >= limits.maxImages) imagesOmitted++;
-      else if (s.image) {
+      const shown = s.images?.[0];
+      if (shown && images.length >= limits.maxImages) imagesOmitted++;
+      else if (shown) {
         image = `${kind}-${i}-${k}.png`;
-        const { width, height } = s.image;
-        images.push({ name: image, bytes: encodePng(s.image), width, height });
+        const { width, height } = shown;
+        images.push({ name: image, bytes: encodePng(shown), width, height });
       }
       return {
         turn: k + 1,

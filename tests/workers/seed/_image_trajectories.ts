@@ -24,7 +24,7 @@ export function imageTrajectories(
       const r = episode.step(action);
       steps.push({
         observation: observation.text,
-        image: observation.image,
+        images: observation.image ? [observation.image] : undefined,
         response: `<action>${action}</action>`,
         action,
         valid: r.valid,

@@ -61,7 +61,7 @@ Deno.test("a rollout dump keeps every field of each turn and names one PNG per i
 
 Deno.test("each dumped PNG decodes to the observation image's size and pixels", () => {
   const played = imageTrajectories(1, { actions: ["up"] });
-  const rgb = played[0].steps[0].image!;
+  const rgb = played[0].steps[0].images![0];
   const [png] = rolloutDump("job-1", 1, played).images;
   const decoded = decode(png.bytes);
   assert.equal(decoded.width, rgb.width);
