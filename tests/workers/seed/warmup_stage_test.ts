@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { replaySubset } from "../../../workers/seed/warmup_stage.ts";
+import { replayCount, replaySubset } from "../../../workers/seed/warmup_stage.ts";
 
-Deno.test("the analyzer stage replays as many distinct demonstrations as there are analyses", () => {
+Deno.test("the replayed demonstrations are distinct and drawn by the seed", () => {
   const data = Array.from({ length: 100 }, (_, i) => i);
   const picked = replaySubset(data, 10, 7);
   assert.equal(picked.length, 10);
@@ -15,4 +15,14 @@ Deno.test("the analyzer stage replays as many distinct demonstrations as there a
 Deno.test("the replay keeps every demonstration when there are fewer than the analyses", () => {
   assert.deepEqual(replaySubset([1, 2, 3], 5, 1), [1, 2, 3]);
   assert.deepEqual(replaySubset([1, 2, 3], 0, 1), []);
+});
+
+Deno.test("the replay matches the analyses' response tokens, at least one demonstration each", () => {
+  const seq = (n: number) => ({ response: Array.from({ length: n }, (_, i) => i) });
+  // 2 analyses of 80 tokens vs demonstrations of 8 tokens: 160 / 8 = 20.
+  assert.equal(replayCount([seq(80), seq(80)], [seq(8), seq(8), seq(8)]), 20);
+  // Long demonstrations: still one per analysis.
+  assert.equal(replayCount([seq(4), seq(4)], [seq(100)]), 2);
+  assert.equal(replayCount([], [seq(8)]), 0);
+  assert.equal(replayCount([seq(8)], []), 0);
 });
