@@ -28,7 +28,7 @@ function shorten(text: string, max: number | undefined): string {
 
 /**
  * The analyzer prompt of DESIGN.md §8 step 3 (after the paper's episode-only analyzer): asks for
- * only JSON `{"episode_summary", "episode_skill"}`; on success the skill is the workflow (core
+ * only JSON `{"episode_skill", "episode_summary"}` (skill first, see `analysisTarget`); on success the skill is the workflow (core
  * decision rule and action order that worked), on failure the avoidance rule (core mistake and
  * warning signs); one short policy-facing skill. Carries `Your task is to: …`, `Outcome:
  * success|failure`, and per step `Step k` (1-based turn) / `Observation:` / `Response:` /
@@ -48,7 +48,7 @@ export function buildAnalyzerPrompt(
     ? "The episode succeeded: episode_skill is the workflow, the core decision rule and action order that worked."
     : "The episode failed: episode_skill is the avoidance rule, the core mistake and the warning signs to avoid.";
   const lines = [
-    'Analyze the agent episode below. Return ONLY JSON: {"episode_summary": "...", "episode_skill": "..."}',
+    'Analyze the agent episode below. Return ONLY JSON: {"episode_skill": "...", "episode_summary": "..."}',
     rule,
     "Write one short policy-facing skill, not a story of the episode.",
     `Your task is to: ${trajectory.task.instruction}`,
@@ -148,13 +148,17 @@ export function parseSkillAnalysis(
 
 /**
  * The canonical text the analyzer is fine-tuned to emit during analyzer warm-up: one line of
- * JSON with `episode_summary` then `episode_skill`. `parseSkillAnalysis(analysisTarget(x))`
- * returns x whenever x is already whitespace-normalised and within the parse bounds.
+ * JSON with `episode_skill` then `episode_summary`. The skill comes first (the paper's prompt
+ * names the summary first; JSON key order carries no meaning) so that an analysis cut off by
+ * `analyzer_max_new_tokens` inside the summary — Sokoban summaries list every move — still
+ * yields its skill through the lenient parser's closed-`"episode_skill"` fallback.
+ * `parseSkillAnalysis(analysisTarget(x))` returns x whenever x is already whitespace-normalised
+ * and within the parse bounds.
  */
 export function analysisTarget(analysis: SkillAnalysis): string {
   return JSON.stringify({
-    episode_summary: analysis.episode_summary,
     episode_skill: analysis.episode_skill,
+    episode_summary: analysis.episode_summary,
   });
 }
 

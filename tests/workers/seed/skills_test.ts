@@ -207,6 +207,17 @@ Deno.test("analysisTarget round-trips through parse", () => {
   assert.deepEqual(parseSkillAnalysis(target), analysis);
 });
 
+Deno.test("an analysis cut off inside its summary still yields the skill, which comes first", () => {
+  const analysis = {
+    episode_summary: "Solved in 9 steps: walked up 1, pushed the box left 2, walked down 1.",
+    episode_skill: "Walk behind the box, then push it left onto the target.",
+  };
+  const target = analysisTarget(analysis);
+  assert.ok(target.indexOf("episode_skill") < target.indexOf("episode_summary"));
+  const cut = target.slice(0, target.indexOf("walked down"));
+  assert.equal(parseSkillAnalysis(cut)?.episode_skill, analysis.episode_skill);
+});
+
 const policyPrompt = [
   "You are an expert agent playing Sokoban.",
   "Your task is to: push every box onto a goal",
