@@ -70,6 +70,7 @@ export {
   type EnvRef,
   envSpecIssues,
   isHttpEnvRef,
+  modelEnvIssues,
 } from "./env_catalog.ts";
 export {
   type CheckpointFileInput,
