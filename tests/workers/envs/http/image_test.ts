@@ -125,3 +125,24 @@ Deno.test("a padded base64 text of the right length is refused, as it decodes to
   assert.equal(res.status, 400);
   assert.equal((await res.json()).errors[0].path, "input.observation.image.rgb_base64");
 });
+
+Deno.test("an expert handed an observation its env cannot show answers 400 at observation.text, not 500", async () => {
+  const app = createEnvApp([sokoban, ezpoints]);
+  const post = (path: string, body: unknown) =>
+    app.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  for (const env of [sokoban, ezpoints]) {
+    const [task] = env.sampleTasks("train", 1, 0);
+    const { expert_id } = await (await post(`/envs/${env.id}/v1/experts`, { task })).json();
+    for (const text of ["garbage", "# # #\n# P #\n# X O"]) {
+      const res = await post(`/envs/${env.id}/v1/experts/${expert_id}/act`, {
+        observation: { text },
+      });
+      assert.equal(res.status, 400, `${env.id}: ${text}`);
+      assert.equal((await res.json()).errors[0].path, "observation.text");
+    }
+  }
+});
