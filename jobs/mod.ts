@@ -88,10 +88,12 @@ export {
 export {
   getTrajectoryDumps,
   listTrajectoryDumps,
+  listTrajectoryDumpSummaries,
   readTrajectoryDump,
   readTrajectoryImage,
   saveTrajectoryDump,
   TrajectoryDumpError,
   type TrajectoryDumpInput,
+  type TrajectoryDumpSummary,
   type TrajectoryImageInput,
 } from "./trajectories.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { decode } from "fast-png";
-import { fenceOf, saveTrajectoryDump } from "../../jobs/mod.ts";
+import { fenceOf, listTrajectoryDumpSummaries, saveTrajectoryDump } from "../../jobs/mod.ts";
 import type { SplitEval } from "../../workers/seed/evaluate.ts";
 import { evalDump, rolloutDump } from "../../workers/seed/trajectory_dump.ts";
 import { imageTrajectories } from "../workers/seed/_image_trajectories.ts";
@@ -62,6 +62,16 @@ Deno.test("without a step the route lists the steps that have trajectories", asy
   assert.equal(steps[1].rollout.trajectories, 1);
   assert.equal(steps[1].eval, null);
   assert.doesNotMatch(JSON.stringify(steps), /tenants\//);
+});
+
+Deno.test("the listing reads image counts, not every dump's image list", async () => {
+  const summaries = await listTrajectoryDumpSummaries(fx.db, job.id);
+  assert.deepEqual(summaries.map((d) => [d.step, d.kind, d.imageCount, d.trajectoryCount]), [
+    [1, "eval", 3, 3],
+    [1, "rollout", 4, 2],
+    [2, "rollout", 2, 1],
+  ]);
+  for (const d of summaries) assert.equal("images" in d, false);
 });
 
 Deno.test("a step's trajectories come with their fields, eval results and image links", async () => {
