@@ -154,6 +154,22 @@ Deno.test("a malformed step or split is a 400 naming the field", async () => {
   }
 });
 
+Deno.test("an empty, blank, hex or exponent step is a 400, not read as a number", async () => {
+  // z.coerce.number() read `?step=` and `?step=%20` as step 0 (a 404 "at step 0") and
+  // `0x1`/`1e0` as step 1 (a 200).
+  for (const value of ["", "%20", "0x1", "1e0", "+1", "99999999999"]) {
+    const res = await get(`${base}?step=${value}`);
+    assert.equal(res.status, 400, value);
+    const body = await res.json();
+    assert.equal(body.errors[0].path, "step", value);
+    assert.match(body.errors[0].message, /decimal digits/, value);
+  }
+  for (const path of ["0x1/images/rollout-0-0.png", "1e0/images/rollout-0-0.png"]) {
+    assert.equal((await get(`${base}/${path}`)).status, 404, path);
+  }
+  assert.equal((await get(`${base}/1/images/rollout-0-0.png`)).status, 200);
+});
+
 Deno.test("a step without trajectories and an unknown image are 404 problems", async () => {
   const res = await get(`${base}?step=7`);
   assert.equal(res.status, 404);
