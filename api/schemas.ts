@@ -193,7 +193,11 @@ export const SPLIT_NAMES = ["train", "test_seen", "test_unseen"] as const;
 export const TrajectoriesQuery = z.object({
   step: StepParam.optional(),
   split: z.enum(SPLIT_NAMES).optional(),
-}).strict();
+}).strict().refine((q) => q.split === undefined || q.step !== undefined, {
+  // The step listing has no trajectories to filter: a split there was silently ignored.
+  path: ["split"],
+  message: "split filters one step's trajectories, so it needs step",
+});
 
 /** One dump of a step in the trajectory listing. */
 export const TrajectoryDumpView = z.object({

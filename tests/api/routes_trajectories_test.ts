@@ -170,6 +170,14 @@ Deno.test("an empty, blank, hex or exponent step is a 400, not read as a number"
   assert.equal((await get(`${base}/1/images/rollout-0-0.png`)).status, 200);
 });
 
+Deno.test("a split without a step is a 400 at split, not silently ignored by the step listing", async () => {
+  const res = await get(`${base}?split=train`);
+  assert.equal(res.status, 400);
+  const body = await res.json();
+  assert.equal(body.errors[0].path, "split");
+  assert.match(body.errors[0].message, /needs step/);
+});
+
 Deno.test("a step without trajectories and an unknown image are 404 problems", async () => {
   const res = await get(`${base}?step=7`);
   assert.equal(res.status, 404);
