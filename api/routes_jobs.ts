@@ -15,7 +15,7 @@ import {
 } from "../jobs/mod.ts";
 import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts";
 import { getJob, listJobs } from "./queries.ts";
-import { checkSpecRefs } from "./spec_refs.ts";
+import { checkSpecRefs, rootModelBase } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { parseJsonBody, parseQuery } from "./validate.ts";
 import { jobView } from "./views.ts";
@@ -49,14 +49,21 @@ function idempotencyKeyOf(c: Context): string | undefined {
 /**
  * 422 when `env` does not fit the environment list (jobs/env_catalog.ts `envSpecIssues`): an
  * unknown `env.id`, or `env.options` that break the environment's options schema; or when a
- * text-only `model.base` would be shown that environment's images (`modelEnvIssues`).
+ * text-only `model.base` would be shown that environment's images (`modelEnvIssues`; `root`
+ * answers the base a `job:` reference was trained from, see spec_refs.ts `rootModelBase`).
  */
-async function checkEnv(envs: EnvsProvider, spec: JobSpec): Promise<void> {
+async function checkEnv(
+  envs: EnvsProvider,
+  spec: JobSpec,
+  root: () => Promise<string>,
+): Promise<void> {
   const { env } = spec;
   const entries = await envs();
   const errors = envSpecIssues(entries, env);
   if (errors.length === 0) {
-    const model = modelEnvIssues(entries, spec.model.base, env);
+    const base = await root();
+    const label = base === spec.model.base ? base : `${spec.model.base} (trained from ${base})`;
+    const model = modelEnvIssues(entries, base, env, label);
     if (model.length === 0) return;
     throw new UnprocessableError(
       `Cannot queue the job as model.base must have an image encoder for ${env.id} with these options: ${
@@ -83,7 +90,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     const tenant = c.get("tenant");
     const idempotencyKey = idempotencyKeyOf(c);
     const spec = await parseJsonBody(c, JobSpecSchema);
-    await checkEnv(envs, spec);
+    await checkEnv(envs, spec, () => rootModelBase(db, tenant.id, spec.model.base));
     await checkSpecRefs(db, spec, { tenantId: tenant.id, serviceBucket: options.store.bucket });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });

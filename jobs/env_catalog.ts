@@ -134,12 +134,14 @@ const TEXT_ONLY_BASES: readonly string[] = ["builtin:tiny"];
  * `model.base` (code `model_without_image_encoder`). Without it such a job was queued and only
  * failed when a worker started it. Other bases (`s3://`, `job:`) and `http(s)://` environments
  * are left to the start-up check (workers/seed/model_source.ts `checkModelFitsEnv`), as their
- * config or observations are not known here.
+ * config or observations are not known here. `label` names the model in the message (default
+ * `base`; e.g. the `job:` reference that was trained from `base`).
  */
 export function modelEnvIssues(
   entries: readonly EnvCheckEntry[],
   base: string,
   env: EnvRef,
+  label: string = base,
 ): EnvIssue[] {
   if (!TEXT_ONLY_BASES.includes(base) || isHttpEnvRef(env.id)) return [];
   const entry = entries.find((e) => e.id === env.id);
@@ -150,6 +152,6 @@ export function modelEnvIssues(
     path: "model.base",
     code: "model_without_image_encoder",
     message:
-      `${base} has no image encoder and ${env.id} renders images here (env.options.render "image"): use builtin:tiny-vl, or env.options.render "text"`,
+      `${label} has no image encoder and ${env.id} renders images here (env.options.render "image"): use builtin:tiny-vl, or env.options.render "text"`,
   }];
 }
