@@ -63,7 +63,7 @@ async function checkEnv(
   if (errors.length === 0) {
     const base = await root();
     const label = base === spec.model.base ? base : `${spec.model.base} (trained from ${base})`;
-    const model = modelEnvIssues(entries, base, env, label);
+    const model = modelEnvIssues(entries, { base, env, label });
     if (model.length === 0) return;
     throw new UnprocessableError(
       `Cannot queue the job as model.base must have an image encoder for ${env.id} with these options: ${

@@ -132,17 +132,17 @@ const TEXT_ONLY_BASES: readonly string[] = ["builtin:tiny"];
  * {@link TEXT_ONLY_BASES} on an environment whose options, over its catalog `defaults`, say
  * `render: "image"` (sokoban with `render: "image"`; ezpoints by default) is one issue at
  * `model.base` (code `model_without_image_encoder`). Without it such a job was queued and only
- * failed when a worker started it. Other bases (`s3://`, `job:`) and `http(s)://` environments
- * are left to the start-up check (workers/seed/model_source.ts `checkModelFitsEnv`), as their
- * config or observations are not known here. `label` names the model in the message (default
- * `base`; e.g. the `job:` reference that was trained from `base`).
+ * failed when a worker started it. `s3://` bases and `http(s)://` environments are left to the
+ * start-up check (workers/seed/model_source.ts `checkModelFitsEnv`), as their config or
+ * observations are not known here; a `job:` base is checked by passing the base it was trained
+ * from (api/spec_refs.ts `rootModelBase`) with `label` naming the reference in the message
+ * (default `base`).
  */
 export function modelEnvIssues(
   entries: readonly EnvCheckEntry[],
-  base: string,
-  env: EnvRef,
-  label: string = base,
+  model: { base: string; env: EnvRef; label?: string },
 ): EnvIssue[] {
+  const { base, env, label = base } = model;
   if (!TEXT_ONLY_BASES.includes(base) || isHttpEnvRef(env.id)) return [];
   const entry = entries.find((e) => e.id === env.id);
   if (!entry) return [];

@@ -49,12 +49,15 @@ Deno.test("envSpecIssues accepts any id when the catalog is empty and never chec
 Deno.test("modelEnvIssues refuses builtin:tiny where the options render images, at model.base", () => {
   const envs = ENV_CATALOG.envs;
   const issuesOf = (base: string, id: string, options?: Record<string, unknown>) =>
-    modelEnvIssues(envs, base, { id, options }).map((i) => [i.path, i.code]);
+    modelEnvIssues(envs, { base, env: { id, options } }).map((i) => [i.path, i.code]);
   const refused = [["model.base", "model_without_image_encoder"]];
   assert.deepEqual(issuesOf("builtin:tiny", "ezpoints"), refused); // image is ezpoints' default
   assert.deepEqual(issuesOf("builtin:tiny", "ezpoints", { cards: 3 }), refused);
   assert.deepEqual(issuesOf("builtin:tiny", "sokoban", { render: "image" }), refused);
-  assert.match(modelEnvIssues(envs, "builtin:tiny", { id: "ezpoints" })[0].message, /tiny-vl/);
+  assert.match(
+    modelEnvIssues(envs, { base: "builtin:tiny", env: { id: "ezpoints" } })[0].message,
+    /tiny-vl/,
+  );
   assert.deepEqual(issuesOf("builtin:tiny", "ezpoints", { render: "text" }), []);
   assert.deepEqual(issuesOf("builtin:tiny", "sokoban"), []);
   assert.deepEqual(issuesOf("builtin:tiny-vl", "ezpoints"), []);
