@@ -90,7 +90,11 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     const tenant = c.get("tenant");
     const idempotencyKey = idempotencyKeyOf(c);
     const spec = await parseJsonBody(c, JobSpecSchema);
-    await checkEnv(envs, spec, () => rootModelBase(db, tenant.id, spec.model.base));
+    await checkEnv(
+      envs,
+      spec,
+      () => rootModelBase(db, { tenantId: tenant.id, base: spec.model.base }),
+    );
     await checkSpecRefs(db, spec, { tenantId: tenant.id, serviceBucket: options.store.bucket });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });

@@ -67,7 +67,11 @@ const MAX_BASE_LINKS = 16;
  * itself when it is not a job reference, and the last base reached when the chain meets a job
  * that is not this tenant's (checkSpecRefs reports it) or gets too long.
  */
-export async function rootModelBase(db: Database, tenantId: string, base: string): Promise<string> {
+export async function rootModelBase(
+  db: Database,
+  ref: { tenantId: string; base: string },
+): Promise<string> {
+  const { tenantId, base } = ref;
   let current = base;
   for (let i = 0; i < MAX_BASE_LINKS; i++) {
     const ref = JOB_REF.exec(current);
