@@ -72,7 +72,8 @@ export interface DemoArgs {
 
 function intArg(name: string, raw: string | undefined, min: number): number | undefined {
   if (raw === undefined) return undefined;
-  const n = Number(raw);
+  // Digits only: Number() reads "" as 0 and takes "0x10" and "1e3".
+  const n = /^[0-9]{1,9}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(n) || n < min) {
     throw new RangeError(
       `Cannot run the demo as --${name} must be an integer ≥ ${min}: current value is ${raw}`,

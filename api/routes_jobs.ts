@@ -5,10 +5,17 @@ import type { Context } from "hono";
 import { Hono } from "hono";
 import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
-import { cancelJob, envSpecIssues, type JobSpec, JobSpecSchema, submitJob } from "../jobs/mod.ts";
+import {
+  cancelJob,
+  envSpecIssues,
+  type JobSpec,
+  JobSpecSchema,
+  modelEnvIssues,
+  submitJob,
+} from "../jobs/mod.ts";
 import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts";
 import { getJob, listJobs } from "./queries.ts";
-import { checkSpecRefs } from "./spec_refs.ts";
+import { checkSpecRefs, rootModelBase } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { parseJsonBody, parseQuery } from "./validate.ts";
 import { jobView } from "./views.ts";
@@ -41,11 +48,30 @@ function idempotencyKeyOf(c: Context): string | undefined {
 
 /**
  * 422 when `env` does not fit the environment list (jobs/env_catalog.ts `envSpecIssues`): an
- * unknown `env.id`, or `env.options` that break the environment's options schema.
+ * unknown `env.id`, or `env.options` that break the environment's options schema; or when a
+ * text-only `model.base` would be shown that environment's images (`modelEnvIssues`; `root`
+ * answers the base a `job:` reference was trained from, see spec_refs.ts `rootModelBase`).
  */
-async function checkEnv(envs: EnvsProvider, env: JobSpec["env"]): Promise<void> {
-  const errors = envSpecIssues(await envs(), env);
-  if (errors.length === 0) return;
+async function checkEnv(
+  envs: EnvsProvider,
+  spec: JobSpec,
+  root: () => Promise<string>,
+): Promise<void> {
+  const { env } = spec;
+  const entries = await envs();
+  const errors = envSpecIssues(entries, env);
+  if (errors.length === 0) {
+    const base = await root();
+    const label = base === spec.model.base ? base : `${spec.model.base} (trained from ${base})`;
+    const model = modelEnvIssues(entries, { base, env, label });
+    if (model.length === 0) return;
+    throw new UnprocessableError(
+      `Cannot queue the job as model.base must have an image encoder for ${env.id} with these options: ${
+        model[0].message
+      }`,
+      { errors: model },
+    );
+  }
   const detail = errors[0].path === "env.id"
     ? `Cannot queue the job as env.id must name a known environment: current value is ${env.id}`
     : `Cannot queue the job as env.options must fit the ${env.id} options schema: ${
@@ -64,7 +90,11 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     const tenant = c.get("tenant");
     const idempotencyKey = idempotencyKeyOf(c);
     const spec = await parseJsonBody(c, JobSpecSchema);
-    await checkEnv(envs, spec.env);
+    await checkEnv(
+      envs,
+      spec,
+      () => rootModelBase(db, { tenantId: tenant.id, base: spec.model.base }),
+    );
     await checkSpecRefs(db, spec, { tenantId: tenant.id, serviceBucket: options.store.bucket });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });

@@ -9,10 +9,11 @@ import { Hono } from "hono";
 import { z } from "zod";
 import {
   getTrajectoryDumps,
-  listTrajectoryDumps,
+  listTrajectoryDumpSummaries,
   readTrajectoryDump,
   readTrajectoryImage,
   type TrajectoryDump,
+  type TrajectoryDumpSummary,
 } from "../jobs/mod.ts";
 import type { AuthEnv } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
@@ -55,12 +56,12 @@ async function readDump(options: AppOptions, dump: TrajectoryDump): Promise<Stor
   return parsed.data;
 }
 
-function dumpView(d: TrajectoryDump | undefined) {
+function dumpView(d: TrajectoryDumpSummary | undefined) {
   if (!d) return null;
   return {
     attempt: d.attempt,
     trajectories: d.trajectoryCount,
-    images: d.images.length,
+    images: d.imageCount,
     bytes: d.bytes,
     sha256: d.sha256,
     created_at: d.createdAt.toISOString(),
@@ -76,8 +77,8 @@ export function trajectoryRoutes(options: AppOptions): Hono<AuthEnv> {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const q = parseQuery(c, TrajectoriesQuery);
     if (q.step === undefined) {
-      const bySteps = new Map<number, TrajectoryDump[]>();
-      for (const d of await listTrajectoryDumps(db, job.id)) {
+      const bySteps = new Map<number, TrajectoryDumpSummary[]>();
+      for (const d of await listTrajectoryDumpSummaries(db, job.id)) {
         bySteps.set(d.step, [...(bySteps.get(d.step) ?? []), d]);
       }
       return c.json({

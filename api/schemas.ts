@@ -12,8 +12,16 @@ import { limitSchema } from "./cursor.ts";
 /** Path `{id}` of a job (a uuid; anything else is reported as an unknown job, 404). */
 export const JobIdParam = z.uuid();
 
-/** Path `{step}` of a checkpoint: a non-negative integer. */
-export const StepParam = z.coerce.number().int().min(0).max(1_000_000_000);
+/**
+ * A step in a path (`{step}`) or query (`?step=`): decimal digits only, 0..1e9. Only digit
+ * strings are turned into numbers: `z.coerce.number()` read `?step=` and `?step=%20` as step 0
+ * and accepted `0x1` and `1e0`.
+ */
+export const StepParam = z.preprocess(
+  (v) => (typeof v === "string" && /^[0-9]{1,10}$/.test(v) ? Number(v) : v),
+  z.number({ error: "Step must be decimal digits: a whole number from 0 to 1000000000" }).int()
+    .min(0).max(1_000_000_000),
+);
 
 /** `GET /v1/jobs` query. `status` is one state or a comma-separated list. */
 export const ListJobsQuery = z.object({
@@ -34,8 +42,8 @@ export const EventsQuery = z.object({
 export const MetricsQuery = z.object({
   format: z.enum(["json", "csv"]).optional(),
   // Bounded like StepParam: `job_metrics.step` is an int4, so 2^31 failed in SQL (500).
-  from_step: z.coerce.number().int().min(0).max(1_000_000_000).optional(),
-  to_step: z.coerce.number().int().min(0).max(1_000_000_000).optional(),
+  from_step: StepParam.optional(),
+  to_step: StepParam.optional(),
 }).strict();
 
 /** `GET /v1/jobs/{id}/skills` query: a step, or the latest library when absent. */
@@ -185,7 +193,11 @@ export const SPLIT_NAMES = ["train", "test_seen", "test_unseen"] as const;
 export const TrajectoriesQuery = z.object({
   step: StepParam.optional(),
   split: z.enum(SPLIT_NAMES).optional(),
-}).strict();
+}).strict().refine((q) => q.split === undefined || q.step !== undefined, {
+  // The step listing has no trajectories to filter: a split there was silently ignored.
+  path: ["split"],
+  message: "split filters one step's trajectories, so it needs step",
+});
 
 /** One dump of a step in the trajectory listing. */
 export const TrajectoryDumpView = z.object({

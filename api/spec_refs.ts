@@ -56,3 +56,30 @@ export async function checkSpecRefs(
     { errors: issues },
   );
 }
+
+/** Most `job:` links {@link rootModelBase} follows (a chain longer than this is left unresolved). */
+const MAX_BASE_LINKS = 16;
+
+/**
+ * The base a `job:<uuid>[@step]` model was trained from: follows `job:` → that job's `model.base`
+ * through this tenant's jobs (at most {@link MAX_BASE_LINKS} links), so a submit-time check can
+ * tell that a job continued from a `builtin:tiny` job has no image encoder either. Answers `base`
+ * itself when it is not a job reference, and the last base reached when the chain meets a job
+ * that is not this tenant's (checkSpecRefs reports it) or gets too long.
+ */
+export async function rootModelBase(
+  db: Database,
+  ref: { tenantId: string; base: string },
+): Promise<string> {
+  const { tenantId, base } = ref;
+  let current = base;
+  for (let i = 0; i < MAX_BASE_LINKS; i++) {
+    const ref = JOB_REF.exec(current);
+    if (!ref) return current;
+    const job = await getJob(db, { tenantId, jobId: ref[1] });
+    const next = (job?.spec as { model?: { base?: unknown } } | undefined)?.model?.base;
+    if (typeof next !== "string") return current;
+    current = next;
+  }
+  return current;
+}

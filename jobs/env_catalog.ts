@@ -56,6 +56,8 @@ export interface EnvRef {
 export interface EnvCheckEntry {
   id: string;
   options_schema?: Record<string, unknown>;
+  /** The options used when none are given (read by {@link modelEnvIssues}). */
+  defaults?: Record<string, unknown>;
 }
 
 const compiled = new Map<string, z.ZodType>();
@@ -120,4 +122,36 @@ export function envSpecIssues(entries: readonly EnvCheckEntry[], env: EnvRef): E
     }
   }
   return issues;
+}
+
+/** Model bases that have no image encoder (jobs/spec.ts `BUILTIN_MODELS`, text only). */
+const TEXT_ONLY_BASES: readonly string[] = ["builtin:tiny"];
+
+/**
+ * Checks at submit time that a text-only model is not given image observations: a base of
+ * {@link TEXT_ONLY_BASES} on an environment whose options, over its catalog `defaults`, say
+ * `render: "image"` (sokoban with `render: "image"`; ezpoints by default) is one issue at
+ * `model.base` (code `model_without_image_encoder`). Without it such a job was queued and only
+ * failed when a worker started it. `s3://` bases and `http(s)://` environments are left to the
+ * start-up check (workers/seed/model_source.ts `checkModelFitsEnv`), as their config or
+ * observations are not known here; a `job:` base is checked by passing the base it was trained
+ * from (api/spec_refs.ts `rootModelBase`) with `label` naming the reference in the message
+ * (default `base`).
+ */
+export function modelEnvIssues(
+  entries: readonly EnvCheckEntry[],
+  model: { base: string; env: EnvRef; label?: string },
+): EnvIssue[] {
+  const { base, env, label = base } = model;
+  if (!TEXT_ONLY_BASES.includes(base) || isHttpEnvRef(env.id)) return [];
+  const entry = entries.find((e) => e.id === env.id);
+  if (!entry) return [];
+  const options = { ...entry.defaults, ...env.options };
+  if (options.render !== "image") return [];
+  return [{
+    path: "model.base",
+    code: "model_without_image_encoder",
+    message:
+      `${label} has no image encoder and ${env.id} renders images here (env.options.render "image"): use builtin:tiny-vl, or env.options.render "text"`,
+  }];
 }

@@ -70,6 +70,7 @@ export {
   type EnvRef,
   envSpecIssues,
   isHttpEnvRef,
+  modelEnvIssues,
 } from "./env_catalog.ts";
 export {
   type CheckpointFileInput,
@@ -87,10 +88,12 @@ export {
 export {
   getTrajectoryDumps,
   listTrajectoryDumps,
+  listTrajectoryDumpSummaries,
   readTrajectoryDump,
   readTrajectoryImage,
   saveTrajectoryDump,
   TrajectoryDumpError,
   type TrajectoryDumpInput,
+  type TrajectoryDumpSummary,
   type TrajectoryImageInput,
 } from "./trajectories.ts";

@@ -29,6 +29,14 @@ const SQL = {
     returning *`,
   /** listTrajectoryDumps: every committed dump of a job, by step then kind. */
   list: `select * from trajectory_dumps where job_id = $1::uuid order by step, kind`,
+  /**
+   * listTrajectoryDumpSummaries: the same rows with the image count instead of the image list
+   * (up to 256 entries of ~250 bytes per dump, so ~64 KB a row: megabytes to gigabytes for a
+   * long vision job, when a listing needs only the count).
+   */
+  summaries: `select id, job_id, step, kind, attempt, key, bytes, sha256, trajectory_count,
+      jsonb_array_length(images) as image_count, created_at
+    from trajectory_dumps where job_id = $1::uuid order by step, kind`,
   /** trajectoryDumpsAt: the committed dumps (at most one per kind) of one step. */
   at: `select * from trajectory_dumps where job_id = $1::uuid and step = $2::int order by kind`,
 } as const;
@@ -126,6 +134,26 @@ export async function saveTrajectoryDump(
 /** A job's committed dumps, by step then kind. */
 export async function listTrajectoryDumps(db: Queryable, jobId: string): Promise<TrajectoryDump[]> {
   return (await db.query(SQL.list, [jobId])).map(toTrajectoryDump);
+}
+
+/** A committed dump without its image list (see {@link listTrajectoryDumpSummaries}). */
+export type TrajectoryDumpSummary = Omit<TrajectoryDump, "images"> & {
+  /** Images stored with the dump. */
+  imageCount: number;
+};
+
+/**
+ * A job's committed dumps, by step then kind, with image counts instead of image lists: what a
+ * listing needs, without reading every image's key and hash of every step.
+ */
+export async function listTrajectoryDumpSummaries(
+  db: Queryable,
+  jobId: string,
+): Promise<TrajectoryDumpSummary[]> {
+  return (await db.query(SQL.summaries, [jobId])).map((r) => {
+    const { images: _, ...rest } = toTrajectoryDump({ ...r, images: [] });
+    return { ...rest, imageCount: Number(r.image_count) };
+  });
 }
 
 /** The committed dumps of one step (at most one per kind; empty when none). */

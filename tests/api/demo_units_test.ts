@@ -57,6 +57,18 @@ Deno.test("demo arguments default to a seed job on sokoban in a fresh timestampe
   assert.equal(parseDemoArgs(["--help"]), "help");
 });
 
+Deno.test("demo counts must be decimal digits: an empty, hex or exponent value is refused", () => {
+  for (const value of ["", " ", "0x10", "1e3", "+2", "3.0"]) {
+    assert.throws(
+      () => parseDemoArgs(["--warmup-episodes", value]),
+      /--warmup-episodes must be an integer ≥ 0/,
+      JSON.stringify(value),
+    );
+  }
+  const args = parseDemoArgs(["--warmup-episodes", "8", "--steps", "0"]);
+  assert.ok(args !== "help" && args.warmupEpisodes === 8 && args.steps === 0);
+});
+
 Deno.test("skills found is the latest skill_library_size, else the sum of skills_added", () => {
   assert.equal(skillsFound(metrics([[1, { skills_added: 3 }], [2, { skills_added: 2 }]])), 5);
   assert.equal(

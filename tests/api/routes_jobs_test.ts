@@ -124,6 +124,47 @@ Deno.test("an env id the env provider does not list is a 422 at env.id", async (
   assert.deepEqual((await envs.json()).envs.map((e: { id: string }) => e.id), ["sokoban"]);
 });
 
+Deno.test("a text-only model on an image env is a 422 at model.base at submit, and nothing is stored", async () => {
+  const before = (await fx.db.query("select count(*)::int as n from jobs"))[0].n;
+  for (
+    const env of [{ id: "ezpoints" }, { id: "sokoban", options: { render: "image" } }]
+  ) {
+    const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: { env } });
+    const body = await problem(res, 422);
+    assert.deepEqual(body.errors.map((e: { path: string }) => e.path), ["model.base"], env.id);
+    assert.match(body.detail, /builtin:tiny-vl/);
+  }
+  assert.equal((await fx.db.query("select count(*)::int as n from jobs"))[0].n, before);
+  const vl = { env: { id: "ezpoints" }, model: { base: "builtin:tiny-vl" } };
+  assert.equal((await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: vl })).status, 201);
+  const text = { env: { id: "ezpoints", options: { render: "text" } } };
+  assert.equal((await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: text })).status, 201);
+});
+
+Deno.test("a job: base trained from builtin:tiny is refused on an image env too, naming the root", async () => {
+  const post = (json: unknown) => req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json });
+  const text = await (await post({ env: { id: "sokoban" } })).json();
+  const chained = await (await post({ env: { id: "sokoban" }, model: { base: `job:${text.id}` } }))
+    .json();
+  const vl = await (await post({
+    env: { id: "sokoban", options: { render: "image" } },
+    model: { base: "builtin:tiny-vl" },
+  })).json();
+  for (const base of [`job:${text.id}`, `job:${chained.id}@3`]) {
+    const body = await problem(await post({ env: { id: "ezpoints" }, model: { base } }), 422);
+    assert.deepEqual(body.errors.map((e: { path: string }) => e.path), ["model.base"], base);
+    assert.match(body.errors[0].message, new RegExp(`${base} \\(trained from builtin:tiny\\)`));
+  }
+  const ok = await post({ env: { id: "ezpoints" }, model: { base: `job:${vl.id}` } });
+  assert.equal(ok.status, 201);
+  // Another tenant's job is not followed (checkSpecRefs answers unknown_job, as before).
+  const foreign = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyB,
+    json: { env: { id: "ezpoints" }, model: { base: `job:${text.id}` } },
+  });
+  assert.equal((await problem(foreign, 422)).errors[0].code, "unknown_job");
+});
+
 Deno.test("GET /v1/jobs pages newest first with a cursor, filters by status and bounds limit", async () => {
   const key = (await import("../../api/api_keys.ts")).createKey;
   const { key: k } = await key(fx.db, `pager-${crypto.randomUUID()}`);

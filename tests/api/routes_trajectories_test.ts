@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { decode } from "fast-png";
-import { fenceOf, saveTrajectoryDump } from "../../jobs/mod.ts";
+import { fenceOf, listTrajectoryDumpSummaries, saveTrajectoryDump } from "../../jobs/mod.ts";
 import type { SplitEval } from "../../workers/seed/evaluate.ts";
 import { evalDump, rolloutDump } from "../../workers/seed/trajectory_dump.ts";
 import { imageTrajectories } from "../workers/seed/_image_trajectories.ts";
@@ -62,6 +62,16 @@ Deno.test("without a step the route lists the steps that have trajectories", asy
   assert.equal(steps[1].rollout.trajectories, 1);
   assert.equal(steps[1].eval, null);
   assert.doesNotMatch(JSON.stringify(steps), /tenants\//);
+});
+
+Deno.test("the listing reads image counts, not every dump's image list", async () => {
+  const summaries = await listTrajectoryDumpSummaries(fx.db, job.id);
+  assert.deepEqual(summaries.map((d) => [d.step, d.kind, d.imageCount, d.trajectoryCount]), [
+    [1, "eval", 3, 3],
+    [1, "rollout", 4, 2],
+    [2, "rollout", 2, 1],
+  ]);
+  for (const d of summaries) assert.equal("images" in d, false);
 });
 
 Deno.test("a step's trajectories come with their fields, eval results and image links", async () => {
@@ -142,6 +152,30 @@ Deno.test("a malformed step or split is a 400 naming the field", async () => {
     const body = await res.json();
     assert.equal(body.errors[0].path, field, query);
   }
+});
+
+Deno.test("an empty, blank, hex or exponent step is a 400, not read as a number", async () => {
+  // z.coerce.number() read `?step=` and `?step=%20` as step 0 (a 404 "at step 0") and
+  // `0x1`/`1e0` as step 1 (a 200).
+  for (const value of ["", "%20", "0x1", "1e0", "+1", "99999999999"]) {
+    const res = await get(`${base}?step=${value}`);
+    assert.equal(res.status, 400, value);
+    const body = await res.json();
+    assert.equal(body.errors[0].path, "step", value);
+    assert.match(body.errors[0].message, /decimal digits/, value);
+  }
+  for (const path of ["0x1/images/rollout-0-0.png", "1e0/images/rollout-0-0.png"]) {
+    assert.equal((await get(`${base}/${path}`)).status, 404, path);
+  }
+  assert.equal((await get(`${base}/1/images/rollout-0-0.png`)).status, 200);
+});
+
+Deno.test("a split without a step is a 400 at split, not silently ignored by the step listing", async () => {
+  const res = await get(`${base}?split=train`);
+  assert.equal(res.status, 400);
+  const body = await res.json();
+  assert.equal(body.errors[0].path, "split");
+  assert.match(body.errors[0].message, /needs step/);
 });
 
 Deno.test("a step without trajectories and an unknown image are 404 problems", async () => {

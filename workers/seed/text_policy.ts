@@ -30,6 +30,17 @@ export const ACTION_STOP = "</action>";
 /** Stop string of an analysis: the end of `{"episode_summary": "…", "episode_skill": "…"}`. */
 export const ANALYSIS_STOP = '"}';
 
+/**
+ * `text` without any {@link IMAGE_PLACEHOLDER}, removed until none is left: one pass of
+ * `replaceAll` turned `<im<image>age>` into `<image>`, which a later prompt quoting the text
+ * (a skill, a search echoed by the env) would read as an image slot without an image.
+ */
+export function withoutImagePlaceholders(text: string): string {
+  let out = text;
+  while (out.includes(IMAGE_PLACEHOLDER)) out = out.replaceAll(IMAGE_PLACEHOLDER, "");
+  return out;
+}
+
 /** A generated batch: one text per prompt and the number of tokens generated. */
 export interface TextGeneration {
   texts: string[];
@@ -102,7 +113,7 @@ export class TextPolicy {
       images: options.images?.map((x) => (x ? [...x] : undefined)),
     });
     const vision = Boolean(this.policy.config.vision_config);
-    const clean = (t: string) => (vision ? t.replaceAll(IMAGE_PLACEHOLDER, "") : t);
+    const clean = (t: string) => (vision ? withoutImagePlaceholders(t) : t);
     return {
       texts: gens.map((g) => clean(g.text ?? "").trim()),
       tokens: gens.reduce((n, g) => n + g.tokens.length, 0),

@@ -11,6 +11,7 @@ import {
 } from "../../../workers/envs/household/world.ts";
 import { expertPlan } from "../../../workers/envs/household/expert.ts";
 import { EnvOptionsError, InvalidTaskError } from "../../../workers/envs/errors.ts";
+import { ENV_CATALOG, envSpecIssues } from "../../../jobs/env_catalog.ts";
 import { SPLITS, type Task } from "../../../workers/envs/types.ts";
 import { wordsOf } from "../../../workers/envs/prompt.ts";
 import { randomPolicy, runActions, runPolicy } from "./household_helpers.ts";
@@ -64,6 +65,13 @@ Deno.test("every family is drawn, and the families option restricts the draw", (
   assert.ok(only.every((t) => t.family === "heat_then_place"));
   assert.throws(() => env.sampleTasks("train", 3, 1, { families: ["juggle"] }), EnvOptionsError);
   assert.throws(() => env.sampleTasks("train", 3, 1, { families: [] }), EnvOptionsError);
+});
+
+Deno.test("a misspelt household option is refused, in the env and in the submit-time catalog", () => {
+  const typo = { famillies: ["heat_then_place"] };
+  assert.throws(() => env.sampleTasks("train", 3, 1, typo), EnvOptionsError);
+  const issues = envSpecIssues(ENV_CATALOG.envs, { id: "household", options: typo });
+  assert.deepEqual(issues.map((i) => [i.path, i.code]), [["env.options", "unrecognized_keys"]]);
 });
 
 Deno.test("test_unseen shares no room layout with train or test_seen", () => {

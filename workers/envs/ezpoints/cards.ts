@@ -17,6 +17,9 @@ import { hash32, Rng } from "../_rng.ts";
 import { isSolvable } from "./solver.ts";
 import type { Split } from "../types.ts";
 
+/** Cards per hand the game deals (option `cards`); observations with other counts are refused. */
+export const HAND_SIZE = { min: 2, max: 4 } as const;
+
 /** Card suits; hearts and diamonds are red, spades and clubs black. */
 export const SUITS = ["hearts", "diamonds", "spades", "clubs"] as const;
 /** One suit. */

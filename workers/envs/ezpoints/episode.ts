@@ -16,7 +16,7 @@
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
 import { EpisodeNotStartedError } from "../sokoban/episode.ts";
-import { type Card, cardFromName, cardName, cardValue } from "./cards.ts";
+import { type Card, cardFromName, cardName, cardValue, HAND_SIZE } from "./cards.ts";
 import {
   admissibleTokens,
   evaluateFormula,
@@ -48,6 +48,12 @@ export function observationText(hand: readonly Card[], tokens: readonly string[]
   }`;
 }
 
+/**
+ * Most tokens an observation's formula can hold: an episode only appends admissible tokens (each
+ * card once, an operator between numbers, at most cards − 1 open parentheses), far below this.
+ */
+export const MAX_FORMULA_TOKENS = 64;
+
 /** Thrown when a text is not an EZPoints observation. */
 export class ObservationParseError extends Error {
   /** @param message "Cannot parse observation as X must be Y: current value is V". */
@@ -59,7 +65,8 @@ export class ObservationParseError extends Error {
 
 /**
  * Reads an observation text written by {@link observationText} back into hand and tokens.
- * @throws ObservationParseError when the lines or card names do not match.
+ * @throws ObservationParseError when the lines or card names do not match, the hand is not
+ *   {@link HAND_SIZE} cards or the formula has more than {@link MAX_FORMULA_TOKENS} tokens.
  */
 export function parseObservationText(text: string): { hand: Card[]; tokens: string[] } {
   const [cardsLine, formulaLine] = text.split("\n");
@@ -79,7 +86,20 @@ export function parseObservationText(text: string): { hand: Card[]; tokens: stri
     }
     return card;
   });
-  return { hand, tokens: tokensOfFormulaText(formulaLine.slice(FORMULA_PREFIX.length)) };
+  // Bounds before anyone searches the hand: the expert's solver is exponential in the cards (7
+  // cards took minutes), and the formula parser recurses once per parenthesis.
+  if (hand.length < HAND_SIZE.min || hand.length > HAND_SIZE.max) {
+    throw new ObservationParseError(
+      `Cannot parse observation as it must show ${HAND_SIZE.min} to ${HAND_SIZE.max} cards: current value is ${hand.length}`,
+    );
+  }
+  const tokens = tokensOfFormulaText(formulaLine.slice(FORMULA_PREFIX.length));
+  if (tokens.length > MAX_FORMULA_TOKENS) {
+    throw new ObservationParseError(
+      `Cannot parse observation as its formula must have at most ${MAX_FORMULA_TOKENS} tokens: current value is ${tokens.length}`,
+    );
+  }
+  return { hand, tokens };
 }
 
 /** The token an action text names: the text without surrounding whitespace. */

@@ -22,7 +22,16 @@ import {
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { seedOf } from "../_rng.ts";
 import { analyzeEzPoints, ezpointsAnalyzerTexts } from "./analyzer.ts";
-import { type Card, cardValue, dealHand, FAMILIES, familyOf, RANK_NAMES, SUITS } from "./cards.ts";
+import {
+  type Card,
+  cardValue,
+  dealHand,
+  FAMILIES,
+  familyOf,
+  HAND_SIZE,
+  RANK_NAMES,
+  SUITS,
+} from "./cards.ts";
 import { CARDS_PREFIX, EzPointsEpisode, FORMULA_PREFIX } from "./episode.ts";
 import { EzPointsExpert } from "./expert.ts";
 import { ALL_TOKENS, formulaText } from "./formula.ts";
@@ -32,7 +41,7 @@ export const ezpointsOptionsSchema = z.strictObject({
   /** `image`: observations carry the card image (the vision task); `text`: cards named only. */
   render: z.enum(["image", "text"]).default("image"),
   /** Cards per hand. */
-  cards: z.number().int().min(2).max(4).default(2),
+  cards: z.number().int().min(HAND_SIZE.min).max(HAND_SIZE.max).default(2),
 });
 
 /** Parsed `ezpoints` options. */

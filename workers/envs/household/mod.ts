@@ -43,8 +43,11 @@ export type { Family, Scenario } from "./world.ts";
  */
 export const HOUSEHOLD_MAX_TURNS = 30;
 
-/** Options of `household`: which task families to draw (default: all six). */
-export const householdOptionsSchema = z.object({
+/**
+ * Options of `household`: which task families to draw (default: all six). Strict like the other
+ * environments' options: a misspelt key (`famillies`) was dropped, training on every family.
+ */
+export const householdOptionsSchema = z.strictObject({
   families: z.array(z.enum(FAMILIES as [Family, ...Family[]])).min(1).default([...FAMILIES]),
 });
 

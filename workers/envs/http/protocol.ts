@@ -71,7 +71,7 @@ export function base64Length(bytes: number): number {
 /**
  * An image on the wire: RGB bytes (row-major, `height * width * 3`) in standard base64 with
  * padding. Checked: at most {@link MAX_IMAGE_BYTES} bytes, and the base64 decodes to exactly
- * `width * height * 3` bytes.
+ * `width * height * 3` bytes (a multiple of 3, so the text never ends in `=` padding).
  */
 export const WireImageSchema = z.object({
   width: z.number().int().min(1).max(4096),
@@ -90,12 +90,15 @@ export const WireImageSchema = z.object({
     });
     return;
   }
-  if (image.rgb_base64.length !== base64Length(bytes)) {
+  // width * height * 3 is a multiple of 3, so its base64 has no `=` padding: a padded text of
+  // the right length decodes to 1 or 2 bytes too few (e.g. "AAAAAA==" is 4 bytes, not 6).
+  if (image.rgb_base64.length !== base64Length(bytes) || image.rgb_base64.endsWith("=")) {
     ctx.addIssue({
       code: "custom",
       path: ["rgb_base64"],
       message: `must encode width * height * 3 = ${bytes} bytes in ${base64Length(bytes)} ` +
-        `characters: current length is ${image.rgb_base64.length}`,
+        `characters without padding: current length is ${image.rgb_base64.length}` +
+        (image.rgb_base64.endsWith("=") ? " with padding" : ""),
     });
   }
 });

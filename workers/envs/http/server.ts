@@ -10,6 +10,8 @@ import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { EnvOptionsError, InvalidTaskError, TaskSamplingError } from "../errors.ts";
+import { ObservationParseError } from "../ezpoints/episode.ts";
+import { GridParseError } from "../sokoban/room.ts";
 import type { Environment, Episode, Expert, StepResult } from "../types.ts";
 import { SPLITS } from "../types.ts";
 import {
@@ -275,6 +277,13 @@ export function createEnvApp(envs: readonly Environment[], options: EnvServerOpt
     }
     if (err instanceof InvalidTaskError || err instanceof TaskSamplingError) {
       return problem(c, 400, err.name, err.message);
+    }
+    // An expert handed an observation its environment cannot have shown (`POST …/act`): the
+    // request is wrong, not the server (a 5xx would also make the client retry it).
+    if (err instanceof GridParseError || err instanceof ObservationParseError) {
+      return problem(c, 400, err.name, err.message, [
+        { path: "observation.text", message: err.message },
+      ]);
     }
     return problem(c, 500, "Internal Server Error", `Cannot serve request: ${String(err)}`);
   });

@@ -153,7 +153,7 @@ export function gridLinesOf(text: string): string {
 /**
  * Reads a grid written by {@link renderGrid} (cell separators optional) back into room and state.
  * @throws GridParseError when rows differ in length, the grid is not square, a symbol is
- *   unknown, or there is not exactly one player.
+ *   unknown, there is not exactly one player, or a border cell is not a wall.
  */
 export function parseGrid(text: string): { room: Room; state: SokobanState } {
   const rows = text.trim().split("\n").map((row) => [...row.replace(/\s+/g, "")]);
@@ -206,6 +206,21 @@ export function parseGrid(text: string): { room: Room; state: SokobanState } {
     throw new GridParseError(
       `Cannot parse grid as there must be exactly one player: current value is ${players.length}`,
     );
+  }
+  // Moves index cells as r * size + c with no bounds check, relying on the border walls every
+  // generated room has: without them the player walks off the grid, and a planner over such a
+  // "room" (the expert, e.g. served over HTTP) searched an unbounded state space.
+  for (let k = 0; k < size; k++) {
+    for (const i of [k, (size - 1) * size + k, k * size, k * size + size - 1]) {
+      if (!walls[i]) {
+        const [r, c] = [Math.floor(i / size), i % size];
+        throw new GridParseError(
+          `Cannot parse grid as every border cell must be a wall (#): current value at row ${
+            r + 1
+          }, column ${c + 1} is ${rows[r][c]}`,
+        );
+      }
+    }
   }
   return { room: { size, walls, targets }, state: { player: players[0], boxes } };
 }

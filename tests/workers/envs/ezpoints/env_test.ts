@@ -235,3 +235,24 @@ Deno.test("tasks carry the family of their hand and every family occurs", () => 
   }
   assert.deepEqual(new Set(tasks.map((t) => t.family)), new Set(env.families));
 });
+
+Deno.test("the expert refuses observations with more cards or formula tokens than a game can show", () => {
+  const [task] = env.sampleTasks("train", 1, 0);
+  const aces = (n: number) => Array.from({ length: n }, () => "ace of hearts").join(", ");
+  // 7 cards: the solver's search is exponential in the cards (it ran for minutes); a huge
+  // formula made every search step re-read it.
+  const texts = [
+    `Cards: ${aces(7)}.\nCurrent formula: ${Array(7).fill("1").join(" - ")}`,
+    `Cards: ${aces(1)}.\nCurrent formula: (empty)`,
+    `Cards: ${aces(2)}.\nCurrent formula: ${Array(10_000).fill("(").join(" ")} 1`,
+  ];
+  for (const text of texts) {
+    assert.throws(
+      () => env.createExpert(task).act({ text }),
+      (e: Error) =>
+        e.name === "ObservationParseError" && /at most 64 tokens|2 to 4 cards/.test(e.message),
+    );
+  }
+  const four = parseObservationText(`Cards: ${aces(4)}.\nCurrent formula: ( 1 + 1`);
+  assert.deepEqual([four.hand.length, four.tokens], [4, ["(", "1", "+", "1"]]);
+});

@@ -102,3 +102,47 @@ Deno.test("the server answers 400 with the field path for an observation image o
   const body = await res.json();
   assert.equal(body.errors[0].path, "input.observation.image.rgb_base64");
 });
+
+Deno.test("a padded base64 text of the right length is refused, as it decodes to too few bytes", async () => {
+  // 2 x 1 pixels are 6 bytes, 8 base64 characters; "AAAAAA==" has 8 characters but is 4 bytes.
+  const padded = { text: "t", image: { width: 2, height: 1, rgb_base64: "AAAAAA==" } };
+  assert.equal(atob(padded.image.rgb_base64).length, 4);
+  const issue = WireObservationSchema.safeParse(padded).error!.issues[0];
+  assert.deepEqual(issue.path, ["image", "rgb_base64"]);
+  assert.match(issue.message, /6 bytes in 8 characters without padding.*with padding/);
+  const exact = { text: "t", image: { width: 2, height: 1, rgb_base64: "AAAAAAAA" } };
+  assert.equal(observationFromWire(WireObservationSchema.parse(exact)).image!.rgb.length, 6);
+
+  const app = createEnvApp([ezpoints]);
+  const [task] = ezpoints.sampleTasks("train", 1, 0);
+  const res = await app.request("/envs/ezpoints/v1/prompt", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      input: { task, history: [], observation: padded, historyLength: 0, turn: 1 },
+    }),
+  });
+  assert.equal(res.status, 400);
+  assert.equal((await res.json()).errors[0].path, "input.observation.image.rgb_base64");
+});
+
+Deno.test("an expert handed an observation its env cannot show answers 400 at observation.text, not 500", async () => {
+  const app = createEnvApp([sokoban, ezpoints]);
+  const post = (path: string, body: unknown) =>
+    app.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  for (const env of [sokoban, ezpoints]) {
+    const [task] = env.sampleTasks("train", 1, 0);
+    const { expert_id } = await (await post(`/envs/${env.id}/v1/experts`, { task })).json();
+    for (const text of ["garbage", "# # #\n# P #\n# X O"]) {
+      const res = await post(`/envs/${env.id}/v1/experts/${expert_id}/act`, {
+        observation: { text },
+      });
+      assert.equal(res.status, 400, `${env.id}: ${text}`);
+      assert.equal((await res.json()).errors[0].path, "observation.text");
+    }
+  }
+});

@@ -50,3 +50,27 @@ Deno.test("a uniformly random admissible-action policy solves far fewer tasks (8
     assert.ok(rate < 0.25, `random success on ${split} is ${rate}`);
   }
 });
+
+Deno.test("the expert refuses a grid without border walls instead of planning off the grid", () => {
+  const [task] = env.sampleTasks("train", 1, 0);
+  const expert = env.createExpert(task);
+  // A box and a target but no enclosing walls: moves used to index cells past the grid as floor,
+  // and the planner filled a Set to its maximum size (seconds, gigabytes) before a RangeError.
+  for (const text of ["# # #\n# P #\n# X O", "# _ #\n# P #\n# X #", "# # #\n# P X\n# # O"]) {
+    assert.throws(
+      () => expert.act({ text }),
+      (e: Error) => e.name === "GridParseError" && /border cell must be a wall/.test(e.message),
+      text,
+    );
+  }
+  // A walled grid still plans: 6x6 with the box one push from the target.
+  const walled = [
+    "# # # # # #",
+    "# P X O _ #",
+    "# _ _ _ _ #",
+    "# _ _ _ _ #",
+    "# _ _ _ _ #",
+    "# # # # # #",
+  ].join("\n");
+  assert.equal(env.createExpert(task).act({ text: walled }), "right");
+});
