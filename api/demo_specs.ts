@@ -17,20 +17,33 @@ export const DEMO_METHODS = ["seed", "grpo"] as const;
 export type DemoMethod = (typeof DEMO_METHODS)[number];
 
 /**
- * Sokoban 6×6, one box: the trainer's tuned preset `DEMO_PRESETS.sokoban` (jobs/presets.ts, shared
- * by the demo, the trainer's bench and the docs): warm-up SFT, 16 SEED updates of 8 tasks × 4
- * copies, evaluated (temperature 1, 96 episodes per split) after warm-up and at the end.
+ * Sokoban 6×6, one box, with the small-model options (relative positions, compact prompt): the
+ * trainer's tuned preset `DEMO_PRESETS.sokoban` (jobs/presets.ts, shared by the demo, the trainer's
+ * bench and the docs): 784 steps of policy SFT, analyzer SFT, then 16 SEED updates (GiGPO) of 8
+ * tasks × 8 copies, evaluated (temperature 1, 200 episodes per split) after warm-up, half-way and at
+ * the end.
  */
 export const SOKOBAN_SEED: JobSpecInput = DEMO_PRESETS.sokoban;
 
 /** {@link SOKOBAN_SEED} as plain GRPO (λ_opd = 0, no analysis): the baseline. */
 export const SOKOBAN_GRPO: JobSpecInput = { ...SOKOBAN_SEED, method: "grpo" };
 
+/**
+ * The warm-up of the household and webshop demos: short (their prompts are 3–5× longer than the
+ * compact Sokoban one), so these runs show the pipeline on those environments, not learning.
+ */
+const SHORT_WARMUP: JobSpecInput["warmup"] = {
+  policy: { episodes: 48, epochs: 2, lr: 3e-3, batch_size: 16 },
+  analyzer: { episodes: 16, epochs: 1, lr: 1e-3, batch_size: 16 },
+};
+
 /** ALFWorld-style household, pick-and-place only (the shortest family), SEED. */
 export const HOUSEHOLD_SEED: JobSpecInput = {
   ...SOKOBAN_SEED,
   env: { id: "household", options: { families: ["pick_and_place"] }, max_turns: 15, history: 1 },
   rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 16 },
+  warmup: SHORT_WARMUP,
+  eval: { episodes: 48, temperature: 1 },
 };
 
 /** {@link HOUSEHOLD_SEED} as plain GRPO. */
@@ -41,6 +54,8 @@ export const WEBSHOP_SEED: JobSpecInput = {
   ...SOKOBAN_SEED,
   env: { id: "webshop", max_turns: 10, history: 1 },
   rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
+  warmup: SHORT_WARMUP,
+  eval: { episodes: 48, temperature: 1 },
 };
 
 /** {@link WEBSHOP_SEED} as plain GRPO. */

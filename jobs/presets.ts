@@ -3,20 +3,24 @@
  * live in jobs/ because both the demo client (api/demo_specs.ts) and the trainer's bench
  * (bench/preset.ts) use them, and api/ may not import workers/ (DESIGN.md §2).
  *
- * sokoban (builtin:tiny, method seed): measured in process with `deno run -A bench/preset.ts
- * sokoban` on the shared 2-core machine (load average ≈ 2.8): 324 s wall, 16 updates of 8 tasks ×
- * 4 copies. Eval success (96 episodes per split, temperature 1) step 0 → 16: test_seen 0.042 →
- * 0.042, test_unseen 0.063 → 0.042 — no real improvement. What RL does measurably learn in that
- * budget is the answer format: the rollouts' invalid-action rate falls from 0.32 to 0.05 over the
- * 16 updates (invalid penalty 1, so every group has a signal). A 1M-parameter model trained from
- * scratch does not learn the grid → move mapping in minutes: policy SFT on 2,600 expert turns
- * stayed at the uniform action loss for 400 steps (batch 32), so the warmed policy is a random
- * walk and its eval success stays at the random-walk level (uniform random play: 11.5% seen /
- * 5.5% unseen at 20 turns). Warm-up and step timings vary 3–10× with the machine's load, and
- * onnxruntime on 2 threads does not reproduce a run bit for bit, so repeated runs differ.
+ * sokoban (builtin:tiny, method seed), tuned on 2026-11-30 with `deno run -A bench/preset.ts` and
+ * warm-up/RL sweeps on the shared 2-core machine:
+ * - env options `relative_positions` + `prompt: "compact"`: without them builtin:tiny's policy SFT
+ *   stays at the format-only plateau (direction at chance) for the whole budget.
+ * - policy warm-up 400 expert episodes (1,786 turns) × 14 epochs = 784 steps of batch 32, lr 2e-3
+ *   (~80–210 s): the loss leaves the plateau after 200–1,200 steps depending on the run (onnxruntime
+ *   on 2 threads is not bit-reproducible and the escape time is chaotic), so fewer steps gave
+ *   anything from 36% to 85% eval success; at 784 steps four runs ended at loss 0.04–0.05.
+ * - analyzer warm-up 64 trajectories × 3 epochs, with demonstrations replayed at equal response
+ *   tokens (workers/seed/warmup_stage.ts); it kept the policy at 62–71% where replaying one
+ *   demonstration per analysis had dropped it from 80% to 31%.
+ * - RL: GiGPO (step-level credit in anchor states; GRPO at group 4 gave no gain), group 8, lr 3e-4
+ *   with one AdamW step per 256 samples. Measured from one warm-up (85.0% seen / 82.5% unseen, 200
+ *   episodes each): this setting 87.5/83.5 at step 8 and 88.5/84.0 at step 16; lr 1e-3 with
+ *   mini-batches of 64 or 2,048 lost 1–15 points (unseen dropping most), lr 3e-3 collapsed to
+ *   28–40%. Sixteen updates of 64 episodes are a small RL budget; the gain is within a few points.
  *
- * `analyzer_max_new_tokens` is 96 because the reference analyses the analyzer is warmed up on run to
- * ~74 tokens for Sokoban: a smaller budget truncates every analysis and nothing can parse.
+ * `analyzer_max_new_tokens` is 96 because the reference analyses run to ~74 tokens for Sokoban.
  */
 import type { JobSpecInput } from "./spec.ts";
 
@@ -25,25 +29,30 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
   sokoban: {
     method: "seed",
     model: { base: "builtin:tiny" },
-    env: { id: "sokoban", max_turns: 20, history: 0 },
-    rollout: { tasks_per_step: 8, group_size: 4, temperature: 1, max_new_tokens: 8 },
-    advantage: { estimator: "grpo", norm: "mean_std", invalid_action_penalty: 1 },
+    env: {
+      id: "sokoban",
+      options: { relative_positions: true, prompt: "compact" },
+      max_turns: 20,
+      history: 0,
+    },
+    rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 8 },
+    advantage: { estimator: "gigpo", norm: "mean_std", invalid_action_penalty: 1 },
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
     optim: {
       lr: 3e-4,
-      mini_batch_size: 64,
-      entropy_coef: 0.01,
+      mini_batch_size: 256,
+      entropy_coef: 0,
       lr_schedule: "warmup",
       warmup_steps: 2,
     },
     warmup: {
-      policy: { episodes: 48, epochs: 2, lr: 3e-3, batch_size: 16 },
-      analyzer: { episodes: 16, epochs: 1, lr: 1e-3, batch_size: 16 },
+      policy: { episodes: 400, epochs: 14, lr: 2e-3, batch_size: 32 },
+      analyzer: { episodes: 64, epochs: 3, lr: 2e-3, batch_size: 32 },
     },
     steps: 16,
-    eval_every: 0,
+    eval_every: 8,
     checkpoint_every: 8,
-    eval: { episodes: 96, temperature: 1 },
+    eval: { episodes: 200, temperature: 1 },
     random_seed: 7,
   },
 };
