@@ -18,7 +18,7 @@ export interface JobWire {
   progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
   latest_metrics: Record<string, number> | null;
   /** The job's spec with defaults filled in (GET /v1/jobs/{id} answers it). */
-  spec?: { eval?: { temperature?: number } };
+  spec?: { eval?: { temperature?: number; episodes?: number } };
 }
 
 /** `GET /v1/jobs/{id}/metrics` (JSON). */

@@ -265,7 +265,28 @@ export interface SummaryInput {
   keep: boolean;
 }
 
-function evalTable(points: EvalPoint[]): string[] {
+/**
+ * Half-width, in percentage points, of the 95% normal-approximation interval of a success rate
+ * measured over `episodes` episodes: 196·√(p(1−p)/n), with p clamped to [1/n, 1 − 1/n] so a rate
+ * of 0 or 1 still shows its uncertainty. E.g. 0.85 over 200 episodes → 4.9.
+ * @throws RangeError when `episodes` is not a positive integer or `rate` is outside [0, 1].
+ */
+export function successInterval(rate: number, episodes: number): number {
+  if (!Number.isInteger(episodes) || episodes < 1) {
+    throw new RangeError(
+      `Cannot compute the interval as episodes must be a positive integer: current value is ${episodes}`,
+    );
+  }
+  if (!(rate >= 0 && rate <= 1)) {
+    throw new RangeError(
+      `Cannot compute the interval as rate must be in [0, 1]: current value is ${rate}`,
+    );
+  }
+  const p = Math.min(Math.max(rate, 1 / episodes), 1 - 1 / episodes);
+  return 196 * Math.sqrt((p * (1 - p)) / episodes);
+}
+
+function evalTable(points: EvalPoint[], episodes?: number): string[] {
   if (points.length === 0) return ["  (the job recorded no eval/<split>/… metrics)"];
   const first = points[0];
   const last = points[points.length - 1];
@@ -273,7 +294,10 @@ function evalTable(points: EvalPoint[]): string[] {
   const cell = (p: EvalPoint, split: string) => {
     const v = p.splits[split];
     if (!v) return "—";
-    const rate = v.success_rate === undefined ? "—" : percent(v.success_rate);
+    const ci = v.success_rate !== undefined && episodes !== undefined
+      ? ` ±${successInterval(v.success_rate, episodes).toFixed(0)}`
+      : "";
+    const rate = v.success_rate === undefined ? "—" : percent(v.success_rate) + ci;
     return v.score === undefined ? rate : `${rate} (score ${+v.score.toFixed(3)})`;
   };
   const rows = [
@@ -304,12 +328,15 @@ function evalMode(job: JobWire): string {
 export function renderSummary(input: SummaryInput): string {
   const { artifacts: a, job } = input;
   const port = new URL(input.url).port;
+  const episodes = job.spec?.eval?.episodes;
   const lines = [
     "",
     `Job ${job.id} succeeded in ${Math.round(input.seconds)} s.`,
     "",
-    `Evaluation success rate (${evalMode(job)}):`,
-    ...evalTable(evalPoints(a.metrics)),
+    `Evaluation success rate (${evalMode(job)}${
+      episodes === undefined ? "" : `, ${episodes} episodes per split, ± = 95% interval`
+    }):`,
+    ...evalTable(evalPoints(a.metrics), episodes),
     "",
   ];
   if (a.library) {

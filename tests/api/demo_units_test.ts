@@ -3,7 +3,7 @@ import { parseJobSpec } from "../../jobs/mod.ts";
 import { parseDemoArgs } from "../../api/demo.ts";
 import { eventLine, type MetricsWire, progressLine, skillsFound } from "../../api/demo_progress.ts";
 import { DEMO_ENVS, DEMO_METHODS, DEMO_SPECS, demoSpec } from "../../api/demo_specs.ts";
-import { curlCommands, evalPoints, topSkills } from "../../api/demo_summary.ts";
+import { curlCommands, evalPoints, successInterval, topSkills } from "../../api/demo_summary.ts";
 
 const metrics = (points: [number, Record<string, number>][]): MetricsWire => ({
   names: [],
@@ -155,4 +155,14 @@ Deno.test("the curl commands carry this run's URL, key, job id and checkpoint st
   );
   assert.ok(lines.includes("/v1/jobs/j-1/checkpoints/6/archive"));
   assert.ok(lines.includes("-d @demo-output/spec.json"));
+});
+
+Deno.test("the summary's ± is the 95% interval of a success rate over the evaluated episodes", () => {
+  assert.equal(successInterval(0.85, 200).toFixed(2), "4.95");
+  assert.equal(successInterval(0.5, 100).toFixed(1), "9.8");
+  // 0% and 100% still show the uncertainty of 1 episode in n.
+  assert.equal(successInterval(0, 200), successInterval(1 / 200, 200));
+  assert.equal(successInterval(1, 200), successInterval(1 - 1 / 200, 200));
+  assert.throws(() => successInterval(0.5, 0), /episodes must be a positive integer/);
+  assert.throws(() => successInterval(1.5, 10), /rate must be in \[0, 1\]/);
 });
