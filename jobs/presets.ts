@@ -11,9 +11,11 @@
  *   (~80–210 s): the loss leaves the plateau after 200–1,200 steps depending on the run (onnxruntime
  *   on 2 threads is not bit-reproducible and the escape time is chaotic), so fewer steps gave
  *   anything from 36% to 85% eval success; at 784 steps four runs ended at loss 0.04–0.05.
- * - analyzer warm-up 64 trajectories × 3 epochs, with demonstrations replayed at equal response
- *   tokens (workers/seed/warmup_stage.ts); it kept the policy at 62–71% where replaying one
- *   demonstration per analysis had dropped it from 80% to 31%.
+ * - analyzer warm-up 64 trajectories × 6 epochs (~115 steps), with demonstrations replayed at
+ *   equal response tokens (workers/seed/warmup_stage.ts); replaying one demonstration per analysis
+ *   had dropped the policy from 80% to 31%. The analyzer needs the steps: after 57 steps its greedy
+ *   output was runs of quotes (parse rate 0, loss 1.3), after 152 steps every analysis parsed
+ *   (loss 0.28; `.exp`-style probe, 16 held-out trajectories).
  * - RL: GiGPO (step-level credit in anchor states; GRPO at group 4 gave no gain), group 8, lr 3e-4
  *   with one AdamW step per 256 samples. Measured from one warm-up (85.0% seen / 82.5% unseen, 200
  *   episodes each): this setting 87.5/83.5 at step 8 and 88.5/84.0 at step 16; lr 1e-3 with
@@ -47,7 +49,7 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     warmup: {
       policy: { episodes: 400, epochs: 14, lr: 2e-3, batch_size: 32 },
-      analyzer: { episodes: 64, epochs: 3, lr: 2e-3, batch_size: 32 },
+      analyzer: { episodes: 64, epochs: 6, lr: 2e-3, batch_size: 32 },
     },
     steps: 16,
     eval_every: 8,
