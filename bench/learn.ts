@@ -17,11 +17,15 @@
  *     deno task bench:learn [--envs sokoban,household] [--env sokoban-image] [--steps 12]
  *       [--eval-every 4] [--seed 0] [--warmup-episodes 64] [--eval-episodes 32]
  *
+ * `sokoban-demo` is the demo's preset (jobs/presets.ts: compact prompt with relative positions,
+ * 784-step policy warm-up, GiGPO group 8), the one text setting where builtin:tiny learns.
+ *
  * `--env` may be repeated and adds to `--envs` (its default is then dropped):
  * `deno task bench:learn --env ezpoints --steps 2 --warmup-episodes 8 --eval-episodes 8` is a
  * quick check that the pipeline runs (not a learning result).
  */
 import { parseArgs } from "node:util";
+import { DEMO_PRESETS } from "../jobs/presets.ts";
 import type { JobSpecInput } from "../jobs/spec.ts";
 import { createSeedHandler } from "../workers/seed/handler.ts";
 import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
@@ -67,6 +71,18 @@ const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
 };
 
 function specFor(name: string, extra: Record<string, unknown>): JobSpecInput {
+  if (name === "sokoban-demo") {
+    // The demo's tuned preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
+    // does not apply to it.
+    const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS.sokoban;
+    return {
+      ...preset,
+      eval: { episodes: Number(args["eval-episodes"]), temperature: 1 },
+      random_seed: Number(args.seed),
+      checkpoint_every: 1000,
+      ...extra,
+    } as JobSpecInput;
+  }
   const policyEpisodes = Number(args["warmup-episodes"]);
   return {
     ...ENV_SETTINGS[name] ?? { env: { id: name } },
