@@ -61,6 +61,15 @@ export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.S
 }
 
 /**
+ * Sessions a {@link SessionCache} keeps by default. Each CPU session keeps an allocation arena as
+ * large as its biggest run, so memory grows with the cached sessions: a reduced demo job (policy
+ * and analyzer SFT with varied sequence buckets, 2 updates) peaked at 8.8 GB RSS with 32 sessions,
+ * 3.3 GB with 6 (same wall time, 52 vs 55 s), 1.1 GB with the arena off (1.3× slower); the full demo
+ * and a 2-step ezpoints job were OOM-killed at 10 and 18 GB on a 24 GB machine (2026-11-30).
+ */
+export const DEFAULT_MAX_SESSIONS = 8;
+
+/**
  * Load a serialised ONNX model. Throws ProviderUnavailableError (saying what is missing) when
  * the execution provider cannot be loaded, and rethrows other load errors unchanged.
  */
@@ -123,7 +132,7 @@ export class SessionCache {
   }
 
   private evict(): void {
-    const max = this.opts.maxSessions ?? 32;
+    const max = this.opts.maxSessions ?? DEFAULT_MAX_SESSIONS;
     while (this.sessions.size > max) {
       const [oldKey, old] = this.sessions.entries().next().value!;
       this.sessions.delete(oldKey);
