@@ -65,13 +65,21 @@ export interface SeedTerms {
   deltaMean: Value;
 }
 
+/** |ℓref − ℓθ| is clipped to this before k3 (verl `low_var_kl`). */
+export const KL_GAP_BOUND = 20;
+/** Each token's k3 is capped at this (verl `low_var_kl`). */
+export const KL_TOKEN_BOUND = 10;
+
 /**
  * The SEED objective of DESIGN.md §8 step 5 (dual-clip PPO after Ye et al. 2020 as in verl):
  *   r = exp(ℓθ − ℓold);  pg = −min(r·A, clip(r, 1−ε, 1+ε)·A), and for A < 0
  *   pg = min(pg, −c·A);  Δ = ℓT − sg(ℓθ);  g = sg(σ(β·Δ));
  *   L_opd = Σ g·(ℓT − ℓθ) / N  (tokens without a teacher signal add 0; N = masked tokens);
- *   k3 = exp(ℓref − ℓθ) − (ℓref − ℓθ) − 1;
+ *   x = clip(ℓref − ℓθ, −20, 20);  k3 = min(exp(x) − x − 1, 10)   (verl's `low_var_kl` bounds);
  *   loss = mean(pg) − entropy_coef·mean(H) + λ_opd·L_opd + kl_coef·mean(k3).
+ * The bounds matter: without them one token whose ℓθ fell far below ℓref gave exp(ℓref − ℓθ) in
+ * the thousands, a gradient norm of 99 and a policy that answered 99.8% invalid actions for two
+ * updates (the demo, 2026-11-30); a bounded token contributes 10 and no gradient.
  * Minimising +λ·L_opd has ∂/∂ℓθ = −λ·g/N < 0: it raises ℓθ toward ℓT where the teacher is
  * more confident (checked by a gradient test).
  */
@@ -93,8 +101,13 @@ export function seedLoss(g: Graph, t: SeedTokens, c: SeedCoefficients): SeedTerm
   const gate = g.stopGradient(g.sigmoid(g.mul(c.gateBeta, delta))); // g = sg(σ(βΔ))
   const opdTok = g.mul(g.mul(gate, gap), t.opdMask); // (B, T)
 
-  const refGap = g.sub(t.refLogp, t.logp); // ℓref − ℓθ
-  const k3 = g.sub(g.sub(g.exp(refGap), refGap), one); // (B, T)
+  const refGap = nn.clip(
+    g,
+    g.sub(t.refLogp, t.logp),
+    g.scalar(-KL_GAP_BOUND),
+    g.scalar(KL_GAP_BOUND),
+  );
+  const k3 = nn.minimum(g, g.sub(g.sub(g.exp(refGap), refGap), one), g.scalar(KL_TOKEN_BOUND)); // (B, T)
 
   const pg = mean(pgTok), opd = mean(opdTok), kl = mean(k3), ent = mean(t.entropy);
   const loss = g.add(

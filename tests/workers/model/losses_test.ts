@@ -37,7 +37,8 @@ function byHand(c = COEF) {
     if (p2 > p1) clip++;
     const d = TOK.teacher[i] - TOK.logp[i], g = sig(c.gateBeta * d);
     const x = TOK.ref[i] - TOK.logp[i];
-    n++, (pg += p), (kl += Math.exp(x) - x - 1), (ent += TOK.entropy[i]);
+    const xc = Math.min(Math.max(x, -20), 20);
+    n++, (pg += p), (kl += Math.min(Math.exp(xc) - xc - 1, 10)), (ent += TOK.entropy[i]);
     if (TOK.opdMask[i]) (opd += g * d), nT++, (gate += g), (delta += d);
   }
   const t = {
@@ -125,6 +126,27 @@ Deno.test("the distillation term pushes ℓθ up toward ℓT with gradient −λ
     }
   } finally {
     TOK.adv = saved;
+  }
+});
+
+Deno.test("a token far below the reference adds k3 = 10 and no KL gradient (verl low_var_kl bounds)", async () => {
+  // Only the KL term; token t1's ℓθ is 30 nats below ℓref: unbounded, exp(30) ≈ 1e13.
+  const c = { ...COEF, entropyCoef: 0, opdCoef: 0, klCoef: 1 };
+  const saved = { adv: TOK.adv, ref: TOK.ref };
+  TOK.adv = [0, 0, 0, 0, 0, 0];
+  TOK.ref = [...TOK.ref];
+  TOK.ref[1] = TOK.logp[1] + 30;
+  try {
+    const { terms, dlogp } = await byGraph(c);
+    const want = byHand(c);
+    assert.ok(Math.abs(terms.kl - want.kl) < 1e-12, `${terms.kl} vs ${want.kl}`);
+    assert.ok(terms.kl < 10, "the mean stays bounded");
+    assert.equal(dlogp[1], 0);
+    // An in-range token keeps the k3 gradient −(exp(x) − 1)/N, x = ℓref − ℓθ.
+    const x0 = TOK.ref[0] - TOK.logp[0];
+    assert.ok(Math.abs(dlogp[0] - -(Math.exp(x0) - 1) / 5) < 1e-12);
+  } finally {
+    Object.assign(TOK, saved);
   }
 });
 
