@@ -12,3 +12,11 @@ Deno.test("every demo preset is a valid JobSpec for its environment", () => {
     assert.equal(parseJobSpec(spec).env.id, envId);
   }
 });
+
+Deno.test("the README's fuller JobSpec example is the demo preset, verbatim", async () => {
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+  assert.ok(
+    readme.includes("```json\n" + JSON.stringify(DEMO_PRESETS.sokoban, null, 2) + "\n```"),
+    "README.md's example differs from jobs/presets.ts: paste JSON.stringify(DEMO_PRESETS.sokoban, null, 2)",
+  );
+});
