@@ -113,6 +113,17 @@ export interface BuiltinTinyOptions {
   seed: number;
 }
 
+/** generation_config.json of the builtin models: sampling at temperature 1, stop at EOS/pad. */
+function sampledGenerationConfig(tokenizer: Tokenizer): HfModel["generationConfig"] {
+  return {
+    eos_token_id: tokenizer.stopTokenIds,
+    pad_token_id: tokenizer.padTokenId,
+    do_sample: true,
+    temperature: 1.0,
+    top_p: 1.0,
+  };
+}
+
 /**
  * A fresh builtin:tiny model: a tokenizer built from the vocabulary, the tiny config sized to it
  * (EOS = pad = `<|endoftext|>`, no BOS) and parameters initialised from the seed.
@@ -129,13 +140,7 @@ export function createBuiltinTiny(options: BuiltinTinyOptions): HfModel {
     config,
     parameters: initParameters(config, options.seed),
     tokenizer: files,
-    generationConfig: {
-      eos_token_id: tokenizer.stopTokenIds,
-      pad_token_id: tokenizer.padTokenId,
-      do_sample: true,
-      temperature: 1.0,
-      top_p: 1.0,
-    },
+    generationConfig: sampledGenerationConfig(tokenizer),
   };
 }
 
@@ -195,12 +200,6 @@ export function createBuiltinTinyVl(options: BuiltinTinyVlOptions): HfModel {
     config,
     parameters: initParameters(config, options.seed),
     tokenizer: files,
-    generationConfig: {
-      eos_token_id: tokenizer.stopTokenIds,
-      pad_token_id: tokenizer.padTokenId,
-      do_sample: true,
-      temperature: 1.0,
-      top_p: 1.0,
-    },
+    generationConfig: sampledGenerationConfig(tokenizer),
   };
 }
