@@ -130,6 +130,10 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
       assert.equal(typeof at(2)[`eval/${split}/success_rate`], "number");
     }
     assert.match(run.stdout, /before RL \(step 0\)/);
+    assert.match(run.stdout, /episodes per split, ± = 95% interval/);
+    for (const file of ["job.json", "spec.json", "metrics.csv", "skills.json"]) {
+      assert.ok(run.stdout.includes(`${outDir}/${file}`), `the summary lists ${file}`);
+    }
     assert.ok(run.stdout.includes(`curl -s http://127.0.0.1:`));
     assert.ok(run.stdout.includes(`/v1/jobs/${job.id}/checkpoints/2/archive`));
     assertChildrenGone(run.stdout);
