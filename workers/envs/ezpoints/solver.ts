@@ -17,31 +17,10 @@ export const TARGET = 12;
 
 /**
  * True when some formula using each of `values` exactly once, with + − × ÷ and parentheses,
- * equals `target` exactly. Repeatedly replaces two numbers by the result of one operation.
+ * equals `target` exactly: whether {@link solutions} finds a first formula (the pairwise search).
  */
 export function isSolvable(values: readonly number[], target = TARGET): boolean {
-  return search(values.map((v) => fraction(v)), target);
-}
-
-function search(nums: Fraction[], target: number): boolean {
-  if (nums.length === 1) return nums[0].d === 1 && nums[0].n === target;
-  for (let i = 0; i < nums.length; i++) {
-    for (let j = i + 1; j < nums.length; j++) {
-      const rest = nums.filter((_, k) => k !== i && k !== j);
-      const a = nums[i];
-      const b = nums[j];
-      const results = [
-        applyOperator("+", a, b),
-        applyOperator("*", a, b),
-        applyOperator("-", a, b),
-        applyOperator("-", b, a),
-        applyOperator("/", a, b),
-        applyOperator("/", b, a),
-      ];
-      for (const r of results) if (r !== null && search([...rest, r], target)) return true;
-    }
-  }
-  return false;
+  return !solutions(values, target).next().done;
 }
 
 /** An expression built by the solver: its value, its tokens and its precedence. */
