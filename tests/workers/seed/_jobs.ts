@@ -44,6 +44,13 @@ export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput 
   } as JobSpecInput;
 }
 
+/**
+ * One onnxruntime thread: with several, some reductions (e.g. the embedding gradient's scatter-add)
+ * may sum in a scheduling-dependent order, so bit-exact comparisons of two runs need one thread
+ * in every part of both (a resumed job's drained half included).
+ */
+export const ONE_THREAD = { engine: { threads: 1 } };
+
 /** Handlers of the trainer, optionally wrapped (e.g. to drain after a step). */
 export function trainerRegistry(
   wrap?: (h: JobHandler) => JobHandler,

@@ -7,6 +7,7 @@ import {
   checkpointFile,
   eventTypes,
   metricsByStep,
+  ONE_THREAD,
   runOne,
   submit,
   testWorker,
@@ -15,12 +16,6 @@ import {
   untimed,
 } from "./_jobs.ts";
 import type { Worker } from "../../../workers/worker/mod.ts";
-
-/**
- * One onnxruntime thread: with several, some reductions (e.g. the embedding gradient's scatter-add)
- * may sum in a scheduling-dependent order, so bit-exact comparisons need one thread.
- */
-const ONE_THREAD = { engine: { threads: 1 } };
 
 Deno.test("seed jobs through the worker", async (t) => {
   const { db, close } = await openTestDatabase();

@@ -22,6 +22,7 @@ import { startTestStore } from "../../_harness/s3.ts";
 import {
   checkpointFile,
   metricsByStep,
+  ONE_THREAD,
   runOne,
   submit,
   testWorker,
@@ -29,9 +30,6 @@ import {
   trainerRegistry,
   untimed,
 } from "./_jobs.ts";
-
-/** One onnxruntime thread, for bit-exact repeats (see trainer_seed_job_test.ts). */
-const ONE_THREAD = { engine: { threads: 1 } };
 
 const VISION_JOBS = {
   sokoban: {
