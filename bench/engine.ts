@@ -12,6 +12,7 @@
 import { parseArgs } from "node:util";
 import { type DecoderConfig, parameterCount, parameterSpecs } from "../workers/model/config.ts";
 import { Policy } from "../workers/model/policy.ts";
+import { TOKEN_NLL } from "../workers/model/objective.ts";
 import { AdamW } from "../workers/model/optim.ts";
 import { Rng } from "../workers/model/sampling.ts";
 import { initParameters } from "../workers/model/init.ts";
@@ -128,7 +129,7 @@ async function ours(c: DecoderConfig, train: TrainShape) {
     { length: train.batch },
     () => ({ prompt: [tok()], response: Array.from({ length: train.length }, tok) }),
   );
-  const step = async () => opt.step(params, (await policy.sftStep(samples)).grads);
+  const step = async () => opt.step(params, (await policy.trainStep(TOKEN_NLL, samples)).grads);
   const gen = (d: typeof DECODE[number]) => {
     const prompts = Array.from({ length: d.batch }, () => Array.from({ length: d.prompt }, tok));
     return policy.generate(prompts, {

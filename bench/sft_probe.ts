@@ -17,6 +17,7 @@ import {
   parameterSpecs,
   Policy,
   Rng,
+  TOKEN_NLL,
   Tokenizer,
 } from "../workers/model/mod.ts";
 import { expertSamples, resolveModel, TextPolicy } from "../workers/seed/mod.ts";
@@ -51,11 +52,11 @@ const rng = new Rng(3);
 const t0 = performance.now();
 for (let step = 1; step <= steps; step++) {
   const batch = Array.from({ length: 32 }, () => samples[rng.nextInt(samples.length)]);
-  const r = await policy.sftStep(batch);
+  const r = await policy.trainStep(TOKEN_NLL, batch);
   clipGradNorm(r.grads, 1);
   optimizer.step(model.parameters, r.grads);
   if (step % 100 === 0) {
     const s = ((performance.now() - t0) / 1000).toFixed(0);
-    console.log(`step ${step} loss ${r.loss.toFixed(3)} t=${s}s`);
+    console.log(`step ${step} loss ${r.outputs.loss.toFixed(3)} t=${s}s`);
   }
 }

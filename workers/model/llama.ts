@@ -32,7 +32,7 @@ import {
 } from "../engine/mod.ts";
 import { type DecoderConfig, decoderParameterSpecs, patchesPerImage } from "./config.ts";
 import { mergeImageEmbeds, visionEncoder, visionParameterInputs } from "./vision.ts";
-import { type SeedCoefficients, seedLoss, type SeedTokens, tokenNll } from "./losses.ts";
+import type { AnyObjective } from "./objective.ts";
 
 /** Float type of a graph: float32 in production, float64 for gradient checks. */
 export type FloatType = "float32" | "float64";
@@ -47,42 +47,19 @@ export interface Bucket {
   images?: number;
 }
 
-/** Training objective of a train graph. */
-export type Objective = "seed" | "sft";
-
 /** Additive attention bias for masked keys (finite, so fully masked rows stay finite). */
 const MASKED = -1e9;
 
-/** Names of the per-token float inputs of a `seed` train graph, in order. */
-export const SEED_TOKEN_INPUTS = [
-  "advantages",
-  "old_logprobs",
-  "teacher_logprobs",
-  "ref_logprobs",
-  "opd_mask",
-] as const;
-
-/** Names of the scalar coefficient inputs of a `seed` train graph. */
-export const SEED_COEFFICIENT_INPUTS = [
-  "clip_eps",
-  "dual_clip",
-  "gate_beta",
-  "opd_coef",
-  "kl_coef",
-  "entropy_coef",
-] as const;
-
-/** Scalar outputs of a `seed` train graph (an `sft` graph has only `loss`). */
-export const SEED_OUTPUTS = [
-  "loss",
-  "pg_loss",
-  "opd_loss",
-  "kl_loss",
-  "entropy",
-  "clip_frac",
-  "dual_clip_frac",
-  "gate_mean",
-  "delta_mean",
+/** Inputs every train graph has; an objective's input names must differ from these. */
+export const TRAIN_GRAPH_INPUTS = [
+  "input_ids",
+  "position_ids",
+  "attention_mask",
+  "token_index",
+  "targets",
+  "loss_mask",
+  "pixel_values",
+  "merge_index",
 ] as const;
 
 /** A decoder config the graphs cannot be built for. */
@@ -310,63 +287,44 @@ function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: B
 }
 
 /**
- * The train graph of one bucket. Inputs: `input_ids`, `position_ids` (B, T) int64,
- * `attention_mask` (B, T) float; `token_index`, `targets` (R,) int64 and `loss_mask` (R,)
- * float (batch.ts); for `seed` also SEED_TOKEN_INPUTS (R,) and SEED_COEFFICIENT_INPUTS
- * (scalars); every parameter. Outputs: SEED_OUTPUTS (or `loss` for `sft`), `logprobs` and
- * `token_entropy` (R,), and `grad.<name>` per parameter.
+ * The train graph of one bucket for `objective` (objective.ts). Inputs: `input_ids`,
+ * `position_ids` (B, T) int64, `attention_mask` (B, T) float; `token_index`, `targets` (R,)
+ * int64 and `loss_mask` (R,) float (batch.ts); the objective's token inputs (R,) float, its
+ * scalar inputs and counts (scalars); every parameter. Outputs: the objective's outputs (scalars,
+ * `loss` among them), `logprobs` and `token_entropy` (R,), and `grad.<name>` (d loss / d
+ * parameter) per parameter. Throws DecoderConfigError when an objective's name collides with a
+ * graph input.
  */
 export function buildTrainGraph(
   c: DecoderConfig,
   bucket: Bucket,
-  opts: { objective: Objective; dtype?: FloatType },
+  opts: { objective: AnyObjective; dtype?: FloatType },
 ): Graph {
-  const g = new G(`train_${opts.objective}`, opts.dtype ?? "float32");
+  const objective = opts.objective;
+  const g = new G(`train_${objective.name}`, opts.dtype ?? "float32");
   const p = parameterInputs(g, c, true, !!bucket.images);
   const { logp, entropy } = tokenStats(g, c, p, bucket);
   const shape = [bucket.tokens];
   const mask = g.input("loss_mask", shape);
-  let loss: Value;
-  if (opts.objective === "sft") {
-    loss = tokenNll(g, logp, mask);
-    g.output(loss, "loss");
-  } else {
-    const [advantages, oldLogp, teacherLogp, refLogp, opdMask] = SEED_TOKEN_INPUTS.map((n) =>
-      g.input(n, shape)
-    );
-    const [clipEps, dualClip, gateBeta, opdCoef, klCoef, entropyCoef] = SEED_COEFFICIENT_INPUTS.map(
-      (n) => g.input(n, []),
-    );
-    const tokens: SeedTokens = {
-      logp,
-      entropy,
-      mask,
-      advantages,
-      oldLogp,
-      teacherLogp,
-      refLogp,
-      opdMask,
-    };
-    const coefs: SeedCoefficients = { clipEps, dualClip, gateBeta, opdCoef, klCoef, entropyCoef };
-    const t = seedLoss(g, tokens, coefs);
-    loss = t.loss;
-    const outs = [
-      t.loss,
-      t.pg,
-      t.opd,
-      t.kl,
-      t.entropy,
-      t.clipFrac,
-      t.dualClipFrac,
-      t.gateMean,
-      t.deltaMean,
-    ];
-    SEED_OUTPUTS.forEach((n, i) => g.output(outs[i], n));
+  const inputs: Record<string, Value> = {};
+  const declare = (name: string, dims: number[]) => {
+    if ((TRAIN_GRAPH_INPUTS as readonly string[]).includes(name) || name in inputs || p.has(name)) {
+      throw new DecoderConfigError(
+        `Cannot build the train graph of objective ${objective.name} as its input names must be new: ${name} is taken`,
+      );
+    }
+    inputs[name] = g.input(name, dims);
+  };
+  for (const name of objective.tokenInputs) declare(name, shape); // (R,)
+  for (const name of [...objective.scalarInputs, ...Object.keys(objective.counts)]) {
+    declare(name, []);
   }
+  const outputs = objective.build(g, { logp, entropy, mask }, inputs);
+  for (const name of Object.keys(objective.outputs)) g.output(outputs[name], name);
   g.output(logp, "logprobs");
   g.output(entropy, "token_entropy");
   const params = [...p.values()];
-  gradients(g, loss, params).forEach((d, i) => g.output(d, `grad.${params[i].name}`));
+  gradients(g, outputs.loss, params).forEach((d, i) => g.output(d, `grad.${params[i].name}`));
   return g;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Public surface of workers/model: the decoder config and parameter layout, the Llama/Qwen2
- * graphs, losses, batching, generation, the `Policy` the trainer calls, and (from E2's files)
+ * graphs, training objectives (the generic interface and token NLL), batching, generation, the `Policy` the trainer calls, and (from E2's files)
  * sampling, AdamW, safetensors and Hugging Face directory I/O, tokenizers and initialisation;
  * for vision-language models the image inputs (image.ts) and the image encoder (vision.ts).
  */
@@ -13,19 +13,10 @@ export {
   DecoderConfigError,
   type FloatType,
   type KvValues,
-  type Objective,
-  SEED_COEFFICIENT_INPUTS,
-  SEED_OUTPUTS,
-  SEED_TOKEN_INPUTS,
+  TRAIN_GRAPH_INPUTS,
   validateConfig,
 } from "./llama.ts";
-export {
-  type SeedCoefficients,
-  seedLoss,
-  type SeedTerms,
-  type SeedTokens,
-  tokenNll,
-} from "./losses.ts";
+export * from "./objective.ts";
 export {
   BatchError,
   bucketFor,
@@ -55,14 +46,12 @@ export {
   type Generation,
 } from "./generate.ts";
 export {
-  DEFAULT_SEED_COEFFICIENTS,
   Policy,
   PolicyError,
   type PolicyOptions,
-  type RlSample,
-  type SeedCoefficientValues,
-  type SeedStepStats,
   type TokenScores,
+  type TrainSample,
+  type TrainStepResult,
 } from "./policy.ts";
 export * from "./sampling.ts";
 export * from "./optim.ts";

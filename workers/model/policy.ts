@@ -4,9 +4,11 @@
  *
  * Samples are (prompt, response) token ids of any lengths; they are packed into shape buckets
  * and micro-batches of at most `maxTokensPerCall` padded tokens (so each `run()` stays short),
- * and per-token results come back per sample with one entry per response token. Losses are
- * token means over all samples of a call; micro-batch gradients are combined with weights
- * (masked tokens in the micro-batch) / (masked tokens in the call), which is exact.
+ * and per-token results come back per sample with one entry per response token. A train step
+ * evaluates a training objective (objective.ts) given by the caller: the objective's counts are
+ * computed over all samples of the step and fed to every call, so each call returns sums over
+ * its tokens divided by step-wide counts, and the calls' outputs and gradients add with weight 1
+ * (exact for any split).
  *
  * Vision models (a config with `vision_config`): samples may carry `images`, one per `<image>`
  * placeholder of the prompt (expanded here with `expandImageTokens`). A micro-batch with images
@@ -34,49 +36,25 @@ import {
   type Sample,
   unpackTokens,
 } from "./batch.ts";
-import {
-  type Bucket,
-  buildDecodeGraph,
-  buildScoreGraph,
-  buildTrainGraph,
-  SEED_COEFFICIENT_INPUTS,
-  SEED_OUTPUTS,
-} from "./llama.ts";
+import { type Bucket, buildDecodeGraph, buildScoreGraph, buildTrainGraph } from "./llama.ts";
+import type {
+  AnyObjective,
+  CountName,
+  OutputName,
+  ScalarName,
+  TokenInputName,
+} from "./objective.ts";
 import { generate, type GenerateOptions, type Generation } from "./generate.ts";
 import { buildEncodeGraph } from "./vision.ts";
 import { preprocessImage, type RgbImage } from "./image.ts";
 
-/** A sample of the RL update, with per-response-token inputs (length = response length). */
-export interface RlSample extends Sample {
-  /** A, one per sample (broadcast to its tokens) or one per response token. */
-  advantage: number | Float32Array;
-  /** ℓold per response token. */
-  oldLogprobs: Float32Array;
-  /** ℓref per response token. */
-  refLogprobs: Float32Array;
-  /** ℓT per response token, or null when the trajectory has no parsed skill (no OPD signal). */
-  teacherLogprobs: Float32Array | null;
+/**
+ * A sample of a train step: token ids plus the objective's per-token inputs by name, each one
+ * value per response token or one number broadcast to all of them.
+ */
+export interface TrainSample extends Sample {
+  inputs?: Readonly<Record<string, number | Float32Array>>;
 }
-
-/** SEED coefficients (DESIGN.md §8 defaults). `opdCoef: 0` is GRPO. */
-export interface SeedCoefficientValues {
-  clipEps: number;
-  dualClip: number;
-  gateBeta: number;
-  opdCoef: number;
-  klCoef: number;
-  entropyCoef: number;
-}
-
-/** DESIGN.md §8: ε 0.2, c 3, β 5, λ_opd 0.01, kl 0.01, entropy 0.001. */
-export const DEFAULT_SEED_COEFFICIENTS: SeedCoefficientValues = {
-  clipEps: 0.2,
-  dualClip: 3,
-  gateBeta: 5,
-  opdCoef: 0.01,
-  klCoef: 0.01,
-  entropyCoef: 0.001,
-};
 
 /** Per-sample, per-response-token log-probs and entropies. */
 export interface TokenScores {
@@ -84,20 +62,18 @@ export interface TokenScores {
   entropy: Float32Array[];
 }
 
-/** Scalar results of a SEED train step (token means over the call's masked tokens). */
-export interface SeedStepStats {
-  loss: number;
-  pgLoss: number;
-  opdLoss: number;
-  klLoss: number;
-  entropy: number;
-  clipFrac: number;
-  dualClipFrac: number;
-  /** Over tokens with a teacher signal. */
-  gateMean: number;
-  deltaMean: number;
-  /** Masked (response) tokens in the step. */
+/** The result of one train step of objective `X`. */
+export interface TrainStepResult<X extends AnyObjective> {
+  /** Each output of the objective (`loss` among them) over the whole step. */
+  outputs: Record<OutputName<X>, number>;
+  /** Each count of the objective over the whole step (the true count, 0 when empty). */
+  counts: Record<CountName<X>, number>;
+  /** Response tokens of the step. */
   tokens: number;
+  /** d loss / d parameter for every parameter (zeros where no call reached it). */
+  grads: Parameters;
+  /** ℓθ per sample, one per response token. */
+  logprobs: Float32Array[];
 }
 
 /** Policy options: engine settings plus call sizing. */
@@ -178,106 +154,76 @@ export class Policy {
     return out;
   }
 
-  /** One SEED (or GRPO, opdCoef 0) loss + gradient evaluation over `samples`. */
-  async trainStep(
-    input: RlSample[],
-    coefs: Partial<SeedCoefficientValues> = {},
-  ): Promise<SeedStepStats & { grads: Parameters; logprobs: Float32Array[] }> {
-    const samples = prepareSamples(input, this.config);
-    const c = { ...DEFAULT_SEED_COEFFICIENTS, ...coefs };
-    const total = samples.reduce((n, s) => n + s.response.length, 0);
-    const teacherTotal = samples.reduce(
-      (n, s) => n + (s.teacherLogprobs ? s.response.length : 0),
-      0,
-    );
-    const stats: SeedStepStats = {
-      loss: 0,
-      pgLoss: 0,
-      opdLoss: 0,
-      klLoss: 0,
-      entropy: 0,
-      clipFrac: 0,
-      dualClipFrac: 0,
-      gateMean: 0,
-      deltaMean: 0,
-      tokens: total,
-    };
+  /**
+   * One loss + gradient evaluation of `objective` over `samples`, with its scalar inputs from
+   * `scalars` by name. Throws PolicyError naming an input that is missing or has the wrong
+   * number of values.
+   */
+  async trainStep<X extends AnyObjective>(
+    objective: X,
+    input: TrainSample[],
+    scalars: Readonly<Record<ScalarName<X>, number>> = {} as Record<ScalarName<X>, number>,
+  ): Promise<TrainStepResult<X>> {
+    const samples = prepareSamples(input, this.config) as TrainSample[];
+    const tokenInputs = objective.tokenInputs as readonly TokenInputName<X>[];
+    samples.forEach((s, i) => checkInputs(s, i, tokenInputs));
+    for (const name of objective.scalarInputs as readonly string[]) {
+      const v = (scalars as Record<string, number>)[name];
+      if (typeof v !== "number" || !Number.isFinite(v)) {
+        throw new PolicyError(
+          `Cannot run a train step of ${objective.name} as scalar input ${name} must be a finite number: current value is ${v}`,
+        );
+      }
+    }
+    const counts = {} as Record<string, number>;
+    for (
+      const [name, selector] of Object.entries(objective.counts as Record<string, string | null>)
+    ) {
+      counts[name] = samples.reduce((n, s) => n + selectedTokens(s, selector), 0);
+    }
+    const outputs = Object.fromEntries(Object.keys(objective.outputs).map((k) => [k, 0]));
     const grads: Parameters = new Map();
     const logprobs: Float32Array[] = new Array(samples.length);
     const scalar = (v: number) => tensor("float32", Float32Array.of(v), []);
-    const coefValues = [c.clipEps, c.dualClip, c.gateBeta, c.opdCoef, c.klCoef, c.entropyCoef];
+    const scalarFeeds = Object.fromEntries([
+      ...Object.entries(scalars as Record<string, number>).map(([k, v]) => [k, scalar(v)]),
+      ...Object.entries(counts).map(([k, n]) => [k, scalar(Math.max(1, n))]),
+    ]);
     for (const group of this.plan(samples)) {
       const packed = this.pack(samples, group);
       const rows = group.map((i) => samples[i]);
-      const zeros = (s: RlSample) => new Float32Array(s.response.length);
-      const perToken = (vals: (Float32Array | number)[]) =>
-        tensor("float32", packTokens(packed, vals), [packed.bucket.tokens]);
       const session = await this.session(
-        "train_seed",
+        `train_${objective.name}`,
         packed.bucket,
-        () => buildTrainGraph(this.config, packed.bucket, { objective: "seed" }).toModel(),
+        () => buildTrainGraph(this.config, packed.bucket, { objective }).toModel(),
       );
+      const tokenFeeds = Object.fromEntries(tokenInputs.map((name) => [
+        name,
+        tensor("float32", packTokens(packed, rows.map((s) => s.inputs![name])), [
+          packed.bucket.tokens,
+        ]),
+      ]));
       const r = await session.run({
         ...this.parameterFeeds(this.specsOf(packed)),
         ...this.baseFeeds(packed),
         loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
-        advantages: perToken(rows.map((s) => s.advantage)),
-        old_logprobs: perToken(rows.map((s) => s.oldLogprobs)),
-        teacher_logprobs: perToken(rows.map((s) => s.teacherLogprobs ?? zeros(s))),
-        ref_logprobs: perToken(rows.map((s) => s.refLogprobs)),
-        opd_mask: perToken(rows.map((s) => (s.teacherLogprobs ? 1 : 0))),
-        ...Object.fromEntries(SEED_COEFFICIENT_INPUTS.map((n, i) => [n, scalar(coefValues[i])])),
+        ...tokenFeeds,
+        ...scalarFeeds,
       });
       await yieldToEventLoop();
-      const n = rows.reduce((a, s) => a + s.response.length, 0);
-      const m = rows.reduce((a, s) => a + (s.teacherLogprobs ? s.response.length : 0), 0);
-      const w = total > 0 ? n / total : 0, wt = teacherTotal > 0 ? m / teacherTotal : 0;
-      const v = (name: string) => Number((r[name].data as Float32Array)[0]);
-      const keys = [
-        "loss",
-        "pgLoss",
-        "opdLoss",
-        "klLoss",
-        "entropy",
-        "clipFrac",
-        "dualClipFrac",
-      ] as const;
-      keys.forEach((k, i) => (stats[k] += w * v(SEED_OUTPUTS[i])));
-      stats.gateMean += wt * v("gate_mean");
-      stats.deltaMean += wt * v("delta_mean");
-      this.accumulate(grads, r, w, this.specsOf(packed));
-      unpackTokens(packed, r.logprobs.data as Float32Array).forEach((
-        lp,
-        k,
-      ) => (logprobs[group[k]] = lp));
-    }
-    return { ...stats, grads: this.complete(grads), logprobs };
-  }
-
-  /** One SFT loss (mean NLL of response tokens) + gradient evaluation over `samples`. */
-  async sftStep(input: Sample[]): Promise<{ loss: number; tokens: number; grads: Parameters }> {
-    const samples = prepareSamples(input, this.config);
-    const total = samples.reduce((n, s) => n + s.response.length, 0);
-    const grads: Parameters = new Map();
-    let loss = 0;
-    for (const group of this.plan(samples)) {
-      const packed = this.pack(samples, group);
-      const session = await this.session(
-        "train_sft",
-        packed.bucket,
-        () => buildTrainGraph(this.config, packed.bucket, { objective: "sft" }).toModel(),
+      for (const k of Object.keys(outputs)) outputs[k] += Number((r[k].data as Float32Array)[0]);
+      this.accumulate(grads, r, this.specsOf(packed));
+      unpackTokens(packed, r.logprobs.data as Float32Array).forEach((lp, k) =>
+        logprobs[group[k]] = lp
       );
-      const r = await session.run({
-        ...this.parameterFeeds(this.specsOf(packed)),
-        ...this.baseFeeds(packed),
-        loss_mask: tensor("float32", packed.lossMask, [packed.bucket.tokens]),
-      });
-      await yieldToEventLoop();
-      const w = total > 0 ? group.reduce((a, i) => a + samples[i].response.length, 0) / total : 0;
-      loss += w * Number((r.loss.data as Float32Array)[0]);
-      this.accumulate(grads, r, w, this.specsOf(packed));
     }
-    return { loss, tokens: total, grads: this.complete(grads) };
+    return {
+      outputs: outputs as Record<OutputName<X>, number>,
+      counts: counts as Record<CountName<X>, number>,
+      tokens: samples.reduce((n, s) => n + s.response.length, 0),
+      grads: this.complete(grads),
+      logprobs,
+    };
   }
 
   /**
@@ -404,18 +350,40 @@ export class Policy {
     }
     return grads;
   }
-  /** grads += w · (this call's gradients of `specs`); the first call's are adopted when w = 1. */
+  /** grads += this call's gradients of `specs` (the first call's are adopted). */
   private accumulate(
     grads: Parameters,
     r: ort.InferenceSession.ReturnType,
-    w: number,
     specs: ParameterSpec[],
   ): void {
     for (const s of specs) {
       const d = r[`grad.${s.name}`].data as Float32Array;
       const acc = grads.get(s.name);
-      if (!acc) grads.set(s.name, w === 1 ? d : d.map((x) => w * x));
-      else for (let i = 0; i < acc.length; i++) acc[i] += w * d[i];
+      if (!acc) grads.set(s.name, d);
+      else for (let i = 0; i < acc.length; i++) acc[i] += d[i];
     }
   }
+}
+
+/** Throws PolicyError unless sample `i` has every token input with one value per response token. */
+function checkInputs(s: TrainSample, i: number, names: readonly string[]): void {
+  for (const name of names) {
+    const v = s.inputs?.[name];
+    const ok = typeof v === "number" ? Number.isFinite(v) : v?.length === s.response.length;
+    if (!ok) {
+      throw new PolicyError(
+        `Cannot run a train step as sample ${i}'s input ${name} must be a number or ${s.response.length} values: current value is ${
+          v === undefined ? "missing" : typeof v === "number" ? v : `${v.length} values`
+        }`,
+      );
+    }
+  }
+}
+
+/** Response tokens of `s` where its input `selector` is > 0 (all of them when null). */
+function selectedTokens(s: TrainSample, selector: string | null): number {
+  if (selector === null) return s.response.length;
+  const v = s.inputs![selector];
+  if (typeof v === "number") return v > 0 ? s.response.length : 0;
+  return v.reduce((n, x) => n + (x > 0 ? 1 : 0), 0);
 }

@@ -44,7 +44,9 @@ import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.
 import { SkillLibrary } from "./skill_library.ts";
 import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
-import { SeedTrainer, usesAnalysis } from "./trainer.ts";
+import { SeedTrainer } from "./trainer.ts";
+import { type RunPlan, runPlan } from "./run_plan.ts";
+import { STEP_EVENT_METRICS } from "./metrics.ts";
 import { runWarmup } from "./warmup_stage.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
 
@@ -58,6 +60,7 @@ export interface SeedHandlerOptions {
 interface RunState {
   ctx: JobContext;
   spec: JobSpec;
+  plan: RunPlan;
   env: AsyncEnvironment;
   model: HfModel;
   theta: TextPolicy;
@@ -129,6 +132,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     return {
       ctx,
       spec,
+      plan: runPlan(spec),
       env,
       model: restored.model,
       theta,
@@ -152,6 +156,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   return {
     ctx,
     spec,
+    plan: runPlan(spec),
     env,
     model,
     theta,
@@ -182,11 +187,11 @@ function newOptimizer(spec: JobSpec, model: HfModel): AdamW {
 }
 
 async function train(run: RunState): Promise<HandlerOutcome> {
-  const { ctx, spec } = run;
-  const total = spec.method === "sft" ? 0 : spec.steps;
+  const { ctx, spec, plan } = run;
+  const total = plan.steps;
   if (run.step < 0) {
     const warm = await runWarmup(run, total);
-    if (spec.method !== "sft" && spec.optim.kl_coef > 0) {
+    if (plan.reference) {
       run.reference = new Policy(run.model.config, copyParams(run.model.parameters), {
         sessions: run.theta.policy.sessions,
       });
@@ -200,6 +205,7 @@ async function train(run: RunState): Promise<HandlerOutcome> {
   }
   const trainer = new SeedTrainer({
     spec,
+    plan,
     env: run.env,
     theta: run.theta,
     reference: run.reference,
@@ -236,21 +242,8 @@ async function train(run: RunState): Promise<HandlerOutcome> {
 
 /** The fields of the per-step `step` event. */
 function summary(step: number, total: number, m: Record<string, number>) {
-  const keys = [
-    "success_rate",
-    "mean_reward",
-    "invalid_action_rate",
-    "loss",
-    "pg_loss",
-    "opd_loss",
-    "kl_loss",
-    "entropy",
-    "analyzer_parse_rate",
-    "skills_added",
-    "step_seconds",
-  ];
   const out: Record<string, unknown> = { step, total_steps: total };
-  for (const k of keys) if (k in m) out[k] = m[k];
+  for (const k of STEP_EVENT_METRICS) if (k in m) out[k] = m[k];
   for (const k of Object.keys(m)) {
     if (k.startsWith("eval/") && k.endsWith("success_rate")) out[k] = m[k];
   }
@@ -296,6 +289,6 @@ async function checkpoint(run: RunState, step: number, total: number): Promise<v
   const optimizer = step > 0 ? run.optimizer.state() : null;
   const files = checkpointFiles(run.model, optimizer, state);
   await ctx.saveCheckpoint(step, files);
-  if (usesAnalysis(spec)) await ctx.saveSkills(step, run.library.toJSON(step), run.library.size);
+  if (run.plan.analysis) await ctx.saveSkills(step, run.library.toJSON(step), run.library.size);
   await ctx.emit("checkpoint", { step, files: files.map((f) => f.name) });
 }

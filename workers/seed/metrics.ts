@@ -8,6 +8,25 @@ import type { Trajectory } from "../envs/types.ts";
 import { episodeReward, type RewardSource } from "./advantage.ts";
 import { checkNumber, SeedOptionError } from "./errors.ts";
 
+/**
+ * Metrics carried by the per-step `step` event (all metrics go to the metrics series): outcome,
+ * the update's loss terms (named as the SEED objective's outputs, objective.ts), analysis and
+ * time.
+ */
+export const STEP_EVENT_METRICS = [
+  "success_rate",
+  "mean_reward",
+  "invalid_action_rate",
+  "loss",
+  "pg_loss",
+  "opd_loss",
+  "kl_loss",
+  "entropy",
+  "analyzer_parse_rate",
+  "skills_added",
+  "step_seconds",
+] as const;
+
 /** The named phases of one training step (and evaluation). */
 export const PHASES = ["rollout", "analyze", "rescore", "advantage", "update", "eval"] as const;
 

@@ -1,7 +1,8 @@
 /**
  * The SEED algorithm's model-independent parts (DESIGN.md §8; Wu et al. 2026, arXiv 2607.14777):
  * rollout loop, samples, advantage estimators (GRPO, GiGPO), analyzer prompt and parsing, skill
- * insertion, the skill library, a float64 reference of the update loss, and step metrics.
+ * insertion, the skill library, the update objective (objective.ts), the run plan of a method,
+ * and step metrics.
  * The trainer ties these to the engine and envs.
  */
 export * from "./errors.ts";
@@ -10,7 +11,8 @@ export * from "./skills.ts";
 export * from "./analyze.ts";
 export * from "./skill_library.ts";
 export * from "./samples.ts";
-export * from "./losses.ts";
+export * from "./objective.ts";
+export * from "./run_plan.ts";
 export * from "./rollout.ts";
 export * from "./metrics.ts";
 export * from "./seeds.ts";

@@ -2,7 +2,9 @@
  * One SEED (or GRPO) update as named, timed phases (DESIGN.md §8; STYLE.md "the training step as
  * named, timed phases"): rollout → advantage → analyze → rescore → update. The trainer only
  * orchestrates; the math lives in the phase modules (rollout.ts, samples.ts/advantage.ts,
- * analyze.ts/skills.ts) and in the model's train graph (`Policy.trainStep`).
+ * analyze.ts/skills.ts) and in the SEED objective (objective.ts) the model's train graph is built
+ * from (`Policy.trainStep`). What the method means (analysis, λ_opd, π_ref) comes from the run
+ * plan (run_plan.ts).
  *
  * Randomness: every draw of a step comes from the trainer's `Rng` (task seed, sampling seeds,
  * mini-batch shuffles), whose state is checkpointed, so a resumed job repeats the exact draws.
@@ -14,7 +16,6 @@ import {
   clipGradNorm,
   learningRate,
   type Policy,
-  type RlSample,
   type Rng,
   type Sample,
 } from "../model/mod.ts";
@@ -25,6 +26,14 @@ import {
   teacherPrompts,
 } from "./analyze.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
+import {
+  SEED_OBJECTIVE,
+  SEED_OUTPUTS,
+  seedCoefficients,
+  seedInputs,
+  type SeedSample,
+} from "./objective.ts";
+import type { RunPlan } from "./run_plan.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
@@ -33,10 +42,12 @@ import { ACTION_STOP, ANALYSIS_STOP, type TextPolicy } from "./text_policy.ts";
 /** What the trainer works with. */
 export interface TrainerParts {
   spec: JobSpec;
+  /** What the spec's method means for the run (`runPlan(spec)`). */
+  plan: RunPlan;
   env: AsyncEnvironment;
   /** θ (updated in place). */
   theta: TextPolicy;
-  /** π_ref for ℓ_ref (null when `kl_coef` is 0: ℓ_ref is then ℓ_old and unused). */
+  /** π_ref for ℓ_ref (null when the plan has none: ℓ_ref is then ℓ_old and unused). */
   reference: Policy | null;
   optimizer: AdamW;
   rng: Rng;
@@ -53,18 +64,13 @@ export interface StepOutcome {
   trajectories: RolloutTrajectory[];
 }
 
-/** True when the job distils skills (method seed with analysis on). */
-export function usesAnalysis(spec: JobSpec): boolean {
-  return spec.method === "seed" && spec.seed.analyze !== "none";
-}
-
 /** Runs SEED/GRPO updates (see module doc). */
 export class SeedTrainer {
   constructor(readonly parts: TrainerParts) {}
 
   /** Runs update `step` (1-based) and returns its metrics. */
   async step(step: number, onStage: StageHook, signal?: AbortSignal): Promise<StepOutcome> {
-    const { spec, rng } = this.parts;
+    const { spec, plan, rng } = this.parts;
     const timer = new PhaseTimer();
     const stepSeed = rng.nextUint32();
     let generated = 0;
@@ -83,7 +89,7 @@ export class SeedTrainer {
     signal?.throwIfAborted();
 
     let analysis = { analyses: new Map(), analyzed: 0, parsed: 0, tokens: 0 };
-    if (usesAnalysis(spec)) {
+    if (plan.analysis) {
       await onStage("analyze");
       analysis = await timer.time("analyze", () => this.#analyze(trajectories.list));
       generated += analysis.tokens;
@@ -93,9 +99,7 @@ export class SeedTrainer {
     await onStage("rescore");
     const skills = skillsByTrajectory(analysis.analyses);
     const scored = await timer.time("rescore", () => this.#rescore(samples, skills));
-    const gaps = scored.rl.map((s) =>
-      s.teacherLogprobs ? s.teacherLogprobs.map((t, i) => t - s.oldLogprobs[i]) : null
-    );
+    const gaps = scored.teacher.map((t, i) => t ? t.map((x, k) => x - scored.old[i][k]) : null);
     const withTeacher = samples.filter((_, i) => gaps[i] !== null);
     const meanGaps = meanPerTrajectory(withTeacher, gaps.filter((g) => g !== null));
     const skillsAdded = recordSkills(this.parts.library, {
@@ -167,10 +171,10 @@ export class SeedTrainer {
   }
 
   async #analyze(trajectories: RolloutTrajectory[]) {
-    const { spec, theta } = this.parts;
+    const { spec, plan, theta } = this.parts;
     let tokens = 0;
     const r = await analyzeTrajectories(trajectories, {
-      mode: spec.seed.analyze === "failed_only" ? "failed_only" : "all",
+      mode: plan.analyze,
       prompt: {
         maxSteps: spec.seed.analyzer_max_steps,
         maxFieldChars: spec.seed.analyzer_max_field_chars,
@@ -194,29 +198,36 @@ export class SeedTrainer {
    * Every pass (and the update) sees the turn's images; the skill prompt keeps its `<image>`.
    */
   async #rescore(samples: TurnSample[], skills: Map<string, string | null>) {
-    const { theta, reference, spec } = this.parts;
+    const { theta, reference } = this.parts;
     const plain: Sample[] = samples.map((s) => theta.sample(s.prompt, s.response, false, s.images));
     const old = await theta.policy.score(plain);
-    const ref = reference && spec.optim.kl_coef > 0 ? await reference.score(plain) : old;
+    const ref = reference ? await reference.score(plain) : old;
     const prompts = teacherPrompts(samples, skills);
     const teacherIdx = prompts.flatMap((p, i) => (p === null ? [] : [i]));
     const teacher = await theta.policy.score(
       teacherIdx.map((i) => ({ ...plain[i], prompt: theta.promptIds(prompts[i]!) })),
     );
     const teacherOf = new Map(teacherIdx.map((i, k) => [i, teacher.logprobs[k]]));
-    const rl: RlSample[] = samples.map((s, i) => ({
+    const teacherLogprobs = samples.map((_, i) => teacherOf.get(i) ?? null);
+    const rl: SeedSample[] = samples.map((s, i) => ({
       ...plain[i],
-      advantage: s.advantage,
-      oldLogprobs: old.logprobs[i],
-      refLogprobs: ref.logprobs[i],
-      teacherLogprobs: teacherOf.get(i) ?? null,
+      inputs: seedInputs({
+        advantages: s.advantage,
+        old_logprobs: old.logprobs[i],
+        ref_logprobs: ref.logprobs[i],
+        teacher_logprobs: teacherLogprobs[i],
+      }),
     }));
-    return { rl };
+    return { rl, old: old.logprobs, teacher: teacherLogprobs };
   }
 
-  /** `ppo_epochs` × mini-batches of Policy.trainStep, clipped, AdamW at the scheduled lr. */
-  async #update(step: number, rl: RlSample[], signal?: AbortSignal) {
-    const { spec, theta, optimizer, rng } = this.parts;
+  /**
+   * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
+   * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
+   * over the step's mini-batches, weighted by the count the objective averages it over.
+   */
+  async #update(step: number, rl: SeedSample[], signal?: AbortSignal) {
+    const { spec, plan, theta, optimizer, rng } = this.parts;
     const o = spec.optim;
     const lr = learningRate(step - 1, {
       kind: o.lr_schedule,
@@ -224,16 +235,13 @@ export class SeedTrainer {
       warmupSteps: o.warmup_steps,
       totalSteps: spec.steps,
     });
-    const coefs = {
-      clipEps: o.clip_ratio,
-      dualClip: o.dual_clip,
-      gateBeta: spec.seed.gate_beta,
-      opdCoef: usesAnalysis(spec) ? spec.seed.opd_coef : 0,
-      klCoef: o.kl_coef,
-      entropyCoef: o.entropy_coef,
-    };
-    const sums: Record<string, number> = {};
-    let tokens = 0, teacherTokens = 0, optimizerSteps = 0, gradNorm = 0;
+    const coefficients = seedCoefficients(spec, plan);
+    const outputs = Object.entries(SEED_OUTPUTS) as [
+      keyof typeof SEED_OUTPUTS,
+      typeof SEED_OUTPUTS[keyof typeof SEED_OUTPUTS],
+    ][];
+    const sums: Record<string, number> = {}, counts: Record<string, number> = {};
+    let tokens = 0, optimizerSteps = 0, gradNorm = 0;
     const epochs = miniBatches(rl.length, {
       miniBatchSize: o.mini_batch_size,
       epochs: o.ppo_epochs,
@@ -242,35 +250,27 @@ export class SeedTrainer {
     for (const batches of epochs) {
       for (const batch of batches) {
         signal?.throwIfAborted();
-        const rows = batch.map((i) => rl[i]);
-        const r = await theta.policy.trainStep(rows, coefs);
+        const r = await theta.policy.trainStep(
+          SEED_OBJECTIVE,
+          batch.map((i) => rl[i]),
+          coefficients,
+        );
         if (r.tokens === 0) continue;
         const norm = o.max_grad_norm > 0 ? clipGradNorm(r.grads, o.max_grad_norm) : 0;
         optimizer.step(theta.policy.params, r.grads, lr);
-        const t = rows.reduce((n, s) => n + (s.teacherLogprobs ? s.response.length : 0), 0);
-        const add = (k: string, v: number, w: number) => (sums[k] = (sums[k] ?? 0) + v * w);
-        add("loss", r.loss, r.tokens);
-        add("pg_loss", r.pgLoss, r.tokens);
-        add("opd_loss", r.opdLoss, r.tokens);
-        add("kl_loss", r.klLoss, r.tokens);
-        add("entropy", r.entropy, r.tokens);
-        add("clip_frac", r.clipFrac, r.tokens);
-        add("dual_clip_frac", r.dualClipFrac, r.tokens);
-        add("gate_mean", r.gateMean, t);
-        add("delta_mean", r.deltaMean, t);
+        for (const [name, count] of outputs) {
+          sums[name] = (sums[name] ?? 0) + r.outputs[name] * r.counts[count];
+        }
+        for (const [count, n] of Object.entries(r.counts)) counts[count] = (counts[count] ?? 0) + n;
         tokens += r.tokens;
-        teacherTokens += t;
         gradNorm += norm;
         optimizerSteps++;
       }
     }
     const stats: Record<string, number> = { lr, optimizer_steps: optimizerSteps };
-    for (const k of ["loss", "pg_loss", "opd_loss", "kl_loss", "entropy", "clip_frac"]) {
-      stats[k] = tokens > 0 ? (sums[k] ?? 0) / tokens : 0;
+    for (const [name, count] of outputs) {
+      stats[name] = (counts[count] ?? 0) > 0 ? sums[name] / counts[count] : 0;
     }
-    stats.dual_clip_frac = tokens > 0 ? (sums.dual_clip_frac ?? 0) / tokens : 0;
-    stats.gate_mean = teacherTokens > 0 ? (sums.gate_mean ?? 0) / teacherTokens : 0;
-    stats.delta_mean = teacherTokens > 0 ? (sums.delta_mean ?? 0) / teacherTokens : 0;
     stats.grad_norm = optimizerSteps > 0 ? gradNorm / optimizerSteps : 0;
     return { stats, tokens };
   }

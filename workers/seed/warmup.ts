@@ -14,7 +14,7 @@
  *   `analysisTarget(env.referenceAnalysis(trajectory))` + EOS.
  */
 import type { AsyncEnvironment, Task } from "../envs/mod.ts";
-import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample } from "../model/mod.ts";
+import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
 import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
 import { analysisTarget, type AnalyzerPromptOptions, buildAnalyzerPrompt } from "./skills.ts";
@@ -74,14 +74,15 @@ export async function sftTrain(
   for (const batches of epochs) {
     for (const batch of batches) {
       options.signal?.throwIfAborted();
-      const r = await policy.sftStep(batch.map((i) => samples[i]));
+      const r = await policy.trainStep(TOKEN_NLL, batch.map((i) => samples[i]));
+      const loss = r.outputs.loss;
       if (options.maxGradNorm > 0) clipGradNorm(r.grads, options.maxGradNorm);
       optimizer.step(policy.params, r.grads);
       report.optimizerSteps++;
       report.tokens += r.tokens;
-      if (report.optimizerSteps === 1) report.firstLoss = r.loss;
-      report.lastLoss = r.loss;
-      await options.onStep?.(report.optimizerSteps, total, r.loss);
+      if (report.optimizerSteps === 1) report.firstLoss = loss;
+      report.lastLoss = loss;
+      await options.onStep?.(report.optimizerSteps, total, loss);
     }
   }
   return report;

@@ -2,9 +2,8 @@
  * The warm-up stages of a job run (issue 5 §1), with progress and events: `warmup_policy`
  * (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer SFT on the warmed
  * policy's trajectories annotated by the reference analyzer, with the policy demonstrations
- * replayed; for `sft` jobs, and `seed` jobs with analysis on — `grpo` never analyses, so it skips
- * this stage).
- * Skipped entirely with `warmup.skip`. Returns the step-0 metrics of the warm-up.
+ * replayed), as the run plan lists them (run_plan.ts: the analyzer stage for `sft` jobs and `seed`
+ * jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics of the warm-up.
  */
 import type { JobSpec } from "../../jobs/mod.ts";
 import type { AsyncEnvironment } from "../envs/mod.ts";
@@ -12,7 +11,7 @@ import type { JobContext } from "../worker/handler.ts";
 import { Rng } from "../model/mod.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
 import type { TextPolicy } from "./text_policy.ts";
-import { usesAnalysis } from "./trainer.ts";
+import type { RunPlan } from "./run_plan.ts";
 import {
   analyzerSamples,
   expertSamples,
@@ -26,6 +25,8 @@ import {
 export interface WarmupRun {
   ctx: JobContext;
   spec: JobSpec;
+  /** Which warm-up stages run (`runPlan(spec).warmup`). */
+  plan: RunPlan;
   env: AsyncEnvironment;
   theta: TextPolicy;
 }
@@ -46,9 +47,9 @@ export async function runWarmup(
   run: WarmupRun,
   totalSteps: number,
 ): Promise<Record<string, number>> {
-  const { ctx, spec, env, theta } = run;
+  const { ctx, spec, plan, env, theta } = run;
   const out: Record<string, number> = {};
-  if (spec.warmup.skip) return out;
+  if (!plan.warmup.includes("warmup_policy")) return out;
   const data = {
     env,
     envOptions: spec.env.options,
@@ -109,7 +110,7 @@ export async function runWarmup(
     user_samples: user.policy.length,
   });
 
-  const analyzer = spec.method === "sft" || usesAnalysis(spec);
+  const analyzer = plan.warmup.includes("warmup_analyzer");
   if (analyzer && (spec.warmup.analyzer.episodes > 0 || user.analyzer.length > 0)) {
     const analyzerSeed = derivedSeed(spec.random_seed, SEED_USE.warmupAnalyzer);
     await ctx.setProgress({ stage: "warmup_analyzer", step: 0, totalSteps });

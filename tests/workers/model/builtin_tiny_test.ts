@@ -4,6 +4,7 @@ import {
   createBuiltinTiny,
   parameterSpecs,
   Policy,
+  TOKEN_NLL,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
 
@@ -32,8 +33,8 @@ Deno.test("builtin:tiny learns prompt → action pairs and generation stops at t
   const opt = new AdamW(parameterSpecs(model.config), { lr: 3e-3, weightDecay: 0 });
   let loss = Infinity;
   for (let step = 0; step < 120 && loss > 0.02; step++) {
-    const r = await policy.sftStep(samples);
-    loss = r.loss;
+    const r = await policy.trainStep(TOKEN_NLL, samples);
+    loss = r.outputs.loss;
     opt.step(model.parameters, r.grads);
   }
   assert.ok(loss < 0.02, `loss ${loss}`);

@@ -5,8 +5,9 @@ import {
   buildScoreGraph,
   buildTrainGraph,
   DecoderConfigError,
-  SEED_COEFFICIENT_INPUTS,
 } from "../../../workers/model/llama.ts";
+import { TOKEN_NLL } from "../../../workers/model/objective.ts";
+import { SEED_OBJECTIVE, type SeedCoefficients } from "../../../workers/seed/objective.ts";
 import { packSamples, packTokens, type Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
@@ -20,8 +21,9 @@ const SAMPLES: Sample[] = [
  * Whole-model check in float64: d loss / d θ from the train graph against central differences
  * on the largest-gradient coordinate and 3 random coordinates of every parameter.
  */
-async function checkModel(c: DecoderConfig, objective: "sft" | "seed", coefs: number[] = []) {
+async function checkModel(c: DecoderConfig, coefs?: SeedCoefficients) {
   const bucket = { batch: 2, length: 8, tokens: 16 }; // 8 scored tokens + 8 unused slots
+  const objective = coefs ? SEED_OBJECTIVE : TOKEN_NLL;
   const g = buildTrainGraph(c, bucket, { objective, dtype: "float64" });
   const session = await createSession(g.toModel());
   const packed = packSamples(SAMPLES, bucket, 0);
@@ -42,18 +44,19 @@ async function checkModel(c: DecoderConfig, objective: "sft" | "seed", coefs: nu
     targets: tensor("int64", packed.targets, rDims),
     attention_mask: tensor("float64", Float64Array.from(packed.attentionMask), dims),
     loss_mask: tensor("float64", Float64Array.from(packed.lossMask), rDims),
+    response_tokens: tensor("float64", Float64Array.of(8), []),
   };
-  if (objective === "seed") {
+  if (coefs) {
     // advantages of both signs; old log-probs spread so ratios fall inside and outside the clip
     feeds.advantages = perToken(() => (rnd() < 0.5 ? -1 : 1) * (0.5 + rnd()));
     feeds.old_logprobs = perToken(() => -2.4 + (rnd() - 0.5) * 1.2);
     feeds.teacher_logprobs = perToken(() => -3 * rnd());
     feeds.ref_logprobs = perToken(() => -2.4 + (rnd() - 0.5));
     feeds.opd_mask = tensor("float64", Float64Array.from(packTokens(packed, [1, 0])), rDims);
-    SEED_COEFFICIENT_INPUTS.forEach((
-      n,
-      i,
-    ) => (feeds[n] = tensor("float64", Float64Array.of(coefs[i]), [])));
+    feeds.teacher_tokens = tensor("float64", Float64Array.of(SAMPLES[0].response.length), []);
+    for (const [n, v] of Object.entries(coefs)) {
+      feeds[n] = tensor("float64", Float64Array.of(v), []);
+    }
   }
   const params: Map<string, Float64Array> = new Map(
     [...randomParameters(c, 5)].map(([k, v]) => [k, Float64Array.from(v)]),
@@ -92,23 +95,30 @@ async function checkModel(c: DecoderConfig, objective: "sft" | "seed", coefs: nu
 }
 
 Deno.test("the SFT train graph's gradients match float64 finite differences (Llama: GQA, tied)", async () => {
-  await checkModel(TINY_LLAMA, "sft");
+  await checkModel(TINY_LLAMA);
 });
 
 Deno.test("the SFT train graph's gradients match float64 finite differences (Qwen2: bias, untied)", async () => {
-  await checkModel(TINY_QWEN, "sft");
+  await checkModel(TINY_QWEN);
 });
 
 Deno.test("the SEED train graph's gradients match float64 finite differences (β = 0 makes the gate constant)", async () => {
-  // clip ε, dual clip c, gate β, λ_opd, kl, entropy. With β = 0 the stop-gradient gate is σ(0),
-  // so the loss FD sees is the loss autodiff differentiates.
-  await checkModel(TINY_LLAMA, "seed", [0.2, 3, 0, 0.5, 0.3, 0.1]);
+  // With β = 0 the stop-gradient gate is σ(0), so the loss FD sees is the loss autodiff
+  // differentiates.
+  await checkModel(TINY_LLAMA, {
+    clip_ratio: 0.2,
+    dual_clip: 3,
+    gate_beta: 0,
+    opd_coef: 0.5,
+    kl_coef: 0.3,
+    entropy_coef: 0.1,
+  });
 });
 
 Deno.test("a config whose query heads do not group over its KV heads fails at build time", () => {
   const bad: DecoderConfig = { ...TINY_LLAMA, num_key_value_heads: 3 };
   assert.throws(
-    () => buildTrainGraph(bad, { batch: 1, length: 4, tokens: 8 }, { objective: "sft" }),
+    () => buildTrainGraph(bad, { batch: 1, length: 4, tokens: 8 }, { objective: TOKEN_NLL }),
     (e: Error) =>
       e instanceof DecoderConfigError && /multiple of num_key_value_heads/.test(e.message),
   );

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { AdamW, clipGradNorm } from "../../../workers/model/optim.ts";
-import { Policy, PolicyError, type RlSample } from "../../../workers/model/policy.ts";
+import { Policy, PolicyError } from "../../../workers/model/policy.ts";
+import { TOKEN_NLL } from "../../../workers/model/objective.ts";
+import {
+  SEED_OBJECTIVE,
+  type SeedCoefficients,
+  seedInputs,
+  type SeedSample,
+} from "../../../workers/seed/objective.ts";
 import type { Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
@@ -28,36 +35,51 @@ for (const c of [TINY_LLAMA, TINY_QWEN]) {
   });
 }
 
-function rlSamples(): RlSample[] {
+function rlSamples(): SeedSample[] {
   const rnd = lcg(5);
   return [TARGET, ...OTHERS].map((s, i) => ({
     ...s,
-    advantage: i % 2 === 0 ? 1.2 : -0.7,
-    oldLogprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
-    refLogprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
-    teacherLogprobs: i === 1 ? null : Float32Array.from(s.response, () => -3 * rnd()),
+    inputs: seedInputs({
+      advantages: i % 2 === 0 ? 1.2 : -0.7,
+      old_logprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
+      ref_logprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
+      teacher_logprobs: i === 1 ? null : Float32Array.from(s.response, () => -3 * rnd()),
+    }),
   }));
 }
+
+/** The JobSpec defaults. */
+const COEF: SeedCoefficients = {
+  clip_ratio: 0.2,
+  dual_clip: 3,
+  gate_beta: 5,
+  opd_coef: 0.01,
+  kl_coef: 0.01,
+  entropy_coef: 0.001,
+};
 
 Deno.test("a train step split into micro-batches gives the same loss, stats and gradients", async () => {
   const params = randomParameters(TINY_LLAMA, 2);
   const whole = new Policy(TINY_LLAMA, params, { maxTokensPerCall: 1 << 16 });
   const split = new Policy(TINY_LLAMA, params, { maxTokensPerCall: 16 });
-  const a = await whole.trainStep(rlSamples());
-  const b = await split.trainStep(rlSamples());
+  const a = await whole.trainStep(SEED_OBJECTIVE, rlSamples(), COEF);
+  const b = await split.trainStep(SEED_OBJECTIVE, rlSamples(), COEF);
   for (
     const k of [
       "loss",
-      "pgLoss",
-      "opdLoss",
-      "klLoss",
+      "pg_loss",
+      "opd_loss",
+      "kl_loss",
       "entropy",
-      "clipFrac",
-      "gateMean",
-      "deltaMean",
+      "clip_frac",
+      "gate_mean",
+      "delta_mean",
     ] as const
   ) {
-    assert.ok(Math.abs(a[k] - b[k]) < 1e-5, `${k}: ${a[k]} vs ${b[k]}`);
+    assert.ok(
+      Math.abs(a.outputs[k] - b.outputs[k]) < 1e-5,
+      `${k}: ${a.outputs[k]} vs ${b.outputs[k]}`,
+    );
   }
   assert.equal(a.tokens, 3 + 13 + 1 + 2);
   for (const s of parameterSpecs(TINY_LLAMA)) {
@@ -90,11 +112,11 @@ Deno.test("a tiny model overfits a small corpus with the train graph and AdamW",
   const params = randomParameters(c, 8, 0.3);
   const policy = new Policy(c, params);
   const opt = new AdamW(parameterSpecs(c), { lr: 1e-2, weightDecay: 0 });
-  const first = (await policy.sftStep(corpus)).loss;
+  const first = (await policy.trainStep(TOKEN_NLL, corpus)).outputs.loss;
   let loss = first;
   for (let step = 0; step < 80 && loss > 0.05; step++) {
-    const r = await policy.sftStep(corpus);
-    loss = r.loss;
+    const r = await policy.trainStep(TOKEN_NLL, corpus);
+    loss = r.outputs.loss;
     clipGradNorm(r.grads, 1.0);
     opt.step(params, r.grads);
   }
@@ -108,8 +130,8 @@ Deno.test("a tiny model overfits a small corpus with the train graph and AdamW",
 
 Deno.test("a train step over no samples returns zero loss and zero gradients for every parameter", async () => {
   const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 2));
-  const r = await policy.trainStep([]);
-  assert.equal(r.loss, 0);
+  const r = await policy.trainStep(SEED_OBJECTIVE, [], COEF);
+  assert.equal(r.outputs.loss, 0);
   assert.equal(r.tokens, 0);
   for (const s of parameterSpecs(TINY_LLAMA)) assert.ok(r.grads.get(s.name)!.every((x) => x === 0));
   await policy.release();
@@ -135,4 +157,20 @@ Deno.test("a policy refuses parameters that do not match its config", () => {
     () => new Policy(TINY_LLAMA, params),
     (e: Error) => e instanceof PolicyError && /model.norm.weight/.test(e.message),
   );
+});
+
+Deno.test("a train step names the sample and the input it is missing", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 2));
+  const [s] = rlSamples();
+  const { old_logprobs: _, ...inputs } = s.inputs;
+  await assert.rejects(
+    () => policy.trainStep(SEED_OBJECTIVE, [rlSamples()[1], { ...s, inputs }], COEF),
+    (e: Error) => e instanceof PolicyError && /sample 1's input old_logprobs/.test(e.message),
+  );
+  const { kl_coef: __, ...coefs } = COEF;
+  await assert.rejects(
+    () => policy.trainStep(SEED_OBJECTIVE, rlSamples(), coefs as SeedCoefficients),
+    (e: Error) => e instanceof PolicyError && /scalar input kl_coef/.test(e.message),
+  );
+  await policy.release();
 });

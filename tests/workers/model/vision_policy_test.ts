@@ -5,7 +5,9 @@ import {
   parameterSpecs,
   visionParameterSpecs,
 } from "../../../workers/model/config.ts";
-import { Policy, type RlSample } from "../../../workers/model/policy.ts";
+import { Policy } from "../../../workers/model/policy.ts";
+import { TOKEN_NLL } from "../../../workers/model/objective.ts";
+import { SEED_OBJECTIVE, seedInputs, type SeedSample } from "../../../workers/seed/objective.ts";
 import { prepareSamples, type Sample } from "../../../workers/model/batch.ts";
 import {
   AdamW,
@@ -51,25 +53,40 @@ Deno.test("an image sample's log-probs do not depend on its batch, bucket or mic
   await split.release();
 });
 
-function rlSamples(): RlSample[] {
+function rlSamples(): SeedSample[] {
   const rnd = lcg(5);
   return [TARGET, ...OTHERS].map((s, i) => ({
     ...s,
-    advantage: i % 2 === 0 ? 1.2 : -0.7,
-    oldLogprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
-    refLogprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
-    teacherLogprobs: i === 1 ? null : Float32Array.from(s.response, () => -3 * rnd()),
+    inputs: seedInputs({
+      advantages: i % 2 === 0 ? 1.2 : -0.7,
+      old_logprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
+      ref_logprobs: Float32Array.from(s.response, () => -2.4 + rnd() - 0.5),
+      teacher_logprobs: i === 1 ? null : Float32Array.from(s.response, () => -3 * rnd()),
+    }),
   }));
 }
+
+/** The JobSpec defaults. */
+const COEF = {
+  clip_ratio: 0.2,
+  dual_clip: 3,
+  gate_beta: 5,
+  opd_coef: 0.01,
+  kl_coef: 0.01,
+  entropy_coef: 0.001,
+};
 
 Deno.test("a train step over image and text samples gives the same loss and gradients whole or in micro-batches", async () => {
   const params = randomParameters(TINY_VL, 2);
   const whole = new Policy(TINY_VL, params, { maxTokensPerCall: 1 << 16 });
   const split = new Policy(TINY_VL, params, { maxTokensPerCall: 16 });
-  const a = await whole.trainStep(rlSamples());
-  const b = await split.trainStep(rlSamples());
-  for (const k of ["loss", "pgLoss", "opdLoss", "klLoss", "entropy", "gateMean"] as const) {
-    assert.ok(Math.abs(a[k] - b[k]) < 1e-5, `${k}: ${a[k]} vs ${b[k]}`);
+  const a = await whole.trainStep(SEED_OBJECTIVE, rlSamples(), COEF);
+  const b = await split.trainStep(SEED_OBJECTIVE, rlSamples(), COEF);
+  for (const k of ["loss", "pg_loss", "opd_loss", "kl_loss", "entropy", "gate_mean"] as const) {
+    assert.ok(
+      Math.abs(a.outputs[k] - b.outputs[k]) < 1e-5,
+      `${k}: ${a.outputs[k]} vs ${b.outputs[k]}`,
+    );
   }
   for (const s of parameterSpecs(TINY_VL)) {
     const ga = a.grads.get(s.name)!, gb = b.grads.get(s.name)!;
@@ -78,9 +95,9 @@ Deno.test("a train step over image and text samples gives the same loss and grad
   }
   const patch = a.grads.get("vision_tower.embeddings.patch_embedding.weight")!;
   assert.ok(patch.some((x) => x !== 0), "the encoder gets a gradient");
-  const sft = await split.sftStep(rlSamples());
-  const sftWhole = await whole.sftStep(rlSamples());
-  assert.ok(Math.abs(sft.loss - sftWhole.loss) < 1e-5);
+  const sft = await split.trainStep(TOKEN_NLL, rlSamples());
+  const sftWhole = await whole.trainStep(TOKEN_NLL, rlSamples());
+  assert.ok(Math.abs(sft.outputs.loss - sftWhole.outputs.loss) < 1e-5);
   await whole.release();
   await split.release();
 });
@@ -95,7 +112,7 @@ Deno.test("text-only samples on a vision model score as its decoder alone and le
   const samples = [OTHERS[0], { prompt: [1, 3, 3], response: [4, 2] }];
   const a = await vl.score(samples), b = await text.score(samples);
   a.logprobs.forEach((lp, i) => assert.deepEqual(lp, b.logprobs[i]));
-  const r = await vl.sftStep(samples);
+  const r = await vl.trainStep(TOKEN_NLL, samples);
   for (const s of visionParameterSpecs(TINY_VL)) {
     assert.ok(r.grads.get(s.name)!.every((x) => x === 0));
   }
@@ -190,8 +207,11 @@ Deno.test("builtin:tiny-vl learns to name the colour that fills an image, which 
   const opt = new AdamW(parameterSpecs(model.config), { lr: 3e-3, weightDecay: 0 });
   const losses: number[] = [];
   for (let step = 0; step < 40 && !(losses.at(-1)! < 0.05); step++) {
-    const r = await policy.sftStep(Array.from({ length: 8 }, (_, i) => sample(i % 2 === 0)));
-    losses.push(r.loss);
+    const r = await policy.trainStep(
+      TOKEN_NLL,
+      Array.from({ length: 8 }, (_, i) => sample(i % 2 === 0)),
+    );
+    losses.push(r.outputs.loss);
     clipGradNorm(r.grads, 1);
     opt.step(model.parameters, r.grads);
   }

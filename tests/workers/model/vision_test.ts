@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import { parameterSpecs, visionParameterSpecs } from "../../../workers/model/config.ts";
 import { buildTrainGraph } from "../../../workers/model/llama.ts";
+import { TOKEN_NLL } from "../../../workers/model/objective.ts";
 import { packSamples, prepareSamples, type Sample } from "../../../workers/model/batch.ts";
 import { visionEncoder } from "../../../workers/model/vision.ts";
 import { Policy } from "../../../workers/model/policy.ts";
@@ -34,7 +35,7 @@ Deno.test("the whole model's loss through an image sample has float64-exact grad
     { prompt: [1, 4, IMG], response: [6, 8, 2], images: [C] },
   ], c);
   const bucket = { batch: 2, length: 16, tokens: 8, images: 4 };
-  const g = buildTrainGraph(c, bucket, { objective: "sft", dtype: "float64" });
+  const g = buildTrainGraph(c, bucket, { objective: TOKEN_NLL, dtype: "float64" });
   const session = await createSession(g.toModel());
   const p = packSamples(samples, bucket, 0, { config: c });
   const dims = [2, 16], rDims = [8];
@@ -47,6 +48,7 @@ Deno.test("the whole model's loss through an image sample has float64-exact grad
     loss_mask: tensor("float64", Float64Array.from(p.lossMask), rDims),
     pixel_values: tensor("float64", Float64Array.from(p.pixelValues!), [4, 4, 48]),
     merge_index: tensor("int64", p.mergeIndex!, dims),
+    response_tokens: tensor("float64", Float64Array.of(6), []),
   };
   const params = new Map(
     [...randomParameters(c, 5)].map(([k, v]) => [k, Float64Array.from(v)]),

@@ -4,6 +4,7 @@ import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts
 import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../../workers/model/mod.ts";
 import {
   resolveModel,
+  runPlan,
   SeedTrainer,
   SkillLibrary,
   type TextGenerateOptions,
@@ -34,6 +35,7 @@ Deno.test("a step with parsed skills re-scores under the skill prompt and distil
   const library = new SkillLibrary("job-1");
   const trainer = new SeedTrainer({
     spec,
+    plan: runPlan(spec),
     env,
     theta,
     reference: null,

@@ -13,12 +13,15 @@ import {
 } from "../../../workers/envs/mod.ts";
 import {
   AdamW,
+  type AnyObjective,
   parameterSpecs,
   Policy,
-  type RlSample,
   Rng,
   type Sample,
+  type ScalarName,
+  TOKEN_NLL,
   Tokenizer,
+  type TrainSample,
 } from "../../../workers/model/mod.ts";
 import {
   buildAnalyzerPrompt,
@@ -30,6 +33,7 @@ import {
   type ObservationImage,
   probeFirstTurn,
   resolveModel,
+  runPlan,
   runRollouts,
   SeedTrainer,
   SKILL_HEADING,
@@ -215,8 +219,8 @@ Deno.test("expert demonstrations on image environments carry one image per promp
       assert.equal(s.prompt.filter((t) => t === model.config.image_token_id).length, 1);
     }
     // The images are the policy's input: the SFT loss runs on them.
-    const r = await theta.policy.sftStep(samples);
-    assert.ok(Number.isFinite(r.loss) && r.loss > 0);
+    const r = await theta.policy.trainStep(TOKEN_NLL, samples);
+    assert.ok(Number.isFinite(r.outputs.loss) && r.outputs.loss > 0);
     const vision = [...r.grads].filter(([k]) => k.startsWith("vision_tower."));
     assert.ok(vision.some(([, g]) => g.some((x) => x !== 0)), "the encoder gets a gradient");
     await theta.policy.release();
@@ -226,14 +230,18 @@ Deno.test("expert demonstrations on image environments carry one image per promp
 /** A policy that records the samples of every score and train call. */
 class RecordingPolicy extends Policy {
   scored: Sample[][] = [];
-  trained: RlSample[][] = [];
+  trained: TrainSample[][] = [];
   override score(input: Sample[]) {
     this.scored.push(input);
     return super.score(input);
   }
-  override trainStep(input: RlSample[], coefs = {}) {
+  override trainStep<X extends AnyObjective>(
+    objective: X,
+    input: TrainSample[],
+    scalars?: Readonly<Record<ScalarName<X>, number>>,
+  ) {
     this.trained.push(input);
-    return super.trainStep(input, coefs);
+    return super.trainStep(objective, input, scalars);
   }
 }
 
@@ -266,6 +274,7 @@ Deno.test("a SEED step on images re-scores with the skill and the image, and upd
   const theta = new FixedAnalyzer(policy, new Tokenizer(model.tokenizer));
   const trainer = new SeedTrainer({
     spec,
+    plan: runPlan(spec),
     env,
     theta,
     reference: null,
@@ -293,7 +302,7 @@ Deno.test("a SEED step on images re-scores with the skill and the image, and upd
   plain.forEach((s, i) => assert.equal(s.images![0], turns[i].images![0]));
   const updated = policy.trained.flat();
   assert.equal(updated.length, metrics.samples);
-  assert.ok(updated.every((s) => s.images?.length === 1 && s.teacherLogprobs !== null));
+  assert.ok(updated.every((s) => s.images?.length === 1 && s.inputs?.opd_mask === 1));
   for (const p of theta.analyzerPrompts) assert.ok(!p.includes(IMAGE_PLACEHOLDER), p);
   assert.ok(theta.analyzerPrompts.every((p) => p.includes("Cards: ")), "observation descriptions");
   assert.ok(Number.isFinite(metrics.opd_loss) && metrics.opd_loss !== 0);

@@ -1,0 +1,99 @@
+/**
+ * Training objectives as data the train graph is built from. The model computes, at the R scored
+ * (response) positions of a micro-batch, the log-prob ℓθ of each target token and the entropy H
+ * of the next-token distribution; an objective turns those and its own named inputs into a loss
+ * and named scalar outputs. The model knows no objective's meaning: it declares the inputs the
+ * objective names, feeds them by name and sums what comes back.
+ *
+ * Micro-batching: `Policy.trainStep` may split a step into several onnxruntime calls. Every
+ * output of an objective (the loss included) must therefore be a sum over this call's tokens
+ * divided by a count over the whole step — one of the objective's `counts`, which the policy
+ * computes over all samples of the step and feeds as scalar inputs. The calls' outputs and
+ * gradients then simply add (weight 1), which is exact for any split and any number of
+ * different denominators.
+ */
+import type { Graph, Value } from "../engine/mod.ts";
+
+/** Per-token values of the train graph, each (R,) float, aligned with its `targets`. */
+export interface TokenValues {
+  /** ℓθ: log-prob (nats) of each target token under the parameters being trained. */
+  logp: Value;
+  /** H: entropy (nats) of the next-token distribution at each scored position. */
+  entropy: Value;
+  /** `loss_mask`: 1 on response tokens that count, 0 on the bucket's unused slots. */
+  mask: Value;
+}
+
+/**
+ * A training objective.
+ * - `T`: per-token float inputs (R,), fed from each sample's `inputs[name]` (a number is
+ *   broadcast to every response token of the sample);
+ * - `S`: scalar float inputs (coefficients), fed once per step;
+ * - `C`: token counts over the whole step, fed as scalars (see module doc);
+ * - `O`: scalar outputs, `loss` among them.
+ */
+export interface TrainObjective<
+  T extends string = string,
+  S extends string = string,
+  C extends string = string,
+  O extends string = string,
+> {
+  /** Names the train graph and its cached sessions, e.g. `seed` or `token_nll`. */
+  readonly name: string;
+  /** Names of the per-token inputs. */
+  readonly tokenInputs: readonly T[];
+  /** Names of the scalar inputs. */
+  readonly scalarInputs: readonly S[];
+  /**
+   * Each count by name → the per-token input that selects its tokens (those where it is > 0),
+   * or null for every response token. The policy feeds max(1, count), so an empty count makes
+   * its sums 0, not NaN; the result reports the true count.
+   */
+  readonly counts: Readonly<Record<C, T | null>>;
+  /** Each scalar output by name → the count it is a mean over (for averaging over steps). */
+  readonly outputs: Readonly<Record<O | "loss", C>>;
+  /** Builds the loss and every output from the token values and the named inputs. */
+  build(g: Graph, tokens: TokenValues, inputs: Readonly<Record<T | S | C, Value>>): Record<
+    O | "loss",
+    Value
+  >;
+}
+
+/** A train objective of any input and output names. */
+// deno-lint-ignore no-explicit-any
+export type AnyObjective = TrainObjective<any, any, any, any>;
+
+/** Names of the scalar outputs of an objective, `loss` included. */
+export type OutputName<X> = X extends TrainObjective<string, string, string, infer O> ? O | "loss"
+  : never;
+
+/** Names of the counts of an objective. */
+export type CountName<X> = X extends TrainObjective<string, string, infer C, string> ? C : never;
+
+/** Names of the scalar inputs of an objective. */
+export type ScalarName<X> = X extends TrainObjective<string, infer S, string, string> ? S : never;
+
+/** Names of the per-token inputs of an objective. */
+export type TokenInputName<X> = X extends TrainObjective<infer T, string, string, string> ? T
+  : never;
+
+/** Σ x·mask / count, with `count` a scalar graph input: a mean whose calls add up. */
+export function sumOver(g: Graph, x: Value, mask: Value, count: Value): Value {
+  const axes = [...x.shape.keys()];
+  return g.div(g.reduceSum(g.mul(x, mask), axes, false), count); // ()
+}
+
+/**
+ * Supervised fine-tuning: the negative log-likelihood of the response tokens, as a token mean
+ * over the step's response tokens: loss = −Σ mask·ℓθ / response_tokens.
+ */
+export const TOKEN_NLL: TrainObjective<never, never, "response_tokens", never> = {
+  name: "token_nll",
+  tokenInputs: [],
+  scalarInputs: [],
+  counts: { response_tokens: null },
+  outputs: { loss: "response_tokens" },
+  build(g, t, inputs) {
+    return { loss: g.neg(sumOver(g, t.logp, t.mask, inputs.response_tokens)) };
+  },
+};
