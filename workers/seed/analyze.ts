@@ -14,7 +14,6 @@ import {
   type AnalyzerPromptOptions,
   buildAnalyzerPrompt,
   insertSkill,
-  type InsertSkillOptions,
   parseSkillAnalysis,
   type ParseSkillOptions,
 } from "./skills.ts";
@@ -92,13 +91,10 @@ export function skillsByTrajectory(
 export function teacherPrompts(
   samples: readonly Pick<TurnSample, "prompt" | "trajectoryId">[],
   skills: ReadonlyMap<string, string | null>,
-  options: InsertSkillOptions = {},
 ): (string | null)[] {
   return samples.map((s) => {
     const skill = skills.get(s.trajectoryId);
-    return typeof skill === "string" && skill.trim() !== ""
-      ? insertSkill(s.prompt, skill, options)
-      : null;
+    return typeof skill === "string" && skill.trim() !== "" ? insertSkill(s.prompt, skill) : null;
   });
 }
 

@@ -26,7 +26,7 @@ import {
 } from "../model/mod.ts";
 import type { ArtifactReader } from "../worker/handler.ts";
 import { type ObservationImage, promptImages } from "./rollout.ts";
-import { buildAnalyzerPrompt, PAPER_SKILL_INSTRUCTION, SKILL_HEADING } from "./skills.ts";
+import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "./skills.ts";
 
 /** Thrown when `model.base` cannot be resolved (missing job/checkpoint/folder). */
 export class ModelSourceError extends Error {
@@ -56,7 +56,7 @@ export function analyzerTemplateVocabulary(): string[] {
     ...texts,
     "(2 earlier steps omitted)",
     SKILL_HEADING,
-    PAPER_SKILL_INSTRUCTION,
+    SKILL_INSTRUCTION,
     '{"episode_summary": "", "episode_skill": ""}',
   ]);
 }

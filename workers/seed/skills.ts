@@ -162,36 +162,52 @@ export function analysisTarget(analysis: SkillAnalysis): string {
   });
 }
 
-/** Heading of the skill block inserted into a turn's prompt (the paper's "Episode-Level Skill"). */
-export const SKILL_HEADING = "Episode-Level Skill:";
+/** Heading of the skill block inserted into a turn's prompt (the reference code's, bold). */
+export const SKILL_HEADING = "**Episode-Level Skill**";
 
-/** The paper's instruction line under the heading (optional; costs ~15 tokens per prompt). */
-export const PAPER_SKILL_INSTRUCTION =
+/** The instruction line under the heading (the reference code's, with its colon). */
+export const SKILL_INSTRUCTION =
   "Refer to this episode-level skill when deciding what action to take in the current episode:";
 
-/** Options of `insertSkill`. */
-export interface InsertSkillOptions {
-  /** A line between the heading and `[skill]`, e.g. `PAPER_SKILL_INSTRUCTION`; none by default. */
-  instruction?: string;
+/**
+ * Task-line patterns, tried in order (the reference code's `_insert_after_task_description`):
+ * the block goes after the first match.
+ */
+const TASK_LINE_PATTERNS = [
+  /^.*\bYour task is to:\s*.*(?:\n|$)/m,
+  /^.*\bYour current task is:\s*.*(?:\n|$)/m,
+  /^.*\bYour task is:\s*.*(?:\n|$)/m,
+  /^.*\bYour question:\s*.*(?:\n|$)/m,
+  /^.*\bYour goal is(?: to)?\b[:\s].*(?:\n|$)/m,
+];
+
+/** Without a task line the block goes before the first of these (the reference code's anchors). */
+const TURN_ANCHORS = ["Now it's your turn to", "Now it's your turn"];
+
+/**
+ * The skill block of the teacher prompt (the paper's "Episode-Level Skill" section), as the
+ * reference code's `seed/prompting.py` (`build_augmented_observation_text`,
+ * github.com/lljcic2024-boop/agent_rl at 2cf2fad) writes it:
+ *
+ *     **Episode-Level Skill**
+ *     Refer to this episode-level skill when deciding what action to take in the current episode:
+ *     [<skill on one line>]
+ */
+export function skillBlock(skill: string): string {
+  return `${SKILL_HEADING}\n${SKILL_INSTRUCTION}\n[${skill}]`;
 }
 
 /**
- * Inserts the hindsight-skill block (DESIGN.md §8 step 4; the paper's "Episode-Level Skill"
- * section) into a turn's prompt for teacher re-scoring:
- *
- *     Episode-Level Skill:
- *     [<skill on one line>]
- *
- * Placement, in order: (1) on the lines right after the first line containing
- * `Your task is to:`; (2) when there is none, right before the first line starting with
- * `Now it's your turn`; (3) when neither exists, prepended to the prompt. Everything else of the
- * prompt is kept byte for byte. Throws `SkillError` when the skill has no letter or digit.
+ * Inserts the hindsight-skill block (`skillBlock`) into a turn's prompt for teacher re-scoring,
+ * placed as the reference code's `seed/prompting.py` places it: (1) after the first task line
+ * (`Your task is to: …` and the other patterns of `TASK_LINE_PATTERNS`); (2) else before the
+ * first `Now it's your turn`; with a blank line on each side (the whitespace around the insertion
+ * point is replaced by it); (3) else appended after a blank line. The rest of the prompt is kept
+ * byte for byte (the reference also strips the whole observation first; our prompts are already
+ * trimmed and the ordinary prompt is not stripped, so neither is the teacher's). The skill's
+ * whitespace runs become single spaces. Throws `SkillError` when it has no letter or digit.
  */
-export function insertSkill(
-  prompt: string,
-  skill: string,
-  options: InsertSkillOptions = {},
-): string {
+export function insertSkill(prompt: string, skill: string): string {
   const oneLine = skill.replace(/\s+/g, " ").trim();
   if (!meaningful(oneLine)) {
     throw new SkillError(
@@ -200,18 +216,19 @@ export function insertSkill(
       }`,
     );
   }
-  const block = [
-    SKILL_HEADING,
-    ...(options.instruction ? [options.instruction] : []),
-    `[${oneLine}]`,
-  ]
-    .join("\n");
-  const task = /^.*Your task is to:.*$/m.exec(prompt);
-  if (task) {
-    const end = task.index + task[0].length;
-    return `${prompt.slice(0, end)}\n${block}${prompt.slice(end)}`;
+  const block = skillBlock(oneLine);
+  const around = (at: number) => {
+    const prefix = prompt.slice(0, at).trimEnd(), suffix = prompt.slice(at).trimStart();
+    if (prefix && suffix) return `${prefix}\n\n${block}\n\n${suffix}`;
+    return prefix ? `${prefix}\n\n${block}` : `${block}\n\n${suffix}`;
+  };
+  for (const pattern of TASK_LINE_PATTERNS) {
+    const m = pattern.exec(prompt);
+    if (m) return around(m.index + m[0].length);
   }
-  const turn = /^[ \t]*Now it's your turn/m.exec(prompt);
-  if (turn) return `${prompt.slice(0, turn.index)}${block}\n${prompt.slice(turn.index)}`;
-  return `${block}\n${prompt}`;
+  for (const anchor of TURN_ANCHORS) {
+    const at = prompt.indexOf(anchor);
+    if (at >= 0) return around(at);
+  }
+  return prompt ? `${prompt}\n\n${block}` : block;
 }

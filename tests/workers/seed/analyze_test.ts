@@ -75,7 +75,7 @@ Deno.test("the analyzer runs once over the failed trajectories and counts what p
         prompts[i],
         s.prompt.replace(
           "Your task is to: reach cell 2\n",
-          "Your task is to: reach cell 2\nEpisode-Level Skill:\n[Never walk left.]\n",
+          "Your task is to: reach cell 2\n\n**Episode-Level Skill**\nRefer to this episode-level skill when deciding what action to take in the current episode:\n[Never walk left.]\n\n",
         ),
       );
     } else {

@@ -3,7 +3,6 @@ import {
   analysisTarget,
   buildAnalyzerPrompt,
   insertSkill,
-  PAPER_SKILL_INSTRUCTION,
   parseSkillAnalysis,
 } from "../../../workers/seed/skills.ts";
 import type { Task, Trajectory } from "../../../workers/envs/types.ts";
@@ -225,50 +224,64 @@ const policyPrompt = [
   "Now it's your turn to take an action.",
 ].join("\n");
 
-Deno.test("the skill goes right after the task line", () => {
+// The block as the reference code's seed/prompting.py writes it (github.com/lljcic2024-boop/
+// agent_rl at 2cf2fad, `build_augmented_observation_text`): heading, instruction line, [skill].
+const BLOCK = [
+  "**Episode-Level Skill**",
+  "Refer to this episode-level skill when deciding what action to take in the current episode:",
+  "[Push boxes up first.]",
+];
+
+Deno.test("the skill block follows the task line after a blank line and ends with one", () => {
   const out = insertSkill(policyPrompt, "  Push boxes\n up first. ");
   assert.equal(
     out,
     [
       "You are an expert agent playing Sokoban.",
       "Your task is to: push every box onto a goal",
-      "Episode-Level Skill:",
-      "[Push boxes up first.]",
+      "",
+      ...BLOCK,
+      "",
       "Your last 2 steps: up, left",
       "Now it's your turn to take an action.",
     ].join("\n"),
   );
 });
 
-Deno.test("the skill goes after a task line that ends the prompt", () => {
+Deno.test("the skill goes after a task line that ends the prompt, after a blank line", () => {
   assert.equal(
-    insertSkill("Your task is to: x", "s1"),
-    "Your task is to: x\nEpisode-Level Skill:\n[s1]",
+    insertSkill("Your task is to: x", "Push boxes up first."),
+    ["Your task is to: x", "", ...BLOCK].join("\n"),
   );
 });
 
-Deno.test("without a task line the skill goes before the Now it's your turn line", () => {
+Deno.test("the reference's other task lines count too (Your goal is …)", () => {
+  assert.equal(
+    insertSkill("Intro.\nYour goal is to win.\nGrid:", "Push boxes up first."),
+    ["Intro.", "Your goal is to win.", "", ...BLOCK, "", "Grid:"].join("\n"),
+  );
+});
+
+Deno.test("without a task line the skill goes before Now it's your turn, a blank line each side", () => {
   const prompt = "Grid:\n#@ #\nNow it's your turn to act.\nAnswer in <action></action>.";
   assert.equal(
-    insertSkill(prompt, "Go right."),
-    "Grid:\n#@ #\nEpisode-Level Skill:\n[Go right.]\nNow it's your turn to act.\nAnswer in <action></action>.",
+    insertSkill(prompt, "Push boxes up first."),
+    [
+      "Grid:",
+      "#@ #",
+      "",
+      ...BLOCK,
+      "",
+      "Now it's your turn to act.",
+      "Answer in <action></action>.",
+    ].join("\n"),
   );
 });
 
-Deno.test("with neither line the skill is prepended", () => {
+Deno.test("with neither line the skill is appended after a blank line", () => {
   assert.equal(
-    insertSkill("Grid:\n#@ #", "Go right."),
-    "Episode-Level Skill:\n[Go right.]\nGrid:\n#@ #",
-  );
-});
-
-Deno.test("the paper's instruction line can be added under the heading", () => {
-  const out = insertSkill("Your task is to: x\nrest", "s", {
-    instruction: PAPER_SKILL_INSTRUCTION,
-  });
-  assert.equal(
-    out,
-    `Your task is to: x\nEpisode-Level Skill:\n${PAPER_SKILL_INSTRUCTION}\n[s]\nrest`,
+    insertSkill("Grid:\n#@ #", "Push boxes up first."),
+    ["Grid:", "#@ #", "", ...BLOCK].join("\n"),
   );
 });
 

@@ -194,7 +194,7 @@ Deno.test("samples and teacher prompts keep the image; the analyzer prompt is te
     assert.equal(teacher!.split(IMAGE_PLACEHOLDER).length - 1, 1);
     const lines = teacher!.split("\n");
     const task = lines.findIndex((l) => l.startsWith("Your task is to: "));
-    assert.equal(lines[task + 1], SKILL_HEADING);
+    assert.deepEqual(lines.slice(task + 1, task + 3), ["", SKILL_HEADING]);
   }
   const analyzer = buildAnalyzerPrompt(trajectories[0], { maxSteps: 3 });
   assert.ok(!analyzer.includes(IMAGE_PLACEHOLDER), analyzer);
