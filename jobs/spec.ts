@@ -123,7 +123,7 @@ export const JobSpecSchema = z.object({
     reward_source: z.enum(["success", "score"]).default("success"),
   }).strict().prefault({}),
   seed: z.object({
-    /** λ_opd: weight of the on-policy distillation loss. */
+    /** λ_opd: weight of the on-policy distillation loss L_opd (a mean over teacher tokens). */
     opd_coef: num(0, 100).default(0.01),
     /** β of the gate σ(β·Δ). */
     gate_beta: num(0, 1000).default(5),
