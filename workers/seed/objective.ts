@@ -181,7 +181,7 @@ export function seedCoefficients(spec: JobSpec, plan: RunPlan): SeedCoefficients
     clip_ratio: optim.clip_ratio,
     dual_clip: optim.dual_clip,
     gate_beta: seed.gate_beta,
-    opd_coef: plan.opdCoef,
+    opd_coef: plan.opd_coef,
     kl_coef: optim.kl_coef,
     entropy_coef: optim.entropy_coef,
   };

@@ -24,7 +24,7 @@ export interface RunPlan {
   /** Which trajectories the analyzer reads when `analysis` is on. */
   analyze: "all" | "failed_only";
   /** The λ_opd of the update: `seed.opd_coef` with analysis, else 0 (GRPO). */
-  opdCoef: number;
+  opd_coef: number;
   /** Whether a reference policy π_ref is kept for the KL term. */
   reference: boolean;
 }
@@ -43,7 +43,7 @@ export function runPlan(spec: JobSpec): RunPlan {
       : ["warmup_policy"],
     analysis,
     analyze: spec.seed.analyze === "failed_only" ? "failed_only" : "all",
-    opdCoef: analysis ? spec.seed.opd_coef : 0,
+    opd_coef: analysis ? spec.seed.opd_coef : 0,
     reference: rl && spec.optim.kl_coef > 0,
   };
 }

@@ -11,7 +11,7 @@ Deno.test("a seed job analyses, distils with its opd_coef, keeps π_ref and warm
     warmup: ["warmup_policy", "warmup_analyzer"],
     analysis: true,
     analyze: "failed_only",
-    opdCoef: 0.5,
+    opd_coef: 0.5,
     reference: true,
   });
 });
@@ -20,7 +20,7 @@ Deno.test("grpo, and seed without analysis, run updates with λ_opd 0 and no ana
   for (const o of [{ method: "grpo" }, { method: "seed", seed: { analyze: "none" } }]) {
     const p = plan(o);
     assert.equal(p.analysis, false);
-    assert.equal(p.opdCoef, 0);
+    assert.equal(p.opd_coef, 0);
     assert.deepEqual(p.warmup, ["warmup_policy"]);
     assert.equal(p.steps, 2);
   }
