@@ -10,6 +10,7 @@ import { TOKEN_NLL } from "../../../workers/model/objective.ts";
 import { SEED_OBJECTIVE, type SeedCoefficients } from "../../../workers/seed/objective.ts";
 import { packSamples, packTokens, type Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
+import { SPEC_COEFFICIENTS } from "../seed/_objective_oracle.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
 
 const SAMPLES: Sample[] = [
@@ -106,6 +107,7 @@ Deno.test("the SEED train graph's gradients match float64 finite differences (β
   // With β = 0 the stop-gradient gate is σ(0), so the loss FD sees is the loss autodiff
   // differentiates.
   await checkModel(TINY_LLAMA, {
+    ...SPEC_COEFFICIENTS,
     clip_ratio: 0.2,
     dual_clip: 3,
     gate_beta: 0,

@@ -11,6 +11,7 @@ import {
 } from "../../../workers/seed/objective.ts";
 import type { Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
+import { SPEC_COEFFICIENTS } from "../seed/_objective_oracle.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
 
 const maxAbsDiff = (a: Float32Array, b: Float32Array) =>
@@ -49,14 +50,7 @@ function rlSamples(): SeedSample[] {
 }
 
 /** The JobSpec defaults. */
-const COEF: SeedCoefficients = {
-  clip_ratio: 0.2,
-  dual_clip: 3,
-  gate_beta: 5,
-  opd_coef: 0.01,
-  kl_coef: 0.01,
-  entropy_coef: 0.001,
-};
+const COEF: SeedCoefficients = SPEC_COEFFICIENTS;
 
 Deno.test("a train step split into micro-batches gives the same loss, stats and gradients", async () => {
   const params = randomParameters(TINY_LLAMA, 2);

@@ -21,6 +21,7 @@ import {
   writeHfFolder,
 } from "../../../workers/model/mod.ts";
 import { lcg } from "../engine/_gradcheck.ts";
+import { SPEC_COEFFICIENTS } from "../seed/_objective_oracle.ts";
 import { decoders } from "./_decode.ts";
 import { randomImage, randomParameters, TINY_LLAMA, TINY_VL } from "./_tiny.ts";
 
@@ -67,14 +68,7 @@ function rlSamples(): SeedSample[] {
 }
 
 /** The JobSpec defaults. */
-const COEF = {
-  clip_ratio: 0.2,
-  dual_clip: 3,
-  gate_beta: 5,
-  opd_coef: 0.01,
-  kl_coef: 0.01,
-  entropy_coef: 0.001,
-};
+const COEF = SPEC_COEFFICIENTS;
 
 Deno.test("a train step over image and text samples gives the same loss and gradients whole or in micro-batches", async () => {
   const params = randomParameters(TINY_VL, 2);

@@ -7,7 +7,15 @@
  * Arrays are flat (N·T,) over samples × response tokens, padded; `mask` is 1 on response tokens,
  * `opd_mask` 1 on tokens with a teacher signal.
  */
-import type { SeedCoefficients } from "../../../workers/seed/objective.ts";
+import { parseJobSpec } from "../../../jobs/mod.ts";
+import { type SeedCoefficients, seedCoefficients } from "../../../workers/seed/objective.ts";
+import { runPlan } from "../../../workers/seed/run_plan.ts";
+
+/** Every coefficient at its JobSpec default (of a `seed` job), by name. */
+export const SPEC_COEFFICIENTS: SeedCoefficients = (() => {
+  const spec = parseJobSpec({ env: { id: "sokoban" } });
+  return seedCoefficients(spec, runPlan(spec));
+})();
 
 /** Per-token inputs, all (N·T,), named as the graph's. */
 export interface OracleTokens {
