@@ -16,7 +16,7 @@
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { SeedClient } from "./client.ts";
+import { SeedClient } from "./client/client.ts";
 import {
   type Child,
   ChildProcessError,

@@ -1,8 +1,14 @@
 import assert from "node:assert/strict";
-import { appendEvent, fenceOf, saveCheckpoint, setProgress, succeedJob } from "../../jobs/mod.ts";
-import { type CliIo, cliMain } from "../../api/cli.ts";
-import { serveApi } from "../../api/main.ts";
-import { claimAs, startApiFixture } from "./_fixture.ts";
+import {
+  appendEvent,
+  fenceOf,
+  saveCheckpoint,
+  setProgress,
+  succeedJob,
+} from "../../../jobs/mod.ts";
+import { type CliIo, cliMain } from "../../../api/client/cli.ts";
+import { serveApi } from "../../../api/main.ts";
+import { claimAs, startApiFixture } from "../_fixture.ts";
 
 const fx = await startApiFixture();
 for (const [k, v] of Object.entries({ ...fx.s3Env, DATABASE_URL: fx.url })) Deno.env.set(k, v);
@@ -106,7 +112,7 @@ Deno.test("the CLI follows a job's events until it finishes and exits 0 when it 
 
 Deno.test("the CLI prints the problem detail and exits 1 on an HTTP error", async () => {
   const child = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "api/cli.ts", "status", crypto.randomUUID()],
+    args: ["run", "-A", "api/client/cli.ts", "status", crypto.randomUUID()],
     env,
     stdout: "piped",
     stderr: "piped",

@@ -13,7 +13,7 @@
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { renderBar } from "./progress.ts";
-import { extractVerified } from "./tar.ts";
+import { extractVerified } from "./extract.ts";
 
 const USAGE = `Usage: deno task seed -- <command> [options]
   submit SPEC.json [--idempotency-key K] [--json]

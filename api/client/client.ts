@@ -2,7 +2,7 @@
  * A small HTTP client of the API (used by the CLI and the tests): bearer auth, problem+json
  * errors turned into {@link ApiError}, and an SSE reader that reconnects with `Last-Event-ID`.
  */
-import type { Problem } from "./errors.ts";
+import type { Problem } from "../errors.ts";
 
 /** An HTTP error answer; `problem` is the parsed problem+json body when there was one. */
 export class ApiError extends Error {
