@@ -1,9 +1,14 @@
 import assert from "node:assert/strict";
-import { parseJobSpec } from "../../jobs/mod.ts";
-import { parseDemoArgs } from "../../api/demo.ts";
-import { eventLine, type MetricsWire, progressLine, skillsFound } from "../../api/demo_progress.ts";
-import { DEMO_ENVS, DEMO_METHODS, DEMO_SPECS, demoSpec } from "../../api/demo_specs.ts";
-import { curlCommands, evalPoints, successInterval, topSkills } from "../../api/demo_summary.ts";
+import { parseJobSpec } from "../../../jobs/mod.ts";
+import { parseDemoArgs } from "../../../api/demo/main.ts";
+import {
+  eventLine,
+  type MetricsWire,
+  progressLine,
+  skillsFound,
+} from "../../../api/demo/progress.ts";
+import { DEMO_ENVS, DEMO_METHODS, DEMO_SPECS, demoSpec } from "../../../api/demo/specs.ts";
+import { curlCommands, evalPoints, successInterval, topSkills } from "../../../api/demo/summary.ts";
 
 const metrics = (points: [number, Record<string, number>][]): MetricsWire => ({
   names: [],

@@ -22,7 +22,7 @@ import {
   parameterSpecs,
   saveHfDirectory,
   writeOptimizerState,
-} from "../../workers/model/mod.ts";
+} from "../../../workers/model/mod.ts";
 import {
   type Environment,
   getEnvironment,
@@ -30,9 +30,9 @@ import {
   type Task,
   type Trajectory,
   type TrajectoryStep,
-} from "../../workers/envs/mod.ts";
-import { SkillLibrary } from "../../workers/seed/skill_library.ts";
-import type { JobContext, JobHandler } from "../../workers/worker/mod.ts";
+} from "../../../workers/envs/mod.ts";
+import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
+import type { JobContext, JobHandler } from "../../../workers/worker/mod.ts";
 
 /** mulberry32: a small seeded PRNG returning floats in [0, 1). */
 function prng(seed: number): () => number {
@@ -124,7 +124,7 @@ function checkpointFiles(
     step,
     job_id: ctx.jobId,
     method: ctx.spec.method,
-    fixture: "tests/api/_demo_handler.ts",
+    fixture: "tests/api/demo/_handler.ts",
   };
   files.set("trainer_state.json", new TextEncoder().encode(JSON.stringify(state, null, 2)));
   return [...files].map(([name, bytes]) => ({ name, bytes }));

@@ -5,8 +5,8 @@
  * printed as plain lines (on change, and at most every `plainEveryMs` otherwise) when not.
  * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
  */
-import type { SeedClient, SseMessage } from "./client/client.ts";
-import { formatDuration, renderBar } from "./client/progress.ts";
+import type { SeedClient, SseMessage } from "../client/mod.ts";
+import { formatDuration, renderBar } from "../client/mod.ts";
 
 /** The job as `GET /v1/jobs/{id}` returns it (the fields the demo reads). */
 export interface JobWire {

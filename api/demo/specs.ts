@@ -3,8 +3,8 @@
  * a user would `POST /v1/jobs`. Edit them here. They are sized so that one run finishes in under
  * ten minutes on two CPU cores with `builtin:tiny`.
  */
-import type { JobSpecInput } from "../jobs/mod.ts";
-import { DEMO_PRESETS } from "../jobs/presets.ts";
+import type { JobSpecInput } from "../../jobs/mod.ts";
+import { DEMO_PRESETS } from "../../jobs/presets.ts";
 
 /** Environments the demo knows a spec for. */
 export const DEMO_ENVS = ["sokoban", "household", "webshop"] as const;

@@ -6,7 +6,10 @@
 import { fileURLToPath } from "node:url";
 
 /** The repository root (the folder holding deno.json), as a path. */
-export const REPO_ROOT: string = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
+export const REPO_ROOT: string = fileURLToPath(new URL("../..", import.meta.url)).replace(
+  /\/$/,
+  "",
+);
 
 /** Thrown when a child exits early or does not become ready in time. */
 export class ChildProcessError extends Error {

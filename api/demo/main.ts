@@ -12,11 +12,11 @@
  *                  [--eval-episodes N] [--seed N] [--out DIR] [--data-dir DIR] [--keep]
  *                  [--timeout-min M] [--worker ENTRY.ts]
  *
- * The specs it submits are in api/demo_specs.ts (one constant per environment and method).
+ * The specs it submits are in api/demo/specs.ts (one constant per environment and method).
  */
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import { SeedClient } from "./client/client.ts";
+import { SeedClient } from "../client/mod.ts";
 import {
   type Child,
   ChildProcessError,
@@ -24,10 +24,10 @@ import {
   spawnDeno,
   startApi,
   tailLines,
-} from "./demo_processes.ts";
-import { followJob, type JobWire } from "./demo_progress.ts";
-import { DEMO_ENVS, DEMO_METHODS, type DemoEnv, type DemoMethod, demoSpec } from "./demo_specs.ts";
-import { downloadArtifacts, renderSummary } from "./demo_summary.ts";
+} from "./processes.ts";
+import { followJob, type JobWire } from "./progress.ts";
+import { DEMO_ENVS, DEMO_METHODS, type DemoEnv, type DemoMethod, demoSpec } from "./specs.ts";
+import { downloadArtifacts, renderSummary } from "./summary.ts";
 
 const USAGE = `Usage: deno task demo [options]
   --env ID             sokoban (default) | household | webshop

@@ -6,10 +6,10 @@
  * that do the same by hand.
  */
 import { join } from "node:path";
-import { ApiError, type SeedClient } from "./client/client.ts";
-import type { JobWire, MetricsWire } from "./demo_progress.ts";
-import { percent } from "./demo_progress.ts";
-import { type ExtractedFile, extractVerified } from "./client/extract.ts";
+import { ApiError, type SeedClient } from "../client/mod.ts";
+import type { JobWire, MetricsWire } from "./progress.ts";
+import { percent } from "./progress.ts";
+import { type ExtractedFile, extractVerified } from "../client/mod.ts";
 
 /** Thrown when the job left nothing to download, or a downloaded file fails its check. */
 export class DemoDownloadError extends Error {

@@ -1,5 +1,5 @@
 /**
- * End to end: `api/demo.ts` as a user runs it — the API and a worker as child processes over a
+ * End to end: `api/demo/main.ts` as a user runs it — the API and a worker as child processes over a
  * fresh embedded database + S3 folder, real HTTP, then the downloaded files are checked.
  *
  * WORKER_ENTRY is the one line to change when the SEED trainer registers its handlers in
@@ -9,11 +9,11 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { skillsFound } from "../../api/demo_progress.ts";
+import { skillsFound } from "../../../api/demo/progress.ts";
 
 const WORKER_ENTRY = "workers/main.ts";
-const DEMO = fileURLToPath(new URL("../../api/demo.ts", import.meta.url));
-const FAILING_WORKER = "tests/api/_failing_worker.ts";
+const DEMO = fileURLToPath(new URL("../../../api/demo/main.ts", import.meta.url));
+const FAILING_WORKER = "tests/api/demo/_failing_worker.ts";
 
 /** Runs the demo to its end with `args`; embedded database and S3 forced. */
 async function runDemo(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
