@@ -182,7 +182,7 @@ export async function startApi(
 }
 
 /**
- * Runs `deno run -A api/keys.ts create --tenant TENANT --name NAME` against the same data and
+ * Runs `deno run -A api/tools/keys.ts create --tenant TENANT --name NAME` against the same data and
  * returns the printed key. Throws {@link ChildProcessError} with the child's stderr on failure.
  */
 export async function createApiKey(
@@ -194,7 +194,7 @@ export async function createApiKey(
       "-A",
       "--config",
       `${REPO_ROOT}/deno.json`,
-      `${REPO_ROOT}/api/keys.ts`,
+      `${REPO_ROOT}/api/tools/keys.ts`,
       "create",
       "--tenant",
       options.tenant,

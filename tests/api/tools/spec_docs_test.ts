@@ -9,7 +9,7 @@ import {
   SPEC_SOURCE_URL,
   SpecDocsError,
   specFields,
-} from "../../api/spec_docs.ts";
+} from "../../../api/tools/spec_docs.ts";
 
 const specSource = await Deno.readTextFile(SPEC_SOURCE_URL);
 

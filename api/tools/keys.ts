@@ -7,8 +7,8 @@
  *   keys revoke ID_OR_PREFIX                   revokes a key (takes effect within the auth cache TTL)
  */
 import { parseArgs } from "node:util";
-import { openDatabase } from "../jobs/db.ts";
-import { createKey, listKeys, revokeKey } from "./api_keys.ts";
+import { openDatabase } from "../../jobs/db.ts";
+import { createKey, listKeys, revokeKey } from "../api_keys.ts";
 
 const USAGE = `Usage:
   deno task keys create --tenant NAME [--name LABEL]

@@ -4,10 +4,10 @@
  * defaults and bounds from `z.toJSONSchema`, descriptions from the JSDoc comment above each field
  * in jobs/spec.ts — and formats README.md as `deno fmt` would. `--check` only reports whether
  * README.md is current (exit 1 when stale).
- * tests/api/spec_docs_test.ts fails when the README section is stale.
+ * tests/api/tools/spec_docs_test.ts fails when the README section is stale.
  */
 import { z } from "zod";
-import { JobSpecSchema } from "../jobs/mod.ts";
+import { JobSpecSchema } from "../../jobs/mod.ts";
 
 /** Marker lines around the generated section. */
 export const SPEC_BEGIN = "<!-- spec:begin -->";
@@ -178,7 +178,7 @@ export function replaceSpecSection(readme: string, body: string): string {
 export async function formatMarkdown(text: string): Promise<string> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["fmt", "--ext=md", "-"],
-    cwd: new URL("..", import.meta.url),
+    cwd: new URL("../..", import.meta.url),
     stdin: "piped",
     stdout: "piped",
     stderr: "piped",
@@ -201,9 +201,9 @@ export async function regeneratedReadme(readme: string, specSource: string): Pro
 }
 
 /** Paths of README.md and jobs/spec.ts in this repository. */
-export const README_URL = new URL("../README.md", import.meta.url);
+export const README_URL = new URL("../../README.md", import.meta.url);
 /** See {@link README_URL}. */
-export const SPEC_SOURCE_URL = new URL("../jobs/spec.ts", import.meta.url);
+export const SPEC_SOURCE_URL = new URL("../../jobs/spec.ts", import.meta.url);
 
 if (import.meta.main) {
   const readme = await Deno.readTextFile(README_URL);
