@@ -49,7 +49,7 @@ export {
   startReaper,
 } from "./reaper.ts";
 export { createWakeup, type WakeReason, type Wakeup } from "./wakeup.ts";
-export { ensureLocalS3, LOCAL_S3_CREDENTIALS, type LocalS3, startLocalS3 } from "./local_s3.ts";
+export { ensureLocalS3, LOCAL_S3_CREDENTIALS, type LocalS3, startLocalS3 } from "./embedded/mod.ts";
 export {
   ArtifactStore,
   DEFAULT_MULTIPART_BYTES,

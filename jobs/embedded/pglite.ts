@@ -1,5 +1,5 @@
 /**
- * Internal: the embedded database of a data folder, shared by every process started there.
+ * The embedded database of a data folder, shared by every process started there.
  *
  * - `${dir}.lock` (created exclusively) names the owner: `{pid, port}`. The first process takes
  *   it, opens PGlite in `dir`, applies migrations, serves the database on loopback
@@ -21,15 +21,34 @@ import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import {
   type Database,
-  EmbeddedDatabaseBusyError,
   MIGRATIONS_DIR,
   openPostgres,
   type Orm,
   type Queryable,
-} from "./db.ts";
-import * as schema from "./schema.ts";
+} from "../postgres.ts";
+import * as schema from "../schema.ts";
 import { type PgliteServer, servePglite } from "./_pglite_server.ts";
 import { readOrCreateSecret } from "./_secret_file.ts";
+
+/**
+ * Thrown when the embedded database of a data folder cannot be shared: its owner (another live
+ * process, or this one opening it twice) does not serve it.
+ */
+export class EmbeddedDatabaseBusyError extends Error {
+  /** Pid of the process that holds the database. */
+  readonly pid: number;
+  /** The PGlite data folder. */
+  readonly dir: string;
+  constructor(dir: string, pid: number, cause?: unknown) {
+    super(
+      `Cannot open the embedded database in ${dir} as its owner must serve it: process ${pid} holds it but does not answer (set DATABASE_URL to share a Postgres server among processes)`,
+      { cause },
+    );
+    this.name = "EmbeddedDatabaseBusyError";
+    this.pid = pid;
+    this.dir = dir;
+  }
+}
 
 /**
  * Start time of process `pid` in clock ticks since boot (field 22 of `/proc/PID/stat`), or

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openDatabase, tenants } from "../../jobs/mod.ts";
+import { openDatabase, tenants } from "../../../jobs/mod.ts";
 
 async function tryQuery(url: string): Promise<string> {
   const sql = postgres(url, { prepare: false, max: 1, onnotice: () => {}, connect_timeout: 5 });

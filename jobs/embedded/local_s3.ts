@@ -1,6 +1,6 @@
 /**
  * The embedded object store: an S3-compatible server (s3rver) on loopback over a local folder, so
- * the artifact store has one code path with or without a real S3 (DESIGN §6).
+ * the artifact store has one code path with or without a real S3 (see jobs/store.ts).
  *
  * Several processes started in one data folder share one server:
  * - `${dataDir}/s3.json` names the running server (`{port, pid}`); a process that finds it
@@ -141,7 +141,7 @@ async function readInfo(path: string): Promise<{ port: number; pid: number } | u
 
 /**
  * The data folder's S3 credentials: a random secret in `${dataDir}/s3.secret` (mode 0600, so
- * only this user's processes can sign; see jobs/_secret_file.ts).
+ * only this user's processes can sign; see jobs/embedded/_secret_file.ts).
  */
 export function localS3Credentials(dataDir: string): LocalS3Credentials {
   const secret = readOrCreateSecret(join(dataDir, "s3.secret"));

@@ -4,10 +4,10 @@
  * V4 signatures, so one presigned URL could be edited into any other object's.
  */
 import assert from "node:assert/strict";
-import { sigV4Refusal } from "../../jobs/_sigv4.ts";
-import { ensureLocalS3, LOCAL_S3_CREDENTIALS } from "../../jobs/local_s3.ts";
-import { openStore } from "../../jobs/store.ts";
-import { startTestStore } from "../_harness/s3.ts";
+import { sigV4Refusal } from "../../../jobs/embedded/_sigv4.ts";
+import { ensureLocalS3, LOCAL_S3_CREDENTIALS } from "../../../jobs/embedded/mod.ts";
+import { openStore } from "../../../jobs/store.ts";
+import { startTestStore } from "../../_harness/s3.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 

@@ -13,10 +13,10 @@ import {
   submitJob,
   succeedJob,
   tenants,
-} from "../../jobs/mod.ts";
-import { createLogger, HandlerRegistry, Worker } from "../../workers/worker/mod.ts";
-import { countingHandler } from "../workers/worker/_counting_handler.ts";
-import { testSpec } from "../_harness/fixtures.ts";
+} from "../../../jobs/mod.ts";
+import { createLogger, HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
+import { countingHandler } from "../../workers/worker/_counting_handler.ts";
+import { testSpec } from "../../_harness/fixtures.ts";
 
 Deno.test("the embedded database (PGlite) runs the same queue", async (t) => {
   const dataDir = await Deno.makeTempDir({ prefix: "seed-pglite-" });
@@ -76,7 +76,7 @@ Deno.test("the embedded database (PGlite) runs the same queue", async (t) => {
             args: [
               "eval",
               `import { openDatabase, submitJob, JobSpecSchema, listEvents } from "${new URL(
-                "../../jobs/mod.ts",
+                "../../../jobs/mod.ts",
                 import.meta.url,
               )}";
              const db = await openDatabase({ dataDir: ${JSON.stringify(dataDir)}, url: "" });
@@ -126,7 +126,7 @@ Deno.test("the embedded database (PGlite) runs the same queue", async (t) => {
         args: [
           "run",
           "-A",
-          new URL("../workers/worker/_counting_worker.ts", import.meta.url).pathname,
+          new URL("../../workers/worker/_counting_worker.ts", import.meta.url).pathname,
         ],
         env: {
           SEED_DATA_DIR: dataDir,
@@ -167,7 +167,7 @@ Deno.test("a process takes over the embedded database when its owner is killed",
   const owner = new Deno.Command(Deno.execPath(), {
     args: [
       "eval",
-      `import { openDatabase } from "${new URL("../../jobs/mod.ts", import.meta.url)}";
+      `import { openDatabase } from "${new URL("../../../jobs/mod.ts", import.meta.url)}";
        await openDatabase({ dataDir: ${JSON.stringify(dataDir)}, url: "" });
        console.log("ready");
        setInterval(() => {}, 60_000);`,

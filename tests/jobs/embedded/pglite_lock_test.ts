@@ -4,7 +4,7 @@
  * gets the same pid; any pid is reused eventually). Such a lock is stale and must be taken over.
  */
 import assert from "node:assert/strict";
-import { openDatabase, tenants } from "../../jobs/mod.ts";
+import { openDatabase, tenants } from "../../../jobs/mod.ts";
 
 /** Opens the embedded database over a folder holding `lock` as `pg.lock`; checks it owns it. */
 async function openOverStaleLock(lock: (dataDir: string) => Record<string, unknown>) {

@@ -1,7 +1,7 @@
 /**
  * Internal: serves an embedded PGlite database to other processes over the Postgres wire protocol
  * on loopback, so every process started in one `SEED_DATA_DIR` shares one database (the process
- * that opened the folder first serves it; see `db.ts`).
+ * that opened the folder first serves it; see `pglite.ts`).
  *
  * PGlite is one backend session. Clients are multiplexed onto it per transaction: a client's
  * messages up to a Sync/Query run while holding PGlite's transaction and query locks, and the
@@ -22,7 +22,7 @@
  * with `portal "" does not exist`, which postgres.js raised as an uncaught error; (3) a statement
  * the owner process ran on its PGlite while a client's transaction was open ran inside that
  * transaction and was rolled back with it (it takes only PGlite's query lock, not the
- * transaction lock). Each breaks what tests/jobs/pglite_test.ts checks, so this file stays until
+ * transaction lock). Each breaks what tests/jobs/embedded/pglite_test.ts checks, so this file stays until
  * the package multiplexes per transaction and forwards notifications.
  */
 import type { PGlite } from "@electric-sql/pglite";
