@@ -92,14 +92,15 @@ export function buildSamples(
       });
     });
   }
-  const estimator = advantageEstimators[options.estimator];
-  if (!estimator) {
+  if (!Object.hasOwn(advantageEstimators, options.estimator)) {
     throw new SeedOptionError(
-      `Cannot compute advantages as estimator must be one of grpo, gigpo: current value is ${options.estimator}`,
+      `Cannot compute advantages as estimator must be one of ${
+        Object.keys(advantageEstimators).join(", ")
+      }: current value is ${options.estimator}`,
       { option: "estimator", value: options.estimator },
     );
   }
-  const advantages = estimator(samples, options);
+  const advantages = advantageEstimators[options.estimator](samples, options);
   samples.forEach((s, i) => s.advantage = advantages[i]);
   return samples;
 }
