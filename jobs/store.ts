@@ -1,6 +1,9 @@
 /**
- * The artifact store (DESIGN §6) on `@aws-sdk/client-s3`, configured as TOOLCHAIN.md says
- * (path-style, checksums only when required, bytes or Node streams as bodies).
+ * The artifact store (key layout: README.md, "Checkpoints and skill libraries") on
+ * `@aws-sdk/client-s3`, configured for any S3-compatible server: path-style; checksums only when
+ * required (with the SDK's default, streamed uploads are sent aws-chunked and s3rver stores the
+ * chunk framing inside the object); bytes or Node streams as bodies (the SDK's Node handler
+ * rejects web `ReadableStream`s).
  *
  * Configuration: `S3_ENDPOINT`, `S3_BUCKET` (default `seed`), `S3_REGION` (default `us-east-1`),
  * `S3_ACCESS_KEY_ID`, `S3_SECRET_ACCESS_KEY`. Without `S3_ENDPOINT` the embedded server of

@@ -11,7 +11,10 @@ export const DEMO_ENVS = ["sokoban", "household", "webshop"] as const;
 /** One of {@link DEMO_ENVS}. */
 export type DemoEnv = (typeof DEMO_ENVS)[number];
 
-/** Methods the demo can run (`grpo` = the same pipeline without skills; DESIGN.md §3). */
+/**
+ * Methods the demo can run (`grpo` = the same pipeline without skills; README.md, Algorithm,
+ * "Methods").
+ */
 export const DEMO_METHODS = ["seed", "grpo"] as const;
 /** One of {@link DEMO_METHODS}. */
 export type DemoMethod = (typeof DEMO_METHODS)[number];
