@@ -1,6 +1,6 @@
 /**
- * The HTTP API (DESIGN.md §4) as a Hono app, without a server: tests call `app.request()`,
- * `api/main.ts` serves it with `Deno.serve`.
+ * The HTTP API (README.md, "HTTP API (v1)") as a Hono app, without a server: tests call
+ * `app.request()`, `api/main.ts` serves it with `Deno.serve`.
  *
  * One `onError` maps every thrown error to `application/problem+json` (handlers never catch).
  * `/v1/*` routes require a bearer API key; request bodies are limited to `maxBodyBytes` (413).

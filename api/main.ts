@@ -5,8 +5,8 @@
  * SIGTERM stop accepting requests, finish the ones in flight and close both.
  *
  * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
- * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/, DESIGN.md
- * §2). A deployment with other environments passes an `envs` provider to `createApp`.
+ * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
+ * Architecture). A deployment with other environments passes an `envs` provider to `createApp`.
  */
 import { openDatabase, openStore } from "../jobs/mod.ts";
 import { createApp } from "./app.ts";

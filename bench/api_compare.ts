@@ -2,7 +2,7 @@
  * `deno task bench:api-compare --baseline REV [--rounds 3] [--rate 500] [--duration 5]
  * [--connections 16] [--jobs 2000] [--workers 1,4,8]` — the API and queue numbers of
  * `bench:api`, for the working tree and for a baseline git revision, measured in one run on one
- * Postgres, interleaved round by round so that machine load hits both alike (DESIGN.md §10:
+ * Postgres, interleaved round by round so that machine load hits both alike (README.md, Benchmarks:
  * compare ratios measured in one run). Prints the median over rounds of each number.
  *
  * The baseline's `api/`, `jobs/`, `migrations/` and `tests/_harness/` are extracted with

@@ -1,5 +1,5 @@
 /**
- * `deno task bench:learn`: GRPO vs SEED learning curves (DESIGN.md §10 "learning: success rate on
+ * `deno task bench:learn`: GRPO vs SEED learning curves (README.md, Benchmarks: "success rate on
  * test_seen/test_unseen of SEED vs GRPO at equal samples"; "SEED seconds per update ÷ GRPO").
  *
  * Per environment (sokoban and household by default; the vision tasks `sokoban-image` and

@@ -1,6 +1,6 @@
 /**
  * The built-in environment catalog as data, for code that must not import workers/ (the API,
- * DESIGN.md §2): `jobs/env_catalog.json` is generated from `workers/envs` by
+ * README.md, Architecture): `jobs/env_catalog.json` is generated from `workers/envs` by
  * `deno task gen:env-catalog` (and a test fails when it is stale). Also the submit-time check of a
  * JobSpec's `env` against a catalog: known id, options valid under the env's JSON schema.
  *

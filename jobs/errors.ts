@@ -3,7 +3,10 @@
  * maps {@link FenceLostError} to "stop now".
  */
 
-/** The `(job_id, attempt, worker_id)` triple every worker write carries (DESIGN §5). */
+/**
+ * The `(job_id, attempt, worker_id)` triple every worker write carries (README.md, "The queue:
+ * lease, heartbeat, fence").
+ */
 export interface Fence {
   jobId: string;
   /** The job's attempt when the worker claimed it. */

@@ -1,6 +1,7 @@
 /**
- * Object key layout (DESIGN §6). Every key of a job lives under its tenant and job, so a tenant's
- * objects never share a prefix with another's:
+ * Object key layout (README.md, "Checkpoints and skill libraries" and "Trajectories and
+ * evaluations"). Every key of a job lives under its tenant and job, so a tenant's objects never
+ * share a prefix with another's:
  *
  * ```
  * tenants/{tenant}/jobs/{job}/checkpoints/step-{N}/attempt-{A}/{file}   config.json, …

@@ -1,6 +1,21 @@
 /**
- * The job domain shared by `api/` and `workers/` (DESIGN.md §2): the JobSpec, the database schema
- * and connection, the queue, events and metrics, and the artifact store.
+ * The job domain shared by `api/` and `workers/` (README.md, Architecture): everything both sides
+ * of the queue agree on, and nothing of HTTP or of training.
+ *
+ * - `spec.ts`: the JobSpec (zod), the single source of its fields, bounds and defaults;
+ *   `presets.ts` named specs; `env_catalog.ts` + `env_catalog.json` the environments the API
+ *   accepts (generated from `workers/envs`).
+ * - `schema.ts` (drizzle; `migrations/` is generated from it), `db.ts` (`openDatabase`: Postgres
+ *   or the embedded PGlite of `embedded/`), `postgres.ts` (the `Database` surface).
+ * - `queue.ts` (submit, claim, heartbeat, succeed/fail/release/cancel: one named SQL statement
+ *   each, every worker write guarded on the fence), `reaper.ts`, `wakeup.ts` (LISTEN/NOTIFY);
+ *   `events.ts`, `metrics.ts`: the per-job event log, progress and per-step metrics.
+ * - `store.ts` (the S3 artifact store, SHA-256 on every object), `keys.ts` (object key layout),
+ *   `artifacts.ts` and `trajectories.ts` (checkpoint, skill-library and trajectory-dump rows:
+ *   upload first, the row commits).
+ * - `embedded/`: the embedded database and object store (see `jobs/embedded/mod.ts`).
+ *
+ * The queue's guarantees are in README.md, "The queue: lease, heartbeat, fence".
  */
 export * from "./spec.ts";
 export * from "./schema.ts";
@@ -49,7 +64,7 @@ export {
   startReaper,
 } from "./reaper.ts";
 export { createWakeup, type WakeReason, type Wakeup } from "./wakeup.ts";
-export { ensureLocalS3, LOCAL_S3_CREDENTIALS, type LocalS3, startLocalS3 } from "./local_s3.ts";
+export { ensureLocalS3, LOCAL_S3_CREDENTIALS, type LocalS3, startLocalS3 } from "./embedded/mod.ts";
 export {
   ArtifactStore,
   DEFAULT_MULTIPART_BYTES,

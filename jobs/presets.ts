@@ -1,7 +1,7 @@
 /**
  * Job presets for the demo (`deno task demo`): specs sized to finish in minutes on 2 CPU cores. They
  * live in jobs/ because both the demo client (api/demo_specs.ts) and the trainer's bench
- * (bench/preset.ts) use them, and api/ may not import workers/ (DESIGN.md §2).
+ * (bench/preset.ts) use them, and api/ may not import workers/ (README.md, Architecture).
  *
  * sokoban (builtin:tiny, method seed), tuned on 2026-11-30 with `deno run -A bench/preset.ts` and
  * warm-up/RL sweeps on the shared 2-core machine:

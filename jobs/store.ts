@@ -1,10 +1,13 @@
 /**
- * The artifact store (DESIGN §6) on `@aws-sdk/client-s3`, configured as TOOLCHAIN.md says
- * (path-style, checksums only when required, bytes or Node streams as bodies).
+ * The artifact store (key layout: README.md, "Checkpoints and skill libraries") on
+ * `@aws-sdk/client-s3`, configured for any S3-compatible server: path-style; checksums only when
+ * required (with the SDK's default, streamed uploads are sent aws-chunked and s3rver stores the
+ * chunk framing inside the object); bytes or Node streams as bodies (the SDK's Node handler
+ * rejects web `ReadableStream`s).
  *
  * Configuration: `S3_ENDPOINT`, `S3_BUCKET` (default `seed`), `S3_REGION` (default `us-east-1`),
  * `S3_ACCESS_KEY_ID`, `S3_SECRET_ACCESS_KEY`. Without `S3_ENDPOINT` the embedded server of
- * `local_s3.ts` is used over `${SEED_DATA_DIR}/s3`. The bucket is created when missing.
+ * `jobs/embedded/local_s3.ts` is used over `${SEED_DATA_DIR}/s3`. The bucket is created when missing.
  *
  * Every upload computes the object's SHA-256 (returned, to be recorded in the object's row) and
  * every verified read recomputes it ({@link IntegrityError} on mismatch). Objects larger than the
@@ -24,7 +27,7 @@ import {
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { dataDirFromEnv } from "./db.ts";
 import { IntegrityError } from "./errors.ts";
-import { ensureLocalS3 } from "./local_s3.ts";
+import { ensureLocalS3 } from "./embedded/mod.ts";
 import { regroup, uploadMultipart } from "./_multipart.ts";
 
 /** Default multipart threshold and part size: 8 MiB (S3's minimum part is 5 MiB). */

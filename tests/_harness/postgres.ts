@@ -1,5 +1,5 @@
 /**
- * A throwaway Postgres cluster for the test suite (TOOLCHAIN.md: `initdb` refuses root, so the
+ * A throwaway Postgres cluster for the test suite (`initdb` refuses to run as root, so the
  * cluster is created and run as the `postgres` user when we are root).
  */
 import { existsSync } from "node:fs";

@@ -1,7 +1,7 @@
 /**
  * An s3rver on a free loopback port over a temporary folder, for tests that need object storage.
  */
-import { startLocalS3 } from "../../jobs/local_s3.ts";
+import { startLocalS3 } from "../../jobs/embedded/mod.ts";
 import { type ArtifactStore, openStore } from "../../jobs/store.ts";
 
 /** A throwaway S3 server and a store on a fresh bucket of it. */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { fenceOf, saveCheckpoint, saveSkillLibrary } from "../../jobs/mod.ts";
-import { extractVerified } from "../../api/tar.ts";
+import { extractVerified } from "../../api/client/extract.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();

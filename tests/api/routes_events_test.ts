@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { appendEvent, fenceOf, recordMetrics, succeedJob } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
-import { SeedClient } from "../../api/client.ts";
+import { SeedClient } from "../../api/client/client.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture({ sse: { pollMs: 20 } });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SOKOBAN_SEED } from "../../api/demo_specs.ts";
+import { SOKOBAN_SEED } from "../../api/demo/specs.ts";
 import { parseJobSpec } from "../../jobs/mod.ts";
 import { DEMO_PRESETS } from "../../jobs/presets.ts";
 

@@ -1,5 +1,7 @@
 /**
- * Multi-turn environments: the public surface of workers/envs.
+ * Multi-turn environments: the public surface of workers/envs (README.md, Environments; adding
+ * one: README.md, Extending). It imports no other folder of the repository, so an environment can
+ * also be served on its own over HTTP (`http/server.ts`, `deno task env-server`).
  *
  * - Types: `Environment` (sync, built-in), `AsyncEnvironment` (what the pipeline uses), tasks,
  *   observations, trajectories (types.ts).

@@ -10,7 +10,8 @@
  */
 
 /**
- * The one interface every environment implements (DESIGN.md §9), built-in or served over HTTP.
+ * The one interface every environment implements (README.md, Environments; Extending, "A new
+ * environment"), built-in or served over HTTP.
  *
  * An environment draws tasks deterministically by split and seed; an episode is created from a
  * task, `reset()` gives the first observation and `step(actionText)` advances it. The SEED
@@ -97,7 +98,7 @@ export interface TrajectoryStep {
   reward: number;
 }
 
-/** A whole episode, for the analyzer (DESIGN.md §8 step 3). */
+/** A whole episode, for the analyzer (README.md, Algorithm, step 3). */
 export interface Trajectory {
   task: Task;
   steps: TrajectoryStep[];
@@ -106,7 +107,7 @@ export interface Trajectory {
   score: number;
 }
 
-/** The JSON the analyzer (policy or reference) returns (DESIGN.md §8 step 3). */
+/** The JSON the analyzer (policy or reference) returns (README.md, Algorithm, step 3). */
 export interface SkillAnalysis {
   episode_summary: string;
   episode_skill: string;

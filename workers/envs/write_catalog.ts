@@ -1,7 +1,7 @@
 /**
  * `deno task gen:env-catalog`: writes the built-in environment catalog (`envCatalog()`) to
- * `jobs/env_catalog.json`, the file the API serves at `GET /v1/envs` and validates submitted
- * `env` fields against. The API never imports workers/ (DESIGN.md §2), so the catalog crosses
+ * `jobs/env_catalog.json`, the file the API serves at `GET /v1/envs` and validates submitted `env`
+ * fields against. The API never imports workers/ (README.md, Architecture), so the catalog crosses
  * that boundary as this generated file; `tests/jobs/env_catalog_test.ts` fails when it is stale.
  * Run it after changing an environment's id, description, options schema, splits or turn limit.
  */

@@ -1,8 +1,8 @@
 /**
  * Lenient recovery of JSON objects from model output (internal to workers/seed).
  *
- * A small policy acting as analyzer (DESIGN.md §8 step 3) writes JSON with prose around it,
- * inside ```json fences, with trailing commas, single quotes, bare keys, raw newlines or stray
+ * A small policy acting as analyzer (README.md, Algorithm, step 3) writes JSON with prose around
+ * it, inside ```json fences, with trailing commas, single quotes, bare keys, raw newlines or stray
  * double quotes inside strings. These helpers find every top-level `{…}` slice and parse it
  * strictly first, then after a conservative repair. Nothing here throws.
  */

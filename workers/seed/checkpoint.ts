@@ -1,7 +1,8 @@
 /**
- * Trainer checkpoints (issue 5 §8): a Hugging Face directory (`config.json`,
- * `generation_config.json`, `model.safetensors` F32, `tokenizer.json`, `tokenizer_config.json`)
- * plus `optimizer.safetensors` (AdamW moments and step) and `trainer_state.json`:
+ * Trainer checkpoints (README.md, "Checkpoints and skill libraries"): a Hugging Face directory
+ * (`config.json`, `generation_config.json`, `model.safetensors` F32, `tokenizer.json`,
+ * `tokenizer_config.json`) plus `optimizer.safetensors` (AdamW moments and step) and
+ * `trainer_state.json`:
  *
  * ```json
  * {"version": 1, "job_id": "…", "method": "seed", "env_id": "sokoban", "step": 4,

@@ -1,8 +1,8 @@
 /**
- * Evaluation (issue 5 §7): the policy plays `episodes` tasks of each split once, at the eval
- * temperature (0 = greedy), and reports success rate, mean score and per-family success. The
- * tasks of a split are the same at every evaluation of a job (seeded by `random_seed` only), so
- * step 0 (after warm-up) and the last step are compared on identical tasks.
+ * Evaluation (README.md, Algorithm, "Evaluation"): the policy plays `episodes` tasks of each split
+ * once, at the eval temperature (0 = greedy), and reports success rate, mean score and per-family
+ * success. The tasks of a split are the same at every evaluation of a job (seeded by `random_seed`
+ * only), so step 0 (after warm-up) and the last step are compared on identical tasks.
  */
 import type { AsyncEnvironment, Split } from "../envs/mod.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";

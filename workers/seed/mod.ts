@@ -1,9 +1,21 @@
 /**
- * The SEED algorithm's model-independent parts (DESIGN.md §8; Wu et al. 2026, arXiv 2607.14777):
- * rollout loop, samples, advantage estimators (GRPO, GiGPO), analyzer prompt and parsing, skill
- * insertion, the skill library, the update objective (objective.ts), the run plan of a method,
- * and step metrics.
- * The trainer ties these to the engine and envs.
+ * The SEED algorithm (Wu et al. 2026, arXiv 2607.14777) and the job run around it. The formulas,
+ * step by step, are in README.md, Algorithm; each step's code:
+ *
+ * - 1 rollout: `rollout.ts` (B tasks × G copies, multi-turn, batched generation);
+ * - 2 advantage: `advantage.ts` (GRPO pooled, GiGPO; the `advantageEstimators` registry),
+ *   `samples.ts` (one sample per turn, scores, teacher mask, mini-batches);
+ * - 3 analyze and 4 re-score: `skills.ts` (analyzer prompt, lenient parse, skill insertion),
+ *   `analyze.ts` (the batched analyze step and the teacher prompts), `_lenient_json.ts`;
+ * - 5 update: `trainer.ts` orchestrates the phases and calls the model's train graph
+ *   (`Policy.trainStep`); `losses.ts` is a float64 statement of the loss;
+ * - 6 skills: `skill_library.ts`;
+ * - warm-up and evaluation: `warmup.ts`, `warmup_stage.ts`, `evaluate.ts`; `metrics.ts`.
+ *
+ * The run's plumbing: `handler.ts` (the `seed`/`grpo`/`sft` job handler: set-up, resume, stages,
+ * events), `checkpoint.ts` (Hugging Face folder + trainer state), `trajectory_dump.ts`,
+ * `model_source.ts` (`model.base` → a model), `text_policy.ts` (text in, text out over a `Policy`),
+ * `seeds.ts` (one random stream per use, all from the job's `random_seed`).
  */
 export * from "./errors.ts";
 export * from "./advantage.ts";

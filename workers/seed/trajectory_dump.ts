@@ -1,10 +1,10 @@
 /**
- * Trajectory dumps (issue 7 point 4): at every update the trainer's rollouts, and at every
- * evaluation the per-split results with the eval trajectories, are written as one JSON object
- * each through `ctx.saveTrajectories` (jobs/trajectories.ts: attempt-scoped keys, the row under
- * the fence is the commit point). An observation that carries an image is stored as its own PNG
- * object (`encodePng`) and referenced from its turn by name; the API serves it at
- * `GET /v1/jobs/{id}/trajectories/{step}/images/{name}`.
+ * Trajectory dumps (README.md, "Trajectories and evaluations"): at every update the trainer's
+ * rollouts, and at every evaluation the per-split results with the eval trajectories, are written
+ * as one JSON object each through `ctx.saveTrajectories` (jobs/trajectories.ts: attempt-scoped
+ * keys, the row under the fence is the commit point). An observation that carries an image is
+ * stored as its own PNG object (`encodePng`) and referenced from its turn by name; the API serves
+ * it at `GET /v1/jobs/{id}/trajectories/{step}/images/{name}`.
  *
  * Sizes are bounded ({@link DumpLimits}): the first `maxTrajectories` rollouts in (task, copy)
  * order (whole groups first), the first `maxPerSplit` eval episodes of each split, text fields

@@ -1,5 +1,5 @@
 /**
- * Worker configuration from the environment, validated once where it enters (STYLE.md §4).
+ * Worker configuration from the environment, validated once where it enters.
  *
  * | variable             | default                         | meaning                              |
  * | -------------------- | ------------------------------- | ------------------------------------ |

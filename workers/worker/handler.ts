@@ -6,7 +6,7 @@
  * meanwhile heartbeats on a timer every `leaseMs / 3`. Timers only fire when the handler yields
  * to the event loop, so **no synchronous stretch of the handler may last longer than a fraction
  * of the lease** (a few seconds with the default 30 s lease): await between onnxruntime calls,
- * and keep each call short (TOOLCHAIN.md: `run()` blocks the JS thread while it computes).
+ * and keep each call short (onnxruntime-node's `run()` blocks the JS thread while it computes).
  *
  * How a handler ends decides the job's fate:
  * - it resolves (`undefined` or `"succeeded"`) → `succeeded`;

@@ -1,7 +1,7 @@
 /**
- * The one structured logger of library code (STYLE.md §8): JSON lines on stderr, each with a
- * time, level, message and the bound fields (`jobId`, `attempt`, `workerId`, …).
- * `LOG_LEVEL` (debug | info | warn | error, default info) sets the threshold.
+ * The one structured logger of library code (library code never prints): JSON lines on stderr, each
+ * with a time, level, message and the bound fields (`jobId`, `attempt`, `workerId`, …). `LOG_LEVEL`
+ * (debug | info | warn | error, default info) sets the threshold.
  */
 
 /** Log levels, least to most severe. */

@@ -1,5 +1,11 @@
 /**
- * The worker loop and the handler contract the training pipeline implements.
+ * The worker loop and the handler contract the training pipeline implements (README.md, "Data
+ * flow of one job", steps 2–5, and "The queue: lease, heartbeat, fence"): `worker.ts` claims one
+ * job at a time, heartbeats every lease/3 while its handler runs, runs the reaper, drains on
+ * SIGTERM; `handler.ts` is the `JobHandler` / `JobContext` contract (every write fenced) and the
+ * registry of handlers by method; `retry.ts` retries transient Postgres/S3 failures; `logger.ts`
+ * the structured logger; `config.ts` the `WORKER_*` variables. It knows nothing of SEED:
+ * `workers/seed/handler.ts` registers the training handlers.
  */
 export {
   ArtifactAccessError,

@@ -1,7 +1,8 @@
 /**
- * Retries of transient infrastructure failures (DESIGN §11: "Postgres or S3 going away for a while
- * means retries, not a failed job"). Only errors that look like a lost connection or a server-side
- * 5xx are retried; domain errors (FenceLostError, validation) are thrown at once.
+ * Retries of transient infrastructure failures ("Postgres or S3 going away for a while means
+ * retries, not a failed job": README.md, "Running in production"). Only errors that look like a
+ * lost connection or a server-side 5xx are retried; domain errors (FenceLostError, validation) are
+ * thrown at once.
  */
 
 const TRANSIENT_CODES = new Set([

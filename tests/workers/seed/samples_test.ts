@@ -171,3 +171,21 @@ Deno.test("a shuffle driven by rng 0 is the Fisher-Yates rotation it must be", (
     SeedOptionError,
   );
 });
+
+Deno.test("an estimator name that is not registered is refused with the registered names, even an Object key", () => {
+  const trajectories = [rollout("a", "t", true, [true]), rollout("b", "t", false, [true])];
+  for (const name of ["ppo", "toString"]) {
+    assert.throws(
+      () =>
+        buildSamples(trajectories, {
+          rewardSource: "success",
+          invalidPenalty: 0.1,
+          estimator: name as "grpo",
+          norm: "mean_std",
+        }),
+      (e: unknown) =>
+        e instanceof SeedOptionError &&
+        e.message.includes(`must be one of grpo, gigpo: current value is ${name}`),
+    );
+  }
+});

@@ -155,8 +155,8 @@ function readJsonPort(path: string): number | undefined {
 /**
  * The service's own endpoints from the process environment: `DATABASE_URL` and `S3_ENDPOINT`
  * when set; otherwise the embedded services of `SEED_DATA_DIR` (default `.seed`) that serve on
- * loopback, read from the files they publish their ports in (`pg.lock` of jobs/_embedded.ts,
- * `s3.json` of jobs/local_s3.ts). Without these, the loopback default allowlist let an
+ * loopback, read from the files they publish their ports in (`pg.lock` of jobs/embedded/pglite.ts,
+ * `s3.json` of jobs/embedded/local_s3.ts). Without these, the loopback default allowlist let an
  * environment URL reach the embedded database and the embedded (unauthenticated) object store.
  */
 export function serviceUrlsFromEnv(): string[] {

@@ -1,0 +1,224 @@
+/**
+ * The command-line client: `deno task seed -- <command>`. Talks to the API at `SEED_API_URL`
+ * (default http://127.0.0.1:8787) with the key in `SEED_API_KEY`.
+ *
+ *   submit SPEC.json [--idempotency-key K] [--json]   prints the new job id
+ *   list [--status S[,S]] [--limit N]                 newest first
+ *   status ID [--json]                                status, attempt, progress, latest metrics
+ *   follow ID                                         live events + progress bar; exit 0 iff succeeded
+ *   cancel ID
+ *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
+ *   metrics ID [--csv]
+ */
+import { parseArgs } from "node:util";
+import { ApiError, SeedClient } from "./client.ts";
+import { renderBar } from "./progress.ts";
+import { extractVerified } from "./extract.ts";
+
+const USAGE = `Usage: deno task seed -- <command> [options]
+  submit SPEC.json [--idempotency-key K] [--json]
+  list [--status S[,S]] [--limit N]
+  status ID [--json]
+  follow ID
+  cancel ID
+  download ID [--step N] [--out DIR]
+  metrics ID [--csv]
+Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY`;
+
+/** Where the CLI writes: stdout for results, stderr for messages and the progress bar. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** True when stderr is a terminal (the bar redraws in place). */
+  tty: boolean;
+  env: (name: string) => string | undefined;
+}
+
+const encoder = new TextEncoder();
+const denoIo: CliIo = {
+  out: (t) => Deno.stdout.writeSync(encoder.encode(t)),
+  err: (t) => Deno.stderr.writeSync(encoder.encode(t)),
+  tty: Deno.stderr.isTerminal(),
+  env: (n) => Deno.env.get(n),
+};
+
+type Job = {
+  id: string;
+  status: string;
+  attempt: number;
+  max_attempts: number;
+  method: string;
+  created_at: string;
+  error: string | null;
+  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
+  latest_metrics: Record<string, number> | null;
+};
+
+function describe(job: Job): string {
+  const lines = [
+    `job       ${job.id}`,
+    `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
+    `method    ${job.method}`,
+  ];
+  if (job.progress) lines.push(`progress  ${bar(job)}`);
+  if (job.latest_metrics) {
+    const m = Object.entries(job.latest_metrics).map(([k, v]) => `${k}=${v}`).join(" ");
+    lines.push(`metrics   ${m}`);
+  }
+  if (job.error) lines.push(`error     ${job.error}`);
+  return lines.join("\n") + "\n";
+}
+
+function bar(job: Job): string {
+  return renderBar({
+    status: job.status,
+    stage: job.progress?.stage,
+    step: job.progress?.step,
+    totalSteps: job.progress?.total_steps,
+    etaS: job.progress?.eta_s,
+  });
+}
+
+async function follow(client: SeedClient, id: string, io: CliIo): Promise<number> {
+  let job = await client.json<Job>(`/v1/jobs/${id}`);
+  let shown = "";
+  const draw = () => {
+    const line = bar(job);
+    if (line === shown) return;
+    shown = line;
+    io.err(io.tty ? `\r\x1b[2K${line}` : `${line}\n`);
+  };
+  const refresh = async () => {
+    job = await client.json<Job>(`/v1/jobs/${id}`).catch(() => job);
+    draw();
+  };
+  draw();
+  const timer = setInterval(refresh, 2000);
+  try {
+    for await (const msg of client.follow(id)) {
+      if (io.tty) io.err("\r\x1b[2K");
+      io.out(`${msg.id ?? ""}\t${msg.event}\t${msg.data}\n`);
+      shown = "";
+      await refresh();
+    }
+  } finally {
+    clearInterval(timer);
+  }
+  await refresh();
+  if (io.tty) io.err("\n");
+  io.err(`job ${id} ${job.status}${job.error ? `: ${job.error}` : ""}\n`);
+  return job.status === "succeeded" ? 0 : 1;
+}
+
+async function download(
+  client: SeedClient,
+  id: string,
+  opts: { step?: string; out?: string },
+  io: CliIo,
+): Promise<number> {
+  let step = opts.step === undefined ? undefined : Number(opts.step);
+  if (step !== undefined && !(Number.isInteger(step) && step >= 0)) {
+    throw new Error(
+      `Cannot download as --step must be a non-negative integer: current value is ${opts.step}`,
+    );
+  }
+  if (step === undefined) {
+    const { checkpoints } = await client.json<{ checkpoints: { step: number }[] }>(
+      `/v1/jobs/${id}/checkpoints`,
+    );
+    if (checkpoints.length === 0) {
+      throw new Error(`Cannot download job ${id} as it has no checkpoint yet`);
+    }
+    step = checkpoints[checkpoints.length - 1].step;
+  }
+  const out = opts.out ?? `job-${id}`;
+  const res = await client.fetch(`/v1/jobs/${id}/checkpoints/${step}/archive`);
+  const files = await extractVerified(res.body!, out);
+  for (const f of files) io.out(`${f.sha256}  ${f.bytes}\t${f.path}\n`);
+  io.err(`downloaded step ${step}: ${files.length} files, sha256 verified, into ${out}\n`);
+  return 0;
+}
+
+/** Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage). */
+export async function cliMain(args: string[], io: CliIo = denoIo): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: args[0] === "--" ? args.slice(1) : args,
+    allowPositionals: true,
+    options: {
+      "idempotency-key": { type: "string" },
+      json: { type: "boolean" },
+      status: { type: "string" },
+      limit: { type: "string" },
+      step: { type: "string" },
+      out: { type: "string" },
+      csv: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [command, arg] = positionals;
+  const needsArg = ["submit", "status", "follow", "cancel", "download", "metrics"];
+  if (values.help || !command || (needsArg.includes(command) && !arg)) {
+    (values.help ? io.out : io.err)(USAGE + "\n");
+    return values.help ? 0 : 2;
+  }
+  const client = new SeedClient({
+    baseUrl: io.env("SEED_API_URL") || "http://127.0.0.1:8787",
+    apiKey: io.env("SEED_API_KEY"),
+  });
+  const jobPath = `/v1/jobs/${encodeURIComponent(arg ?? "")}`;
+  switch (command) {
+    case "submit": {
+      const spec = JSON.parse(await Deno.readTextFile(arg));
+      const job = await client.submit(spec, values["idempotency-key"]) as unknown as Job;
+      if (values.json) io.out(JSON.stringify(job, null, 2) + "\n");
+      else io.out(`${job.id}\n`);
+      io.err(`submitted job ${job.id} (${job.status})\n`);
+      return 0;
+    }
+    case "list": {
+      const q = new URLSearchParams();
+      if (values.status) q.set("status", values.status);
+      if (values.limit) q.set("limit", values.limit);
+      const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(`/v1/jobs?${q}`);
+      for (const j of page.jobs) {
+        io.out(`${j.id}\t${j.status}\t${j.method}\t${j.created_at}\t${j.progress ? bar(j) : ""}\n`);
+      }
+      if (page.next_cursor) io.err(`(more: --limit or the API's cursor=${page.next_cursor})\n`);
+      return 0;
+    }
+    case "status": {
+      const job = await client.json<Job>(jobPath);
+      io.out(values.json ? JSON.stringify(job, null, 2) + "\n" : describe(job));
+      return 0;
+    }
+    case "follow":
+      return await follow(client, encodeURIComponent(arg), io);
+    case "cancel": {
+      const job = await client.json<Job>(`${jobPath}/cancel`, { method: "POST" });
+      io.out(`${job.id}\t${job.status}\n`);
+      return 0;
+    }
+    case "download":
+      return await download(client, encodeURIComponent(arg), values, io);
+    case "metrics": {
+      const res = await client.fetch(`${jobPath}/metrics${values.csv ? "?format=csv" : ""}`);
+      io.out(await res.text() + (values.csv ? "" : "\n"));
+      return 0;
+    }
+    default:
+      io.err(`Cannot run "${command}" as it is not a command\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await cliMain(Deno.args));
+  } catch (error) {
+    const message = error instanceof ApiError || error instanceof Error
+      ? error.message
+      : String(error);
+    console.error(`seed: ${message}`);
+    Deno.exit(1);
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * Live progress of the demo's job: follows `GET /v1/jobs/{id}/events` (SSE, resumable with
+ * `Last-Event-ID`), re-reads the job and its metrics as events arrive, and shows one line —
+ * `[#####---] 3/8  rollout  success 38%  skills 12  ETA 2m10s` — redrawn in place on a terminal,
+ * printed as plain lines (on change, and at most every `plainEveryMs` otherwise) when not.
+ * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
+ */
+import type { SeedClient, SseMessage } from "../client/mod.ts";
+import { formatDuration, renderBar } from "../client/mod.ts";
+
+/** The job as `GET /v1/jobs/{id}` returns it (the fields the demo reads). */
+export interface JobWire {
+  id: string;
+  status: string;
+  attempt: number;
+  max_attempts: number;
+  error: string | null;
+  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
+  latest_metrics: Record<string, number> | null;
+  /** The job's spec with defaults filled in (GET /v1/jobs/{id} answers it). */
+  spec?: { eval?: { temperature?: number; episodes?: number } };
+}
+
+/** `GET /v1/jobs/{id}/metrics` (JSON). */
+export interface MetricsWire {
+  names: string[];
+  points: { step: number; attempt: number; values: Record<string, number> }[];
+}
+
+/** What the progress line shows. */
+export interface ProgressState {
+  status: string;
+  stage?: string;
+  step?: number;
+  totalSteps?: number;
+  /** Server's ETA (s) and when it was read (ms since epoch), for a local countdown. */
+  etaS?: number;
+  etaReadAtMs?: number;
+  /** Training-rollout success rate of the latest step, in [0, 1]. */
+  successRate?: number;
+  /** Distinct skills found so far. */
+  skills?: number;
+}
+
+/** Skills found so far: the latest `skill_library_size` when recorded, else Σ `skills_added`. */
+export function skillsFound(metrics: MetricsWire): number | undefined {
+  const withTotal = metrics.points.filter((p) => typeof p.values.skill_library_size === "number");
+  if (withTotal.length > 0) return withTotal[withTotal.length - 1].values.skill_library_size;
+  const added = metrics.points.filter((p) => typeof p.values.skills_added === "number");
+  if (added.length === 0) return undefined;
+  return added.reduce((sum, p) => sum + p.values.skills_added, 0);
+}
+
+/** Formats a rate in [0, 1] as a whole percentage. */
+export function percent(rate: number): string {
+  return `${Math.round(rate * 100)}%`;
+}
+
+/** The progress line for `state` at time `nowMs` (ETA counts down between server updates). */
+export function progressLine(state: ProgressState, nowMs: number = Date.now()): string {
+  let etaS = state.etaS;
+  if (etaS !== undefined && state.etaReadAtMs !== undefined && state.status === "running") {
+    etaS = Math.max(0, etaS - (nowMs - state.etaReadAtMs) / 1000);
+  }
+  const bar = renderBar({
+    status: state.status === "running" ? undefined : state.status,
+    stage: state.stage,
+    step: state.step,
+    totalSteps: state.totalSteps,
+  });
+  const parts = [bar];
+  if (state.successRate !== undefined) parts.push(`success ${percent(state.successRate)}`);
+  if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
+  if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
+  return parts.filter((p) => p).join("  ") || state.status;
+}
+
+function numericFields(data: unknown, prefix = ""): string[] {
+  if (data === null || typeof data !== "object") return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
+    if (typeof v === "number") {
+      const shown = /success_rate$/.test(k) ? percent(v) : String(+v.toFixed(3));
+      out.push(`${prefix}${k}=${shown}`);
+    } else if (typeof v === "string" && k !== "stage") out.push(`${prefix}${k}=${v}`);
+    else if (v && typeof v === "object" && !Array.isArray(v)) {
+      out.push(...numericFields(v, `${prefix}${k}.`));
+    }
+  }
+  return out;
+}
+
+/**
+ * The line to print for an event, or null for events the progress line already covers
+ * (`step` summaries, repeated stages). `seenStages` is updated.
+ */
+export function eventLine(msg: SseMessage, seenStages: Set<string>): string | null {
+  let event: { type?: string; data?: Record<string, unknown> };
+  try {
+    event = JSON.parse(msg.data);
+  } catch {
+    return null;
+  }
+  const data = event.data ?? {};
+  switch (msg.event) {
+    case "status":
+      return `status: ${data.status ?? JSON.stringify(data)}${
+        data.error ? ` (${data.error})` : ""
+      }`;
+    case "stage": {
+      const stage = String(data.stage ?? "");
+      if (seenStages.has(stage)) return null;
+      seenStages.add(stage);
+      return `stage: ${stage}`;
+    }
+    case "step":
+      return null;
+    case "eval":
+      if (typeof data.split === "string" && typeof data.success_rate === "number") {
+        const score = typeof data.score === "number" ? `  score ${+data.score.toFixed(3)}` : "";
+        const n = typeof data.episodes === "number" ? ` (${data.episodes} episodes)` : "";
+        return `eval at step ${data.step}: ${data.split} success ${
+          percent(data.success_rate)
+        }${score}${n}`;
+      }
+      return `eval: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
+    default:
+      return `${msg.event}: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
+  }
+}
+
+/** Where progress goes. */
+export interface ProgressIo {
+  /** True when output is a terminal (redraw one line in place). */
+  tty: boolean;
+  /** Terminal width: a redrawn line is cut to fit, as a wrapped one could not be redrawn. */
+  columns?: number;
+  write(text: string): void;
+}
+
+/** Options of {@link followJob}. */
+export interface FollowOptions {
+  io: ProgressIo;
+  /** Stops following (the job keeps running). */
+  signal?: AbortSignal;
+  /** Plain mode: print an unchanged line again after this long (default 15 000 ms). */
+  plainEveryMs?: number;
+}
+
+/**
+ * Follows job `jobId` until its event stream ends (the job is terminal) and returns the final
+ * job. Throws the client's `ApiError` on 4xx, or the stream's error after its retries.
+ */
+export async function followJob(
+  client: SeedClient,
+  jobId: string,
+  options: FollowOptions,
+): Promise<JobWire> {
+  const { io } = options;
+  const path = `/v1/jobs/${encodeURIComponent(jobId)}`;
+  const state: ProgressState = { status: "queued" };
+  let lastStep: number | undefined;
+  let shown = "";
+  let shownAtMs = 0;
+  // A terminal redraws whenever the line changes; plain output prints a line when the step or
+  // status changes, and otherwise at most every `plainEveryMs`.
+  const plainKey = () => `${state.status} ${state.step}`;
+  let plainShown = "";
+  const draw = (force = false) => {
+    const line = progressLine(state);
+    if (io.tty) {
+      const fit = io.columns && line.length >= io.columns ? line.slice(0, io.columns - 1) : line;
+      if (line !== shown || force) io.write(`\r\x1b[2K${fit}`);
+    } else if (
+      plainKey() !== plainShown ||
+      (line !== shown && Date.now() - shownAtMs >= (options.plainEveryMs ?? 15_000))
+    ) {
+      io.write(`${line}\n`);
+      shownAtMs = Date.now();
+      plainShown = plainKey();
+    } else return;
+    shown = line;
+  };
+  const refresh = async (): Promise<JobWire> => {
+    const job = await client.json<JobWire>(path);
+    state.status = job.status;
+    state.stage = job.progress?.stage ?? state.stage;
+    state.step = job.progress?.step ?? state.step;
+    state.totalSteps = job.progress?.total_steps ?? state.totalSteps;
+    if (job.progress?.eta_s !== undefined && job.progress.eta_s !== state.etaS) {
+      state.etaS = job.progress.eta_s;
+      state.etaReadAtMs = Date.now();
+    }
+    const rate = job.latest_metrics?.success_rate;
+    if (typeof rate === "number") state.successRate = rate;
+    if (state.step !== lastStep) {
+      lastStep = state.step;
+      const metrics = await client.json<MetricsWire>(`${path}/metrics`);
+      state.skills = skillsFound(metrics) ?? state.skills;
+    }
+    return job;
+  };
+  let job = await refresh();
+  draw(true);
+  const timer = setInterval(() => draw(), io.tty ? 1000 : 5000);
+  const seenStages = new Set<string>();
+  try {
+    for await (const msg of client.follow(jobId, { signal: options.signal })) {
+      const line = eventLine(msg, seenStages);
+      if (line !== null) {
+        io.write(io.tty ? `\r\x1b[2K${line}\n` : `${line}\n`);
+        if (io.tty) shown = "";
+      }
+      job = await refresh().catch(() => job);
+      draw(line !== null);
+    }
+  } finally {
+    clearInterval(timer);
+  }
+  job = await refresh();
+  if (io.tty) {
+    draw(true);
+    io.write("\n");
+  } else draw();
+  return job;
+}

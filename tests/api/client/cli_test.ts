@@ -1,0 +1,137 @@
+import assert from "node:assert/strict";
+import {
+  appendEvent,
+  fenceOf,
+  saveCheckpoint,
+  setProgress,
+  succeedJob,
+} from "../../../jobs/mod.ts";
+import { type CliIo, cliMain } from "../../../api/client/cli.ts";
+import { serveApi } from "../../../api/main.ts";
+import { claimAs, startApiFixture } from "../_fixture.ts";
+
+const fx = await startApiFixture();
+for (const [k, v] of Object.entries({ ...fx.s3Env, DATABASE_URL: fx.url })) Deno.env.set(k, v);
+const api = await serveApi({ port: 0 });
+const env: Record<string, string> = {
+  SEED_API_URL: `http://127.0.0.1:${api.port}`,
+  SEED_API_KEY: fx.keyA,
+};
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const io: CliIo = {
+    out: (t) => out += t,
+    err: (t) => err += t,
+    tty: false,
+    env: (n) => env[n],
+  };
+  const code = await cliMain(args, io);
+  return { code, out, err };
+}
+
+Deno.test("the CLI submits a spec file, shows its status, lists and cancels it over HTTP", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const submitted = await run(["--", "submit", `${dir}/spec.json`]);
+    assert.equal(submitted.code, 0, submitted.err);
+    const id = submitted.out.trim();
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    const status = await run(["status", id]);
+    assert.match(status.out, new RegExp(`job +${id}`));
+    assert.match(status.out, /status +queued \(attempt 0; at most 3 runs\)/);
+    const list = await run(["list", "--status", "queued"]);
+    assert.ok(list.out.includes(id));
+    const cancel = await run(["cancel", id]);
+    assert.equal(cancel.out.trim(), `${id}\tcancelled`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI downloads the latest checkpoint and verifies every file's sha256", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/spec.json`,
+      JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
+    );
+    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+    const job = await claimAs(fx.db, id);
+    const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
+    const weights = new Uint8Array(70_000).map((_, i) => (i * 31) % 251);
+    await saveCheckpoint(fx.db, fx.store, writer, {
+      step: 1,
+      files: [{ name: "model.safetensors", bytes: new Uint8Array(10) }],
+    });
+    await saveCheckpoint(fx.db, fx.store, writer, {
+      step: 5,
+      files: [{ name: "model.safetensors", bytes: weights }, {
+        name: "config.json",
+        bytes: new TextEncoder().encode("{}"),
+      }],
+    });
+    const out = `${dir}/out`;
+    const res = await run(["download", id, "--out", out]);
+    assert.equal(res.code, 0, res.err);
+    assert.match(res.err, /step 5: 2 files, sha256 verified/);
+    assert.deepEqual(await Deno.readFile(`${out}/step-5/model.safetensors`), weights);
+    const first = await run(["download", id, "--step", "1", "--out", out]);
+    assert.equal(first.code, 0);
+    assert.equal((await Deno.readFile(`${out}/step-1/model.safetensors`)).byteLength, 10);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI follows a job's events until it finishes and exits 0 when it succeeded", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/spec.json`,
+      JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
+    );
+    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+    const job = await claimAs(fx.db, id);
+    await setProgress(fx.db, fenceOf(job), { stage: "rollout", step: 2, totalSteps: 4, etaS: 30 });
+    await appendEvent(fx.db, fenceOf(job), "stage", { stage: "rollout" });
+    const following = run(["follow", id]);
+    await succeedJob(fx.db, fenceOf(job));
+    const res = await following;
+    assert.equal(res.code, 0, res.err);
+    const types = res.out.trim().split("\n").map((l) => l.split("\t")[1]);
+    assert.deepEqual(types, ["status", "status", "stage", "status"]);
+    assert.match(res.err, /\[#+-*\] 2\/4 {2}\w+ {2}rollout {2}ETA 30s/);
+    assert.match(res.err, new RegExp(`job ${id} succeeded`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI prints the problem detail and exits 1 on an HTTP error", async () => {
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "api/client/cli.ts", "status", crypto.randomUUID()],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(child.code, 1);
+  const err = new TextDecoder().decode(child.stderr);
+  assert.match(err, /^seed: GET \/v1\/jobs\/[0-9a-f-]+ failed with HTTP 404: Cannot find job/);
+  const usage = await run(["status"]);
+  assert.equal(usage.code, 2);
+  assert.match(usage.err, /^Usage:/);
+});
+
+Deno.test({
+  name: "stop the CLI test server and fixture",
+  async fn() {
+    await api.stop();
+    await fx.close();
+    for (const k of [...Object.keys(fx.s3Env), "DATABASE_URL"]) Deno.env.delete(k);
+  },
+  sanitizeOps: false,
+  sanitizeResources: false,
+});

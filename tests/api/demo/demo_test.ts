@@ -1,0 +1,169 @@
+/**
+ * End to end: `api/demo/main.ts` as a user runs it — the API and a worker as child processes over a
+ * fresh embedded database + S3 folder, real HTTP, then the downloaded files are checked.
+ *
+ * WORKER_ENTRY is the one line to change when the SEED trainer registers its handlers in
+ * workers/main.ts: set it to "workers/main.ts" (the demo's default), and the same assertions run
+ * against a 2-step seed job of the real trainer at tiny size.
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { skillsFound } from "../../../api/demo/progress.ts";
+
+const WORKER_ENTRY = "workers/main.ts";
+const DEMO = fileURLToPath(new URL("../../../api/demo/main.ts", import.meta.url));
+const FAILING_WORKER = "tests/api/demo/_failing_worker.ts";
+
+/** Runs the demo to its end with `args`; embedded database and S3 forced. */
+async function runDemo(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", DEMO, ...args],
+    env: { DATABASE_URL: "", S3_ENDPOINT: "", NO_COLOR: "1" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const d = new TextDecoder();
+  return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
+}
+
+const sha256 = async (path: string) =>
+  createHash("sha256").update(await Deno.readFile(path)).digest("hex");
+
+/** Child pids the demo reported as stopped; asserts each has really gone. */
+function assertChildrenGone(stdout: string): void {
+  const pids = [...stdout.matchAll(/\((?:pid )?(\d+)\) stopped/g)].map((m) => Number(m[1]));
+  assert.equal(pids.length, 2, `expected the api and the worker to be stopped:\n${stdout}`);
+  for (const pid of pids) {
+    let alive = true;
+    try {
+      Deno.statSync(`/proc/${pid}`);
+    } catch {
+      alive = false;
+    }
+    assert.equal(alive, false, `child ${pid} still runs`);
+  }
+}
+
+/** Reads the safetensors header (8-byte little-endian length, then JSON). */
+function safetensorsHeader(bytes: Uint8Array): Record<string, unknown> {
+  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  return JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+}
+
+Deno.test("the demo trains through the API and a worker and downloads a verified checkpoint and skill library", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "seed-demo-test-" });
+  try {
+    const outDir = `${tmp}/out`;
+    await Deno.mkdir(outDir);
+    await Deno.writeTextFile(`${outDir}/stale.txt`, "from an older run");
+    const run = await runDemo([
+      "--worker",
+      WORKER_ENTRY,
+      "--steps",
+      "2",
+      "--eval-episodes",
+      "4",
+      "--warmup-episodes",
+      "16",
+      "--out",
+      outDir,
+      "--data-dir",
+      `${tmp}/data`,
+      "--timeout-min",
+      "15",
+    ]);
+    assert.equal(run.code, 0, `demo failed:\n${run.stdout}\n${run.stderr}`);
+    const job = JSON.parse(await Deno.readTextFile(`${outDir}/job.json`));
+    assert.equal(job.status, "succeeded");
+    assert.match(run.stdout, /replaced an older/);
+    await assert.rejects(Deno.stat(`${outDir}/stale.txt`), Deno.errors.NotFound);
+
+    // The checkpoint: every file listed in SHA256SUMS, with that hash, and the HF file set.
+    const sums = (await Deno.readTextFile(`${outDir}/checkpoint/SHA256SUMS`)).trim().split("\n")
+      .map((l) => l.split("  ") as [string, string]);
+    const step = Number(sums[0][1].match(/^step-(\d+)\//)![1]);
+    assert.equal(step, 2);
+    for (const [hash, name] of sums) {
+      assert.equal(await sha256(`${outDir}/checkpoint/${name}`), hash, name);
+    }
+    const names = sums.map(([, n]) => n.replace(/^step-\d+\//, "")).sort();
+    for (
+      const required of [
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "optimizer.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "trainer_state.json",
+      ]
+    ) assert.ok(names.includes(required), `checkpoint lacks ${required}: ${names}`);
+    const dir = `${outDir}/checkpoint/step-${step}`;
+    const config = JSON.parse(await Deno.readTextFile(`${dir}/config.json`));
+    assert.ok(["LlamaForCausalLM", "Qwen2ForCausalLM"].includes(config.architectures[0]));
+    for (const key of ["hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"]) {
+      assert.equal(typeof config[key], "number", key);
+    }
+    const header = safetensorsHeader(await Deno.readFile(`${dir}/model.safetensors`));
+    assert.deepEqual((header.__metadata__ as Record<string, string>).format, "pt");
+    assert.ok("model.layers.0.self_attn.q_proj.weight" in header);
+    assert.ok("model.embed_tokens.weight" in header);
+
+    // The skill library: version 1 of this job, skills with text and provenance.
+    const library = JSON.parse(await Deno.readTextFile(`${outDir}/skills.json`));
+    assert.equal(library.version, 1);
+    assert.equal(library.job_id, job.id);
+    for (const skill of library.skills) {
+      assert.equal(typeof (skill.text ?? skill.skill), "string");
+      assert.ok(Array.isArray(skill.provenance) && skill.provenance.length > 0);
+    }
+
+    // Evaluation before RL (step 0) and after (last step), as the summary reports them; the
+    // library holds exactly the skills the metrics say were found.
+    const metrics = JSON.parse(await Deno.readTextFile(`${outDir}/metrics.json`));
+    assert.equal(library.skills.length, skillsFound(metrics));
+    const at = (s: number) => metrics.points.find((p: { step: number }) => p.step === s)?.values;
+    for (const split of ["test_seen", "test_unseen"]) {
+      assert.equal(typeof at(0)[`eval/${split}/success_rate`], "number");
+      assert.equal(typeof at(2)[`eval/${split}/success_rate`], "number");
+    }
+    assert.match(run.stdout, /before RL \(step 0\)/);
+    assert.match(run.stdout, /episodes per split, ± = 95% interval/);
+    for (const file of ["job.json", "spec.json", "metrics.csv", "skills.json"]) {
+      assert.ok(run.stdout.includes(`${outDir}/${file}`), `the summary lists ${file}`);
+    }
+    assert.ok(run.stdout.includes(`curl -s http://127.0.0.1:`));
+    assert.ok(run.stdout.includes(`/v1/jobs/${job.id}/checkpoints/2/archive`));
+    assertChildrenGone(run.stdout);
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("the demo exits non-zero with the job's error when the job fails, and stops its children", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "seed-demo-test-" });
+  try {
+    const run = await runDemo([
+      "--worker",
+      FAILING_WORKER,
+      "--steps",
+      "1",
+      "--out",
+      `${tmp}/out`,
+      "--data-dir",
+      `${tmp}/data`,
+    ]);
+    assert.equal(run.code, 1, `${run.stdout}\n${run.stderr}`);
+    assert.match(
+      run.stderr,
+      /demo failed: Cannot finish the demo as job .* must succeed: it is failed/,
+    );
+    assert.match(run.stderr, /Cannot train in this test as the handler must fail/);
+    await assert.rejects(Deno.stat(`${tmp}/out`), Deno.errors.NotFound);
+    assertChildrenGone(run.stdout);
+  } finally {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+});

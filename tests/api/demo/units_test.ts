@@ -1,0 +1,173 @@
+import assert from "node:assert/strict";
+import { parseJobSpec } from "../../../jobs/mod.ts";
+import { parseDemoArgs } from "../../../api/demo/main.ts";
+import {
+  eventLine,
+  type MetricsWire,
+  progressLine,
+  skillsFound,
+} from "../../../api/demo/progress.ts";
+import { DEMO_ENVS, DEMO_METHODS, DEMO_SPECS, demoSpec } from "../../../api/demo/specs.ts";
+import { curlCommands, evalPoints, successInterval, topSkills } from "../../../api/demo/summary.ts";
+
+const metrics = (points: [number, Record<string, number>][]): MetricsWire => ({
+  names: [],
+  points: points.map(([step, values]) => ({ step, attempt: 0, values })),
+});
+
+Deno.test("every demo spec is a valid JobSpec of its environment and method", () => {
+  for (const env of DEMO_ENVS) {
+    for (const method of DEMO_METHODS) {
+      const spec = parseJobSpec(DEMO_SPECS[env][method]);
+      assert.equal(spec.env.id, env);
+      assert.equal(spec.method, method);
+      assert.equal(spec.model.base, "builtin:tiny");
+    }
+  }
+});
+
+Deno.test("demo overrides change a copy and keep checkpoints half-way and at the end", () => {
+  const spec = parseJobSpec(
+    demoSpec("sokoban", "seed", { steps: 4, evalEpisodes: 3, randomSeed: 9 }),
+  );
+  assert.equal(spec.steps, 4);
+  assert.equal(spec.checkpoint_every, 2);
+  assert.equal(spec.eval.episodes, 3);
+  assert.equal(spec.random_seed, 9);
+  assert.notEqual(DEMO_SPECS.sokoban.seed.steps, 4);
+  const quick = parseJobSpec(demoSpec("sokoban", "seed", { warmupEpisodes: 8 }));
+  assert.deepEqual(
+    [quick.warmup.policy.episodes, quick.warmup.policy.epochs, quick.warmup.analyzer.episodes],
+    [8, 1, 8],
+  );
+  assert.equal(quick.warmup.policy.lr, parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.lr);
+  assert.notEqual(parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.episodes, 8);
+});
+
+Deno.test("demo arguments default to a seed job on sokoban in a fresh timestamped data folder", () => {
+  const args = parseDemoArgs([], new Date("2026-11-30T12:34:56Z"));
+  assert.notEqual(args, "help");
+  if (args === "help") return;
+  assert.equal(args.env, "sokoban");
+  assert.equal(args.method, "seed");
+  assert.equal(args.dataDir, ".seed/demo-20261130-123456");
+  assert.equal(args.outDir, "demo-output");
+  assert.equal(args.workerEntry, "workers/main.ts");
+  assert.throws(() => parseDemoArgs(["--env", "chess"]), /--env must be one of/);
+  assert.throws(() => parseDemoArgs(["--steps", "1.5"]), /--steps must be an integer ≥ 0/);
+  assert.throws(
+    () => parseDemoArgs(["--warmup-episodes", "2.5"]),
+    /--warmup-episodes must be an integer ≥ 0/,
+  );
+  assert.equal(parseDemoArgs(["--help"]), "help");
+});
+
+Deno.test("demo counts must be decimal digits: an empty, hex or exponent value is refused", () => {
+  for (const value of ["", " ", "0x10", "1e3", "+2", "3.0"]) {
+    assert.throws(
+      () => parseDemoArgs(["--warmup-episodes", value]),
+      /--warmup-episodes must be an integer ≥ 0/,
+      JSON.stringify(value),
+    );
+  }
+  const args = parseDemoArgs(["--warmup-episodes", "8", "--steps", "0"]);
+  assert.ok(args !== "help" && args.warmupEpisodes === 8 && args.steps === 0);
+});
+
+Deno.test("skills found is the latest skill_library_size, else the sum of skills_added", () => {
+  assert.equal(skillsFound(metrics([[1, { skills_added: 3 }], [2, { skills_added: 2 }]])), 5);
+  assert.equal(
+    skillsFound(metrics([[1, { skill_library_size: 3 }], [2, { skill_library_size: 4 }]])),
+    4,
+  );
+  assert.equal(skillsFound(metrics([[0, { "eval/test_seen/success_rate": 0 }]])), undefined);
+});
+
+Deno.test("the progress line shows stage, step of total, success, skills and a counting-down ETA", () => {
+  const line = progressLine({
+    status: "running",
+    stage: "rollout",
+    step: 3,
+    totalSteps: 6,
+    etaS: 100,
+    etaReadAtMs: 0,
+    successRate: 0.375,
+    skills: 12,
+  }, 40_000);
+  assert.equal(line, "[############------------] 3/6  rollout  success 38%  skills 12  ETA 1m00s");
+  assert.equal(progressLine({ status: "queued" }), "queued");
+});
+
+Deno.test("events print once per stage, never for step summaries, and evals with their figures", () => {
+  const seen = new Set<string>();
+  const msg = (event: string, data: unknown) => ({ event, data: JSON.stringify({ data }) });
+  assert.equal(eventLine(msg("stage", { stage: "rollout" }), seen), "stage: rollout");
+  assert.equal(eventLine(msg("stage", { stage: "rollout" }), seen), null);
+  assert.equal(eventLine(msg("step", { step: 1 }), seen), null);
+  assert.equal(
+    eventLine(msg("eval", { step: 0, split: "test_seen", success_rate: 0.25, episodes: 8 }), seen),
+    "eval at step 0: test_seen success 25% (8 episodes)",
+  );
+  assert.equal(
+    eventLine(msg("warmup", { samples: 104, stage: "policy", nested: { loss: 1.5 } }), seen),
+    "warmup: samples=104  nested.loss=1.5",
+  );
+  assert.equal(
+    eventLine(msg("status", { status: "failed", error: "boom" }), seen),
+    "status: failed (boom)",
+  );
+});
+
+Deno.test("evaluation points pair step 0 (before RL) with the last evaluated step", () => {
+  const points = evalPoints(metrics([
+    [2, { "eval/test_seen/success_rate": 0.5, "eval/test_seen/score": 5 }],
+    [1, { success_rate: 0.2 }],
+    [0, { "eval/test_seen/success_rate": 0.1, "eval/test_unseen/success_rate": 0 }],
+  ]));
+  assert.deepEqual(points.map((p) => p.step), [0, 2]);
+  assert.deepEqual(points[1].splits.test_seen, { success_rate: 0.5, score: 5 });
+});
+
+Deno.test("top skills are the most seen, ties broken by the larger teacher gap", () => {
+  const library = {
+    version: 1,
+    job_id: "j",
+    step: 2,
+    skills: [
+      { text: "a", times_seen: 1, mean_teacher_gap: 0.5 },
+      { text: "b", times_seen: 3, mean_teacher_gap: null },
+      { text: "c", times_seen: 1, mean_teacher_gap: 0.9 },
+      { skill: "d (alias field)", times_seen: 2 },
+    ],
+  };
+  assert.deepEqual(topSkills(library, 3).map((s) => s.text ?? s.skill), [
+    "b",
+    "d (alias field)",
+    "c",
+  ]);
+});
+
+Deno.test("the curl commands carry this run's URL, key, job id and checkpoint step", () => {
+  const lines = curlCommands({
+    url: "http://127.0.0.1:4321",
+    key: "seed_k",
+    jobId: "j-1",
+    step: 6,
+    specPath: "demo-output/spec.json",
+  }).join("\n");
+  assert.ok(
+    lines.includes("curl -s http://127.0.0.1:4321/v1/jobs/j-1 -H 'authorization: Bearer seed_k'"),
+  );
+  assert.ok(lines.includes("/v1/jobs/j-1/checkpoints/6/archive"));
+  assert.ok(lines.includes("-d @demo-output/spec.json"));
+});
+
+Deno.test("the summary's ± is the 95% interval of a success rate over the evaluated episodes", () => {
+  assert.equal(successInterval(0.85, 200).toFixed(2), "4.95");
+  assert.equal(successInterval(0.5, 100).toFixed(1), "9.8");
+  // 0% and 100% still show the uncertainty of 1 episode in n.
+  assert.equal(successInterval(0, 200), successInterval(1 / 200, 200));
+  assert.equal(successInterval(1, 200), successInterval(1 - 1 / 200, 200));
+  assert.throws(() => successInterval(0.5, 0), /episodes must be a positive integer/);
+  assert.throws(() => successInterval(1.5, 10), /rate must be in \[0, 1\]/);
+});
