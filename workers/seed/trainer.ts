@@ -28,7 +28,13 @@ import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
-import { ACTION_STOP, ANALYSIS_STOP, type TextPolicy } from "./text_policy.ts";
+import { analysisSchema } from "./skills.ts";
+import {
+  ACTION_STOP,
+  ANALYSIS_STOP,
+  type TextGenerateOptions,
+  type TextPolicy,
+} from "./text_policy.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -56,6 +62,18 @@ export interface StepOutcome {
 /** True when the job distils skills (method seed with analysis on). */
 export function usesAnalysis(spec: JobSpec): boolean {
   return spec.method === "seed" && spec.seed.analyze !== "none";
+}
+
+/**
+ * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`): under the analysis
+ * schema (every answer parses) unless `seed.analyzer_constrained` is false, then free text cut
+ * at `ANALYSIS_STOP`. Evaluation or any other caller of the analyzer uses the same options.
+ */
+export function analyzerGenerateOptions(spec: JobSpec): TextGenerateOptions {
+  const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
+  return spec.seed.analyzer_constrained
+    ? { ...base, schema: analysisSchema() }
+    : { ...base, stop: [ANALYSIS_STOP] };
 }
 
 /** Runs SEED/GRPO updates (see module doc). */
@@ -176,12 +194,7 @@ export class SeedTrainer {
         maxFieldChars: spec.seed.analyzer_max_field_chars,
       },
       generate: async (prompts) => {
-        const g = await theta.generate(prompts, {
-          maxNewTokens: spec.seed.analyzer_max_new_tokens,
-          temperature: 0,
-          seed: 0,
-          stop: [ANALYSIS_STOP],
-        });
+        const g = await theta.generate(prompts, analyzerGenerateOptions(spec));
         tokens += g.tokens;
         return g.texts;
       },
