@@ -24,6 +24,7 @@ import {
   skillsByTrajectory,
   teacherPrompts,
 } from "./analyze.ts";
+import { SeedOptionError } from "./errors.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
@@ -74,6 +75,24 @@ export function analyzerGenerateOptions(spec: JobSpec): TextGenerateOptions {
   return spec.seed.analyzer_constrained
     ? { ...base, schema: analysisSchema() }
     : { ...base, stop: [ANALYSIS_STOP] };
+}
+
+/**
+ * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
+ * tokenizer (constrained decoding needs `decoder.minTokens` tokens, 12 for GPT-2's and ~20 for
+ * builtin tokenizers). Builds and keeps the constrained decoder (indexes the vocabulary once).
+ * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
+ */
+export function checkAnalyzerBudget(spec: JobSpec, theta: TextPolicy): void {
+  if (!usesAnalysis(spec) || !spec.seed.analyzer_constrained) return;
+  const decoder = theta.jsonDecoder(analysisSchema());
+  const budget = spec.seed.analyzer_max_new_tokens;
+  if (budget < decoder.minTokens) {
+    throw new SeedOptionError(
+      `Cannot analyze trajectories as seed.analyzer_max_new_tokens must be ≥ ${decoder.minTokens} (the tokens of ${decoder.exampleObject()} with this tokenizer) under constrained decoding: current value is ${budget}`,
+      { option: "seed.analyzer_max_new_tokens", value: budget },
+    );
+  }
 }
 
 /** Runs SEED/GRPO updates (see module doc). */
