@@ -131,6 +131,8 @@ export const JobSpecSchema = z.object({
     analyze: z.enum(["all", "failed_only", "none"]).default("all"),
     /** Token budget of one analysis (greedy). */
     analyzer_max_new_tokens: int(1, 4096).default(192),
+    /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
+    analyzer_constrained: z.boolean().default(true),
     /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
     analyzer_max_steps: int(1, 200).default(8),
     /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */

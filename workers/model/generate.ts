@@ -1,7 +1,8 @@
 /**
  * Batched generation with the decode graph and a KV cache: left-pad the prompts, prefill them
  * in one call, then one call per new token for every unfinished sequence at once. A sequence
- * finishes on an EOS token, a stop string in its decoded text, or its own token limit; finished
+ * finishes on an EOS token, a stop string in its decoded text, its own token limit, or (under a
+ * `constraint`, e.g. a JSON schema) once its constrained text is complete; finished
  * sequences leave the batch (their rows are dropped from the KV cache once they make up a
  * quarter of it), so later steps cost about what is still running. The cache lives in host
  * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence (derived from the seed and the
@@ -17,7 +18,7 @@ import type * as ort from "onnxruntime-node";
 import { tensor, yieldToEventLoop } from "../engine/mod.ts";
 import type { DecoderConfig } from "./config.ts";
 import { countImageTokens, expandImageTokens, numImageTokens, type RgbImage } from "./image.ts";
-import { Rng, sampleToken, stopStringHit } from "./sampling.ts";
+import { Rng, sampleToken, stopStringHit, type TokenConstraint } from "./sampling.ts";
 import { KvCache } from "./kv_cache.ts";
 
 /** Options of `generate`. */
@@ -53,9 +54,16 @@ export interface GenerateOptions {
    * prompt i; missing, null or empty for a prompt without images). Default: no images.
    */
   images?: (RgbImage[] | null | undefined)[];
+  /**
+   * Structured generation: the constraint of prompt i's sequence (a fresh one per call), or
+   * null for none. Its `maskLogits` runs on the row of logits before each draw (greedy or
+   * sampled), and the sequence stops with finish reason `stop` once `accept` says the
+   * constrained text is complete. Default: no constraint.
+   */
+  constraint?: (index: number) => TokenConstraint | null;
 }
 
-/** Why a sequence stopped. */
+/** Why a sequence stopped (`stop`: a stop string, or its constraint completed). */
 export type FinishReason = "eos" | "stop" | "length";
 
 /** One generated continuation. */
@@ -138,6 +146,7 @@ interface Sequence {
   limit: number;
   rng: Rng;
   tokens: number[];
+  constraint: TokenConstraint | null;
   finish?: FinishReason;
   text?: string;
   /** Attention mask of its filled cache slots (1 = real token, 0 = left padding). */
@@ -166,6 +175,7 @@ async function generateGroup(
     limit: limits[i],
     rng: new Rng(((opts.seed ?? 0) * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
     tokens: [],
+    constraint: opts.constraint?.(i) ?? null,
     mask: [],
     nextPosition: 0,
   }));
@@ -224,9 +234,11 @@ async function generateGroup(
   while (true) {
     rows.forEach((s, b) => {
       if (s.finish) return;
-      const token = sampleToken(logits.subarray(b * v, (b + 1) * v), sample, s.rng);
+      const row = logits.subarray(b * v, (b + 1) * v); // (V,)
+      s.constraint?.maskLogits(row, s.limit - s.tokens.length);
+      const token = sampleToken(row, sample, s.rng);
       s.tokens.push(token);
-      s.finish = finishReason(s, token, eos, opts);
+      s.finish = s.constraint?.accept(token) ? "stop" : finishReason(s, token, eos, opts);
     });
     // ---- finished rows leave the cache once they are a quarter of it (each removal copies it)
     const alive = rows.map((s, b) => (s.finish ? -1 : b)).filter((b) => b >= 0);

@@ -54,6 +54,9 @@ export {
   type TrainStepResult,
 } from "./policy.ts";
 export * from "./sampling.ts";
+export * from "./json_automaton.ts";
+export * from "./constrained_decoding.ts";
+export { tokenBytes } from "./token_bytes.ts";
 export * from "./optim.ts";
 export * from "./safetensors.ts";
 export * from "./tokenizer.ts";

@@ -209,6 +209,22 @@ function drawFrom(weights: Float64Array, total: number, rng: Rng): number {
 }
 
 /**
+ * A per-sequence decoding constraint (structured generation, e.g. `JsonSequenceConstraint`):
+ * before each draw it masks the sequence's row of logits, after it learns the drawn token.
+ * Generation without one does no extra work.
+ */
+export interface TokenConstraint {
+  /**
+   * Sets to −Infinity, in place, the logits (V,) of the tokens that may not come next, given
+   * `remaining` new tokens left in the sequence's budget (this one included, ≥ 1). At least one
+   * token stays finite. Throws when no token can be allowed.
+   */
+  maskLogits(logits: Float32Array, remaining: number): void;
+  /** Records the drawn token; true when the constrained text is complete (the sequence stops). */
+  accept(token: number): boolean;
+}
+
+/**
  * Where the earliest stop string starts in `text`, or -1 when none occurs. Empty stop strings
  * are ignored. Used to cut generations at e.g. `</action>`.
  */

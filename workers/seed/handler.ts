@@ -44,7 +44,7 @@ import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.
 import { SkillLibrary } from "./skill_library.ts";
 import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
-import { SeedTrainer } from "./trainer.ts";
+import { checkAnalyzerBudget, SeedTrainer } from "./trainer.ts";
 import { type RunPlan, runPlan } from "./run_plan.ts";
 import { STEP_EVENT_METRICS } from "./metrics.ts";
 import { runWarmup } from "./warmup_stage.ts";
@@ -116,6 +116,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     restored.model.parameters = copyParams(restored.model.parameters);
     const policy = new Policy(restored.model.config, restored.model.parameters, engine);
     const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
+    checkAnalyzerBudget(spec, theta);
     const optimizer = newOptimizer(spec, restored.model);
     if (restored.optimizer) optimizer.load(restored.optimizer);
     let reference: Policy | null = null;
@@ -153,6 +154,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   checkModelFitsEnv(model.config, names, firstTurn);
   const policy = new Policy(model.config, model.parameters, engine);
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  checkAnalyzerBudget(spec, theta);
   return {
     ctx,
     spec,

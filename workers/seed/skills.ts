@@ -7,6 +7,7 @@
  * Prompts are kept compact on purpose: a tiny model on CPU reads them, and every word is a token.
  */
 import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
+import type { JsonObjectSchema } from "../model/mod.ts";
 import { checkNumber, SkillError } from "./errors.ts";
 import { lastStringField, objectSlices, parseObject } from "./_lenient_json.ts";
 
@@ -160,6 +161,28 @@ export function analysisTarget(analysis: SkillAnalysis): string {
     episode_skill: analysis.episode_skill,
     episode_summary: analysis.episode_summary,
   });
+}
+
+/**
+ * The JSON schema the analyzer decodes under (structured generation, see
+ * workers/model/constrained_decoding.ts): `{"episode_skill": "…", "episode_summary": "…"}` in
+ * `analysisTarget`'s order, each value within `parseSkillAnalysis`'s bounds (so the parser keeps
+ * it whole), the skill with a letter or digit (else the parser rejects it), and no raw curly
+ * double quote (the parser reads U+201C/U+201D as `"`; escaped as `\u201c` they are fine).
+ * Whitespace between the object's tokens is allowed (a few bytes per gap), as in the prompt's
+ * example. Every text this admits is returned by `parseSkillAnalysis` as its strict JSON reading
+ * with whitespace collapsed.
+ */
+export function analysisSchema(options: ParseSkillOptions = {}): JsonObjectSchema {
+  const { maxSkillChars = 400, maxSummaryChars = 800 } = options;
+  return {
+    fields: [
+      { name: "episode_skill", maxUnits: maxSkillChars, requireAlnum: true },
+      { name: "episode_summary", maxUnits: maxSummaryChars },
+    ],
+    maxWhitespace: 4,
+    forbiddenCodePoints: [0x201c, 0x201d],
+  };
 }
 
 /** Heading of the skill block inserted into a turn's prompt (the reference code's, bold). */

@@ -14,10 +14,14 @@
  * response or a skill quoted in a later prompt cannot open an image slot that has no image.
  */
 import {
+  ConstraintError,
   IMAGE_PLACEHOLDER,
+  JsonConstrainedDecoder,
+  type JsonObjectSchema,
   type Policy,
   type RgbImage,
   type Sample,
+  tokenBytes,
   Tokenizer,
 } from "../model/mod.ts";
 
@@ -27,7 +31,11 @@ export const PROMPT_SUFFIX = "\n";
 /** Stop string of an action response. */
 export const ACTION_STOP = "</action>";
 
-/** Stop string of an analysis: the end of `{"episode_summary": "…", "episode_skill": "…"}`. */
+/**
+ * Stop string of an analysis decoded without its schema (`seed.analyzer_constrained: false`):
+ * the end of `{"episode_skill": "…", "episode_summary": "…"}`. Constrained decoding stops when
+ * the object closes instead.
+ */
 export const ANALYSIS_STOP = '"}';
 
 /**
@@ -58,11 +66,18 @@ export interface TextGenerateOptions {
   stop?: string[];
   /** Vision models: `images[i]` fill prompt i's `<image>` placeholders (empty/absent: none). */
   images?: (readonly RgbImage[] | undefined)[];
+  /**
+   * Structured generation: every text is an object of this schema, written within
+   * `maxNewTokens` (constrained_decoding.ts); generation stops when the object closes, and
+   * `stop` is ignored (a stop string could occur inside a string value).
+   */
+  schema?: JsonObjectSchema;
 }
 
 /** A `Policy` and its tokenizer, speaking text. */
 export class TextPolicy {
   readonly #prompts = new Map<string, number[]>();
+  readonly #decoders = new Map<string, JsonConstrainedDecoder>();
 
   constructor(readonly policy: Policy, readonly tokenizer: Tokenizer) {}
 
@@ -96,19 +111,47 @@ export class TextPolicy {
   }
 
   /**
+   * The constrained decoder of `schema` for this tokenizer and model width (built on first use,
+   * then reused: building indexes the vocabulary).
+   * @throws {ConstraintError} when the vocabulary cannot spell an object of the schema.
+   */
+  jsonDecoder(schema: JsonObjectSchema): JsonConstrainedDecoder {
+    const key = JSON.stringify(schema);
+    let decoder = this.#decoders.get(key);
+    if (!decoder) {
+      decoder = new JsonConstrainedDecoder(tokenBytes(this.tokenizer), schema, {
+        vocabSize: this.policy.config.vocab_size,
+      });
+      this.#decoders.set(key, decoder);
+    }
+    return decoder;
+  }
+
+  /**
    * Generates one continuation per prompt, as text (special tokens dropped, cut after the stop
-   * string that ended it).
+   * string that ended it). With `options.schema`, each text is an object of the schema.
+   * @throws {ConstraintError} when `maxNewTokens` is below the fewest tokens the schema's
+   *   shortest object takes with this tokenizer.
    */
   async generate(prompts: string[], options: TextGenerateOptions): Promise<TextGeneration> {
     if (prompts.length === 0) return { texts: [], tokens: 0 };
     const tok = this.tokenizer;
+    const decoder = options.schema ? this.jsonDecoder(options.schema) : null;
+    if (decoder && options.maxNewTokens < decoder.minTokens) {
+      throw new ConstraintError(
+        `Cannot generate ${
+          JSON.stringify(decoder.exampleObject())
+        }-shaped text as maxNewTokens must be ≥ ${decoder.minTokens} for this tokenizer: current value is ${options.maxNewTokens}`,
+      );
+    }
     const gens = await this.policy.generate(prompts.map((p) => this.promptIds(p)), {
       maxNewTokens: options.maxNewTokens,
       greedy: options.temperature === 0,
       temperature: options.temperature || 1,
       seed: options.seed,
       eosTokenIds: tok.stopTokenIds,
-      stop: options.stop,
+      stop: decoder ? undefined : options.stop,
+      constraint: decoder ? () => decoder.start() : undefined,
       detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
       images: options.images?.map((x) => (x ? [...x] : undefined)),
     });

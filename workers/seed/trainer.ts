@@ -25,6 +25,7 @@ import {
   skillsByTrajectory,
   teacherPrompts,
 } from "./analyze.ts";
+import { SeedOptionError } from "./errors.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
 import {
   SEED_OBJECTIVE,
@@ -33,11 +34,17 @@ import {
   seedInputs,
   type SeedSample,
 } from "./objective.ts";
-import type { RunPlan } from "./run_plan.ts";
+import { type RunPlan, runPlan } from "./run_plan.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
-import { ACTION_STOP, ANALYSIS_STOP, type TextPolicy } from "./text_policy.ts";
+import { analysisSchema } from "./skills.ts";
+import {
+  ACTION_STOP,
+  ANALYSIS_STOP,
+  type TextGenerateOptions,
+  type TextPolicy,
+} from "./text_policy.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -62,6 +69,36 @@ export interface StepOutcome {
   /** Flat metric series of the step (see README: metric names). */
   metrics: Record<string, number>;
   trajectories: RolloutTrajectory[];
+}
+
+/**
+ * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`): under the analysis
+ * schema (every answer parses) unless `seed.analyzer_constrained` is false, then free text cut
+ * at `ANALYSIS_STOP`. Evaluation or any other caller of the analyzer uses the same options.
+ */
+export function analyzerGenerateOptions(spec: JobSpec): TextGenerateOptions {
+  const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
+  return spec.seed.analyzer_constrained
+    ? { ...base, schema: analysisSchema() }
+    : { ...base, stop: [ANALYSIS_STOP] };
+}
+
+/**
+ * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
+ * tokenizer (constrained decoding needs `decoder.minTokens` tokens, 12 for GPT-2's and ~20 for
+ * builtin tokenizers). Builds and keeps the constrained decoder (indexes the vocabulary once).
+ * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
+ */
+export function checkAnalyzerBudget(spec: JobSpec, theta: TextPolicy): void {
+  if (!runPlan(spec).analysis || !spec.seed.analyzer_constrained) return;
+  const decoder = theta.jsonDecoder(analysisSchema());
+  const budget = spec.seed.analyzer_max_new_tokens;
+  if (budget < decoder.minTokens) {
+    throw new SeedOptionError(
+      `Cannot analyze trajectories as seed.analyzer_max_new_tokens must be ≥ ${decoder.minTokens} (the tokens of ${decoder.exampleObject()} with this tokenizer) under constrained decoding: current value is ${budget}`,
+      { option: "seed.analyzer_max_new_tokens", value: budget },
+    );
+  }
 }
 
 /** Runs SEED/GRPO updates (see module doc). */
@@ -180,12 +217,7 @@ export class SeedTrainer {
         maxFieldChars: spec.seed.analyzer_max_field_chars,
       },
       generate: async (prompts) => {
-        const g = await theta.generate(prompts, {
-          maxNewTokens: spec.seed.analyzer_max_new_tokens,
-          temperature: 0,
-          seed: 0,
-          stop: [ANALYSIS_STOP],
-        });
+        const g = await theta.generate(prompts, analyzerGenerateOptions(spec));
         tokens += g.tokens;
         return g.texts;
       },

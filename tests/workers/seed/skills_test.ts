@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  analysisSchema,
   analysisTarget,
   buildAnalyzerPrompt,
   insertSkill,
@@ -7,6 +8,18 @@ import {
 } from "../../../workers/seed/skills.ts";
 import type { Task, Trajectory } from "../../../workers/envs/types.ts";
 import { SeedOptionError, SkillError } from "../../../workers/seed/errors.ts";
+import {
+  buildByteLevelTokenizer,
+  JsonConstrainedDecoder,
+  JsonObjectAutomaton,
+  Rng,
+  sampleToken,
+  STATE_FIELDS,
+  tokenBytes,
+  Tokenizer,
+} from "../../../workers/model/mod.ts";
+import { analyzerTemplateVocabulary } from "../../../workers/seed/model_source.ts";
+import { gpt2Tokenizer } from "../model/_gpt2.ts";
 
 const task: Task = {
   envId: "sokoban",
@@ -287,4 +300,68 @@ Deno.test("with neither line the skill is appended after a blank line", () => {
 
 Deno.test("an empty skill cannot be inserted", () => {
   assert.throws(() => insertSkill(policyPrompt, " ... "), SkillError);
+});
+
+Deno.test("every analysis decoded under the analysis schema from random logits parses to its own skill (GPT-2 and builtin)", () => {
+  const builtin = new Tokenizer(
+    buildByteLevelTokenizer([...analyzerTemplateVocabulary(), "never", "push", "box", "corner"]),
+  );
+  for (const tok of [gpt2Tokenizer(), builtin]) { // GPT-2 with its clean-up of spaces, as loaded
+    const bytes = tokenBytes(tok);
+    const decoder = new JsonConstrainedDecoder(bytes, analysisSchema());
+    // tokens holding a quote, backslash, brace, comma or a non-ASCII byte are drawn more often
+    const tricky = bytes.flatMap((b, id) =>
+      b && b.some((x) => [0x22, 0x5c, 0x7b, 0x7d, 0x2c].includes(x) || x >= 0x80) ? [id] : []
+    );
+    const seeds = tok === builtin ? 200 : 24;
+    for (let seed = 0; seed < seeds; seed++) {
+      const rng = new Rng(seed), c = decoder.start(), ids: number[] = [];
+      const budget = seed % 4 === 0 ? 96 : decoder.minTokens + (seed % 10);
+      const logits = new Float32Array(decoder.vocabSize);
+      for (let r = budget; r > 0 && !c.done; r--) {
+        for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() - 0.5) * 8;
+        if (seed % 2 === 0) { for (const id of tricky) logits[id] += 4; }
+        c.maskLogits(logits, r);
+        const id = sampleToken(logits, { greedy: seed % 4 === 1, temperature: 1, topP: 1 }, rng);
+        ids.push(id);
+        c.accept(id);
+      }
+      const text = tok.decode(ids, { skipSpecialTokens: true }).trim();
+      assert.ok(c.done && ids.length <= budget, `seed ${seed}: ${ids.length}/${budget} ${text}`);
+      const strict = JSON.parse(text);
+      assert.deepEqual(Object.keys(strict), ["episode_skill", "episode_summary"]);
+      const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
+      assert.deepEqual(parseSkillAnalysis(text), {
+        episode_skill: collapse(strict.episode_skill),
+        episode_summary: collapse(strict.episode_summary),
+      }, text);
+    }
+  }
+});
+
+Deno.test("escaped quotes, unicode and curly quotes in a skill survive the schema and the parser", () => {
+  const schema = analysisSchema();
+  const a = new JsonObjectAutomaton(schema);
+  const accepts = (text: string) => {
+    const st = new Int32Array(STATE_FIELDS);
+    a.init(st, 0);
+    return new TextEncoder().encode(text).every((b) => a.step(st, 0, b)) && a.isDone(st, 0);
+  };
+  const skill = 'Say "no" to corners \\ é 中 😀 \u201cquoted\u201d';
+  const text = analysisTarget({ episode_skill: skill, episode_summary: "x" });
+  assert.equal(accepts(text), false, "raw curly double quotes are refused");
+  const escaped = text.replace(/\u201c/g, "\\u201c").replace(/\u201d/g, "\\u201d");
+  assert.equal(accepts(escaped), true);
+  assert.equal(parseSkillAnalysis(escaped)?.episode_skill, skill);
+  assert.equal(accepts(analysisTarget({ episode_skill: "...", episode_summary: "x" })), false);
+  assert.equal(
+    parseSkillAnalysis(analysisTarget({ episode_skill: "...", episode_summary: "x" })),
+    null,
+  );
+  const long = "a".repeat(401);
+  assert.equal(accepts(analysisTarget({ episode_skill: long, episode_summary: "" })), false);
+  assert.equal(
+    accepts(analysisTarget({ episode_skill: long.slice(1), episode_summary: "" })),
+    true,
+  );
 });

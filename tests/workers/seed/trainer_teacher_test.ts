@@ -3,6 +3,7 @@ import { parseJobSpec } from "../../../jobs/mod.ts";
 import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
 import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../../workers/model/mod.ts";
 import {
+  checkAnalyzerBudget,
   resolveModel,
   runPlan,
   SeedTrainer,
@@ -55,5 +56,42 @@ Deno.test("a step with parsed skills re-scores under the skill prompt and distil
   assert.equal(skill.text, "push the box up");
   assert.equal(skill.timesSeen, spec.rollout.tasks_per_step * spec.rollout.group_size);
   assert.ok(Number.isFinite(skill.meanTeacherGap), "mean Δ recorded");
+  await policy.release();
+});
+
+Deno.test("a from-scratch model's analyses all parse under constrained decoding, and none without", async () => {
+  const env = toAsyncEnvironment(getEnvironment("sokoban"));
+  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
+  const policy = new Policy(model.config, model.parameters, { threads: 1 });
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  const rates: number[] = [];
+  for (const analyzer_constrained of [true, false]) {
+    const spec = parseJobSpec(
+      tinySpec({ seed: { analyzer_max_new_tokens: 24, analyzer_constrained } }),
+    );
+    assert.equal(parseJobSpec(tinySpec()).seed.analyzer_constrained, true, "on by default");
+    checkAnalyzerBudget(spec, theta);
+    const library = new SkillLibrary("job-1");
+    const trainer = new SeedTrainer({
+      spec,
+      plan: runPlan(spec),
+      env,
+      theta,
+      reference: null,
+      optimizer: new AdamW(parameterSpecs(model.config), { lr: 0 }),
+      rng: new Rng(1),
+      library,
+    });
+    const { metrics } = await trainer.step(1, () => Promise.resolve());
+    assert.equal(metrics.analyzed, spec.rollout.tasks_per_step * spec.rollout.group_size);
+    rates.push(metrics.analyzer_parse_rate);
+    if (analyzer_constrained) assert.ok(library.size > 0 && metrics.teacher_samples > 0);
+  }
+  assert.deepEqual(rates, [1, 0]);
+  const small = parseJobSpec(tinySpec({ seed: { analyzer_max_new_tokens: 12 } }));
+  assert.throws(
+    () => checkAnalyzerBudget(small, theta),
+    /seed\.analyzer_max_new_tokens must be ≥ 20/,
+  );
   await policy.release();
 });

@@ -1,0 +1,188 @@
+import assert from "node:assert/strict";
+import {
+  buildByteLevelTokenizer,
+  ConstraintError,
+  JsonConstrainedDecoder,
+  type JsonObjectSchema,
+  Policy,
+  Rng,
+  sampleToken,
+  STATE_FIELDS,
+  tokenBytes,
+  type TokenConstraint,
+  Tokenizer,
+} from "../../../workers/model/mod.ts";
+import { gpt2Tokenizer } from "./_gpt2.ts";
+import { randomParameters, TINY_LLAMA } from "./_tiny.ts";
+
+const GPT2 = gpt2Tokenizer({ cleanUp: false });
+const BUILTIN = new Tokenizer(
+  buildByteLevelTokenizer(["box", "push", "never", "target", "wall", "name", "note", "id"]),
+);
+/** A schema unlike the analyzer's: three fields, tight bounds, no whitespace. */
+const SCHEMA: JsonObjectSchema = {
+  fields: [
+    { name: "id", maxUnits: 6, requireAlnum: true },
+    { name: "name", maxUnits: 12 },
+    { name: "note", maxUnits: 3 },
+  ],
+  maxWhitespace: 0,
+};
+const BLOCKED = 0xffff;
+
+/** Token ids whose bytes hold a JSON special byte or a non-ASCII byte (drawn more often). */
+function trickyIds(tokens: (Uint8Array | null)[]): number[] {
+  return tokens.flatMap((b, id) =>
+    b && b.some((x) => x === 0x22 || x === 0x5c || x === 0x7d || x === 0x2c || x >= 0x80)
+      ? [id]
+      : []
+  );
+}
+
+/**
+ * Decodes under `decoder` with random logits: N(0, 3²) noise, tricky tokens boosted on half the
+ * steps, greedy on odd seeds. Returns the token ids.
+ */
+function randomRun(
+  decoder: JsonConstrainedDecoder,
+  tricky: number[],
+  seed: number,
+  budget: number,
+) {
+  const rng = new Rng(seed), c = decoder.start(), ids: number[] = [];
+  const logits = new Float32Array(decoder.vocabSize);
+  for (let remaining = budget; remaining > 0; remaining--) {
+    for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() - 0.5) * 10;
+    if (rng.next() < 0.5) { for (const id of tricky) logits[id] += rng.next() * 8; }
+    c.maskLogits(logits, remaining);
+    const id = sampleToken(logits, { greedy: seed % 2 === 1, temperature: 1, topP: 1 }, rng);
+    ids.push(id);
+    if (c.accept(id)) return { ids, done: true };
+  }
+  return { ids, done: false };
+}
+
+Deno.test("token bytes concatenate to exactly the text decode returns (builtin and GPT-2)", () => {
+  for (const tok of [BUILTIN, GPT2]) {
+    const bytes = tokenBytes(tok);
+    const ids = bytes.flatMap((b, id) => (b ? [id] : []));
+    const rng = new Rng(7);
+    let checked = 0;
+    while (checked < 200) {
+      const seq = Array.from({ length: 12 }, () => ids[rng.nextInt(ids.length)]);
+      const all = Uint8Array.from(seq.flatMap((id) => [...bytes[id]!]));
+      let text: string;
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(all);
+      } catch {
+        continue; // a split character: decode's replacement characters are not compared
+      }
+      assert.equal(tok.decode(seq, { skipSpecialTokens: true }), text);
+      checked++;
+    }
+    const eos = tok.eosTokenId!;
+    assert.equal(bytes[eos], null, "special tokens write nothing and are never allowed");
+  }
+});
+
+Deno.test("the mask allows exactly the tokens the automaton accepts, each with the cost of its successor", () => {
+  const decoder = new JsonConstrainedDecoder(tokenBytes(GPT2), SCHEMA);
+  const a = decoder.automaton;
+  const prefixes = [
+    '{"id":"',
+    '{"id":"a\\u00',
+    '{"id":"x","name":"\u00e9',
+    '{"id":"abcde',
+    '{"id":"a",',
+  ];
+  const st = new Int32Array(2 * STATE_FIELDS);
+  for (const prefix of prefixes) {
+    a.init(st, 0);
+    for (const b of new TextEncoder().encode(prefix)) assert.ok(a.step(st, 0, b), prefix);
+    const costs = decoder.costsAfter(st, 0);
+    let allowed = 0;
+    for (let id = 0; id < decoder.vocabSize; id++) {
+      const bytes = decoder.bytesOf(id);
+      st.copyWithin(STATE_FIELDS, 0, STATE_FIELDS);
+      let ok = bytes !== null;
+      for (let i = 0; ok && i < bytes!.length; i++) ok = a.step(st, STATE_FIELDS, bytes![i]);
+      const expected = ok ? decoder.cost(st, STATE_FIELDS) : BLOCKED;
+      if (costs[id] !== expected) {
+        assert.fail(`${prefix}: token ${id} cost ${costs[id]} ≠ ${expected}`);
+      }
+      if (ok) allowed++;
+    }
+    assert.ok(allowed > 0 && allowed < decoder.vocabSize, `${prefix}: ${allowed} allowed`);
+  }
+  // from the start only tokens made of `{` (and nothing after it) qualify: no whitespace here
+  a.init(st, 0);
+  const first = decoder.costsAfter(st, 0);
+  const starts = [...first.keys()].filter((id) => first[id] !== BLOCKED)
+    .map((id) => new TextDecoder().decode(decoder.bytesOf(id)!));
+  assert.ok(starts.includes("{") && starts.includes('{"'), JSON.stringify(starts));
+  assert.ok(starts.every((s) => '{"id":"'.startsWith(s)), JSON.stringify(starts));
+});
+
+Deno.test("random logits always give an object of the schema within the budget, down to the smallest budget", () => {
+  for (const tok of [BUILTIN, GPT2]) {
+    const bytes = tokenBytes(tok);
+    const decoder = new JsonConstrainedDecoder(bytes, SCHEMA);
+    const tricky = trickyIds(bytes);
+    const seeds = tok === GPT2 ? 60 : 300;
+    for (let seed = 0; seed < seeds; seed++) {
+      const budget = decoder.minTokens + (seed % 12);
+      const { ids, done } = randomRun(decoder, tricky, seed, budget);
+      const text = tok.decode(ids, { skipSpecialTokens: true });
+      assert.ok(done && ids.length <= budget, `seed ${seed}: ${ids.length}/${budget} ${text}`);
+      const value = JSON.parse(text);
+      assert.deepEqual(Object.keys(value), ["id", "name", "note"], text);
+      assert.match(value.id, /[\p{L}\p{N}]/u);
+      assert.ok(value.id.length <= 6 && value.name.length <= 12 && value.note.length <= 3, text);
+    }
+  }
+});
+
+Deno.test("a budget below the shortest object, or a vocabulary that cannot write it, is refused", () => {
+  const decoder = new JsonConstrainedDecoder(tokenBytes(GPT2), SCHEMA);
+  assert.ok(
+    decoder.minTokens >= 5,
+    `GPT-2 writes ${decoder.exampleObject()} in ${decoder.minTokens}`,
+  );
+  assert.equal(decoder.exampleObject(), '{"id":"a","name":"","note":""}');
+  const logits = new Float32Array(decoder.vocabSize);
+  assert.throws(() => decoder.start().maskLogits(logits, decoder.minTokens - 1), ConstraintError);
+  decoder.start().maskLogits(logits, decoder.minTokens); // exactly enough: no throw
+  const noBrace = tokenBytes(BUILTIN).map((b) => (b && b.includes(0x7d) ? null : b));
+  assert.throws(() => new JsonConstrainedDecoder(noBrace, SCHEMA), /must spell/);
+  const c = decoder.start();
+  assert.throws(() => c.accept(GPT2.encode("}")[0]), /must continue the JSON object/);
+});
+
+Deno.test("generate applies a row's constraint before each draw and stops the row when it completes", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const forced = [3, 5, 7];
+  /** Allows only the next token of `forced`; complete after the last. */
+  const only = (): TokenConstraint => {
+    let k = 0;
+    return {
+      maskLogits(logits, remaining) {
+        assert.ok(remaining >= forced.length - k);
+        logits.forEach((_, t) => (logits[t] = t === forced[k] ? logits[t] : -Infinity));
+      },
+      accept: (token) => (assert.equal(token, forced[k]), ++k === forced.length),
+    };
+  };
+  const prompts = [[1, 4], [1, 6, 8]];
+  const free = await policy.generate(prompts, { maxNewTokens: 6, greedy: true, eosTokenIds: [] });
+  for (const greedy of [true, false]) {
+    const out = await policy.generate(prompts, {
+      maxNewTokens: 6,
+      greedy,
+      eosTokenIds: [],
+      constraint: (i) => (i === 0 ? only() : null),
+    });
+    assert.deepEqual(out[0], { tokens: forced, finishReason: "stop" });
+    if (greedy) assert.deepEqual(out[1], free[1]); // an unconstrained row is untouched
+  }
+  await policy.release();
+});

@@ -1,0 +1,138 @@
+import assert from "node:assert/strict";
+import {
+  JsonObjectAutomaton,
+  type JsonObjectSchema,
+  JsonSchemaError,
+  Rng,
+  STATE_FIELDS,
+} from "../../../workers/model/mod.ts";
+
+const SCHEMA: JsonObjectSchema = {
+  fields: [
+    { name: "episode_skill", maxUnits: 40, requireAlnum: true },
+    { name: "episode_summary", maxUnits: 60 },
+  ],
+  maxWhitespace: 4,
+  forbiddenCodePoints: [0x201c, 0x201d],
+};
+const utf8 = new TextEncoder();
+
+/** Feeds `text`'s UTF-8 bytes; returns how many were accepted and whether the object closed. */
+function run(a: JsonObjectAutomaton, text: string | Uint8Array) {
+  const st = new Int32Array(STATE_FIELDS);
+  a.init(st, 0);
+  const bytes = typeof text === "string" ? utf8.encode(text) : text;
+  let n = 0;
+  while (n < bytes.length && a.step(st, 0, bytes[n])) n++;
+  return { accepted: n, all: n === bytes.length, done: n === bytes.length && a.isDone(st, 0) };
+}
+
+Deno.test("every byte prefix of well-formed analysis objects is accepted and only the whole object is done", () => {
+  const a = new JsonObjectAutomaton(SCHEMA);
+  const objects = [
+    JSON.stringify({ episode_skill: "Push boxes onto targets.", episode_summary: "won" }),
+    '{"episode_skill": "x", "episode_summary": ""}',
+    ' \n{ "episode_skill" :\t"say \\"hi\\" \\\\ \\/ \\b\\f\\n\\r\\t \\u00e9\\uFFFF" , "episode_summary":"é 中 😀 \\u201c"}',
+    JSON.stringify({ episode_skill: "naïve “quoted” 9", episode_summary: "tab\there" })
+      .replace("“", "\\u201c").replace("”", "\\u201d"),
+  ];
+  for (const text of objects) {
+    const bytes = utf8.encode(text);
+    for (let i = 0; i < bytes.length; i++) {
+      const r = run(a, bytes.subarray(0, i));
+      assert.ok(r.all && !r.done, `prefix ${i} of ${text}`);
+    }
+    assert.ok(run(a, text).done, text);
+    assert.deepEqual(Object.keys(JSON.parse(text)), ["episode_skill", "episode_summary"]);
+  }
+});
+
+Deno.test("bytes that no accepted object continues with are rejected where they occur", () => {
+  const a = new JsonObjectAutomaton(SCHEMA);
+  const head = '{"episode_skill":"';
+  const rejects: [string | Uint8Array, number][] = [
+    ['{"episode_summary":"a","episode_skill":"b"}', 11], // keys out of order: at `u`
+    [head + '","episode_summary":""}', head.length], // skill without a letter or digit
+    [head + '...","episode_summary":""}', head.length + 3],
+    [head + "a\\x", head.length + 2], // unknown escape
+    [head + "a\\ud800", head.length + 4], // a \u surrogate, at its 2nd hex digit
+    [head + "a\nb", head.length + 1], // raw control character
+    [head + "a“", head.length + 3], // forbidden raw curly quote (3 bytes, rejected at the last)
+    [head + 'a","episode_summary":""} ', head.length + 24], // nothing after the object
+    [head + 'a","episode_summary":""}}', head.length + 24],
+    ['{     "episode_skill"', 5], // a 5th whitespace byte in one gap
+    [Uint8Array.from([...utf8.encode(head), 0xc0, 0x80]), head.length], // overlong NUL
+    [Uint8Array.from([...utf8.encode(head), 0xed, 0xa0, 0x80]), head.length + 1], // surrogate
+    [Uint8Array.from([...utf8.encode(head), 0xf4, 0x90]), head.length + 1], // past U+10FFFF
+    [Uint8Array.from([...utf8.encode(head), 0xe2, 0x41]), head.length + 1], // truncated char
+  ];
+  for (const [text, at] of rejects) {
+    const r = run(a, text);
+    assert.equal(r.all, false, String(text));
+    assert.equal(r.accepted, at, `rejected at byte ${r.accepted} of ${text}`);
+  }
+});
+
+Deno.test("value lengths count UTF-16 units and keep one unit free for the required letter", () => {
+  const a = new JsonObjectAutomaton({
+    fields: [{ name: "s", maxUnits: 3, requireAlnum: true }, { name: "t", maxUnits: 2 }],
+  });
+  assert.ok(run(a, '{"s":"abc","t":"de"}').done);
+  assert.ok(run(a, '{"s":"..a","t":"😀"}').done); // an astral character is 2 units
+  assert.equal(run(a, '{"s":"abcd"').accepted, 9);
+  assert.equal(run(a, '{"s":"...').accepted, 8); // the 3rd unit stays free for a letter
+  assert.ok(run(a, '{"s":"a😀"').all); // 1 + 2 units fit…
+  assert.ok(run(a, '{"s":"a😀","t":"\\u0041x"}').done); // …and an escape is one unit
+  assert.equal(run(a, '{"s":"a","t":"😀x').accepted, 18);
+});
+
+Deno.test("the canonical completion of any reachable state closes a JSON object of the schema's keys", () => {
+  const a = new JsonObjectAutomaton(SCHEMA);
+  const st = new Int32Array(2 * STATE_FIELDS), scratch = new Int32Array(STATE_FIELDS);
+  // random walks that prefer JSON's special bytes and multi-byte characters
+  const alphabet = [
+    ...utf8.encode(' \t\n{}":,\\/bfnrtu0123456789abcdefABCDEFxé😀“'),
+    ...Array.from({ length: 40 }, (_, i) => 0x80 + i * 3),
+  ];
+  for (let seed = 0; seed < 300; seed++) {
+    const rng = new Rng(seed);
+    a.init(st, 0);
+    const text: number[] = [];
+    for (let n = 0; n < 60 && !a.isDone(st, 0); n++) {
+      const b = alphabet[rng.nextInt(alphabet.length)];
+      st.copyWithin(STATE_FIELDS, 0, STATE_FIELDS);
+      if (a.step(st, STATE_FIELDS, b)) {
+        st.copyWithin(0, STATE_FIELDS, 2 * STATE_FIELDS);
+        text.push(b);
+      }
+      const rest = a.completion(st, 0, scratch);
+      const whole = new TextDecoder("utf-8", { fatal: true }).decode(
+        Uint8Array.from([...text, ...rest]),
+      );
+      const parsed = JSON.parse(whole);
+      assert.deepEqual(Object.keys(parsed), ["episode_skill", "episode_summary"], whole);
+      assert.match(parsed.episode_skill, /[\p{L}\p{N}]/u);
+      assert.ok(run(a, whole).done, whole);
+    }
+  }
+});
+
+Deno.test("a schema with no field, a quoted key, a zero bound or a bad forbidden code point is refused", () => {
+  assert.throws(() => new JsonObjectAutomaton({ fields: [] }), JsonSchemaError);
+  assert.throws(
+    () => new JsonObjectAutomaton({ fields: [{ name: 'a"b', maxUnits: 4 }] }),
+    JsonSchemaError,
+  );
+  assert.throws(
+    () => new JsonObjectAutomaton({ fields: [{ name: "a", maxUnits: 0 }] }),
+    JsonSchemaError,
+  );
+  assert.throws(
+    () =>
+      new JsonObjectAutomaton({
+        fields: [{ name: "a", maxUnits: 4 }],
+        forbiddenCodePoints: [0x2000],
+      }),
+    /low 6 bits/,
+  );
+});
