@@ -82,6 +82,7 @@ export function replaySearch(episode: SearchEpisode, actions: readonly string[])
 }
 
 const name = (id: number) => WORLD.entities[id].name;
+const stepsText = (n: number) => `${n} ${n === 1 ? "step" : "steps"}`;
 
 /** `the author of The Silent Harbor`: the bridge phrase of a bridge question. */
 function bridgePhrase(question: Question): string {
@@ -198,14 +199,16 @@ export function analyzeSearch(trajectory: Trajectory, episode: SearchEpisode): S
     );
     if (unsupported.length > 0) {
       return {
-        episode_summary: `Success in ${facts.steps} steps by a guess: ${done}; no search showed ${
+        episode_summary: `Success in ${
+          stepsText(facts.steps)
+        } by a guess: ${done}; no search showed ${
           unsupported.map((i) => hopStatement(question, i)).join(" and ")
         }.`,
         episode_skill: `Answer only what the passages show: ${searchPlan(question)}.`,
       };
     }
     return {
-      episode_summary: `Success in ${facts.steps} steps: ${done}.`,
+      episode_summary: `Success in ${stepsText(facts.steps)}: ${done}.`,
       episode_skill: successSkill(question, facts),
     };
   }
@@ -221,7 +224,7 @@ export function analyzeSearch(trajectory: Trajectory, episode: SearchEpisode): S
     : [`answered "${answer.text}" (score ${Math.round(answer.f1 * 100)})`];
   const steps = [...log, ...answered];
   return {
-    episode_summary: `Failure after ${facts.steps} steps: ${
+    episode_summary: `Failure after ${stepsText(facts.steps)}: ${
       steps.length > 0 ? steps.join("; ") : "no valid action"
     }.${warning}`,
     episode_skill: `Avoid this mistake: ${mistake}. Instead, ${searchPlan(question)}.`,
@@ -230,7 +233,7 @@ export function analyzeSearch(trajectory: Trajectory, episode: SearchEpisode): S
 
 /** Fixed wording of analyses (for the vocabulary). */
 export const ANALYZER_PHRASES: readonly string[] = [
-  'Success in steps: "" showed nothing needed and ; answered "" by a guess: no search showed',
+  'Success in step steps: "" showed nothing needed and ; answered "" by a guess: no search showed',
   "Failure after steps: no valid action. Warning signs: invalid actions, repeated searches.",
   "(score ) Avoid this mistake: . Instead, Answer only what the passages show: .",
   'search "", which shows , and answer first search "" to find the bridge entity ( ),',
