@@ -164,7 +164,8 @@ function coreMistake(question: Question, facts: SearchFacts): string {
   } else {
     const said = `answered "${answer.text}"`;
     if (question.family === "bridge" && missing.includes(0)) {
-      core = `${said} before the bridge entity was found: no search showed ${missingFacts}`;
+      core = `${said} before the bridge entity was found: no search showed ` +
+        hopStatement(question, 0);
     } else if (question.family === "bridge" && missing.includes(1)) {
       core = `found the bridge entity ${name(question.bridge!)} but ${said} before a search ` +
         `showed ${missingFacts}`;
