@@ -17,6 +17,9 @@
  *     deno task bench:learn [--envs sokoban,household] [--env sokoban-image] [--steps 12]
  *       [--eval-every 4] [--seed 0] [--warmup-episodes 64] [--eval-episodes 32]
  *
+ * `search` (search-augmented QA) sets its own rollout and analyzer lengths: its actions run to 18
+ * tokens and its reference analyses to ~130 (ENV_SETTINGS may override `rollout` and `seed`).
+ *
  * `sokoban-demo` is the demo's preset (jobs/presets.ts: compact prompt with relative positions,
  * 784-step policy warm-up, GiGPO group 8), the one text setting where builtin:tiny learns.
  *
@@ -57,6 +60,11 @@ const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   sokoban: { env: { id: "sokoban", max_turns: 10, history: 0 } },
   household: { env: { id: "household", max_turns: 15, history: 1 } },
   webshop: { env: { id: "webshop", max_turns: 8, history: 1 } },
+  search: {
+    env: { id: "search", options: { prompt: "compact" }, max_turns: 4, history: 1 },
+    rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
+    seed: { analyzer_max_new_tokens: 160, analyzer_max_steps: 4 },
+  },
   "sokoban-image": {
     env: { id: "sokoban", max_turns: 10, history: 0, options: { render: "image" } },
     model: { base: "builtin:tiny-vl" },
@@ -85,9 +93,9 @@ function specFor(name: string, extra: Record<string, unknown>): JobSpecInput {
   }
   const policyEpisodes = Number(args["warmup-episodes"]);
   return {
-    ...ENV_SETTINGS[name] ?? { env: { id: name } },
     rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 12 },
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 4 },
+    ...ENV_SETTINGS[name] ?? { env: { id: name } },
     optim: { lr: 1e-3, mini_batch_size: 64 },
     warmup: {
       policy: { episodes: policyEpisodes, epochs: 3, lr: 3e-3 },

@@ -8,7 +8,7 @@
  * SIGKILL) — also on Ctrl-C and on failure. Exit code: 0 when the job succeeded, 1 when it or
  * the demo failed, 2 on bad arguments, 130 when interrupted.
  *
- *   deno task demo [--env sokoban|household|webshop] [--method seed|grpo] [--steps N]
+ *   deno task demo [--env sokoban|household|webshop|search] [--method seed|grpo] [--steps N]
  *                  [--eval-episodes N] [--seed N] [--out DIR] [--data-dir DIR] [--keep]
  *                  [--timeout-min M] [--worker ENTRY.ts]
  *
@@ -30,7 +30,7 @@ import { DEMO_ENVS, DEMO_METHODS, type DemoEnv, type DemoMethod, demoSpec } from
 import { downloadArtifacts, renderSummary } from "./summary.ts";
 
 const USAGE = `Usage: deno task demo [options]
-  --env ID             sokoban (default) | household | webshop
+  --env ID             sokoban (default) | household | webshop | search
   --method M           seed (default) | grpo
   --steps N            RL updates (default: the spec's); eval + checkpoint at the middle and end
   --eval-episodes N    episodes per evaluation split

@@ -7,7 +7,7 @@ import type { JobSpecInput } from "../../jobs/mod.ts";
 import { DEMO_PRESETS } from "../../jobs/presets.ts";
 
 /** Environments the demo knows a spec for. */
-export const DEMO_ENVS = ["sokoban", "household", "webshop"] as const;
+export const DEMO_ENVS = ["sokoban", "household", "webshop", "search"] as const;
 /** One of {@link DEMO_ENVS}. */
 export type DemoEnv = (typeof DEMO_ENVS)[number];
 
@@ -64,11 +64,28 @@ export const WEBSHOP_SEED: JobSpecInput = {
 /** {@link WEBSHOP_SEED} as plain GRPO. */
 export const WEBSHOP_GRPO: JobSpecInput = { ...WEBSHOP_SEED, method: "grpo" };
 
+/**
+ * Search-augmented QA, SEED: the compact prompt (task line, one step of history, the results), the
+ * authors' 4 turns, and room for the longest expert action (18 tokens) and analysis (~130 tokens).
+ */
+export const SEARCH_SEED: JobSpecInput = {
+  ...SOKOBAN_SEED,
+  env: { id: "search", options: { prompt: "compact" }, max_turns: 4, history: 1 },
+  rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
+  seed: { analyzer_max_new_tokens: 160, analyzer_max_steps: 4, analyzer_max_field_chars: 400 },
+  warmup: SHORT_WARMUP,
+  eval: { episodes: 48, temperature: 1 },
+};
+
+/** {@link SEARCH_SEED} as plain GRPO. */
+export const SEARCH_GRPO: JobSpecInput = { ...SEARCH_SEED, method: "grpo" };
+
 /** Every demo spec by environment, then method. */
 export const DEMO_SPECS: Record<DemoEnv, Record<DemoMethod, JobSpecInput>> = {
   sokoban: { seed: SOKOBAN_SEED, grpo: SOKOBAN_GRPO },
   household: { seed: HOUSEHOLD_SEED, grpo: HOUSEHOLD_GRPO },
   webshop: { seed: WEBSHOP_SEED, grpo: WEBSHOP_GRPO },
+  search: { seed: SEARCH_SEED, grpo: SEARCH_GRPO },
 };
 
 /** Command-line overrides of a demo spec (each replaces one field when given). */

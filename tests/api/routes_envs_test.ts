@@ -29,6 +29,7 @@ Deno.test("GET /v1/envs serves the built-in catalog by default", async () => {
     "household",
     "webshop",
     "ezpoints",
+    "search",
   ]);
   const sokoban = body.envs[0];
   const properties = sokoban.options_schema.properties as Record<string, { maximum?: number }>;

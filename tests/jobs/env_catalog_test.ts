@@ -30,7 +30,7 @@ Deno.test("each env's defaults pass its own options schema", () => {
 Deno.test("envSpecIssues names an unknown id and lists the known ones", () => {
   const issues = envSpecIssues(ENV_CATALOG.envs, { id: "chess" });
   assert.deepEqual(issues.map((i) => [i.path, i.code]), [["env.id", "unknown_env"]]);
-  assert.match(issues[0].message, /known: sokoban, household, webshop, ezpoints$/);
+  assert.match(issues[0].message, /known: sokoban, household, webshop, ezpoints, search$/);
 });
 
 Deno.test("envSpecIssues reports option problems under env.options", () => {

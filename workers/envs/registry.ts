@@ -4,6 +4,7 @@
 import { UnknownEnvironmentError } from "./errors.ts";
 import { ezpointsEnvironment } from "./ezpoints/mod.ts";
 import { householdEnvironment } from "./household/mod.ts";
+import { searchEnvironment } from "./search/mod.ts";
 import { sokobanEnvironment } from "./sokoban/mod.ts";
 import { webshopEnvironment } from "./webshop/mod.ts";
 import type { Environment } from "./types.ts";
@@ -14,6 +15,7 @@ const BUILT_INS: readonly Environment[] = [
   householdEnvironment,
   webshopEnvironment,
   ezpointsEnvironment,
+  searchEnvironment,
 ];
 
 const BY_ID = new Map(BUILT_INS.map((env) => [env.id, env]));

@@ -7,9 +7,9 @@ import {
   UnknownEnvironmentError,
 } from "../../../workers/envs/mod.ts";
 
-Deno.test("the registry lists sokoban, household, webshop and ezpoints with distinct ids", () => {
+Deno.test("the registry lists sokoban, household, webshop, ezpoints and search with distinct ids", () => {
   const ids = environmentIds();
-  assert.deepEqual(ids, ["sokoban", "household", "webshop", "ezpoints"]);
+  assert.deepEqual(ids, ["sokoban", "household", "webshop", "ezpoints", "search"]);
   assert.equal(new Set(ids).size, ids.length);
   assert.deepEqual(listEnvironments().map((e) => e.id), ids);
   for (const id of ids) assert.equal(getEnvironment(id).id, id);
@@ -19,7 +19,7 @@ Deno.test("an unknown id throws UnknownEnvironmentError listing the known ids", 
   assert.throws(() => getEnvironment("chess"), (e: unknown) => {
     assert.ok(e instanceof UnknownEnvironmentError);
     assert.equal(e.envId, "chess");
-    assert.match(e.message, /must be one of sokoban, household, webshop, ezpoints/);
+    assert.match(e.message, /must be one of sokoban, household, webshop, ezpoints, search/);
     return true;
   });
 });
