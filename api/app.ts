@@ -3,7 +3,8 @@
  * `app.request()`, `api/main.ts` serves it with `Deno.serve`.
  *
  * One `onError` maps every thrown error to `application/problem+json` (handlers never catch).
- * `/v1/*` routes require a bearer API key; request bodies are limited to `maxBodyBytes` (413).
+ * The web dashboard is served at `/` (dashboard/routes.ts). `/v1/*` routes require a bearer API
+ * key; request bodies are limited to `maxBodyBytes` (413).
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -18,6 +19,7 @@ import {
   problemFromError,
   problemResponse,
 } from "./errors.ts";
+import { dashboardRoutes } from "./dashboard/routes.ts";
 import { artifactRoutes } from "./routes_artifacts.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { jobRoutes } from "./routes_jobs.ts";
@@ -85,6 +87,7 @@ export function createApp(options: AppOptions): Hono {
   );
 
   app.route("/", systemRoutes(options));
+  app.route("/", dashboardRoutes());
   const v1 = new Hono<AuthEnv>();
   v1.use("*", bearerAuth(options.db, { cacheMs: options.authCacheMs }));
   v1.route("/jobs", jobRoutes(options));

@@ -99,9 +99,16 @@ export function openApiDocument(): Json {
           },
         },
         get: {
-          summary: "List jobs, newest first",
+          summary:
+            "List jobs, newest first. With `Accept: text/event-stream`: the page live, as `event: jobs` messages (same JSON) sent at once and on every change",
           parameters: queryParams(s.ListJobsQuery),
-          responses: { "200": ok("A page of jobs", json("JobList")), ...errors },
+          responses: {
+            "200": ok("A page of jobs (or its live stream)", {
+              ...json("JobList"),
+              "text/event-stream": { schema: { type: "string" } },
+            }),
+            ...errors,
+          },
         },
       },
       "/v1/jobs/{id}": {
@@ -191,6 +198,36 @@ export function openApiDocument(): Json {
           summary: "The skill library, latest or at ?step=",
           parameters: [jobId, ...queryParams(s.SkillsQuery)],
           responses: { "200": ok("The library", json("Skills")), ...errors },
+        },
+      },
+      "/v1/jobs/{id}/skills/steps": {
+        get: {
+          summary: "The steps that have a skill library, with their skill counts",
+          parameters: [jobId],
+          responses: {
+            "200": ok("Steps, ascending", {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  properties: {
+                    steps: {
+                      type: "array",
+                      items: {
+                        type: "object",
+                        properties: {
+                          step: { type: "integer" },
+                          attempt: { type: "integer" },
+                          skill_count: { type: "integer" },
+                          created_at: { type: "string", format: "date-time" },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            }),
+            ...errors,
+          },
         },
       },
       "/v1/jobs/{id}/trajectories": {

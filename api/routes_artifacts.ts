@@ -1,13 +1,18 @@
 /**
  * Artifact routes: checkpoints (list, one tar archive, single files by presigned URL) and skill
- * libraries. Object keys come only from the job's rows, so a tenant can reach only its own
+ * libraries (one step's, and the list of steps that have one). Object keys come only from the job's rows, so a tenant can reach only its own
  * objects; file names in paths are matched against the row, never joined into keys.
  */
 import { Hono } from "hono";
 import type { AuthEnv } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import { NotFoundError, ProblemError } from "./errors.ts";
-import { getCheckpoint, getSkillLibrary, listCheckpoints } from "../jobs/mod.ts";
+import {
+  getCheckpoint,
+  getSkillLibrary,
+  listCheckpoints,
+  listSkillLibraries,
+} from "../jobs/mod.ts";
 import { getJob } from "./queries.ts";
 import { jobIdOf } from "./routes_jobs.ts";
 import { FileQuery, SkillsQuery, StepParam } from "./schemas.ts";
@@ -77,6 +82,19 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     c.header("cache-control", "no-store");
     if (q.redirect === "false") return c.json({ url, expires_at: expiresAt });
     return c.redirect(url, 302);
+  });
+
+  app.get("/:id/skills/steps", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    const rows = await listSkillLibraries(db, job.id);
+    return c.json({
+      steps: rows.map((r) => ({
+        step: r.step,
+        attempt: r.attempt,
+        skill_count: r.skillCount,
+        created_at: r.createdAt.toISOString(),
+      })),
+    });
   });
 
   app.get("/:id/skills", async (c) => {

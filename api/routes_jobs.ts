@@ -1,5 +1,6 @@
 /**
- * Job routes: `POST /v1/jobs`, `GET /v1/jobs`, `GET /v1/jobs/{id}`, `POST /v1/jobs/{id}/cancel`.
+ * Job routes: `POST /v1/jobs`, `GET /v1/jobs` (a page; or, with `Accept: text/event-stream`, the
+ * first page live: snapshot_stream.ts), `GET /v1/jobs/{id}`, `POST /v1/jobs/{id}/cancel`.
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
@@ -8,6 +9,7 @@ import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
 import {
   cancelJob,
   envSpecIssues,
+  JOB_EVENTS_CHANNEL,
   type JobSpec,
   JobSpecSchema,
   modelEnvIssues,
@@ -17,6 +19,7 @@ import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts"
 import { getJob, listJobs } from "./queries.ts";
 import { checkSpecRefs, rootModelBase } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
+import { snapshotStream } from "./snapshot_stream.ts";
 import { parseJsonBody, parseQuery } from "./validate.ts";
 import { jobView } from "./views.ts";
 
@@ -111,12 +114,31 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.get("/", async (c) => {
     const q = parseQuery(c, ListJobsQuery);
-    const page = await listJobs(db, c.get("tenant").id, {
-      statuses: q.status,
-      limit: q.limit,
-      cursor: q.cursor,
+    const tenantId = c.get("tenant").id;
+    const read = async () => {
+      const page = await listJobs(db, tenantId, {
+        statuses: q.status,
+        limit: q.limit,
+        cursor: q.cursor,
+      });
+      return { jobs: page.jobs.map(jobView), next_cursor: page.nextCursor };
+    };
+    if (!(c.req.header("accept") ?? "").includes("text/event-stream")) return c.json(await read());
+    const body = snapshotStream({
+      read: async () => JSON.stringify(await read()),
+      subscribe: async (wake) => {
+        // Every submit, status change and event of any job sends NOTIFY job_events.
+        const stop = await db.listen(JOB_EVENTS_CHANNEL, () => wake());
+        return () => void stop().catch(() => {});
+      },
+    }, { event: "jobs", pollMs: options.sse?.pollMs, keepaliveMs: options.sse?.keepaliveMs });
+    return new Response(body, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
     });
-    return c.json({ jobs: page.jobs.map(jobView), next_cursor: page.nextCursor });
   });
 
   app.get("/:id", async (c) => {

@@ -2,13 +2,18 @@
  * Test harness: `deno task test [deno test args…]`.
  *
  * Starts a throwaway Postgres cluster on a free loopback port (installing Debian's `postgresql`
- * first when no server binaries are found and we are root), runs `deno test` with
+ * first when no server binaries are found and we are root), makes sure Debian's `chromium` is
+ * there for the browser tests (installed the same way), runs `deno test` with
  * `TEST_DATABASE_URL` pointing at it, stops the cluster by its pid, and ends with the line
  * `N passed, N failed` that CI reads. Exits non-zero when any test failed.
  */
+import { ensureChromium } from "./_harness/chromium.ts";
 import { startPostgres } from "./_harness/postgres.ts";
 
 const pg = await startPostgres();
+// Installed here, once and before any test's clock starts; a failure is left to the browser
+// tests to report (they call it again).
+await ensureChromium().catch((error) => console.error(`harness: ${error.message}`));
 // A harness stopped by a signal (Ctrl-C, `timeout`) still stops its cluster.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.addSignalListener(signal, () => {

@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
-import { renderBar } from "./progress.ts";
+import { PlainProgress, renderBar } from "./progress.ts";
 import { extractVerified } from "./extract.ts";
 
 const USAGE = `Usage: deno task seed -- <command> [options]
@@ -82,11 +82,20 @@ function bar(job: Job): string {
 async function follow(client: SeedClient, id: string, io: CliIo): Promise<number> {
   let job = await client.json<Job>(`/v1/jobs/${id}`);
   let shown = "";
+  // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s).
+  const plain = new PlainProgress();
   const draw = () => {
     const line = bar(job);
+    if (!io.tty) {
+      const p = job.progress;
+      const key = `${job.status} ${p?.step} ${p?.stage}`;
+      const out = plain.next({ line, key, stage: p?.stage }, Date.now());
+      if (out !== null) io.err(`${out}\n`);
+      return;
+    }
     if (line === shown) return;
     shown = line;
-    io.err(io.tty ? `\r\x1b[2K${line}` : `${line}\n`);
+    io.err(`\r\x1b[2K${line}`);
   };
   const refresh = async () => {
     job = await client.json<Job>(`/v1/jobs/${id}`).catch(() => job);

@@ -11,4 +11,4 @@
 export { ApiError, type ClientOptions, parseSse, SeedClient, type SseMessage } from "./client.ts";
 export { type CliIo, cliMain } from "./cli.ts";
 export { ArchiveError, type ExtractedFile, extractVerified } from "./extract.ts";
-export { type BarState, formatDuration, renderBar } from "./progress.ts";
+export { type BarState, formatDuration, PlainProgress, renderBar } from "./progress.ts";

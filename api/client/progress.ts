@@ -36,3 +36,44 @@ export function renderBar(state: BarState, width = 24): string {
   if (state.etaS !== undefined) parts.push(`ETA ${formatDuration(state.etaS)}`);
   return parts.join("  ");
 }
+
+/** What {@link PlainProgress.next} is given at each tick. */
+export interface PlainTick {
+  /** The progress line as it reads now. */
+  line: string;
+  /** What counts as news (e.g. status and step): a new key prints at once. */
+  key: string;
+  /** The current stage, for the time spent in it. */
+  stage?: string;
+}
+
+/**
+ * Progress for output that is not a terminal (CI logs, `| tee`), where a line cannot be redrawn:
+ * prints a line when the key changes (status, step) and otherwise again every `everyMs`, with the
+ * time spent in the current stage — so a long stage (the warm-up takes minutes) still shows that
+ * the job is alive. With a caller that ticks at least every 2 s, the default 13 s gives a line at
+ * least every 15 s.
+ */
+export class PlainProgress {
+  #key: string | undefined;
+  #shownAtMs = 0;
+  #stage: string | undefined;
+  #stageSinceMs = 0;
+
+  constructor(readonly everyMs = 13_000) {}
+
+  /** The line to print at `nowMs` (ms), or null when nothing is due. */
+  next(tick: PlainTick, nowMs: number): string | null {
+    if (tick.stage !== this.#stage) {
+      this.#stage = tick.stage;
+      this.#stageSinceMs = nowMs;
+    }
+    if (tick.key === this.#key && nowMs - this.#shownAtMs < this.everyMs) return null;
+    this.#key = tick.key;
+    this.#shownAtMs = nowMs;
+    const inStage = (nowMs - this.#stageSinceMs) / 1000;
+    return tick.stage && inStage >= 1
+      ? `${tick.line}  (${formatDuration(inStage)} in ${tick.stage})`
+      : tick.line;
+  }
+}

@@ -72,8 +72,9 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
   const encoder = new TextEncoder();
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     let buffered = "";
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      buffered += chunk;
+    const decoder = new TextDecoder();
+    for await (const bytes of stream) {
+      buffered += decoder.decode(bytes, { stream: true });
       const lines = buffered.split("\n");
       buffered = lines.pop()!;
       for (const line of lines) {

@@ -6,7 +6,7 @@
  * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
  */
 import type { SeedClient, SseMessage } from "../client/mod.ts";
-import { formatDuration, renderBar } from "../client/mod.ts";
+import { formatDuration, PlainProgress, renderBar } from "../client/mod.ts";
 
 /** The job as `GET /v1/jobs/{id}` returns it (the fields the demo reads). */
 export interface JobWire {
@@ -143,7 +143,7 @@ export interface FollowOptions {
   io: ProgressIo;
   /** Stops following (the job keeps running). */
   signal?: AbortSignal;
-  /** Plain mode: print an unchanged line again after this long (default 15 000 ms). */
+  /** Plain mode: print an unchanged line again after this long (default 13 000 ms; see PlainProgress). */
   plainEveryMs?: number;
 }
 
@@ -161,25 +161,22 @@ export async function followJob(
   const state: ProgressState = { status: "queued" };
   let lastStep: number | undefined;
   let shown = "";
-  let shownAtMs = 0;
-  // A terminal redraws whenever the line changes; plain output prints a line when the step or
-  // status changes, and otherwise at most every `plainEveryMs`.
-  const plainKey = () => `${state.status} ${state.step}`;
-  let plainShown = "";
+  // A terminal redraws whenever the line changes; plain output prints a line when the status or
+  // step changes and otherwise at least every `plainEveryMs` (PlainProgress), even within a stage.
+  const plain = new PlainProgress(options.plainEveryMs);
   const draw = (force = false) => {
     const line = progressLine(state);
     if (io.tty) {
       const fit = io.columns && line.length >= io.columns ? line.slice(0, io.columns - 1) : line;
       if (line !== shown || force) io.write(`\r\x1b[2K${fit}`);
-    } else if (
-      plainKey() !== plainShown ||
-      (line !== shown && Date.now() - shownAtMs >= (options.plainEveryMs ?? 15_000))
-    ) {
-      io.write(`${line}\n`);
-      shownAtMs = Date.now();
-      plainShown = plainKey();
-    } else return;
-    shown = line;
+      shown = line;
+      return;
+    }
+    const out = plain.next(
+      { line, key: `${state.status} ${state.step}`, stage: state.stage },
+      Date.now(),
+    );
+    if (out !== null) io.write(`${out}\n`);
   };
   const refresh = async (): Promise<JobWire> => {
     const job = await client.json<JobWire>(path);
@@ -202,7 +199,7 @@ export async function followJob(
   };
   let job = await refresh();
   draw(true);
-  const timer = setInterval(() => draw(), io.tty ? 1000 : 5000);
+  const timer = setInterval(() => draw(), 1000);
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(jobId, { signal: options.signal })) {

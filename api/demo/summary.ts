@@ -324,6 +324,11 @@ function evalMode(job: JobWire): string {
   return t === undefined ? "as the spec says" : t === 0 ? "greedy" : `sampled at temperature ${t}`;
 }
 
+/** The web dashboard's page of job `jobId` on the API at `url` (api/dashboard/routes.ts). */
+export function dashboardUrl(url: string, jobId: string): string {
+  return `${url.replace(/\/+$/, "")}/#/jobs/${jobId}`;
+}
+
 /** The summary printed at the end of a successful demo run. */
 export function renderSummary(input: SummaryInput): string {
   const { artifacts: a, job } = input;
@@ -332,6 +337,9 @@ export function renderSummary(input: SummaryInput): string {
   const lines = [
     "",
     `Job ${job.id} succeeded in ${Math.round(input.seconds)} s.`,
+    `Dashboard: ${dashboardUrl(input.url, job.id)} (sign in with this run's key, below${
+      input.keep ? "" : "; the API stops with the demo: run it with --keep to browse"
+    })`,
     "",
     `Evaluation success rate (${evalMode(job)}${
       episodes === undefined ? "" : `, ${episodes} episodes per split, ± = 95% interval`

@@ -218,12 +218,15 @@ async function train(run: RunState): Promise<HandlerOutcome> {
   for (let step = run.step + 1; step <= total; step++) {
     ctx.signal.throwIfAborted();
     const done = step - 1;
-    const { metrics, trajectories } = await trainer.step(
+    const { metrics, trajectories, teacher } = await trainer.step(
       step,
       (stage) => ctx.setProgress({ stage, step: done, totalSteps: total }),
       ctx.signal,
     );
-    await saveRolloutDump(ctx, step, trajectories);
+    await saveRolloutDump(ctx, step, trajectories, {
+      ...teacher,
+      decode: (ids) => run.theta.tokenizer.decode(ids),
+    });
     const due = (every: number) => every > 0 && step % every === 0;
     if (due(spec.eval_every) || step === total) {
       const evals = await evaluateNow(run, step, total);

@@ -45,6 +45,7 @@ import {
   type TextGenerateOptions,
   type TextPolicy,
 } from "./text_policy.ts";
+import type { DumpTeacher, TokenGap } from "./trajectory_dump.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -69,6 +70,8 @@ export interface StepOutcome {
   /** Flat metric series of the step (see README: metric names). */
   metrics: Record<string, number>;
   trajectories: RolloutTrajectory[];
+  /** The step's analyses and per-token teacher gaps, for its rollout dump (trajectory_dump.ts). */
+  teacher: Omit<DumpTeacher, "decode">;
 }
 
 /**
@@ -125,7 +128,7 @@ export class SeedTrainer {
       }));
     signal?.throwIfAborted();
 
-    let analysis = { analyses: new Map(), analyzed: 0, parsed: 0, tokens: 0 };
+    let analysis = { analyses: new Map(), raw: new Map(), analyzed: 0, parsed: 0, tokens: 0 };
     if (plan.analysis) {
       await onStage("analyze");
       analysis = await timer.time("analyze", () => this.#analyze(trajectories.list));
@@ -172,7 +175,19 @@ export class SeedTrainer {
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
     };
-    return { metrics, trajectories: trajectories.list };
+    // Per-token teacher gaps of the re-scored turns, for the trajectory dump.
+    const tokenGaps: TokenGap[] = samples.flatMap((s, i) => {
+      const g = gaps[i];
+      if (!g) return [];
+      return [{
+        trajectoryId: s.trajectoryId,
+        turn: s.turn,
+        responseIds: scored.rl[i].response,
+        gaps: g,
+      }];
+    });
+    const teacher = { analyses: analysis.analyses, raw: analysis.raw, tokenGaps };
+    return { metrics, trajectories: trajectories.list, teacher };
   }
 
   async #rollout(step: number, seed: number, signal?: AbortSignal) {

@@ -22,9 +22,23 @@
  *
  * An `eval` dump adds `"splits": [SplitEval…]` (evaluate.ts: split, episodes, success_rate,
  * score, mean_turns, families).
+ *
+ * A rollout dump given the step's {@link DumpTeacher} (SEED jobs) also carries, on each analysed
+ * trajectory, `"analysis": {"skill", "summary", "raw"}` (skill and summary null when the
+ * analyzer's answer did not parse; `raw` is that answer), and on each re-scored turn
+ * `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02, …]`: the
+ * sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in nats
+ * (DESIGN.md §8 step 4; > 0: the skill in the prompt made the token more likely). Turns and
+ * trajectories without them have no such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../jobs/mod.ts";
-import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../envs/mod.ts";
+import {
+  encodePng,
+  type RgbImage,
+  type SkillAnalysis,
+  type Task,
+  type TrajectoryStep,
+} from "../envs/mod.ts";
 import type { JobContext } from "../worker/handler.ts";
 import type { SplitEval } from "./evaluate.ts";
 
@@ -69,6 +83,29 @@ export const DEFAULT_DUMP_LIMITS: Readonly<DumpLimits> = {
   maxImages: 256,
 };
 
+/** One re-scored turn's teacher gaps (the trainer's re-score phase). */
+export interface TokenGap {
+  trajectoryId: string;
+  /** 0-based turn within the trajectory. */
+  turn: number;
+  /** The sampled response token ids (T,). */
+  responseIds: readonly number[];
+  /** Δ = ℓ_T − ℓ_old per response token (T,), nats (float32 from the score graph). */
+  gaps: ArrayLike<number>;
+}
+
+/** What the analyze and re-score phases of a step learned, for its rollout dump. */
+export interface DumpTeacher {
+  /** Per analysed trajectory id: the parsed analysis, or null when it did not parse. */
+  analyses: ReadonlyMap<string, SkillAnalysis | null>;
+  /** Per analysed trajectory id: the analyzer's raw answer. */
+  raw?: ReadonlyMap<string, string>;
+  /** Every re-scored turn's token gaps. */
+  tokenGaps: readonly TokenGap[];
+  /** Token ids → text (the policy's tokenizer). */
+  decode(ids: readonly number[]): string;
+}
+
 /** One dumped turn (JSON). */
 export interface DumpedStep {
   /** 1-based turn. */
@@ -80,6 +117,17 @@ export interface DumpedStep {
   reward: number;
   /** Name of the observation's PNG within the step, or null. */
   image: string | null;
+  /** Re-scored turns: the response tokens as text (T,). */
+  response_tokens?: string[];
+  /** Re-scored turns: Δ = ℓ_T − ℓ_old per response token (T,), nats, 4 decimals. */
+  teacher_gaps?: number[];
+}
+
+/** A trajectory's analysis as dumped (`skill`/`summary` null when the answer did not parse). */
+export interface DumpedAnalysis {
+  skill: string | null;
+  summary: string | null;
+  raw: string | null;
 }
 
 /** One dumped trajectory (JSON). */
@@ -98,10 +146,54 @@ export interface DumpedTrajectory {
   turns: number;
   truncated: boolean;
   steps: DumpedStep[];
+  /** Analysed trajectories of a SEED step. */
+  analysis?: DumpedAnalysis;
 }
 
 function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/** Tokens of context {@link tokenPieces} decodes before each token (multi-byte characters). */
+const PIECE_CONTEXT = 8;
+
+/**
+ * The text of each token of `ids` (T,) as it reads in the decoded response: piece i is
+ * decode(ids[i−8 .. i]) minus decode(ids[i−8 .. i−1]), each without a trailing U+FFFD (the
+ * replacement character of a character whose bytes are not all there yet), so a character
+ * whose bytes span several byte-level tokens shows on the token that completes it (the others
+ * get ""), and the pieces join to the decoded text. Falls back to decode([id]) where the prefix
+ * does not match.
+ */
+export function tokenPieces(
+  ids: readonly number[],
+  decode: (ids: readonly number[]) => string,
+): string[] {
+  const incomplete = (text: string) => text.replace(/\uFFFD+$/u, "");
+  return ids.map((_, i) => {
+    const from = Math.max(0, i - PIECE_CONTEXT);
+    const before = incomplete(decode(ids.slice(from, i)));
+    const all = decode(ids.slice(from, i + 1));
+    // The last token keeps a trailing U+FFFD: its bytes are invalid, not waiting for more.
+    const upTo = i === ids.length - 1 ? all : incomplete(all);
+    return upTo.startsWith(before) ? upTo.slice(before.length) : decode([ids[i]]);
+  });
+}
+
+/** `teacher`'s analysis of trajectory `id` as dumped, or undefined when it was not analysed. */
+function analysisOf(
+  teacher: DumpTeacher | undefined,
+  id: string,
+  limits: DumpLimits,
+): DumpedAnalysis | undefined {
+  if (!teacher?.analyses.has(id)) return undefined;
+  const a = teacher.analyses.get(id) ?? null;
+  const raw = teacher.raw?.get(id);
+  return {
+    skill: a ? clip(a.episode_skill, limits.maxFieldChars) : null,
+    summary: a ? clip(a.episode_summary, limits.maxFieldChars) : null,
+    raw: raw === undefined ? null : clip(raw, limits.maxFieldChars),
+  };
 }
 
 /**
@@ -113,9 +205,11 @@ export function dumpEntries(
   kind: TrajectoryDumpInput["kind"],
   trajectories: readonly DumpTrajectory[],
   limits: DumpLimits,
+  teacher?: DumpTeacher,
 ): { trajectories: DumpedTrajectory[]; images: TrajectoryImageInput[]; imagesOmitted: number } {
   const images: TrajectoryImageInput[] = [];
   let imagesOmitted = 0;
+  const gapsOf = new Map(teacher?.tokenGaps.map((g) => [`${g.trajectoryId}#${g.turn}`, g]));
   const entries = trajectories.map((t, i): DumpedTrajectory => ({
     id: t.id,
     task_id: t.task.id,
@@ -138,7 +232,7 @@ export function dumpEntries(
         const { width, height } = shown;
         images.push({ name: image, bytes: encodePng(shown), width, height });
       }
-      return {
+      const dumped: DumpedStep = {
         turn: k + 1,
         observation: clip(s.observation, limits.maxFieldChars),
         response: clip(s.response, limits.maxFieldChars),
@@ -147,20 +241,35 @@ export function dumpEntries(
         reward: s.reward,
         image,
       };
+      const gap = gapsOf.get(`${t.id}#${k}`);
+      if (gap && teacher) {
+        // Bounded like the response text: at most maxFieldChars tokens.
+        const ids = gap.responseIds.slice(0, limits.maxFieldChars);
+        dumped.response_tokens = tokenPieces(ids, teacher.decode);
+        dumped.teacher_gaps = Array.from(gap.gaps).slice(0, ids.length).map((x) =>
+          Math.round(x * 1e4) / 1e4
+        );
+      }
+      return dumped;
     }),
+    ...(teacher?.analyses.has(t.id) ? { analysis: analysisOf(teacher, t.id, limits) } : {}),
   }));
   return { trajectories: entries, images, imagesOmitted };
 }
 
-/** The `rollout` dump of update `step` (see module doc). */
+/**
+ * The `rollout` dump of update `step` (see module doc); `teacher` adds the analyses and the
+ * per-token teacher gaps of a SEED step.
+ */
 export function rolloutDump(
   jobId: string,
   step: number,
   trajectories: readonly DumpTrajectory[],
   limits: DumpLimits = DEFAULT_DUMP_LIMITS,
+  teacher?: DumpTeacher,
 ): TrajectoryDumpInput {
   const kept = trajectories.slice(0, limits.maxTrajectories);
-  const d = dumpEntries("rollout", kept, limits);
+  const d = dumpEntries("rollout", kept, limits, teacher);
   const json = {
     version: 1,
     kind: "rollout",
@@ -205,9 +314,12 @@ export async function saveRolloutDump(
   ctx: JobContext,
   step: number,
   trajectories: readonly DumpTrajectory[],
+  teacher?: DumpTeacher,
 ): Promise<void> {
   if (!ctx.saveTrajectories) return;
-  await ctx.saveTrajectories(rolloutDump(ctx.jobId, step, trajectories));
+  await ctx.saveTrajectories(
+    rolloutDump(ctx.jobId, step, trajectories, DEFAULT_DUMP_LIMITS, teacher),
+  );
 }
 
 /** Writes the eval dump (`eval/step-N`) of `step` (nothing when the context keeps no artifacts). */

@@ -8,7 +8,14 @@ import {
   skillsFound,
 } from "../../../api/demo/progress.ts";
 import { DEMO_ENVS, DEMO_METHODS, DEMO_SPECS, demoSpec } from "../../../api/demo/specs.ts";
-import { curlCommands, evalPoints, successInterval, topSkills } from "../../../api/demo/summary.ts";
+import {
+  curlCommands,
+  dashboardUrl,
+  evalPoints,
+  successInterval,
+  topSkills,
+} from "../../../api/demo/summary.ts";
+import { PlainProgress } from "../../../api/client/progress.ts";
 
 const metrics = (points: [number, Record<string, number>][]): MetricsWire => ({
   names: [],
@@ -170,4 +177,33 @@ Deno.test("the summary's ± is the 95% interval of a success rate over the evalu
   assert.equal(successInterval(1, 200), successInterval(1 - 1 / 200, 200));
   assert.throws(() => successInterval(0.5, 0), /episodes must be a positive integer/);
   assert.throws(() => successInterval(1.5, 10), /rate must be in \[0, 1\]/);
+});
+
+Deno.test("off a terminal, a long stage still prints a progress line at least every 15 s", () => {
+  const plain = new PlainProgress();
+  const printed: number[] = [];
+  const lines: string[] = [];
+  // Three minutes of warm-up with nothing new, ticked every 2 s (the slowest caller, `seed follow`).
+  for (let t = 0; t <= 180_000; t += 2_000) {
+    const out = plain.next({ line: "warmup_policy", key: "running 0", stage: "warmup_policy" }, t);
+    if (out !== null) printed.push(t), lines.push(out);
+  }
+  const gaps = printed.slice(1).map((t, i) => t - printed[i]);
+  assert.equal(printed[0], 0);
+  assert.ok(gaps.every((g) => g === 14_000), `gaps ${gaps}`); // the first 2 s tick past 13 s
+  assert.ok(printed.length >= 180_000 / 15_000);
+  assert.equal(lines[0], "warmup_policy");
+  assert.equal(lines.at(-1), "warmup_policy  (2m48s in warmup_policy)");
+  // News prints at once.
+  assert.notEqual(
+    plain.next({ line: "rollout", key: "running 1", stage: "rollout" }, 180_500),
+    null,
+  );
+});
+
+Deno.test("the summary names the job's dashboard page", () => {
+  assert.equal(
+    dashboardUrl("http://127.0.0.1:4321/", "8c0a"),
+    "http://127.0.0.1:4321/#/jobs/8c0a",
+  );
 });

@@ -16,8 +16,10 @@ import {
   type DumpedTrajectory,
   evalDump,
   rolloutDump,
+  tokenPieces,
 } from "../../../workers/seed/trajectory_dump.ts";
 import type { SplitEval } from "../../../workers/seed/evaluate.ts";
+import { buildByteLevelTokenizer, Tokenizer } from "../../../workers/model/mod.ts";
 import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 import { imageTrajectories } from "./_image_trajectories.ts";
@@ -175,4 +177,53 @@ Deno.test("stored dumps", async (t) => {
     await close();
     await s3.close();
   }
+});
+
+Deno.test("a SEED rollout dump carries each analysis and the re-scored turns' tokens with their teacher gaps", () => {
+  const files = buildByteLevelTokenizer(["up", "left", "<action>", "</action>"]);
+  const enc = new TextEncoder();
+  const tokenizer = Tokenizer.fromBytes(
+    enc.encode(JSON.stringify(files.tokenizerJson)),
+    enc.encode(JSON.stringify(files.tokenizerConfig)),
+  );
+  const played = imageTrajectories(2, { actions: ["up", "left"] });
+  // "é" is two bytes, and "✓" three: byte-level tokens that only decode together.
+  const response = "<action>left</action> é✓";
+  const ids = tokenizer.encode(response, { addSpecialTokens: false });
+  const gaps = Float32Array.from(ids, (_, i) => (i % 2 === 0 ? 0.5 : -0.25) + i / 3);
+  const dump = rolloutDump("job-1", 3, played, DEFAULT_DUMP_LIMITS, {
+    analyses: new Map([
+      [played[0].id, { episode_summary: "went left", episode_skill: "push <b>left</b> first" }],
+      [played[1].id, null],
+    ]),
+    raw: new Map([[played[0].id, "{...}"], [played[1].id, "not json"]]),
+    tokenGaps: [{ trajectoryId: played[0].id, turn: 1, responseIds: ids, gaps }],
+    decode: (x) => tokenizer.decode(x),
+  });
+  const [first, second] = entries(dump.json);
+  assert.deepEqual(first.analysis, {
+    skill: "push <b>left</b> first",
+    summary: "went left",
+    raw: "{...}",
+  });
+  assert.deepEqual(second.analysis, { skill: null, summary: null, raw: "not json" });
+  assert.equal(first.steps[0].response_tokens, undefined, "turn 1 was not re-scored");
+  const turn = first.steps[1];
+  assert.equal(turn.response_tokens!.length, ids.length);
+  assert.equal(turn.response_tokens!.join(""), response);
+  assert.ok(turn.response_tokens!.includes("left"), JSON.stringify(turn.response_tokens));
+  assert.deepEqual(turn.teacher_gaps, Array.from(gaps, (g) => Math.round(g * 1e4) / 1e4));
+  assert.equal(second.steps[1].teacher_gaps, undefined);
+});
+
+Deno.test("token pieces put a character split over byte tokens on the token that completes it", () => {
+  const files = buildByteLevelTokenizer(["a"]);
+  const enc = new TextEncoder();
+  const tokenizer = Tokenizer.fromBytes(
+    enc.encode(JSON.stringify(files.tokenizerJson)),
+    enc.encode(JSON.stringify(files.tokenizerConfig)),
+  );
+  const ids = tokenizer.encode("a✓", { addSpecialTokens: false });
+  assert.equal(ids.length, 4, "a + the three bytes of ✓");
+  assert.deepEqual(tokenPieces(ids, (x) => tokenizer.decode(x)), ["a", "", "", "✓"]);
 });

@@ -1,0 +1,60 @@
+/** Small formatters for the dashboard (text only). */
+
+/**
+ * Seconds as `1h02m`, `3m10s`, `42s`.
+ * @param {number | null | undefined} s
+ */
+export function duration(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return "—";
+  s = Math.max(0, Math.round(s));
+  if (s >= 3600) {
+    return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  }
+  if (s >= 60) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${s}s`;
+}
+
+/** @param {number} n bytes */
+export function bytes(n) {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(1)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(1)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} B`;
+}
+
+/** @param {string | null | undefined} iso */
+export function time(iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return d.toLocaleString(undefined, { hour12: false });
+}
+
+/** @param {number | null | undefined} x in [0, 1] */
+export function percent(x) {
+  return x === null || x === undefined || !Number.isFinite(x) ? "—" : `${(x * 100).toFixed(1)}%`;
+}
+
+/**
+ * @param {number | null | undefined} x
+ * @param {number} [digits]
+ */
+export function num(x, digits = 3) {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "—";
+  return String(+x.toFixed(digits));
+}
+
+/**
+ * Half-width of the 95% normal-approximation interval of a success rate over `episodes`
+ * episodes, as a fraction: 1.96·√(p(1−p)/n) with p clamped to [1/n, 1 − 1/n] (the same rule as
+ * api/demo_summary.ts `successInterval`, there in percentage points).
+ * @param {number} rate in [0, 1]
+ * @param {number} episodes
+ */
+export function successHalfWidth(rate, episodes) {
+  if (!(episodes >= 1)) return 0;
+  const p = Math.min(Math.max(rate, 1 / episodes), 1 - 1 / episodes);
+  return 1.96 * Math.sqrt((p * (1 - p)) / episodes);
+}
+
+/** Job states from which a job still moves. */
+export const ACTIVE_STATUSES = ["queued", "running", "cancelling"];

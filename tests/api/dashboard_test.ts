@@ -1,0 +1,411 @@
+/// <reference lib="dom" />
+/**
+ * The web dashboard in real headless Chromium (Debian's `chromium` through playwright-core)
+ * against the real API over HTTP, on real Postgres and an S3 server: a tiny SEED job run by the
+ * real worker (curves, checkpoints, events), a job of two real trainer steps with fixed analyzer
+ * answers (_skills_job.ts: skills, trajectories with per-token Δ), a job whose skill and response
+ * are an XSS attempt (written through the job domain's own functions, as a worker writes them), and
+ * live jobs submitted and cancelled while the page watches.
+ *
+ * Set `DASHBOARD_SCREENSHOTS=DIR` to keep a screenshot of each page in DIR.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import {
+  claimJob,
+  fenceOf,
+  getJob,
+  saveSkillLibrary,
+  saveTrajectoryDump,
+  submitJob,
+  succeedJob,
+} from "../../jobs/mod.ts";
+import { parseJobSpec } from "../../jobs/mod.ts";
+import { SkillLibrary } from "../../workers/seed/skill_library.ts";
+import { rolloutDump } from "../../workers/seed/trajectory_dump.ts";
+import { launchChromium } from "../_harness/chromium.ts";
+import { imageTrajectories } from "../workers/seed/_image_trajectories.ts";
+import { runOne, testWorker, tinySpec, trainerRegistry } from "../workers/seed/_jobs.ts";
+import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
+import { skillsJob, STEP_SKILLS } from "./_skills_job.ts";
+
+const XSS = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`;
+
+// deno-lint-ignore no-explicit-any -- API answers read loosely, field by field
+async function json<T = any>(fx: ApiFixture, path: string): Promise<T> {
+  const res = await req(fx.app, "GET", path, { key: fx.keyA });
+  assert.equal(res.status, 200, `${path}: ${res.status}`);
+  return await res.json();
+}
+
+/** A succeeded job whose skill library and rollout dump hold model text that is HTML. */
+async function xssJob(fx: ApiFixture): Promise<string> {
+  const { job } = await submitJob(fx.db, {
+    tenantId: fx.tenantA.id,
+    spec: parseJobSpec({ env: { id: "sokoban" } }),
+  });
+  const claimed = await claimJob(fx.db, { workerId: "w-xss", device: "cpu", leaseMs: 60_000 });
+  assert.equal(claimed?.id, job.id);
+  const writer = { fence: fenceOf(claimed!), tenantId: fx.tenantA.id };
+  const played = imageTrajectories(1, { actions: ["up"] });
+  const trajectory = {
+    ...played[0],
+    id: "step-1/b0g0",
+    steps: [{ ...played[0].steps[0], response: XSS }],
+  };
+  const library = new SkillLibrary(job.id);
+  library.add(XSS, {
+    step: 1,
+    taskId: trajectory.task.id,
+    trajectoryId: trajectory.id,
+    success: false,
+    meanTeacherGap: 0.5,
+  }, XSS);
+  await saveSkillLibrary(fx.db, fx.store, writer, {
+    step: 1,
+    json: library.toJSON(1),
+    skillCount: library.size,
+  });
+  const dump = rolloutDump(job.id, 1, [trajectory], undefined, {
+    analyses: new Map([[trajectory.id, { episode_summary: XSS, episode_skill: XSS }]]),
+    tokenGaps: [],
+    decode: () => "",
+  });
+  await saveTrajectoryDump(fx.db, fx.store, writer, dump);
+  await succeedJob(fx.db, writer.fence);
+  return job.id;
+}
+
+/** Saturated (series-coloured, not grey) opaque pixels of a chart's canvas. */
+function seriesPixels(page: Page, chart: string): Promise<number> {
+  return page.evaluate((id) => {
+    const canvas = document.querySelector(`figure[data-chart="${id}"] canvas`) as HTMLCanvasElement;
+    const ctx = canvas.getContext("2d")!;
+    const { data } = ctx.getImageData(0, 0, canvas.width, canvas.height);
+    let n = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      const [r, g, b] = [data[i], data[i + 1], data[i + 2]];
+      if (data[i + 3] > 200 && Math.max(r, g, b) - Math.min(r, g, b) > 80) n++;
+    }
+    return n;
+  }, chart);
+}
+
+Deno.test({
+  name: "the dashboard shows jobs, curves, skills and trajectories in a real browser",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async (t) => {
+    const fx = await startApiFixture({ sse: { pollMs: 100 } });
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      fx.app.fetch,
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const shots = Deno.env.get("DASHBOARD_SCREENSHOTS");
+    const browser = await launchChromium();
+    try {
+      // A finished SEED job: 2 updates of 2 tasks × 2 copies, evaluated at steps 0, 1, 2.
+      const submitted = await req(fx.app, "POST", "/v1/jobs", {
+        key: fx.keyA,
+        json: tinySpec({ method: "seed" }),
+      });
+      const jobId = (await submitted.json()).id;
+      const outcome = await runOne(testWorker(fx.db, fx.store, trainerRegistry()));
+      assert.equal(
+        outcome,
+        "succeeded",
+        (await getJob(fx.db, { tenantId: fx.tenantA.id, jobId }))?.error ?? "",
+      );
+      const xssId = await xssJob(fx);
+      const skillsId = await skillsJob(fx);
+
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      page.on("console", (m) => {
+        // Answers of 4xx the tests ask for (a wrong key, a bad spec) are logged as load failures.
+        if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
+          problems.push(`console: ${m.text()}`);
+        }
+      });
+      const shot = async (name: string) => {
+        if (shots) await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+      };
+
+      await t.step("the page forbids inline script and holds no key", async () => {
+        const res = await fetch(`${origin}/`);
+        const html = await res.text();
+        const csp = res.headers.get("content-security-policy") ?? "";
+        assert.match(csp, /script-src 'self'(;|$)/);
+        assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+        assert.doesNotMatch(html, /seed_[A-Za-z0-9]/);
+        assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>/, "every script has a src");
+        await page.goto(`${origin}/`);
+        // An injected inline script does not run under the page's CSP.
+        const ran = await page.evaluate(() => {
+          const s = document.createElement("script");
+          s.textContent = "window.__inline = 1";
+          document.body.appendChild(s);
+          return (window as unknown as { __inline?: number }).__inline;
+        });
+        assert.equal(ran, undefined);
+        problems.length = 0; // the CSP report of that script is expected
+      });
+
+      await t.step(
+        "sign-in keeps the key in sessionStorage only; a wrong key is refused",
+        async () => {
+          await page.waitForSelector("#api-key");
+          assert.match(page.url(), /#\/signin$/);
+          await page.fill("#api-key", "seed_wrongwrongwrongwrongwrongwrong");
+          await page.click("#sign-in");
+          await page.waitForSelector(".signin .error:not(:empty)");
+          await page.fill("#api-key", fx.keyA);
+          await page.click("#sign-in");
+          await page.waitForSelector(`tr[data-job="${jobId}"]`);
+          const stored = await page.evaluate(() => ({
+            session: sessionStorage.getItem("seed.apiKey"),
+            local: localStorage.length,
+            cookie: document.cookie,
+          }));
+          assert.deepEqual(stored, { session: fx.keyA, local: 0, cookie: "" });
+          assert.ok(!page.url().includes(fx.keyA));
+          const status = await page.textContent(`tr[data-job="${jobId}"] .status`);
+          assert.equal(status, "succeeded");
+          await shot("jobs");
+        },
+      );
+
+      await t.step("the job page draws each curve with one point per recorded step", async () => {
+        const metrics = await json(fx, `/v1/jobs/${jobId}/metrics`);
+        const count = (name: string) =>
+          metrics.points.filter((p: { values: Record<string, number> }) =>
+            typeof p.values[name] === "number"
+          ).length;
+        await page.goto(`${origin}/#/jobs/${jobId}`);
+        await page.waitForSelector('figure[data-chart="phases"] canvas');
+        const points = async (chart: string) =>
+          JSON.parse(
+            (await page.getAttribute(`figure[data-chart="${chart}"]`, "data-points")) ?? "{}",
+          );
+        const success = await points("success");
+        assert.equal(count("eval/test_seen/success_rate"), 3); // steps 0, 1, 2
+        assert.equal(success["eval test_seen"], 3);
+        assert.equal(success["eval test_unseen"], 3);
+        assert.equal(success["train rollouts"], count("success_rate"));
+        assert.equal((await points("reward"))["mean reward"], count("mean_reward"));
+        assert.equal(count("mean_reward"), 2);
+        const losses = await points("losses");
+        assert.deepEqual(losses, { pg: 2, opd: 2, kl: 2 });
+        assert.equal((await points("teacher-gap"))["Δ mean (all re-scored tokens)"], 2);
+        assert.equal((await points("analyzer"))["parse rate"], 2);
+        assert.equal((await points("phases")).rollout, count("seconds_rollout"));
+        await shot("job");
+        for (const chart of ["success", "reward", "losses", "teacher-gap", "phases"]) {
+          assert.ok(await seriesPixels(page, chart) > 20, `${chart}: the series are drawn`);
+        }
+        // Evaluation table: both splits, before (step 0) and after (step 2).
+        const rows = await page.$$eval(
+          "#eval-table tbody tr",
+          (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)),
+        );
+        assert.deepEqual(rows.map((r) => r[0]), ["test_seen", "test_unseen"]);
+        assert.match(rows[0][1]!, /\(step 0\)$/);
+        assert.match(rows[0][2]!, /\(step 2\)$/);
+        // Event log and checkpoints.
+        const events = await json(fx, `/v1/jobs/${jobId}/events?limit=1000`);
+        await page.waitForFunction(
+          (n) => document.querySelectorAll("#event-log tr").length === n,
+          events.events.length,
+        );
+        const steps = await page.$$eval(
+          "#checkpoints tr[data-step]",
+          (trs) => trs.map((tr) => Number((tr as HTMLElement).dataset.step)),
+        );
+        assert.deepEqual(steps, [0, 1, 2]);
+        assert.ok(await page.isVisible('#checkpoints tr[data-step="2"] a.archive'));
+        assert.ok(
+          await page.isVisible('#checkpoints tr[data-step="2"] a.file >> text=config.json'),
+        );
+        await shot("job");
+      });
+
+      await t.step("the checkpoint links download the archive and a single file", async () => {
+        const [archive] = await Promise.all([
+          page.waitForEvent("download"),
+          page.click('#checkpoints tr[data-step="2"] a.archive'),
+        ]);
+        assert.equal(archive.suggestedFilename(), `job-${jobId}-step-2.tar`);
+        const tar = await Deno.readFile((await archive.path())!);
+        assert.ok(new TextDecoder().decode(tar.slice(0, 2000)).includes("step-2/"));
+        const [file] = await Promise.all([
+          page.waitForEvent("download"),
+          page.click('#checkpoints tr[data-step="2"] a.file >> text=config.json'),
+        ]);
+        assert.equal(file.suggestedFilename(), "config.json");
+        const config = JSON.parse(await Deno.readTextFile((await file.path())!));
+        assert.equal(typeof config.hidden_size, "number");
+      });
+
+      let library: {
+        skills: {
+          text: string;
+          mean_teacher_gap: number | null;
+          provenance: { step: number; trajectory_id: string }[];
+        }[];
+      };
+      await t.step("the skill library lists, searches, sorts and compares skills", async () => {
+        library = (await json(fx, `/v1/jobs/${skillsId}/skills`)).library;
+        assert.equal(library.skills.length, new Set(STEP_SKILLS.flat()).size);
+        await page.goto(`${origin}/#/jobs/${skillsId}`);
+        await page.click("text=Skill library");
+        await page.waitForSelector("#skills-body tr.skill");
+        assert.equal(await page.locator("#skills-body tr.skill").count(), library.skills.length);
+        await page.selectOption("#skill-sort", "mean_teacher_gap");
+        const best = [...library.skills].sort((a, b) =>
+          (b.mean_teacher_gap ?? -Infinity) - (a.mean_teacher_gap ?? -Infinity)
+        )[0];
+        const firstText = await page.locator("#skills-body tr.skill td.skill-text").first()
+          .evaluate((td) =>
+            td.firstChild?.textContent
+          );
+        assert.equal(firstText, best.text);
+        await page.fill("#skill-search", best.text);
+        const shown = await page.locator("#skills-body tr.skill").count();
+        assert.equal(shown, library.skills.filter((s) => s.text.includes(best.text)).length);
+        await page.fill("#skill-search", "");
+        await page.selectOption("#compare-from", "1");
+        await page.selectOption("#compare-to", "2");
+        await page.click("#compare");
+        await page.waitForSelector("#skill-diff h3");
+        const added = await page.locator("#skill-diff ul.added li").allTextContents();
+        assert.deepEqual(added, ["never push a box into a corner"]);
+        assert.equal(await page.locator("#skill-diff ul.dropped li").count(), 0);
+        await shot("skills");
+      });
+
+      await t.step("a skill links to its trajectory, whose tokens are coloured by Δ", async () => {
+        await page.selectOption("#skill-sort", "times_seen");
+        const link = page.locator("#skills-body tr.skill a.source").first();
+        const trajectoryId = await link.textContent();
+        const skill = library.skills.find((s) =>
+          s.provenance.some((p) => p.trajectory_id === trajectoryId)
+        )!;
+        const step = skill.provenance.find((p) => p.trajectory_id === trajectoryId)!.step;
+        await link.click();
+        await page.waitForSelector("#trajectory h2");
+        assert.equal(await page.textContent("#trajectory h2"), trajectoryId);
+        const dump = await json(fx, `/v1/jobs/${skillsId}/trajectories?step=${step}`);
+        const traj = dump.trajectories.find((x: { id: string; source: string }) =>
+          x.id === trajectoryId && x.source === "rollout"
+        );
+        assert.ok(traj.analysis.skill, "the trajectory has its analysis");
+        assert.equal(await page.textContent("#trajectory-skill"), traj.analysis.skill);
+        const turns = traj.steps.filter((s: { teacher_gaps?: number[] }) => s.teacher_gaps);
+        assert.ok(turns.length > 0, "re-scored turns carry teacher gaps");
+        for (const turn of turns) {
+          const spans = page.locator(`article[data-turn="${turn.turn}"] .tok`);
+          const got = await spans.evaluateAll((els) =>
+            els.map((el) => ({
+              text: el.textContent,
+              gap: Number((el as HTMLElement).dataset.gap),
+              bg: getComputedStyle(el).backgroundColor,
+            }))
+          );
+          assert.deepEqual(got.map((g) => g.text), turn.response_tokens);
+          assert.deepEqual(got.map((g) => g.gap), turn.teacher_gaps);
+          for (const g of got) {
+            const [r, gr] = g.bg.match(/[\d.]+/g)!.map(Number);
+            if (g.gap > 0.01) assert.ok(gr > r, `Δ ${g.gap} is green: ${g.bg}`);
+            if (g.gap < -0.01) assert.ok(r > gr, `Δ ${g.gap} is red: ${g.bg}`);
+          }
+        }
+        await shot("trajectory");
+      });
+
+      await t.step("a bad spec shows the API's field error beside the field", async () => {
+        const before = (await json(fx, "/v1/jobs?limit=100")).jobs.length;
+        await page.goto(`${origin}/#/jobs/new`);
+        await page.waitForSelector("#spec-editor");
+        assert.match(await page.inputValue("#spec-editor"), /"sokoban"/);
+        await page.fill(
+          "#spec-editor",
+          JSON.stringify({ env: { id: "sokoban" }, rollout: { group_size: 0 } }, null, 2),
+        );
+        await page.click("#submit-job");
+        const error = page.locator('.field-error[data-path="rollout.group_size"]');
+        await error.waitFor();
+        const line = await error.evaluate((el) =>
+          el.parentElement!.querySelector("code")!.textContent
+        );
+        assert.equal(line!.trim(), '"group_size": 0');
+        assert.match(
+          (await error.textContent())!,
+          /rollout\.group_size: .*>=\s*1|at least 1|too small/i,
+        );
+        assert.equal((await json(fx, "/v1/jobs?limit=100")).jobs.length, before);
+        await shot("submit-error");
+      });
+
+      await t.step("the list shows a submitted job live and cancels it while it runs", async () => {
+        await page.goto(`${origin}/#/jobs?status=queued,running,cancelling`);
+        await page.waitForSelector("#live-state >> text=live");
+        const res = await req(fx.app, "POST", "/v1/jobs", {
+          key: fx.keyA,
+          json: { env: { id: "sokoban" } },
+        });
+        const id = (await res.json()).id;
+        await page.waitForSelector(`tr[data-job="${id}"] .status >> text=queued`);
+        const claimed = await claimJob(fx.db, {
+          workerId: "w-live",
+          device: "cpu",
+          leaseMs: 60_000,
+        });
+        assert.equal(claimed?.id, id);
+        await page.waitForSelector(`tr[data-job="${id}"] .status >> text=running`);
+        await page.click(`tr[data-job="${id}"] button.cancel`);
+        await page.waitForSelector(`tr[data-job="${id}"] .status >> text=cancelling`);
+        assert.equal(
+          (await getJob(fx.db, { tenantId: fx.tenantA.id, jobId: id }))?.status,
+          "cancelling",
+        );
+        assert.equal(await page.locator(`tr[data-job="${jobId}"]`).count(), 0, "filtered out");
+      });
+
+      await t.step("a skill and a response written as HTML show their characters", async () => {
+        await page.goto(`${origin}/#/jobs/${xssId}/skills`);
+        await page.waitForSelector("#skills-body tr.skill");
+        const cell = page.locator("#skills-body td.skill-text").first();
+        assert.equal(await cell.evaluate((td) => td.firstChild?.textContent), XSS);
+        assert.equal(await page.locator("#skills-body img, #skills-body script").count(), 0);
+        await shot("xss-skills");
+        await page.click("#skills-body a.source");
+        await page.waitForSelector("#trajectory h2");
+        assert.equal(await page.textContent("#trajectory-skill"), XSS);
+        assert.equal(await page.textContent('article[data-turn="1"] pre.response'), XSS);
+        assert.equal(
+          await page.locator("#trajectory img:not(.obs-image), #trajectory script").count(),
+          0,
+        );
+        assert.equal(
+          await page.evaluate(() => (window as unknown as { __xss?: number }).__xss),
+          undefined,
+        );
+        await shot("xss-trajectory");
+      });
+
+      await t.step("sign-out forgets the key", async () => {
+        await page.click("#sign-out");
+        await page.waitForSelector("#api-key");
+        assert.equal(await page.evaluate(() => sessionStorage.getItem("seed.apiKey")), null);
+      });
+
+      assert.deepEqual(problems, [], "no script errors in the page");
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await fx.close();
+    }
+  },
+});
