@@ -72,7 +72,7 @@ const WarmupStage = (episodes: number, epochs: number, lr: number) =>
     lr: num(0, 1).default(lr),
     /** Samples (turns, or analyses) per optimizer step of this stage. */
     batch_size: int(1, 4096).default(16),
-  }).strict().prefault({});
+  }).strict();
 
 /**
  * The JobSpec schema. Parse with `JobSpecSchema.parse(input)` (throws `z.ZodError` with field
@@ -133,6 +133,13 @@ export const JobSpecSchema = z.object({
     analyzer_max_new_tokens: int(1, 4096).default(192),
     /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
     analyzer_constrained: z.boolean().default(true),
+    /**
+     * Analyzer replay: trajectories of each update, labelled by the environment's reference
+     * analyzer, whose analyzer SFT loss is added to the update (keeps skills readable through RL).
+     */
+    analyzer_replay_samples: int(0, 4096).default(8),
+    /** Weight of the analyzer replay's token-mean NLL in the update loss (0 turns it off). */
+    analyzer_replay_coef: num(0, 100).default(0.5),
     /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
     analyzer_max_steps: int(1, 200).default(8),
     /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
@@ -162,9 +169,22 @@ export const JobSpecSchema = z.object({
   }).strict().prefault({}),
   warmup: z.object({
     /** Policy SFT on expert demonstrations. */
-    policy: WarmupStage(64, 2, 1e-3),
+    policy: WarmupStage(64, 2, 1e-3).extend({
+      /**
+       * Share of the policy's demonstrations shown with their own episode's reference skill in
+       * the teacher prompt's position, so the policy learns to act on a skill in its prompt
+       * (as a pretrained instruct model does); 0 turns it off.
+       */
+      skill_share: num(0, 1).default(0.5),
+      /**
+       * Corrective samples, as a share of the demonstrations: noisy-expert episodes that failed,
+       * at each state where a random (non-expert) action was taken, the failure's reference skill
+       * in the prompt and the expert's action as the target. 0 turns it off.
+       */
+      corrective_share: num(0, 1).default(0),
+    }).prefault({}),
     /** Analyzer SFT on (trajectory → skill) pairs from the reference analyzer. */
-    analyzer: WarmupStage(64, 2, 1e-3),
+    analyzer: WarmupStage(64, 2, 1e-3).prefault({}),
     /** Skip both stages (the base model is already warm). */
     skip: z.boolean().default(false),
     /** Optional extra SFT data: an `s3://bucket/key` JSONL object. */

@@ -97,7 +97,7 @@ function textOf(value: unknown): string {
 }
 
 /** True for text with at least one letter or digit (rejects "", "...", "…"). */
-function meaningful(text: string): boolean {
+export function meaningful(text: string): boolean {
   return /[\p{L}\p{N}]/u.test(text);
 }
 

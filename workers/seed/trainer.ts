@@ -18,6 +18,7 @@ import {
   type Policy,
   type Rng,
   type Sample,
+  TOKEN_NLL,
 } from "../model/mod.ts";
 import {
   analyzeTrajectories,
@@ -38,7 +39,7 @@ import { type RunPlan, runPlan } from "./run_plan.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
-import { analysisSchema } from "./skills.ts";
+import { analysisSchema, analysisTarget, buildAnalyzerPrompt } from "./skills.ts";
 import {
   ACTION_STOP,
   ANALYSIS_STOP,
@@ -153,7 +154,8 @@ export class SeedTrainer {
     signal?.throwIfAborted();
 
     await onStage("update");
-    const update = await timer.time("update", () => this.#update(step, scored.rl, signal));
+    const replay = plan.analysis ? await this.#analyzerReplay(trajectories.list) : [];
+    const update = await timer.time("update", () => this.#update(step, scored.rl, replay, signal));
 
     const base = stepMetrics({
       trajectories: trajectories.list,
@@ -273,7 +275,34 @@ export class SeedTrainer {
    * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
    * over the step's mini-batches, weighted by the count the objective averages it over.
    */
-  async #update(step: number, rl: SeedSample[], signal?: AbortSignal) {
+  /**
+   * Analyzer replay (this service's departure from the paper, README "Algorithm"): up to
+   * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng,
+   * as (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
+   * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so
+   * RL does not wear away the analyzer's skill-writing (without it the demo's skills turned into
+   * word salad within 16 updates). Empty when either setting is 0.
+   */
+  async #analyzerReplay(trajectories: RolloutTrajectory[]): Promise<Sample[]> {
+    const { spec, env, theta, rng } = this.parts;
+    const n = Math.min(spec.seed.analyzer_replay_samples, trajectories.length);
+    if (n === 0 || spec.seed.analyzer_replay_coef === 0) return [];
+    const pool = [...trajectories];
+    const out: Sample[] = [];
+    for (let i = 0; i < n; i++) {
+      const j = i + rng.nextInt(pool.length - i);
+      [pool[i], pool[j]] = [pool[j], pool[i]];
+      const reference = await env.referenceAnalysis(pool[i]);
+      const prompt = buildAnalyzerPrompt(pool[i], {
+        maxSteps: spec.seed.analyzer_max_steps,
+        maxFieldChars: spec.seed.analyzer_max_field_chars,
+      });
+      out.push(theta.sample(prompt, analysisTarget(reference), true));
+    }
+    return out;
+  }
+
+  async #update(step: number, rl: SeedSample[], replay: Sample[], signal?: AbortSignal) {
     const { spec, plan, theta, optimizer, rng } = this.parts;
     const o = spec.optim;
     const lr = learningRate(step - 1, {
@@ -288,7 +317,7 @@ export class SeedTrainer {
       typeof SEED_OUTPUTS[keyof typeof SEED_OUTPUTS],
     ][];
     const sums: Record<string, number> = {}, counts: Record<string, number> = {};
-    let tokens = 0, optimizerSteps = 0, gradNorm = 0;
+    let tokens = 0, optimizerSteps = 0, gradNorm = 0, replayLoss = 0;
     const epochs = miniBatches(rl.length, {
       miniBatchSize: o.mini_batch_size,
       epochs: o.ppo_epochs,
@@ -303,6 +332,16 @@ export class SeedTrainer {
           coefficients,
         );
         if (r.tokens === 0) continue;
+        if (replay.length > 0) {
+          // loss += analyzer_replay_coef · NLL(replay): the gradients add.
+          const sft = await theta.policy.trainStep(TOKEN_NLL, replay);
+          const c = spec.seed.analyzer_replay_coef;
+          for (const [name, g] of sft.grads) {
+            const acc = r.grads.get(name)!;
+            for (let k = 0; k < acc.length; k++) acc[k] += c * g[k];
+          }
+          replayLoss += sft.outputs.loss;
+        }
         const norm = o.max_grad_norm > 0 ? clipGradNorm(r.grads, o.max_grad_norm) : 0;
         optimizer.step(theta.policy.params, r.grads, lr);
         for (const [name, count] of outputs) {
@@ -319,6 +358,7 @@ export class SeedTrainer {
       stats[name] = (counts[count] ?? 0) > 0 ? sums[name] / counts[count] : 0;
     }
     stats.grad_norm = optimizerSteps > 0 ? gradNorm / optimizerSteps : 0;
+    stats.analyzer_replay_loss = optimizerSteps > 0 ? replayLoss / optimizerSteps : 0;
     return { stats, tokens };
   }
 }

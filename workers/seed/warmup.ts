@@ -17,7 +17,13 @@ import type { AsyncEnvironment, Task } from "../envs/mod.ts";
 import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
 import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
-import { analysisTarget, type AnalyzerPromptOptions, buildAnalyzerPrompt } from "./skills.ts";
+import {
+  analysisTarget,
+  type AnalyzerPromptOptions,
+  buildAnalyzerPrompt,
+  insertSkill,
+  meaningful,
+} from "./skills.ts";
 import { ACTION_STOP, type TextPolicy } from "./text_policy.ts";
 
 /** One SFT stage's settings (JobSpec `warmup.policy` / `warmup.analyzer`, `optim`). */
@@ -99,25 +105,151 @@ export interface WarmupDataOptions {
   seed: number;
 }
 
+/** Options of {@link expertSamples}: the data, and the skill-conditioned share of it. */
+export interface DemonstrationOptions extends WarmupDataOptions {
+  /**
+   * Share of the demonstration turns (0–1) shown with their own episode's reference skill in the
+   * teacher prompt's position (`insertSkill`, as re-scoring writes it) instead of the ordinary
+   * prompt (JobSpec `warmup.policy.skill_share`; default 0).
+   */
+  skillShare?: number;
+  /**
+   * Corrective samples to add, as a share of the demonstration turns (JobSpec
+   * `warmup.policy.corrective_share`; default 0): see {@link correctiveSteps}.
+   */
+  correctiveShare?: number;
+}
+
+/** What {@link expertSamples} built. */
+export interface Demonstrations {
+  /** The SFT samples: demonstrations (ordinary or skill prompt), then corrective samples. */
+  samples: Sample[];
+  /** Expert episodes won. */
+  won: number;
+  /** Demonstration turns shown with their episode's skill. */
+  skilled: number;
+  /** Corrective samples (failure skill in the prompt, the expert's action as target). */
+  corrective: number;
+}
+
 /**
- * Expert demonstrations as (prompt, `<action>…</action>`) samples: one per turn of
- * `episodes` expert episodes on `train` tasks.
+ * Expert demonstrations as (prompt, `<action>…</action>`) samples: one per turn of `episodes`
+ * expert episodes on `train` tasks. With `skillShare` > 0 a seeded share of the turns carries the
+ * episode's reference skill (`env.referenceAnalysis`) in the prompt: a pretrained instruct model
+ * already acts on a hint in its context, a model trained from scratch must be taught to, or the
+ * skill in the teacher prompt changes nothing (ℓ_T = ℓ_old and SEED is GRPO). With
+ * `correctiveShare` > 0, corrective samples follow ({@link correctiveSteps}).
  */
 export async function expertSamples(
   text: TextPolicy,
-  options: WarmupDataOptions,
-): Promise<{ samples: Sample[]; won: number }> {
+  options: DemonstrationOptions,
+): Promise<Demonstrations> {
   const { env } = options;
-  if (options.episodes === 0) return { samples: [], won: 0 };
+  const out: Demonstrations = { samples: [], won: 0, skilled: 0, corrective: 0 };
+  if (options.episodes === 0) return out;
   const tasks = await env.sampleTasks("train", options.episodes, options.seed, options.envOptions);
-  const samples: Sample[] = [];
-  let won = 0;
+  const skillShare = options.skillShare ?? 0;
+  const rng = new Rng((options.seed ^ 0x5eed5) >>> 0);
   for (const task of tasks) {
-    const steps = await expertEpisode(env, task, options);
-    for (const s of steps.steps) samples.push(text.sample(s.prompt, s.response, false, s.images));
-    if (steps.won) won++;
+    const episode = await expertEpisode(env, task, options);
+    const skill = skillShare > 0
+      ? (await env.referenceAnalysis({ task, ...episode, score: episode.won ? 10 : 0 }))
+        .episode_skill
+      : "";
+    for (const s of episode.steps) {
+      const withSkill = skillShare > 0 && meaningful(skill) && rng.next() < skillShare;
+      const prompt = withSkill ? insertSkill(s.prompt, skill) : s.prompt;
+      out.samples.push(text.sample(prompt, s.response, false, s.images));
+      if (withSkill) out.skilled++;
+    }
+    if (episode.won) out.won++;
   }
-  return { samples, won };
+  const wanted = Math.round((options.correctiveShare ?? 0) * out.samples.length);
+  if (wanted > 0) {
+    const steps = await correctiveSteps(env, tasks, { ...options, seed: options.seed + 1 });
+    for (let i = 0; i < wanted && steps.length > 0; i++) {
+      const s = steps[i % steps.length];
+      out.samples.push(text.sample(s.prompt, s.response, false, s.images));
+      out.corrective++;
+    }
+  }
+  return out;
+}
+
+/** Probability of a random admissible action at each turn of a corrective episode. */
+export const CORRECTIVE_EPSILON = 0.5;
+
+/**
+ * Corrective turns: each task is played by a noisy expert (at each turn, with probability
+ * {@link CORRECTIVE_EPSILON}, a random admissible action that differs from the expert's). For each
+ * episode that fails, every turn where the random action was taken becomes a sample whose prompt
+ * carries the failure's reference skill (the avoidance rule: "never push the box into a corner")
+ * and whose target is the expert's action at that state — so the rule lowers exactly the mistaken
+ * action. Environments without a finite list of admissible actions give none. Order: by task,
+ * then turn; shuffled by the SFT stage.
+ */
+export async function correctiveSteps(
+  env: AsyncEnvironment,
+  tasks: readonly Task[],
+  options: WarmupDataOptions,
+): Promise<RolloutStep[]> {
+  const rng = new Rng(options.seed >>> 0);
+  const out: RolloutStep[] = [];
+  for (const task of tasks) {
+    const episode = env.createEpisode(task);
+    const expert = env.createExpert(task);
+    const steps: RolloutStep[] = [];
+    const deviations: { turn: number; expert: string }[] = [];
+    let won = false;
+    try {
+      let observation = await episode.reset();
+      for (let turn = 1; turn <= options.maxTurns; turn++) {
+        const prompt = await env.buildPrompt({
+          task,
+          history: steps,
+          observation,
+          historyLength: options.historyLength,
+          turn,
+        });
+        const images = promptImages(prompt, observation, turn);
+        const best = await expert.act(observation);
+        const others = (observation.admissibleActions ?? []).filter((a) => a !== best);
+        const deviate = others.length > 0 && rng.next() < CORRECTIVE_EPSILON;
+        const action = deviate ? others[rng.nextInt(others.length)] : best;
+        if (deviate) deviations.push({ turn: steps.length, expert: best });
+        const result = await episode.step(action);
+        steps.push({
+          prompt,
+          ...(images.length > 0 ? { images } : {}),
+          observation: observation.text,
+          response: `<action>${action}${ACTION_STOP}`,
+          action,
+          valid: result.valid,
+          reward: result.reward,
+        });
+        observation = result.observation;
+        if (result.done) {
+          won = result.won;
+          break;
+        }
+      }
+    } finally {
+      await Promise.allSettled([episode.close(), expert.close()]);
+    }
+    if (won || deviations.length === 0) continue;
+    const skill = (await env.referenceAnalysis({ task, steps, won, score: 0 })).episode_skill;
+    if (!meaningful(skill)) continue;
+    for (const d of deviations) {
+      const s = steps[d.turn];
+      out.push({
+        ...s,
+        prompt: insertSkill(s.prompt, skill),
+        response: `<action>${d.expert}${ACTION_STOP}`,
+        action: d.expert,
+      });
+    }
+  }
+  return out;
 }
 
 async function expertEpisode(

@@ -58,7 +58,7 @@ export async function runWarmup(
   };
   const stage = async (
     name: "warmup_policy" | "warmup_analyzer",
-    cfg: JobSpec["warmup"]["policy"],
+    cfg: JobSpec["warmup"]["analyzer"],
     samples: Parameters<typeof sftTrain>[1],
     seed: number,
     extra: Record<string, number>,
@@ -99,6 +99,8 @@ export async function runWarmup(
     ...data,
     episodes: spec.warmup.policy.episodes,
     seed: policySeed,
+    skillShare: spec.warmup.policy.skill_share,
+    correctiveShare: spec.warmup.policy.corrective_share,
   });
   const policyData = [
     ...experts.samples,
@@ -107,6 +109,8 @@ export async function runWarmup(
   await stage("warmup_policy", spec.warmup.policy, policyData, policySeed, {
     episodes: spec.warmup.policy.episodes,
     expert_won: experts.won,
+    skill_samples: experts.skilled,
+    corrective_samples: experts.corrective,
     user_samples: user.policy.length,
   });
 

@@ -1,0 +1,107 @@
+import assert from "node:assert/strict";
+import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
+import { gridLinesOf, move, parseGrid } from "../../../workers/envs/sokoban/room.ts";
+import { solve } from "../../../workers/envs/sokoban/solver.ts";
+import { Policy, Tokenizer } from "../../../workers/model/mod.ts";
+import {
+  correctiveSteps,
+  expertSamples,
+  insertSkill,
+  resolveModel,
+  SKILL_HEADING,
+  TextPolicy,
+} from "../../../workers/seed/mod.ts";
+
+const env = toAsyncEnvironment(getEnvironment("sokoban"));
+const envOptions = { relative_positions: true, prompt: "compact" };
+const data = { env, envOptions, episodes: 6, maxTurns: 20, historyLength: 0, seed: 3 };
+
+async function textPolicy(): Promise<TextPolicy> {
+  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
+  return new TextPolicy(
+    new Policy(model.config, model.parameters, { threads: 1 }),
+    new Tokenizer(model.tokenizer),
+  );
+}
+
+Deno.test("skill-conditioned demonstrations carry their own episode's reference skill after the task line", async () => {
+  const text = await textPolicy();
+  const plain = await expertSamples(text, data);
+  const skilled = await expertSamples(text, { ...data, skillShare: 1 });
+  assert.equal(plain.skilled, 0);
+  assert.equal(skilled.skilled, skilled.samples.length);
+  assert.equal(skilled.samples.length, plain.samples.length);
+  // The skill of each episode: the reference analysis of that expert episode.
+  const tasks = await env.sampleTasks("train", data.episodes, data.seed, envOptions);
+  const skills: string[] = [];
+  for (const task of tasks) {
+    const episode = env.createEpisode(task), expert = env.createExpert(task);
+    let observation = await episode.reset();
+    const steps = [];
+    let won = false;
+    for (let turn = 1; turn <= data.maxTurns; turn++) {
+      const action = await expert.act(observation);
+      const r = await episode.step(action);
+      steps.push({
+        observation: observation.text,
+        response: "",
+        action,
+        valid: r.valid,
+        reward: r.reward,
+      });
+      observation = r.observation;
+      if (r.done) {
+        won = r.won;
+        break;
+      }
+    }
+    const skill = (await env.referenceAnalysis({ task, steps, won, score: 0 })).episode_skill;
+    for (let i = 0; i < steps.length; i++) skills.push(skill);
+  }
+  assert.equal(skills.length, plain.samples.length);
+  plain.samples.forEach((s, i) => {
+    const prompt = text.tokenizer.decode(s.prompt).replace(/\n$/, "");
+    assert.ok(!prompt.includes(SKILL_HEADING));
+    assert.deepEqual(skilled.samples[i].prompt, text.promptIds(insertSkill(prompt, skills[i])));
+    assert.deepEqual(skilled.samples[i].response, s.response);
+  });
+  assert.match(skills[0], /^Walk behind the box, then push it (up|down|left|right)/);
+  await text.policy.release();
+});
+
+Deno.test("a share of 0.5 puts the skill on about half of the turns, the same ones for the same seed", async () => {
+  const text = await textPolicy();
+  const a = await expertSamples(text, { ...data, episodes: 20, skillShare: 0.5 });
+  const b = await expertSamples(text, { ...data, episodes: 20, skillShare: 0.5 });
+  const share = a.skilled / a.samples.length;
+  assert.ok(share > 0.3 && share < 0.7, `share ${share}`);
+  assert.deepEqual(a.samples.map((s) => s.prompt), b.samples.map((s) => s.prompt));
+  await text.policy.release();
+});
+
+Deno.test("corrective samples put a failure skill in the prompt and an action that keeps the level solvable as the target", async () => {
+  const tasks = await env.sampleTasks("train", 30, 5, envOptions);
+  const steps = await correctiveSteps(env, tasks, { ...data, seed: 9 });
+  assert.ok(steps.length > 5, `only ${steps.length} corrective steps`);
+  for (const s of steps) {
+    const block = /\*\*Episode-Level Skill\*\*\n.*\n\[(.*)\]/.exec(s.prompt);
+    assert.ok(block, s.prompt);
+    assert.ok(
+      !block[1].startsWith("Walk behind the box, then push"),
+      `a success skill: ${block[1]}`,
+    );
+    assert.equal(s.response, `<action>${s.action}</action>`);
+    const { room, state } = parseGrid(gridLinesOf(s.observation));
+    const next = move(room, state, s.action as "up").state;
+    assert.ok(
+      solve(room, next, { maxDepth: 200, maxStates: 1_000_000 }) !== null,
+      `${s.action} deadlocks`,
+    );
+  }
+  const text = await textPolicy();
+  const withCorrective = await expertSamples(text, { ...data, correctiveShare: 0.25 });
+  const plain = await expertSamples(text, data);
+  assert.equal(withCorrective.corrective, Math.round(0.25 * plain.samples.length));
+  assert.equal(withCorrective.samples.length, plain.samples.length + withCorrective.corrective);
+  await text.policy.release();
+});
