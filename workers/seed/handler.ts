@@ -41,6 +41,7 @@ import {
 } from "./checkpoint.ts";
 import { evalMetrics, evaluate } from "./evaluate.ts";
 import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.ts";
+import { SIGNAL_METRIC_NAMES } from "./signal_metrics.ts";
 import { SkillLibrary } from "./skill_library.ts";
 import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
@@ -248,6 +249,8 @@ function summary(step: number, total: number, m: Record<string, number>) {
     "analyzer_parse_rate",
     "skills_added",
     "step_seconds",
+    "teacher_gap_mean",
+    ...SIGNAL_METRIC_NAMES,
   ];
   const out: Record<string, unknown> = { step, total_steps: total };
   for (const k of keys) if (k in m) out[k] = m[k];

@@ -25,6 +25,7 @@ import {
   teacherPrompts,
 } from "./analyze.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
+import { signalMetrics } from "./signal_metrics.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
@@ -104,6 +105,14 @@ export class SeedTrainer {
       analyses: analysis.analyses,
       meanGaps,
     });
+    // Δ on won vs lost tokens, corr(Δ, A), all-zero groups, skill quality (signal_metrics.ts).
+    const signalStats = await signalMetrics({
+      env: this.parts.env,
+      samples,
+      gaps,
+      trajectories: trajectories.list,
+      analyses: analysis.analyses,
+    });
     const gapTokens = gaps.reduce((n, g) => n + (g?.length ?? 0), 0);
     const gapSum = gaps.reduce((n, g) => n + (g?.reduce((a, b) => a + b, 0) ?? 0), 0);
     signal?.throwIfAborted();
@@ -130,6 +139,7 @@ export class SeedTrainer {
       skill_library_size: this.parts.library.size,
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
+      ...signalStats,
     };
     return { metrics, trajectories: trajectories.list };
   }
