@@ -43,6 +43,7 @@ import { evalMetrics, evaluate } from "./evaluate.ts";
 import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.ts";
 import { SIGNAL_METRIC_NAMES } from "./signal_metrics.ts";
 import { SkillLibrary } from "./skill_library.ts";
+import { skillChooser } from "./skill_choice.ts";
 import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
 import { SeedTrainer, usesAnalysis } from "./trainer.ts";
@@ -274,6 +275,7 @@ async function evaluateNow(run: RunState, step: number, total: number) {
     historyLength: spec.env.history,
     maxNewTokens: spec.rollout.max_new_tokens,
     seed: derivedSeed(spec.random_seed, SEED_USE.eval),
+    ...(spec.eval.skills === "library" ? { skillFor: skillChooser(run.library) } : {}),
     signal: ctx.signal,
   });
   for (const s of r.splits) await ctx.emit("eval", { step, ...s });
