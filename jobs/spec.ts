@@ -204,6 +204,11 @@ export const JobSpecSchema = z.object({
     episodes: int(1, 10_000).default(32),
     /** 0 means greedy. */
     temperature: num(0, 2).default(0),
+    /**
+     * `library`: also evaluate with the skill library's best skill for each task's family in the
+     * prompt (same tasks and seeds), reporting success with and without it; `none`: without only.
+     */
+    skills: z.enum(["none", "library"]).default("none"),
   }).strict().prefault({}),
   /** Seed of every random draw of the job (tasks, sampling, init). */
   random_seed: int(0, 2 ** 32 - 1).default(0),

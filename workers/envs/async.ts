@@ -53,5 +53,11 @@ export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
     referenceAnalysis: (trajectory: Trajectory) =>
       Promise.resolve().then(() => env.referenceAnalysis(trajectory)),
     vocabulary: () => Promise.resolve().then(() => env.vocabulary()),
+    ...(env.judgeSkill
+      ? {
+        judgeSkill: (trajectory: Trajectory, skill: string) =>
+          Promise.resolve().then(() => env.judgeSkill!(trajectory, skill)),
+      }
+      : {}),
   };
 }

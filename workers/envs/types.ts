@@ -5,6 +5,8 @@
  *   `AsyncEnvironment`. The SEED pipeline talks to `AsyncEnvironment` only; `toAsyncEnvironment`
  *   in workers/envs/async.ts wraps any sync `Environment`, workers/envs/http/client.ts is the
  *   remote one.
+ * - Optional `judgeSkill` on both forms: is a skill well-formed under the environment's
+ *   reference-analyzer grammar and truthful for a trajectory (workers/envs/skill_judge.ts)?
  * - Shared errors live in workers/envs/errors.ts: `EnvOptionsError` + `parseEnvOptions` (options),
  *   `TaskSamplingError` + `checkSampleArgs` (split/count/seed), `InvalidTaskError`.
  */
@@ -18,6 +20,9 @@
  * pipeline only ever talks to these types.
  */
 import type { z } from "zod";
+import type { SkillJudgement } from "./skill_judge.ts";
+
+export type { SkillJudgement } from "./skill_judge.ts";
 
 /** Task splits: `test_seen` = new episodes of training layouts, `test_unseen` = held-out ones. */
 export type Split = "train" | "test_seen" | "test_unseen";
@@ -159,6 +164,14 @@ export interface Environment {
   referenceAnalysis(trajectory: Trajectory): SkillAnalysis;
   /** Every word that prompts, observations, actions and reference skills can contain. */
   vocabulary(): string[];
+  /**
+   * Optional: judges a skill written for a finished `trajectory` against the reference analyzer
+   * (workers/envs/skill_judge.ts): `wellFormed` when the analyzer's grammar accepts it (one of
+   * its skill templates with legal slot values), `truthful` when it equals (normalised)
+   * `referenceAnalysis(trajectory).episode_skill`. Environments without it report no skill
+   * quality metrics.
+   */
+  judgeSkill?(trajectory: Trajectory, skill: string): SkillJudgement;
   /** Optional: one sentence per split saying what it holds (held-out layouts, objects, …). */
   readonly splitDescriptions?: Partial<Record<Split, string>>;
 }
@@ -207,4 +220,6 @@ export interface AsyncEnvironment {
   createExpert(task: Task): AsyncExpert;
   referenceAnalysis(trajectory: Trajectory): Promise<SkillAnalysis>;
   vocabulary(): Promise<string[]>;
+  /** Optional, as {@link Environment.judgeSkill}; absent when the environment cannot judge skills. */
+  judgeSkill?(trajectory: Trajectory, skill: string): Promise<SkillJudgement>;
 }

@@ -119,6 +119,7 @@ export function recordSkills(
     const result = library.add(analysis.episode_skill, {
       step: input.step,
       taskId: t.task.id,
+      family: t.task.family,
       trajectoryId: t.id,
       success: t.won,
       meanTeacherGap: input.meanGaps?.get(t.id) ?? null,

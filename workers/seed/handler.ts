@@ -41,7 +41,9 @@ import {
 } from "./checkpoint.ts";
 import { evalMetrics, evaluate } from "./evaluate.ts";
 import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.ts";
+import { SIGNAL_METRIC_NAMES } from "./signal_metrics.ts";
 import { SkillLibrary } from "./skill_library.ts";
+import { skillChooser } from "./skill_choice.ts";
 import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
 import { checkAnalyzerBudget, SeedTrainer } from "./trainer.ts";
@@ -248,7 +250,9 @@ async function train(run: RunState): Promise<HandlerOutcome> {
 /** The fields of the per-step `step` event. */
 function summary(step: number, total: number, m: Record<string, number>) {
   const out: Record<string, unknown> = { step, total_steps: total };
-  for (const k of STEP_EVENT_METRICS) if (k in m) out[k] = m[k];
+  for (const k of [...STEP_EVENT_METRICS, "teacher_gap_mean", ...SIGNAL_METRIC_NAMES]) {
+    if (k in m) out[k] = m[k];
+  }
   for (const k of Object.keys(m)) {
     if (k.startsWith("eval/") && k.endsWith("success_rate")) out[k] = m[k];
   }
@@ -269,6 +273,7 @@ async function evaluateNow(run: RunState, step: number, total: number) {
     historyLength: spec.env.history,
     maxNewTokens: spec.rollout.max_new_tokens,
     seed: derivedSeed(spec.random_seed, SEED_USE.eval),
+    ...(spec.eval.skills === "library" ? { skillFor: skillChooser(run.library) } : {}),
     signal: ctx.signal,
   });
   for (const s of r.splits) await ctx.emit("eval", { step, ...s });

@@ -16,6 +16,8 @@ export interface SkillProvenance {
   /** Training update (step) at which the analyzer produced the skill. */
   step: number;
   taskId: string;
+  /** Task family of the trajectory (`Task.family`); absent in libraries written before it was kept. */
+  family?: string;
   trajectoryId: string;
   /** Whether the analysed trajectory was won. */
   success: boolean;
@@ -60,6 +62,7 @@ const provenanceJson = z.object({
   job_id: z.string().max(200),
   step: z.number().int().min(0),
   task_id: z.string().max(500),
+  family: z.string().max(200).optional(),
   trajectory_id: z.string().max(500),
   success: z.boolean(),
   mean_teacher_gap: z.number().nullable(),
@@ -222,6 +225,7 @@ export class SkillLibrary {
           job_id: p.jobId,
           step: p.step,
           task_id: p.taskId,
+          ...(p.family !== undefined ? { family: p.family } : {}),
           trajectory_id: p.trajectoryId,
           success: p.success,
           mean_teacher_gap: p.meanTeacherGap,
@@ -272,6 +276,7 @@ export class SkillLibrary {
           jobId: p.job_id,
           step: p.step,
           taskId: p.task_id,
+          ...(p.family !== undefined ? { family: p.family } : {}),
           trajectoryId: p.trajectory_id,
           success: p.success,
           meanTeacherGap: p.mean_teacher_gap,

@@ -36,6 +36,7 @@ import {
   type SeedSample,
 } from "./objective.ts";
 import { type RunPlan, runPlan } from "./run_plan.ts";
+import { signalMetrics } from "./signal_metrics.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
@@ -149,6 +150,14 @@ export class SeedTrainer {
       analyses: analysis.analyses,
       meanGaps,
     });
+    // Δ on won vs lost tokens, corr(Δ, A), all-zero groups, skill quality (signal_metrics.ts).
+    const signalStats = await signalMetrics({
+      env: this.parts.env,
+      samples,
+      gaps,
+      trajectories: trajectories.list,
+      analyses: analysis.analyses,
+    });
     const gapTokens = gaps.reduce((n, g) => n + (g?.length ?? 0), 0);
     const gapSum = gaps.reduce((n, g) => n + (g?.reduce((a, b) => a + b, 0) ?? 0), 0);
     signal?.throwIfAborted();
@@ -176,6 +185,7 @@ export class SeedTrainer {
       skill_library_size: this.parts.library.size,
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
+      ...signalStats,
     };
     // Per-token teacher gaps of the re-scored turns, for the trajectory dump.
     const tokenGaps: TokenGap[] = samples.flatMap((s, i) => {

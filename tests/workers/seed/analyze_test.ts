@@ -98,6 +98,7 @@ Deno.test("the analyzer runs once over the failed trajectories and counts what p
     jobId: "job-1",
     step: 2,
     taskId: "corridor/train/2",
+    family: "corridor",
     trajectoryId: "b0g1",
     success: false,
     meanTeacherGap: 0.3,

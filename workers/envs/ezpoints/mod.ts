@@ -22,6 +22,8 @@ import {
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { seedOf } from "../_rng.ts";
 import { analyzeEzPoints, ezpointsAnalyzerTexts } from "./analyzer.ts";
+import { judgeWithGrammar } from "../skill_judge.ts";
+import { EZPOINTS_SKILL_GRAMMAR } from "./judge.ts";
 import {
   type Card,
   cardValue,
@@ -153,6 +155,11 @@ export const ezpointsEnvironment: Environment = {
 
   referenceAnalysis(trajectory: Trajectory) {
     return analyzeEzPoints(handOf(trajectory.task).hand, trajectory);
+  },
+
+  judgeSkill(trajectory: Trajectory, skill: string) {
+    const reference = analyzeEzPoints(handOf(trajectory.task).hand, trajectory);
+    return judgeWithGrammar(EZPOINTS_SKILL_GRAMMAR, skill, reference.episode_skill);
   },
 
   vocabulary(): string[] {

@@ -17,6 +17,8 @@ import {
 } from "../prompt.ts";
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzeHousehold } from "./analyzer.ts";
+import { judgeWithGrammar } from "../skill_judge.ts";
+import { HOUSEHOLD_SKILL_GRAMMAR } from "./judge.ts";
 import { HouseholdEpisode } from "./episode.ts";
 import { HouseholdExpert } from "./expert.ts";
 import { hash32 } from "../_rng.ts";
@@ -185,14 +187,22 @@ export const householdEnvironment: Environment = {
   buildPrompt,
   parseAction: (response) => parseActionText(response),
   createExpert: (task) => new HouseholdExpert(householdScenario(task)),
-  referenceAnalysis: (trajectory: Trajectory) =>
-    analyzeHousehold(
-      trajectory,
-      new HouseholdEpisode(
-        trajectory.task,
-        householdScenario(trajectory.task),
-        HOUSEHOLD_MAX_TURNS,
-      ),
-    ).analysis,
+  referenceAnalysis: householdReference,
+  judgeSkill: (trajectory: Trajectory, skill: string) =>
+    judgeWithGrammar(
+      HOUSEHOLD_SKILL_GRAMMAR,
+      skill,
+      householdReference(trajectory).episode_skill,
+    ),
   vocabulary: () => [...VOCABULARY],
 };
+
+/** The reference analysis of a finished trajectory (replayed on a fresh episode of its task). */
+function householdReference(trajectory: Trajectory) {
+  const episode = new HouseholdEpisode(
+    trajectory.task,
+    householdScenario(trajectory.task),
+    HOUSEHOLD_MAX_TURNS,
+  );
+  return analyzeHousehold(trajectory, episode).analysis;
+}

@@ -26,6 +26,7 @@ import type {
   Observation,
   PromptInput,
   SkillAnalysis,
+  SkillJudgement,
   Split,
   StepResult,
   Task,
@@ -43,6 +44,7 @@ import {
   observationToWire,
   ParseResponseSchema,
   PromptResponseSchema,
+  SkillJudgementResponseSchema,
   TasksResponseSchema,
   VocabularyResponseSchema,
   WireStepResultSchema,
@@ -420,5 +422,14 @@ export async function connectHttpEnvironment(
     async vocabulary(): Promise<string[]> {
       return (await t.call("GET", "/v1/vocabulary", undefined, VocabularyResponseSchema)).words;
     },
+    ...(info.skill_judge
+      ? {
+        async judgeSkill(trajectory: Trajectory, skill: string): Promise<SkillJudgement> {
+          const body = { trajectory, skill };
+          const r = await t.call("POST", "/v1/skill-judgement", body, SkillJudgementResponseSchema);
+          return { wellFormed: r.well_formed, truthful: r.truthful };
+        },
+      }
+      : {}),
   };
 }

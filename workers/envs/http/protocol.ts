@@ -20,7 +20,12 @@
  * | POST   | /v1/experts/{id}/act          | {observation, seq?} → {action}                       |
  * | DELETE | /v1/experts/{id}              | → 204                                                |
  * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill}      |
+ * | POST   | /v1/skill-judgement           | {trajectory, skill} → {well_formed, truthful}        |
  * | GET    | /v1/vocabulary                | → {words}                                            |
+ *
+ * `POST /v1/skill-judgement` is optional: a server serves it only when `GET /v1/info` answers
+ * `skill_judge: true` (an environment with `judgeSkill`); a client of a server without it has no
+ * `judgeSkill`, so the trainer reports no skill-quality metrics instead of failing.
  *
  * `seq` (optional) is the number of steps/acts already applied; a retried request with the
  * previous `seq` gets the cached answer instead of acting twice, any other mismatch is a 409.
@@ -155,6 +160,8 @@ export const InfoSchema = z.object({
   families: z.array(shortText),
   default_max_turns: z.number().int().min(1),
   splits: z.array(SplitSchema),
+  /** True when `POST /v1/skill-judgement` is served; absent (older servers) means false. */
+  skill_judge: z.boolean().optional(),
 });
 
 /** `POST /v1/tasks` body. */
@@ -189,6 +196,12 @@ export const ParseRequestSchema = z.object({ response: longText });
 /** `POST /v1/analysis` body. */
 export const AnalysisRequestSchema = z.object({ trajectory: TrajectorySchema });
 
+/** `POST /v1/skill-judgement` body: a finished trajectory and a skill written for it. */
+export const SkillJudgementRequestSchema = z.object({
+  trajectory: TrajectorySchema,
+  skill: z.string().max(20_000),
+});
+
 /** Answers the client reads. */
 export const TasksResponseSchema = z.object({ tasks: z.array(TaskSchema) });
 /** Answer of `POST /v1/episodes`. */
@@ -210,6 +223,11 @@ export const ActResponseSchema = z.object({ action: z.string() });
 export const AnalysisResponseSchema = z.object({
   episode_summary: z.string(),
   episode_skill: z.string(),
+});
+/** Answer of `POST /v1/skill-judgement`. */
+export const SkillJudgementResponseSchema = z.object({
+  well_formed: z.boolean(),
+  truthful: z.boolean(),
 });
 /** Answer of `GET /v1/vocabulary`. */
 export const VocabularyResponseSchema = z.object({ words: z.array(z.string()) });

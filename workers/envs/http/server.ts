@@ -23,6 +23,7 @@ import {
   ParseRequestSchema,
   PromptRequestSchema,
   PROTOCOL_VERSION,
+  SkillJudgementRequestSchema,
   StepRequestSchema,
   TaskRequestSchema,
   TasksRequestSchema,
@@ -155,6 +156,7 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
       families: [...env.families],
       default_max_turns: env.defaultMaxTurns,
       splits: [...SPLITS],
+      skill_judge: env.judgeSkill !== undefined,
     }));
   app.post("/v1/tasks", async (c) => {
     const body = await readBody(c, TasksRequestSchema);
@@ -221,6 +223,14 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     const { trajectory } = await readBody(c, AnalysisRequestSchema);
     return c.json(env.referenceAnalysis(trajectory));
   });
+  if (env.judgeSkill) {
+    const judge = env.judgeSkill.bind(env);
+    app.post("/v1/skill-judgement", async (c) => {
+      const { trajectory, skill } = await readBody(c, SkillJudgementRequestSchema);
+      const j = judge(trajectory, skill);
+      return c.json({ well_formed: j.wellFormed, truthful: j.truthful });
+    });
+  }
   app.get("/v1/vocabulary", (c) => c.json({ words: env.vocabulary() }));
   return app;
 }

@@ -33,6 +33,8 @@ import {
 } from "../prompt.ts";
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzerTexts, analyzeSokoban } from "./analyzer.ts";
+import { judgeWithGrammar } from "../skill_judge.ts";
+import { SOKOBAN_SKILL_GRAMMAR } from "./judge.ts";
 import { SokobanEpisode } from "./episode.ts";
 import { SokobanExpert } from "./expert.ts";
 import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
@@ -186,6 +188,11 @@ export const sokobanEnvironment: Environment = {
 
   referenceAnalysis(trajectory: Trajectory) {
     return analyzeSokoban(levelOf(trajectory.task).level, trajectory);
+  },
+
+  judgeSkill(trajectory: Trajectory, skill: string) {
+    const reference = analyzeSokoban(levelOf(trajectory.task).level, trajectory);
+    return judgeWithGrammar(SOKOBAN_SKILL_GRAMMAR, skill, reference.episode_skill);
   },
 
   vocabulary(): string[] {

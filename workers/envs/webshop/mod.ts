@@ -20,6 +20,8 @@ import { generateGoal, type Goal, INSTRUCTION_WORDS } from "./goal.ts";
 import { SEARCH_ACTION, WEBSHOP_MAX_TURNS, WebshopEpisode } from "./episode.ts";
 import { WebshopExpert } from "./expert.ts";
 import { analyzeWebshop } from "./analyzer.ts";
+import { judgeWithGrammar } from "../skill_judge.ts";
+import { WEBSHOP_SKILL_GRAMMAR } from "./judge.ts";
 
 export { WEBSHOP_MAX_TURNS, WebshopEpisode } from "./episode.ts";
 export { computeReward, type Goal, type RewardBreakdown } from "./goal.ts";
@@ -129,10 +131,18 @@ export const webshopEnvironment: Environment = {
   buildPrompt,
   parseAction: (response) => parseActionText(response),
   createExpert: (task) => new WebshopExpert(task, webshopGoal(task)),
-  referenceAnalysis: (trajectory: Trajectory) =>
-    analyzeWebshop(
-      trajectory,
-      new WebshopEpisode(trajectory.task, webshopGoal(trajectory.task), WEBSHOP_MAX_TURNS),
-    ),
+  referenceAnalysis: webshopReference,
+  judgeSkill: (trajectory: Trajectory, skill: string) =>
+    judgeWithGrammar(WEBSHOP_SKILL_GRAMMAR, skill, webshopReference(trajectory).episode_skill),
   vocabulary: () => [...VOCABULARY],
 };
+
+/** The reference analysis of a finished trajectory (replayed on a fresh episode of its task). */
+function webshopReference(trajectory: Trajectory) {
+  const episode = new WebshopEpisode(
+    trajectory.task,
+    webshopGoal(trajectory.task),
+    WEBSHOP_MAX_TURNS,
+  );
+  return analyzeWebshop(trajectory, episode);
+}

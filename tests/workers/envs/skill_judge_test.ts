@@ -1,0 +1,164 @@
+import assert from "node:assert/strict";
+import { getEnvironment } from "../../../workers/envs/registry.ts";
+import { toAsyncEnvironment } from "../../../workers/envs/async.ts";
+import {
+  compileSkillGrammar,
+  judgeWithGrammar,
+  normalizeSkillText,
+} from "../../../workers/envs/skill_judge.ts";
+import type { Environment, Observation, Task, Trajectory } from "../../../workers/envs/types.ts";
+
+/** The word salad the demo's skill library was full of (issue 12). */
+const SALAD = "Never push a push a: a or or wall a a no target";
+
+/** mulberry32 in [0, 1). */
+function rng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Plays `task` with the expert, taking a random admissible (or made-up) action instead with
+ * probability `noise`; noise 0 is the expert, noise 1 a random agent.
+ */
+function play(env: Environment, task: Task, noise: number, seed: number): Trajectory {
+  const random = rng(seed);
+  const expert = env.createExpert(task);
+  const episode = env.createEpisode(task);
+  let obs: Observation = episode.reset();
+  const trajectory: Trajectory = { task, steps: [], won: false, score: 0 };
+  for (let turn = 0; turn < env.defaultMaxTurns; turn++) {
+    let action = expert.act(obs);
+    if (random() < noise) {
+      const options = obs.admissibleActions ?? ["up", "down", "left", "right", "7", "+", "="];
+      action = random() < 0.1 ? "dance" : options[Math.floor(random() * options.length)];
+    }
+    const r = episode.step(action);
+    trajectory.steps.push({
+      observation: obs.text,
+      response: `<action>${action}</action>`,
+      action,
+      valid: r.valid,
+      reward: r.reward,
+    });
+    trajectory.score += r.reward;
+    obs = r.observation;
+    if (r.done) {
+      trajectory.won = r.won;
+      break;
+    }
+  }
+  return trajectory;
+}
+
+/** Expert, noisy and random trajectories of train and held-out tasks. */
+function trajectories(env: Environment, perSplit: number): Trajectory[] {
+  const out: Trajectory[] = [];
+  for (const split of ["train", "test_unseen"] as const) {
+    env.sampleTasks(split, perSplit, 11).forEach((task, i) => {
+      for (const noise of [0, 0.3, 1]) out.push(play(env, task, noise, 1000 * i + noise * 10));
+    });
+  }
+  return out;
+}
+
+for (const id of ["sokoban", "household", "webshop", "ezpoints"]) {
+  Deno.test(`${id}: every reference skill is judged well-formed and truthful for its trajectory, and a different one well-formed but untrue`, () => {
+    const env = getEnvironment(id);
+    const played = trajectories(env, 12);
+    const skills = played.map((t) => env.referenceAnalysis(t).episode_skill);
+    const kinds = new Set<string>();
+    played.forEach((t, i) => {
+      assert.deepEqual(
+        env.judgeSkill!(t, skills[i]),
+        { wellFormed: true, truthful: true },
+        `reference skill not accepted: ${skills[i]}`,
+      );
+      // Case, spacing and sentence punctuation do not matter.
+      const restyled = `  ${skills[i].toUpperCase().replace(/[.;,]/g, "")}!! `;
+      assert.deepEqual(env.judgeSkill!(t, restyled), { wellFormed: true, truthful: true });
+      kinds.add(normalizeSkillText(skills[i]).split(" ").slice(0, 6).join(" "));
+      const other = skills.find((s) => normalizeSkillText(s) !== normalizeSkillText(skills[i]));
+      assert.ok(other !== undefined);
+      assert.deepEqual(
+        env.judgeSkill!(t, other),
+        { wellFormed: true, truthful: false },
+        `${other} vs ${skills[i]}`,
+      );
+    });
+    assert.ok(kinds.size >= 3, `too few kinds of skill exercised: ${[...kinds].join(" | ")}`);
+    assert.ok(played.some((t) => t.won) && played.some((t) => !t.won));
+  });
+
+  Deno.test(`${id}: word salad, a cut-off skill and an illegal slot value are not well-formed`, () => {
+    const env = getEnvironment(id);
+    const t = trajectories(env, 2)[1];
+    const skill = env.referenceAnalysis(t).episode_skill;
+    assert.deepEqual(env.judgeSkill!(t, SALAD), { wellFormed: false, truthful: false });
+    assert.deepEqual(env.judgeSkill!(t, ""), { wellFormed: false, truthful: false });
+    const cut = skill.slice(0, Math.floor(skill.length * 0.6));
+    assert.deepEqual(env.judgeSkill!(t, cut), { wellFormed: false, truthful: false });
+    assert.equal(env.judgeSkill!(t, `${skill} again`).wellFormed, false);
+  });
+}
+
+Deno.test("sokoban: slot values outside the grammar are rejected (direction, noun phrases)", () => {
+  const env = getEnvironment("sokoban");
+  const t = trajectories(env, 1)[0];
+  const ok =
+    "Walk behind the box, then push it up then left onto the target; never push a box into a corner or along a wall with no target.";
+  assert.equal(env.judgeSkill!(t, ok).wellFormed, true);
+  assert.equal(env.judgeSkill!(t, ok.replace("up then left", "up then north")).wellFormed, false);
+  assert.equal(env.judgeSkill!(t, ok.replace("the target;", "the targets;")).wellFormed, false);
+  assert.equal(
+    env.judgeSkill!(
+      t,
+      "Never push a box into a corner or along a wall with no target; before pushing down, check the box can still be pushed onto a target.",
+    ).wellFormed,
+    true,
+  );
+});
+
+Deno.test("household: the goal object type must be the same wherever it recurs", () => {
+  const env = getEnvironment("household");
+  const t = trajectories(env, 1)[0];
+  const good =
+    "To put a apple in countertop: find the apple (open closed receptacles to look inside), take it, go to the countertop (open it if closed) and put it.";
+  assert.equal(env.judgeSkill!(t, good).wellFormed, true);
+  assert.equal(
+    env.judgeSkill!(t, good.replace("find the apple", "find the mug")).wellFormed,
+    false,
+  );
+  assert.equal(env.judgeSkill!(t, good.replace(/apple/g, "unicorn")).wellFormed, false);
+});
+
+Deno.test("ezpoints: a formula slot keeps its operators (10 + 2 is not 10 * 2)", () => {
+  const grammar = compileSkillGrammar([{
+    text: "with these cards {solution} makes 12.",
+    slots: { solution: "(?:\\d+|[-+*/()])(?: (?:\\d+|[-+*/()]))*" },
+  }]);
+  const j = judgeWithGrammar(
+    grammar,
+    "With these cards (10+2) makes 12",
+    "with these cards ( 10 * 2 ) makes 12.",
+  );
+  assert.deepEqual(j, { wellFormed: true, truthful: false });
+  assert.equal(normalizeSkillText("Push it UP; then (10+2)!"), "push it up then ( 10 + 2 )");
+});
+
+Deno.test("the async form judges like the sync one, and is absent for an env without a judge", async () => {
+  const env = getEnvironment("sokoban");
+  const t = trajectories(env, 1)[0];
+  const skill = env.referenceAnalysis(t).episode_skill;
+  const wrapped = toAsyncEnvironment(env);
+  assert.deepEqual(await wrapped.judgeSkill!(t, skill), { wellFormed: true, truthful: true });
+  assert.deepEqual(await wrapped.judgeSkill!(t, SALAD), { wellFormed: false, truthful: false });
+  const { judgeSkill: _, ...plain } = env;
+  assert.equal(toAsyncEnvironment(plain as Environment).judgeSkill, undefined);
+});

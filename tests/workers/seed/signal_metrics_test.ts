@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import {
+  getEnvironment,
+  type SkillAnalysis,
+  toAsyncEnvironment,
+  type Trajectory,
+} from "../../../workers/envs/mod.ts";
+import {
+  pearson,
+  signalMetrics,
+  skillQualityMetrics,
+  teacherGapMetrics,
+  zeroAdvantageGroupShare,
+} from "../../../workers/seed/signal_metrics.ts";
+
+const close = (a: number | undefined, b: number) =>
+  assert.ok(a !== undefined && Math.abs(a - b) < 1e-9, `${a} ≠ ${b}`);
+
+/** Two groups: task a (one won, one lost sample), task b (all advantages 0). */
+const SAMPLES = [
+  { taskId: "a", won: true, advantage: 1 },
+  { taskId: "a", won: false, advantage: -1 },
+  { taskId: "b", won: false, advantage: 0 },
+  { taskId: "b", won: true, advantage: 0 },
+];
+const GAPS = [[0.2, 0.4], [-0.1], null, [0.5, 0.5, 0.5, 0.5]];
+
+Deno.test("Δ of won and lost trajectories is a mean over their tokens, not over samples", () => {
+  const m = teacherGapMetrics(SAMPLES, GAPS);
+  close(m.teacher_gap_won_mean, (0.2 + 0.4 + 4 * 0.5) / 6); // 0.4333…; per sample it would be 0.4
+  close(m.teacher_gap_lost_mean, -0.1); // the sample without a teacher signal is not a 0
+});
+
+Deno.test("corr(Δ, A) pairs each teacher sample's mean Δ with its advantage", () => {
+  // Pairs (0.3, 1), (−0.1, −1), (0.5, 0): r = 0.4 / √(0.18667 · 2), computed by hand.
+  close(teacherGapMetrics(SAMPLES, GAPS).teacher_gap_advantage_corr, 0.6546536707079771);
+  close(pearson([1, 2, 3], [6, 4, 2]), -1);
+});
+
+Deno.test("undefined signal metrics are left out, never NaN or a made-up 0", () => {
+  const constantA = teacherGapMetrics(SAMPLES.slice(2), GAPS.slice(2));
+  assert.equal("teacher_gap_advantage_corr" in constantA, false); // one teacher sample
+  assert.equal("teacher_gap_lost_mean" in constantA, false); // the lost one has no teacher
+  close(constantA.teacher_gap_won_mean, 0.5);
+  const noTeacher = teacherGapMetrics(SAMPLES, [null, null, null, null]);
+  assert.deepEqual(noTeacher, { zero_advantage_group_share: 0.5 });
+  assert.deepEqual(teacherGapMetrics([], []), {});
+  assert.equal(pearson([1, 1, 1], [1, 2, 3]), undefined);
+  assert.throws(() => teacherGapMetrics(SAMPLES, GAPS.slice(1)), /one entry per sample/);
+});
+
+Deno.test("the all-zero-advantage share counts groups by task, not samples", () => {
+  close(zeroAdvantageGroupShare(SAMPLES), 0.5);
+  const three = [...SAMPLES, { taskId: "c", won: false, advantage: 0 }];
+  close(zeroAdvantageGroupShare(three), 2 / 3);
+  close(zeroAdvantageGroupShare([{ taskId: "a", won: true, advantage: 1e-12 }]), 1);
+  assert.equal(zeroAdvantageGroupShare([]), undefined);
+});
+
+/** A sokoban trajectory of the first train task: `actions` played for real. */
+function played(id: string, actions: string[]): Trajectory & { id: string } {
+  const env = getEnvironment("sokoban");
+  const task = env.sampleTasks("train", 1, 3)[0];
+  const episode = env.createEpisode(task);
+  episode.reset();
+  const steps = actions.map((action) => {
+    const r = episode.step(action);
+    return { observation: "", response: action, action, valid: r.valid, reward: r.reward };
+  });
+  return { id, task, steps, won: false, score: 0 };
+}
+
+Deno.test("skill quality: shares of well-formed and truthful parsed skills, judged per trajectory", async () => {
+  const sokoban = getEnvironment("sokoban");
+  const trajectories = [
+    played("t0", ["left", "left"]),
+    played("t1", ["up", "down", "up", "down", "up", "down"]),
+    played("t2", ["right"]),
+    played("t3", ["down"]),
+  ];
+  const truth = sokoban.referenceAnalysis(trajectories[0]).episode_skill;
+  const other = "Answer with exactly one of up, down, left or right inside the action tags.";
+  assert.notEqual(truth, other);
+  const analyses = new Map<string, SkillAnalysis | null>([
+    ["t0", { episode_summary: "", episode_skill: truth }],
+    ["t1", { episode_summary: "", episode_skill: other }],
+    ["t2", {
+      episode_summary: "",
+      episode_skill: "Never push a push a: a or or wall a a no target",
+    }],
+    ["t3", null], // did not parse: not judged
+  ]);
+  const env = toAsyncEnvironment(sokoban);
+  const m = await skillQualityMetrics(env, trajectories, analyses);
+  assert.equal(m.skills_judged, 3);
+  close(m.skill_well_formed_rate, 2 / 3);
+  close(m.skill_truthful_rate, 1 / 3);
+  assert.deepEqual(await skillQualityMetrics({}, trajectories, analyses), {});
+  assert.deepEqual(await skillQualityMetrics(env, trajectories, new Map()), {});
+  const all = await signalMetrics({ env, samples: SAMPLES, gaps: GAPS, trajectories, analyses });
+  assert.deepEqual(all, { ...teacherGapMetrics(SAMPLES, GAPS), ...m });
+});

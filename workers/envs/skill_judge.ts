@@ -1,0 +1,122 @@
+/**
+ * Judging a hindsight skill against an environment's reference analyzer: is it **well-formed**
+ * (a sentence the reference analyzer's grammar can produce: one of its skill templates with every
+ * slot filled by a legal value) and **truthful** (the very skill the reference analyzer writes for
+ * the same trajectory)? Built-in environments describe their grammar as {@link SkillTemplate}s;
+ * the skill metrics of the trainer (workers/seed/signal_metrics.ts) count both shares per step.
+ *
+ * Both tests compare {@link normalizeSkillText} forms, so case, whitespace and sentence
+ * punctuation (`.`, `,`, `;`, `:`, quotes) do not matter, while the symbols that carry meaning in
+ * some environment (`+ - * / ( ) = [ ]`, formulas and `click[…]`) do.
+ */
+
+/** The verdict on one skill (see module doc). */
+export interface SkillJudgement {
+  /** The reference analyzer's grammar accepts the skill (a template with legal slot values). */
+  wellFormed: boolean;
+  /** The skill equals the reference analysis' skill of the same trajectory (normalised). */
+  truthful: boolean;
+}
+
+/** Symbols kept by {@link normalizeSkillText} (they carry meaning in formulas and actions). */
+const KEPT_SYMBOLS = /[+\-*/()=[\]]/g;
+
+/**
+ * The comparison form of a skill: lowercase; each of `+ - * / ( ) = [ ]` a word of its own; every
+ * other character that is not a letter or digit (sentence punctuation, quotes) a space;
+ * whitespace collapsed and trimmed. E.g. `"Push it UP; then (10+2)!"` → `"push it up then ( 10 + 2 )"`.
+ */
+export function normalizeSkillText(text: string): string {
+  return text.toLowerCase()
+    .replace(KEPT_SYMBOLS, " $& ")
+    .replace(/[^\p{L}\p{N}\s+\-*/()=[\]]/gu, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/** Escapes `text` for use inside a regular expression. */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+}
+
+/**
+ * A regex alternation (source, non-capturing) of literal `values` in normalised form, longest
+ * first. E.g. `["x-large", "red"]` → `(?:x - large|red)`.
+ */
+export function alternation(values: Iterable<string>): string {
+  const unique = [...new Set([...values].map(normalizeSkillText))].filter((v) => v !== "");
+  unique.sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
+  return `(?:${unique.map(escapeRegExp).join("|")})`;
+}
+
+/**
+ * One skill template: text with `{slot}` markers (slot names: lowercase letters and digits) and
+ * the regex source each slot accepts, written against normalised text (see
+ * {@link normalizeSkillText}). A slot that occurs twice must hold the same value both times (the
+ * second occurrence is a back-reference); a slot pattern may itself define named groups
+ * `(?<name>…)`, and a later `{name}` then repeats that group's value.
+ */
+export interface SkillTemplate {
+  text: string;
+  slots?: Readonly<Record<string, string>>;
+}
+
+/** Sentinel that survives normalisation (letters and digits only, unlikely in any skill). */
+const SLOT_SENTINEL = (name: string) => `qqslot${name}qq`;
+
+/**
+ * Compiles templates into matchers of normalised skills (whole-string match), one per template.
+ * Throws `RangeError` when a template uses a slot that has no pattern and is no named group of
+ * another slot's pattern.
+ */
+export function compileSkillGrammar(templates: readonly SkillTemplate[]): RegExp[] {
+  return templates.map((template) => {
+    const slots = template.slots ?? {};
+    const groups = new Set(
+      Object.values(slots).flatMap((p) =>
+        [...p.matchAll(/\(\?<([A-Za-z0-9]+)>/g)].map((m) => m[1])
+      ),
+    );
+    const marked = template.text.replace(/\{([a-z0-9]+)\}/g, (_, name: string) => {
+      if (!(name in slots) && !groups.has(name)) {
+        throw new RangeError(
+          `Cannot compile skill template as slot {${name}} must have a pattern: current template is ${template.text}`,
+        );
+      }
+      return SLOT_SENTINEL(name);
+    });
+    const defined = new Set<string>();
+    const source = escapeRegExp(normalizeSkillText(marked)).replace(
+      /qqslot([a-z0-9]+?)qq/g,
+      (_, name: string) => {
+        if (defined.has(name)) return `\\k<${name}>`;
+        defined.add(name);
+        const pattern = slots[name];
+        for (const m of pattern.matchAll(/\(\?<([A-Za-z0-9]+)>/g)) defined.add(m[1]);
+        return `(?<${name}>${pattern})`;
+      },
+    );
+    return new RegExp(`^${source}$`);
+  });
+}
+
+/** True when the normalised `skill` matches one of the compiled templates. */
+export function matchesSkillGrammar(grammar: readonly RegExp[], skill: string): boolean {
+  const text = normalizeSkillText(skill);
+  return text !== "" && grammar.some((re) => re.test(text));
+}
+
+/**
+ * Judges `skill` against `grammar` and the reference skill of the same trajectory: well-formed
+ * when the grammar accepts it; truthful when it is well-formed and its normalised text equals the
+ * reference skill's (same template, same slot values).
+ */
+export function judgeWithGrammar(
+  grammar: readonly RegExp[],
+  skill: string,
+  referenceSkill: string,
+): SkillJudgement {
+  const wellFormed = matchesSkillGrammar(grammar, skill);
+  const truthful = wellFormed && normalizeSkillText(skill) === normalizeSkillText(referenceSkill);
+  return { wellFormed, truthful };
+}

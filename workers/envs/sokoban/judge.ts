@@ -1,0 +1,26 @@
+/**
+ * Sokoban's skill grammar: the `episode_skill` sentences of {@link ANALYZER_TEMPLATES} with legal
+ * slot values (directions; the one-box or the several-boxes noun phrases together). A skill it
+ * accepts is well-formed (workers/envs/skill_judge.ts).
+ */
+import { alternation, compileSkillGrammar } from "../skill_judge.ts";
+import { ANALYZER_TEMPLATES } from "./analyzer.ts";
+import { DIRECTIONS } from "./room.ts";
+
+const DIR = alternation(DIRECTIONS);
+const T = ANALYZER_TEMPLATES;
+
+/** The compiled grammar of Sokoban skills. */
+export const SOKOBAN_SKILL_GRAMMAR: readonly RegExp[] = compileSkillGrammar([
+  // One box ↔ "the box … the target"; several ↔ "each box … the targets" (analyzeSokoban).
+  ...[["the box", "the target"], ["each box", "the targets"]].map(([box, target]) => ({
+    text: T.workflow.replace("{box}", box).replace("{target}", target),
+    slots: { pushes: `${DIR}(?: then ${DIR})*` },
+  })),
+  { text: T.deadlockSkill, slots: { dir: DIR } },
+  { text: T.offTargetSkill },
+  { text: T.invalidSkill },
+  { text: T.oscillateSkill },
+  { text: T.bumpsSkill },
+  { text: T.outOfStepsSkill },
+]);

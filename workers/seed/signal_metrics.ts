@@ -1,0 +1,181 @@
+/**
+ * Is there a distillation signal? Per-step diagnostics of SEED's teacher gap Δ = ℓ_T − ℓ_old
+ * (nats per response token, DESIGN.md §8 step 5) and of the skills it comes from. They are the
+ * numbers that tell a SEED run from GRPO plus noise: when a skill in the prompt does not move the
+ * policy's action probabilities, Δ ≈ 0 on every token and L_opd carries no information.
+ *
+ * Metric names (stored in the metrics series, announced in the `step` event):
+ * - `teacher_gap_won_mean`, `teacher_gap_lost_mean`: mean Δ over the response tokens of samples
+ *   (turns) with a teacher signal whose trajectory was won / not won.
+ * - `teacher_gap_advantage_corr`: Pearson correlation, over samples with a teacher signal, of the
+ *   sample's mean Δ (over its tokens) with its advantage A. Positive when the skill raises the
+ *   probability of good actions and lowers that of bad ones.
+ * - `zero_advantage_group_share`: share of GRPO groups (samples sharing a task id, see
+ *   advantage.ts) whose advantages are all zero: such a group gives no policy-gradient signal.
+ * - `skills_judged`, `skill_well_formed_rate`, `skill_truthful_rate`: of this step's parsed
+ *   skills, the share the environment's reference-analyzer grammar accepts and the share equal to
+ *   the reference analysis of the same trajectory (`judgeSkill`, workers/envs/skill_judge.ts).
+ *
+ * Undefined values are left out of the result (never NaN, never a made-up 0): no teacher tokens
+ * in a class, fewer than two samples or a constant Δ or A for the correlation, no groups, an
+ * environment without `judgeSkill` or no parsed skill. A chart then shows a gap at that step.
+ */
+import type { AsyncEnvironment, SkillAnalysis, Trajectory } from "../envs/types.ts";
+
+/** Names of the metrics of this module, in the order the `step` event shows them. */
+export const SIGNAL_METRIC_NAMES = [
+  "teacher_gap_won_mean",
+  "teacher_gap_lost_mean",
+  "teacher_gap_advantage_corr",
+  "zero_advantage_group_share",
+  "skills_judged",
+  "skill_well_formed_rate",
+  "skill_truthful_rate",
+] as const;
+
+/** The fields of a training sample (samples.ts `TurnSample`) these metrics read. */
+export interface SignalSample {
+  /** GRPO group key (samples of one task form one group). */
+  taskId: string;
+  /** Whether the sample's trajectory was won. */
+  won: boolean;
+  /** Advantage A of the sample (broadcast to its tokens). */
+  advantage: number;
+}
+
+/** Mean of `values`; undefined for none. */
+function mean(values: Iterable<number>): number | undefined {
+  let sum = 0, n = 0;
+  for (const v of values) {
+    sum += v;
+    n++;
+  }
+  return n > 0 ? sum / n : undefined;
+}
+
+/**
+ * Pearson correlation of paired values, r = Σ(x−x̄)(y−ȳ) / √(Σ(x−x̄)² Σ(y−ȳ)²); undefined for
+ * fewer than two pairs or when either side is constant.
+ */
+export function pearson(xs: readonly number[], ys: readonly number[]): number | undefined {
+  const n = Math.min(xs.length, ys.length);
+  if (n < 2) return undefined;
+  const mx = mean(xs.slice(0, n))!, my = mean(ys.slice(0, n))!;
+  let sxy = 0, sxx = 0, syy = 0;
+  for (let i = 0; i < n; i++) {
+    const dx = xs[i] - mx, dy = ys[i] - my;
+    sxy += dx * dy;
+    sxx += dx * dx;
+    syy += dy * dy;
+  }
+  if (sxx === 0 || syy === 0) return undefined;
+  return Math.max(-1, Math.min(1, sxy / Math.sqrt(sxx * syy)));
+}
+
+/**
+ * Teacher-gap and advantage metrics of one step (see module doc). `gaps[i]` holds sample i's
+ * per-token Δ (nats; one value per response token), or null when the sample has no teacher signal.
+ * Throws `RangeError` when `gaps` and `samples` differ in length.
+ */
+export function teacherGapMetrics(
+  samples: readonly SignalSample[],
+  gaps: readonly (ArrayLike<number> | null)[],
+): Record<string, number> {
+  if (gaps.length !== samples.length) {
+    throw new RangeError(
+      `Cannot compute teacher-gap metrics as gaps must have one entry per sample (${samples.length}): current length is ${gaps.length}`,
+    );
+  }
+  const won: number[] = [], lost: number[] = [];
+  const sampleGap: number[] = [], sampleAdvantage: number[] = [];
+  samples.forEach((s, i) => {
+    const g = gaps[i];
+    if (g === null || g.length === 0) return;
+    const tokens = Array.from(g);
+    (s.won ? won : lost).push(...tokens);
+    sampleGap.push(mean(tokens)!);
+    sampleAdvantage.push(s.advantage);
+  });
+  const out: Record<string, number> = {};
+  const put = (name: string, v: number | undefined) => {
+    if (v !== undefined && Number.isFinite(v)) out[name] = v;
+  };
+  put("teacher_gap_won_mean", mean(won));
+  put("teacher_gap_lost_mean", mean(lost));
+  put("teacher_gap_advantage_corr", pearson(sampleGap, sampleAdvantage));
+  put("zero_advantage_group_share", zeroAdvantageGroupShare(samples));
+  return out;
+}
+
+/**
+ * Share of GRPO groups (by task id) in which every sample's advantage is 0 (|A| ≤ 1e-9; the
+ * estimators write exact zeros for all-equal groups); undefined when there are no samples.
+ */
+export function zeroAdvantageGroupShare(samples: readonly SignalSample[]): number | undefined {
+  const allZero = new Map<string, boolean>();
+  for (const s of samples) {
+    allZero.set(s.taskId, (allZero.get(s.taskId) ?? true) && Math.abs(s.advantage) <= 1e-9);
+  }
+  if (allZero.size === 0) return undefined;
+  return [...allZero.values()].filter((z) => z).length / allZero.size;
+}
+
+/**
+ * Skill-quality metrics of one step: every parsed skill in `analyses` (by trajectory id; null =
+ * did not parse, not counted) judged by `env.judgeSkill` against its own trajectory. Empty when
+ * the environment has no judge (a remote one without the endpoint) or nothing parsed.
+ */
+export async function skillQualityMetrics(
+  env: Pick<AsyncEnvironment, "judgeSkill">,
+  trajectories: readonly (Trajectory & { id: string })[],
+  analyses: ReadonlyMap<string, SkillAnalysis | null>,
+): Promise<Record<string, number>> {
+  const judge = env.judgeSkill?.bind(env);
+  if (!judge) return {};
+  const judged = await Promise.all(
+    trajectories.flatMap((t) => {
+      const skill = analyses.get(t.id)?.episode_skill;
+      return skill === undefined ? [] : [judge(stripIds(t), skill)];
+    }),
+  );
+  if (judged.length === 0) return {};
+  return {
+    skills_judged: judged.length,
+    skill_well_formed_rate: judged.filter((j) => j.wellFormed).length / judged.length,
+    skill_truthful_rate: judged.filter((j) => j.truthful).length / judged.length,
+  };
+}
+
+/** The plain `Trajectory` of a rollout trajectory (what the HTTP protocol accepts). */
+function stripIds(t: Trajectory): Trajectory {
+  return {
+    task: t.task,
+    won: t.won,
+    score: t.score,
+    steps: t.steps.map((s) => ({
+      observation: s.observation,
+      response: s.response,
+      action: s.action,
+      valid: s.valid,
+      reward: s.reward,
+    })),
+  };
+}
+
+/** Inputs of {@link signalMetrics}: one step's samples, gaps, trajectories and analyses. */
+export interface SignalMetricsInput {
+  env: Pick<AsyncEnvironment, "judgeSkill">;
+  samples: readonly SignalSample[];
+  /** Per sample: per-token Δ, or null without a teacher signal (aligned with `samples`). */
+  gaps: readonly (ArrayLike<number> | null)[];
+  trajectories: readonly (Trajectory & { id: string })[];
+  analyses: ReadonlyMap<string, SkillAnalysis | null>;
+}
+
+/** All metrics of this module for one step (see module doc). */
+export async function signalMetrics(input: SignalMetricsInput): Promise<Record<string, number>> {
+  return {
+    ...teacherGapMetrics(input.samples, input.gaps),
+    ...await skillQualityMetrics(input.env, input.trajectories, input.analyses),
+  };
+}
