@@ -260,7 +260,11 @@ class FixedAnalyzer extends TextPolicy {
 
 Deno.test("a SEED step on images re-scores with the skill and the image, and updates on images", async () => {
   const spec = parseJobSpec(
-    tinySpec({ env: { id: "ezpoints", max_turns: 3, history: 1 }, seed: { opd_coef: 1 } }),
+    // No analyzer replay: every recorded update row is then a turn sample.
+    tinySpec({
+      env: { id: "ezpoints", max_turns: 3, history: 1 },
+      seed: { opd_coef: 1, analyzer_replay_samples: 0 },
+    }),
   );
   const env = ezpoints();
   const first = await probeFirstTurn(env, {});
