@@ -79,10 +79,12 @@ export {
   latestCheckpoint,
   listCheckpoints,
   listSkillLibraries,
+  listTenantCheckpoints,
   readCheckpointFile,
   readSkillLibrary,
   saveCheckpoint,
   saveSkillLibrary,
+  type TenantCheckpoint,
   type Writer,
 } from "./artifacts.ts";
 export {
@@ -97,3 +99,4 @@ export {
   type TrajectoryDumpSummary,
   type TrajectoryImageInput,
 } from "./trajectories.ts";
+export * from "./api_keys.ts";
