@@ -98,7 +98,7 @@ export class KvCache {
       );
     }
     const out = new KvCache(config, parts.reduce((n, p) => n + p.rows.length, 0));
-    const used = most - drop, capacity = Math.ceil((used + 1) / CHUNK) * CHUNK;
+    const used = most - drop, capacity = Math.max(CHUNK, Math.ceil(used / CHUNK) * CHUNK);
     const d = out.dim, heads = out.heads;
     out.keys = out.keys.map(() => new Float32Array(out.rows * heads * capacity * d));
     out.values = out.values.map(() => new Float32Array(out.rows * heads * capacity * d));

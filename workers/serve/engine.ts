@@ -55,8 +55,11 @@ export interface ChoiceSink {
    * (a stop string appeared in its text).
    */
   token(id: number): boolean;
-  /** The choice ended (`error` carries the cause). Called once. */
-  finish(reason: EngineFinish, error?: unknown): void;
+  /**
+   * The choice ended, after `tokens` generated tokens (an ending EOS counted); `error` carries
+   * the cause of an `error`. Called once.
+   */
+  finish(reason: EngineFinish, info: { tokens: number; error?: unknown }): void;
 }
 
 /** One request: a prompt and its `choices.length` continuations. */
@@ -218,7 +221,7 @@ export class DecodeEngine {
 
   #failAll(e: unknown): void {
     for (const p of this.#waiting.splice(0)) {
-      p.req.choices.forEach((_, i) => this.#end(p, i, "error", e));
+      p.req.choices.forEach((_, i) => this.#end(p, i, "error", 0, e));
     }
     for (const b of this.#batches.values()) {
       for (const r of b.rows) if (!r.done) this.#endRow(r, "error", e);
@@ -229,7 +232,7 @@ export class DecodeEngine {
   #dropCancelled(): void {
     this.#waiting = this.#waiting.filter((p) => {
       if (!p.cancelled) return true;
-      p.req.choices.forEach((_, i) => this.#end(p, i, "cancelled"));
+      p.req.choices.forEach((_, i) => this.#end(p, i, "cancelled", 0));
       return false;
     });
     for (const b of this.#batches.values()) {
@@ -254,7 +257,7 @@ export class DecodeEngine {
       try {
         prefilled = await this.#prefill(model, list);
       } catch (e) {
-        for (const p of list) p.req.choices.forEach((_, i) => this.#end(p, i, "error", e));
+        for (const p of list) p.req.choices.forEach((_, i) => this.#end(p, i, "error", 0, e));
         continue;
       }
       const old = this.#batches.get(model.key);
@@ -383,13 +386,13 @@ export class DecodeEngine {
 
   #endRow(r: Row, reason: EngineFinish, error?: unknown): void {
     r.done = true;
-    this.#end(r.p, r.choice, reason, error);
+    this.#end(r.p, r.choice, reason, r.count, error);
   }
 
-  #end(p: Pending, choice: number, reason: EngineFinish, error?: unknown): void {
+  #end(p: Pending, choice: number, reason: EngineFinish, tokens: number, error?: unknown): void {
     p.reason ??= reason;
     try {
-      p.req.choices[choice].finish(reason, error);
+      p.req.choices[choice].finish(reason, { tokens, error });
     } catch {
       // a sink that fails on its end has nobody left to tell
     } finally {

@@ -22,8 +22,8 @@ import {
 } from "../../jobs/mod.ts";
 import { type SessionCache, tensor } from "../engine/mod.ts";
 import {
-  BUILTIN_CHAT_TEMPLATE,
   buildDecodeGraph,
+  BUILTIN_CHAT_TEMPLATE,
   type DecoderConfig,
   decoderParameterSpecs,
   loadHfDirectory,
@@ -61,7 +61,8 @@ export interface ModelRef {
   step?: number;
 }
 
-const MODEL_NAME = /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(\d{1,9}))?$/;
+const MODEL_NAME =
+  /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(\d{1,9}))?$/;
 
 /**
  * Parses `job:<id>` or `job:<id>@<step>`.
@@ -194,7 +195,10 @@ export class ModelRegistry {
    * A job's skill library: the latest, or the one written at `step`; checked against its SHA-256.
    * @throws ServeError 400 (param `skills`) when the job has none (at that step).
    */
-  async skillLibrary(jobId: string, step?: number): Promise<{ step: number; library: SkillLibrary }> {
+  async skillLibrary(
+    jobId: string,
+    step?: number,
+  ): Promise<{ step: number; library: SkillLibrary }> {
     const row = await getSkillLibrary(this.opts.db, jobId, step);
     if (!row) {
       throw badRequest(
