@@ -5,6 +5,7 @@
  * the real fenced `saveCheckpoint`, with skill libraries saved the same way.
  */
 import {
+  type ArtifactStore,
   claimJob,
   createKey,
   type Database,
@@ -81,46 +82,64 @@ export interface SkillInput {
 }
 
 /**
- * Submits and claims a job of `tenant`, saves a builtin:tiny checkpoint (weights seeded by
- * `seed + step`) at each of `steps` and a skill library at the steps of `skills`, and finishes
- * the job. Returns the job id.
+ * Submits and claims a sokoban job of `tenantId`, saves each checkpoint (through the trainer's
+ * checkpoint writer and the fenced `saveCheckpoint`) and skill library, and finishes the job.
+ * Returns the job id.
  */
-export async function jobWithCheckpoints(
-  fx: ServeFixture,
-  tenant: TenantRef,
-  options: { steps: number[]; seed?: number; skills?: Record<number, SkillInput[]> },
+export async function saveJob(
+  db: Database,
+  store: ArtifactStore,
+  tenantId: string,
+  checkpoints: { step: number; model: HfModel }[],
+  libraries: { step: number; library: SkillLibrary }[] = [],
 ): Promise<string> {
-  const { job } = await submitJob(fx.db, {
-    tenantId: tenant.id,
+  const { job } = await submitJob(db, {
+    tenantId,
     spec: parseJobSpec({ env: { id: "sokoban" }, priority: 1000 }),
   });
-  const claimed = await claimJob(fx.db, {
-    workerId: "w-serve-test",
-    device: "cpu",
-    leaseMs: 60_000,
-  });
+  const claimed = await claimJob(db, { workerId: "w-serve-test", device: "cpu", leaseMs: 60_000 });
   if (claimed?.id !== job.id) throw new Error(`Cannot claim job ${job.id}: got ${claimed?.id}`);
-  const writer = { fence: fenceOf(claimed), tenantId: tenant.id };
-  const vocabulary = await builtinVocabulary(fx.env);
-  for (const step of options.steps) {
-    const model = createBuiltinTiny({ vocabulary, seed: (options.seed ?? 1) + step });
-    const library = new SkillLibrary(job.id);
+  const writer = { fence: fenceOf(claimed), tenantId };
+  const last = Math.max(...checkpoints.map((c) => c.step));
+  for (const { step, model } of checkpoints) {
     const files = checkpointFiles(model, null, {
       version: 1,
       job_id: job.id,
       method: "seed",
       env_id: "sokoban",
       step,
-      total_steps: Math.max(...options.steps),
+      total_steps: last,
       random_seed: 0,
       rng: { algorithm: "xoshiro128**", s: [1, 2, 3, 4] },
       reference_step: 0,
-      skill_library: library.toJSON(step),
+      skill_library: new SkillLibrary(job.id).toJSON(step),
     });
-    await saveCheckpoint(fx.db, fx.s3.store, writer, { step, files });
+    await saveCheckpoint(db, store, writer, { step, files });
   }
-  for (const [step, skills] of Object.entries(options.skills ?? {})) {
-    const library = new SkillLibrary(job.id);
+  for (const { step, library } of libraries) {
+    const json = { ...library.toJSON(step), job_id: job.id };
+    await saveSkillLibrary(db, store, writer, { step, json, skillCount: library.size });
+  }
+  await succeedJob(db, writer.fence);
+  return job.id;
+}
+
+/**
+ * A job of `tenant` with a builtin:tiny checkpoint (weights seeded by `seed + step`) at each of
+ * `steps` and a skill library at the steps of `skills` (see {@link saveJob}).
+ */
+export async function jobWithCheckpoints(
+  fx: ServeFixture,
+  tenant: TenantRef,
+  options: { steps: number[]; seed?: number; skills?: Record<number, SkillInput[]> },
+): Promise<string> {
+  const vocabulary = await builtinVocabulary(fx.env);
+  const checkpoints = options.steps.map((step) => ({
+    step,
+    model: createBuiltinTiny({ vocabulary, seed: (options.seed ?? 1) + step }),
+  }));
+  const libraries = Object.entries(options.skills ?? {}).map(([step, skills]) => {
+    const library = new SkillLibrary("job");
     for (const [k, s] of skills.entries()) {
       for (let i = 0; i < s.won + s.lost; i++) {
         library.add(s.text, {
@@ -132,15 +151,9 @@ export async function jobWithCheckpoints(
         }, s.summary ?? "");
       }
     }
-    const json = library.toJSON(Number(step));
-    await saveSkillLibrary(fx.db, fx.s3.store, writer, {
-      step: Number(step),
-      json,
-      skillCount: library.size,
-    });
-  }
-  await succeedJob(fx.db, writer.fence);
-  return job.id;
+    return { step: Number(step), library };
+  });
+  return await saveJob(fx.db, fx.s3.store, tenant.id, checkpoints, libraries);
 }
 
 /** A job's checkpoint at `step` as the trainer reads it, and its text policy (one thread). */
