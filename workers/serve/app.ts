@@ -23,13 +23,13 @@ import { bodyLimit } from "hono/body-limit";
 import { type ArtifactStore, type Database, listTenantCheckpoints } from "../../jobs/mod.ts";
 import { countImageTokens } from "../model/mod.ts";
 import { apiKeyAuth, type ServeAuthEnv } from "./auth.ts";
-import { type DecodeEngine, type EngineFinish, QueueFullError } from "./engine.ts";
-import { badRequest, fromZod, queueFull, ServeError, toErrorResponse } from "./errors.ts";
+import type { DecodeEngine } from "./engine.ts";
+import { badRequest, fromZod, ServeError, toErrorResponse } from "./errors.ts";
 import type { ModelRegistry, ServedModel } from "./models.ts";
 import { chatMessages, encodePrompt, renderChat, taskOf, withSkill } from "./prompt.ts";
 import { ChatRequestSchema, CompletionRequestSchema, type SkillsOption } from "./schemas.ts";
 import { chooseSkill } from "./skill_choice.ts";
-import { ChoiceText } from "./text.ts";
+import { type Prepared, respond, type UsedSkill } from "./respond.ts";
 import { insertSkill } from "../seed/skills.ts";
 
 /** What the app serves with. */
@@ -44,45 +44,6 @@ export interface ServeAppOptions {
   maxBodyBytes?: number;
   /** `max_tokens` when a request gives none (default 256; always within the context). */
   defaultMaxTokens?: number;
-}
-
-/** The skill put into a prompt, as reported in the response's `skill` field. */
-export interface UsedSkill {
-  text: string;
-  /** Step of the library it came from. */
-  library_step: number;
-  /** Share of the task's content words in the skill (skill_choice.ts). */
-  relevance: number;
-  times_seen: number;
-  success_count: number;
-  failure_count: number;
-  first_step: number;
-  last_step: number;
-  mean_teacher_gap: number | null;
-}
-
-/** A validated request, resolved to a model, a prompt and sampling settings. */
-interface Prepared {
-  model: ServedModel;
-  prompt: number[];
-  maxTokens: number;
-  n: number;
-  greedy: boolean;
-  temperature: number;
-  topP: number;
-  seed: number;
-  stop: string[];
-  stream: boolean;
-  includeUsage: boolean;
-  /** Present (maybe null) when the request asked for skills. */
-  skill?: UsedSkill | null;
-}
-
-/** One choice's result. */
-interface ChoiceResult {
-  text: string;
-  finishReason: "stop" | "length";
-  tokens: number;
 }
 
 /** Builds the app (see module doc). */
@@ -287,192 +248,4 @@ function prepare(
     stream: r.stream ?? false,
     includeUsage: r.stream_options?.include_usage ?? false,
   };
-}
-
-/** OpenAI's finish reason of an engine finish (errors and cancels have none). */
-function finishReason(reason: EngineFinish): "stop" | "length" {
-  return reason === "length" ? "length" : "stop";
-}
-
-/** Submits to the engine and answers as JSON or as an SSE stream. */
-function respond(
-  c: Context,
-  engine: DecodeEngine,
-  p: Prepared,
-  kind: "chat" | "completion",
-): Response | Promise<Response> {
-  const id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${crypto.randomUUID()}`;
-  const created = Math.floor(Date.now() / 1000);
-  const decode = (ids: number[]) => p.model.tokenizer.decode(ids, { skipSpecialTokens: true });
-  const texts = Array.from({ length: p.n }, () => new ChoiceText(decode, p.stop));
-  const abort = new AbortController();
-  const clientGone = c.req.raw.signal;
-  if (clientGone.aborted) abort.abort();
-  clientGone.addEventListener("abort", () => abort.abort(), { once: true });
-  const usage = (completion: number) => ({
-    prompt_tokens: p.prompt.length,
-    completion_tokens: completion,
-    total_tokens: p.prompt.length + completion,
-  });
-  const extra = p.skill !== undefined ? { skill: p.skill } : {};
-  const submit = (sinks: Parameters<DecodeEngine["submit"]>[0]["choices"]) => {
-    try {
-      engine.submit({
-        model: p.model,
-        prompt: p.prompt,
-        maxNewTokens: p.maxTokens,
-        sampling: { greedy: p.greedy, temperature: p.temperature, topP: p.topP },
-        seed: p.seed,
-        eosTokenIds: p.model.tokenizer.stopTokenIds,
-        choices: sinks,
-        signal: abort.signal,
-      });
-    } catch (e) {
-      if (e instanceof QueueFullError) throw queueFull(e.message, e.retryAfterS);
-      if (e instanceof RangeError) throw badRequest(`Invalid request: ${e.message}`, "n");
-      throw e;
-    }
-  };
-
-  if (!p.stream) {
-    const results = texts.map(() => Promise.withResolvers<ChoiceResult>());
-    submit(texts.map((t, i) => ({
-      token: (token) => t.push(token).stopped,
-      finish: (reason, { tokens, error }) => {
-        if (reason === "error" || reason === "cancelled") {
-          results[i].reject(error ?? new Error(`The request was ${reason}`));
-        } else {
-          results[i].resolve({
-            text: t.text,
-            finishReason: finishReason(reason),
-            tokens,
-          });
-        }
-      },
-    })));
-    return Promise.all(results.map((r) => r.promise)).then((done) => {
-      const completion = done.reduce((n, d) => n + d.tokens, 0);
-      const choices = done.map((d, index) =>
-        kind === "chat"
-          ? {
-            index,
-            message: { role: "assistant", content: d.text, refusal: null },
-            logprobs: null,
-            finish_reason: d.finishReason,
-          }
-          : { index, text: d.text, logprobs: null, finish_reason: d.finishReason }
-      );
-      return c.json({
-        id,
-        object: kind === "chat" ? "chat.completion" : "text_completion",
-        created,
-        model: p.model.id,
-        system_fingerprint: null,
-        choices,
-        usage: usage(completion),
-        ...extra,
-      });
-    });
-  }
-
-  // ---- stream: one SSE chunk per text delta, per choice; [DONE] after the last choice ends
-  const encoder = new TextEncoder();
-  const object = kind === "chat" ? "chat.completion.chunk" : "text_completion";
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  let closed = false;
-  const send = (data: unknown) => {
-    if (closed) return;
-    try {
-      controller.enqueue(encoder.encode(`data: ${JSON.stringify(data)}\n\n`));
-    } catch {
-      closed = true; // the client went away
-    }
-  };
-  const chunk = (index: number, delta: string | null, finish: "stop" | "length" | null) => {
-    const choice = kind === "chat"
-      ? {
-        index,
-        delta: delta === null ? {} : { content: delta },
-        logprobs: null,
-        finish_reason: finish,
-      }
-      : { index, text: delta ?? "", logprobs: null, finish_reason: finish };
-    return {
-      id,
-      object,
-      created,
-      model: p.model.id,
-      system_fingerprint: null,
-      choices: [choice] as Record<string, unknown>[],
-      ...(p.includeUsage ? { usage: null } : {}),
-      ...extra,
-    };
-  };
-  let live = p.n, completion = 0;
-  const end = () => {
-    if (p.includeUsage) {
-      send({
-        id,
-        object,
-        created,
-        model: p.model.id,
-        system_fingerprint: null,
-        choices: [],
-        usage: usage(completion),
-      });
-    }
-    if (!closed) {
-      controller.enqueue(encoder.encode("data: [DONE]\n\n"));
-      controller.close();
-      closed = true;
-    }
-  };
-  const body = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-    },
-    cancel() {
-      closed = true;
-      abort.abort();
-    },
-  });
-  submit(texts.map((t, i) => ({
-    token(token) {
-      const step = t.push(token);
-      if (step.delta) send(chunk(i, step.delta, null));
-      return step.stopped;
-    },
-    finish(reason, { tokens, error }) {
-      completion += tokens;
-      if (reason === "error") {
-        const err = toErrorResponse(error);
-        send(err.body());
-      } else if (reason !== "cancelled") {
-        const rest = t.finish();
-        if (rest) send(chunk(i, rest, null));
-        send(chunk(i, kind === "chat" ? null : "", finishReason(reason)));
-      }
-      if (--live === 0) {
-        if (reason === "cancelled" && !closed) {
-          closed = true;
-          controller.close();
-        } else end();
-      }
-    },
-  })));
-  // chat streams open each choice with the assistant role, as OpenAI's do
-  if (kind === "chat") {
-    texts.forEach((_, i) => {
-      const first = chunk(i, "", null);
-      first.choices[0] = { ...first.choices[0], delta: { role: "assistant", content: "" } };
-      send(first);
-    });
-  }
-  return new Response(body, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-    },
-  });
 }
