@@ -150,6 +150,8 @@ export class DecodeEngine {
   #waiting: Pending[] = [];
   #batches = new Map<string, Batch>();
   #loop: Promise<void> | null = null;
+  /** Moving average of an iteration's duration (ms), for Retry-After. */
+  #stepMs = 0;
 
   constructor(private readonly opts: DecodeEngineOptions = {}) {
     this.maxBatch = opts.maxBatch ?? 32;
@@ -190,7 +192,7 @@ export class DecodeEngine {
         `Cannot accept the request as the decode queue is full: ${this.active} sequences decoding and ${this.waiting} waiting (limit ${
           this.maxBatch + this.maxQueue
         })`,
-        1,
+        this.#retryAfterS(),
       );
     }
     const p: Pending = { req, live: n, tokens: 0, cancelled: false };
@@ -205,13 +207,28 @@ export class DecodeEngine {
     while (this.#loop) await this.#loop;
   }
 
+  /**
+   * Seconds until a slot is likely free: the fewest tokens any running sequence has left, times
+   * the moving average of an iteration's duration; at least 1.
+   */
+  #retryAfterS(): number {
+    let left = Infinity;
+    for (const b of this.#batches.values()) {
+      for (const r of b.rows) if (!r.done) left = Math.min(left, r.p.req.maxNewTokens - r.count);
+    }
+    if (!Number.isFinite(left)) return 1;
+    return Math.max(1, Math.ceil((left * this.#stepMs) / 1000));
+  }
+
   async #run(): Promise<void> {
     while (this.#waiting.length > 0 || this.#batches.size > 0) {
       try {
         await this.opts.beforeStep?.();
+        const t0 = performance.now();
         this.#dropCancelled();
         await this.#admit();
         for (const batch of [...this.#batches.values()]) await this.#step(batch);
+        this.#stepMs = 0.9 * this.#stepMs + 0.1 * (performance.now() - t0);
       } catch (e) {
         this.#failAll(e); // a bug, not a request's fault: end everything rather than hang
       }
