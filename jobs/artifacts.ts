@@ -11,7 +11,7 @@ import { type Fence, FenceLostError } from "./errors.ts";
 import { checkpointKey, checkpointPrefix, skillsKey } from "./keys.ts";
 import type { Checkpoint, CheckpointFile, SkillLibrary } from "./schema.ts";
 import type { ArtifactStore } from "./store.ts";
-import { toCheckpoint, toSkillLibrary } from "./_rows.ts";
+import { toCheckpoint, toDate, toSkillLibrary } from "./_rows.ts";
 
 /**
  * The fenced predicate over `$1` job, `$2` attempt, `$3` worker (FOR SHARE: see events.ts).
@@ -34,6 +34,15 @@ const SQL = {
   latestCheckpoint: `select * from checkpoints where job_id = $1::uuid order by step desc limit 1`,
   /** checkpointAt: the committed checkpoint of one step. */
   checkpointAt: `select * from checkpoints where job_id = $1::uuid and step = $2::int`,
+  /**
+   * tenantCheckpoints: the committed checkpoints of a tenant's jobs (steps and times only), newest
+   * job first, at most $2 jobs.
+   */
+  tenantCheckpoints: `select c.job_id, c.step, c.created_at from checkpoints c
+    join (select id, created_at from jobs where tenant_id = $1::uuid
+            and exists (select 1 from checkpoints k where k.job_id = jobs.id)
+          order by created_at desc, id desc limit $2::int) j on j.id = c.job_id
+    order by j.created_at desc, j.id desc, c.step`,
   /** listCheckpoints: all committed checkpoints by step. */
   listCheckpoints: `select * from checkpoints where job_id = $1::uuid order by step`,
   /** commitSkills: the skill library's row, under the fence. */
@@ -121,6 +130,30 @@ export async function getCheckpoint(
 /** A job's committed checkpoints, by step. */
 export async function listCheckpoints(db: Queryable, jobId: string): Promise<Checkpoint[]> {
   return (await db.query(SQL.listCheckpoints, [jobId])).map(toCheckpoint);
+}
+
+/** One committed checkpoint of a tenant's job, as listed by {@link listTenantCheckpoints}. */
+export interface TenantCheckpoint {
+  jobId: string;
+  step: number;
+  createdAt: Date;
+}
+
+/**
+ * The committed checkpoints of the `limit` newest jobs of `tenantId` that have any, newest job
+ * first and by step within a job (e.g. the models an inference server offers the tenant).
+ */
+export async function listTenantCheckpoints(
+  db: Queryable,
+  tenantId: string,
+  limit = 100,
+): Promise<TenantCheckpoint[]> {
+  const rows = await db.query(SQL.tenantCheckpoints, [tenantId, limit]);
+  return rows.map((r) => ({
+    jobId: String(r.job_id),
+    step: Number(r.step),
+    createdAt: toDate(r.created_at)!,
+  }));
 }
 
 /**

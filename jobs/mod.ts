@@ -94,10 +94,12 @@ export {
   latestCheckpoint,
   listCheckpoints,
   listSkillLibraries,
+  listTenantCheckpoints,
   readCheckpointFile,
   readSkillLibrary,
   saveCheckpoint,
   saveSkillLibrary,
+  type TenantCheckpoint,
   type Writer,
 } from "./artifacts.ts";
 export {
@@ -112,3 +114,4 @@ export {
   type TrajectoryDumpSummary,
   type TrajectoryImageInput,
 } from "./trajectories.ts";
+export * from "./api_keys.ts";

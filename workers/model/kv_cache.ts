@@ -5,6 +5,11 @@
  * (`new.<l>.key|value`, (B, Hkv, T, D)) into the next free slots. Capacity grows in chunks;
  * unfilled slots are masked out by the caller's attention mask. All rows step together, so
  * every row has the same number of filled slots (`used`).
+ *
+ * Continuous batching (workers/serve/engine.ts) also needs to put rows of different caches into
+ * one and to forget slots no row attends to any more: {@link KvCache.gather} does both in one copy.
+ * Keys are cached after RoPE, so a row's keys may move to other slots: attention depends only on
+ * the attention mask, never on a slot's index.
  */
 import type * as ort from "onnxruntime-node";
 import { tensor } from "../engine/mod.ts";
@@ -57,7 +62,7 @@ export class KvCache {
     this.used += t;
   }
 
-  /** Keep only the rows at indices `keep` (ascending), in that order. */
+  /** Keep only the rows at indices `keep`, in that order (a row may be kept more than once). */
   keepRows(keep: number[]): void {
     const rowSize = this.heads * this.capacity * this.dim;
     const pick = (buf: Float32Array) => {
@@ -70,6 +75,60 @@ export class KvCache {
     this.keys = this.keys.map(pick);
     this.values = this.values.map(pick);
     this.rows = keep.length;
+  }
+
+  /**
+   * A new cache of the given rows of `parts` (in order; a row may repeat), aligned at their newest
+   * slot and without the `drop` oldest slots: its `used` is U = max(part.used) − drop, and a row
+   * of a part with `used` u keeps its newest min(u, U) slots as the newest slots of its new row;
+   * when u < U its first U − u slots are empty. The caller re-aligns each row's attention mask
+   * the same way: the empty and the dropped slots must be masked (0).
+   * @throws {RangeError} when `parts` is empty, configs differ, a row index is out of range, or
+   *   `drop` is not an integer in [0, max(part.used)].
+   */
+  static gather(parts: { cache: KvCache; rows: readonly number[] }[], drop = 0): KvCache {
+    if (parts.length === 0) {
+      throw new RangeError("Cannot gather KV cache rows as parts must be given");
+    }
+    const config = parts[0].cache.config;
+    const most = Math.max(...parts.map((p) => p.cache.used));
+    if (!Number.isInteger(drop) || drop < 0 || drop > most) {
+      throw new RangeError(
+        `Cannot gather KV cache rows as drop must be an integer in [0, ${most}]: current value is ${drop}`,
+      );
+    }
+    const out = new KvCache(config, parts.reduce((n, p) => n + p.rows.length, 0));
+    const used = most - drop, capacity = Math.max(CHUNK, Math.ceil(used / CHUNK) * CHUNK);
+    const d = out.dim, heads = out.heads;
+    out.keys = out.keys.map(() => new Float32Array(out.rows * heads * capacity * d));
+    out.values = out.values.map(() => new Float32Array(out.rows * heads * capacity * d));
+    out.used = used;
+    out.capacity = capacity;
+    let dst = 0;
+    for (const { cache, rows } of parts) {
+      if (cache.heads !== heads || cache.dim !== d || cache.keys.length !== out.keys.length) {
+        throw new RangeError("Cannot gather KV cache rows as every part must have one config");
+      }
+      const keep = Math.min(cache.used, used); // newest slots kept per row
+      const from = cache.used - keep, to = used - keep; // first kept source slot, its new slot
+      for (const src of rows) {
+        if (!Number.isInteger(src) || src < 0 || src >= cache.rows) {
+          throw new RangeError(
+            `Cannot gather KV cache rows as a row index must be in [0, ${cache.rows}): current value is ${src}`,
+          );
+        }
+        for (let l = 0; l < out.keys.length; l++) {
+          for (const [a, b] of [[cache.keys[l], out.keys[l]], [cache.values[l], out.values[l]]]) {
+            for (let h = 0; h < heads; h++) {
+              const s = ((src * heads + h) * cache.capacity + from) * d;
+              b.set(a.subarray(s, s + keep * d), ((dst * heads + h) * capacity + to) * d);
+            }
+          }
+        }
+        dst++;
+      }
+    }
+    return out;
   }
 
   private resize(capacity: number): void {

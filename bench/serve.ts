@@ -1,0 +1,203 @@
+/**
+ * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]` —
+ * the inference server's continuous batching: aggregate generated tokens/s and p50/p99
+ * time-to-first-token (TTFT) with 1, 8 and 32 concurrent streams, beside the same requests sent
+ * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
+ * ~24M-parameter config (hidden 512, 6 layers, an 8k-token byte-level vocabulary).
+ *
+ * Starts a throwaway Postgres (tests/_harness) and an S3 server, saves one random-weight
+ * checkpoint per model through the trainer's checkpoint writer, runs `deno task serve` in a child
+ * process (so the load generator does not share its event loop) and drives it with the `openai`
+ * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
+ * temperature 1, one seed per request. Tokens/s counts the completion tokens the server reports
+ * (`stream_options.include_usage`) over the wall time of the batch of requests; TTFT runs from
+ * sending a request to its first content chunk. Goal (issue "Serve trained checkpoints"):
+ * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.
+ */
+import { parseArgs } from "node:util";
+import OpenAI from "openai";
+import { createKey, ensureTenant, openDatabase, openStore, startLocalS3 } from "../jobs/mod.ts";
+import { resolveEnvironment } from "../workers/envs/mod.ts";
+import {
+  buildByteLevelTokenizer,
+  builtinTinyConfig,
+  createBuiltinTiny,
+  type HfModel,
+  initParameters,
+  Tokenizer,
+} from "../workers/model/mod.ts";
+import { builtinVocabulary, probeFirstTurn } from "../workers/seed/model_source.ts";
+import { startPostgres } from "../tests/_harness/postgres.ts";
+import { saveJob } from "../tests/workers/serve/_fixture.ts";
+
+const args = parseArgs({
+  args: Deno.args,
+  options: {
+    streams: { type: "string", default: "1,8,32" },
+    tokens: { type: "string", default: "64" },
+    models: { type: "string", default: "tiny,24m" },
+    threads: { type: "string", default: "2" },
+  },
+}).values;
+const STREAMS = args.streams!.split(",").map(Number);
+const TOKENS = Number(args.tokens);
+
+/**
+ * A ~24M-parameter Llama config over an 8k byte-level vocabulary: the sokoban words (so the
+ * prompt has as many tokens as for builtin:tiny) plus synthetic ones.
+ */
+function model24m(sokobanWords: string[]): HfModel {
+  const words = [
+    ...sokobanWords,
+    ...Array.from({ length: 7900 - sokobanWords.length }, (_, i) => `w${i.toString(36)}`),
+  ];
+  const files = buildByteLevelTokenizer(words);
+  const tok = new Tokenizer(files);
+  const config = {
+    ...builtinTinyConfig(tok.vocabSize, { eosTokenId: tok.eosTokenId, padTokenId: tok.padTokenId }),
+    hidden_size: 512,
+    intermediate_size: 1408,
+    num_hidden_layers: 6,
+    num_attention_heads: 8,
+    num_key_value_heads: 8,
+    head_dim: 64,
+  };
+  return {
+    config,
+    parameters: initParameters(config, 1),
+    tokenizer: files,
+    generationConfig: null,
+  };
+}
+
+/** p-th percentile (nearest rank) of `xs`. */
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+/** One streamed request: TTFT and completion tokens. */
+async function streamOne(client: OpenAI, model: string, prompt: string, seed: number) {
+  const t0 = performance.now();
+  let ttft = NaN, tokens = 0;
+  const stream = await client.chat.completions.create({
+    model,
+    messages: [{ role: "user", content: prompt }],
+    max_tokens: TOKENS,
+    temperature: 1,
+    seed,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  for await (const chunk of stream) {
+    if (Number.isNaN(ttft) && chunk.choices[0]?.delta.content) ttft = performance.now() - t0;
+    if (chunk.usage) tokens = chunk.usage.completion_tokens;
+  }
+  if (Number.isNaN(ttft)) ttft = performance.now() - t0; // no visible text (e.g. EOS at once)
+  return { ttft, tokens };
+}
+
+const pg = await startPostgres();
+const s3Dir = await Deno.makeTempDir({ prefix: "seed-bench-serve-s3-" });
+const s3 = await startLocalS3({ directory: s3Dir });
+const env = {
+  DATABASE_URL: pg.url,
+  S3_ENDPOINT: s3.endpoint,
+  S3_BUCKET: "bench-serve",
+  S3_ACCESS_KEY_ID: "S3RVER",
+  S3_SECRET_ACCESS_KEY: "S3RVER",
+};
+const db = await openDatabase({ url: pg.url });
+const store = await openStore({
+  endpoint: env.S3_ENDPOINT,
+  bucket: env.S3_BUCKET,
+  accessKeyId: env.S3_ACCESS_KEY_ID,
+  secretAccessKey: env.S3_SECRET_ACCESS_KEY,
+});
+let child: Deno.ChildProcess | undefined;
+try {
+  const tenant = await ensureTenant(db, "bench");
+  const { key } = await createKey(db, "bench");
+  const sokoban = await resolveEnvironment("sokoban");
+  const prompt = (await probeFirstTurn(sokoban, {})).prompt;
+  const makers: Record<string, () => Promise<HfModel>> = {
+    tiny: async () => createBuiltinTiny({ vocabulary: await builtinVocabulary(sokoban), seed: 1 }),
+    "24m": async () => model24m(await builtinVocabulary(sokoban)),
+  };
+  const jobs: { name: string; id: string; params: number }[] = [];
+  for (const name of args.models!.split(",")) {
+    const model = await makers[name]();
+    const params = [...model.parameters.values()].reduce((n, p) => n + p.length, 0);
+    const promptTokens = new Tokenizer(model.tokenizer).encode(prompt + "\n").length;
+    console.log(`${name}: ${(params / 1e6).toFixed(1)}M parameters, prompt ${promptTokens} tokens`);
+    jobs.push({ name, params, id: await saveJob(db, store, tenant.id, [{ step: 0, model }]) });
+  }
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-no-legacy-abort", "workers/serve/main.ts"],
+    env: {
+      ...env,
+      SERVE_PORT: String(port),
+      SERVE_THREADS: args.threads!,
+      SERVE_MAX_BATCH: String(Math.max(...STREAMS)),
+      LOG_LEVEL: "warn",
+    },
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  for (let i = 0; i < 200; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+  console.log(`max_tokens ${TOKENS}, temperature 1, ${args.threads} onnxruntime threads`);
+  console.log(
+    "| model | params | mode | streams | requests | tokens/s | × 1 stream | TTFT p50 ms | TTFT p99 ms |",
+  );
+  console.log("|---|---|---|---|---|---|---|---|---|");
+  for (const job of jobs) {
+    const model = `job:${job.id}`;
+    await streamOne(client, model, prompt, 0); // load the checkpoint, build the sessions
+    let single = NaN;
+    for (const streams of STREAMS) {
+      for (const mode of streams === 1 ? ["concurrent"] : ["sequential", "concurrent"]) {
+        const requests = Math.max(streams, 8);
+        const results: { ttft: number; tokens: number }[] = [];
+        const t0 = performance.now();
+        if (mode === "sequential") {
+          for (let i = 0; i < streams; i++) results.push(await streamOne(client, model, prompt, i));
+        } else {
+          for (let done = 0; done < requests; done += streams) {
+            const n = Math.min(streams, requests - done);
+            results.push(
+              ...await Promise.all(
+                Array.from({ length: n }, (_, i) => streamOne(client, model, prompt, done + i)),
+              ),
+            );
+          }
+        }
+        const seconds = (performance.now() - t0) / 1000;
+        const rate = results.reduce((n, r) => n + r.tokens, 0) / seconds;
+        if (streams === 1) single = rate;
+        const ttfts = results.map((r) => r.ttft);
+        console.log(
+          `| ${job.name} | ${
+            (job.params / 1e6).toFixed(1)
+          }M | ${mode} | ${streams} | ${results.length} | ${rate.toFixed(0)} | ${
+            (rate / single).toFixed(1)
+          } | ${percentile(ttfts, 50).toFixed(0)} | ${percentile(ttfts, 99).toFixed(0)} |`,
+        );
+      }
+    }
+  }
+} finally {
+  if (child) {
+    child.kill("SIGTERM");
+    await child.status;
+  }
+  await store.close();
+  await db.close();
+  await s3.stop();
+  await pg.stop();
+  await Deno.remove(s3Dir, { recursive: true }).catch(() => {});
+}

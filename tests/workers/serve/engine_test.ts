@@ -1,0 +1,201 @@
+/**
+ * The continuous-batching engine against the trainer's batched `generate` on one model (real
+ * onnxruntime, one thread so both round alike): requests that join while others decode, leave
+ * at different lengths and share batches give the tokens each prompt gets from `generate`.
+ */
+import assert from "node:assert/strict";
+import { SessionCache } from "../../../workers/engine/mod.ts";
+import { KvCache, Policy } from "../../../workers/model/mod.ts";
+import { type ChoiceSink, DecodeEngine, type EngineFinish } from "../../../workers/serve/engine.ts";
+import { decodeModel } from "../../../workers/serve/models.ts";
+import { randomParameters, TINY_LLAMA } from "../model/_tiny.ts";
+
+const config = { ...TINY_LLAMA, vocab_size: 13, max_position_embeddings: 256 };
+const params = randomParameters(config, 7, 1.6);
+
+/** A sink collecting tokens; `stopAfter` ends the choice once it has that many. */
+function collector(stopAfter = Infinity) {
+  const tokens: number[] = [];
+  let reason: EngineFinish | undefined;
+  let resolve!: () => void;
+  const done = new Promise<void>((r) => (resolve = r));
+  const sink: ChoiceSink = {
+    token(id) {
+      tokens.push(id);
+      return tokens.length >= stopAfter;
+    },
+    finish(r) {
+      reason = r;
+      resolve();
+    },
+  };
+  return { sink, tokens, done, reason: () => reason };
+}
+
+const prompts = [[1, 5, 6], [1, 7, 8, 9, 10, 3, 4], [1, 3], [1, 4, 4, 4, 5, 6, 7, 8, 9, 10, 11], [
+  1,
+  12,
+]];
+
+Deno.test("requests that join and leave between steps get what generate gives each prompt", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  const policy = new Policy(config, params, { threads: 1 });
+  try {
+    const limits = [9, 30, 4, 17, 25];
+    for (const greedy of [true, false]) {
+      const expected = await policy.generate(prompts, {
+        maxNewTokens: limits,
+        greedy,
+        seed: 11,
+        eosTokenIds: [],
+      });
+      const model = await decodeModel("m", config, params, sessions);
+      let steps = 0;
+      const engine = new DecodeEngine({
+        maxBatch: 3,
+        maxQueue: 10,
+        beforeStep: () => void steps++,
+      });
+      const got = prompts.map((prompt, i) => {
+        const c = collector();
+        // the seed of prompt i's single choice is what generate derives for index i
+        engine.submit({
+          model,
+          prompt,
+          maxNewTokens: limits[i],
+          sampling: { greedy, temperature: 1, topP: 1 },
+          seed: 0,
+          eosTokenIds: [],
+          choices: [c.sink],
+        });
+        return c;
+      });
+      // generate seeds prompt i with (11·φ + i·c); the engine seeds choice 0 of seed s with s·φ:
+      // compare greedy exactly, and sampled runs only by their lengths (other streams)
+      await engine.idle();
+      for (const [i, c] of got.entries()) {
+        assert.equal(c.reason(), "length");
+        assert.equal(c.tokens.length, limits[i]);
+        if (greedy) assert.deepEqual(c.tokens, expected[i].tokens, `prompt ${i}`);
+      }
+      assert.ok(steps > Math.max(...limits), `${steps} steps: requests waited for room`);
+    }
+  } finally {
+    await sessions.release();
+    await policy.release();
+  }
+});
+
+Deno.test("a seeded choice samples what generate samples for the same seed and prompt", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  const policy = new Policy(config, params, { threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    const engine = new DecodeEngine({ maxBatch: 8 });
+    for (const seed of [0, 3, 99]) {
+      const [expected] = await policy.generate([prompts[1]], {
+        maxNewTokens: 20,
+        temperature: 0.8,
+        topP: 0.9,
+        seed,
+        eosTokenIds: [],
+      });
+      const a = collector(), b = collector(), other = collector();
+      const sampling = { greedy: false, temperature: 0.8, topP: 0.9 };
+      const base = { model, maxNewTokens: 20, sampling, eosTokenIds: [] };
+      engine.submit({ ...base, prompt: prompts[1], seed, choices: [a.sink, b.sink] });
+      engine.submit({ ...base, prompt: prompts[3], seed: seed + 1, choices: [other.sink] });
+      await engine.idle();
+      assert.deepEqual(a.tokens, expected.tokens, `seed ${seed}`);
+      assert.notDeepEqual(b.tokens, a.tokens, "choice 1 draws from its own stream");
+    }
+  } finally {
+    await sessions.release();
+    await policy.release();
+  }
+});
+
+Deno.test("a cancelled request leaves at the next step and a sink may stop its choice", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    const released: string[] = [];
+    let steps = 0;
+    const abort = new AbortController();
+    const engine = new DecodeEngine({
+      maxBatch: 2,
+      beforeStep: () => {
+        if (++steps === 4) abort.abort();
+      },
+      onRelease: (r) => released.push(`${r.reason}:${r.tokens}`),
+    });
+    const base = {
+      model,
+      maxNewTokens: 50,
+      sampling: { greedy: true, temperature: 1, topP: 1 },
+      seed: 0,
+      eosTokenIds: [],
+    };
+    const cancelled = collector(), stopped = collector(5);
+    engine.submit({ ...base, prompt: prompts[0], choices: [cancelled.sink], signal: abort.signal });
+    engine.submit({ ...base, prompt: prompts[2], choices: [stopped.sink] });
+    await engine.idle();
+    assert.equal(cancelled.reason(), "cancelled");
+    assert.equal(cancelled.tokens.length, 3, "3 steps ran before the abort");
+    assert.equal(stopped.reason(), "stop");
+    assert.equal(stopped.tokens.length, 5);
+    assert.deepEqual(released.sort(), ["cancelled:3", "stop:5"]);
+    assert.equal(engine.active + engine.waiting, 0);
+  } finally {
+    await sessions.release();
+  }
+});
+
+Deno.test("the queue refuses sequences beyond maxBatch + maxQueue", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const engine = new DecodeEngine({ maxBatch: 2, maxQueue: 1, beforeStep: () => gate });
+    const base = {
+      model,
+      prompt: prompts[0],
+      maxNewTokens: 3,
+      sampling: { greedy: true, temperature: 1, topP: 1 },
+      seed: 0,
+      eosTokenIds: [],
+    };
+    engine.submit({ ...base, choices: [collector().sink, collector().sink] });
+    assert.throws(
+      () => engine.submit({ ...base, choices: [collector().sink, collector().sink] }),
+      (e: Error) => e.name === "QueueFullError" && /queue is full/.test(e.message),
+    );
+    engine.submit({ ...base, choices: [collector().sink] });
+    assert.equal(engine.waiting, 3);
+    open();
+    await engine.idle();
+  } finally {
+    await sessions.release();
+  }
+});
+
+Deno.test("KvCache.gather aligns rows of two caches at their newest slot and drops the oldest", () => {
+  const c = { ...config, num_hidden_layers: 1, num_key_value_heads: 1, head_dim: 1 };
+  const fill = (rows: number, used: number, base: number) => {
+    const cache = new KvCache(c, rows);
+    for (let s = 0; s < used; s++) {
+      const slot = Float32Array.from({ length: rows }, (_, r) => base + 10 * r + s);
+      cache.append({ "new.0.key": { data: slot }, "new.0.value": { data: slot } } as never, 1);
+    }
+    return cache;
+  };
+  const a = fill(2, 5, 100), b = fill(1, 2, 200);
+  const g = KvCache.gather([{ cache: a, rows: [1] }, { cache: b, rows: [0, 0] }], 1);
+  assert.equal(g.used, 4);
+  const k = g.feeds()["past.0.key"].data as Float32Array, cap = g.capacity;
+  const row = (r: number) => Array.from(k.subarray(r * cap, r * cap + g.used));
+  assert.deepEqual(row(0), [111, 112, 113, 114]);
+  assert.deepEqual(row(1), [0, 0, 200, 201]);
+  assert.deepEqual(row(2), [0, 0, 200, 201]);
+});

@@ -1,0 +1,251 @@
+/**
+ * The inference server's HTTP app (Hono), in OpenAI's shapes:
+ *
+ * | method | path                   | answer                                                    |
+ * |--------|------------------------|-----------------------------------------------------------|
+ * | POST   | /v1/chat/completions   | `chat.completion`, or `chat.completion.chunk` SSE          |
+ * | POST   | /v1/completions        | `text_completion` (also as SSE chunks)                    |
+ * | GET    | /v1/models             | `{object: "list", data: [model]}`: the tenant's checkpoints |
+ * | GET    | /v1/models/{model}     | one model                                                 |
+ * | GET    | /healthz               | `{ok, active, waiting}`                                   |
+ *
+ * Every /v1 route needs a job-API key (auth.ts); errors are `{error: {message, type, param,
+ * code}}` (errors.ts), mapped in one `onError`. Streams end with `data: [DONE]`; with
+ * `stream_options.include_usage` a last chunk carries `usage` and no choices. A stream whose
+ * client goes away, and a waiting request whose client goes away, leave the decode engine at
+ * its next step.
+ *
+ * Extension fields: request `skills` (`"library"` | `{"step": N}`) and response `skill` (the
+ * skill put into the prompt, with its library step and counts; null when the library is empty).
+ */
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { type ArtifactStore, type Database, listTenantCheckpoints } from "../../jobs/mod.ts";
+import { countImageTokens } from "../model/mod.ts";
+import { apiKeyAuth, type ServeAuthEnv } from "./auth.ts";
+import type { DecodeEngine } from "./engine.ts";
+import { badRequest, fromZod, ServeError, toErrorResponse } from "./errors.ts";
+import type { ModelRegistry, ServedModel } from "./models.ts";
+import { chatMessages, encodePrompt, renderChat, taskOf, withSkill } from "./prompt.ts";
+import { ChatRequestSchema, CompletionRequestSchema, type SkillsOption } from "./schemas.ts";
+import { chooseSkill } from "./skill_choice.ts";
+import { type Prepared, respond, type UsedSkill } from "./respond.ts";
+import { insertSkill } from "../seed/skills.ts";
+
+/** What the app serves with. */
+export interface ServeAppOptions {
+  db: Database;
+  store: ArtifactStore;
+  engine: DecodeEngine;
+  registry: ModelRegistry;
+  /** Key lookups are cached this long (ms, default 2000; 0 in tests). */
+  authCacheMs?: number;
+  /** Largest request body (bytes, default 1 MiB). */
+  maxBodyBytes?: number;
+  /** `max_tokens` when a request gives none (default 256; always within the context). */
+  defaultMaxTokens?: number;
+}
+
+/** Builds the app (see module doc). */
+export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
+  const app = new Hono<ServeAuthEnv>();
+  app.onError((e, c) => {
+    const err = toErrorResponse(e);
+    return c.json(err.body(), err.status as 400, err.options.headers);
+  });
+  app.notFound((c) => {
+    const err = new ServeError(
+      404,
+      "invalid_request_error",
+      `Unknown request URL: ${c.req.method} ${new URL(c.req.url).pathname}`,
+    );
+    return c.json(err.body(), 404);
+  });
+  app.get(
+    "/healthz",
+    (c) => c.json({ ok: true, active: opts.engine.active, waiting: opts.engine.waiting }),
+  );
+  const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: maxBody,
+      onError: () => {
+        throw new ServeError(
+          413,
+          "invalid_request_error",
+          `Cannot accept the request body as it must be at most ${maxBody} bytes`,
+        );
+      },
+    }),
+  );
+  app.use("/v1/*", apiKeyAuth(opts.db, { cacheMs: opts.authCacheMs }));
+
+  app.get("/v1/models", async (c) => {
+    const tenant = c.get("tenant");
+    const rows = await listTenantCheckpoints(opts.db, tenant.id);
+    const data: ReturnType<typeof modelObject>[] = [];
+    for (const [i, r] of rows.entries()) {
+      if (i === 0 || rows[i - 1].jobId !== r.jobId) {
+        const latest = rows.filter((x) => x.jobId === r.jobId).at(-1)!;
+        data.push(modelObject(`job:${r.jobId}`, latest.createdAt, tenant.name));
+      }
+      data.push(modelObject(`job:${r.jobId}@${r.step}`, r.createdAt, tenant.name));
+    }
+    return c.json({ object: "list", data });
+  });
+
+  app.get("/v1/models/:model", async (c) => {
+    const tenant = c.get("tenant");
+    const name = c.req.param("model");
+    const ck = await opts.registry.checkpoint(tenant.id, name);
+    return c.json(modelObject(name, ck.createdAt, tenant.name));
+  });
+
+  app.post("/v1/chat/completions", async (c) => {
+    const body = ChatRequestSchema.safeParse(await readJson(c));
+    if (!body.success) throw fromZod(body.error);
+    const r = body.data;
+    const tenant = c.get("tenant");
+    const model = await opts.registry.load(await opts.registry.checkpoint(tenant.id, r.model));
+    let messages = chatMessages(r.messages);
+    const skill = r.skills === undefined ? undefined : await pickSkill(
+      opts.registry,
+      model,
+      r.skills,
+      taskOf(messages.map((m) => m.content).join("\n")),
+    );
+    if (skill) messages = withSkill(messages, skill.text);
+    const text = renderChat(model, messages);
+    const p = prepare(model, encodePrompt(model, text, "chat"), {
+      ...r,
+      max_tokens: r.max_completion_tokens ?? r.max_tokens,
+    }, opts.defaultMaxTokens);
+    if (skill !== undefined) p.skill = skill;
+    return respond(c, opts.engine, p, "chat");
+  });
+
+  app.post("/v1/completions", async (c) => {
+    const body = CompletionRequestSchema.safeParse(await readJson(c));
+    if (!body.success) throw fromZod(body.error);
+    const r = body.data;
+    const tenant = c.get("tenant");
+    const model = await opts.registry.load(await opts.registry.checkpoint(tenant.id, r.model));
+    let prompt = Array.isArray(r.prompt) ? r.prompt[0] : r.prompt;
+    const skill = r.skills === undefined
+      ? undefined
+      : await pickSkill(opts.registry, model, r.skills, taskOf(prompt));
+    if (skill) prompt = insertSkill(prompt, skill.text);
+    if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
+    const p = prepare(model, encodePrompt(model, prompt, "completion"), r, opts.defaultMaxTokens);
+    if (skill !== undefined) p.skill = skill;
+    return respond(c, opts.engine, p, "completion");
+  });
+
+  return app;
+}
+
+/** An OpenAI model object. */
+function modelObject(id: string, created: Date, owner: string) {
+  return {
+    id,
+    object: "model" as const,
+    created: Math.floor(created.getTime() / 1000),
+    owned_by: owner,
+  };
+}
+
+/** The body as JSON; a 400 naming the parse error when it is not. */
+async function readJson(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw badRequest(
+      `We could not parse the JSON body of your request: ${(e as Error).message}`,
+      null,
+    );
+  }
+}
+
+/** The job's best skill for `task` from the library the request named (null: empty library). */
+async function pickSkill(
+  registry: ModelRegistry,
+  model: ServedModel,
+  option: SkillsOption,
+  task: string | null,
+): Promise<UsedSkill | null> {
+  const { step, library } = await registry.skillLibrary(
+    model.jobId,
+    option === "library" ? undefined : option.step,
+  );
+  const choice = chooseSkill(library, task);
+  if (!choice) return null;
+  const s = choice.record;
+  return {
+    text: s.text,
+    library_step: step,
+    relevance: choice.relevance,
+    times_seen: s.timesSeen,
+    success_count: s.successCount,
+    failure_count: s.failureCount,
+    first_step: s.firstStep,
+    last_step: s.lastStep,
+    mean_teacher_gap: s.meanTeacherGap,
+  };
+}
+
+/** Checks the prompt against the model and fills the sampling defaults. */
+function prepare(
+  model: ServedModel,
+  prompt: number[],
+  r: {
+    max_tokens?: number | null;
+    n?: number | null;
+    temperature?: number | null;
+    top_p?: number | null;
+    seed?: number | null;
+    stop?: string | string[] | null;
+    stream?: boolean | null;
+    stream_options?: { include_usage?: boolean } | null;
+  },
+  defaultMaxTokens = 256,
+): Prepared {
+  const context = model.config.max_position_embeddings;
+  if (prompt.length === 0) throw badRequest("Invalid request: the prompt has no tokens", "prompt");
+  if (model.config.vision_config && countImageTokens(prompt, model.config) > 0) {
+    throw badRequest(
+      "Invalid request: the prompt holds <image> placeholders and this server takes no images",
+      "messages",
+    );
+  }
+  if (prompt.length >= context) {
+    throw badRequest(
+      `This model's maximum context length is ${context} tokens, and your prompt has ${prompt.length}`,
+      "messages",
+      "context_length_exceeded",
+    );
+  }
+  const room = context - prompt.length;
+  if (r.max_tokens != null && r.max_tokens > room) {
+    throw badRequest(
+      `This model's maximum context length is ${context} tokens: your prompt has ${prompt.length} and max_tokens asks for ${r.max_tokens} more`,
+      "max_tokens",
+      "context_length_exceeded",
+    );
+  }
+  const temperature = r.temperature ?? 1;
+  return {
+    model,
+    prompt,
+    maxTokens: r.max_tokens ?? Math.min(defaultMaxTokens, room),
+    n: r.n ?? 1,
+    greedy: temperature === 0,
+    temperature: temperature === 0 ? 1 : temperature,
+    topP: r.top_p ?? 1,
+    seed: r.seed ?? crypto.getRandomValues(new Uint32Array(1))[0],
+    stop: r.stop == null ? [] : typeof r.stop === "string" ? [r.stop] : r.stop,
+    stream: r.stream ?? false,
+    includeUsage: r.stream_options?.include_usage ?? false,
+  };
+}

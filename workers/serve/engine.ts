@@ -1,0 +1,431 @@
+/**
+ * Continuous batching over the KV-cache decode graph (workers/model/llama.ts `buildDecodeGraph`,
+ * workers/model/kv_cache.ts), after Orca (Yu et al., OSDI 2022: iteration-level scheduling).
+ *
+ * One loop serves every loaded model. Each iteration: requests whose client went away are
+ * dropped; waiting requests join (first come, first served) while the sequences being decoded
+ * stay within `maxBatch` — their prompts are prefilled together (left-padded, per model) and
+ * their KV rows gathered into the model's running cache; then every model's running sequences
+ * sample one token each and, together, run one decode step. A sequence that ends (EOS, stop
+ * string, token limit) or whose client disconnected leaves between steps, so its slot is free
+ * for the next waiting request at the next iteration. Admission is bounded: at most
+ * `maxBatch + maxQueue` sequences are decoding or waiting, beyond that `submit` throws
+ * {@link QueueFullError} (the HTTP layer answers 429 with `Retry-After`).
+ *
+ * Rows are left-padded, so a row's cached slots are some empty ones followed by its real tokens:
+ * its attention mask is 0 on the first `used − real` slots and 1 on the rest, where `real` is
+ * the number of tokens it has fed (its next position). When rows leave or join, the cache is
+ * rebuilt with `KvCache.gather`, which also drops the oldest slots no row attends to.
+ *
+ * Sampling is that of the trainer's `generate` (workers/model/generate.ts): choice i of a request
+ * with seed s draws from `Rng((s · 0x9e3779b1 + i · 0x85ebca6b) >>> 0)`, so its draws do not
+ * depend on which other sequences share its batch (its logits may differ from a lone run in the
+ * last float bits, as in any batched decode).
+ */
+import type * as ort from "onnxruntime-node";
+import { setImmediate } from "node:timers";
+import { tensor } from "../engine/mod.ts";
+import {
+  type DecoderConfig,
+  KvCache,
+  parameterCount,
+  Rng,
+  type SampleOptions,
+  sampleToken,
+} from "../model/mod.ts";
+
+/** A loaded model as the engine decodes with it. */
+export interface DecodeModel {
+  /** Unique per loaded checkpoint: requests with one key share a batch. */
+  key: string;
+  config: DecoderConfig;
+  /** Session of `buildDecodeGraph(config, { lastOnly: true })`. */
+  session: ort.InferenceSession;
+  /** One tensor per decoder parameter, by HF name. */
+  parameters: Record<string, ort.Tensor>;
+}
+
+/** Why a choice ended: OpenAI's `stop`/`length`, or ours. */
+export type EngineFinish = "stop" | "length" | "cancelled" | "error";
+
+/** Where one choice's tokens go. */
+export interface ChoiceSink {
+  /**
+   * A sampled token that is not an end-of-sequence token. Return true to end the choice here
+   * (a stop string appeared in its text).
+   */
+  token(id: number): boolean;
+  /**
+   * The choice ended, after `tokens` generated tokens (an ending EOS counted); `error` carries
+   * the cause of an `error`. Called once.
+   */
+  finish(reason: EngineFinish, info: { tokens: number; error?: unknown }): void;
+}
+
+/** One request: a prompt and its `choices.length` continuations. */
+export interface DecodeRequest {
+  model: DecodeModel;
+  /** Prompt token ids (non-empty; prompt + maxNewTokens within max_position_embeddings). */
+  prompt: number[];
+  /** New-token limit of each choice (≥ 1). */
+  maxNewTokens: number;
+  sampling: SampleOptions;
+  /** Seed of the choices' sampling streams (see module doc). */
+  seed: number;
+  /** Token ids that end a choice (not passed to the sink). */
+  eosTokenIds: readonly number[];
+  choices: ChoiceSink[];
+  /** Aborted when the client goes away: the request's sequences leave at the next step. */
+  signal?: AbortSignal;
+}
+
+/** Thrown by {@link DecodeEngine.submit} when the queue is full. */
+export class QueueFullError extends Error {
+  override name = "QueueFullError";
+  constructor(message: string, readonly retryAfterS: number) {
+    super(message);
+  }
+}
+
+/** What a released request did (for tests and logs). */
+export interface Release {
+  /** `cancelled` if the client went away, else the first choice's reason. */
+  reason: EngineFinish;
+  /** Tokens generated over all its choices. */
+  tokens: number;
+}
+
+/** Options of {@link DecodeEngine}. */
+export interface DecodeEngineOptions {
+  /** Most sequences decoded together, over all models (default 32). */
+  maxBatch?: number;
+  /** Most sequences waiting to join (default 64); more get a QueueFullError. */
+  maxQueue?: number;
+  /**
+   * Most new tokens (rows × columns) per prefill call (default: a 3·10¹¹ FLOP forward call,
+   * `3e11 / (6 · parameters)` within [256, 24576], as the trainer's Policy sizes them).
+   */
+  maxTokensPerCall?: number;
+  /** Awaited before every iteration (tests hold the loop with it). */
+  beforeStep?: () => Promise<void> | void;
+  /** Called when a request has no sequence left. */
+  onRelease?: (release: Release) => void;
+}
+
+/** A request in the engine. */
+interface Pending {
+  req: DecodeRequest;
+  live: number;
+  tokens: number;
+  reason?: EngineFinish;
+  cancelled: boolean;
+}
+
+/** One sequence being decoded. */
+interface Row {
+  p: Pending;
+  choice: number;
+  rng: Rng;
+  /** Tokens generated. */
+  count: number;
+  last: number;
+  /** Tokens fed (prompt + generated so far): its next position and its real cache slots. */
+  real: number;
+  /** Logits (V,) of its next token. */
+  logits: Float32Array;
+  done: boolean;
+}
+
+/** One model's running sequences and their cache. */
+interface Batch {
+  model: DecodeModel;
+  cache: KvCache;
+  rows: Row[];
+}
+
+/** The continuous-batching scheduler (see module doc). */
+export class DecodeEngine {
+  readonly maxBatch: number;
+  readonly maxQueue: number;
+  #waiting: Pending[] = [];
+  #batches = new Map<string, Batch>();
+  #loop: Promise<void> | null = null;
+  /** Moving average of an iteration's duration (ms), for Retry-After. */
+  #stepMs = 0;
+
+  constructor(private readonly opts: DecodeEngineOptions = {}) {
+    this.maxBatch = opts.maxBatch ?? 32;
+    this.maxQueue = opts.maxQueue ?? 64;
+  }
+
+  /** Sequences being decoded now. */
+  get active(): number {
+    let n = 0;
+    for (const b of this.#batches.values()) n += b.rows.filter((r) => !r.done).length;
+    return n;
+  }
+
+  /** Sequences waiting to join. */
+  get waiting(): number {
+    return this.#waiting.reduce((n, p) => n + p.req.choices.length, 0);
+  }
+
+  /**
+   * Queues a request; its sinks hear of every token and of the end of each choice.
+   * @throws {QueueFullError} when `maxBatch + maxQueue` sequences are already decoding or waiting.
+   * @throws {RangeError} when it has more choices than `maxBatch`, no prompt or no token limit.
+   */
+  submit(req: DecodeRequest): void {
+    const n = req.choices.length;
+    if (n < 1 || n > this.maxBatch) {
+      throw new RangeError(
+        `Cannot decode a request as its choices must be in [1, ${this.maxBatch}]: current value is ${n}`,
+      );
+    }
+    if (req.prompt.length === 0 || !(req.maxNewTokens >= 1)) {
+      throw new RangeError(
+        "Cannot decode a request as it must have a prompt and a token limit ≥ 1",
+      );
+    }
+    if (this.active + this.waiting + n > this.maxBatch + this.maxQueue) {
+      throw new QueueFullError(
+        `Cannot accept the request as the decode queue is full: ${this.active} sequences decoding and ${this.waiting} waiting (limit ${
+          this.maxBatch + this.maxQueue
+        })`,
+        this.#retryAfterS(),
+      );
+    }
+    const p: Pending = { req, live: n, tokens: 0, cancelled: false };
+    req.signal?.addEventListener("abort", () => (p.cancelled = true), { once: true });
+    if (req.signal?.aborted) p.cancelled = true;
+    this.#waiting.push(p);
+    this.#loop ??= this.#run().finally(() => (this.#loop = null));
+  }
+
+  /** Resolves when nothing is decoding or waiting. */
+  async idle(): Promise<void> {
+    while (this.#loop) await this.#loop;
+  }
+
+  /**
+   * Seconds until a slot is likely free: the fewest tokens any running sequence has left, times
+   * the moving average of an iteration's duration; at least 1.
+   */
+  #retryAfterS(): number {
+    let left = Infinity;
+    for (const b of this.#batches.values()) {
+      for (const r of b.rows) if (!r.done) left = Math.min(left, r.p.req.maxNewTokens - r.count);
+    }
+    if (!Number.isFinite(left)) return 1;
+    return Math.max(1, Math.ceil((left * this.#stepMs) / 1000));
+  }
+
+  async #run(): Promise<void> {
+    while (this.#waiting.length > 0 || this.#batches.size > 0) {
+      try {
+        await this.opts.beforeStep?.();
+        const t0 = performance.now();
+        this.#dropCancelled();
+        await this.#admit();
+        for (const batch of [...this.#batches.values()]) await this.#step(batch);
+        this.#stepMs = 0.9 * this.#stepMs + 0.1 * (performance.now() - t0);
+      } catch (e) {
+        this.#failAll(e); // a bug, not a request's fault: end everything rather than hang
+      }
+      await new Promise((resolve) => setImmediate(resolve)); // HTTP I/O runs between steps
+    }
+  }
+
+  #failAll(e: unknown): void {
+    for (const p of this.#waiting.splice(0)) {
+      p.req.choices.forEach((_, i) => this.#end(p, i, "error", 0, e));
+    }
+    for (const b of this.#batches.values()) {
+      for (const r of b.rows) if (!r.done) this.#endRow(r, "error", e);
+    }
+    this.#batches.clear();
+  }
+
+  #dropCancelled(): void {
+    this.#waiting = this.#waiting.filter((p) => {
+      if (!p.cancelled) return true;
+      p.req.choices.forEach((_, i) => this.#end(p, i, "cancelled", 0));
+      return false;
+    });
+    for (const b of this.#batches.values()) {
+      for (const r of b.rows) if (!r.done && r.p.cancelled) this.#endRow(r, "cancelled");
+    }
+  }
+
+  /** Moves waiting requests into their model's batch while there is room (FIFO). */
+  async #admit(): Promise<void> {
+    let room = this.maxBatch - this.active;
+    const joining = new Map<string, Pending[]>();
+    while (this.#waiting.length > 0 && this.#waiting[0].req.choices.length <= room) {
+      const p = this.#waiting.shift()!;
+      room -= p.req.choices.length;
+      const list = joining.get(p.req.model.key) ?? [];
+      list.push(p);
+      joining.set(p.req.model.key, list);
+    }
+    for (const list of joining.values()) {
+      const model = list[0].req.model;
+      let prefilled;
+      try {
+        prefilled = await this.#prefill(model, list);
+      } catch (e) {
+        for (const p of list) p.req.choices.forEach((_, i) => this.#end(p, i, "error", 0, e));
+        continue;
+      }
+      const old = this.#batches.get(model.key);
+      const kept = old ? old.rows.filter((r) => !r.done) : [];
+      const parts = [{ cache: prefilled.cache, rows: prefilled.rows.map((r) => r.source) }];
+      if (old && kept.length > 0) {
+        parts.unshift({ cache: old.cache, rows: kept.map((r) => old.rows.indexOf(r)) });
+      }
+      const rows = [...kept, ...prefilled.rows.map((r) => r.row)];
+      this.#batches.set(model.key, { model, rows, cache: gatherRows(parts, rows) });
+    }
+  }
+
+  /** Prefills the prompts of `list` (left-padded, in windows) → their rows and cache. */
+  async #prefill(model: DecodeModel, list: Pending[]) {
+    const c = model.config, pad = c.pad_token_id ?? 0;
+    const width = Math.max(...list.map((p) => p.req.prompt.length));
+    const cache = new KvCache(c, list.length);
+    const budget = this.opts.maxTokensPerCall ??
+      Math.min(24576, Math.max(256, Math.round(3e11 / (6 * parameterCount(c)))));
+    const chunk = Math.max(1, Math.floor(budget / list.length));
+    let logits: Float32Array = new Float32Array(0);
+    for (let a = 0; a < width; a += chunk) {
+      const t = Math.min(chunk, width - a), b = list.length;
+      const ids = new BigInt64Array(b * t), pos = new BigInt64Array(b * t);
+      const mask = new Float32Array(b * (cache.capacity + t));
+      const k = cache.capacity + t;
+      list.forEach((p, r) => {
+        const prompt = p.req.prompt, padCount = width - prompt.length;
+        for (let s = padCount; s < cache.used; s++) mask[r * k + s] = 1; // columns before a
+        for (let j = 0; j < t; j++) {
+          const col = a + j, real = col >= padCount;
+          ids[r * t + j] = BigInt(real ? prompt[col - padCount] : pad);
+          pos[r * t + j] = BigInt(real ? col - padCount : 0);
+          mask[r * k + cache.capacity + j] = real ? 1 : 0;
+        }
+      });
+      const out = await model.session.run({
+        ...model.parameters,
+        ...cache.feeds(),
+        input_ids: tensor("int64", ids, [b, t]),
+        position_ids: tensor("int64", pos, [b, t]),
+        attention_mask: tensor("float32", mask, [b, k]),
+      });
+      cache.append(out, t);
+      logits = out.logits.data as Float32Array;
+    }
+    const v = c.vocab_size;
+    const rows = list.flatMap((p, r) =>
+      p.req.choices.map((_, i) => ({
+        source: r,
+        row: {
+          p,
+          choice: i,
+          rng: new Rng((p.req.seed * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
+          count: 0,
+          last: -1,
+          real: p.req.prompt.length,
+          logits: logits.subarray(r * v, (r + 1) * v),
+          done: false,
+        } satisfies Row,
+      }))
+    );
+    return { cache, rows };
+  }
+
+  /** Samples one token for every running row of `batch`, then runs one decode step. */
+  async #step(batch: Batch): Promise<void> {
+    for (const r of batch.rows) {
+      if (r.done) continue;
+      const req = r.p.req;
+      try {
+        const token = sampleToken(r.logits, req.sampling, r.rng);
+        r.count++;
+        r.p.tokens++;
+        r.last = token;
+        if (req.eosTokenIds.includes(token)) this.#endRow(r, "stop");
+        else if (req.choices[r.choice].token(token)) this.#endRow(r, "stop");
+        else if (r.count >= req.maxNewTokens) this.#endRow(r, "length");
+      } catch (e) {
+        if (!r.done) this.#endRow(r, "error", e);
+      }
+    }
+    const alive = batch.rows.filter((r) => !r.done);
+    if (alive.length === 0) {
+      this.#batches.delete(batch.model.key);
+      return;
+    }
+    if (batch.rows.length - alive.length >= Math.max(1, batch.rows.length / 4)) {
+      const source = alive.map((r) => batch.rows.indexOf(r));
+      batch.cache = gatherRows([{ cache: batch.cache, rows: source }], alive);
+      batch.rows = alive;
+    }
+    const { model, cache, rows } = batch;
+    const b = rows.length, k = cache.capacity + 1, pad = model.config.pad_token_id ?? 0;
+    const ids = new BigInt64Array(b), pos = new BigInt64Array(b);
+    const mask = new Float32Array(b * k);
+    rows.forEach((r, i) => {
+      // a finished row left in the batch is fed padding that it does not attend to; unused
+      ids[i] = BigInt(r.done ? pad : r.last);
+      pos[i] = BigInt(r.done ? 0 : r.real);
+      mask.fill(1, i * k + cache.used - r.real, i * k + cache.used);
+      mask[i * k + cache.capacity] = r.done ? 0 : 1;
+    });
+    let out: ort.InferenceSession.ReturnType;
+    try {
+      out = await model.session.run({
+        ...model.parameters,
+        ...cache.feeds(),
+        input_ids: tensor("int64", ids, [b, 1]),
+        position_ids: tensor("int64", pos, [b, 1]),
+        attention_mask: tensor("float32", mask, [b, k]),
+      });
+    } catch (e) {
+      for (const r of rows) if (!r.done) this.#endRow(r, "error", e);
+      this.#batches.delete(model.key);
+      return;
+    }
+    cache.append(out, 1);
+    const logits = out.logits.data as Float32Array, v = model.config.vocab_size;
+    rows.forEach((r, i) => {
+      r.real++;
+      r.logits = logits.subarray(i * v, (i + 1) * v);
+    });
+  }
+
+  #endRow(r: Row, reason: EngineFinish, error?: unknown): void {
+    r.done = true;
+    this.#end(r.p, r.choice, reason, r.count, error);
+  }
+
+  #end(p: Pending, choice: number, reason: EngineFinish, tokens: number, error?: unknown): void {
+    p.reason ??= reason;
+    try {
+      p.req.choices[choice].finish(reason, { tokens, error });
+    } catch {
+      // a sink that fails on its end has nobody left to tell
+    } finally {
+      if (--p.live === 0) {
+        this.opts.onRelease?.({ reason: p.cancelled ? "cancelled" : p.reason, tokens: p.tokens });
+      }
+    }
+  }
+}
+
+/**
+ * The cache of `rows` (taken from `parts` in order) with the oldest slots no row attends to
+ * dropped: a row attends to its newest `real` slots.
+ */
+function gatherRows(parts: { cache: KvCache; rows: number[] }[], rows: readonly Row[]): KvCache {
+  const used = Math.max(...parts.map((p) => p.cache.used));
+  const drop = Math.min(...rows.map((r) => used - r.real));
+  return KvCache.gather(parts, drop);
+}

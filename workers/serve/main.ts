@@ -1,0 +1,130 @@
+/**
+ * `deno task serve`: the OpenAI-compatible inference server for trained checkpoints. Opens the
+ * database (`DATABASE_URL`, else embedded PGlite in `SEED_DATA_DIR`) and the artifact store
+ * (`S3_*`, else the embedded server) as every other process does, and serves app.ts on
+ * `SERVE_HOST:SERVE_PORT`. SIGINT/SIGTERM stop accepting requests, finish the ones in flight and
+ * close both. It runs beside the job API and the workers and is never imported by `api/`.
+ *
+ * | variable                   | default     | meaning                                               |
+ * | -------------------------- | ----------- | ----------------------------------------------------- |
+ * | `SERVE_HOST`, `SERVE_PORT` | 127.0.0.1, 8788 | listen address (`SERVE_PORT=0`: a free port)      |
+ * | `SERVE_MAX_BATCH`          | 32          | sequences decoded together (over all models)          |
+ * | `SERVE_MAX_QUEUE`          | 64          | sequences waiting to join; beyond: 429 + Retry-After  |
+ * | `SERVE_MAX_MODELS`         | 4           | checkpoints kept loaded (least recently used dropped) |
+ * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
+ * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
+ */
+import { z } from "zod";
+import { type ArtifactStore, type Database, openDatabase, openStore } from "../../jobs/mod.ts";
+import { SessionCache } from "../engine/mod.ts";
+import { createLogger } from "../worker/mod.ts";
+import { createServeApp } from "./app.ts";
+import { DecodeEngine, type DecodeEngineOptions } from "./engine.ts";
+import { ModelRegistry } from "./models.ts";
+
+const EnvSchema = z.object({
+  SERVE_HOST: z.string().min(1).default("127.0.0.1"),
+  SERVE_PORT: z.coerce.number().int().min(0).max(65535).default(8788),
+  SERVE_MAX_BATCH: z.coerce.number().int().min(1).max(1024).default(32),
+  SERVE_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
+  SERVE_MAX_MODELS: z.coerce.number().int().min(1).max(256).default(4),
+  SERVE_THREADS: z.coerce.number().int().min(1).max(256).default(2),
+  SERVE_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(256),
+});
+
+/** Validated server settings (table in the module doc). */
+export type ServeConfig = z.infer<typeof EnvSchema>;
+
+/**
+ * Reads the settings from the environment.
+ * @throws z.ZodError naming the variable when a value is invalid.
+ */
+export function serveConfigFromEnv(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): ServeConfig {
+  const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
+  return EnvSchema.parse(Object.fromEntries(Object.keys(EnvSchema.shape).map((k) => [k, pick(k)])));
+}
+
+/** What {@link startServer} started. */
+export interface RunningServer {
+  /** Actual port. */
+  port: number;
+  engine: DecodeEngine;
+  registry: ModelRegistry;
+  /** Stops accepting requests, waits for those in flight, releases the sessions. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startServer}: the settings plus test hooks of the engine. */
+export interface StartOptions extends Partial<ServeConfig> {
+  db: Database;
+  store: ArtifactStore;
+  /** Key lookups cached this long (ms; default 2000). */
+  authCacheMs?: number;
+  engine?: Pick<DecodeEngineOptions, "beforeStep" | "onRelease" | "maxTokensPerCall">;
+}
+
+/** Serves the inference app over `db` and `store` (which the caller closes after `stop`). */
+export function startServer(options: StartOptions): RunningServer {
+  const c = { ...serveConfigFromEnv({}), ...options };
+  const sessions = new SessionCache({ threads: c.SERVE_THREADS });
+  const engine = new DecodeEngine({
+    maxBatch: c.SERVE_MAX_BATCH,
+    maxQueue: c.SERVE_MAX_QUEUE,
+    ...options.engine,
+  });
+  const registry = new ModelRegistry({
+    db: options.db,
+    store: options.store,
+    sessions,
+    maxModels: c.SERVE_MAX_MODELS,
+  });
+  const app = createServeApp({
+    db: options.db,
+    store: options.store,
+    engine,
+    registry,
+    authCacheMs: options.authCacheMs,
+    defaultMaxTokens: c.SERVE_DEFAULT_MAX_TOKENS,
+  });
+  const server = Deno.serve(
+    { hostname: c.SERVE_HOST, port: c.SERVE_PORT, onListen: () => {} },
+    app.fetch,
+  );
+  return {
+    port: server.addr.port,
+    engine,
+    registry,
+    async stop() {
+      await server.shutdown();
+      await engine.idle();
+      await sessions.release();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const log = createLogger({ service: "serve" });
+  const config = serveConfigFromEnv();
+  const db = await openDatabase();
+  const store = await openStore();
+  const server = startServer({ ...config, db, store });
+  log.info("serve listening", {
+    hostname: config.SERVE_HOST,
+    port: server.port,
+    maxBatch: config.SERVE_MAX_BATCH,
+    maxQueue: config.SERVE_MAX_QUEUE,
+  });
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await server.stop();
+    await store.close();
+    await db.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+}

@@ -1,0 +1,223 @@
+/**
+ * The models the server decodes with: a tenant's job checkpoints, loaded from the artifact store
+ * with every file checked against the SHA-256 recorded in its checkpoint row (jobs/artifacts.ts
+ * `readCheckpointFile`), kept in a bounded least-recently-used cache, and the decode session
+ * shared by every checkpoint of one config (parameters are graph inputs).
+ *
+ * Model names: `job:<id>` (the job's latest checkpoint, looked up at each request) or
+ * `job:<id>@<step>`. Only the requesting tenant's jobs resolve; another tenant's job reads as
+ * missing (404), as in the job API. A checkpoint whose object fails its SHA-256 is refused
+ * (IntegrityError → 502) and not cached, so it is never served.
+ */
+import {
+  type ArtifactStore,
+  type Checkpoint,
+  type Database,
+  getCheckpoint,
+  getJob,
+  getSkillLibrary,
+  latestCheckpoint,
+  readCheckpointFile,
+  readSkillLibrary,
+} from "../../jobs/mod.ts";
+import { type SessionCache, tensor } from "../engine/mod.ts";
+import {
+  buildDecodeGraph,
+  BUILTIN_CHAT_TEMPLATE,
+  type DecoderConfig,
+  decoderParameterSpecs,
+  loadHfDirectory,
+  type Parameters,
+  Tokenizer,
+} from "../model/mod.ts";
+import { SkillLibrary } from "../seed/skill_library.ts";
+import type { DecodeModel } from "./engine.ts";
+import { badRequest, modelNotFound } from "./errors.ts";
+
+/** How chat messages become a prompt (see prompt.ts). */
+export type PromptForm = "chat_template" | "plain";
+
+/** A loaded checkpoint, ready to decode. */
+export interface ServedModel extends DecodeModel {
+  /** `job:<id>@<step>`: the checkpoint that answered. */
+  id: string;
+  jobId: string;
+  step: number;
+  tokenizer: Tokenizer;
+  /**
+   * `chat_template` when the tokenizer has a chat template of its own; `plain` for builtin
+   * models (their tokenizers carry a generic ChatML template, but they are trained on plain
+   * prompts: workers/seed/text_policy.ts) and tokenizers without one.
+   */
+  promptForm: PromptForm;
+  /** When the checkpoint was committed. */
+  createdAt: Date;
+}
+
+/** A parsed model name. */
+export interface ModelRef {
+  jobId: string;
+  /** Undefined: the latest checkpoint. */
+  step?: number;
+}
+
+const MODEL_NAME =
+  /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(\d{1,9}))?$/;
+
+/**
+ * Parses `job:<id>` or `job:<id>@<step>`.
+ * @throws ServeError 404 (OpenAI's `model_not_found`) for any other name.
+ */
+export function parseModelName(name: string): ModelRef {
+  const m = MODEL_NAME.exec(name);
+  if (!m) {
+    throw modelNotFound(
+      `The model ${
+        JSON.stringify(name.slice(0, 200))
+      } does not exist: models are named job:<job id> or job:<job id>@<step>`,
+    );
+  }
+  return { jobId: m[1], step: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/** The decode-graph view of a config and its parameters (session shared per config). */
+export async function decodeModel(
+  key: string,
+  config: DecoderConfig,
+  parameters: Parameters,
+  sessions: SessionCache,
+): Promise<DecodeModel> {
+  const session = await sessions.get(
+    `decode:${JSON.stringify(config)}`,
+    () => buildDecodeGraph(config, { lastOnly: true }).toModel(),
+  );
+  const feeds = Object.fromEntries(
+    decoderParameterSpecs(config).map((s) => [
+      s.name,
+      tensor("float32", parameters.get(s.name)!, s.shape),
+    ]),
+  );
+  return { key, config, session, parameters: feeds };
+}
+
+/** Options of {@link ModelRegistry}. */
+export interface ModelRegistryOptions {
+  db: Database;
+  store: ArtifactStore;
+  sessions: SessionCache;
+  /** Checkpoints kept loaded (default 4); the least recently used beyond that are dropped. */
+  maxModels?: number;
+}
+
+/** Loads and caches checkpoints and skill libraries for requests (see module doc). */
+export class ModelRegistry {
+  readonly #models = new Map<string, Promise<ServedModel>>();
+  readonly #libraries = new Map<string, Promise<SkillLibrary>>();
+  readonly #maxModels: number;
+
+  constructor(private readonly opts: ModelRegistryOptions) {
+    this.#maxModels = opts.maxModels ?? 4;
+  }
+
+  /** Checkpoints loaded now. */
+  get size(): number {
+    return this.#models.size;
+  }
+
+  /**
+   * The committed checkpoint a model name means for `tenantId`.
+   * @throws ServeError 404 when the name is malformed, the job is not this tenant's, or it has
+   *   no checkpoint (at that step).
+   */
+  async checkpoint(tenantId: string, name: string): Promise<Checkpoint> {
+    const ref = parseModelName(name);
+    const { db } = this.opts;
+    const job = await getJob(db, { tenantId, jobId: ref.jobId });
+    if (!job) {
+      throw modelNotFound(`The model ${name} does not exist: no job ${ref.jobId} for this key`);
+    }
+    const ck = ref.step === undefined
+      ? await latestCheckpoint(db, ref.jobId)
+      : await getCheckpoint(db, ref.jobId, ref.step);
+    if (!ck) {
+      throw modelNotFound(
+        `The model ${name} does not exist: job ${ref.jobId} has no checkpoint${
+          ref.step === undefined ? " yet" : ` at step ${ref.step}`
+        }`,
+      );
+    }
+    return ck;
+  }
+
+  /**
+   * The loaded model of a committed checkpoint (loading it on a miss).
+   * @throws IntegrityError when a stored file fails its SHA-256; HfFormatError for an unusable
+   *   checkpoint. Neither is cached.
+   */
+  load(ck: Checkpoint): Promise<ServedModel> {
+    // a rerun of a step replaces its row: the attempt and time tell the versions apart
+    const key = `${ck.jobId}@${ck.step}/${ck.attempt}/${ck.createdAt.getTime()}`;
+    let hit = this.#models.get(key);
+    if (hit) {
+      this.#models.delete(key);
+      this.#models.set(key, hit);
+      return hit;
+    }
+    hit = this.#read(ck, key);
+    hit.catch(() => this.#models.delete(key));
+    this.#models.set(key, hit);
+    while (this.#models.size > this.#maxModels) {
+      this.#models.delete(this.#models.keys().next().value!);
+    }
+    return hit;
+  }
+
+  async #read(ck: Checkpoint, key: string): Promise<ServedModel> {
+    const names = new Set(ck.files.map((f) => f.name));
+    const hf = await loadHfDirectory((name) =>
+      names.has(name) ? readCheckpointFile(this.opts.store, ck, name) : Promise.resolve(null)
+    );
+    const tokenizer = new Tokenizer(hf.tokenizer);
+    const own = tokenizer.chatTemplate !== null && tokenizer.chatTemplate !== BUILTIN_CHAT_TEMPLATE;
+    const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
+    return {
+      ...decode,
+      id: `job:${ck.jobId}@${ck.step}`,
+      jobId: ck.jobId,
+      step: ck.step,
+      tokenizer,
+      promptForm: own ? "chat_template" : "plain",
+      createdAt: ck.createdAt,
+    };
+  }
+
+  /**
+   * A job's skill library: the latest, or the one written at `step`; checked against its SHA-256.
+   * @throws ServeError 400 (param `skills`) when the job has none (at that step).
+   */
+  async skillLibrary(
+    jobId: string,
+    step?: number,
+  ): Promise<{ step: number; library: SkillLibrary }> {
+    const row = await getSkillLibrary(this.opts.db, jobId, step);
+    if (!row) {
+      throw badRequest(
+        `Cannot use skills as job ${jobId} must have a skill library${
+          step === undefined ? "" : ` at step ${step}`
+        }: it has none`,
+        "skills",
+      );
+    }
+    const key = `${row.jobId}@${row.step}/${row.sha256}`;
+    let hit = this.#libraries.get(key);
+    if (!hit) {
+      hit = readSkillLibrary(this.opts.store, row).then((json) => SkillLibrary.fromJSON(json));
+      hit.catch(() => this.#libraries.delete(key));
+      this.#libraries.set(key, hit);
+      while (this.#libraries.size > 4 * this.#maxModels) {
+        this.#libraries.delete(this.#libraries.keys().next().value!);
+      }
+    }
+    return { step: row.step, library: await hit };
+  }
+}
