@@ -10,7 +10,7 @@ import {
   Tokenizer,
 } from "../../../workers/model/mod.ts";
 import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
-import { SKILL_HEADING } from "../../../workers/seed/skills.ts";
+import { skillBlock } from "../../../workers/seed/skills.ts";
 import { encodePrompt, renderChat, taskOf, withSkill } from "../../../workers/serve/prompt.ts";
 import { chooseSkill } from "../../../workers/serve/skill_choice.ts";
 import { ChoiceText } from "../../../workers/serve/text.ts";
@@ -46,8 +46,8 @@ Deno.test("a checkpoint with its own chat template gets its messages rendered by
   const text = renderChat(model, messages);
   assert.equal(
     text,
-    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nYour task is to: push the box\n" +
-      `${SKILL_HEADING}\n[push up]\nNow act.<|im_end|>\n<|im_start|>assistant\n`,
+    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nYour task is to: push the box\n\n" +
+      `${skillBlock("push up")}\n\nNow act.<|im_end|>\n<|im_start|>assistant\n`,
   );
   const ids = encodePrompt(model, text, "chat");
   assert.equal(ids.filter((t) => t === tokenizer.tokenToId("<|im_start|>")).length, 3);
