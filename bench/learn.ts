@@ -35,6 +35,7 @@
 import { parseArgs } from "node:util";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { type JobSpecInput, parseJobSpec } from "../jobs/spec.ts";
+import { getEnvironment } from "../workers/envs/registry.ts";
 import { createSeedHandler } from "../workers/seed/handler.ts";
 import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
 import {
@@ -222,14 +223,14 @@ function rlSpec(name: string, seed: number, method: string, warmupId: string): J
   ) as JobSpecInput;
 }
 
-// Every spec is validated before the first job, so a typo in --extra costs seconds, not a warm-up.
+// Every spec and env id is validated before the first job, so a typo costs seconds, not a warm-up.
 for (const name of envNames) {
   for (const method of ["sft", "grpo", "seed"]) {
     const spec = method === "sft"
       ? warmupSpec(name, seeds[0])
       : rlSpec(name, seeds[0], method, crypto.randomUUID());
     try {
-      parseJobSpec(spec);
+      getEnvironment(parseJobSpec(spec).env.id);
     } catch (error) {
       const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
       usage(
@@ -255,6 +256,10 @@ const log = (msg: string) =>
   );
 const pct = (x: number | undefined) => x === undefined ? "—" : `${(100 * x).toFixed(1)}%`;
 await Deno.mkdir(args.out, { recursive: true });
+/** The run's settings, on stderr at the start and on stdout at the end (a variant's record). */
+const settings = `seeds ${seeds.join(",")}; envs ${envNames.join(",")}; steps ${steps}, ` +
+  `eval every ${evalEvery}; RL overrides ${JSON.stringify(rlExtra)}`;
+console.error(`bench:learn: ${settings}`);
 
 for (const seed of seeds) {
   for (const envId of envNames) {
@@ -329,7 +334,7 @@ for (const seed of seeds) {
 const summary = await writeOutputs();
 console.log(summaryTable(summary).join("\n"));
 console.log(
-  `seeds ${seeds.join(",")}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
+  `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
   }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn.svg`,
 );
