@@ -1,37 +1,52 @@
 /**
- * `deno task bench:learn`: GRPO vs SEED learning curves (README.md, Benchmarks: "success rate on
- * test_seen/test_unseen of SEED vs GRPO at equal samples"; "SEED seconds per update ÷ GRPO").
+ * `deno task bench:learn`: SEED vs GRPO learning curves over seeds (README.md, Benchmarks).
  *
- * Per environment (sokoban and household by default; the vision tasks `sokoban-image` and
- * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the
- * text render of the same game): one warm-up job (`sft`: policy SFT and
- * analyzer SFT) makes a checkpoint; a `grpo` and a `seed` job then both start from it
- * (`job:<warm-up>@0`, `warmup.skip`), with the same random seed, B, G and steps (so the same
- * sample budget), evaluating test_seen and test_unseen every `--eval-every` steps. The jobs run
- * in process on the real trainer handler (no database or store: see bench/_memory_context.ts).
+ * For each seed and environment (sokoban and household by default; `sokoban-demo` is the demo's
+ * preset, jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
+ * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the text
+ * render of the same game): one warm-up job (`sft`: policy SFT and analyzer SFT) makes a
+ * checkpoint; a `grpo` and a `seed` job then both start from it (`job:<warm-up>@0`,
+ * `warmup.skip`), with that seed as `random_seed` and the same B, G and steps (so the same
+ * samples, steps × B × G episodes, and the same evaluation tasks), evaluating test_seen and
+ * test_unseen every `--eval-every` steps. The jobs run in process on the real trainer handler
+ * (no database or store: see bench/_memory_context.ts).
  *
- * Writes `.bench-out/learn.csv` (env, method, step, split, success_rate, score) and
- * `.bench-out/learn.svg` (one panel per env), and prints a table with SEED s/step ÷ GRPO s/step.
- * Sized to ~30 min on 2 loaded cores with the defaults; run by hand.
+ * Seeds run outermost, so a run stopped early has every env at fewer seeds. After each job a
+ * progress line goes to stderr and the outputs are rewritten:
+ * - `<out>/learn.csv`: per (env, method, seed, step, split) success_rate and score with that
+ *   seed's Wilson 95% interval over its evaluation episodes, then rows with seed=`mean`: the mean
+ *   over seeds with the 95% t-interval over seeds;
+ * - `<out>/learn_diff.csv`: SEED − GRPO per (env, step, split), paired by seed, with its
+ *   95% t-interval;
+ * - `<out>/learn.svg`: one panel per (env, split), mean curves with interval bands.
+ * At the end a Markdown table, the samples SEED needs to reach GRPO's final mean success, and
+ * seconds per update of each method go to stdout. Statistics: bench/_learn_stats.ts.
  *
- *     deno task bench:learn [--envs sokoban,household] [--env sokoban-image] [--steps 12]
- *       [--eval-every 4] [--seed 0] [--warmup-episodes 64] [--eval-episodes 32]
+ *     deno task bench:learn [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
+ *       [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
+ *       [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
  *
- * `search` (search-augmented QA) sets its own rollout and analyzer lengths: its actions run to 18
- * tokens and its reference analyses to ~130 (ENV_SETTINGS may override `rollout` and `seed`).
- *
- * `sokoban-demo` is the demo's preset (jobs/presets.ts: compact prompt with relative positions,
- * 784-step policy warm-up, GiGPO group 8), the one text setting where builtin:tiny learns.
- *
- * `--env` may be repeated and adds to `--envs` (its default is then dropped):
- * `deno task bench:learn --env ezpoints --steps 2 --warmup-episodes 8 --eval-episodes 8` is a
- * quick check that the pipeline runs (not a learning result).
+ * `--seeds N` runs seeds `--seed` … `--seed`+N−1; `--seed-list` names them. `--opd-coef` sets
+ * λ_opd (`seed.opd_coef`) of the RL jobs; `--extra` is a JSON object deep-merged into every RL
+ * job's spec (objects merge, other values replace; not `method`, `random_seed` or `model`), so
+ * variants compare without editing code. Neither changes the warm-up. `--env` may be repeated
+ * and adds to `--envs` (its default is then dropped). Run by hand; never in CI.
  */
 import { parseArgs } from "node:util";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
-import type { JobSpecInput } from "../jobs/spec.ts";
+import { type JobSpecInput, parseJobSpec } from "../jobs/spec.ts";
+import { getEnvironment } from "../workers/envs/registry.ts";
 import { createSeedHandler } from "../workers/seed/handler.ts";
 import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
+import {
+  diffCsv,
+  type RunTiming,
+  seedCsv,
+  type SeedRow,
+  summarize,
+  summaryTable,
+} from "./_learn_report.ts";
+import { learnPlot } from "./_learn_plot.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -40,21 +55,98 @@ const { values: args } = parseArgs({
     steps: { type: "string", default: "12" },
     "eval-every": { type: "string", default: "4" },
     seed: { type: "string", default: "0" },
+    seeds: { type: "string", default: "3" },
+    "seed-list": { type: "string" },
     out: { type: "string", default: ".bench-out" },
     "warmup-episodes": { type: "string", default: "64" },
     "eval-episodes": { type: "string", default: "32" },
+    "opd-coef": { type: "string" },
+    extra: { type: "string" },
   },
 });
+
+/** Exits with a usage error naming the flag. */
+function usage(message: string): never {
+  console.error(`bench:learn: ${message}`);
+  Deno.exit(2);
+}
+
+/** A non-negative integer flag, or a usage error. */
+function intFlag(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) {
+    usage(`Cannot use --${name} as it must be a non-negative integer: current value is ${value}`);
+  }
+  return n;
+}
 
 /** Bench environment names in the order given (`--envs` list, then each `--env`). */
 const envNames = [
   ...(args.envs ?? (args.env ? "" : "sokoban,household")).split(",").filter((e) => e !== ""),
   ...(args.env ?? []),
 ];
+const seeds = args["seed-list"] !== undefined
+  ? args["seed-list"].split(",").filter((s) => s !== "").map((s) => intFlag("seed-list", s))
+  : Array.from(
+    { length: intFlag("seeds", args.seeds) },
+    (_, i) => intFlag("seed", args.seed) + i,
+  );
+if (seeds.length === 0) usage("Cannot run as --seeds/--seed-list must name at least one seed");
+if (new Set(seeds).size !== seeds.length) {
+  usage(`Cannot use --seed-list as its seeds must differ: current value is ${args["seed-list"]}`);
+}
+const steps = intFlag("steps", args.steps), evalEvery = intFlag("eval-every", args["eval-every"]);
+const warmupEpisodes = intFlag("warmup-episodes", args["warmup-episodes"]);
+const evalEpisodes = intFlag("eval-episodes", args["eval-episodes"]);
+
+/** The RL jobs' overrides: `--opd-coef`, then `--extra` (validated here, before any job runs). */
+const rlExtra: Record<string, unknown> = {};
+if (args["opd-coef"] !== undefined) {
+  const x = Number(args["opd-coef"]);
+  if (!Number.isFinite(x)) {
+    usage(`Cannot use --opd-coef as it must be a number: current value is ${args["opd-coef"]}`);
+  }
+  rlExtra.seed = { opd_coef: x };
+}
+if (args.extra !== undefined) {
+  let extra: unknown;
+  try {
+    extra = JSON.parse(args.extra);
+  } catch (error) {
+    usage(`Cannot parse --extra as JSON: ${(error as Error).message}`);
+  }
+  if (!isObject(extra)) {
+    usage(`Cannot use --extra as it must be a JSON object: current value is ${args.extra}`);
+  }
+  for (const field of ["method", "random_seed", "model"]) {
+    if (field in extra) {
+      usage(`Cannot use --extra as it must not set ${field} (the bench sets it per job)`);
+    }
+  }
+  Object.assign(rlExtra, deepMerge(rlExtra, extra));
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** `over` merged into `base`: objects merge key by key, any other value replaces. */
+function deepMerge(
+  base: Record<string, unknown>,
+  over: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    out[k] = isObject(v) && isObject(out[k]) ? deepMerge(out[k] as Record<string, unknown>, v) : v;
+  }
+  return out;
+}
 
 /**
  * Per bench env: the job's env (turn limits that fit the time budget) and model. The vision
- * tasks use builtin:tiny-vl (a text-only model is refused on image observations).
+ * tasks use builtin:tiny-vl (a text-only model is refused on image observations). `search` sets
+ * its own rollout and analyzer lengths: its actions run to 18 tokens and its reference analyses
+ * to ~130.
  */
 const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   sokoban: { env: { id: "sokoban", max_turns: 10, history: 0 } },
@@ -78,167 +170,180 @@ const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   },
 };
 
-function specFor(name: string, extra: Record<string, unknown>): JobSpecInput {
+/**
+ * The spec of bench env `name` at `seed` as the RL jobs share it, with method `sft` (the
+ * warm-up job's; see `warmupSpec`).
+ */
+function baseSpec(name: string, seed: number): JobSpecInput {
+  const common = {
+    eval: { episodes: evalEpisodes, temperature: 1 },
+    random_seed: seed,
+    checkpoint_every: 1000,
+    method: "sft",
+  };
   if (name === "sokoban-demo") {
     // The demo's tuned preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
     // does not apply to it.
     const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS.sokoban;
-    return {
-      ...preset,
-      eval: { episodes: Number(args["eval-episodes"]), temperature: 1 },
-      random_seed: Number(args.seed),
-      checkpoint_every: 1000,
-      ...extra,
-    } as JobSpecInput;
+    return { ...preset, ...common } as JobSpecInput;
   }
-  const policyEpisodes = Number(args["warmup-episodes"]);
   return {
     rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 12 },
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 4 },
     ...ENV_SETTINGS[name] ?? { env: { id: name } },
     optim: { lr: 1e-3, mini_batch_size: 64 },
     warmup: {
-      policy: { episodes: policyEpisodes, epochs: 3, lr: 3e-3 },
-      analyzer: { episodes: Math.ceil((policyEpisodes * 3) / 8), epochs: 2, lr: 2e-3 },
+      policy: { episodes: warmupEpisodes, epochs: 3, lr: 3e-3 },
+      analyzer: { episodes: Math.ceil((warmupEpisodes * 3) / 8), epochs: 2, lr: 2e-3 },
     },
-    eval: { episodes: Number(args["eval-episodes"]), temperature: 1 },
-    random_seed: Number(args.seed),
-    checkpoint_every: 1000,
-    ...extra,
+    ...common,
   } as JobSpecInput;
 }
 
-interface Row {
-  env: string;
-  method: string;
-  step: number;
-  split: string;
-  success_rate: number;
-  score: number;
+/**
+ * The warm-up job of bench env `name` at `seed`. Its own step-0 evaluation is cut to one
+ * test_seen episode: both RL jobs evaluate the same checkpoint at step 0 on the same tasks
+ * (same `random_seed`), so a full one here would only cost time.
+ */
+function warmupSpec(name: string, seed: number): JobSpecInput {
+  return { ...baseSpec(name, seed), eval: { episodes: 1, splits: ["test_seen"], temperature: 1 } };
 }
 
-const rows: Row[] = [];
-/** Per run: mean seconds per update, and (SEED) the mean analyzer parse rate over updates. */
-const timing: { env: string; method: string; secondsPerStep: number; parseRate: number }[] = [];
-const steps = Number(args.steps), evalEvery = Number(args["eval-every"]);
+/** The `method` job of bench env `name` at `seed`, from warm-up job `warmupId`. */
+function rlSpec(name: string, seed: number, method: string, warmupId: string): JobSpecInput {
+  return deepMerge(
+    {
+      ...baseSpec(name, seed),
+      method,
+      model: { base: `job:${warmupId}@0` },
+      steps,
+      eval_every: evalEvery,
+    } as Record<string, unknown>,
+    deepMerge({ warmup: { skip: true } }, rlExtra),
+  ) as JobSpecInput;
+}
+
+// Every spec and env id is validated before the first job, so a typo costs seconds, not a warm-up.
+for (const name of envNames) {
+  for (const method of ["sft", "grpo", "seed"]) {
+    const spec = method === "sft"
+      ? warmupSpec(name, seeds[0])
+      : rlSpec(name, seeds[0], method, crypto.randomUUID());
+    try {
+      getEnvironment(parseJobSpec(spec).env.id);
+    } catch (error) {
+      const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
+      usage(
+        `Cannot run env ${name} (${method}) as its job spec is invalid: ${
+          issues?.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") ??
+            (error as Error).message
+        }`,
+      );
+    }
+  }
+}
+
+const rows: SeedRow[] = [];
+const timings: RunTiming[] = [];
 const shelf: CheckpointShelf = new Map();
 const handler = createSeedHandler();
 const t0 = performance.now();
+const totalJobs = seeds.length * envNames.length * 3;
+let jobsDone = 0;
 const log = (msg: string) =>
-  console.error(`[${((performance.now() - t0) / 1000).toFixed(0)}s] ${msg}`);
-
-for (const envId of envNames) {
-  const warm = memoryContext(specFor(envId, { method: "sft" }), { shelf });
-  await handler(warm.ctx);
-  log(`${envId}: warm-up done`);
-  for (const method of ["grpo", "seed"]) {
-    const run = memoryContext(
-      specFor(envId, {
-        method,
-        model: { base: `job:${warm.ctx.jobId}@0` },
-        warmup: { skip: true },
-        steps,
-        eval_every: evalEvery,
-      }),
-      { shelf },
-    );
-    await handler(run.ctx);
-    const stepSeconds: number[] = [], parseRates: number[] = [];
-    for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
-      if (step > 0) stepSeconds.push(m.step_seconds);
-      if (step > 0 && m.analyzer_parse_rate !== undefined) parseRates.push(m.analyzer_parse_rate);
-      for (const split of ["test_seen", "test_unseen"]) {
-        const sr = m[`eval/${split}/success_rate`];
-        if (sr === undefined) continue;
-        rows.push({
-          env: envId,
-          method,
-          step,
-          split,
-          success_rate: sr,
-          score: m[`eval/${split}/score`],
-        });
-      }
-    }
-    const secondsPerStep = stepSeconds.reduce((a, b) => a + b, 0) / Math.max(1, stepSeconds.length);
-    const parseRate = parseRates.reduce((a, b) => a + b, 0) / Math.max(1, parseRates.length);
-    timing.push({ env: envId, method, secondsPerStep, parseRate });
-    log(`${envId}/${method}: ${secondsPerStep.toFixed(1)} s/step`);
-  }
-}
-
-await Deno.mkdir(args.out, { recursive: true });
-const csv = ["env,method,step,split,success_rate,score"]
-  .concat(rows.map((r) => [r.env, r.method, r.step, r.split, r.success_rate, r.score].join(",")))
-  .join("\n") + "\n";
-await Deno.writeTextFile(`${args.out}/learn.csv`, csv);
-await Deno.writeTextFile(`${args.out}/learn.svg`, plot(rows));
-
-// A parse rate of 0 means no skill was distilled: SEED then updates exactly as GRPO.
-console.log("| env | method | split | step 0 | last step | s/step | analyzer parse rate |");
-console.log("| --- | --- | --- | --- | --- | --- | --- |");
-for (const t of timing) {
-  for (const split of ["test_seen", "test_unseen"]) {
-    const series = rows.filter((r) =>
-      r.env === t.env && r.method === t.method && r.split === split
-    );
-    const first = series[0]?.success_rate ?? NaN, last = series.at(-1)?.success_rate ?? NaN;
-    console.log(
-      `| ${t.env} | ${t.method} | ${split} | ${first.toFixed(3)} | ${last.toFixed(3)} (step ${
-        series.at(-1)?.step
-      }) | ${t.secondsPerStep.toFixed(1)} | ${
-        t.method === "seed" ? t.parseRate.toFixed(2) : "—"
-      } |`,
-    );
-  }
-}
-for (const env of new Set(timing.map((t) => t.env))) {
-  const s = timing.find((t) => t.env === env && t.method === "seed")!;
-  const g = timing.find((t) => t.env === env && t.method === "grpo")!;
-  console.log(
-    `${env}: SEED s/step ÷ GRPO s/step = ${(s.secondsPerStep / g.secondsPerStep).toFixed(2)}`,
+  console.error(
+    `[${((performance.now() - t0) / 1000).toFixed(0)}s ${++jobsDone}/${totalJobs}] ${msg}`,
   );
-}
-console.log(`wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${Deno.loadavg()}`);
+const pct = (x: number | undefined) => x === undefined ? "—" : `${(100 * x).toFixed(1)}%`;
+await Deno.mkdir(args.out, { recursive: true });
+/** The run's settings, on stderr at the start and on stdout at the end (a variant's record). */
+const settings = `seeds ${seeds.join(",")}; envs ${envNames.join(",")}; steps ${steps}, ` +
+  `eval every ${evalEvery}; RL overrides ${JSON.stringify(rlExtra)}`;
+console.error(`bench:learn: ${settings}`);
 
-/** One panel per env: success rate vs step, a line per (method, split). */
-function plot(data: Row[]): string {
-  const envs = [...new Set(data.map((r) => r.env))];
-  const W = 420, H = 260, pad = 40;
-  const colors: Record<string, string> = { grpo: "#d62728", seed: "#1f77b4" };
-  const maxStep = Math.max(1, ...data.map((r) => r.step));
-  const panels = envs.map((env, i) => {
-    const x = (s: number) => pad + (s / maxStep) * (W - 2 * pad);
-    const y = (v: number) => H - pad - v * (H - 2 * pad);
-    const lines: string[] = [];
+for (const seed of seeds) {
+  for (const envId of envNames) {
+    const warm = memoryContext(warmupSpec(envId, seed), { shelf });
+    await handler(warm.ctx);
+    log(`${envId} seed ${seed}: warm-up done`);
+    const runIds: string[] = [];
     for (const method of ["grpo", "seed"]) {
-      for (const split of ["test_seen", "test_unseen"]) {
-        const pts = data.filter((r) => r.env === env && r.method === method && r.split === split);
-        if (!pts.length) continue;
-        const dash = split === "test_unseen" ? ' stroke-dasharray="5,3"' : "";
-        lines.push(
-          `<polyline fill="none" stroke="${colors[method]}" stroke-width="2"${dash} points="${
-            pts.map((p) => `${x(p.step).toFixed(1)},${y(p.success_rate).toFixed(1)}`).join(" ")
-          }"/>`,
-        );
+      const run = memoryContext(rlSpec(envId, seed, method, warm.ctx.jobId), { shelf });
+      await handler(run.ctx);
+      runIds.push(run.ctx.jobId);
+      const { tasks_per_step: b, group_size: g } = run.ctx.spec.rollout;
+      const stepSeconds: number[] = [], parseRates: number[] = [];
+      const mine: SeedRow[] = [];
+      for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
+        if (step > 0 && typeof m.step_seconds === "number") stepSeconds.push(m.step_seconds);
+        if (step > 0 && typeof m.analyzer_parse_rate === "number") {
+          parseRates.push(m.analyzer_parse_rate);
+        }
+        for (const split of ["test_seen", "test_unseen"]) {
+          const sr = m[`eval/${split}/success_rate`];
+          if (sr === undefined) continue;
+          mine.push({
+            env: envId,
+            method,
+            seed,
+            step,
+            samples: step * b * g,
+            split,
+            success_rate: sr,
+            score: m[`eval/${split}/score`],
+            episodes: run.ctx.spec.eval.episodes,
+          });
+        }
       }
+      rows.push(...mine);
+      const secondsPerUpdate = stepSeconds.reduce((a, b) => a + b, 0) /
+        Math.max(1, stepSeconds.length);
+      const parseRate = parseRates.length
+        ? parseRates.reduce((a, b) => a + b, 0) / parseRates.length
+        : null;
+      timings.push({ env: envId, method, seed, secondsPerUpdate, parseRate });
+      const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
+      // SEED runs second: its line adds this seed's difference at the last step.
+      const grpoLast = (split: string) =>
+        rows.findLast((r) =>
+          r.env === envId && r.seed === seed && r.method === "grpo" && r.split === split
+        );
+      const diff = (split: string) => {
+        const a = last(split), b = grpoLast(split);
+        return a && b ? `${(100 * (a.success_rate - b.success_rate)).toFixed(1)}` : "—";
+      };
+      log(
+        `${envId} seed ${seed} ${method}: ${secondsPerUpdate.toFixed(1)} s/update; step ${
+          last("test_seen")?.step
+        } test_seen ${pct(last("test_seen")?.success_rate)}, test_unseen ${
+          pct(last("test_unseen")?.success_rate)
+        }${
+          method === "seed"
+            ? `; SEED − GRPO ${diff("test_seen")} / ${diff("test_unseen")} points; ` +
+              `analyzer parse rate ${parseRate === null ? "—" : parseRate.toFixed(2)}`
+            : ""
+        }`,
+      );
+      await writeOutputs();
     }
-    const axes =
-      `<line x1="${pad}" y1="${H - pad}" x2="${W - pad}" y2="${H - pad}" stroke="#000"/>` +
-      `<line x1="${pad}" y1="${pad}" x2="${pad}" y2="${H - pad}" stroke="#000"/>` +
-      `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14">${env}</text>` +
-      `<text x="${W / 2}" y="${
-        H - 8
-      }" text-anchor="middle" font-size="11">step (0 … ${maxStep})</text>` +
-      `<text x="6" y="${pad}" font-size="11">1.0</text><text x="6" y="${
-        H - pad
-      }" font-size="11">0</text>`;
-    return `<g transform="translate(${i * W},0)">${axes}${lines.join("")}</g>`;
-  });
-  const legend = `<text x="10" y="${H + 16}" font-size="12">` +
-    `<tspan fill="${colors.grpo}">GRPO</tspan> · <tspan fill="${colors.seed}">SEED</tspan> · ` +
-    `solid test_seen, dashed test_unseen (success rate)</text>`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W * envs.length}" height="${H + 24}">${
-    panels.join("")
-  }${legend}</svg>\n`;
+    // This seed's checkpoints are not needed again: free them before the next warm-up.
+    for (const id of [warm.ctx.jobId, ...runIds]) shelf.delete(id);
+  }
+}
+
+const summary = await writeOutputs();
+console.log(summaryTable(summary).join("\n"));
+console.log(
+  `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
+    Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
+  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn.svg`,
+);
+
+/** Rewrites the CSVs and the plot from everything measured so far; returns the summary. */
+async function writeOutputs() {
+  const s = summarize(rows, timings);
+  await Deno.writeTextFile(`${args.out}/learn.csv`, seedCsv(rows, s.means));
+  await Deno.writeTextFile(`${args.out}/learn_diff.csv`, diffCsv(s.diffs));
+  await Deno.writeTextFile(`${args.out}/learn.svg`, learnPlot(s.means, seeds.length));
+  return s;
 }

@@ -1,0 +1,79 @@
+/**
+ * `learn.svg` of `deno task bench:learn`: one panel per (env, split), success rate against
+ * training samples, a mean curve per method with its 95% t-interval over seeds as a band
+ * (no band with one seed). Hand-written SVG, no dependencies.
+ */
+import type { MeanRow } from "./_learn_report.ts";
+
+const COLORS: Record<string, string> = { grpo: "#d62728", seed: "#1f77b4" };
+const SPLITS = ["test_seen", "test_unseen"];
+
+/** Escapes text for an SVG text node or attribute. */
+const esc = (s: string) =>
+  s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/** The SVG document for `means` (see module doc); rows are envs, columns splits. */
+export function learnPlot(means: readonly MeanRow[], seeds: number): string {
+  const envs = [...new Set(means.map((m) => m.env))];
+  const W = 420, H = 260, pad = 44;
+  const maxSamples = Math.max(1, ...means.map((m) => m.samples));
+  const x = (s: number) => pad + (s / maxSamples) * (W - 2 * pad);
+  const y = (v: number) => H - pad - Math.min(1, Math.max(0, v)) * (H - 2 * pad);
+  const pt = (s: number, v: number) => `${x(s).toFixed(1)},${y(v).toFixed(1)}`;
+  const panels: string[] = [];
+  envs.forEach((env, row) => {
+    SPLITS.forEach((split, col) => {
+      const parts: string[] = [];
+      for (const method of ["grpo", "seed"]) {
+        const pts = means
+          .filter((m) => m.env === env && m.split === split && m.method === method)
+          .sort((a, b) => a.samples - b.samples);
+        if (!pts.length) continue;
+        const color = COLORS[method];
+        if (pts.every((p) => Number.isFinite(p.success.half))) {
+          const band = [
+            ...pts.map((p) => pt(p.samples, p.success.high)),
+            ...[...pts].reverse().map((p) => pt(p.samples, p.success.low)),
+          ];
+          parts.push(
+            `<polygon fill="${color}" fill-opacity="0.15" stroke="none" points="${
+              band.join(" ")
+            }"/>`,
+          );
+        }
+        parts.push(
+          `<polyline fill="none" stroke="${color}" stroke-width="2" points="${
+            pts.map((p) => pt(p.samples, p.success.mean)).join(" ")
+          }"/>`,
+          ...pts.map((p) =>
+            `<circle cx="${x(p.samples).toFixed(1)}" cy="${
+              y(p.success.mean).toFixed(1)
+            }" r="2.5" fill="${color}"/>`
+          ),
+        );
+      }
+      const ticks = [0, 0.25, 0.5, 0.75, 1].map((v) =>
+        `<line x1="${pad}" y1="${y(v)}" x2="${W - pad}" y2="${y(v)}" stroke="#ddd"/>` +
+        `<text x="${pad - 4}" y="${y(v) + 4}" text-anchor="end" font-size="10">${v}</text>`
+      ).join("");
+      const axes =
+        `<line x1="${pad}" y1="${H - pad}" x2="${W - pad}" y2="${H - pad}" stroke="#000"/>` +
+        `<line x1="${pad}" y1="${pad}" x2="${pad}" y2="${H - pad}" stroke="#000"/>` +
+        `<text x="${W / 2}" y="22" text-anchor="middle" font-size="14">${
+          esc(env)
+        } · ${split}</text>` +
+        `<text x="${W / 2}" y="${H - 12}" text-anchor="middle" font-size="11">` +
+        `training samples (episodes, 0 … ${maxSamples})</text>`;
+      panels.push(
+        `<g transform="translate(${col * W},${row * H})">${ticks}${axes}${parts.join("")}</g>`,
+      );
+    });
+  });
+  const legendY = envs.length * H + 16;
+  const legend = `<text x="10" y="${legendY}" font-size="12">` +
+    `<tspan fill="${COLORS.grpo}">GRPO</tspan> · <tspan fill="${COLORS.seed}">SEED</tspan>: ` +
+    `mean success rate over ${seeds} seed(s); band: 95% t-interval over seeds</text>`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W * SPLITS.length}" height="${
+    envs.length * H + 24
+  }"><rect width="100%" height="100%" fill="#fff"/>${panels.join("")}${legend}</svg>\n`;
+}

@@ -1,0 +1,109 @@
+/**
+ * bench/_learn_report.ts on hand-made per-seed rows: means over seeds, the paired difference,
+ * samples-to-reach on the mean curve, timing, and the CSV rows written from them.
+ */
+import assert from "node:assert/strict";
+import { diffCsv, seedCsv, type SeedRow, summarize } from "../../bench/_learn_report.ts";
+
+/** Rows of one env and split: success by method → seed → [step 0, step 2] (B × G = 16). */
+function rows(success: Record<string, Record<number, [number, number]>>): SeedRow[] {
+  const out: SeedRow[] = [];
+  for (const [method, bySeed] of Object.entries(success)) {
+    for (const [seed, values] of Object.entries(bySeed)) {
+      values.forEach((v, i) =>
+        out.push({
+          env: "sokoban",
+          method,
+          seed: Number(seed),
+          step: 2 * i,
+          samples: 32 * i,
+          split: "test_seen",
+          success_rate: v,
+          score: v * 10,
+          episodes: 8,
+        })
+      );
+    }
+  }
+  return out;
+}
+
+const data = rows({
+  grpo: { 1: [0.25, 0.5], 2: [0.25, 0.25], 3: [0, 0.375] },
+  seed: { 1: [0.25, 0.75], 2: [0.25, 0.5], 3: [0, 0.625] },
+});
+
+Deno.test("summarize gives the mean over seeds per method, step and split", () => {
+  const s = summarize(data, []);
+  const at = (method: string, step: number) =>
+    s.means.find((m) => m.method === method && m.step === step)!;
+  assert.equal(s.means.length, 4);
+  assert.ok(Math.abs(at("grpo", 2).success.mean - 0.375) < 1e-12); // (0.5 + 0.25 + 0.375) / 3
+  assert.ok(Math.abs(at("seed", 2).success.mean - 0.625) < 1e-12); // (0.75 + 0.5 + 0.625) / 3
+  assert.equal(at("seed", 2).success.n, 3);
+  assert.equal(at("seed", 2).samples, 32);
+  assert.ok(Math.abs(at("seed", 2).score - 6.25) < 1e-12);
+});
+
+Deno.test("summarize pairs SEED − GRPO by seed", () => {
+  const s = summarize(data, []);
+  const last = s.diffs.find((d) => d.step === 2)!;
+  // Every seed gains exactly 0.25: mean 0.25, no spread, so the interval is [0.25, 0.25].
+  assert.equal(last.diff.n, 3);
+  assert.ok(Math.abs(last.diff.mean - 0.25) < 1e-12);
+  assert.ok(Math.abs(last.diff.low - 0.25) < 1e-12 && Math.abs(last.diff.high - 0.25) < 1e-12);
+  // Unpaired, the spread between seeds (0.25 to 0.5 for GRPO alone) would not cancel.
+  assert.ok(s.means.find((m) => m.method === "grpo" && m.step === 2)!.success.half > 0.2);
+});
+
+Deno.test("summarize interpolates the samples SEED needs to reach GRPO's final success", () => {
+  const s = summarize(data, []);
+  // GRPO final mean 0.375 at 32 samples; SEED's mean curve (0, 1/6) → (32, 0.625):
+  // 32 · (0.375 − 1/6) / (0.625 − 1/6) = 32 · (5/24) / (11/24) = 160/11 = 14.545…
+  assert.equal(s.reach.length, 1);
+  assert.equal(s.reach[0].grpoSamples, 32);
+  assert.ok(Math.abs(s.reach[0].seedSamples! - 160 / 11) < 1e-9);
+  // Swapped roles, GRPO's best is below SEED's final: "not reached" (null).
+  const swapped = data.map((r) => ({ ...r, method: r.method === "seed" ? "grpo" : "seed" }));
+  assert.equal(summarize(swapped, []).reach[0].seedSamples, null);
+});
+
+Deno.test("summarize averages seconds per update and parse rates over seeds", () => {
+  const s = summarize([], [
+    { env: "sokoban", method: "grpo", seed: 1, secondsPerUpdate: 10, parseRate: null },
+    { env: "sokoban", method: "grpo", seed: 2, secondsPerUpdate: 12, parseRate: null },
+    { env: "sokoban", method: "seed", seed: 1, secondsPerUpdate: 13, parseRate: 0.5 },
+    { env: "sokoban", method: "seed", seed: 2, secondsPerUpdate: 15, parseRate: 1 },
+  ]);
+  const grpo = s.timing.find((t) => t.method === "grpo")!;
+  const seed = s.timing.find((t) => t.method === "seed")!;
+  assert.equal(grpo.secondsPerUpdate.mean, 11);
+  assert.equal(grpo.parseRate, null);
+  assert.equal(seed.secondsPerUpdate.mean, 14);
+  assert.equal(seed.parseRate, 0.75);
+});
+
+Deno.test("seedCsv writes per-seed Wilson rows then mean rows with the t-interval", () => {
+  const s = summarize(data, []);
+  const lines = seedCsv(data, s.means).trim().split("\n");
+  assert.equal(lines.length, 1 + data.length + s.means.length);
+  assert.equal(
+    lines[0],
+    "env,method,seed,step,samples,split,success_rate,score,n,ci_low,ci_high,ci_kind",
+  );
+  // 4 of 8 won: Wilson 95% [0.2152, 0.7848].
+  assert.equal(
+    lines.find((l) => l.startsWith("sokoban,grpo,1,2,")),
+    "sokoban,grpo,1,2,32,test_seen,0.5,5,8,0.2152,0.7848,wilson_binomial",
+  );
+  // SEED at step 2 over seeds: mean 0.625, s = 0.125, half = 4.30265 · 0.125 / √3 = 0.3105,
+  // so [0.3145, 0.9355].
+  assert.equal(
+    lines.find((l) => l.startsWith("sokoban,seed,mean,2,")),
+    "sokoban,seed,mean,2,32,test_seen,0.6250,6.2500,3,0.3145,0.9355,t_over_seeds",
+  );
+  assert.equal(
+    diffCsv(s.diffs).trim().split("\n")[2],
+    "sokoban,2,32,test_seen,3,0.2500,0.2500,0.2500",
+  );
+});
