@@ -89,7 +89,8 @@ export const JobSpecSchema = z.object({
   method: z.enum(METHODS).default("seed"),
   model: z.object({
     /**
-     * `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]`.
+     * `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]` |
+     * `model:<uuid>` (uploaded).
      */
     base: ModelBase.default("builtin:tiny"),
   }).strict().prefault({}),
