@@ -23,6 +23,7 @@ import { dashboardRoutes } from "./dashboard/routes.ts";
 import { artifactRoutes } from "./routes_artifacts.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { jobRoutes } from "./routes_jobs.ts";
+import { modelRoutes } from "./routes_models.ts";
 import { envRoutes, systemRoutes } from "./routes_system.ts";
 import { trajectoryRoutes } from "./routes_trajectories.ts";
 
@@ -74,16 +75,18 @@ export function createApp(options: AppOptions): Hono {
     })
   );
 
+  const limit = bodyLimit({
+    maxSize: maxBodyBytes,
+    onError: (c) =>
+      problemResponse({
+        ...problemFromError(new PayloadTooLargeError(maxBodyBytes)),
+        instance: c.req.path,
+      }),
+  });
+  // Model uploads stream gigabytes; api/model_upload.ts enforces their own limits.
   app.use(
     "*",
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: (c) =>
-        problemResponse({
-          ...problemFromError(new PayloadTooLargeError(maxBodyBytes)),
-          instance: c.req.path,
-        }),
-    }),
+    (c, next) => c.req.method === "POST" && c.req.path === "/v1/models" ? next() : limit(c, next),
   );
 
   app.route("/", systemRoutes(options));
@@ -95,6 +98,7 @@ export function createApp(options: AppOptions): Hono {
   v1.route("/jobs", artifactRoutes(options));
   v1.route("/jobs", trajectoryRoutes(options));
   v1.route("/envs", envRoutes(options));
+  v1.route("/models", modelRoutes(options));
   app.route("/v1", v1);
   return app;
 }

@@ -6,6 +6,7 @@ import { type Database, ENV_CATALOG, type JobSpec } from "../jobs/mod.ts";
 import type { ArtifactStore } from "../jobs/store.ts";
 import type { ErrorMapper } from "./errors.ts";
 import type { EnvInfo } from "./schemas.ts";
+import type { ModelUploadLimits } from "./model_upload.ts";
 
 /**
  * The artifact store methods the API uses (jobs/store.ts `ArtifactStore` satisfies it): streamed
@@ -13,8 +14,19 @@ import type { EnvInfo } from "./schemas.ts";
  */
 export type ArtifactReader = Pick<
   ArtifactStore,
-  "getStream" | "get" | "presignGet" | "bucket" | "send"
+  "getStream" | "get" | "presignGet" | "bucket" | "send" | "put" | "putStream" | "delete"
 >;
+
+/**
+ * The format check of an uploaded model folder (`POST /v1/models`): given its small files and
+ * its safetensors headers, answers its architecture, config.json and parameter count, or throws
+ * an error with string `file` and `field` properties (a 422 naming them; the upload is
+ * discarded). api/main.ts wires workers/model/upload_check.ts `checkUploadedModel`.
+ */
+export type ModelCheck = (files: {
+  small: ReadonlyMap<string, Uint8Array>;
+  safetensors: ReadonlyMap<string, { header: Record<string, unknown>; dataBytes: number }>;
+}) => { architecture: string; configJson: Record<string, unknown>; parameterCount: number };
 
 /**
  * Semantic check of a parsed spec for the submitting tenant (e.g. "is env.id known?").
@@ -37,7 +49,11 @@ export interface AppOptions {
   envs?: EnvsProvider;
   /** Extra 422 checks of submitted specs, run after the env check. */
   checkSpec?: SpecCheck;
-  /** Largest request body, bytes (default 1 MiB). */
+  /** Checks uploaded models; without it `POST /v1/models` answers 501. */
+  checkModel?: ModelCheck;
+  /** Limits of `POST /v1/models` (api/model_upload.ts defaults: 64 GiB, 64 MiB small files). */
+  modelUploadLimits?: Partial<ModelUploadLimits>;
+  /** Largest request body, bytes (default 1 MiB; `POST /v1/models` has its own limits). */
   maxBodyBytes?: number;
   /** Seconds an auth lookup is cached (default 2). */
   authCacheMs?: number;

@@ -9,7 +9,22 @@
  * Architecture). A deployment with other environments passes an `envs` provider to `createApp`.
  */
 import { openDatabase, openStore } from "../jobs/mod.ts";
+import { checkUploadedModel } from "../workers/model/upload_check.ts";
 import { createApp } from "./app.ts";
+import type { ModelCheck } from "./deps.ts";
+
+/**
+ * The format check of uploaded models: the one place the server imports workers/ (a pure module
+ * that parses config.json, safetensors headers and tokenizer.json; no engine, no sessions).
+ */
+export const checkModel: ModelCheck = (files) => {
+  const r = checkUploadedModel(files);
+  return {
+    architecture: r.config.architecture,
+    configJson: r.configJson,
+    parameterCount: r.parameterCount,
+  };
+};
 
 /** What {@link serveApi} started. */
 export interface RunningApi {
@@ -25,7 +40,7 @@ export async function serveApi(
 ): Promise<RunningApi> {
   const db = await openDatabase();
   const store = await openStore();
-  const app = createApp({ db, store, maxBodyBytes: options.maxBodyBytes });
+  const app = createApp({ db, store, maxBodyBytes: options.maxBodyBytes, checkModel });
   const server = Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 8787,

@@ -1,12 +1,13 @@
 /**
  * Submit-time tenancy check of the references a JobSpec can make to stored artifacts:
- * `model.base` = `job:<uuid>[@step]` (an earlier job's checkpoint) and `s3://bucket/…` URIs in
+ * `model.base` = `job:<uuid>[@step]` (an earlier job's checkpoint), `model:<uuid>` (an uploaded
+ * model) and `s3://bucket/…` URIs in
  * `model.base` and `warmup.data`. Workers read these with the service's own credentials, so
  * without this check a tenant could name another tenant's job, or another tenant's objects in the
  * service's bucket (`s3://seed/tenants/<other>/…`), train from them and download the result.
  */
 import type { JobSpec } from "../jobs/mod.ts";
-import { getJob } from "../jobs/mod.ts";
+import { getJob, getModel, MODEL_REF_PATTERN } from "../jobs/mod.ts";
 import type { Database } from "../jobs/db.ts";
 import { type FieldIssue, UnprocessableError } from "./errors.ts";
 
@@ -46,6 +47,14 @@ export async function checkSpecRefs(
       path: "model.base",
       code: "unknown_job",
       message: `job:${job[1]} must name a job of this tenant`,
+    });
+  }
+  const model = MODEL_REF_PATTERN.exec(spec.model.base);
+  if (model && !(await getModel(db, ctx.tenantId, model[1]))) {
+    issues.push({
+      path: "model.base",
+      code: "unknown_model",
+      message: `model:${model[1]} must name a model of this tenant (POST /v1/models)`,
     });
   }
   if (issues.length === 0) return;

@@ -1,5 +1,6 @@
 """PyTorch CPU reference for bench/engine.ts: the same Llama-style decoder (RMSNorm, RoPE with
-HF rotate_half, GQA, SwiGLU, tied embeddings), the same SFT train step (forward, backward,
+HF rotate_half, GQA, SwiGLU, tied embeddings; Qwen2's QKV bias, Qwen3's per-head q/k RMSNorm,
+Llama 3's RoPE frequency scaling), the same SFT train step (forward, backward,
 torch.optim.AdamW) and the same batched greedy decode with a KV cache, at a given thread count.
 
 Usage: /usr/bin/python3 bench/engine_torch.py '<json>' (config with HF names, threads,
@@ -26,8 +27,28 @@ class RMSNorm(torch.nn.Module):
         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
 
+def rope_inv_freq(c):
+    """RoPE inverse frequencies (D/2,), float64: theta^(-2i/D) (RoFormer eq. 15), then Llama 3.1's
+    scaling when c["rope_scaling"] has rope_type "llama3": wavelengths above L/low_freq_factor
+    are divided by factor, below L/high_freq_factor kept, and linearly blended in between on
+    s = (L/wavelength - low) / (high - low) (L = original_max_position_embeddings)."""
+    hd = c["head_dim"]
+    inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    r = c.get("rope_scaling")
+    if not r:
+        return inv
+    assert r["rope_type"] == "llama3"
+    big_l, lo, hi, factor = (r["original_max_position_embeddings"], r["low_freq_factor"],
+                             r["high_freq_factor"], r["factor"])
+    wavelen = 2 * math.pi / inv
+    s = ((big_l / wavelen - lo) / (hi - lo)).clamp(0.0, 1.0)  # 0 below the band, 1 above
+    blended = (1 - s) * inv / factor + s * inv
+    out = torch.where(wavelen < big_l / hi, inv, blended)
+    return torch.where(wavelen > big_l / lo, inv / factor, out)
+
+
 class Decoder(torch.nn.Module):
-    """Llama/Qwen2 decoder whose state_dict keys are Hugging Face's (model.layers.0.…)."""
+    """Llama/Qwen2/Qwen3 decoder whose state_dict keys are Hugging Face's (model.layers.0.…)."""
 
     def __init__(self, c):
         super().__init__()
@@ -35,6 +56,7 @@ class Decoder(torch.nn.Module):
         d, f, eps = c["hidden_size"], c["intermediate_size"], c["rms_norm_eps"]
         self.h, self.hkv, self.hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
         bias = c["attention_bias"]
+        self.qk_norm = c.get("architecture") == "Qwen3ForCausalLM"
         self.model = torch.nn.Module()
         self.model.embed_tokens = torch.nn.Embedding(c["vocab_size"], d)
         self.model.layers = torch.nn.ModuleList()
@@ -46,6 +68,9 @@ class Decoder(torch.nn.Module):
             layer.self_attn.k_proj = torch.nn.Linear(d, self.hkv * self.hd, bias=bias)
             layer.self_attn.v_proj = torch.nn.Linear(d, self.hkv * self.hd, bias=bias)
             layer.self_attn.o_proj = torch.nn.Linear(self.h * self.hd, d, bias=False)
+            if self.qk_norm:  # Qwen3: one RMSNorm over each head's channels
+                layer.self_attn.q_norm = RMSNorm(self.hd, eps)
+                layer.self_attn.k_norm = RMSNorm(self.hd, eps)
             layer.post_attention_layernorm = RMSNorm(d, eps)
             layer.mlp = torch.nn.Module()
             layer.mlp.gate_proj = torch.nn.Linear(d, f, bias=False)
@@ -55,14 +80,13 @@ class Decoder(torch.nn.Module):
         self.model.norm = RMSNorm(d, eps)
         if not c["tie_word_embeddings"]:
             self.lm_head = torch.nn.Linear(d, c["vocab_size"], bias=False)
-        inv = 1.0 / (c["rope_theta"] ** (torch.arange(0, self.hd, 2).float() / self.hd))
-        self.register_buffer("inv_freq", inv, persistent=False)
+        self.register_buffer("inv_freq", rope_inv_freq(c).float(), persistent=False)
         for p in self.parameters():
             if p.dim() == 2:
                 torch.nn.init.normal_(p, std=0.02)
 
     def rope(self, x, pos):  # x (B, h, T, D), pos (B, T); HF rotate_half convention
-        ang = pos[:, None, :, None].float() * self.inv_freq  # (B, 1, T, D/2)
+        ang = pos[:, None, :, None].to(self.inv_freq.dtype) * self.inv_freq  # (B, 1, T, D/2)
         cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
         x1, x2 = x.chunk(2, -1)
         return x * cos + torch.cat([-x2, x1], -1) * sin
@@ -75,8 +99,12 @@ class Decoder(torch.nn.Module):
         for i, l in enumerate(self.model.layers):
             at = l.self_attn
             a = l.input_layernorm(x)
-            q = self.rope(at.q_proj(a).view(b, t, self.h, self.hd).transpose(1, 2), pos)
-            k = self.rope(at.k_proj(a).view(b, t, self.hkv, self.hd).transpose(1, 2), pos)
+            q = at.q_proj(a).view(b, t, self.h, self.hd)
+            k = at.k_proj(a).view(b, t, self.hkv, self.hd)
+            if self.qk_norm:  # before RoPE
+                q, k = at.q_norm(q), at.k_norm(k)
+            q = self.rope(q.transpose(1, 2), pos)
+            k = self.rope(k.transpose(1, 2), pos)
             v = at.v_proj(a).view(b, t, self.hkv, self.hd).transpose(1, 2)
             if past is not None:
                 k, v = torch.cat([past[i][0], k], 2), torch.cat([past[i][1], v], 2)
@@ -102,6 +130,7 @@ def reference_logits(spec):
     """{config, params: {hf name: flat list}, ids: [[...]]} -> logits (B, T, V) as nested lists."""
     torch.set_num_threads(1)
     model = Decoder(spec["config"]).double()
+    model.inv_freq = rope_inv_freq(spec["config"])  # float64 (.double() keeps buffers' values)
     state = {k: torch.tensor(v, dtype=torch.float64).view(p.shape) for k, v in spec["params"].items()
              for p in [model.state_dict()[k]]}
     model.load_state_dict(state, strict=True)

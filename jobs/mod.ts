@@ -77,6 +77,15 @@ export {
 } from "./store.ts";
 export * from "./keys.ts";
 export {
+  commitModel,
+  deleteModel,
+  getModel,
+  listModels,
+  modelByIdempotencyKey,
+  type ModelInput,
+  modelPrefix,
+} from "./models.ts";
+export {
   ENV_CATALOG,
   type EnvCatalog,
   type EnvCatalogEntry,

@@ -291,6 +291,40 @@ export const idempotencyKeys = pgTable("idempotency_keys", {
   check("idempotency_keys_sha256_hex", sql`${t.requestSha256} ~ '^[0-9a-f]{64}$'`),
 ]);
 
+/**
+ * Uploaded models (`POST /v1/models`): a Hugging Face folder validated at upload, its files in
+ * the store under `tenants/{tenant}/models/{id}/`. The row is the commit point: objects are
+ * uploaded first, the row is inserted once every file checked out (objects without a row are
+ * garbage and never visible). A JobSpec names one as `model.base: "model:<id>"`.
+ */
+export const models = pgTable("models", {
+  id: uuid("id").primaryKey().defaultRandom(),
+  tenantId: uuid("tenant_id").notNull().references(() => tenants.id, { onDelete: "cascade" }),
+  /** Optional label given at upload (`?name=`). */
+  name: text("name"),
+  /** `config.json` `architectures[0]`, e.g. `Qwen3ForCausalLM`. */
+  architecture: text("architecture").notNull(),
+  /** The uploaded `config.json` as parsed JSON. */
+  config: jsonb("config").notNull(),
+  /** Scalar parameters of the decoder (and vision tower) the config describes. */
+  parameterCount: bigint("parameter_count", { mode: "number" }).notNull(),
+  files: jsonb("files").$type<CheckpointFile[]>().notNull(),
+  /** Total bytes of `files`. */
+  bytes: bigint("bytes", { mode: "number" }).notNull(),
+  /** `Idempotency-Key` of the upload, when given: the same key returns this model again. */
+  idempotencyKey: text("idempotency_key"),
+  /** Hex SHA-256 of the uploaded archive (the same key with other bytes is a conflict). */
+  requestSha256: text("request_sha256").notNull(),
+  createdAt: createdAt(),
+}, (t) => [
+  unique("models_tenant_idempotency_key").on(t.tenantId, t.idempotencyKey),
+  index("models_tenant_created_idx").on(t.tenantId, t.createdAt),
+  check("models_bytes_nonnegative", sql`${t.bytes} >= 0`),
+  check("models_parameter_count_positive", sql`${t.parameterCount} > 0`),
+  check("models_request_sha256_hex", sql`${t.requestSha256} ~ '^[0-9a-f]{64}$'`),
+  check("models_name_length", sql`${t.name} is null or length(${t.name}) between 1 and 200`),
+]);
+
 /** Row types inferred from the tables. */
 export type Tenant = typeof tenants.$inferSelect;
 /** An API key row (no secret; only its hash). */
@@ -309,3 +343,5 @@ export type SkillLibrary = typeof skillLibraries.$inferSelect;
 export type TrajectoryDump = typeof trajectoryDumps.$inferSelect;
 /** An idempotency key row. */
 export type IdempotencyKey = typeof idempotencyKeys.$inferSelect;
+/** An uploaded model's row. */
+export type Model = typeof models.$inferSelect;

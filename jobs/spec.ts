@@ -31,6 +31,9 @@ const S3_OBJECT_PATTERN = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/[^\s]*[^\s/
 /** `job:<uuid>` or `job:<uuid>@<step>` — a checkpoint of an earlier job (latest when no step). */
 const JOB_REF_PATTERN =
   /^job:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:@(?:0|[1-9][0-9]{0,8}))?$/;
+/** `model:<uuid>` — a model uploaded with `POST /v1/models` (README.md, "Bring your own model"). */
+export const MODEL_REF_PATTERN =
+  /^model:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** Largest accepted `env.options` object, in characters of its JSON text. */
 export const MAX_ENV_OPTIONS_CHARS = 16_384;
@@ -46,10 +49,12 @@ export const BUILTIN_MODELS: readonly string[] = ["builtin:tiny", "builtin:tiny-
 
 /** `model.base` accepted forms, checked in one place so the error message lists them all. */
 const ModelBase = z.string().max(1024).refine(
-  (v) => BUILTIN_MODELS.includes(v) || S3_PREFIX_PATTERN.test(v) || JOB_REF_PATTERN.test(v),
+  (v) =>
+    BUILTIN_MODELS.includes(v) || S3_PREFIX_PATTERN.test(v) || JOB_REF_PATTERN.test(v) ||
+    MODEL_REF_PATTERN.test(v),
   {
     message:
-      "Cannot use this model base as it must be `builtin:tiny`, `builtin:tiny-vl`, `s3://bucket/prefix/` (ending in /) or `job:<uuid>[@step]`",
+      "Cannot use this model base as it must be `builtin:tiny`, `builtin:tiny-vl`, `s3://bucket/prefix/` (ending in /), `job:<uuid>[@step]` or `model:<uuid>`",
   },
 );
 
@@ -84,7 +89,8 @@ export const JobSpecSchema = z.object({
   method: z.enum(METHODS).default("seed"),
   model: z.object({
     /**
-     * `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]`.
+     * `builtin:tiny` | `builtin:tiny-vl` (images) | `s3://bucket/prefix/` | `job:<uuid>[@step]` |
+     * `model:<uuid>` (uploaded).
      */
     base: ModelBase.default("builtin:tiny"),
   }).strict().prefault({}),

@@ -1,6 +1,10 @@
 /**
- * Decoder configuration and parameter layout, matching Hugging Face `LlamaForCausalLM` and
- * `Qwen2ForCausalLM` (`config.json` field names; `model.safetensors` tensor names and shapes).
+ * Decoder configuration and parameter layout, matching Hugging Face `LlamaForCausalLM`,
+ * `Qwen2ForCausalLM` and `Qwen3ForCausalLM` (`config.json` field names; `model.safetensors`
+ * tensor names and shapes). The three differ only in: QKV bias (Qwen2), a per-head RMSNorm of
+ * queries and keys before RoPE (Qwen3: `self_attn.q_norm.weight`, `self_attn.k_norm.weight`,
+ * each (D,)), and Qwen3's `head_dim` that need not be hidden_size / num_attention_heads.
+ * Any of them may carry Llama 3's `rope_scaling` (workers/model/rope.ts).
  *
  * This file is the contract between the graph builders (workers/model/llama.ts,
  * workers/model/vision.ts), the checkpoint I/O (safetensors, HF directory), initialisation and
@@ -31,7 +35,24 @@
  */
 
 /** HF architecture names we load and save. */
-export type Architecture = "LlamaForCausalLM" | "Qwen2ForCausalLM";
+export type Architecture = "LlamaForCausalLM" | "Qwen2ForCausalLM" | "Qwen3ForCausalLM";
+
+/**
+ * Llama 3's RoPE frequency scaling (`config.json` `rope_scaling` with `rope_type: "llama3"`):
+ * frequencies whose wavelength exceeds `original_max_position_embeddings / low_freq_factor`
+ * tokens are divided by `factor`, those below `… / high_freq_factor` are kept, and the band
+ * between is interpolated (workers/model/rope.ts).
+ */
+export interface RopeScaling {
+  rope_type: "llama3";
+  /** Divisor of the low frequencies (Llama 3.1/3.2: 8 or 32). */
+  factor: number;
+  low_freq_factor: number;
+  /** Must exceed `low_freq_factor`. */
+  high_freq_factor: number;
+  /** Context length (tokens) the model was pretrained at before the extension (8192). */
+  original_max_position_embeddings: number;
+}
 
 /** Decoder hyper-parameters, with Hugging Face's `config.json` names. */
 export interface DecoderConfig {
@@ -50,11 +71,13 @@ export interface DecoderConfig {
   head_dim: number;
   rms_norm_eps: number;
   rope_theta: number;
+  /** Llama 3 RoPE scaling; absent or null for plain RoPE. */
+  rope_scaling?: RopeScaling | null;
   /** Longest sequence (tokens) the RoPE tables are built for. */
   max_position_embeddings: number;
   /** `lm_head` shares `embed_tokens` (no `lm_head.weight` tensor). */
   tie_word_embeddings: boolean;
-  /** Bias on q/k/v projections (Qwen2: true; Llama: false). */
+  /** Bias on q/k/v projections (Qwen2: true; Llama, Qwen3: false). */
   attention_bias: boolean;
   bos_token_id: number | null;
   eos_token_id: number | null;
@@ -120,6 +143,10 @@ export function decoderParameterSpecs(c: DecoderConfig): ParameterSpec[] {
     specs.push({ name: `${p}.self_attn.v_proj.weight`, shape: [kv, d] });
     if (c.attention_bias) specs.push({ name: `${p}.self_attn.v_proj.bias`, shape: [kv] });
     specs.push({ name: `${p}.self_attn.o_proj.weight`, shape: [d, q] });
+    if (hasQkNorm(c)) {
+      specs.push({ name: `${p}.self_attn.q_norm.weight`, shape: [c.head_dim] });
+      specs.push({ name: `${p}.self_attn.k_norm.weight`, shape: [c.head_dim] });
+    }
     specs.push({ name: `${p}.post_attention_layernorm.weight`, shape: [d] });
     specs.push({ name: `${p}.mlp.gate_proj.weight`, shape: [c.intermediate_size, d] });
     specs.push({ name: `${p}.mlp.up_proj.weight`, shape: [c.intermediate_size, d] });
@@ -128,6 +155,11 @@ export function decoderParameterSpecs(c: DecoderConfig): ParameterSpec[] {
   specs.push({ name: "model.norm.weight", shape: [d] });
   if (!c.tie_word_embeddings) specs.push({ name: "lm_head.weight", shape: [c.vocab_size, d] });
   return specs;
+}
+
+/** Whether queries and keys get a per-head RMSNorm before RoPE (Qwen3). */
+export function hasQkNorm(c: DecoderConfig): boolean {
+  return c.architecture === "Qwen3ForCausalLM";
 }
 
 /** Patches per image, P = (image_size / patch_size)²: the image tokens one image takes. */

@@ -4,8 +4,8 @@
  *
  * The API works on file maps (name → bytes) so the job service can keep directories in S3;
  * `writeHfFolder`/`hfFolderReader` bridge to a local folder. Saved directories load in
- * `transformers` (`LlamaForCausalLM` / `Qwen2ForCausalLM`) and real Hub directories of those
- * architectures load here.
+ * `transformers` (`LlamaForCausalLM` / `Qwen2ForCausalLM` / `Qwen3ForCausalLM`, with Llama 3's
+ * `rope_scaling` when set) and real Hub directories of those architectures load here.
  *
  * Vision-language models (a config with `vision_config`, e.g. `builtin:tiny-vl`) keep the
  * decoder's architecture and names and add to `config.json` a SigLIP-style `vision_config`
@@ -16,7 +16,13 @@
  * (`transformers` loading such a folder as `LlamaForCausalLM` gets the text decoder only.)
  */
 import { z } from "zod";
-import { type DecoderConfig, type Parameters, parameterSpecs } from "./config.ts";
+import {
+  type Architecture,
+  type DecoderConfig,
+  type Parameters,
+  parameterSpecs,
+  type RopeScaling,
+} from "./config.ts";
 import {
   parseShardIndex,
   readSafetensors,
@@ -62,10 +68,23 @@ export const HF_FILES = {
   tokenizerConfig: "tokenizer_config.json",
 } as const;
 
-const MODEL_TYPES = { LlamaForCausalLM: "llama", Qwen2ForCausalLM: "qwen2" } as const;
+const MODEL_TYPES: Record<Architecture, string> = {
+  LlamaForCausalLM: "llama",
+  Qwen2ForCausalLM: "qwen2",
+  Qwen3ForCausalLM: "qwen3",
+};
 const TORCH_DTYPES = { F32: "float32", BF16: "bfloat16" } as const;
 
 const tokenId = z.number().int().nonnegative();
+/** `rope_scaling` (and transformers ≥ 5's `rope_parameters`) fields we read. */
+const ropeScalingFields = {
+  type: z.string().optional(),
+  rope_type: z.string().optional(),
+  factor: z.number().optional(),
+  low_freq_factor: z.number().optional(),
+  high_freq_factor: z.number().optional(),
+  original_max_position_embeddings: z.number().int().optional(),
+};
 const positive = z.number().int().positive();
 const hfConfigSchema = z.looseObject({
   ...visionJsonFields,
@@ -81,12 +100,11 @@ const hfConfigSchema = z.looseObject({
   rms_norm_eps: z.number().positive().optional(),
   rope_theta: z.number().positive().optional(),
   rope_parameters: z.looseObject({
-    rope_type: z.string().optional(),
+    ...ropeScalingFields,
     rope_theta: z.number().positive().optional(),
   })
     .nullish(),
-  rope_scaling: z.looseObject({ type: z.string().optional(), rope_type: z.string().optional() })
-    .nullish(),
+  rope_scaling: z.looseObject(ropeScalingFields).nullish(),
   max_position_embeddings: positive.optional(),
   tie_word_embeddings: z.boolean().optional(),
   attention_bias: z.boolean().optional(),
@@ -98,6 +116,9 @@ const hfConfigSchema = z.looseObject({
   pad_token_id: tokenId.nullish(),
 });
 
+const isArchitecture = (name: string | undefined): name is Architecture =>
+  name !== undefined && Object.hasOwn(MODEL_TYPES, name);
+
 const unsupported = (what: string, value: unknown) =>
   new HfFormatError(
     `Cannot load config.json as ${what}: current value is ${JSON.stringify(value)}`,
@@ -105,10 +126,13 @@ const unsupported = (what: string, value: unknown) =>
 
 /**
  * Parses a Hugging Face `config.json` (extra fields allowed) into a `DecoderConfig`, filling HF
- * defaults (head_dim = hidden_size / num_attention_heads, num_key_value_heads = heads, eps 1e-6,
- * rope_theta 10000, untied embeddings). A list `eos_token_id` keeps its first id.
+ * defaults (head_dim = hidden_size / num_attention_heads, or 128 for Qwen3 as its
+ * `Qwen3Config` does; num_key_value_heads = heads, eps 1e-6, rope_theta 10000, untied
+ * embeddings). A list `eos_token_id` keeps its first id. `rope_scaling` (or `rope_parameters`)
+ * of type `llama3` needs all four of its fields.
  * @throws {HfFormatError} on missing/invalid fields or unsupported features (architectures other
- *   than Llama/Qwen2, activation ≠ silu, RoPE scaling, MLP bias, Llama attention bias, sliding window).
+ *   than Llama/Qwen2/Qwen3, activation ≠ silu, RoPE scaling other than llama3, MLP bias,
+ *   Llama/Qwen3 attention bias, sliding window).
  */
 export function configFromJson(json: unknown): DecoderConfig {
   const parsed = hfConfigSchema.safeParse(json);
@@ -121,32 +145,34 @@ export function configFromJson(json: unknown): DecoderConfig {
   const c = parsed.data;
   const architecture = c.architectures?.[0] ??
     Object.entries(MODEL_TYPES).find(([, type]) => type === c.model_type)?.[0];
-  if (architecture !== "LlamaForCausalLM" && architecture !== "Qwen2ForCausalLM") {
+  if (!isArchitecture(architecture)) {
     throw unsupported(
-      "architectures must be [LlamaForCausalLM] or [Qwen2ForCausalLM]",
+      "architectures must be [LlamaForCausalLM], [Qwen2ForCausalLM] or [Qwen3ForCausalLM]",
       c.architectures ?? c.model_type,
     );
   }
   if (c.hidden_act !== undefined && c.hidden_act !== "silu") {
     throw unsupported("hidden_act must be silu", c.hidden_act);
   }
-  const ropeType = c.rope_scaling?.rope_type ?? c.rope_scaling?.type ??
-    c.rope_parameters?.rope_type ?? "default";
-  if (ropeType !== "default") throw unsupported("RoPE scaling must be absent or default", ropeType);
+  const ropeScaling = ropeScalingFromJson(c);
   if (c.mlp_bias) throw unsupported("mlp_bias must be false", c.mlp_bias);
   if (c.use_sliding_window) {
     throw unsupported("use_sliding_window must be false", c.use_sliding_window);
   }
   const qwen = architecture === "Qwen2ForCausalLM";
   if (!qwen && c.attention_bias) {
-    throw unsupported("Llama attention_bias must be false (o_proj bias is not supported)", true);
+    throw unsupported(
+      `attention_bias must be false for ${architecture} (o_proj bias is not supported)`,
+      true,
+    );
   }
   const heads = c.num_attention_heads;
   const kvHeads = c.num_key_value_heads ?? heads;
   if (heads % kvHeads !== 0) {
     throw unsupported(`num_key_value_heads must divide num_attention_heads (${heads})`, kvHeads);
   }
-  const headDim = c.head_dim ?? c.hidden_size / heads;
+  const headDim = c.head_dim ??
+    (architecture === "Qwen3ForCausalLM" ? 128 : c.hidden_size / heads);
   if (!Number.isInteger(headDim)) {
     throw unsupported(
       `hidden_size must be a multiple of num_attention_heads (${heads}) when head_dim is absent`,
@@ -167,13 +193,15 @@ export function configFromJson(json: unknown): DecoderConfig {
     head_dim: headDim,
     rms_norm_eps: c.rms_norm_eps ?? 1e-6,
     rope_theta: c.rope_theta ?? c.rope_parameters?.rope_theta ?? 10000,
-    max_position_embeddings: c.max_position_embeddings ?? (qwen ? 32768 : 2048),
+    max_position_embeddings: c.max_position_embeddings ??
+      (architecture === "LlamaForCausalLM" ? 2048 : 32768),
     tie_word_embeddings: c.tie_word_embeddings ?? false,
     attention_bias: qwen,
     bos_token_id: first(c.bos_token_id),
     eos_token_id: first(c.eos_token_id),
     pad_token_id: c.pad_token_id ?? null,
   };
+  if (ropeScaling) config.rope_scaling = ropeScaling;
   try {
     addVisionConfig(config, c);
   } catch (cause) {
@@ -185,12 +213,55 @@ export function configFromJson(json: unknown): DecoderConfig {
 }
 
 /**
+ * The RoPE scaling of a parsed config.json: null for plain RoPE, Llama 3's parameters for
+ * `rope_type: "llama3"` (from `rope_scaling`, or `rope_parameters` as transformers ≥ 5 writes).
+ * @throws {HfFormatError} naming the field for any other type or a missing llama3 field.
+ */
+function ropeScalingFromJson(
+  c: z.infer<typeof hfConfigSchema>,
+): RopeScaling | null {
+  const [field, r] = c.rope_scaling
+    ? ["rope_scaling", c.rope_scaling] as const
+    : ["rope_parameters", c.rope_parameters] as const;
+  const type = r?.rope_type ?? r?.type ?? "default";
+  if (type === "default") return null;
+  if (type !== "llama3") {
+    throw unsupported(`${field}.rope_type must be absent, default or llama3`, type);
+  }
+  const { factor, low_freq_factor, high_freq_factor, original_max_position_embeddings } = r!;
+  const fields = { factor, low_freq_factor, high_freq_factor, original_max_position_embeddings };
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === undefined) throw unsupported(`${field}.${k} must be set for rope_type llama3`, null);
+  }
+  if (!(factor! >= 1 && low_freq_factor! > 0 && high_freq_factor! > low_freq_factor!)) {
+    throw unsupported(
+      `${field} must have factor ≥ 1 and 0 < low_freq_factor < high_freq_factor`,
+      fields,
+    );
+  }
+  if (!(original_max_position_embeddings! > 0)) {
+    throw unsupported(
+      `${field}.original_max_position_embeddings must be positive`,
+      original_max_position_embeddings,
+    );
+  }
+  return {
+    rope_type: "llama3",
+    factor: factor!,
+    low_freq_factor: low_freq_factor!,
+    high_freq_factor: high_freq_factor!,
+    original_max_position_embeddings: original_max_position_embeddings!,
+  };
+}
+
+/**
  * The `config.json` object of a config, with Hugging Face's field names and the defaults
  * `transformers` writes (keys sorted as `save_pretrained` does). Fields of `source` (the
  * config.json it was loaded from) that we do not set are kept; `dtype` (transformers ≥ 4.56's
  * name for `torch_dtype`) follows the saved dtype when present.
- * @throws {HfFormatError} when the config cannot be expressed in its architecture (Llama with
- *   attention bias, Qwen2 without it or with head_dim ≠ hidden_size / num_attention_heads).
+ * @throws {HfFormatError} when the config cannot be expressed in its architecture (Llama or
+ *   Qwen3 with attention bias, Qwen2 without it or with head_dim ≠ hidden_size /
+ *   num_attention_heads).
  */
 export function configToJson(
   c: DecoderConfig,
@@ -228,7 +299,7 @@ export function configToJson(
     num_key_value_heads: c.num_key_value_heads,
     pad_token_id: c.pad_token_id,
     rms_norm_eps: c.rms_norm_eps,
-    rope_scaling: null,
+    rope_scaling: c.rope_scaling ? { ...c.rope_scaling } : null,
     rope_theta: c.rope_theta,
     tie_word_embeddings: c.tie_word_embeddings,
     torch_dtype: torchDtype,
@@ -240,6 +311,10 @@ export function configToJson(
     json.max_window_layers ??= c.num_hidden_layers;
     json.sliding_window ??= c.max_position_embeddings;
     json.use_sliding_window = false;
+  } else if (c.architecture === "Qwen3ForCausalLM") {
+    Object.assign(json, { attention_bias: false, head_dim: c.head_dim, use_sliding_window: false });
+    json.max_window_layers ??= c.num_hidden_layers;
+    if (!("sliding_window" in json)) json.sliding_window = null;
   } else {
     Object.assign(json, {
       attention_bias: false,

@@ -1,8 +1,9 @@
 /**
- * Llama-style decoder as ONNX graphs, matching Hugging Face `LlamaForCausalLM` and
- * `Qwen2ForCausalLM`: RMSNorm, rotary position embeddings (RoPE, Su et al. 2021, with HF's
- * rotate_half convention), grouped-query attention (Ainslie et al. 2023), SwiGLU MLP
- * (Shazeer 2020), optional QKV bias (Qwen2) and tied embeddings.
+ * Llama-style decoder as ONNX graphs, matching Hugging Face `LlamaForCausalLM`,
+ * `Qwen2ForCausalLM` and `Qwen3ForCausalLM`: RMSNorm, rotary position embeddings (RoPE, Su et
+ * al. 2021, with HF's rotate_half convention and optional Llama 3 frequency scaling, rope.ts),
+ * grouped-query attention (Ainslie et al. 2023), SwiGLU MLP (Shazeer 2020), optional QKV bias
+ * (Qwen2), per-head query/key RMSNorm before RoPE (Qwen3) and tied embeddings.
  *
  * Parameters are graph inputs named as `parameterSpecs()` (HF names and layouts), so one
  * session serves every training step. Shape letters: B batch, T tokens in the graph, P cached
@@ -30,7 +31,8 @@ import {
   nn,
   type Value,
 } from "../engine/mod.ts";
-import { type DecoderConfig, decoderParameterSpecs, patchesPerImage } from "./config.ts";
+import { type DecoderConfig, decoderParameterSpecs, hasQkNorm, patchesPerImage } from "./config.ts";
+import { ropeInverseFrequencies } from "./rope.ts";
 import { mergeImageEmbeds, visionEncoder, visionParameterInputs } from "./vision.ts";
 import type { AnyObjective } from "./objective.ts";
 
@@ -92,6 +94,17 @@ export function validateConfig(c: DecoderConfig): void {
     );
   }
   if (c.head_dim % 2 !== 0) fail(`head_dim must be even for RoPE: current value is ${c.head_dim}`);
+  const r = c.rope_scaling;
+  if (
+    r && !(r.factor >= 1 && r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor &&
+      r.original_max_position_embeddings > 0)
+  ) {
+    fail(
+      `rope_scaling must have factor ≥ 1 and 0 < low_freq_factor < high_freq_factor and original_max_position_embeddings > 0: current value is ${
+        JSON.stringify(r)
+      }`,
+    );
+  }
   if (!(c.rms_norm_eps > 0 && c.rope_theta > 0)) {
     fail(
       `rms_norm_eps and rope_theta must be > 0: current values are ${c.rms_norm_eps} and ${c.rope_theta}`,
@@ -117,11 +130,9 @@ function parameterInputs(
 /** cos/sin of RoPE angles at int64 `positions` (B, T) → two (B, 1, T, D/2) tensors. */
 function ropeAngles(g: Graph, c: DecoderConfig, positions: Value): [Value, Value] {
   const half = c.head_dim / 2;
-  // HF: inv_freq[i] = 1 / θ^(2i/D); angle = position · inv_freq; emb = cat(angle, angle).
-  const invFreq = Array.from(
-    { length: half },
-    (_, i) => 1 / c.rope_theta ** ((2 * i) / c.head_dim),
-  );
+  // HF: inv_freq[i] = 1 / θ^(2i/D) (Llama 3-scaled when configured); angle = position ·
+  // inv_freq; emb = cat(angle, angle).
+  const invFreq = ropeInverseFrequencies(c);
   const [b, t] = positions.shape;
   const pos = g.reshape(g.cast(positions, g.floatType), [b, 1, t, 1]); // (B, 1, T, 1)
   const angle = g.mul(pos, g.floats(invFreq, [half])); // (B, 1, T, D/2)
@@ -183,11 +194,14 @@ function decoder(
     const proj = (n: string, src: Value) =>
       nn.linear(g, src, w(`${pre}.self_attn.${n}.weight`), bias(n));
     const heads = (v: Value, n: number) => g.transpose(g.reshape(v, [B, T, n, D]), [0, 2, 1, 3]);
+    // Qwen3: RMSNorm over each head's D channels (one (D,) gain shared by all heads), before RoPE.
+    const qkNorm = (v: Value, n: "q_norm" | "k_norm") =>
+      hasQkNorm(c) ? nn.rmsNorm(g, v, w(`${pre}.self_attn.${n}.weight`), c.rms_norm_eps) : v;
 
     // ---- attention
     const a = nn.rmsNorm(g, h, w(`${pre}.input_layernorm.weight`), c.rms_norm_eps); // (B, T, C)
-    const q = rope(g, heads(proj("q_proj", a), H), cos, sin); // (B, H, T, D)
-    const k = rope(g, heads(proj("k_proj", a), Hkv), cos, sin); // (B, Hkv, T, D)
+    const q = rope(g, qkNorm(heads(proj("q_proj", a), H), "q_norm"), cos, sin); // (B, H, T, D)
+    const k = rope(g, qkNorm(heads(proj("k_proj", a), Hkv), "k_norm"), cos, sin); // (B, Hkv, T, D)
     const v = heads(proj("v_proj", a), Hkv); // (B, Hkv, T, D)
     fresh.keys.push(k);
     fresh.values.push(v);

@@ -10,6 +10,8 @@
  * - `job:<id>[@step]` → that job's checkpoint (latest when no step), read through the worker's
  *   {@link ArtifactReader}: only jobs of the same tenant resolve (another tenant's job reads as
  *   missing).
+ * - `model:<id>` → a model the tenant uploaded (`POST /v1/models`), its files read verified
+ *   against their recorded SHA-256.
  * - `s3://bucket/prefix/` → a Hugging Face folder read through the same reader. Only the
  *   service's own bucket is reachable, and keys under `tenants/` must belong to the job's tenant
  *   (the reader refuses others); a shared model is typically uploaded under e.g. `models/…`.
@@ -188,6 +190,17 @@ export async function resolveModel(base: string, options: ModelSourceOptions): P
     const names = new Set(ck.files.map((f) => f.name));
     return await loadHfDirectory((name) => names.has(name) ? ck.read(name) : Promise.resolve(null));
   }
+  const uploaded = /^model:([0-9a-f-]{36})$/.exec(base);
+  if (uploaded) {
+    const m = await options.artifacts.model?.(uploaded[1]);
+    if (!m) {
+      throw new ModelSourceError(
+        `Cannot load model ${base} as it must be a model this tenant uploaded (POST /v1/models): none was found`,
+      );
+    }
+    const names = new Set(m.files.map((f) => f.name));
+    return await loadHfDirectory((name) => names.has(name) ? m.read(name) : Promise.resolve(null));
+  }
   const s3 = /^s3:\/\/([^/]+)\/(.*)$/.exec(base);
   if (s3) {
     const [, bucket, prefix] = s3;
@@ -202,6 +215,6 @@ export async function resolveModel(base: string, options: ModelSourceOptions): P
     });
   }
   throw new ModelSourceError(
-    `Cannot load model ${base} as it must be builtin:tiny, builtin:tiny-vl, job:<id>[@step] or s3://bucket/prefix/`,
+    `Cannot load model ${base} as it must be builtin:tiny, builtin:tiny-vl, job:<id>[@step], model:<id> or s3://bucket/prefix/`,
   );
 }

@@ -12,6 +12,7 @@ import {
   FenceLostError,
   getCheckpoint,
   getJob,
+  getModel,
   type Job,
   type JobProgress,
   type JobSpec,
@@ -102,6 +103,16 @@ export function createJobContext(state: RunState): JobContext {
           step === undefined ? latestCheckpoint(db, jobId) : getCheckpoint(db, jobId, step)
         ),
       );
+    },
+    async model(modelId) {
+      const m = await retried(() => getModel(db, job.tenantId, modelId));
+      return m && {
+        files: m.files,
+        read: (name: string) => {
+          const f = m.files.find((x) => x.name === name)!;
+          return retried(() => store.get(f.key, { sha256: f.sha256 }));
+        },
+      };
     },
     async readObject(bucket, key) {
       if (bucket !== store.bucket) {

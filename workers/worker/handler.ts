@@ -63,6 +63,11 @@ export interface ArtifactReader {
    *   another tenant's `tenants/` prefix (or is not a plain key: `..`, leading `/`).
    */
   readObject(bucket: string, key: string): Promise<Uint8Array | null>;
+  /**
+   * The files of a model this tenant uploaded (`POST /v1/models`), each read verified against
+   * its recorded SHA-256; null when the tenant has no such model.
+   */
+  model?(modelId: string): Promise<Omit<ResumePoint, "step"> | null>;
 }
 
 /** What a handler gets for one run of one job. Every write is fenced to this run. */

@@ -39,6 +39,37 @@ export const TINY_QWEN: DecoderConfig = {
   rope_theta: 1e6,
 };
 
+/** Qwen3-style: per-head q/k RMSNorm, head_dim (6) ≠ hidden_size / heads (2), GQA, no bias. */
+export const TINY_QWEN3: DecoderConfig = {
+  ...TINY_LLAMA,
+  architecture: "Qwen3ForCausalLM",
+  head_dim: 6,
+  tie_word_embeddings: false,
+  rope_theta: 1e6,
+};
+
+/**
+ * Llama 3-style RoPE scaling on a head of 8 channels (θ = 100): its four wavelengths
+ * (≈ 6.3, 19.9, 62.8, 198.7 tokens) fall in the kept, blended, blended and divided bands of
+ * L = 64, low_freq_factor 1, high_freq_factor 4.
+ */
+export const TINY_LLAMA3: DecoderConfig = {
+  ...TINY_LLAMA,
+  hidden_size: 16,
+  num_attention_heads: 2,
+  num_key_value_heads: 1,
+  head_dim: 8,
+  rope_theta: 100,
+  max_position_embeddings: 512,
+  rope_scaling: {
+    rope_type: "llama3",
+    factor: 8,
+    low_freq_factor: 1,
+    high_freq_factor: 4,
+    original_max_position_embeddings: 64,
+  },
+};
+
 /** Seeded parameters: norms ≈ 1, matrices ~ N(0, 0.5²)-ish, so activations are O(1). */
 export function randomParameters(c: DecoderConfig, seed = 3, scale = 1.2): Parameters {
   const rnd = lcg(seed);

@@ -3,7 +3,7 @@ import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { buildDecodeGraph } from "../../../workers/model/llama.ts";
 import { Policy } from "../../../workers/model/policy.ts";
-import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+import { randomParameters, TINY_LLAMA, TINY_LLAMA3, TINY_QWEN, TINY_QWEN3 } from "./_tiny.ts";
 
 type Feeds = Record<string, ReturnType<typeof tensor>>;
 
@@ -63,8 +63,9 @@ function concatKeys(past: ReturnType<typeof tensor>, fresh: ReturnType<typeof te
 const SEQ = [1, 5, 9, 3, 3, 7, 10, 4];
 const range = (a: number, n: number) => Array.from({ length: n }, (_, i) => a + i);
 
-for (const c of [TINY_LLAMA, TINY_QWEN]) {
-  Deno.test(`KV-cache prefill + steps reproduce the full forward's logits (${c.architecture})`, async () => {
+for (const c of [TINY_LLAMA, TINY_QWEN, TINY_QWEN3, TINY_LLAMA3]) {
+  const variant = c.rope_scaling ? ", Llama 3 RoPE" : "";
+  Deno.test(`KV-cache prefill + steps reproduce the full forward's logits (${c.architecture}${variant})`, async () => {
     const d = await decodeRunner(c);
     const v = c.vocab_size, n = SEQ.length;
     const full = (await d.step(d.empty(1), [SEQ], [range(0, n)], [SEQ.map(() => 1)])).logits;

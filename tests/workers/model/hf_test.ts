@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import type { DecoderConfig } from "../../../workers/model/config.ts";
+import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
+import { randomParameters, TINY_LLAMA3, TINY_QWEN3 } from "./_tiny.ts";
 import {
   configFromJson,
   configToJson,
@@ -66,6 +67,71 @@ const QWEN25_CONFIG = {
   vocab_size: 151936,
 };
 
+/** Qwen3-0.6B's config.json as published on the Hub (head_dim 128 ≠ 1024 / 16). */
+const QWEN3_CONFIG = {
+  architectures: ["Qwen3ForCausalLM"],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  head_dim: 128,
+  hidden_act: "silu",
+  hidden_size: 1024,
+  initializer_range: 0.02,
+  intermediate_size: 3072,
+  max_position_embeddings: 40960,
+  max_window_layers: 28,
+  model_type: "qwen3",
+  num_attention_heads: 16,
+  num_hidden_layers: 28,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-06,
+  rope_scaling: null,
+  rope_theta: 1000000,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: "bfloat16",
+  transformers_version: "4.51.0",
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: 151936,
+};
+
+/** Llama-3.2-1B's config.json as published on the Hub (Llama 3 RoPE scaling). */
+const LLAMA32_CONFIG = {
+  architectures: ["LlamaForCausalLM"],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 128000,
+  eos_token_id: 128001,
+  head_dim: 64,
+  hidden_act: "silu",
+  hidden_size: 2048,
+  initializer_range: 0.02,
+  intermediate_size: 8192,
+  max_position_embeddings: 131072,
+  mlp_bias: false,
+  model_type: "llama",
+  num_attention_heads: 32,
+  num_hidden_layers: 16,
+  num_key_value_heads: 8,
+  pretraining_tp: 1,
+  rms_norm_eps: 1e-05,
+  rope_scaling: {
+    factor: 32.0,
+    high_freq_factor: 4.0,
+    low_freq_factor: 1.0,
+    original_max_position_embeddings: 8192,
+    rope_type: "llama3",
+  },
+  rope_theta: 500000.0,
+  tie_word_embeddings: true,
+  torch_dtype: "bfloat16",
+  transformers_version: "4.45.0.dev0",
+  use_cache: true,
+  vocab_size: 128256,
+};
+
 /** Every field of the Hub config (except the writer's version) comes back with the same name and value. */
 function assertMatchesHub(ours: Record<string, unknown>, hub: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(hub)) {
@@ -97,6 +163,57 @@ Deno.test("a real Qwen2 config.json parses with QKV bias and is written back wit
   assert.equal(fresh.torch_dtype, "float32");
 });
 
+Deno.test("a real Qwen3 config.json parses with its own head_dim and q/k norms and is written back", () => {
+  const c = configFromJson(QWEN3_CONFIG);
+  assert.equal(c.architecture, "Qwen3ForCausalLM");
+  assert.equal(c.attention_bias, false);
+  assert.equal(c.head_dim, 128);
+  assert.equal(c.rope_scaling, undefined);
+  const names = parameterSpecs(c).map((s) => s.name);
+  assert.ok(names.includes("model.layers.27.self_attn.q_norm.weight"));
+  assert.deepEqual(
+    parameterSpecs(c).find((s) => s.name === "model.layers.0.self_attn.k_norm.weight")!.shape,
+    [128],
+  );
+  assert.deepEqual(
+    parameterSpecs(c).find((s) => s.name === "model.layers.0.self_attn.q_proj.weight")!.shape,
+    [2048, 1024],
+  );
+  assert.ok(!names.some((n) => n.endsWith("q_proj.bias")));
+  assertMatchesHub(configToJson(c, "bfloat16", QWEN3_CONFIG), QWEN3_CONFIG);
+  assertMatchesHub(configToJson(c, "bfloat16"), QWEN3_CONFIG); // also without the source file
+  const { head_dim: _, ...noHeadDim } = QWEN3_CONFIG;
+  assert.equal(configFromJson(noHeadDim).head_dim, 128); // Qwen3Config's default, not 1024 / 16
+  assert.throws(() => configFromJson({ ...QWEN3_CONFIG, attention_bias: true }), /o_proj bias/);
+});
+
+Deno.test("Llama 3.2's rope_scaling parses and is written back unchanged", () => {
+  const c = configFromJson(LLAMA32_CONFIG);
+  assert.deepEqual(c.rope_scaling, {
+    rope_type: "llama3",
+    factor: 32,
+    low_freq_factor: 1,
+    high_freq_factor: 4,
+    original_max_position_embeddings: 8192,
+  });
+  assertMatchesHub(configToJson(c, "bfloat16"), LLAMA32_CONFIG);
+  // transformers ≥ 5 writes the same fields under rope_parameters.
+  const { rope_scaling, rope_theta, ...rest } = LLAMA32_CONFIG;
+  const v5 = configFromJson({ ...rest, rope_parameters: { ...rope_scaling, rope_theta } });
+  assert.deepEqual(v5.rope_scaling, c.rope_scaling);
+  assert.equal(v5.rope_theta, 500000);
+  const { factor: _, ...noFactor } = rope_scaling;
+  assert.throws(
+    () => configFromJson({ ...LLAMA32_CONFIG, rope_scaling: noFactor }),
+    /rope_scaling.factor must be set for rope_type llama3/,
+  );
+  assert.throws(
+    () =>
+      configFromJson({ ...LLAMA32_CONFIG, rope_scaling: { ...rope_scaling, high_freq_factor: 1 } }),
+    /low_freq_factor < high_freq_factor/,
+  );
+});
+
 Deno.test("config.json defaults, eos lists and unsupported features", () => {
   const minimal = {
     model_type: "llama",
@@ -116,11 +233,11 @@ Deno.test("config.json defaults, eos lists and unsupported features", () => {
   assert.equal(c.rope_theta, 10000);
   assert.throws(
     () => configFromJson({ ...TINYLLAMA_CONFIG, architectures: ["MistralForCausalLM"] }),
-    /architectures must be \[LlamaForCausalLM\] or \[Qwen2ForCausalLM\]: current value is \["MistralForCausalLM"\]/,
+    /architectures must be \[LlamaForCausalLM\], \[Qwen2ForCausalLM\] or \[Qwen3ForCausalLM\]: current value is \["MistralForCausalLM"\]/,
   );
   assert.throws(
-    () => configFromJson({ ...TINYLLAMA_CONFIG, rope_scaling: { rope_type: "llama3", factor: 8 } }),
-    /RoPE scaling must be absent or default/,
+    () => configFromJson({ ...TINYLLAMA_CONFIG, rope_scaling: { rope_type: "yarn", factor: 8 } }),
+    /rope_scaling.rope_type must be absent, default or llama3: current value is "yarn"/,
   );
   assert.throws(
     () => configFromJson({ ...TINYLLAMA_CONFIG, hidden_act: "gelu" }),
@@ -202,6 +319,36 @@ Deno.test("an untied Qwen2 model saves as shards and loads back through the inde
   for (const [name, data] of model.parameters) bitsEqual(back.parameters.get(name)!, data);
   assert.equal(back.generationConfig!.eos_token_id, config.eos_token_id);
 });
+
+for (const base of [TINY_QWEN3, TINY_LLAMA3]) {
+  Deno.test(
+    `a ${base.architecture} model${
+      base.rope_scaling ? " with Llama 3 RoPE scaling" : ""
+    } saves with HF names and loads back`,
+    async () => {
+      const config = { ...base, vocab_size: tiny.config.vocab_size };
+      const model = {
+        ...tiny,
+        config,
+        parameters: randomParameters(config, 4),
+        generationConfig: null,
+      };
+      const files = saveHfDirectory(model);
+      const weights = readSafetensors(files.get("model.safetensors")!);
+      assert.deepEqual(
+        [...weights.tensors.keys()].sort(),
+        parameterSpecs(config).map((s) => s.name).sort(),
+      );
+      const json = JSON.parse(new TextDecoder().decode(files.get("config.json")!));
+      assert.deepEqual(json.architectures, [config.architecture]);
+      assert.equal(json.head_dim, config.head_dim);
+      assert.deepEqual(json.rope_scaling, config.rope_scaling ?? null);
+      const back = await loadHfDirectory(mapReader(files));
+      assert.deepEqual(back.config, config);
+      for (const [name, data] of model.parameters) bitsEqual(back.parameters.get(name)!, data);
+    },
+  );
+}
 
 Deno.test("a directory round-trips through a local folder", async () => {
   const dir = await Deno.makeTempDir();

@@ -11,7 +11,7 @@ import { SEED_OBJECTIVE, type SeedCoefficients } from "../../../workers/seed/obj
 import { packSamples, packTokens, type Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { SPEC_COEFFICIENTS } from "../seed/_objective_oracle.ts";
-import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+import { randomParameters, TINY_LLAMA, TINY_LLAMA3, TINY_QWEN, TINY_QWEN3 } from "./_tiny.ts";
 
 const SAMPLES: Sample[] = [
   { prompt: [1, 5, 5, 7], response: [3, 9, 2] },
@@ -101,6 +101,14 @@ Deno.test("the SFT train graph's gradients match float64 finite differences (Lla
 
 Deno.test("the SFT train graph's gradients match float64 finite differences (Qwen2: bias, untied)", async () => {
   await checkModel(TINY_QWEN);
+});
+
+Deno.test("the SFT train graph's gradients match float64 finite differences (Qwen3: q/k norms, head_dim ≠ C/H)", async () => {
+  await checkModel(TINY_QWEN3);
+});
+
+Deno.test("the SFT train graph's gradients match float64 finite differences (Llama 3 RoPE scaling)", async () => {
+  await checkModel(TINY_LLAMA3);
 });
 
 Deno.test("the SEED train graph's gradients match float64 finite differences (β = 0 makes the gate constant)", async () => {

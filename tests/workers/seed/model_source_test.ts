@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { getJob, type JobSpecInput } from "../../../jobs/mod.ts";
+import {
+  commitModel,
+  getJob,
+  type JobSpecInput,
+  listCheckpoints,
+  modelPrefix,
+} from "../../../jobs/mod.ts";
 import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 import {
@@ -79,6 +85,48 @@ Deno.test("model sources and user warm-up data", async (t) => {
           await checkpointFile(db, s3.store, job.id, 0, "model.safetensors"),
           await checkpointFile(db, s3.store, warm.id, 0, "model.safetensors"),
         );
+      },
+    );
+
+    await t.step(
+      "model:<id> starts a job from an uploaded model of the same tenant only",
+      async () => {
+        // The warm job's checkpoint files committed as an uploaded model (what POST /v1/models writes).
+        const id = crypto.randomUUID();
+        const ck = (await listCheckpoints(db, warm.id))[0];
+        const files = [];
+        for (const f of ck.files) {
+          const bytes = await s3.store.get(f.key);
+          const key = `${modelPrefix(tenantId, id)}${f.name}`;
+          const put = await s3.store.put(key, bytes);
+          files.push({ name: f.name, key, bytes: put.bytes, sha256: put.sha256 });
+        }
+        await commitModel(db, {
+          id,
+          tenantId,
+          name: null,
+          architecture: "LlamaForCausalLM",
+          config: {},
+          parameterCount: 1,
+          files,
+          requestSha256: "0".repeat(64),
+        });
+        const spec = tinySpec({
+          method: "grpo",
+          model: { base: `model:${id}` },
+          warmup: { skip: true },
+          steps: 1,
+          eval: { episodes: 1, splits: ["test_seen"] },
+        });
+        const job = await submit(db, tenantId, spec);
+        assert.equal(await runOne(worker), "succeeded", await error(job.id));
+        assert.deepEqual(
+          await checkpointFile(db, s3.store, job.id, 0, "model.safetensors"),
+          await checkpointFile(db, s3.store, warm.id, 0, "model.safetensors"),
+        );
+        const foreign = await submit(db, otherTenant, spec);
+        assert.equal(await runOne(worker), "failed");
+        assert.match(await error(foreign.id, otherTenant), /must be a model this tenant uploaded/);
       },
     );
 

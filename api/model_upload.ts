@@ -1,0 +1,243 @@
+/**
+ * Reads a Hugging Face folder sent as a tar stream (`POST /v1/models`) into the store without
+ * holding its weights: small files (JSON, text) are buffered whole, each `.safetensors` file is
+ * streamed to the store (multipart above the store's part size, jobs/store.ts `putStream`) while
+ * its header is captured for the model check. Files the service does not use (README, LICENSE,
+ * `.bin` weights, …) are skipped and listed.
+ */
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import { extract as tarExtract } from "tar-stream";
+import type { ArtifactStore, CheckpointFile } from "../jobs/mod.ts";
+import { FILE_NAME_PATTERN } from "../jobs/mod.ts";
+import { BadRequestError, PayloadTooLargeError, UnprocessableError } from "./errors.ts";
+
+/** Size limits of an upload, bytes. */
+export interface ModelUploadLimits {
+  /** Whole archive (default 64 GiB). */
+  totalBytes: number;
+  /** One buffered small file, e.g. tokenizer.json (default 64 MiB). */
+  smallFileBytes: number;
+  /** Files kept (default 256). */
+  files: number;
+}
+
+/** Default {@link ModelUploadLimits}. */
+export const DEFAULT_MODEL_UPLOAD_LIMITS: ModelUploadLimits = {
+  totalBytes: 64 * 1024 ** 3,
+  smallFileBytes: 64 * 1024 ** 2,
+  files: 256,
+};
+
+/** Largest safetensors header (the reference implementation's limit). */
+const MAX_HEADER_BYTES = 100_000_000;
+
+/** Small files kept (buffered whole); every `*.safetensors` file is kept too. */
+const SMALL_FILES = /^(?:[\w.-]+\.json|merges\.txt|[\w.-]+\.jinja|tokenizer\.model)$/;
+
+/** What the archive held. */
+export interface ModelUpload {
+  small: Map<string, Uint8Array>;
+  safetensors: Map<string, { header: Record<string, unknown>; dataBytes: number }>;
+  /** Every kept file as stored. */
+  files: CheckpointFile[];
+  /** Names skipped (not used by the service). */
+  skipped: string[];
+  /** Hex SHA-256 of the whole archive. */
+  sha256: string;
+}
+
+/**
+ * An entry's name inside the folder: `./` and one leading folder (`Qwen3-0.6B/config.json`) are
+ * dropped; null for deeper paths (skipped).
+ */
+function plainName(path: string): string | null {
+  const parts = path.replace(/^\.\//, "").split("/").filter((p) => p !== "" && p !== ".");
+  const name = parts.length === 1 ? parts[0] : parts.length === 2 ? parts[1] : null;
+  return name !== null && FILE_NAME_PATTERN.test(name) ? name : null;
+}
+
+/**
+ * Streams `body` (a tar archive) into the store under `prefix`; with `store` null only hashes
+ * it (an idempotent retry whose model exists). On any error the objects already written are
+ * deleted before the error is rethrown.
+ * @throws PayloadTooLargeError past `limits.totalBytes`; BadRequestError for a malformed archive
+ *   or duplicate names; UnprocessableError for a safetensors file without a readable header or
+ *   a small file over its limit.
+ */
+export async function readModelUpload(
+  body: ReadableStream<Uint8Array>,
+  target: { store: Pick<ArtifactStore, "put" | "putStream" | "delete"> | null; prefix: string },
+  limits: ModelUploadLimits = DEFAULT_MODEL_UPLOAD_LIMITS,
+): Promise<ModelUpload> {
+  const hash = createHash("sha256");
+  let total = 0;
+  async function* counted() {
+    for await (const chunk of body) {
+      total += chunk.byteLength;
+      if (total > limits.totalBytes) throw new PayloadTooLargeError(limits.totalBytes);
+      hash.update(chunk);
+      yield chunk;
+    }
+  }
+  const out: ModelUpload = {
+    small: new Map(),
+    safetensors: new Map(),
+    files: [],
+    skipped: [],
+    sha256: "",
+  };
+  const extract = tarExtract();
+  const source = Readable.from(counted());
+  let sourceError: unknown;
+  source.on("error", (e) => {
+    sourceError = e;
+    extract.destroy(e);
+  });
+  source.pipe(extract);
+  const store = target.store;
+  try {
+    for await (const entry of extract) {
+      const name = entry.header.type === "file" ? plainName(entry.header.name) : null;
+      const keep = name !== null && (name.endsWith(".safetensors") || SMALL_FILES.test(name));
+      if (!keep || out.files.length >= limits.files) {
+        if (entry.header.type === "file") out.skipped.push(entry.header.name);
+        for await (const _ of entry) { /* skipped: drain */ }
+        continue;
+      }
+      if (out.files.some((f) => f.name === name)) {
+        throw new BadRequestError(
+          `Cannot accept the archive as file names must be unique: ${name} appears twice`,
+        );
+      }
+      const key = `${target.prefix}${name}`;
+      if (name.endsWith(".safetensors")) {
+        const head = new HeaderCapture(name);
+        const chunks = (async function* () {
+          for await (const chunk of entry) {
+            head.push(chunk as Uint8Array);
+            yield chunk as Uint8Array;
+          }
+        })();
+        const stored = store ? await store.putStream(key, chunks) : await drain(chunks);
+        out.safetensors.set(name, head.result(stored.bytes));
+        out.files.push({ name, key, bytes: stored.bytes, sha256: stored.sha256 });
+      } else {
+        const bytes = await readSmall(entry, name, limits.smallFileBytes);
+        out.small.set(name, bytes);
+        const stored = store
+          ? await store.put(key, bytes, {
+            contentType: name.endsWith(".json") ? "application/json" : undefined,
+          })
+          : { bytes: bytes.byteLength, sha256: createHash("sha256").update(bytes).digest("hex") };
+        out.files.push({ name, key, bytes: stored.bytes, sha256: stored.sha256 });
+      }
+    }
+  } catch (e) {
+    if (store) await Promise.all(out.files.map((f) => store.delete(f.key).catch(() => {})));
+    const cause = sourceError ?? e;
+    if (
+      cause instanceof PayloadTooLargeError || cause instanceof BadRequestError ||
+      cause instanceof UnprocessableError
+    ) throw cause;
+    throw new BadRequestError(
+      `Cannot read the upload as it must be a tar archive: ${
+        cause instanceof Error ? cause.message : cause
+      }`,
+      { cause },
+    );
+  }
+  out.sha256 = hash.digest("hex");
+  return out;
+}
+
+/** Hashes and counts chunks without storing them. */
+async function drain(
+  chunks: AsyncIterable<Uint8Array>,
+): Promise<{ bytes: number; sha256: string }> {
+  const h = createHash("sha256");
+  let bytes = 0;
+  for await (const c of chunks) {
+    h.update(c);
+    bytes += c.byteLength;
+  }
+  return { bytes, sha256: h.digest("hex") };
+}
+
+/** Buffers one small file, refusing it past `max` bytes. */
+async function readSmall(
+  entry: AsyncIterable<unknown>,
+  name: string,
+  max: number,
+): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const chunk of entry) {
+    n += (chunk as Uint8Array).byteLength;
+    if (n > max) {
+      throw new UnprocessableError(
+        `Cannot accept ${name} as it must be at most ${max} bytes: it is larger`,
+        {
+          errors: [{ path: name, code: "too_big", message: `at most ${max} bytes` }],
+        },
+      );
+    }
+    parts.push(chunk as Uint8Array);
+  }
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** Keeps the first 8 + N bytes of a safetensors file (its length prefix and JSON header). */
+class HeaderCapture {
+  #buf = new Uint8Array(0);
+  #need = 8;
+  constructor(readonly file: string) {}
+
+  push(chunk: Uint8Array): void {
+    if (this.#buf.byteLength >= this.#need) return;
+    const take = chunk.subarray(0, this.#need - this.#buf.byteLength);
+    const next = new Uint8Array(this.#buf.byteLength + take.byteLength);
+    next.set(this.#buf);
+    next.set(take, this.#buf.byteLength);
+    this.#buf = next;
+    if (this.#need === 8 && this.#buf.byteLength === 8) {
+      const n = Number(new DataView(this.#buf.buffer).getBigUint64(0, true));
+      if (n > MAX_HEADER_BYTES) {
+        throw this.#fail(
+          `its header length must be at most ${MAX_HEADER_BYTES}: current value is ${n}`,
+        );
+      }
+      this.#need = 8 + n;
+      this.push(chunk.subarray(take.byteLength));
+    }
+  }
+
+  /** The parsed header and the data section's size, given the file's total bytes. */
+  result(fileBytes: number): { header: Record<string, unknown>; dataBytes: number } {
+    if (this.#buf.byteLength < this.#need) {
+      throw this.#fail("it must hold its whole header: the file is truncated");
+    }
+    let header: unknown;
+    try {
+      header = JSON.parse(new TextDecoder().decode(this.#buf.subarray(8)));
+    } catch {
+      throw this.#fail("its header must be JSON");
+    }
+    if (!header || typeof header !== "object" || Array.isArray(header)) {
+      throw this.#fail("its header must be a JSON object");
+    }
+    return { header: header as Record<string, unknown>, dataBytes: fileBytes - this.#need };
+  }
+
+  #fail(why: string): UnprocessableError {
+    return new UnprocessableError(`Cannot use ${this.file} as ${why}`, {
+      errors: [{ path: `${this.file}:header`, code: "invalid_safetensors", message: why }],
+    });
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * `/v1/models` through real HTTP handling, Postgres and the S3 protocol: a small Qwen3 folder
+ * (random weights, the real Qwen3 tokenizer) uploaded as a tar stream, validated, listed,
+ * referenced by a job and deleted; bad folders are 4xx naming the file and field, with nothing
+ * stored.
+ */
+import assert from "node:assert/strict";
+import { checkModel } from "../../api/main.ts";
+import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
+import { smallQwen3Files, tarOf } from "./_qwen3_model.ts";
+
+const fx: ApiFixture = await startApiFixture({ checkModel });
+const files = smallQwen3Files();
+const archive = await tarOf(
+  new Map([...files, ["README.md", new TextEncoder().encode("# hi\n")]]),
+  "Qwen3-small/",
+);
+
+async function upload(body: Uint8Array, headers: Record<string, string> = {}, key = fx.keyA) {
+  return await fx.app.request("/v1/models?name=small", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/x-tar", ...headers },
+    body: new Uint8Array(body),
+  });
+}
+
+/** Objects under the tenant's models/ prefix and rows of the models table. */
+async function stored(tenantId: string) {
+  const keys = await fx.store.list(`tenants/${tenantId}/models/`);
+  const rows = await fx.db.query(`select id from models where tenant_id = $1::uuid`, [tenantId]);
+  return { keys: keys.length, rows: rows.length };
+}
+
+const withConfig = (patch: Record<string, unknown>) => {
+  const json = JSON.parse(new TextDecoder().decode(files.get("config.json")!));
+  return new Map([...files, [
+    "config.json",
+    new TextEncoder().encode(JSON.stringify({ ...json, ...patch })),
+  ]]);
+};
+
+Deno.test("a Qwen3 folder uploads as a tar stream, is stored byte for byte and listed for its tenant only", async () => {
+  const res = await upload(archive);
+  assert.equal(res.status, 201, await res.clone().text());
+  const model = await res.json();
+  assert.equal(model.architecture, "Qwen3ForCausalLM");
+  assert.equal(model.base, `model:${model.id}`);
+  assert.equal(model.name, "small");
+  assert.deepEqual(model.skipped_files, ["Qwen3-small/README.md"]);
+  assert.deepEqual(
+    model.files.map((f: { name: string }) => f.name).sort(),
+    [...files.keys()].sort(),
+  );
+  // 2 layers × (4 norms incl. q/k + 7 matrices) + embeddings + final norm, tied head.
+  const d = 32, v = 151936, q = 64, kv = 32, f = 64;
+  assert.equal(
+    model.parameter_count,
+    v * d + d + 2 * (2 * d + 2 * 16 + q * d + 2 * kv * d + d * q + 3 * f * d),
+  );
+  const weights = await fx.store.get(
+    `tenants/${fx.tenantA.id}/models/${model.id}/model.safetensors`,
+  );
+  assert.deepEqual(weights, files.get("model.safetensors")); // > 8 MiB: a multipart upload
+  const list = await (await req(fx.app, "GET", "/v1/models", { key: fx.keyA })).json();
+  assert.ok(list.models.some((m: { id: string }) => m.id === model.id));
+  assert.equal((await req(fx.app, "GET", `/v1/models/${model.id}`, { key: fx.keyA })).status, 200);
+  assert.equal((await req(fx.app, "GET", `/v1/models/${model.id}`, { key: fx.keyB })).status, 404);
+  const other = await (await req(fx.app, "GET", "/v1/models", { key: fx.keyB })).json();
+  assert.deepEqual(other.models, []);
+});
+
+Deno.test("an upload is idempotent with Idempotency-Key and a different archive under the same key is a 409", async () => {
+  const first = await upload(archive, { "idempotency-key": "qwen3-once" });
+  assert.equal(first.status, 201);
+  const before = await stored(fx.tenantA.id);
+  const again = await upload(archive, { "idempotency-key": "qwen3-once" });
+  assert.equal(again.status, 200);
+  assert.equal((await again.json()).id, (await first.json()).id);
+  const other = await upload(await tarOf(withConfig({ rms_norm_eps: 1e-5 })), {
+    "idempotency-key": "qwen3-once",
+  });
+  assert.equal(other.status, 409);
+  assert.deepEqual(await stored(fx.tenantA.id), before);
+});
+
+Deno.test("invalid folders are a 422 naming the file and field, and nothing is stored", async () => {
+  const before = await stored(fx.tenantB.id);
+  const cases: [Map<string, Uint8Array>, RegExp, string][] = [
+    [
+      withConfig({ architectures: ["MistralForCausalLM"] }),
+      /architectures must be/,
+      "config.json:architectures",
+    ],
+    [
+      withConfig({ intermediate_size: 65 }),
+      /must have shape \[65,32\]/,
+      "model.safetensors:model.layers.0.mlp.gate_proj.weight.shape",
+    ],
+    [
+      withConfig({ rope_scaling: { rope_type: "llama3", factor: 8 } }),
+      /rope_scaling.low_freq_factor must be set/,
+      "config.json:rope_scaling.low_freq_factor",
+    ],
+    [
+      withConfig({ vocab_size: 1000, tie_word_embeddings: true }),
+      /shape/,
+      "model.safetensors:model.embed_tokens.weight.shape",
+    ],
+    [
+      new Map([...files].filter(([k]) => k !== "tokenizer.json")),
+      /tokenizer.json must exist/,
+      "tokenizer.json:-",
+    ],
+  ];
+  for (const [folder, detail, path] of cases) {
+    const res = await upload(await tarOf(folder), {}, fx.keyB);
+    assert.equal(res.status, 422, path);
+    assert.match(res.headers.get("content-type") ?? "", /problem\+json/);
+    const problem = await res.json();
+    assert.match(problem.detail, detail);
+    assert.equal(problem.errors[0].path, path);
+  }
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("a sharded folder is checked through its index: a missing shard names the index entry", async () => {
+  const sharded = smallQwen3Files({ maxShardBytes: 4_000_000 });
+  const shards = [...sharded.keys()].filter((k) => k.endsWith(".safetensors"));
+  assert.ok(shards.length > 1);
+  const ok = await upload(await tarOf(sharded), {}, fx.keyB);
+  assert.equal(ok.status, 201, await ok.clone().text());
+  const before = await stored(fx.tenantB.id);
+  const missing = new Map([...sharded].filter(([k]) => k !== shards[1]));
+  const res = await upload(await tarOf(missing), {}, fx.keyB);
+  assert.equal(res.status, 422);
+  const problem = await res.json();
+  assert.match(problem.errors[0].path, /^model\.safetensors\.index\.json:weight_map\./);
+  assert.match(problem.detail, new RegExp(`shard ${shards[1]}`));
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("a wrong content type is a 415, an unreadable archive a 400", async () => {
+  const json = await upload(archive, { "content-type": "application/json" });
+  assert.equal(json.status, 415);
+  const garbage = await upload(new Uint8Array(1024).fill(7));
+  assert.equal(garbage.status, 400);
+});
+
+Deno.test("a job names an uploaded model as model:<id>; the model cannot be deleted while the job is queued", async () => {
+  const model = await (await upload(archive)).json();
+  const spec = { env: { id: "sokoban" }, model: { base: model.base } };
+  assert.equal((await req(fx.app, "POST", "/v1/jobs", { key: fx.keyB, json: spec })).status, 422);
+  const submitted = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec });
+  assert.equal(submitted.status, 201, await submitted.clone().text());
+  const job = await submitted.json();
+  const refused = await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyA });
+  assert.equal(refused.status, 409);
+  assert.match((await refused.json()).detail, new RegExp(job.id));
+  assert.equal(
+    (await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA })).status,
+    202,
+  );
+  assert.equal(
+    (await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyB })).status,
+    404,
+  );
+  assert.equal(
+    (await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyA })).status,
+    204,
+  );
+  assert.equal((await req(fx.app, "GET", `/v1/models/${model.id}`, { key: fx.keyA })).status, 404);
+  assert.deepEqual(await fx.store.list(`tenants/${fx.tenantA.id}/models/${model.id}/`), []);
+});
+
+Deno.test("an archive over the size limit is a 413 and leaves nothing", async () => {
+  const { createApp } = await import("../../api/app.ts");
+  const small = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    checkModel,
+    modelUploadLimits: { totalBytes: 1_000_000 },
+  });
+  const before = await stored(fx.tenantB.id);
+  const res = await small.request("/v1/models", {
+    method: "POST",
+    headers: { authorization: `Bearer ${fx.keyB}`, "content-type": "application/x-tar" },
+    body: new Uint8Array(archive),
+  });
+  assert.equal(res.status, 413);
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("close the fixture", async () => {
+  await fx.close();
+});
