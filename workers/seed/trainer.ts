@@ -1,10 +1,9 @@
 /**
- * One SEED (or GRPO) update as named, timed phases (DESIGN.md §8; STYLE.md "the training step as
- * named, timed phases"): rollout → advantage → analyze → rescore → update. The trainer only
- * orchestrates; the math lives in the phase modules (rollout.ts, samples.ts/advantage.ts,
- * analyze.ts/skills.ts) and in the SEED objective (objective.ts) the model's train graph is built
- * from (`Policy.trainStep`). What the method means (analysis, λ_opd, π_ref) comes from the run
- * plan (run_plan.ts).
+ * One SEED (or GRPO) update as named, timed phases (README.md, Algorithm, steps 1–5): rollout →
+ * advantage → analyze → rescore → update. The trainer only orchestrates; the math lives in the
+ * phase modules (rollout.ts, samples.ts/advantage.ts, analyze.ts/skills.ts) and in the SEED
+ * objective (objective.ts) the model's train graph is built from (`Policy.trainStep`). What the
+ * method means (analysis, λ_opd, π_ref) comes from the run plan (run_plan.ts).
  *
  * Randomness: every draw of a step comes from the trainer's `Rng` (task seed, sampling seeds,
  * mini-batch shuffles), whose state is checkpointed, so a resumed job repeats the exact draws.
@@ -69,7 +68,7 @@ export type StageHook = (stage: "rollout" | "analyze" | "rescore" | "update") =>
 
 /** One step's outcome. */
 export interface StepOutcome {
-  /** Flat metric series of the step (see README: metric names). */
+  /** Flat metric series of the step (names: README.md, Metrics). */
   metrics: Record<string, number>;
   trajectories: RolloutTrajectory[];
   /** The step's analyses and per-token teacher gaps, for its rollout dump (trajectory_dump.ts). */
