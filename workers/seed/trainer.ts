@@ -280,12 +280,7 @@ export class SeedTrainer {
   }
 
   /**
-   * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
-   * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
-   * over the step's mini-batches, weighted by the count the objective averages it over.
-   */
-  /**
-   * Analyzer replay (this service's departure from the paper, README "Algorithm"): up to
+   * Analyzer replay (this service's departure from the paper; README.md, Algorithm, step 5): up to
    * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng,
    * as (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
    * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so
@@ -311,6 +306,11 @@ export class SeedTrainer {
     return out;
   }
 
+  /**
+   * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
+   * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
+   * over the step's mini-batches, weighted by the count the objective averages it over.
+   */
   async #update(step: number, rl: SeedSample[], replay: Sample[], signal?: AbortSignal) {
     const { spec, plan, theta, optimizer, rng } = this.parts;
     const o = spec.optim;
