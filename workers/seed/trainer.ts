@@ -281,11 +281,11 @@ export class SeedTrainer {
 
   /**
    * Analyzer replay (this service's departure from the paper; README.md, Algorithm, step 5): up to
-   * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng,
-   * as (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
-   * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so
-   * RL does not wear away the analyzer's skill-writing (without it the demo's skills turned into
-   * word salad within 16 updates). Empty when either setting is 0.
+   * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng, as
+   * (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
+   * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so RL
+   * does not wear away the analyzer's skill-writing (without it the demo's skills turned into word
+   * salad within 16 updates). Empty when either setting is 0.
    */
   async #analyzerReplay(trajectories: RolloutTrajectory[]): Promise<Sample[]> {
     const { spec, env, theta, rng } = this.parts;
