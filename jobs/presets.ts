@@ -1,6 +1,6 @@
 /**
  * Job presets for the demo (`deno task demo`): specs sized to finish in minutes on 2 CPU cores. They
- * live in jobs/ because both the demo client (api/demo_specs.ts) and the trainer's bench
+ * live in jobs/ because both the demo client (api/demo/specs.ts) and the trainer's bench
  * (bench/preset.ts) use them, and api/ may not import workers/ (README.md, Architecture).
  *
  * sokoban (builtin:tiny, method seed), tuned on 2026-11-30 with `deno run -A bench/preset.ts` and

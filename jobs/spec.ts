@@ -1,6 +1,6 @@
 /**
- * The JobSpec: the one zod schema of a training job (DESIGN.md §3), the single source of truth for
- * the API's validation, the OpenAPI document and the worker's configuration.
+ * The JobSpec: the one zod schema of a training job (README.md, "The JobSpec"), the single source
+ * of truth for the API's validation, the OpenAPI document and the worker's configuration.
  *
  * Every field has a default, so `{ "env": { "id": "sokoban" } }` is a complete job. Every object is
  * `.strict()` (an unknown field is a validation error, not silently dropped) and every number,

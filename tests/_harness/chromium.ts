@@ -1,6 +1,6 @@
 /**
- * Headless Chromium for the browser tests: Debian's `chromium` (TOOLCHAIN.md: Playwright's own
- * browser download cannot reach its host here), driven by `playwright-core` with its
+ * Headless Chromium for the browser tests: Debian's `chromium` (Playwright's own browser download
+ * cannot reach its host here; README.md, Development), driven by `playwright-core` with its
  * `executablePath`. Like Postgres (postgres.ts), the harness installs the package when it is
  * missing and we are root.
  */

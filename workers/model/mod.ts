@@ -1,8 +1,26 @@
 /**
- * Public surface of workers/model: the decoder config and parameter layout, the Llama/Qwen2
- * graphs, training objectives (the generic interface and token NLL), batching, generation, the `Policy` the trainer calls, and (from E2's files)
- * sampling, AdamW, safetensors and Hugging Face directory I/O, tokenizers and initialisation;
- * for vision-language models the image inputs (image.ts) and the image encoder (vision.ts).
+ * The language model of the workers (README.md, Architecture): a Llama/Qwen2-style decoder
+ * (Hugging Face `LlamaForCausalLM` / `Qwen2ForCausalLM`, optionally with an image encoder) as ONNX
+ * graphs built with workers/engine, and everything needed to train and run it on onnxruntime.
+ *
+ * - config.ts: the decoder config and parameter layout (Hugging Face names and shapes);
+ * - llama.ts: the train, score and decode graphs; vision.ts, image.ts: the image encoder, the
+ *   `<image>` placeholder and the CPU preprocessing of vision-language models;
+ * - objective.ts: the `TrainObjective` interface and `TOKEN_NLL` (the SFT objective);
+ * - policy.ts: `Policy`, what a trainer calls (train step, token scores, generation) with cached
+ *   onnxruntime sessions; batch.ts: packing samples into fixed-shape buckets;
+ * - generate.ts, kv_cache.ts, sampling.ts: batched generation with a KV cache and seeded sampling;
+ *   json_automaton.ts, constrained_decoding.ts, token_bytes.ts: decoding under a JSON schema;
+ * - optim.ts: AdamW, gradient-norm clipping, learning-rate schedules;
+ * - hf.ts, safetensors.ts, tokenizer.ts, init.ts: Hugging Face model folders, safetensors,
+ *   tokenizers and chat templates, the `builtin:tiny` model and seeded initialisation.
+ *
+ * The model knows nothing of SEED or of any other algorithm: the train graph is built from an
+ * objective it is given (`Policy.trainStep(objective, …)`, `buildTrainGraph(…, { objective })`).
+ * The graph computes the per-token log-prob ℓθ and entropy H of the response tokens; the objective
+ * turns them and its own inputs, fed by name, into the loss and named outputs. The SEED objective
+ * lives in workers/seed/objective.ts. This folder imports workers/engine and npm packages only,
+ * never workers/seed.
  */
 export * from "./config.ts";
 export {

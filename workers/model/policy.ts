@@ -1,6 +1,6 @@
 /**
- * The policy the SEED trainer calls: a decoder config, its parameters (mutated in place by the
- * optimizer) and cached onnxruntime sessions for the train, score and decode graphs.
+ * The policy a trainer calls (e.g. workers/seed): a decoder config, its parameters (mutated in
+ * place by the optimizer) and cached onnxruntime sessions for the train, score and decode graphs.
  *
  * Samples are (prompt, response) token ids of any lengths; they are packed into shape buckets
  * and micro-batches of at most `maxTokensPerCall` padded tokens (so each `run()` stays short),

@@ -1,9 +1,9 @@
 /**
- * The analyze step and its hand-offs (DESIGN.md §8 steps 3, 4 and 6), independent of the model:
- * batch the analyzer prompts into one generation call, parse each answer, build the
+ * The analyze step and its hand-offs (README.md, Algorithm, steps 3, 4 and 6), independent of the
+ * model: batch the analyzer prompts into one generation call, parse each answer, build the
  * skill-augmented teacher prompts for re-scoring, and record parsed skills in the library.
- * Generation is a function argument (θ_old, greedy, `analyzer_max_new_tokens`), like the policy
- * of `runRollouts`.
+ * Generation is a function argument (θ_old, greedy, `analyzer_max_new_tokens`), like the policy of
+ * `runRollouts`.
  */
 import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
 import { SeedOptionError } from "./errors.ts";
@@ -84,9 +84,9 @@ export function skillsByTrajectory(
 }
 
 /**
- * Teacher prompts (N,) for re-scoring (DESIGN.md §8 step 4): sample i's ordinary prompt with its
- * trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed skill
- * (teacher mask 0: no teacher pass is needed for it).
+ * Teacher prompts (N,) for re-scoring (README.md, Algorithm, step 4): sample i's ordinary prompt
+ * with its trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed
+ * skill (teacher mask 0: no teacher pass is needed for it).
  */
 export function teacherPrompts(
   samples: readonly Pick<TurnSample, "prompt" | "trajectoryId">[],
@@ -99,8 +99,8 @@ export function teacherPrompts(
 }
 
 /**
- * Adds every parsed skill of this step to the library with provenance (DESIGN.md §8 step 6).
- * `meanGaps` holds the mean teacher gap Δ per trajectory id (see `meanPerTrajectory`); missing
+ * Adds every parsed skill of this step to the library with provenance (README.md, Algorithm, step
+ * 6). `meanGaps` holds the mean teacher gap Δ per trajectory id (see `meanPerTrajectory`); missing
  * ids get null. Returns how many skills were new to the library.
  */
 export function recordSkills(

@@ -7,15 +7,22 @@
  *   `samples.ts` (one sample per turn, scores, teacher mask, mini-batches);
  * - 3 analyze and 4 re-score: `skills.ts` (analyzer prompt, lenient parse, skill insertion),
  *   `analyze.ts` (the batched analyze step and the teacher prompts), `_lenient_json.ts`;
- * - 5 update: `trainer.ts` orchestrates the phases and calls the model's train graph
- *   (`Policy.trainStep`); `losses.ts` is a float64 statement of the loss;
- * - 6 skills: `skill_library.ts`;
- * - warm-up and evaluation: `warmup.ts`, `warmup_stage.ts`, `evaluate.ts`; `metrics.ts`.
+ * - 5 update: `objective.ts` (the SEED objective, the only implementation of the loss, which the
+ *   model builds its train graph from), `trainer.ts` (orchestrates the phases and calls
+ *   `Policy.trainStep` with that objective);
+ * - 6 skills: `skill_library.ts`; `skill_choice.ts` (the library skill given to the policy at
+ *   evaluation under `eval.skills: "library"`);
+ * - warm-up and evaluation: `warmup.ts`, `warmup_stage.ts`, `evaluate.ts`;
+ * - metrics: `metrics.ts` (per-step metrics), `signal_metrics.ts` (is there a distillation
+ *   signal: teacher gap Δ by outcome, corr(Δ, A), skill quality).
+ *
+ * What a job's method means (analysis on or off, the effective λ_opd, whether π_ref exists) is
+ * derived once from the spec in `run_plan.ts`.
  *
  * The run's plumbing: `handler.ts` (the `seed`/`grpo`/`sft` job handler: set-up, resume, stages,
  * events), `checkpoint.ts` (Hugging Face folder + trainer state), `trajectory_dump.ts`,
  * `model_source.ts` (`model.base` → a model), `text_policy.ts` (text in, text out over a `Policy`),
- * `seeds.ts` (one random stream per use, all from the job's `random_seed`).
+ * `seeds.ts` (one random stream per use, all from the job's `random_seed`), `errors.ts`.
  */
 export * from "./errors.ts";
 export * from "./advantage.ts";

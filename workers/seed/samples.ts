@@ -117,7 +117,7 @@ export function selectForAnalysis<T extends Trajectory>(
 }
 
 /**
- * Teacher mask (N,) of 0/1 (README.md, Algorithm, step 3): 1 when the sample's trajectory has a
+ * Teacher mask (N,) of 0/1 (README.md, Algorithm, step 4): 1 when the sample's trajectory has a
  * parsed, non-empty skill in `skills` (keyed by trajectory id); 0 when its analysis failed to parse
  * (null), or it was not analysed (absent, e.g. a won trajectory under `failed_only`). Masked
  * samples get no distillation signal (their L_opd tokens are excluded).

@@ -1,8 +1,8 @@
 /**
- * Hindsight skills (DESIGN.md §8 steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
+ * Hindsight skills (README.md, Algorithm, steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
  * Distillation", arXiv 2607.14777): the analyzer prompt the policy θ_old answers greedily, the
- * lenient parser of its JSON answer, the insertion of the skill into a turn's prompt for
- * teacher re-scoring, and the canonical target text for analyzer warm-up SFT.
+ * lenient parser of its JSON answer, the insertion of the skill into a turn's prompt for teacher
+ * re-scoring, and the canonical target text for analyzer warm-up SFT.
  *
  * Prompts are kept compact on purpose: a tiny model on CPU reads them, and every word is a token.
  */
@@ -28,12 +28,12 @@ function shorten(text: string, max: number | undefined): string {
 }
 
 /**
- * The analyzer prompt of DESIGN.md §8 step 3 (after the paper's episode-only analyzer): asks for
- * only JSON `{"episode_skill", "episode_summary"}` (skill first, see `analysisTarget`); on success the skill is the workflow (core
- * decision rule and action order that worked), on failure the avoidance rule (core mistake and
- * warning signs); one short policy-facing skill. Carries `Your task is to: …`, `Outcome:
- * success|failure`, and per step `Step k` (1-based turn) / `Observation:` / `Response:` /
- * `Action valid: yes|no`. Throws `SeedOptionError` on out-of-range options.
+ * The analyzer prompt of README.md, Algorithm, step 3 (after the paper's episode-only analyzer):
+ * asks for only JSON `{"episode_skill", "episode_summary"}` (skill first, see `analysisTarget`); on
+ * success the skill is the workflow (core decision rule and action order that worked), on failure
+ * the avoidance rule (core mistake and warning signs); one short policy-facing skill. Carries `Your
+ * task is to: …`, `Outcome: success|failure`, and per step `Step k` (1-based turn) / `Observation:`
+ * / `Response:` / `Action valid: yes|no`. Throws `SeedOptionError` on out-of-range options.
  */
 export function buildAnalyzerPrompt(
   trajectory: Trajectory,
@@ -115,12 +115,12 @@ function findAnalysis(obj: Record<string, unknown>, depth = 0): Record<string, u
 }
 
 /**
- * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently (DESIGN.md §8 step
- * 3): ```json fences, prose around the object, trailing commas, single quotes where unambiguous,
- * bare keys, raw newlines; when several objects parse, the last one with a usable skill wins; as
- * a last resort a closed `"episode_skill": "…"` pair is read from unbalanced text. Returns null
- * when no non-empty skill (with a letter or digit) is recoverable. Whitespace is collapsed and
- * lengths are bounded by `options`. A missing summary becomes "".
+ * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently (README.md,
+ * Algorithm, step 3): ```json fences, prose around the object, trailing commas, single quotes where
+ * unambiguous, bare keys, raw newlines; when several objects parse, the last one with a usable
+ * skill wins; as a last resort a closed `"episode_skill": "…"` pair is read from unbalanced text.
+ * Returns null when no non-empty skill (with a letter or digit) is recoverable. Whitespace is
+ * collapsed and lengths are bounded by `options`. A missing summary becomes "".
  */
 export function parseSkillAnalysis(
   text: string,

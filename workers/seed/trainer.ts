@@ -1,10 +1,9 @@
 /**
- * One SEED (or GRPO) update as named, timed phases (DESIGN.md §8; STYLE.md "the training step as
- * named, timed phases"): rollout → advantage → analyze → rescore → update. The trainer only
- * orchestrates; the math lives in the phase modules (rollout.ts, samples.ts/advantage.ts,
- * analyze.ts/skills.ts) and in the SEED objective (objective.ts) the model's train graph is built
- * from (`Policy.trainStep`). What the method means (analysis, λ_opd, π_ref) comes from the run
- * plan (run_plan.ts).
+ * One SEED (or GRPO) update as named, timed phases (README.md, Algorithm, steps 1–5): rollout →
+ * advantage → analyze → rescore → update. The trainer only orchestrates; the math lives in the
+ * phase modules (rollout.ts, samples.ts/advantage.ts, analyze.ts/skills.ts) and in the SEED
+ * objective (objective.ts) the model's train graph is built from (`Policy.trainStep`). What the
+ * method means (analysis, λ_opd, π_ref) comes from the run plan (run_plan.ts).
  *
  * Randomness: every draw of a step comes from the trainer's `Rng` (task seed, sampling seeds,
  * mini-batch shuffles), whose state is checkpointed, so a resumed job repeats the exact draws.
@@ -69,7 +68,7 @@ export type StageHook = (stage: "rollout" | "analyze" | "rescore" | "update") =>
 
 /** One step's outcome. */
 export interface StepOutcome {
-  /** Flat metric series of the step (see README: metric names). */
+  /** Flat metric series of the step (names: README.md, Metrics). */
   metrics: Record<string, number>;
   trajectories: RolloutTrajectory[];
   /** The step's analyses and per-token teacher gaps, for its rollout dump (trajectory_dump.ts). */
@@ -281,17 +280,12 @@ export class SeedTrainer {
   }
 
   /**
-   * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
-   * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
-   * over the step's mini-batches, weighted by the count the objective averages it over.
-   */
-  /**
-   * Analyzer replay (this service's departure from the paper, README "Algorithm"): up to
-   * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng,
-   * as (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
-   * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so
-   * RL does not wear away the analyzer's skill-writing (without it the demo's skills turned into
-   * word salad within 16 updates). Empty when either setting is 0.
+   * Analyzer replay (this service's departure from the paper; README.md, Algorithm, step 5): up to
+   * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng, as
+   * (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
+   * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so RL
+   * does not wear away the analyzer's skill-writing (without it the demo's skills turned into word
+   * salad within 16 updates). Empty when either setting is 0.
    */
   async #analyzerReplay(trajectories: RolloutTrajectory[]): Promise<Sample[]> {
     const { spec, env, theta, rng } = this.parts;
@@ -312,6 +306,11 @@ export class SeedTrainer {
     return out;
   }
 
+  /**
+   * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
+   * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
+   * over the step's mini-batches, weighted by the count the objective averages it over.
+   */
   async #update(step: number, rl: SeedSample[], replay: Sample[], signal?: AbortSignal) {
     const { spec, plan, theta, optimizer, rng } = this.parts;
     const o = spec.optim;

@@ -15,9 +15,8 @@
  *
  * Skills (`skills` extension field): the chosen skill (skill_choice.ts) is inserted as re-scoring
  * inserts it into a turn's prompt (workers/seed/skills.ts `insertSkill`): right after the
- * `Your task is to:` line, into the first message that has one (for chat models: inside that
- * message, as DESIGN's re-scoring puts it inside the user message), else into the last user
- * message.
+ * `Your task is to:` line, into the first message that has one (for chat models the block thus
+ * stays inside that message, never a message of its own), else into the last user message.
  */
 import { TASK_LINE_PREFIX } from "../envs/prompt.ts";
 import type { ChatMessage } from "../model/mod.ts";

@@ -8,7 +8,10 @@ import {
 } from "../../../workers/envs/skill_judge.ts";
 import type { Environment, Observation, Task, Trajectory } from "../../../workers/envs/types.ts";
 
-/** The word salad the demo's skill library was full of (issue 12). */
+/**
+ * Word salad like that the demo's skill library was full of (README.md, "On a fresh machine": after
+ * RL updates the skills are often garbled fragments).
+ */
 const SALAD = "Never push a push a: a or or wall a a no target";
 
 /** mulberry32 in [0, 1). */
