@@ -17,6 +17,7 @@ export {
 } from "./db.ts";
 export {
   acknowledgeCancel,
+  CANCEL_CHANNEL,
   cancelJob,
   claimJob,
   type ClaimOptions,
@@ -97,3 +98,10 @@ export {
   type TrajectoryDumpSummary,
   type TrajectoryImageInput,
 } from "./trajectories.ts";
+export {
+  commitStep,
+  type StepCommitInput,
+  type StepEvent,
+  type StepRecord,
+  stepRecord,
+} from "./step_commit.ts";

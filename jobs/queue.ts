@@ -23,6 +23,12 @@ export const JOBS_CHANNEL = "seed_jobs";
 const FENCE = `id = $1::uuid and attempt = $2::int and worker_id = $3::text
   and status in ('running', 'cancelling')`;
 
+/**
+ * NOTIFY channel on which a cancel request reaches the worker holding the job at once (it need
+ * not wait for its next heartbeat); the payload is the job id.
+ */
+export const CANCEL_CHANNEL = "seed_cancel";
+
 /** NOTIFY channel announcing new job events; the payload is the job id. */
 export const JOB_EVENTS_CHANNEL = "job_events";
 
@@ -121,15 +127,20 @@ const SQL = {
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', device) from moved where status = 'queued')
     select moved.* from moved, evn, (select count(*) from wake) w`,
-  /** cancel: queued → cancelled at once; running → cancelling. Other states are left alone. */
+  /**
+   * cancel: queued → cancelled at once; running → cancelling, announced on CANCEL_CHANNEL to the
+   * worker holding it. Other states are left alone.
+   */
   cancel: `with moved as (
       update jobs set
         status = (case when status = 'queued' then 'cancelled' else 'cancelling' end)::job_status,
         finished_at = case when status = 'queued' then now() end
       where id = $1::uuid and tenant_id = $2::uuid and status in ('queued', 'running')
       returning *),
-    ${STATUS_EVENT}
-    select moved.* from moved, evn`,
+    ${STATUS_EVENT},
+    tell as (select count(pg_notify('${CANCEL_CHANNEL}', id::text)) as n
+             from moved where status = 'cancelling')
+    select moved.* from moved, evn, tell`,
   /** get: one job of a tenant. */
   get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid`,
   /**

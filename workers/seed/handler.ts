@@ -84,13 +84,25 @@ export function createSeedHandler(options: SeedHandlerOptions = {}): JobHandler 
   };
 }
 
-/** Registers the handler for `seed`, `grpo` and `sft` (default: the worker's registry). */
+/**
+ * The entry a compute process calls (workers/worker/compute.ts): the handler with `options`.
+ * The worker runs it in a child process of its own, so its long onnxruntime calls never hold up the
+ * heartbeats and cancels of the worker's control loop.
+ */
+export function createHandler(options: SeedHandlerOptions = {}): JobHandler {
+  return createSeedHandler(options);
+}
+
+/**
+ * Registers the handler for `seed`, `grpo` and `sft` (default: the worker's registry), to run in
+ * a compute process; `options` must be plain data (it is copied into the child).
+ */
 export function registerSeedHandlers(
   registry: HandlerRegistry = defaultRegistry,
   options: SeedHandlerOptions = {},
 ): void {
-  const handler = createSeedHandler(options);
-  for (const method of ["seed", "grpo", "sft"]) registry.register(method, handler);
+  const module = new URL(import.meta.url);
+  for (const method of ["seed", "grpo", "sft"]) registry.register(method, { module, options });
 }
 
 async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunState> {

@@ -1,13 +1,18 @@
 /**
  * The worker loop (`deno task worker`): claims one job at a time for its device, runs the handler
- * registered for the job's method while heartbeating every `leaseMs / 3`, and ends the job under
- * its fence — succeeded, failed with a readable error, cancelled (acknowledged on a heartbeat), or
+ * registered for the job's method — the trainer in a compute process of its own (compute.ts) —
+ * and meanwhile is the job's control loop: it heartbeats every `leaseMs / 3` (every second while
+ * the database does not answer, so the lease is extended as soon as it is back), learns of a
+ * cancel at once from a NOTIFY on `CANCEL_CHANNEL` (the heartbeat's answer as the fallback),
+ * makes every fenced write, and ends the job under its fence — succeeded, failed with a
+ * readable error, cancelled (the compute killed at once, its unfinished step never written), or
  * released back to the queue when draining. Idle, it waits for a NOTIFY with polling as the
  * fallback. A reaper (`jobs/reaper.ts`) runs beside it.
  */
 import {
   acknowledgeCancel,
   type ArtifactStore,
+  CANCEL_CHANNEL,
   claimJob,
   createWakeup,
   type Database,
@@ -25,6 +30,7 @@ import {
   succeedJob,
 } from "../../jobs/mod.ts";
 import { z } from "zod";
+import { startComputeProcess } from "./compute.ts";
 import { createJobContext } from "./context.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
@@ -91,7 +97,7 @@ export class Worker {
   #registry: HandlerRegistry;
   #draining = false;
   #stop = new AbortController();
-  #current: { fence: Fence; abort: AbortController } | undefined;
+  #current: { fence: Fence; drain(): void } | undefined;
 
   constructor(options: WorkerOptions) {
     this.#opts = options;
@@ -115,6 +121,7 @@ export class Worker {
     if (this.#draining) return;
     this.#draining = true;
     this.#log.info("draining", { jobId: this.#current?.fence.jobId });
+    this.#current?.drain();
     this.#stop.abort();
   }
 
@@ -171,25 +178,37 @@ export class Worker {
     const fence = fenceOf(job);
     const log = this.#log.child({ jobId: job.id, attempt: job.attempt });
     const abort = new AbortController();
-    this.#current = { fence, abort };
     let cancelRequested = false;
     let fenceLost: FenceLostError | undefined;
     const loseFence = (e: FenceLostError) => {
       fenceLost ??= e;
       if (!abort.signal.aborted) abort.abort(e);
     };
-    const retry = <T>(fn: () => Promise<T>) =>
-      withRetry(fn, { retryForMs: this.#opts.retryForMs, signal: abort.signal });
+    const retry = <T>(fn: () => Promise<T>) => withRetry(fn, { retryForMs: this.#opts.retryForMs });
     log.info("job claimed", { method: job.method });
 
-    // Heartbeat on a timer, every lease / 3, until the run ends.
+    // The control loop: a heartbeat every lease / 3 (sooner after a failed one, so that a lease
+    // is extended as soon as the database is back), and at once when a cancel is announced.
     let beating = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let beat: Promise<void> = Promise.resolve();
+    let inFlight = false;
+    let beatAgain = false;
     const intervalMs = this.leaseMs / 3;
+    const retryBeatMs = Math.min(intervalMs, 1_000);
     let dueAt = Date.now() + intervalMs;
+    const schedule = (ms: number) => {
+      clearTimeout(timer);
+      if (!beating || fenceLost || cancelRequested) return;
+      dueAt = Date.now() + ms;
+      timer = setTimeout(tick, ms);
+    };
     const tick = () => {
-      // A late timer means the handler held the event loop: warn before the lease is at risk.
+      if (inFlight) {
+        beatAgain = true; // e.g. a cancel announced while a heartbeat was on its way
+        return;
+      }
+      // A late timer means something held the control loop (an in-process handler).
       const lateMs = Date.now() - dueAt;
       if (lateMs > intervalMs) {
         log.warn("the handler blocked the event loop; heartbeats were late", {
@@ -197,6 +216,8 @@ export class Worker {
           leaseMs: this.leaseMs,
         });
       }
+      inFlight = true;
+      let nextMs = intervalMs;
       beat = heartbeat(db, fence, this.leaseMs).then(({ cancelRequested: c }) => {
         if (c && !cancelRequested) {
           cancelRequested = true;
@@ -207,20 +228,31 @@ export class Worker {
         if (e instanceof FenceLostError) {
           log.warn("lease lost; stopping the job", errorFields(e));
           loseFence(e);
-        } else log.warn("heartbeat failed; retrying on the next tick", errorFields(e));
-      }).finally(() => {
-        if (beating && !fenceLost) {
-          dueAt = Date.now() + intervalMs;
-          timer = setTimeout(tick, intervalMs);
+        } else {
+          nextMs = retryBeatMs;
+          log.warn("heartbeat failed; retrying", { ...errorFields(e), retryMs: nextMs });
         }
+      }).finally(() => {
+        inFlight = false;
+        schedule(beatAgain ? 0 : nextMs);
+        beatAgain = false;
       });
     };
-    timer = setTimeout(tick, intervalMs);
+    schedule(intervalMs);
+    // A cancel is announced on CANCEL_CHANNEL: heartbeat now to learn of it (the heartbeat's
+    // answer stays the authority; a lost notification is caught by the next regular beat).
+    const unlisten = await db.listen(CANCEL_CHANNEL, (payload) => {
+      if (payload === job.id) tick();
+    }).catch((e) => {
+      log.warn("cannot listen for cancels; heartbeats alone will bring them", errorFields(e));
+      return async () => {};
+    });
 
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    let running: { done: Promise<unknown>; drain(): void; stop(): void } | undefined;
     try {
-      const handler = this.#registry.get(job.method);
-      if (!handler) {
+      const entry = this.#registry.get(job.method);
+      if (!entry) {
         const known = this.#registry.methods();
         throw new Error(
           `Cannot run job ${job.id} as method "${job.method}" must have a registered handler: this worker has ${
@@ -241,13 +273,26 @@ export class Worker {
         log,
         retryForMs: this.#opts.retryForMs,
       });
-      outcome = { ok: true, value: await handler(ctx) };
+      running = entry.kind === "process"
+        ? await startComputeProcess(entry, ctx)
+        : { done: entry.handler(ctx), drain() {}, stop() {} };
+      this.#current = { fence, drain: running.drain };
+      if (this.#draining) running.drain();
+      // A cancel or a lost fence ends the run at once: the compute is stopped, not waited for.
+      const stopped = new Promise<never>((_, reject) => {
+        const onAbort = () => reject(abort.signal.reason);
+        if (abort.signal.aborted) onAbort();
+        else abort.signal.addEventListener("abort", onAbort, { once: true });
+      });
+      outcome = { ok: true, value: await Promise.race([running.done, stopped]) };
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
+      running?.stop();
       beating = false;
       clearTimeout(timer);
       await beat;
+      await unlisten().catch(() => {});
       this.#current = undefined;
     }
 
