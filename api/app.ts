@@ -11,7 +11,7 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { IdempotencyConflictError, IntegrityError } from "../jobs/mod.ts";
+import { IdempotencyConflictError, IntegrityError, isTransient } from "../jobs/mod.ts";
 import { type AuthEnv, bearerAuth } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import {
@@ -24,6 +24,7 @@ import {
   problemFromError,
   problemResponse,
   RETRY_AFTER_S,
+  UnavailableError,
   UriTooLongError,
 } from "./errors.ts";
 import { artifactRoutes } from "./routes_artifacts.ts";
@@ -77,6 +78,12 @@ function mapDomainError(error: unknown): ProblemError | undefined {
   if (error instanceof IntegrityError) {
     return new ProblemError(502, "integrity", "Bad Gateway", error.message, { cause: error });
   }
+  if (isTransient(error)) {
+    return new UnavailableError(
+      "Cannot serve the request as the database and object store must be reachable: one is not; retry after the Retry-After seconds",
+      { cause: error },
+    );
+  }
   return undefined;
 }
 
@@ -101,7 +108,7 @@ export function createApp(options: AppOptions): Hono {
     );
     if (problem.status >= 500) {
       log({
-        level: "error",
+        level: problem.status === 503 ? "warn" : "error",
         msg: "request failed",
         method: c.req.method,
         path: c.req.path,

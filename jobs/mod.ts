@@ -21,6 +21,7 @@ export {
   cancelJob,
   claimJob,
   type ClaimOptions,
+  databaseNow,
   failJob,
   fenceOf,
   getJob,
@@ -105,3 +106,4 @@ export {
   type StepRecord,
   stepRecord,
 } from "./step_commit.ts";
+export { isTransient } from "./transient.ts";

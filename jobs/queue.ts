@@ -144,13 +144,23 @@ const SQL = {
   /** get: one job of a tenant. */
   get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid`,
   /**
-   * reap: leases that expired before `$1` (default now()). running → queued with attempt + 1,
-   * or → failed when that was the last attempt; cancelling → cancelled. At most `$2` per call.
+   * reap: leases that expired before `$1` (default now()), judged on the database's clock.
+   * running → queued with attempt + 1, or → failed when that was the last attempt; cancelling →
+   * cancelled. At most `$2` per call.
+   *
+   * Outage grace: nobody can heartbeat while the database is down, so a lease is not reaped until
+   * one full lease length (`lease_expires_at - heartbeat_at`) has passed since the database
+   * (re)started (`pg_postmaster_start_time()`) and since `$3`, the moment this reaper could reach
+   * it again after failing to (null: it never failed). A live worker retries its heartbeat every
+   * second meanwhile, so it extends its lease before any reaper may judge it.
    */
   reap: `with expired as (
       select id from jobs
       where status in ('running', 'cancelling')
         and lease_expires_at < coalesce($1::timestamptz, now())
+        and greatest(pg_postmaster_start_time(), coalesce($3::timestamptz, '-infinity'))
+            + (lease_expires_at - coalesce(heartbeat_at, lease_expires_at))
+            < coalesce($1::timestamptz, now())
       order by lease_expires_at
       for update skip locked limit $2::int),
     moved as (
@@ -352,11 +362,23 @@ export async function getJob(
  * Returns expired leases to the queue (see SQL.reap) and gives back the jobs it moved.
  * @param options.now fake clock for tests: reap leases that expired before this instant.
  * @param options.limit at most this many jobs per call (default 100).
+ * @param options.reachableSince when the caller could reach the database again after an outage
+ *   (on the database's clock): leases get one more lease length from then (see SQL.reap).
  */
 export async function reapExpiredLeases(
   db: Queryable,
-  options: { now?: Date; limit?: number } = {},
+  options: { now?: Date; limit?: number; reachableSince?: Date } = {},
 ): Promise<Job[]> {
-  const rows = await db.query(SQL.reap, [options.now?.toISOString() ?? null, options.limit ?? 100]);
+  const rows = await db.query(SQL.reap, [
+    options.now?.toISOString() ?? null,
+    options.limit ?? 100,
+    options.reachableSince?.toISOString() ?? null,
+  ]);
   return rows.map(toJob);
+}
+
+/** The database's clock now (leases are judged on it, never on a worker's clock). */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  const [row] = await db.query<{ now: Date | string }>("select now() as now");
+  return new Date(row.now);
 }
