@@ -149,17 +149,20 @@ const SQL = {
    * cancelled. At most `$2` per call.
    *
    * Outage grace: nobody can heartbeat while the database is down, so a lease is not reaped until
-   * one full lease length (`lease_expires_at - heartbeat_at`) has passed since the database
-   * (re)started (`pg_postmaster_start_time()`) and since `$3`, the moment this reaper could reach
-   * it again after failing to (null: it never failed). A live worker retries its heartbeat every
-   * second meanwhile, so it extends its lease before any reaper may judge it.
+   * two lease lengths (`lease_expires_at - heartbeat_at`), and at least 10 s, have passed since
+   * the database (re)started (`pg_postmaster_start_time()`) and since `$3`, the moment this
+   * reaper could reach it again after failing to (null: it never failed). A live worker retries
+   * its heartbeat every second meanwhile, so it extends its lease before any reaper may judge it
+   * — the floor covers the reconnect storm of a loaded machine (the chaos bench saw heartbeats
+   * wait 4 s for a connection after a restart with a 1 s lease).
    */
   reap: `with expired as (
       select id from jobs
       where status in ('running', 'cancelling')
         and lease_expires_at < coalesce($1::timestamptz, now())
         and greatest(pg_postmaster_start_time(), coalesce($3::timestamptz, '-infinity'))
-            + (lease_expires_at - coalesce(heartbeat_at, lease_expires_at))
+            + greatest(2 * (lease_expires_at - coalesce(heartbeat_at, lease_expires_at)),
+                       interval '10 seconds')
             < coalesce($1::timestamptz, now())
       order by lease_expires_at
       for update skip locked limit $2::int),

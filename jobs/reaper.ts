@@ -9,10 +9,11 @@
  *
  * Outages: leases are judged on the database's clock, and after a scan fails (the database was
  * unreachable from here) the next successful one notes the database's time and, from then on,
- * leaves every lease one more lease length to be renewed (SQL.reap in queue.ts; a database
- * restart gets the same grace from `pg_postmaster_start_time()`). A worker that lived through the
- * outage heartbeats again within a second of the database's return, so it is never requeued
- * against itself; a worker that died during the outage is requeued one lease later.
+ * leaves every lease two more lease lengths (at least 10 s) to be renewed (SQL.reap in queue.ts;
+ * a database restart gets the same grace from `pg_postmaster_start_time()`). A worker that lived
+ * through the outage heartbeats again within a second or so of the database's return, so it is
+ * never requeued against itself; a worker that died during the outage is requeued once the
+ * grace has passed.
  */
 import type { Queryable } from "./db.ts";
 import { databaseNow, reapExpiredLeases } from "./queue.ts";

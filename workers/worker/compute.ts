@@ -45,43 +45,88 @@ const CONFIG = new URL("../../deno.json", import.meta.url);
  * @param entry.module file URL of a module exporting `createHandler(options): JobHandler`.
  * @param entry.options structured-serialisable options passed to `createHandler`.
  */
-export async function startComputeProcess(
+export function startComputeProcess(
   entry: { module: string; options: unknown },
   ctx: JobContext,
-): Promise<ComputeProcess> {
-  const dir = await Deno.makeTempDir({ prefix: "seed-compute-" });
-  const path = join(dir, "socket");
-  const listener = Deno.listen({ transport: "unix", path });
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--config", CONFIG.pathname, ENTRY.pathname],
-    env: { SEED_COMPUTE_SOCKET: path },
-    stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
-  }).spawn();
-  let conn: Deno.Conn;
-  try {
-    const exited = child.status.then((s) => {
-      throw new Error(`The compute process exited with code ${s.code} before it connected`);
-    });
-    conn = await Promise.race([listener.accept(), exited]);
-  } finally {
-    listener.close();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
-  const writer = conn.writable.getWriter();
+): ComputeProcess {
   let stopped = false;
+  let child: Deno.ChildProcess | undefined;
+  let writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
   const stop = () => {
     if (stopped) return;
     stopped = true;
     try {
-      child.kill("SIGKILL");
+      child?.kill("SIGKILL");
     } catch { /* already exited */ }
-    writer.close().catch(() => {});
+    writer?.close().catch(() => {});
   };
   const post = (m: ToProcess) => {
-    if (!stopped) writeFrame(writer, m).catch(() => {});
+    if (!stopped && writer) writeFrame(writer, m).catch(() => {});
   };
+  let draining = false;
+  const done = (async (): Promise<HandlerOutcome | void> => {
+    const dir = await Deno.makeTempDir({ prefix: "seed-compute-" });
+    const path = join(dir, "socket");
+    let conn: Deno.Conn;
+    const listener = Deno.listen({ transport: "unix", path });
+    try {
+      if (stopped) return await never();
+      child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--config", CONFIG.pathname, ENTRY.pathname],
+        env: { SEED_COMPUTE_SOCKET: path },
+        stdin: "null",
+        stdout: "inherit",
+        stderr: "inherit",
+      }).spawn();
+      const exited = child.status.then((s) => {
+        throw new Error(`The compute process exited with code ${s.code} before it connected`);
+      });
+      conn = await Promise.race([listener.accept(), exited]);
+    } finally {
+      listener.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+    if (stopped) {
+      conn.close();
+      return await never(); // stopped while it started: it was killed
+    }
+    writer = conn.writable.getWriter();
+    post({
+      kind: "start",
+      module: entry.module,
+      options: entry.options,
+      job: ctx.job,
+      spec: ctx.spec,
+      draining: draining || ctx.draining,
+      saveTrajectories: ctx.saveTrajectories !== undefined,
+    });
+    return await serveCalls(conn, ctx, { post, stop, isStopped: () => stopped, child });
+  })();
+  return {
+    done,
+    drain() {
+      draining = true;
+      post({ kind: "drain" });
+    },
+    stop,
+  };
+}
+
+/** A promise that never settles (the run was stopped from outside). */
+const never = () => new Promise<never>(() => {});
+
+/** Serves the child's calls until it reports how its handler ended. */
+async function serveCalls(
+  conn: Deno.Conn,
+  ctx: JobContext,
+  io: {
+    post(m: ToProcess): void;
+    stop(): void;
+    isStopped(): boolean;
+    child: Deno.ChildProcess;
+  },
+): Promise<HandlerOutcome | void> {
+  const { post, stop, child } = io;
   const points = new Map<number, ResumePoint>();
   const wirePoint = (p: ResumePoint | null): WirePoint | null => {
     if (!p) return null;
@@ -123,43 +168,31 @@ export async function startComputeProcess(
       }
     }
   };
-  const done = (async (): Promise<HandlerOutcome | void> => {
-    for await (const m of readFrames<FromProcess>(conn.readable)) {
-      if (stopped) break;
-      switch (m.kind) {
-        case "call":
-          serve(m.op, m.args).then(
-            (value) => post({ kind: "reply", id: m.id, ok: true, value }),
-            (error) => post({ kind: "reply", id: m.id, ok: false, error: toWire(error) }),
-          );
-          break;
-        case "log":
-          ctx.log[m.level](m.msg, m.fields);
-          break;
-        case "done":
-          stop();
-          return m.outcome as HandlerOutcome | undefined;
-        case "failed":
-          stop();
-          throw fromWire(m.error);
-      }
+  for await (const m of readFrames<FromProcess>(conn.readable)) {
+    if (io.isStopped()) break;
+    switch (m.kind) {
+      case "call":
+        serve(m.op, m.args).then(
+          (value) => post({ kind: "reply", id: m.id, ok: true, value }),
+          (error) => post({ kind: "reply", id: m.id, ok: false, error: toWire(error) }),
+        );
+        break;
+      case "log":
+        ctx.log[m.level](m.msg, m.fields);
+        break;
+      case "done":
+        stop();
+        return m.outcome as HandlerOutcome | undefined;
+      case "failed":
+        stop();
+        throw fromWire(m.error);
     }
-    if (stopped) return new Promise<never>(() => {}); // stopped from outside: never settles
-    const status = await child.status;
-    throw new Error(
-      `The compute process ended before its handler did (exit code ${status.code}${
-        status.signal ? `, signal ${status.signal}` : ""
-      })`,
-    );
-  })();
-  post({
-    kind: "start",
-    module: entry.module,
-    options: entry.options,
-    job: ctx.job,
-    spec: ctx.spec,
-    draining: ctx.draining,
-    saveTrajectories: ctx.saveTrajectories !== undefined,
-  });
-  return { done, drain: () => post({ kind: "drain" }), stop };
+  }
+  if (io.isStopped()) return await never(); // stopped from outside: never settles
+  const status = await child.status;
+  throw new Error(
+    `The compute process ended before its handler did (exit code ${status.code}${
+      status.signal ? `, signal ${status.signal}` : ""
+    })`,
+  );
 }

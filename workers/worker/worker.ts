@@ -218,7 +218,21 @@ export class Worker {
       }
       inFlight = true;
       let nextMs = intervalMs;
-      beat = heartbeat(db, fence, this.leaseMs).then(({ cancelRequested: c }) => {
+      // A heartbeat that has not answered within an interval (at least 2 s) is given up on and
+      // retried: a statement lost with its connection must not hold the lease's renewal back.
+      const answerMs = Math.max(intervalMs, 2_000);
+      let timeout: ReturnType<typeof setTimeout> | undefined;
+      const answer = Promise.race([
+        heartbeat(db, fence, this.leaseMs),
+        new Promise<never>((_, reject) => {
+          timeout = setTimeout(() => {
+            const e = new Error(`The heartbeat did not answer within ${answerMs} ms`);
+            e.name = "TimeoutError";
+            reject(e);
+          }, answerMs);
+        }),
+      ]).finally(() => clearTimeout(timeout));
+      beat = answer.then(({ cancelRequested: c }) => {
         if (c && !cancelRequested) {
           cancelRequested = true;
           log.info("cancel requested");
@@ -274,7 +288,7 @@ export class Worker {
         retryForMs: this.#opts.retryForMs,
       });
       running = entry.kind === "process"
-        ? await startComputeProcess(entry, ctx)
+        ? startComputeProcess(entry, ctx)
         : { done: entry.handler(ctx), drain() {}, stop() {} };
       this.#current = { fence, drain: running.drain };
       if (this.#draining) running.drain();
