@@ -12,7 +12,6 @@
 import {
   acknowledgeCancel,
   type ArtifactStore,
-  CANCEL_CHANNEL,
   claimJob,
   createWakeup,
   type Database,
@@ -21,7 +20,6 @@ import {
   type Fence,
   FenceLostError,
   fenceOf,
-  heartbeat,
   type Job,
   JobSpecSchema,
   type Reaper,
@@ -32,6 +30,7 @@ import {
 import { z } from "zod";
 import { startComputeProcess } from "./compute.ts";
 import { createJobContext } from "./context.ts";
+import { startControlLoop } from "./control.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
 import { withRetry } from "./retry.ts";
@@ -184,82 +183,18 @@ export class Worker {
       fenceLost ??= e;
       if (!abort.signal.aborted) abort.abort(e);
     };
-    const retry = <T>(fn: () => Promise<T>) => withRetry(fn, { retryForMs: this.#opts.retryForMs });
     log.info("job claimed", { method: job.method });
 
-    // The control loop: a heartbeat every lease / 3 (sooner after a failed one, so that a lease
-    // is extended as soon as the database is back), and at once when a cancel is announced.
-    let beating = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let beat: Promise<void> = Promise.resolve();
-    let inFlight = false;
-    let beatAgain = false;
-    const intervalMs = this.leaseMs / 3;
-    const retryBeatMs = Math.min(intervalMs, 1_000);
-    let dueAt = Date.now() + intervalMs;
-    const schedule = (ms: number) => {
-      clearTimeout(timer);
-      if (!beating || fenceLost || cancelRequested) return;
-      dueAt = Date.now() + ms;
-      timer = setTimeout(tick, ms);
-    };
-    const tick = () => {
-      if (inFlight) {
-        beatAgain = true; // e.g. a cancel announced while a heartbeat was on its way
-        return;
-      }
-      // A late timer means something held the control loop (an in-process handler).
-      const lateMs = Date.now() - dueAt;
-      if (lateMs > intervalMs) {
-        log.warn("the handler blocked the event loop; heartbeats were late", {
-          lateMs,
-          leaseMs: this.leaseMs,
-        });
-      }
-      inFlight = true;
-      let nextMs = intervalMs;
-      // A heartbeat that has not answered within an interval (at least 2 s) is given up on and
-      // retried: a statement lost with its connection must not hold the lease's renewal back.
-      const answerMs = Math.max(intervalMs, 2_000);
-      let timeout: ReturnType<typeof setTimeout> | undefined;
-      const answer = Promise.race([
-        heartbeat(db, fence, this.leaseMs),
-        new Promise<never>((_, reject) => {
-          timeout = setTimeout(() => {
-            const e = new Error(`The heartbeat did not answer within ${answerMs} ms`);
-            e.name = "TimeoutError";
-            reject(e);
-          }, answerMs);
-        }),
-      ]).finally(() => clearTimeout(timeout));
-      beat = answer.then(({ cancelRequested: c }) => {
-        if (c && !cancelRequested) {
-          cancelRequested = true;
-          log.info("cancel requested");
-          abort.abort(new JobCancelledError(job.id));
-        }
-      }).catch((e) => {
-        if (e instanceof FenceLostError) {
-          log.warn("lease lost; stopping the job", errorFields(e));
-          loseFence(e);
-        } else {
-          nextMs = retryBeatMs;
-          log.warn("heartbeat failed; retrying", { ...errorFields(e), retryMs: nextMs });
-        }
-      }).finally(() => {
-        inFlight = false;
-        schedule(beatAgain ? 0 : nextMs);
-        beatAgain = false;
-      });
-    };
-    schedule(intervalMs);
-    // A cancel is announced on CANCEL_CHANNEL: heartbeat now to learn of it (the heartbeat's
-    // answer stays the authority; a lost notification is caught by the next regular beat).
-    const unlisten = await db.listen(CANCEL_CHANNEL, (payload) => {
-      if (payload === job.id) tick();
-    }).catch((e) => {
-      log.warn("cannot listen for cancels; heartbeats alone will bring them", errorFields(e));
-      return async () => {};
+    const control = await startControlLoop({
+      db,
+      fence,
+      leaseMs: this.leaseMs,
+      log,
+      onCancel: () => {
+        cancelRequested = true;
+        abort.abort(new JobCancelledError(job.id));
+      },
+      onFenceLost: loseFence,
     });
 
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -303,16 +238,25 @@ export class Worker {
       outcome = { ok: false, error };
     } finally {
       running?.stop();
-      beating = false;
-      clearTimeout(timer);
-      await beat;
-      await unlisten().catch(() => {});
+      await control.stop();
       this.#current = undefined;
     }
 
+    return await this.#finish(fence, log, outcome, { fenceLost, cancelRequested });
+  }
+
+  /** Ends a run under its fence, from how its handler ended (see handler.ts's module doc). */
+  async #finish(
+    fence: Fence,
+    log: Logger,
+    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
+    how: { fenceLost?: FenceLostError; cancelRequested: boolean },
+  ): Promise<RunResult> {
+    const { db } = this.#opts;
+    const retry = <T>(fn: () => Promise<T>) => withRetry(fn, { retryForMs: this.#opts.retryForMs });
     try {
-      if (fenceLost) {
-        log.warn("job abandoned: the fence was lost", { reason: fenceLost.message });
+      if (how.fenceLost) {
+        log.warn("job abandoned: the fence was lost", { reason: how.fenceLost.message });
         return "fence_lost";
       }
       if (outcome.ok) {
@@ -325,7 +269,7 @@ export class Worker {
         log.info("job succeeded");
         return "succeeded";
       }
-      if (cancelRequested) {
+      if (how.cancelRequested) {
         await retry(() => acknowledgeCancel(db, fence));
         log.info("job cancelled");
         return "cancelled";
