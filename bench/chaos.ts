@@ -270,13 +270,15 @@ const canceller = (async () => {
     let requestedAt = 0;
     while (!done) {
       const res = await api(`/v1/jobs/${id}/cancel`, { method: "POST" });
-      await res?.body?.cancel();
       if (res?.status === 202) {
-        requestedAt = Date.now();
+        // Only a running job's cancel is timed (a queued one is cancelled at once).
+        if ((await res.json()).status === "cancelling") requestedAt = Date.now();
         break;
       }
+      await res?.body?.cancel();
       await sleep(200);
     }
+    if (!requestedAt) continue;
     log(`cancel requested for ${id}`);
     while (!done) {
       const res = await api(`/v1/jobs/${id}`);
@@ -381,7 +383,7 @@ await Deno.remove(scratch, { recursive: true });
 const leaseLost = [...workers.values()].reduce((s, w) => s + w.leaseLost, 0);
 const pct = (xs: number[], p: number) =>
   xs.length
-    ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]
+    ? [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(p * xs.length) - 1)] // nearest rank
     : NaN;
 
 console.log("\n--- chaos bench ---");
