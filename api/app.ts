@@ -3,21 +3,29 @@
  * `app.request()`, `api/main.ts` serves it with `Deno.serve`.
  *
  * One `onError` maps every thrown error to `application/problem+json` (handlers never catch).
- * The web dashboard is served at `/` (dashboard/routes.ts). `/v1/*` routes require a bearer API
- * key; request bodies are limited to `maxBodyBytes` (413).
+ * The web dashboard is served at `/` (dashboard/routes.ts). `/v1/*` routes require a bearer API key; request bodies are limited to `maxBodyBytes` (413);
+ * the request target to {@link MAX_TARGET_CHARS} (414) and the headers to
+ * {@link MAX_HEADER_BYTES} in {@link MAX_HEADERS} fields (431) — below the HTTP layer's own
+ * limits, so these requests get a problem+json answer too; a known path asked with another
+ * method is a 405 with `Allow`.
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { IdempotencyConflictError, IntegrityError } from "../jobs/mod.ts";
+import { IdempotencyConflictError, IntegrityError, isTransient } from "../jobs/mod.ts";
 import { type AuthEnv, bearerAuth } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import {
   ConflictError,
+  HeadersTooLargeError,
+  MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
   ProblemError,
   problemFromError,
   problemResponse,
+  RETRY_AFTER_S,
+  UnavailableError,
+  UriTooLongError,
 } from "./errors.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
 import { artifactRoutes } from "./routes_artifacts.ts";
@@ -29,6 +37,40 @@ import { trajectoryRoutes } from "./routes_trajectories.ts";
 
 /** Default request body limit: 1 MiB (a JobSpec is a few KiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1 << 20;
+/** Longest request target (path and query), in characters. */
+export const MAX_TARGET_CHARS = 8_192;
+/** Largest header block (names, values and `: ` + CRLF per field), in bytes. */
+export const MAX_HEADER_BYTES = 32_768;
+/**
+ * Most header fields. Deno's HTTP layer closes a request with 100 or more fields (or a header
+ * block over ~64–100 KiB) with an empty 400 before the app sees it: those alone get no problem body.
+ */
+export const MAX_HEADERS = 64;
+
+/** Methods each known route pattern serves, as regular expressions over the path. */
+function routeTable(app: Hono): { pattern: RegExp; methods: Set<string> }[] {
+  const byPath = new Map<string, Set<string>>();
+  for (const r of app.routes) {
+    if (r.method === "ALL") continue; // middleware
+    const methods = byPath.get(r.path) ?? new Set<string>();
+    methods.add(r.method);
+    if (r.method === "GET") methods.add("HEAD");
+    byPath.set(r.path, methods);
+  }
+  return [...byPath].map(([path, methods]) => ({
+    pattern: new RegExp(
+      "^" +
+        path.replace(/\/+$/, "").split("/").map((part) =>
+          part.startsWith(":")
+            ? "[^/]+"
+            : part === "*"
+            ? ".*"
+            : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+        ).join("/") + "/?$",
+    ),
+    methods,
+  }));
+}
 
 /** Maps the job domain's errors (jobs/errors.ts) to problems. */
 function mapDomainError(error: unknown): ProblemError | undefined {
@@ -38,7 +80,20 @@ function mapDomainError(error: unknown): ProblemError | undefined {
   if (error instanceof IntegrityError) {
     return new ProblemError(502, "integrity", "Bad Gateway", error.message, { cause: error });
   }
+  if (isTransient(error)) {
+    return new UnavailableError(
+      "Cannot serve the request as the database and object store must be reachable: one is not; retry after the Retry-After seconds",
+      { cause: error },
+    );
+  }
   return undefined;
+}
+
+/** Headers a problem carries besides its body: `Allow` (405), `Retry-After` (503). */
+function headersOf(error: unknown, status: number): HeadersInit {
+  if (error instanceof MethodNotAllowedError) return { allow: error.allow.join(", ") };
+  if (status === 503) return { "retry-after": String(RETRY_AFTER_S) };
+  return {};
 }
 
 /** Builds the app. See {@link AppOptions} for the dependencies and hooks. */
@@ -55,7 +110,7 @@ export function createApp(options: AppOptions): Hono {
     );
     if (problem.status >= 500) {
       log({
-        level: "error",
+        level: problem.status === 503 ? "warn" : "error",
         msg: "request failed",
         method: c.req.method,
         path: c.req.path,
@@ -64,16 +119,42 @@ export function createApp(options: AppOptions): Hono {
         stack: error instanceof Error ? error.stack : undefined,
       });
     }
-    return problemResponse({ ...problem, instance: c.req.path });
+    return problemResponse({ ...problem, instance: c.req.path }, headersOf(error, problem.status));
   });
-  app.notFound((c) =>
-    problemResponse({
-      ...problemFromError(
-        new NotFoundError(`Cannot find ${c.req.method} ${c.req.path}: no such route`),
-      ),
-      instance: c.req.path,
-    })
-  );
+  let routes: ReturnType<typeof routeTable> | undefined;
+  app.notFound((c) => {
+    routes ??= routeTable(app);
+    const allow = new Set<string>();
+    for (const r of routes) if (r.pattern.test(c.req.path)) r.methods.forEach((m) => allow.add(m));
+    const error = allow.size > 0
+      ? new MethodNotAllowedError(c.req.method, c.req.path, [...allow].sort())
+      : new NotFoundError(`Cannot find ${c.req.method} ${c.req.path}: no such route`);
+    const problem = problemFromError(error);
+    return problemResponse({ ...problem, instance: c.req.path }, headersOf(error, problem.status));
+  });
+
+  // Size limits of the request line and headers, before anything reads them.
+  app.use("*", async (c, next) => {
+    const target = c.req.url.length - new URL(c.req.url).origin.length;
+    if (target > MAX_TARGET_CHARS) throw new UriTooLongError(MAX_TARGET_CHARS, target);
+    let count = 0;
+    let bytes = 0;
+    c.req.raw.headers.forEach((value, name) => {
+      count++;
+      bytes += name.length + value.length + 4;
+    });
+    if (count > MAX_HEADERS) {
+      throw new HeadersTooLargeError(
+        `Cannot accept the request as it must have at most ${MAX_HEADERS} header fields: current count is ${count}`,
+      );
+    }
+    if (bytes > MAX_HEADER_BYTES) {
+      throw new HeadersTooLargeError(
+        `Cannot accept the request as its headers must be at most ${MAX_HEADER_BYTES} bytes: current size is ${bytes}`,
+      );
+    }
+    await next();
+  });
 
   const limit = bodyLimit({
     maxSize: maxBodyBytes,

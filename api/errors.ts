@@ -12,6 +12,8 @@ export interface FieldIssue {
   /** zod's issue code, e.g. `too_small`, `invalid_type`. */
   code: string;
   message: string;
+  /** Where a malformed JSON body breaks (1-based line and column, 0-based byte offset). */
+  position?: { line: number; column: number; byte: number };
 }
 
 /** A problem+json body. `errors` is present for validation problems. */
@@ -86,6 +88,58 @@ export class ConflictError extends ProblemError {
   }
 }
 
+/** 405: a known path asked with a method it does not serve; `allow` lists the ones it does. */
+export class MethodNotAllowedError extends ProblemError {
+  /** Methods the path serves (the `Allow` header). */
+  readonly allow: string[];
+  constructor(method: string, path: string, allow: string[]) {
+    super(
+      405,
+      "method-not-allowed",
+      "Method Not Allowed",
+      `Cannot ${method} ${path} as the method must be one of ${allow.join(", ")}`,
+    );
+    this.name = "MethodNotAllowedError";
+    this.allow = allow;
+  }
+}
+
+/** 414: request target (path and query) longer than the limit. */
+export class UriTooLongError extends ProblemError {
+  constructor(maxChars: number, chars: number) {
+    super(
+      414,
+      "uri-too-long",
+      "URI Too Long",
+      `Cannot accept the request as its path and query must be at most ${maxChars} characters: current length is ${chars}`,
+    );
+    this.name = "UriTooLongError";
+  }
+}
+
+/** 415: a request body that is not `application/json`. */
+export class UnsupportedMediaTypeError extends ProblemError {
+  constructor(contentType: string | undefined) {
+    super(
+      415,
+      "unsupported-media-type",
+      "Unsupported Media Type",
+      `Cannot accept the request body as its Content-Type must be application/json: current value is ${
+        contentType === undefined ? "missing" : JSON.stringify(contentType.slice(0, 200))
+      }`,
+    );
+    this.name = "UnsupportedMediaTypeError";
+  }
+}
+
+/** 431: request headers larger (or more numerous) than the limits. */
+export class HeadersTooLargeError extends ProblemError {
+  constructor(detail: string) {
+    super(431, "headers-too-large", "Request Header Fields Too Large", detail);
+    this.name = "HeadersTooLargeError";
+  }
+}
+
 /** 413: request body larger than the configured limit. */
 export class PayloadTooLargeError extends ProblemError {
   constructor(maxBytes: number) {
@@ -107,7 +161,10 @@ export class UnprocessableError extends ProblemError {
   }
 }
 
-/** 503: a dependency (database, object store) is unreachable. */
+/** Seconds a client is told to wait (`Retry-After`) when a dependency is unreachable. */
+export const RETRY_AFTER_S = 5;
+
+/** 503: a dependency (database, object store) is unreachable; answered with `Retry-After`. */
 export class UnavailableError extends ProblemError {
   constructor(detail: string, options: { cause?: unknown } = {}) {
     super(503, "unavailable", "Service Unavailable", detail, options);

@@ -4,14 +4,24 @@
  */
 import type { Context } from "hono";
 import type { z } from "zod";
-import { BadRequestError, validationError } from "./errors.ts";
+import { BadRequestError, UnsupportedMediaTypeError, validationError } from "./errors.ts";
+import { jsonSyntaxError } from "./json_syntax.ts";
 import { jsonLimitIssue } from "./json_limits.ts";
 
+/** `application/json` or a `+json` type, with any parameters (`; charset=utf-8`). */
+const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
+
+/** True when a Content-Type header names JSON (see {@link JSON_MEDIA_TYPE}). */
+export function isJsonContentType(value: string | undefined): boolean {
+  return value !== undefined && JSON_MEDIA_TYPE.test(value.trim());
+}
+
 /**
- * Reads the body as JSON and validates it. Throws 400 for malformed JSON (detail names the
- * parse error), for JSON that breaks the limits of api/json_limits.ts (too deep, or strings
- * Postgres cannot store) and for schema violations (errors[] with field paths). An empty body
- * is `{}`.
+ * Reads the body as JSON and validates it. Throws 415 when a non-empty body is not sent as
+ * `application/json`; 400 for malformed JSON (detail and `errors[0].position` name the line,
+ * column and byte offset where it breaks), for JSON that breaks the limits of
+ * api/json_limits.ts (too deep, or strings Postgres cannot store) and for schema violations
+ * (errors[] with field paths). An empty body is `{}`.
  */
 export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S): Promise<
   z.output<S>
@@ -19,12 +29,25 @@ export async function parseJsonBody<S extends z.ZodType>(c: Context, schema: S):
   const text = await c.req.text();
   let raw: unknown = {};
   if (text.trim() !== "") {
+    const type = c.req.header("content-type");
+    if (!isJsonContentType(type)) throw new UnsupportedMediaTypeError(type);
     try {
       raw = JSON.parse(text);
     } catch (error) {
+      const at = jsonSyntaxError(text);
+      const where = at ? ` at line ${at.line}, column ${at.column} (byte ${at.byte})` : "";
+      const expected = at ? `expected ${at.expected}` : (error as Error).message;
       throw new BadRequestError(
-        `Cannot parse the request body as it must be JSON: ${(error as Error).message}`,
-        { cause: error },
+        `Cannot parse the request body as it must be JSON: ${expected}${where}`,
+        {
+          cause: error,
+          errors: [{
+            path: "",
+            code: "invalid_json",
+            message: `Expected ${at?.expected ?? "valid JSON"}`,
+            ...(at && { position: { line: at.line, column: at.column, byte: at.byte } }),
+          }],
+        },
       );
     }
   }

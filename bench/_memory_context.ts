@@ -84,6 +84,19 @@ export function memoryContext(
       readObject: () => Promise.resolve(null),
     },
     saveSkills: () => Promise.resolve({} as never),
+    async commitStep(step, commit) {
+      if (commit.metrics) await ctx.recordMetrics(step, commit.metrics);
+      if (commit.checkpoint) await ctx.saveCheckpoint(step, commit.checkpoint);
+      for (const e of commit.events ?? []) await ctx.emit(e.type, e.data);
+    },
+    stepRecord: (step) =>
+      Promise.resolve({
+        metrics: metrics.has(step),
+        checkpoint: mine.has(step),
+        skills: false,
+        trajectories: [],
+        events: [],
+      }),
   };
   return { ctx, metrics, events };
 }

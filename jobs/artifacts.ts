@@ -74,17 +74,22 @@ export interface Writer {
   tenantId: string;
 }
 
+/** A checkpoint whose objects are uploaded and whose row is not yet committed. */
+export interface UploadedCheckpoint {
+  step: number;
+  prefix: string;
+  files: CheckpointFile[];
+}
+
 /**
- * Uploads the files of a checkpoint, then commits its row under the fence.
- * @throws FenceLostError when the fence no longer holds (the uploads are then garbage).
- * @throws InvalidKeyError for an unsafe or duplicate file name.
+ * Uploads the files of a checkpoint (keyed by the writer's attempt); commits nothing.
+ * @throws InvalidKeyError for an unsafe file name; RangeError for duplicate names.
  */
-export async function saveCheckpoint(
-  db: Queryable,
+export async function uploadCheckpoint(
   store: ArtifactStore,
   writer: Writer,
   checkpoint: { step: number; files: CheckpointFileInput[] },
-): Promise<Checkpoint> {
+): Promise<UploadedCheckpoint> {
   const { fence, tenantId } = writer;
   const { step, files } = checkpoint;
   const names = new Set(files.map((f) => f.name));
@@ -97,18 +102,49 @@ export async function saveCheckpoint(
     const { bytes, sha256 } = await store.put(key, f.bytes);
     stored.push({ name: f.name, key, bytes, sha256 });
   }
-  const total = stored.reduce((s, f) => s + f.bytes, 0);
-  const rows = await db.query(SQL.commitCheckpoint, [
+  const prefix = checkpointPrefix(tenantId, fence.jobId, step, { attempt: fence.attempt });
+  return { step, prefix, files: stored };
+}
+
+/**
+ * Commits an uploaded checkpoint's row under the fence (on `q`: the database or a transaction).
+ * @throws FenceLostError when the fence no longer holds.
+ */
+export async function commitCheckpointRow(
+  q: Queryable,
+  fence: Fence,
+  uploaded: UploadedCheckpoint,
+): Promise<Checkpoint> {
+  const total = uploaded.files.reduce((s, f) => s + f.bytes, 0);
+  const rows = await q.query(SQL.commitCheckpoint, [
     fence.jobId,
     fence.attempt,
     fence.workerId,
-    step,
-    checkpointPrefix(tenantId, fence.jobId, step, { attempt: fence.attempt }),
-    JSON.stringify(stored),
+    uploaded.step,
+    uploaded.prefix,
+    JSON.stringify(uploaded.files),
     total,
   ]);
-  if (rows.length === 0) throw new FenceLostError(fence, `commit checkpoint ${step}`);
+  if (rows.length === 0) throw new FenceLostError(fence, `commit checkpoint ${uploaded.step}`);
   return toCheckpoint(rows[0]);
+}
+
+/**
+ * Uploads the files of a checkpoint, then commits its row under the fence.
+ * @throws FenceLostError when the fence no longer holds (the uploads are then garbage).
+ * @throws InvalidKeyError for an unsafe or duplicate file name.
+ */
+export async function saveCheckpoint(
+  db: Queryable,
+  store: ArtifactStore,
+  writer: Writer,
+  checkpoint: { step: number; files: CheckpointFileInput[] },
+): Promise<Checkpoint> {
+  return await commitCheckpointRow(
+    db,
+    writer.fence,
+    await uploadCheckpoint(store, writer, checkpoint),
+  );
 }
 
 /** The committed checkpoint with the highest step, or null. */
@@ -176,6 +212,51 @@ export async function readCheckpointFile(
   return await store.get(file.key, { sha256: file.sha256 });
 }
 
+/** A skill library whose object is uploaded and whose row is not yet committed. */
+export interface UploadedSkills {
+  step: number;
+  key: string;
+  bytes: number;
+  sha256: string;
+  skillCount: number;
+}
+
+/** Uploads a skill library's JSON (keyed by the writer's attempt); commits nothing. */
+export async function uploadSkillLibrary(
+  store: ArtifactStore,
+  writer: Writer,
+  library: { step: number; json: unknown; skillCount: number },
+): Promise<UploadedSkills> {
+  const { fence, tenantId } = writer;
+  const key = skillsKey(tenantId, fence.jobId, library.step, { attempt: fence.attempt });
+  const body = new TextEncoder().encode(JSON.stringify(library.json));
+  const { bytes, sha256 } = await store.put(key, body, { contentType: "application/json" });
+  return { step: library.step, key, bytes, sha256, skillCount: library.skillCount };
+}
+
+/**
+ * Commits an uploaded skill library's row under the fence (on the database or a transaction).
+ * @throws FenceLostError when the fence no longer holds.
+ */
+export async function commitSkillsRow(
+  q: Queryable,
+  fence: Fence,
+  up: UploadedSkills,
+): Promise<SkillLibrary> {
+  const rows = await q.query(SQL.commitSkills, [
+    fence.jobId,
+    fence.attempt,
+    fence.workerId,
+    up.step,
+    up.key,
+    up.bytes,
+    up.sha256,
+    up.skillCount,
+  ]);
+  if (rows.length === 0) throw new FenceLostError(fence, `commit skills of step ${up.step}`);
+  return toSkillLibrary(rows[0]);
+}
+
 /**
  * Uploads a skill library (JSON) and commits its row under the fence.
  * @param library.skillCount number of skills in it (shown in listings).
@@ -187,22 +268,7 @@ export async function saveSkillLibrary(
   writer: Writer,
   library: { step: number; json: unknown; skillCount: number },
 ): Promise<SkillLibrary> {
-  const { fence, tenantId } = writer;
-  const key = skillsKey(tenantId, fence.jobId, library.step, { attempt: fence.attempt });
-  const body = new TextEncoder().encode(JSON.stringify(library.json));
-  const { bytes, sha256 } = await store.put(key, body, { contentType: "application/json" });
-  const rows = await db.query(SQL.commitSkills, [
-    fence.jobId,
-    fence.attempt,
-    fence.workerId,
-    library.step,
-    key,
-    bytes,
-    sha256,
-    library.skillCount,
-  ]);
-  if (rows.length === 0) throw new FenceLostError(fence, `commit skills of step ${library.step}`);
-  return toSkillLibrary(rows[0]);
+  return await commitSkillsRow(db, writer.fence, await uploadSkillLibrary(store, writer, library));
 }
 
 /** The skill library of `step`, or the latest when `step` is undefined; null when none. */

@@ -54,22 +54,14 @@ export class InvalidEventError extends Error {
 export const MAX_EVENT_KEY_CHARS = 128;
 
 /**
- * Appends an event under the fence and returns it.
- * @param options.key idempotency key, 1–128 characters, unique per job (e.g. a UUID chosen once
- *   before the first try): when an event with this key exists, nothing is written and that event
- *   is returned (also after the fence was lost: it was written while the fence held).
- * @throws InvalidEventError when `type` does not match {@link EVENT_TYPE_PATTERN}, `data` is
- *   larger than {@link MAX_EVENT_DATA_CHARS} or `key` is empty or too long.
- * @throws FenceLostError when the fence no longer matches (nothing is written).
+ * Checks an event's type, payload and key (see {@link appendEvent}) and returns its payload as
+ * storable JSON. @throws InvalidEventError as {@link appendEvent} does.
  */
-export async function appendEvent(
-  db: Queryable,
-  fence: Fence,
+export function checkEvent(
   type: string,
-  data: Record<string, unknown> = {},
-  options: { key?: string } = {},
-): Promise<JobEvent> {
-  const { key } = options;
+  data: Record<string, unknown>,
+  key: string | undefined,
+): string {
   if (key !== undefined && (key.length === 0 || key.length > MAX_EVENT_KEY_CHARS)) {
     throw new InvalidEventError(
       `Cannot append event "${type}" as its key must have 1-${MAX_EVENT_KEY_CHARS} characters: current length is ${key.length}`,
@@ -86,6 +78,27 @@ export async function appendEvent(
       `Cannot append event "${type}" as its data must be at most ${MAX_EVENT_DATA_CHARS} characters of JSON: current length is ${json.length}`,
     );
   }
+  return json;
+}
+
+/**
+ * Appends an event under the fence and returns it.
+ * @param options.key idempotency key, 1–128 characters, unique per job (e.g. a UUID chosen once
+ *   before the first try): when an event with this key exists, nothing is written and that event
+ *   is returned (also after the fence was lost: it was written while the fence held).
+ * @throws InvalidEventError when `type` does not match {@link EVENT_TYPE_PATTERN}, `data` is
+ *   larger than {@link MAX_EVENT_DATA_CHARS} or `key` is empty or too long.
+ * @throws FenceLostError when the fence no longer matches (nothing is written).
+ */
+export async function appendEvent(
+  db: Queryable,
+  fence: Fence,
+  type: string,
+  data: Record<string, unknown> = {},
+  options: { key?: string } = {},
+): Promise<JobEvent> {
+  const { key } = options;
+  const json = checkEvent(type, data, key);
   const rows = await db.query(SQL.appendEvent, [
     fence.jobId,
     fence.attempt,

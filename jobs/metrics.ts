@@ -45,17 +45,11 @@ export class InvalidMetricsError extends Error {
 }
 
 /**
- * Records the metrics of one step (a flat object of finite numbers, e.g. `{success_rate: 0.5}`)
- * and sets them as the job's latest metrics.
- * @throws InvalidMetricsError when a value is not a finite number or there are over 256 keys.
- * @throws FenceLostError when the fence no longer matches (nothing is written).
+ * Checks a step's metrics (see {@link recordMetrics}) without writing them.
+ * @throws InvalidMetricsError when the step is not a non-negative integer, a value is not a
+ *   finite number, a name is longer than 128 characters or there are over 256 values.
  */
-export async function recordMetrics(
-  db: Queryable,
-  fence: Fence,
-  step: number,
-  values: Record<string, number>,
-): Promise<JobMetricsRow> {
+export function checkMetrics(step: number, values: Record<string, number>): void {
   if (!Number.isInteger(step) || step < 0) {
     throw new InvalidMetricsError(
       `Cannot record metrics as the step must be a non-negative integer: current value is ${step}`,
@@ -76,6 +70,21 @@ export async function recordMetrics(
       );
     }
   }
+}
+
+/**
+ * Records the metrics of one step (a flat object of finite numbers, e.g. `{success_rate: 0.5}`)
+ * and sets them as the job's latest metrics.
+ * @throws InvalidMetricsError when a value is not a finite number or there are over 256 keys.
+ * @throws FenceLostError when the fence no longer matches (nothing is written).
+ */
+export async function recordMetrics(
+  db: Queryable,
+  fence: Fence,
+  step: number,
+  values: Record<string, number>,
+): Promise<JobMetricsRow> {
+  checkMetrics(step, values);
   const rows = await db.query(SQL.recordMetrics, [
     fence.jobId,
     fence.attempt,

@@ -32,9 +32,11 @@ export {
 } from "./db.ts";
 export {
   acknowledgeCancel,
+  CANCEL_CHANNEL,
   cancelJob,
   claimJob,
   type ClaimOptions,
+  databaseNow,
   failJob,
   fenceOf,
   getJob,
@@ -124,3 +126,11 @@ export {
   type TrajectoryImageInput,
 } from "./trajectories.ts";
 export * from "./api_keys.ts";
+export {
+  commitStep,
+  type StepCommitInput,
+  type StepEvent,
+  type StepRecord,
+  stepRecord,
+} from "./step_commit.ts";
+export { isTransient } from "./transient.ts";

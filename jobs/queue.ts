@@ -23,6 +23,12 @@ export const JOBS_CHANNEL = "seed_jobs";
 const FENCE = `id = $1::uuid and attempt = $2::int and worker_id = $3::text
   and status in ('running', 'cancelling')`;
 
+/**
+ * NOTIFY channel on which a cancel request reaches the worker holding the job at once (it need
+ * not wait for its next heartbeat); the payload is the job id.
+ */
+export const CANCEL_CHANNEL = "seed_cancel";
+
 /** NOTIFY channel announcing new job events; the payload is the job id. */
 export const JOB_EVENTS_CHANNEL = "job_events";
 
@@ -121,25 +127,43 @@ const SQL = {
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', device) from moved where status = 'queued')
     select moved.* from moved, evn, (select count(*) from wake) w`,
-  /** cancel: queued → cancelled at once; running → cancelling. Other states are left alone. */
+  /**
+   * cancel: queued → cancelled at once; running → cancelling, announced on CANCEL_CHANNEL to the
+   * worker holding it. Other states are left alone.
+   */
   cancel: `with moved as (
       update jobs set
         status = (case when status = 'queued' then 'cancelled' else 'cancelling' end)::job_status,
         finished_at = case when status = 'queued' then now() end
       where id = $1::uuid and tenant_id = $2::uuid and status in ('queued', 'running')
       returning *),
-    ${STATUS_EVENT}
-    select moved.* from moved, evn`,
+    ${STATUS_EVENT},
+    tell as (select count(pg_notify('${CANCEL_CHANNEL}', id::text)) as n
+             from moved where status = 'cancelling')
+    select moved.* from moved, evn, tell`,
   /** get: one job of a tenant. */
   get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid`,
   /**
-   * reap: leases that expired before `$1` (default now()). running → queued with attempt + 1,
-   * or → failed when that was the last attempt; cancelling → cancelled. At most `$2` per call.
+   * reap: leases that expired before `$1` (default now()), judged on the database's clock.
+   * running → queued with attempt + 1, or → failed when that was the last attempt; cancelling →
+   * cancelled. At most `$2` per call.
+   *
+   * Outage grace: nobody can heartbeat while the database is down, so a lease is not reaped until
+   * two lease lengths (`lease_expires_at - heartbeat_at`), and at least 10 s, have passed since
+   * the database (re)started (`pg_postmaster_start_time()`) and since `$3`, the moment this
+   * reaper could reach it again after failing to (null: it never failed). A live worker retries
+   * its heartbeat every second meanwhile, so it extends its lease before any reaper may judge it
+   * — the floor covers the reconnect storm of a loaded machine (the chaos bench saw heartbeats
+   * wait 4 s for a connection after a restart with a 1 s lease).
    */
   reap: `with expired as (
       select id from jobs
       where status in ('running', 'cancelling')
         and lease_expires_at < coalesce($1::timestamptz, now())
+        and greatest(pg_postmaster_start_time(), coalesce($3::timestamptz, '-infinity'))
+            + greatest(2 * (lease_expires_at - coalesce(heartbeat_at, lease_expires_at)),
+                       interval '10 seconds')
+            < coalesce($1::timestamptz, now())
       order by lease_expires_at
       for update skip locked limit $2::int),
     moved as (
@@ -341,11 +365,23 @@ export async function getJob(
  * Returns expired leases to the queue (see SQL.reap) and gives back the jobs it moved.
  * @param options.now fake clock for tests: reap leases that expired before this instant.
  * @param options.limit at most this many jobs per call (default 100).
+ * @param options.reachableSince when the caller could reach the database again after an outage
+ *   (on the database's clock): leases get one more lease length from then (see SQL.reap).
  */
 export async function reapExpiredLeases(
   db: Queryable,
-  options: { now?: Date; limit?: number } = {},
+  options: { now?: Date; limit?: number; reachableSince?: Date } = {},
 ): Promise<Job[]> {
-  const rows = await db.query(SQL.reap, [options.now?.toISOString() ?? null, options.limit ?? 100]);
+  const rows = await db.query(SQL.reap, [
+    options.now?.toISOString() ?? null,
+    options.limit ?? 100,
+    options.reachableSince?.toISOString() ?? null,
+  ]);
   return rows.map(toJob);
+}
+
+/** The database's clock now (leases are judged on it, never on a worker's clock). */
+export async function databaseNow(db: Queryable): Promise<Date> {
+  const [row] = await db.query<{ now: Date | string }>("select now() as now");
+  return new Date(row.now);
 }

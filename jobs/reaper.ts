@@ -6,9 +6,17 @@
  * Thresholds: a worker heartbeats every `leaseMs / 3` (default lease 30 s), so a lease expires
  * only after about two missed heartbeats; the reaper scans every `intervalMs` (default 5 s), so
  * a lost worker's job is back in the queue within `leaseMs + intervalMs` of its last heartbeat.
+ *
+ * Outages: leases are judged on the database's clock, and after a scan fails (the database was
+ * unreachable from here) the next successful one notes the database's time and, from then on,
+ * leaves every lease two more lease lengths (at least 10 s) to be renewed (SQL.reap in queue.ts;
+ * a database restart gets the same grace from `pg_postmaster_start_time()`). A worker that lived
+ * through the outage heartbeats again within a second or so of the database's return, so it is
+ * never requeued against itself; a worker that died during the outage is requeued once the
+ * grace has passed.
  */
 import type { Queryable } from "./db.ts";
-import { reapExpiredLeases } from "./queue.ts";
+import { databaseNow, reapExpiredLeases } from "./queue.ts";
 import type { Job } from "./schema.ts";
 
 /** Default scan interval of the reaper, in milliseconds. */
@@ -41,10 +49,16 @@ export function startReaper(db: Queryable, options: ReaperOptions = {}): Reaper 
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<unknown> = Promise.resolve();
+  let failed = false;
+  let reachableSince: Date | undefined;
   const runOnce = async () => {
+    if (failed) {
+      reachableSince = await databaseNow(db);
+      failed = false;
+    }
     const all: Job[] = [];
     for (;;) {
-      const moved = await reapExpiredLeases(db, { limit });
+      const moved = await reapExpiredLeases(db, { limit, reachableSince });
       all.push(...moved);
       if (moved.length < limit || stopped) break;
     }
@@ -52,7 +66,10 @@ export function startReaper(db: Queryable, options: ReaperOptions = {}): Reaper 
     return all;
   };
   const tick = () => {
-    running = runOnce().catch((e) => options.onError?.(e)).finally(() => {
+    running = runOnce().catch((e) => {
+      failed = true;
+      options.onError?.(e);
+    }).finally(() => {
       if (!stopped) timer = setTimeout(tick, intervalMs);
     });
   };

@@ -159,7 +159,7 @@ export const JobSpecSchema = z.object({
     /** ε of the PPO clip. */
     clip_ratio: num(0, 1).default(0.2),
     /** c of the dual clip (applies when A < 0); must be > 1. */
-    dual_clip: num(1, 100).default(3),
+    dual_clip: z.number().gt(1).max(100).default(3),
     entropy_coef: num(0, 10).default(0.001),
     kl_coef: num(0, 10).default(0.01),
     /** Passes over each update's samples. */

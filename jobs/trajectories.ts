@@ -9,7 +9,7 @@
  */
 import { FENCED } from "./artifacts.ts";
 import type { Queryable } from "./db.ts";
-import { FenceLostError } from "./errors.ts";
+import { type Fence, FenceLostError } from "./errors.ts";
 import { evalKey, trajectoriesKey, trajectoryImageKey } from "./keys.ts";
 import { toDate } from "./_rows.ts";
 import type { TrajectoryDump, TrajectoryDumpKind, TrajectoryImage } from "./schema.ts";
@@ -89,17 +89,26 @@ function checkImageNames(dump: TrajectoryDumpInput): void {
   }
 }
 
+/** A dump whose objects are uploaded and whose row is not yet committed. */
+export interface UploadedDump {
+  step: number;
+  kind: TrajectoryDumpKind;
+  key: string;
+  bytes: number;
+  sha256: string;
+  trajectoryCount: number;
+  images: TrajectoryImage[];
+}
+
 /**
- * Uploads a dump's images and JSON, then commits its row under the fence.
- * @throws FenceLostError when the fence no longer holds (the uploads are then garbage).
+ * Uploads a dump's images and JSON (keyed by the writer's attempt); commits nothing.
  * @throws TrajectoryDumpError for bad image names; InvalidKeyError for unsafe ones.
  */
-export async function saveTrajectoryDump(
-  db: Queryable,
+export async function uploadTrajectoryDump(
   store: ArtifactStore,
   writer: Writer,
   dump: TrajectoryDumpInput,
-): Promise<TrajectoryDump> {
+): Promise<UploadedDump> {
   const { fence, tenantId } = writer;
   const { step, kind } = dump;
   checkImageNames(dump);
@@ -115,20 +124,48 @@ export async function saveTrajectoryDump(
     : trajectoriesKey(tenantId, fence.jobId, step, at);
   const body = new TextEncoder().encode(JSON.stringify(dump.json));
   const { bytes, sha256 } = await store.put(key, body, { contentType: "application/json" });
-  const rows = await db.query(SQL.commit, [
+  return { step, kind, key, bytes, sha256, trajectoryCount: dump.trajectoryCount, images };
+}
+
+/**
+ * Commits an uploaded dump's row under the fence (on the database or a transaction).
+ * @throws FenceLostError when the fence no longer holds.
+ */
+export async function commitDumpRow(
+  q: Queryable,
+  fence: Fence,
+  up: UploadedDump,
+): Promise<TrajectoryDump> {
+  const rows = await q.query(SQL.commit, [
     fence.jobId,
     fence.attempt,
     fence.workerId,
-    step,
-    kind,
-    key,
-    bytes,
-    sha256,
-    dump.trajectoryCount,
-    JSON.stringify(images),
+    up.step,
+    up.kind,
+    up.key,
+    up.bytes,
+    up.sha256,
+    up.trajectoryCount,
+    JSON.stringify(up.images),
   ]);
-  if (rows.length === 0) throw new FenceLostError(fence, `commit the ${kind} dump of step ${step}`);
+  if (rows.length === 0) {
+    throw new FenceLostError(fence, `commit the ${up.kind} dump of step ${up.step}`);
+  }
   return toTrajectoryDump(rows[0]);
+}
+
+/**
+ * Uploads a dump's images and JSON, then commits its row under the fence.
+ * @throws FenceLostError when the fence no longer holds (the uploads are then garbage).
+ * @throws TrajectoryDumpError for bad image names; InvalidKeyError for unsafe ones.
+ */
+export async function saveTrajectoryDump(
+  db: Queryable,
+  store: ArtifactStore,
+  writer: Writer,
+  dump: TrajectoryDumpInput,
+): Promise<TrajectoryDump> {
+  return await commitDumpRow(db, writer.fence, await uploadTrajectoryDump(store, writer, dump));
 }
 
 /** A job's committed dumps, by step then kind. */

@@ -12,6 +12,10 @@ export interface ThrowawayPostgres {
   binDir: string;
   /** Stops the server by the pid in its `postmaster.pid` and removes the data folder. */
   stop(): Promise<void>;
+  /** Stops the server (fast shutdown: connections are cut) but keeps its data, for an outage. */
+  pause(): Promise<void>;
+  /** Starts a paused server again on the same port and data. */
+  resume(): Promise<void>;
 }
 
 function findBinDir(): string | undefined {
@@ -85,24 +89,33 @@ export async function startPostgres(): Promise<ThrowawayPostgres> {
   const port = freePort();
   const options =
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
-  await sh(
-    [`${binDir}/pg_ctl`, "-D", dir, "-o", options, "-l", `${dir}/server.log`, "-w", "start"],
-    {
+  const start = () =>
+    sh([`${binDir}/pg_ctl`, "-D", dir, "-o", options, "-l", `${dir}/server.log`, "-w", "start"], {
       asPostgres: true,
-    },
-  );
-  const pid = Number((await Deno.readTextFile(`${dir}/postmaster.pid`)).split("\n")[0]);
+    });
+  await start();
+  const readPid = async () =>
+    Number((await Deno.readTextFile(`${dir}/postmaster.pid`)).split("\n")[0]);
+  let pid = await readPid();
+  const halt = async () => {
+    try {
+      Deno.kill(pid, "SIGINT"); // fast shutdown
+      for (let i = 0; i < 100 && existsSync(`${dir}/postmaster.pid`); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } catch { /* already gone */ }
+  };
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     binDir,
     async stop() {
-      try {
-        Deno.kill(pid, "SIGINT"); // fast shutdown
-        for (let i = 0; i < 100 && existsSync(`${dir}/postmaster.pid`); i++) {
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      } catch { /* already gone */ }
+      await halt();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+    pause: halt,
+    async resume() {
+      await start();
+      pid = await readPid();
     },
   };
 }

@@ -74,6 +74,10 @@ export async function req(
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
   let body = options.body;
+  // A raw body is sent as JSON unless the test names another type (as a client would).
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
+    headers["content-type"] = "application/json";
+  }
   if (options.json !== undefined) {
     body = JSON.stringify(options.json);
     headers["content-type"] = "application/json";

@@ -8,12 +8,15 @@
  * Before anything else the environment's first turn is probed: a job whose prompts show images
  * on a model without an image encoder fails at once (`checkModelFitsEnv`).
  *
- * Per step the order is: update → evaluation (when due) → `recordMetrics(step)` → checkpoint +
- * skill library (when due). The checkpoint is the commit point of a step: a run that dies before
- * it repeats the step from the previous checkpoint with the same draws, and the metrics row of
- * the step is replaced (not duplicated). Cancel (`ctx.signal`) is checked between phases and
- * between rollout turns; draining finishes the current step, checkpoints it and returns
- * `"drained"`.
+ * Per step the order is: update → evaluation (when due) → one `ctx.commitStep(step)` holding
+ * everything the step produced: metrics, the rollout and eval trajectory dumps, the checkpoint
+ * and skill library (when due) and the `eval`, `step` and `checkpoint` events that announce them
+ * — visible together or not at all. A run that dies before a checkpointed commit repeats the
+ * steps since the previous checkpoint with the same draws, and their rows are replaced (not
+ * duplicated). A resumed run first re-commits what its checkpoint's step lacks (a skill library
+ * or `checkpoint` event lost by a run that wrote them one by one). Cancel (`ctx.signal`, or the
+ * worker killing the compute process) is checked between phases and between rollout turns;
+ * draining finishes the current step, checkpoints it and returns `"drained"`.
  */
 import type { JobSpec } from "../../jobs/mod.ts";
 import { type AsyncEnvironment, resolveEnvironment } from "../envs/mod.ts";
@@ -33,6 +36,7 @@ import {
   type HandlerRegistry,
   type JobContext,
   type JobHandler,
+  type ResumePoint,
 } from "../worker/handler.ts";
 import {
   CheckpointError,
@@ -45,7 +49,7 @@ import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.
 import { SIGNAL_METRIC_NAMES } from "./signal_metrics.ts";
 import { SkillLibrary } from "./skill_library.ts";
 import { skillChooser } from "./skill_choice.ts";
-import { saveEvalDump, saveRolloutDump } from "./trajectory_dump.ts";
+import { DEFAULT_DUMP_LIMITS, evalDump, rolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "./text_policy.ts";
 import { checkAnalyzerBudget, SeedTrainer } from "./trainer.ts";
 import { type RunPlan, runPlan } from "./run_plan.ts";
@@ -90,13 +94,25 @@ export function createSeedHandler(options: SeedHandlerOptions = {}): JobHandler 
   };
 }
 
-/** Registers the handler for `seed`, `grpo` and `sft` (default: the worker's registry). */
+/**
+ * The entry a compute process calls (workers/worker/compute.ts): the handler with `options`.
+ * The worker runs it in a child process of its own, so its long onnxruntime calls never hold up the
+ * heartbeats and cancels of the worker's control loop.
+ */
+export function createHandler(options: SeedHandlerOptions = {}): JobHandler {
+  return createSeedHandler(options);
+}
+
+/**
+ * Registers the handler for `seed`, `grpo` and `sft` (default: the worker's registry), to run in
+ * a compute process; `options` must be plain data (it is copied into the child).
+ */
 export function registerSeedHandlers(
   registry: HandlerRegistry = defaultRegistry,
   options: SeedHandlerOptions = {},
 ): void {
-  const handler = createSeedHandler(options);
-  for (const method of ["seed", "grpo", "sft"]) registry.register(method, handler);
+  const module = new URL(import.meta.url);
+  for (const method of ["seed", "grpo", "sft"]) registry.register(method, { module, options });
 }
 
 async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunState> {
@@ -133,6 +149,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     }
     ctx.log.info("resuming", { step: state.step });
     await ctx.emit("resumed", { step: state.step, attempt: ctx.attempt });
+    await repairStep(ctx, resume, state);
     return {
       ctx,
       spec,
@@ -204,8 +221,13 @@ async function train(run: RunState): Promise<HandlerOutcome> {
     }
     run.step = 0;
     const evals = await evaluateNow(run, 0, total);
-    await ctx.recordMetrics(0, { ...warm, ...evals });
-    await checkpoint(run, 0, total);
+    const parts = await checkpointParts(run, 0, total);
+    await ctx.commitStep(0, {
+      metrics: { ...warm, ...evals.metrics },
+      trajectories: evals.dump ? [evals.dump] : [],
+      ...parts,
+      events: [...evals.events, checkpointEvent(0, parts.checkpoint)],
+    });
     if (ctx.draining && total > 0) return "drained";
   }
   const trainer = new SeedTrainer({
@@ -226,22 +248,31 @@ async function train(run: RunState): Promise<HandlerOutcome> {
       (stage) => ctx.setProgress({ stage, step: done, totalSteps: total }),
       ctx.signal,
     );
-    await saveRolloutDump(ctx, step, trajectories, {
-      ...teacher,
-      decode: (ids) => run.theta.tokenizer.decode(ids),
-    });
+    const dumps = ctx.saveTrajectories
+      ? [rolloutDump(ctx.jobId, step, trajectories, DEFAULT_DUMP_LIMITS, {
+        ...teacher,
+        decode: (ids) => run.theta.tokenizer.decode(ids),
+      })]
+      : [];
+    const events: { type: string; data: Record<string, unknown> }[] = [];
     const due = (every: number) => every > 0 && step % every === 0;
     if (due(spec.eval_every) || step === total) {
       const evals = await evaluateNow(run, step, total);
-      Object.assign(metrics, evals);
-      metrics.seconds_eval = evals.seconds_eval;
+      Object.assign(metrics, evals.metrics);
+      metrics.seconds_eval = evals.metrics.seconds_eval;
+      if (evals.dump) dumps.push(evals.dump);
+      events.push(...evals.events);
     }
-    await ctx.recordMetrics(step, metrics);
-    await ctx.emit("step", summary(step, total, metrics));
+    events.push({ type: "step", data: summary(step, total, metrics) });
     run.step = step;
-    if (due(spec.checkpoint_every) || step === total || ctx.draining) {
-      await checkpoint(run, step, total);
-    }
+    const checkpointed = due(spec.checkpoint_every) || step === total || ctx.draining;
+    const parts = checkpointed ? await checkpointParts(run, step, total) : undefined;
+    await ctx.commitStep(step, {
+      metrics,
+      trajectories: dumps,
+      ...parts,
+      events: parts ? [...events, checkpointEvent(step, parts.checkpoint)] : events,
+    });
     if (ctx.draining && step < total) return "drained";
   }
   await ctx.setProgress({ stage: "done", step: total, totalSteps: total, etaS: 0 });
@@ -260,6 +291,10 @@ function summary(step: number, total: number, m: Record<string, number>) {
   return out;
 }
 
+/**
+ * Evaluates the policy at `step`: its metrics, its `eval` events (one per split) and its dump
+ * (none when the context keeps no trajectories), for the step's commit.
+ */
 async function evaluateNow(run: RunState, step: number, total: number) {
   const { ctx, spec } = run;
   await ctx.setProgress({ stage: "eval", step, totalSteps: total });
@@ -277,12 +312,20 @@ async function evaluateNow(run: RunState, step: number, total: number) {
     ...(spec.eval.skills === "library" ? { skillFor: skillChooser(run.library) } : {}),
     signal: ctx.signal,
   });
-  for (const s of r.splits) await ctx.emit("eval", { step, ...s });
-  await saveEvalDump(ctx, step, r);
-  return { ...evalMetrics(r.splits), seconds_eval: (performance.now() - started) / 1000 };
+  return {
+    metrics: { ...evalMetrics(r.splits), seconds_eval: (performance.now() - started) / 1000 },
+    events: r.splits.map((s) => ({ type: "eval", data: { step, ...s } })),
+    dump: ctx.saveTrajectories ? evalDump(ctx.jobId, step, r) : undefined,
+  };
 }
 
-async function checkpoint(run: RunState, step: number, total: number): Promise<void> {
+/** The `checkpoint` event of a step, naming its files. */
+function checkpointEvent(step: number, files: readonly { name: string }[]) {
+  return { type: "checkpoint", data: { step, files: files.map((f) => f.name) } };
+}
+
+/** The checkpoint files and (for methods with analysis) the skill library of `step`. */
+async function checkpointParts(run: RunState, step: number, total: number) {
   const { ctx, spec } = run;
   await ctx.setProgress({ stage: "checkpoint", step, totalSteps: total });
   const state: TrainerState = {
@@ -298,8 +341,38 @@ async function checkpoint(run: RunState, step: number, total: number): Promise<v
     skill_library: run.library.toJSON(step),
   };
   const optimizer = step > 0 ? run.optimizer.state() : null;
-  const files = checkpointFiles(run.model, optimizer, state);
-  await ctx.saveCheckpoint(step, files);
-  if (run.plan.analysis) await ctx.saveSkills(step, run.library.toJSON(step), run.library.size);
-  await ctx.emit("checkpoint", { step, files: files.map((f) => f.name) });
+  return {
+    checkpoint: checkpointFiles(run.model, optimizer, state),
+    skills: run.plan.analysis
+      ? { json: run.library.toJSON(step), skillCount: run.library.size }
+      : undefined,
+  };
+}
+
+/**
+ * Re-commits what the resumed checkpoint's step lacks: its skill library (kept in the
+ * checkpoint's trainer state) and its `checkpoint` event. A run that wrote a step's artifacts one
+ * at a time (before steps were committed whole) could die between them and leave the job
+ * `succeeded` without its final skill library.
+ */
+async function repairStep(ctx: JobContext, resume: ResumePoint, state: TrainerState) {
+  const record = await ctx.stepRecord(resume.step);
+  const lacksSkills = runPlan(ctx.spec).analysis && !record.skills;
+  const lacksEvent = !record.events.includes("checkpoint");
+  if (!record.metrics) {
+    ctx.log.warn("the resumed step has no metrics row; they cannot be recomputed", {
+      step: resume.step,
+    });
+  }
+  if (!lacksSkills && !lacksEvent) return;
+  ctx.log.info("re-committing what the resumed step lacks", {
+    step: resume.step,
+    skills: lacksSkills,
+    event: lacksEvent,
+  });
+  const library = SkillLibrary.fromJSON(state.skill_library);
+  await ctx.commitStep(resume.step, {
+    skills: lacksSkills ? { json: state.skill_library, skillCount: library.size } : undefined,
+    events: lacksEvent ? [checkpointEvent(resume.step, resume.files)] : [],
+  });
 }

@@ -8,6 +8,7 @@
  * | `WORKER_LEASE_MS`    | `30000`                         | lease; heartbeat every lease / 3     |
  * | `WORKER_POLL_MS`     | `5000`                          | idle polling when no NOTIFY arrives  |
  * | `REAPER_INTERVAL_MS` | `5000`                          | reaper scan interval; 0 = no reaper  |
+ * | `WORKER_RETRY_FOR_MS`| `600000`                        | how long a write waits out an outage |
  */
 import { z } from "zod";
 import { DEVICES } from "../../jobs/mod.ts";
@@ -18,6 +19,7 @@ const ConfigSchema = z.object({
   WORKER_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(30_000),
   WORKER_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
   REAPER_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+  WORKER_RETRY_FOR_MS: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
 });
 
 /** Validated worker configuration. */
@@ -27,6 +29,8 @@ export interface WorkerConfig {
   leaseMs: number;
   pollMs: number;
   reaperIntervalMs: number;
+  /** How long a write or an end-of-job transition is retried through an outage, in ms. */
+  retryForMs: number;
 }
 
 /**
@@ -43,6 +47,7 @@ export function workerConfigFromEnv(
     WORKER_LEASE_MS: pick("WORKER_LEASE_MS"),
     WORKER_POLL_MS: pick("WORKER_POLL_MS"),
     REAPER_INTERVAL_MS: pick("REAPER_INTERVAL_MS"),
+    WORKER_RETRY_FOR_MS: pick("WORKER_RETRY_FOR_MS"),
   });
   return {
     device: c.WORKER_DEVICE,
@@ -50,5 +55,6 @@ export function workerConfigFromEnv(
     leaseMs: c.WORKER_LEASE_MS,
     pollMs: c.WORKER_POLL_MS,
     reaperIntervalMs: c.REAPER_INTERVAL_MS,
+    retryForMs: c.WORKER_RETRY_FOR_MS,
   };
 }

@@ -7,6 +7,7 @@ import {
   appendEvent,
   type ArtifactStore,
   type Checkpoint,
+  commitStep,
   type Database,
   type Fence,
   FenceLostError,
@@ -23,6 +24,7 @@ import {
   saveSkillLibrary,
   saveTrajectoryDump,
   setProgress,
+  stepRecord,
 } from "../../jobs/mod.ts";
 import {
   ArtifactAccessError,
@@ -69,9 +71,9 @@ export function createJobContext(state: RunState): JobContext {
     return { ...p, etaS: Math.round(perStepS * Math.max(0, p.totalSteps - p.step)) };
   };
 
+  // After a cancel or a lost fence nothing more is written: the run's remaining work is void.
   const fenced = async <T>(fn: () => Promise<T>): Promise<T> => {
-    const reason = state.signal.reason;
-    if (state.signal.aborted && reason instanceof FenceLostError) throw reason;
+    state.signal.throwIfAborted();
     try {
       return await withRetry(fn, {
         retryForMs: state.retryForMs,
@@ -186,14 +188,38 @@ export function createJobContext(state: RunState): JobContext {
     },
     artifacts,
     saveSkills(step, json, skillCount) {
-      const count = skillCount ??
-        (Array.isArray((json as { skills?: unknown[] })?.skills)
-          ? (json as { skills: unknown[] }).skills.length
-          : 0);
+      const count = skillCount ?? skillCountOf(json);
       return fenced(() => saveSkillLibrary(db, store, writer, { step, json, skillCount: count }));
     },
     saveTrajectories(dump) {
       return fenced(() => saveTrajectoryDump(db, store, writer, dump));
     },
+    async commitStep(step, commit) {
+      const skills = commit.skills && {
+        json: commit.skills.json,
+        skillCount: commit.skills.skillCount ?? skillCountOf(commit.skills.json),
+      };
+      // One key per event, reused by every retry of the commit: each is stored once.
+      const events = (commit.events ?? []).map((e) => ({ ...e, key: crypto.randomUUID() }));
+      await fenced(() =>
+        commitStep(db, store, writer, step, {
+          metrics: commit.metrics,
+          checkpoint: commit.checkpoint,
+          skills,
+          trajectories: commit.trajectories,
+          events,
+        })
+      );
+      if (commit.metrics) recorded.add(step);
+    },
+    stepRecord(step) {
+      return retried(() => stepRecord(db, job.id, step));
+    },
   };
+}
+
+/** The length of a skill library JSON's `skills` array (0 when it has none). */
+function skillCountOf(json: unknown): number {
+  const skills = (json as { skills?: unknown })?.skills;
+  return Array.isArray(skills) ? skills.length : 0;
 }

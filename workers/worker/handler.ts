@@ -2,11 +2,17 @@
  * The handler contract: what a training pipeline (the SEED trainer) implements to run jobs of one
  * method, and the registry the worker loop looks handlers up in.
  *
- * A handler is an async function of a {@link JobContext}. The worker calls it once per claim and
- * meanwhile heartbeats on a timer every `leaseMs / 3`. Timers only fire when the handler yields
- * to the event loop, so **no synchronous stretch of the handler may last longer than a fraction
- * of the lease** (a few seconds with the default 30 s lease): await between onnxruntime calls,
- * and keep each call short (onnxruntime-node's `run()` blocks the JS thread while it computes).
+ * A handler is an async function of a {@link JobContext}. It is registered in one of two ways:
+ * - **in a compute process** ({@link ProcessHandler}: a module that exports
+ *   `createHandler(options)`): the worker runs it in a child process of its own
+ *   (workers/worker/compute.ts), so no synchronous stretch of it (a long onnxruntime call) can
+ *   delay the worker's control loop — heartbeats, cancels, and the fenced writes, which the
+ *   child asks the control loop to make. A cancel or a lost fence kills the child at once: the
+ *   step it was computing is lost, never half-written. This is how the trainer runs.
+ * - **in process** (a plain {@link JobHandler} function): it shares the control loop's event
+ *   loop, so timers only fire when it yields; keep every synchronous stretch far below the lease.
+ *   On a cancel the worker stops waiting for it and refuses its later writes, but cannot stop
+ *   its computation before it next checks `ctx.signal`. For tests and handlers that only wait.
  *
  * How a handler ends decides the job's fate:
  * - it resolves (`undefined` or `"succeeded"`) → `succeeded`;
@@ -23,6 +29,7 @@ import type {
   JobProgress,
   JobSpec,
   SkillLibrary,
+  StepRecord,
   TrajectoryDump,
   TrajectoryDumpInput,
 } from "../../jobs/mod.ts";
@@ -119,8 +126,32 @@ export interface JobContext {
    * the trainer then dumps nothing.
    */
   saveTrajectories?(dump: TrajectoryDumpInput): Promise<TrajectoryDump>;
+  /**
+   * Commits everything a step produced — metrics, checkpoint files, skill library, trajectory
+   * dumps and the events announcing them — together, in one transaction under the fence, or
+   * nothing of it (jobs/step_commit.ts). Prefer it to the single-artifact writes above for a
+   * training step: a worker killed between two of those leaves a step half-committed.
+   * @throws FenceLostError (nothing of the step is visible); bad input as the single writes.
+   */
+  commitStep(step: number, commit: StepCommit): Promise<void>;
+  /** Which of a step's artifacts are committed (a resumed run repairs what its last step lacks). */
+  stepRecord(step: number): Promise<StepRecord>;
   /** Structured logger bound to `jobId`, `attempt`, `workerId`. */
   readonly log: Logger;
+}
+
+/** What a step produced, for {@link JobContext.commitStep} (each part optional). */
+export interface StepCommit {
+  /** Finite numbers by name; also the job's latest metrics. */
+  metrics?: Record<string, number>;
+  /** Checkpoint files. */
+  checkpoint?: { name: string; bytes: Uint8Array }[];
+  /** The skill library JSON; `skillCount` defaults to the length of its `skills` array. */
+  skills?: { json: unknown; skillCount?: number };
+  /** Trajectory dumps of the step (dropped by contexts that keep none, see saveTrajectories). */
+  trajectories?: TrajectoryDumpInput[];
+  /** Events announcing the step's artifacts, appended in order. */
+  events?: { type: string; data?: Record<string, unknown> }[];
 }
 
 /** How a handler ended when it did not throw (see module doc). */
@@ -139,18 +170,41 @@ export class DuplicateHandlerError extends Error {
   }
 }
 
+/**
+ * A handler that runs in a compute process of its own: `module` (a file URL or path) exports
+ * `createHandler(options): JobHandler`, called once per job inside the child. `options` must be
+ * structured-serialisable (plain data).
+ */
+export interface ProcessHandler {
+  module: string | URL;
+  options?: unknown;
+}
+
+/** A registered handler: run in a compute process, or in the worker's own event loop. */
+export type HandlerEntry =
+  | { kind: "process"; module: string; options: unknown }
+  | { kind: "in-process"; handler: JobHandler };
+
 /** Handlers by method. The worker takes one (default: {@link defaultRegistry}). */
 export class HandlerRegistry {
-  #handlers = new Map<string, JobHandler>();
+  #handlers = new Map<string, HandlerEntry>();
 
-  /** Registers the handler of a method. @throws DuplicateHandlerError when one exists. */
-  register(method: string, handler: JobHandler): void {
+  /**
+   * Registers the handler of a method: a function runs in the worker's process, a
+   * {@link ProcessHandler} in a compute process of its own (see module doc). @throws DuplicateHandlerError when one exists.
+   */
+  register(method: string, handler: JobHandler | ProcessHandler): void {
     if (this.#handlers.has(method)) throw new DuplicateHandlerError(method);
-    this.#handlers.set(method, handler);
+    this.#handlers.set(
+      method,
+      typeof handler === "function"
+        ? { kind: "in-process", handler }
+        : { kind: "process", module: String(handler.module), options: handler.options },
+    );
   }
 
   /** The handler of a method, or undefined. */
-  get(method: string): JobHandler | undefined {
+  get(method: string): HandlerEntry | undefined {
     return this.#handlers.get(method);
   }
 
@@ -164,7 +218,7 @@ export class HandlerRegistry {
 export const defaultRegistry: HandlerRegistry = new HandlerRegistry();
 
 /** Registers a handler in {@link defaultRegistry}. @throws DuplicateHandlerError. */
-export function registerHandler(method: string, handler: JobHandler): void {
+export function registerHandler(method: string, handler: JobHandler | ProcessHandler): void {
   defaultRegistry.register(method, handler);
 }
 

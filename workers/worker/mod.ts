@@ -12,13 +12,16 @@ export {
   type ArtifactReader,
   defaultRegistry,
   DuplicateHandlerError,
+  type HandlerEntry,
   type HandlerOutcome,
   HandlerRegistry,
   JobCancelledError,
   type JobContext,
   type JobHandler,
+  type ProcessHandler,
   registerHandler,
   type ResumePoint,
+  type StepCommit,
 } from "./handler.ts";
 export { createLogger, errorFields, type Logger, type LogLevel, type LogSink } from "./logger.ts";
 export { isTransient, type RetryOptions, withRetry } from "./retry.ts";

@@ -1,42 +1,12 @@
 /**
- * Retries of transient infrastructure failures ("Postgres or S3 going away for a while means
- * retries, not a failed job": README.md, "Running in production"). Only errors that look like a
- * lost connection or a server-side 5xx are retried; domain errors (FenceLostError, validation) are
- * thrown at once.
+ * Retries of transient infrastructure failures ("Postgres or S3 going away for a while
+ * means retries, not a failed job": README.md, "Running in production"). Only errors that look like a lost connection or a server-side
+ * 5xx are retried (jobs/transient.ts); domain errors (FenceLostError, validation) are thrown at
+ * once.
  */
+import { isTransient } from "../../jobs/mod.ts";
 
-const TRANSIENT_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "CONNECT_TIMEOUT",
-  "57P01", // admin_shutdown
-  "57P03", // cannot_connect_now
-  "08000",
-  "08001",
-  "08003",
-  "08006",
-]);
-
-/** True for errors worth retrying: lost connections, Postgres connection classes, S3 5xx. */
-export function isTransient(e: unknown): boolean {
-  const err = e as {
-    code?: string;
-    cause?: { code?: string };
-    name?: string;
-    $metadata?: { httpStatusCode?: number };
-  };
-  if (!err || typeof err !== "object") return false;
-  if (err.code && TRANSIENT_CODES.has(err.code)) return true;
-  if (err.cause?.code && TRANSIENT_CODES.has(err.cause.code)) return true;
-  const status = err.$metadata?.httpStatusCode;
-  if (status !== undefined && status >= 500) return true;
-  return err.name === "TimeoutError" || err.name === "ConnectionRefused";
-}
+export { isTransient };
 
 /** Options of {@link withRetry}. */
 export interface RetryOptions {

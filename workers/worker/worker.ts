@@ -1,7 +1,11 @@
 /**
  * The worker loop (`deno task worker`): claims one job at a time for its device, runs the handler
- * registered for the job's method while heartbeating every `leaseMs / 3`, and ends the job under
- * its fence — succeeded, failed with a readable error, cancelled (acknowledged on a heartbeat), or
+ * registered for the job's method — the trainer in a compute process of its own (compute.ts) —
+ * and meanwhile is the job's control loop: it heartbeats every `leaseMs / 3` (every second while
+ * the database does not answer, so the lease is extended as soon as it is back), learns of a
+ * cancel at once from a NOTIFY on `CANCEL_CHANNEL` (the heartbeat's answer as the fallback),
+ * makes every fenced write, and ends the job under its fence — succeeded, failed with a
+ * readable error, cancelled (the compute killed at once, its unfinished step never written), or
  * released back to the queue when draining. Idle, it waits for a NOTIFY with polling as the
  * fallback. A reaper (`jobs/reaper.ts`) runs beside it.
  */
@@ -16,7 +20,6 @@ import {
   type Fence,
   FenceLostError,
   fenceOf,
-  heartbeat,
   type Job,
   JobSpecSchema,
   type Reaper,
@@ -25,7 +28,9 @@ import {
   succeedJob,
 } from "../../jobs/mod.ts";
 import { z } from "zod";
+import { startComputeProcess } from "./compute.ts";
 import { createJobContext } from "./context.ts";
+import { startControlLoop } from "./control.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
 import { withRetry } from "./retry.ts";
@@ -91,7 +96,7 @@ export class Worker {
   #registry: HandlerRegistry;
   #draining = false;
   #stop = new AbortController();
-  #current: { fence: Fence; abort: AbortController } | undefined;
+  #current: { fence: Fence; drain(): void } | undefined;
 
   constructor(options: WorkerOptions) {
     this.#opts = options;
@@ -115,6 +120,7 @@ export class Worker {
     if (this.#draining) return;
     this.#draining = true;
     this.#log.info("draining", { jobId: this.#current?.fence.jobId });
+    this.#current?.drain();
     this.#stop.abort();
   }
 
@@ -171,56 +177,31 @@ export class Worker {
     const fence = fenceOf(job);
     const log = this.#log.child({ jobId: job.id, attempt: job.attempt });
     const abort = new AbortController();
-    this.#current = { fence, abort };
     let cancelRequested = false;
     let fenceLost: FenceLostError | undefined;
     const loseFence = (e: FenceLostError) => {
       fenceLost ??= e;
       if (!abort.signal.aborted) abort.abort(e);
     };
-    const retry = <T>(fn: () => Promise<T>) =>
-      withRetry(fn, { retryForMs: this.#opts.retryForMs, signal: abort.signal });
     log.info("job claimed", { method: job.method });
 
-    // Heartbeat on a timer, every lease / 3, until the run ends.
-    let beating = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let beat: Promise<void> = Promise.resolve();
-    const intervalMs = this.leaseMs / 3;
-    let dueAt = Date.now() + intervalMs;
-    const tick = () => {
-      // A late timer means the handler held the event loop: warn before the lease is at risk.
-      const lateMs = Date.now() - dueAt;
-      if (lateMs > intervalMs) {
-        log.warn("the handler blocked the event loop; heartbeats were late", {
-          lateMs,
-          leaseMs: this.leaseMs,
-        });
-      }
-      beat = heartbeat(db, fence, this.leaseMs).then(({ cancelRequested: c }) => {
-        if (c && !cancelRequested) {
-          cancelRequested = true;
-          log.info("cancel requested");
-          abort.abort(new JobCancelledError(job.id));
-        }
-      }).catch((e) => {
-        if (e instanceof FenceLostError) {
-          log.warn("lease lost; stopping the job", errorFields(e));
-          loseFence(e);
-        } else log.warn("heartbeat failed; retrying on the next tick", errorFields(e));
-      }).finally(() => {
-        if (beating && !fenceLost) {
-          dueAt = Date.now() + intervalMs;
-          timer = setTimeout(tick, intervalMs);
-        }
-      });
-    };
-    timer = setTimeout(tick, intervalMs);
+    const control = await startControlLoop({
+      db,
+      fence,
+      leaseMs: this.leaseMs,
+      log,
+      onCancel: () => {
+        cancelRequested = true;
+        abort.abort(new JobCancelledError(job.id));
+      },
+      onFenceLost: loseFence,
+    });
 
     let outcome: { ok: true; value: unknown } | { ok: false; error: unknown };
+    let running: { done: Promise<unknown>; drain(): void; stop(): void } | undefined;
     try {
-      const handler = this.#registry.get(job.method);
-      if (!handler) {
+      const entry = this.#registry.get(job.method);
+      if (!entry) {
         const known = this.#registry.methods();
         throw new Error(
           `Cannot run job ${job.id} as method "${job.method}" must have a registered handler: this worker has ${
@@ -241,19 +222,41 @@ export class Worker {
         log,
         retryForMs: this.#opts.retryForMs,
       });
-      outcome = { ok: true, value: await handler(ctx) };
+      running = entry.kind === "process"
+        ? startComputeProcess(entry, ctx)
+        : { done: entry.handler(ctx), drain() {}, stop() {} };
+      this.#current = { fence, drain: running.drain };
+      if (this.#draining) running.drain();
+      // A cancel or a lost fence ends the run at once: the compute is stopped, not waited for.
+      const stopped = new Promise<never>((_, reject) => {
+        const onAbort = () => reject(abort.signal.reason);
+        if (abort.signal.aborted) onAbort();
+        else abort.signal.addEventListener("abort", onAbort, { once: true });
+      });
+      outcome = { ok: true, value: await Promise.race([running.done, stopped]) };
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
-      beating = false;
-      clearTimeout(timer);
-      await beat;
+      running?.stop();
+      await control.stop();
       this.#current = undefined;
     }
 
+    return await this.#finish(fence, log, outcome, { fenceLost, cancelRequested });
+  }
+
+  /** Ends a run under its fence, from how its handler ended (see handler.ts's module doc). */
+  async #finish(
+    fence: Fence,
+    log: Logger,
+    outcome: { ok: true; value: unknown } | { ok: false; error: unknown },
+    how: { fenceLost?: FenceLostError; cancelRequested: boolean },
+  ): Promise<RunResult> {
+    const { db } = this.#opts;
+    const retry = <T>(fn: () => Promise<T>) => withRetry(fn, { retryForMs: this.#opts.retryForMs });
     try {
-      if (fenceLost) {
-        log.warn("job abandoned: the fence was lost", { reason: fenceLost.message });
+      if (how.fenceLost) {
+        log.warn("job abandoned: the fence was lost", { reason: how.fenceLost.message });
         return "fence_lost";
       }
       if (outcome.ok) {
@@ -266,7 +269,7 @@ export class Worker {
         log.info("job succeeded");
         return "succeeded";
       }
-      if (cancelRequested) {
+      if (how.cancelRequested) {
         await retry(() => acknowledgeCancel(db, fence));
         log.info("job cancelled");
         return "cancelled";

@@ -15,7 +15,11 @@ import {
   readCheckpointFile,
   submitJob,
 } from "../../../jobs/mod.ts";
-import { registerSeedHandlers, type SeedHandlerOptions } from "../../../workers/seed/handler.ts";
+import {
+  createSeedHandler,
+  registerSeedHandlers,
+  type SeedHandlerOptions,
+} from "../../../workers/seed/handler.ts";
 import {
   createLogger,
   HandlerRegistry,
@@ -51,17 +55,22 @@ export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput 
  */
 export const ONE_THREAD = { engine: { threads: 1 } };
 
-/** Handlers of the trainer, optionally wrapped (e.g. to drain after a step). */
+/**
+ * Handlers of the trainer: as the worker runs them (each job in a compute process), or, with
+ * `wrap`, the wrapped handler in process (e.g. to drain after a step).
+ */
 export function trainerRegistry(
   wrap?: (h: JobHandler) => JobHandler,
   options: SeedHandlerOptions = {},
 ): HandlerRegistry {
-  const inner = new HandlerRegistry();
-  registerSeedHandlers(inner, options);
-  if (!wrap) return inner;
-  const outer = new HandlerRegistry();
-  for (const m of inner.methods()) outer.register(m, wrap(inner.get(m)!));
-  return outer;
+  const registry = new HandlerRegistry();
+  if (!wrap) {
+    registerSeedHandlers(registry, options);
+    return registry;
+  }
+  const handler = wrap(createSeedHandler(options));
+  for (const m of ["seed", "grpo", "sft"]) registry.register(m, handler);
+  return registry;
 }
 
 /** A worker on the test database and store (no reaper, quiet logs). */

@@ -86,10 +86,10 @@ Deno.test("seed jobs through the worker", async (t) => {
             get draining() {
               return ctx.draining;
             },
-            recordMetrics: async (step, values) => {
-              await ctx.recordMetrics(step, values);
+            commitStep: async (step, commit) => {
+              await ctx.commitStep(step, commit);
               if (step === 1) {
-                holder.worker!.drain(); // the handler checkpoints step 1 and returns "drained"
+                holder.worker!.drain(); // step 1 is committed with its checkpoint: "drained"
               }
             },
           }), ONE_THREAD);

@@ -156,8 +156,8 @@ async function resumedRepeats(
       get draining() {
         return ctx.draining;
       },
-      recordMetrics: async (step, values) => {
-        await ctx.recordMetrics(step, values);
+      commitStep: async (step, commit) => {
+        await ctx.commitStep(step, commit);
         if (step === 1) holder.worker!.drain();
       },
     }), ONE_THREAD);

@@ -1,0 +1,198 @@
+/**
+ * The control loop's side of a compute process: runs a {@link ProcessHandler} in a child Deno
+ * process of its own (compute_process.ts) and serves the child's calls against the run's real
+ * {@link JobContext}, so every database and store write is made here, under the fence, by the
+ * event loop that also heartbeats. A synchronous stretch of the handler (one long onnxruntime
+ * call) blocks only the child; `stop()` kills it with SIGKILL, at once, wherever it is.
+ *
+ * Why a process and not a Deno Worker thread: `Worker.terminate()` does not stop a thread that
+ * is busy in synchronous code (measured with Deno 2.9: the thread kept spinning, and kept the
+ * process from exiting), so a cancelled step could go on burning the CPU the next job needs.
+ *
+ * The two talk over a Unix socket in a fresh temporary folder (stdout stays the handler's). A
+ * worker killed with SIGKILL closes the socket; the child exits when it next reads it, that is
+ * when the onnxruntime call in progress returns. Calls arriving after `stop()` are not served,
+ * so nothing the child computes after a cancel or a lost fence is written.
+ */
+import { join } from "node:path";
+import type { HandlerOutcome, JobContext, ResumePoint } from "./handler.ts";
+import {
+  type CallOp,
+  type FromProcess,
+  fromWire,
+  readFrames,
+  type ToProcess,
+  toWire,
+  type WirePoint,
+  writeFrame,
+} from "./_compute_protocol.ts";
+
+/** A handler running in its compute process. */
+export interface ComputeProcess {
+  /** Settles when the handler returns (its outcome) or throws (its error, name and message). */
+  readonly done: Promise<HandlerOutcome | void>;
+  /** Tells the handler the worker is draining (`ctx.draining` becomes true in the child). */
+  drain(): void;
+  /** Kills the child at once (SIGKILL); `done` then never settles. Idempotent. */
+  stop(): void;
+}
+
+const ENTRY = new URL("./compute_process.ts", import.meta.url);
+const CONFIG = new URL("../../deno.json", import.meta.url);
+
+/**
+ * Starts `entry.module`'s handler for the run of `ctx` in a new child process (see module doc).
+ * @param entry.module file URL of a module exporting `createHandler(options): JobHandler`.
+ * @param entry.options structured-serialisable options passed to `createHandler`.
+ */
+export function startComputeProcess(
+  entry: { module: string; options: unknown },
+  ctx: JobContext,
+): ComputeProcess {
+  let stopped = false;
+  let child: Deno.ChildProcess | undefined;
+  let writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      child?.kill("SIGKILL");
+    } catch { /* already exited */ }
+    writer?.close().catch(() => {});
+  };
+  const post = (m: ToProcess) => {
+    if (!stopped && writer) writeFrame(writer, m).catch(() => {});
+  };
+  let draining = false;
+  const done = (async (): Promise<HandlerOutcome | void> => {
+    const dir = await Deno.makeTempDir({ prefix: "seed-compute-" });
+    const path = join(dir, "socket");
+    let conn: Deno.Conn;
+    const listener = Deno.listen({ transport: "unix", path });
+    try {
+      if (stopped) return await never();
+      child = new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--config", CONFIG.pathname, ENTRY.pathname],
+        env: { SEED_COMPUTE_SOCKET: path },
+        stdin: "null",
+        stdout: "inherit",
+        stderr: "inherit",
+      }).spawn();
+      const exited = child.status.then((s) => {
+        throw new Error(`The compute process exited with code ${s.code} before it connected`);
+      });
+      conn = await Promise.race([listener.accept(), exited]);
+    } finally {
+      listener.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+    if (stopped) {
+      conn.close();
+      return await never(); // stopped while it started: it was killed
+    }
+    writer = conn.writable.getWriter();
+    post({
+      kind: "start",
+      module: entry.module,
+      options: entry.options,
+      job: ctx.job,
+      spec: ctx.spec,
+      draining: draining || ctx.draining,
+      saveTrajectories: ctx.saveTrajectories !== undefined,
+    });
+    return await serveCalls(conn, ctx, { post, stop, isStopped: () => stopped, child });
+  })();
+  return {
+    done,
+    drain() {
+      draining = true;
+      post({ kind: "drain" });
+    },
+    stop,
+  };
+}
+
+/** A promise that never settles (the run was stopped from outside). */
+const never = () => new Promise<never>(() => {});
+
+/** Serves the child's calls until it reports how its handler ended. */
+async function serveCalls(
+  conn: Deno.Conn,
+  ctx: JobContext,
+  io: {
+    post(m: ToProcess): void;
+    stop(): void;
+    isStopped(): boolean;
+    child: Deno.ChildProcess;
+  },
+): Promise<HandlerOutcome | void> {
+  const { post, stop, child } = io;
+  const points = new Map<number, ResumePoint>();
+  const wirePoint = (p: ResumePoint | null): WirePoint | null => {
+    if (!p) return null;
+    const handle = points.size + 1;
+    points.set(handle, p);
+    return { handle, step: p.step, files: p.files };
+  };
+  const serve = async (op: CallOp, args: unknown[]): Promise<unknown> => {
+    const a = args as never[];
+    switch (op) {
+      case "emit":
+        return await ctx.emit(a[0], a[1]);
+      case "recordMetrics":
+        return await ctx.recordMetrics(a[0], a[1]);
+      case "setProgress":
+        return await ctx.setProgress(a[0]);
+      case "saveCheckpoint":
+        return await ctx.saveCheckpoint(a[0], a[1]);
+      case "saveSkills":
+        return await ctx.saveSkills(a[0], a[1], a[2]);
+      case "saveTrajectories":
+        return await ctx.saveTrajectories!(a[0]);
+      case "commitStep":
+        return await ctx.commitStep(a[0], a[1]);
+      case "stepRecord":
+        return await ctx.stepRecord(a[0]);
+      case "latestCheckpoint":
+        return wirePoint(await ctx.latestCheckpoint());
+      case "checkpointAt":
+        return wirePoint(await ctx.checkpointAt(a[0]));
+      case "artifacts.checkpoint":
+        return wirePoint(await ctx.artifacts.checkpoint(a[0], a[1]));
+      case "artifacts.readObject":
+        return await ctx.artifacts.readObject(a[0], a[1]);
+      case "readPoint": {
+        const point = points.get(a[0]);
+        if (!point) throw new RangeError(`Cannot read from checkpoint handle ${a[0]}: unknown`);
+        return await point.read(a[1]);
+      }
+    }
+  };
+  for await (const m of readFrames<FromProcess>(conn.readable)) {
+    if (io.isStopped()) break;
+    switch (m.kind) {
+      case "call":
+        serve(m.op, m.args).then(
+          (value) => post({ kind: "reply", id: m.id, ok: true, value }),
+          (error) => post({ kind: "reply", id: m.id, ok: false, error: toWire(error) }),
+        );
+        break;
+      case "log":
+        ctx.log[m.level](m.msg, m.fields);
+        break;
+      case "done":
+        stop();
+        return m.outcome as HandlerOutcome | undefined;
+      case "failed":
+        stop();
+        throw fromWire(m.error);
+    }
+  }
+  if (io.isStopped()) return await never(); // stopped from outside: never settles
+  const status = await child.status;
+  throw new Error(
+    `The compute process ended before its handler did (exit code ${status.code}${
+      status.signal ? `, signal ${status.signal}` : ""
+    })`,
+  );
+}
