@@ -37,7 +37,8 @@ export type CallOp =
   | "checkpointAt"
   | "readPoint"
   | "artifacts.checkpoint"
-  | "artifacts.readObject";
+  | "artifacts.readObject"
+  | "artifacts.model";
 
 /** Control loop → compute process. */
 export type ToProcess =

@@ -161,6 +161,11 @@ async function serveCalls(
         return wirePoint(await ctx.artifacts.checkpoint(a[0], a[1]));
       case "artifacts.readObject":
         return await ctx.artifacts.readObject(a[0], a[1]);
+      case "artifacts.model": {
+        // An uploaded model is a checkpoint-like file set without a step (0 on the wire).
+        const model = ctx.artifacts.model ? await ctx.artifacts.model(a[0]) : null;
+        return wirePoint(model && { ...model, step: 0 });
+      }
       case "readPoint": {
         const point = points.get(a[0]);
         if (!point) throw new RangeError(`Cannot read from checkpoint handle ${a[0]}: unknown`);

@@ -96,6 +96,10 @@ async function start(
       checkpoint: async (jobId, step) =>
         point(await call<WirePoint | null>("artifacts.checkpoint", jobId, step)),
       readObject: (bucket, key) => call("artifacts.readObject", bucket, key),
+      model: async (modelId) => {
+        const p = point(await call<WirePoint | null>("artifacts.model", modelId));
+        return p && { files: p.files, read: p.read };
+      },
     },
   };
   return await handler(ctx);
