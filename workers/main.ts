@@ -10,7 +10,7 @@
  * nothing: the importer registers its own handlers before calling {@link main}.
  */
 import { openDatabase, openStore } from "../jobs/mod.ts";
-import { registerSeedHandlers } from "./seed/handler.ts";
+import { registerSeedHandlers } from "./seed/run/handler.ts";
 import { createLogger, errorFields, Worker, workerConfigFromEnv } from "./worker/mod.ts";
 
 /** Runs a worker with the given handler registrations already made; resolves on exit. */

@@ -46,7 +46,7 @@ import {
   type TextGenerateOptions,
   type TextPolicy,
 } from "./text_policy.ts";
-import type { DumpTeacher, TokenGap } from "./trajectory_dump.ts";
+import type { DumpTeacher, TokenGap } from "./run/trajectory_dump.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {

@@ -31,16 +31,16 @@
  * the skill in the prompt made the token more likely). Turns and trajectories without them have no
  * such keys.
  */
-import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../jobs/mod.ts";
+import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
 import {
   encodePng,
   type RgbImage,
   type SkillAnalysis,
   type Task,
   type TrajectoryStep,
-} from "../envs/mod.ts";
-import type { JobContext } from "../worker/handler.ts";
-import type { SplitEval } from "./evaluate.ts";
+} from "../../envs/mod.ts";
+import type { JobContext } from "../../worker/handler.ts";
+import type { SplitEval } from "../evaluate.ts";
 
 /** A turn to dump: a rollout turn (`RolloutStep` fits), with the images its prompt showed. */
 export interface DumpStep extends TrajectoryStep {

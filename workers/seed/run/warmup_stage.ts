@@ -6,13 +6,13 @@
  * jobs and `seed` jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics of
  * the warm-up.
  */
-import type { JobSpec } from "../../jobs/mod.ts";
-import type { AsyncEnvironment } from "../envs/mod.ts";
-import type { JobContext } from "../worker/handler.ts";
-import { Rng } from "../model/mod.ts";
+import type { JobSpec } from "../../../jobs/mod.ts";
+import type { AsyncEnvironment } from "../../envs/mod.ts";
+import type { JobContext } from "../../worker/handler.ts";
+import { Rng } from "../../model/mod.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
-import type { TextPolicy } from "./text_policy.ts";
-import type { RunPlan } from "./run_plan.ts";
+import type { TextPolicy } from "../text_policy.ts";
+import type { RunPlan } from "../run_plan.ts";
 import {
   analyzerSamples,
   expertSamples,
@@ -20,7 +20,7 @@ import {
   type SftReport,
   sftTrain,
   WarmupDataError,
-} from "./warmup.ts";
+} from "../warmup.ts";
 
 /** What the warm-up needs from the run. */
 export interface WarmupRun {
