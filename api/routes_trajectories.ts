@@ -23,7 +23,7 @@ import { jobIdOf } from "./routes_jobs.ts";
 import { StepParam, TrajectoriesQuery } from "./schemas.ts";
 import { parseQuery } from "./validate.ts";
 
-/** The stored dump JSON, as far as the API reads it (workers/seed/trajectory_dump.ts). */
+/** The stored dump JSON, as far as the API reads it (workers/seed/run/trajectory_dump.ts). */
 const StoredDump = z.object({
   total_trajectories: z.number().int().min(0),
   splits: z.array(z.record(z.string(), z.unknown())).optional(),

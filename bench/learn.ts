@@ -36,7 +36,7 @@ import { parseArgs } from "node:util";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { type JobSpecInput, parseJobSpec } from "../jobs/spec.ts";
 import { getEnvironment } from "../workers/envs/registry.ts";
-import { createSeedHandler } from "../workers/seed/handler.ts";
+import { createSeedHandler } from "../workers/seed/run/handler.ts";
 import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
 import {
   diffCsv,

@@ -7,7 +7,7 @@
  *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
  */
 import { DEMO_PRESETS } from "../jobs/presets.ts";
-import { createSeedHandler } from "../workers/seed/handler.ts";
+import { createSeedHandler } from "../workers/seed/run/handler.ts";
 import { memoryContext } from "./_memory_context.ts";
 
 const arg = Deno.args[0] ?? "sokoban";

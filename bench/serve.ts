@@ -26,7 +26,7 @@ import {
   initParameters,
   Tokenizer,
 } from "../workers/model/mod.ts";
-import { builtinVocabulary, probeFirstTurn } from "../workers/seed/model_source.ts";
+import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { startPostgres } from "../tests/_harness/postgres.ts";
 import { saveJob } from "../tests/workers/serve/_fixture.ts";
 

@@ -133,7 +133,7 @@ const TEXT_ONLY_BASES: readonly string[] = ["builtin:tiny"];
  * `render: "image"` (sokoban with `render: "image"`; ezpoints by default) is one issue at
  * `model.base` (code `model_without_image_encoder`). Without it such a job was queued and only
  * failed when a worker started it. `s3://` bases and `http(s)://` environments are left to the
- * start-up check (workers/seed/model_source.ts `checkModelFitsEnv`), as their config or
+ * start-up check (workers/seed/run/model_source.ts `checkModelFitsEnv`), as their config or
  * observations are not known here; a `job:` base is checked by passing the base it was trained
  * from (api/spec_refs.ts `rootModelBase`) with `label` naming the reference in the message
  * (default `base`).

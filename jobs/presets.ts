@@ -13,7 +13,7 @@
  *   anything from 36% to 85% eval success; at 784 steps three runs ended at loss 0.04–0.05 and
  *   one at 0.10 (42%/36% after warm-up): longer helps but does not remove the variance.
  * - analyzer warm-up 64 trajectories × 6 epochs (~115 steps), with demonstrations replayed at
- *   equal response tokens (workers/seed/warmup_stage.ts); replaying one demonstration per analysis
+ *   equal response tokens (workers/seed/run/warmup_stage.ts); replaying one demonstration per analysis
  *   had dropped the policy from 80% to 31%. The analyzer needs the steps: after 57 steps its greedy
  *   output was runs of quotes (parse rate 0, loss 1.3), after 152 steps every analysis parsed
  *   (loss 0.28; `.exp`-style probe, 16 held-out trajectories).

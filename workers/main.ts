@@ -5,12 +5,12 @@
  * checkpoints, and the job is released to the queue. A second signal exits at once (the lease
  * then expires and the reaper requeues the job with attempt + 1).
  *
- * Run as the entry point, it registers the SEED trainer (`workers/seed/handler.ts`) for the
+ * Run as the entry point, it registers the SEED trainer (`workers/seed/run/handler.ts`) for the
  * methods `seed`, `grpo` and `sft`. Imported (e.g. by a test's worker process), it registers
  * nothing: the importer registers its own handlers before calling {@link main}.
  */
 import { openDatabase, openStore } from "../jobs/mod.ts";
-import { registerSeedHandlers } from "./seed/handler.ts";
+import { registerSeedHandlers } from "./seed/run/handler.ts";
 import { createLogger, errorFields, Worker, workerConfigFromEnv } from "./worker/mod.ts";
 
 /** Runs a worker with the given handler registrations already made; resolves on exit. */

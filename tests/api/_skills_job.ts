@@ -25,7 +25,7 @@ import {
   type TextGenerateOptions,
   TextPolicy,
 } from "../../workers/seed/mod.ts";
-import { DEFAULT_DUMP_LIMITS, rolloutDump } from "../../workers/seed/trajectory_dump.ts";
+import { DEFAULT_DUMP_LIMITS, rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
 import { tinySpec } from "../workers/seed/_jobs.ts";
 import type { ApiFixture } from "./_fixture.ts";
 

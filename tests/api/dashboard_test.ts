@@ -22,9 +22,9 @@ import {
 } from "../../jobs/mod.ts";
 import { parseJobSpec } from "../../jobs/mod.ts";
 import { SkillLibrary } from "../../workers/seed/skill_library.ts";
-import { rolloutDump } from "../../workers/seed/trajectory_dump.ts";
+import { rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
 import { launchChromium } from "../_harness/chromium.ts";
-import { imageTrajectories } from "../workers/seed/_image_trajectories.ts";
+import { imageTrajectories } from "../workers/seed/run/_image_trajectories.ts";
 import { runOne, testWorker, tinySpec, trainerRegistry } from "../workers/seed/_jobs.ts";
 import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
 import { skillsJob, STEP_SKILLS } from "./_skills_job.ts";

@@ -3,8 +3,8 @@ import { createHash } from "node:crypto";
 import { decode } from "fast-png";
 import { fenceOf, listTrajectoryDumpSummaries, saveTrajectoryDump } from "../../jobs/mod.ts";
 import type { SplitEval } from "../../workers/seed/evaluate.ts";
-import { evalDump, rolloutDump } from "../../workers/seed/trajectory_dump.ts";
-import { imageTrajectories } from "../workers/seed/_image_trajectories.ts";
+import { evalDump, rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
+import { imageTrajectories } from "../workers/seed/run/_image_trajectories.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture({ log: () => {} }); // the 502 test logs otherwise

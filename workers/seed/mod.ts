@@ -1,6 +1,8 @@
 /**
  * The SEED algorithm (Wu et al. 2026, arXiv 2607.14777) and the job run around it. The formulas,
- * step by step, are in README.md, Algorithm; each step's code:
+ * step by step, are in README.md, Algorithm. The algorithm is the files of this folder; the run's
+ * plumbing is `run/` (its `mod.ts` says why), and no algorithm file imports `run/`. Each step's
+ * code:
  *
  * - 1 rollout: `rollout.ts` (B tasks × G copies, multi-turn, batched generation);
  * - 2 advantage: `advantage.ts` (GRPO pooled, GiGPO; the `advantageEstimators` registry),
@@ -12,17 +14,21 @@
  *   `Policy.trainStep` with that objective);
  * - 6 skills: `skill_library.ts`; `skill_choice.ts` (the library skill given to the policy at
  *   evaluation under `eval.skills: "library"`);
- * - warm-up and evaluation: `warmup.ts`, `warmup_stage.ts`, `evaluate.ts`;
+ * - warm-up and evaluation: `warmup.ts` (demonstrations, analyzer annotations, SFT steps),
+ *   `evaluate.ts`;
  * - metrics: `metrics.ts` (per-step metrics), `signal_metrics.ts` (is there a distillation
- *   signal: teacher gap Δ by outcome, corr(Δ, A), skill quality).
+ *   signal: teacher gap Δ by outcome, corr(Δ, A), skill quality);
+ * - `text_policy.ts` (text in, text out over a `Policy`: what rollout, analyzer, warm-up and
+ *   evaluation generate and score through), `errors.ts`.
  *
  * What a job's method means (analysis on or off, the effective λ_opd, whether π_ref exists) is
  * derived once from the spec in `run_plan.ts`.
  *
- * The run's plumbing: `handler.ts` (the `seed`/`grpo`/`sft` job handler: set-up, resume, stages,
- * events), `checkpoint.ts` (Hugging Face folder + trainer state), `trajectory_dump.ts`,
- * `model_source.ts` (`model.base` → a model), `text_policy.ts` (text in, text out over a `Policy`),
- * `seeds.ts` (one random stream per use, all from the job's `random_seed`), `errors.ts`.
+ * The run's plumbing, `run/`: `run/handler.ts` (the `seed`/`grpo`/`sft` job handler: set-up,
+ * resume, stages, events), `run/warmup_stage.ts` (the warm-up stages with progress and events),
+ * `run/checkpoint.ts` (Hugging Face folder + trainer state), `run/trajectory_dump.ts`,
+ * `run/model_source.ts` (`model.base` → a model), `run/seeds.ts` (one random stream per use, all
+ * from the job's `random_seed`).
  */
 export * from "./errors.ts";
 export * from "./advantage.ts";
@@ -36,11 +42,8 @@ export * from "./run_plan.ts";
 export * from "./rollout.ts";
 export * from "./metrics.ts";
 export * from "./signal_metrics.ts";
-export * from "./seeds.ts";
 export * from "./text_policy.ts";
-export * from "./model_source.ts";
 export * from "./warmup.ts";
 export * from "./evaluate.ts";
-export * from "./checkpoint.ts";
 export * from "./trainer.ts";
-export { createSeedHandler, registerSeedHandlers, type SeedHandlerOptions } from "./handler.ts";
+export * from "./run/mod.ts";

@@ -9,7 +9,7 @@
  * mini-batch shuffles), whose state is checkpointed, so a resumed job repeats the exact draws.
  */
 import type { JobSpec } from "../../jobs/mod.ts";
-import type { AsyncEnvironment } from "../envs/mod.ts";
+import type { AsyncEnvironment, SkillAnalysis } from "../envs/mod.ts";
 import {
   type AdamW,
   clipGradNorm,
@@ -46,7 +46,6 @@ import {
   type TextGenerateOptions,
   type TextPolicy,
 } from "./text_policy.ts";
-import type { DumpTeacher, TokenGap } from "./trajectory_dump.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -66,13 +65,34 @@ export interface TrainerParts {
 /** Called when a phase starts (progress and stage events). */
 export type StageHook = (stage: "rollout" | "analyze" | "rescore" | "update") => Promise<void>;
 
+/** One re-scored turn's teacher gaps (the trainer's re-score phase). */
+export interface TokenGap {
+  trajectoryId: string;
+  /** 0-based turn within the trajectory. */
+  turn: number;
+  /** The sampled response token ids (T,). */
+  responseIds: readonly number[];
+  /** Δ = ℓ_T − ℓ_old per response token (T,), nats (float32 from the score graph). */
+  gaps: ArrayLike<number>;
+}
+
+/** What the analyze and re-score phases of a step learned (a rollout dump shows it). */
+export interface StepTeacher {
+  /** Per analysed trajectory id: the parsed analysis, or null when it did not parse. */
+  analyses: ReadonlyMap<string, SkillAnalysis | null>;
+  /** Per analysed trajectory id: the analyzer's raw answer. */
+  raw?: ReadonlyMap<string, string>;
+  /** Every re-scored turn's token gaps. */
+  tokenGaps: readonly TokenGap[];
+}
+
 /** One step's outcome. */
 export interface StepOutcome {
   /** Flat metric series of the step (names: README.md, Metrics). */
   metrics: Record<string, number>;
   trajectories: RolloutTrajectory[];
-  /** The step's analyses and per-token teacher gaps, for its rollout dump (trajectory_dump.ts). */
-  teacher: Omit<DumpTeacher, "decode">;
+  /** The step's analyses and teacher gaps, for its rollout dump (run/trajectory_dump.ts). */
+  teacher: StepTeacher;
 }
 
 /**

@@ -5,7 +5,7 @@
  * SIGTERM; `handler.ts` is the `JobHandler` / `JobContext` contract (every write fenced) and the
  * registry of handlers by method; `retry.ts` retries transient Postgres/S3 failures; `logger.ts`
  * the structured logger; `config.ts` the `WORKER_*` variables. It knows nothing of SEED:
- * `workers/seed/handler.ts` registers the training handlers.
+ * `workers/seed/run/handler.ts` registers the training handlers.
  */
 export {
   ArtifactAccessError,

@@ -19,7 +19,7 @@ import {
   createSeedHandler,
   registerSeedHandlers,
   type SeedHandlerOptions,
-} from "../../../workers/seed/handler.ts";
+} from "../../../workers/seed/run/handler.ts";
 import {
   createLogger,
   HandlerRegistry,

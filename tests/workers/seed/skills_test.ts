@@ -18,7 +18,7 @@ import {
   tokenBytes,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
-import { analyzerTemplateVocabulary } from "../../../workers/seed/model_source.ts";
+import { analyzerTemplateVocabulary } from "../../../workers/seed/run/model_source.ts";
 import { gpt2Tokenizer } from "../model/_gpt2.ts";
 
 const task: Task = {

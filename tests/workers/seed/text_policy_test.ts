@@ -21,7 +21,7 @@ import {
   analysisTarget,
   parseSkillAnalysis,
 } from "../../../workers/seed/skills.ts";
-import { analyzerTemplateVocabulary } from "../../../workers/seed/model_source.ts";
+import { analyzerTemplateVocabulary } from "../../../workers/seed/run/model_source.ts";
 import { randomParameters, TINY_LLAMA } from "../model/_tiny.ts";
 
 Deno.test("generated text loses every image placeholder, including ones that removal would form", () => {

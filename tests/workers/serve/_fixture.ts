@@ -29,8 +29,8 @@ import {
   Policy,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
-import { checkpointFiles } from "../../../workers/seed/checkpoint.ts";
-import { builtinVocabulary, probeFirstTurn } from "../../../workers/seed/model_source.ts";
+import { checkpointFiles } from "../../../workers/seed/run/checkpoint.ts";
+import { builtinVocabulary, probeFirstTurn } from "../../../workers/seed/run/model_source.ts";
 import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
 import { TextPolicy } from "../../../workers/seed/text_policy.ts";
 import { openTestDatabase } from "../../_harness/fixtures.ts";

@@ -16,8 +16,8 @@
  *   service's own bucket is reachable, and keys under `tenants/` must belong to the job's tenant
  *   (the reader refuses others); a shared model is typically uploaded under e.g. `models/…`.
  */
-import type { AsyncEnvironment, Trajectory } from "../envs/mod.ts";
-import { promptTemplateVocabulary, vocabularyOf } from "../envs/prompt.ts";
+import type { AsyncEnvironment, Trajectory } from "../../envs/mod.ts";
+import { promptTemplateVocabulary, vocabularyOf } from "../../envs/prompt.ts";
 import {
   createBuiltinTiny,
   createBuiltinTinyVl,
@@ -25,10 +25,10 @@ import {
   type FileReader,
   type HfModel,
   loadHfDirectory,
-} from "../model/mod.ts";
-import type { ArtifactReader } from "../worker/handler.ts";
-import { type ObservationImage, promptImages } from "./rollout.ts";
-import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "./skills.ts";
+} from "../../model/mod.ts";
+import type { ArtifactReader } from "../../worker/handler.ts";
+import { type ObservationImage, promptImages } from "../rollout.ts";
+import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "../skills.ts";
 
 /** Thrown when `model.base` cannot be resolved (missing job/checkpoint/folder). */
 export class ModelSourceError extends Error {

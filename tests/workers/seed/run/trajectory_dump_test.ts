@@ -10,20 +10,20 @@ import {
   readTrajectoryImage,
   saveTrajectoryDump,
   TrajectoryDumpError,
-} from "../../../jobs/mod.ts";
+} from "../../../../jobs/mod.ts";
 import {
   DEFAULT_DUMP_LIMITS,
   type DumpedTrajectory,
   evalDump,
   rolloutDump,
   tokenPieces,
-} from "../../../workers/seed/trajectory_dump.ts";
-import type { SplitEval } from "../../../workers/seed/evaluate.ts";
-import { buildByteLevelTokenizer, Tokenizer } from "../../../workers/model/mod.ts";
-import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
-import { startTestStore } from "../../_harness/s3.ts";
+} from "../../../../workers/seed/run/trajectory_dump.ts";
+import type { SplitEval } from "../../../../workers/seed/evaluate.ts";
+import { buildByteLevelTokenizer, Tokenizer } from "../../../../workers/model/mod.ts";
+import { createTenant, openTestDatabase } from "../../../_harness/fixtures.ts";
+import { startTestStore } from "../../../_harness/s3.ts";
 import { imageTrajectories } from "./_image_trajectories.ts";
-import { submit, tinySpec } from "./_jobs.ts";
+import { submit, tinySpec } from "../_jobs.ts";
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const entries = (json: unknown) => (json as { trajectories: DumpedTrajectory[] }).trajectories;

@@ -18,9 +18,9 @@
  * worker killing the compute process) is checked between phases and between rollout turns;
  * draining finishes the current step, checkpoints it and returns `"drained"`.
  */
-import type { JobSpec } from "../../jobs/mod.ts";
-import { type AsyncEnvironment, resolveEnvironment } from "../envs/mod.ts";
-import type { EngineOptions } from "../engine/mod.ts";
+import type { JobSpec } from "../../../jobs/mod.ts";
+import { type AsyncEnvironment, resolveEnvironment } from "../../envs/mod.ts";
+import type { EngineOptions } from "../../engine/mod.ts";
 import {
   AdamW,
   type HfModel,
@@ -29,7 +29,7 @@ import {
   Policy,
   Rng,
   Tokenizer,
-} from "../model/mod.ts";
+} from "../../model/mod.ts";
 import {
   defaultRegistry,
   type HandlerOutcome,
@@ -37,23 +37,23 @@ import {
   type JobContext,
   type JobHandler,
   type ResumePoint,
-} from "../worker/handler.ts";
+} from "../../worker/handler.ts";
 import {
   CheckpointError,
   checkpointFiles,
   readCheckpoint,
   type TrainerState,
 } from "./checkpoint.ts";
-import { evalMetrics, evaluate } from "./evaluate.ts";
+import { evalMetrics, evaluate } from "../evaluate.ts";
 import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.ts";
-import { SIGNAL_METRIC_NAMES } from "./signal_metrics.ts";
-import { SkillLibrary } from "./skill_library.ts";
-import { skillChooser } from "./skill_choice.ts";
+import { SIGNAL_METRIC_NAMES } from "../signal_metrics.ts";
+import { SkillLibrary } from "../skill_library.ts";
+import { skillChooser } from "../skill_choice.ts";
 import { DEFAULT_DUMP_LIMITS, evalDump, rolloutDump } from "./trajectory_dump.ts";
-import { TextPolicy } from "./text_policy.ts";
-import { checkAnalyzerBudget, SeedTrainer } from "./trainer.ts";
-import { type RunPlan, runPlan } from "./run_plan.ts";
-import { STEP_EVENT_METRICS } from "./metrics.ts";
+import { TextPolicy } from "../text_policy.ts";
+import { checkAnalyzerBudget, SeedTrainer } from "../trainer.ts";
+import { type RunPlan, runPlan } from "../run_plan.ts";
+import { STEP_EVENT_METRICS } from "../metrics.ts";
 import { runWarmup } from "./warmup_stage.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
 

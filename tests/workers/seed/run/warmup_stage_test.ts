@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { replayCount, replaySubset } from "../../../workers/seed/warmup_stage.ts";
+import { replayCount, replaySubset } from "../../../../workers/seed/run/warmup_stage.ts";
 
 Deno.test("the replayed demonstrations are distinct and drawn by the seed", () => {
   const data = Array.from({ length: 100 }, (_, i) => i);

@@ -3,8 +3,8 @@
  * action sequence, each turn keeping the observation image it answered (what a vision policy's
  * rollout records). No model is involved: a text model cannot act on images yet.
  */
-import { getEnvironment, type Split } from "../../../workers/envs/mod.ts";
-import type { DumpStep, DumpTrajectory } from "../../../workers/seed/trajectory_dump.ts";
+import { getEnvironment, type Split } from "../../../../workers/envs/mod.ts";
+import type { DumpStep, DumpTrajectory } from "../../../../workers/seed/run/trajectory_dump.ts";
 
 /** `count` sokoban image episodes of `split`, each playing `actions` (until done). */
 export function imageTrajectories(

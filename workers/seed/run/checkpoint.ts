@@ -25,9 +25,9 @@ import {
   type RngState,
   saveHfDirectory,
   writeOptimizerState,
-} from "../model/mod.ts";
-import type { ResumePoint } from "../worker/handler.ts";
-import { type SkillLibraryJson, skillLibraryJson } from "./skill_library.ts";
+} from "../../model/mod.ts";
+import type { ResumePoint } from "../../worker/handler.ts";
+import { type SkillLibraryJson, skillLibraryJson } from "../skill_library.ts";
 
 /** File names of a trainer checkpoint besides the HF directory. */
 export const OPTIMIZER_FILE = "optimizer.safetensors";

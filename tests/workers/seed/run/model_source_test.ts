@@ -5,9 +5,9 @@ import {
   type JobSpecInput,
   listCheckpoints,
   modelPrefix,
-} from "../../../jobs/mod.ts";
-import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
-import { startTestStore } from "../../_harness/s3.ts";
+} from "../../../../jobs/mod.ts";
+import { createTenant, openTestDatabase } from "../../../_harness/fixtures.ts";
+import { startTestStore } from "../../../_harness/s3.ts";
 import {
   checkpointFile,
   metricsByStep,
@@ -16,7 +16,7 @@ import {
   testWorker,
   tinySpec,
   trainerRegistry,
-} from "./_jobs.ts";
+} from "../_jobs.ts";
 
 const WARMUP_ONLY = {
   method: "sft",

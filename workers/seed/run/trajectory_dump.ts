@@ -20,7 +20,7 @@
  *      "action": "up", "valid": true, "reward": -0.1, "image": null}]}]}
  * ```
  *
- * An `eval` dump adds `"splits": [SplitEval…]` (evaluate.ts: split, episodes, success_rate,
+ * An `eval` dump adds `"splits": [SplitEval…]` (../evaluate.ts: split, episodes, success_rate,
  * score, mean_turns, families).
  *
  * A rollout dump given the step's {@link DumpTeacher} (SEED jobs) also carries, on each analysed
@@ -31,16 +31,11 @@
  * the skill in the prompt made the token more likely). Turns and trajectories without them have no
  * such keys.
  */
-import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../jobs/mod.ts";
-import {
-  encodePng,
-  type RgbImage,
-  type SkillAnalysis,
-  type Task,
-  type TrajectoryStep,
-} from "../envs/mod.ts";
-import type { JobContext } from "../worker/handler.ts";
-import type { SplitEval } from "./evaluate.ts";
+import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
+import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../../envs/mod.ts";
+import type { JobContext } from "../../worker/handler.ts";
+import type { SplitEval } from "../evaluate.ts";
+import type { StepTeacher } from "../trainer.ts";
 
 /** A turn to dump: a rollout turn (`RolloutStep` fits), with the images its prompt showed. */
 export interface DumpStep extends TrajectoryStep {
@@ -83,25 +78,8 @@ export const DEFAULT_DUMP_LIMITS: Readonly<DumpLimits> = {
   maxImages: 256,
 };
 
-/** One re-scored turn's teacher gaps (the trainer's re-score phase). */
-export interface TokenGap {
-  trajectoryId: string;
-  /** 0-based turn within the trajectory. */
-  turn: number;
-  /** The sampled response token ids (T,). */
-  responseIds: readonly number[];
-  /** Δ = ℓ_T − ℓ_old per response token (T,), nats (float32 from the score graph). */
-  gaps: ArrayLike<number>;
-}
-
 /** What the analyze and re-score phases of a step learned, for its rollout dump. */
-export interface DumpTeacher {
-  /** Per analysed trajectory id: the parsed analysis, or null when it did not parse. */
-  analyses: ReadonlyMap<string, SkillAnalysis | null>;
-  /** Per analysed trajectory id: the analyzer's raw answer. */
-  raw?: ReadonlyMap<string, string>;
-  /** Every re-scored turn's token gaps. */
-  tokenGaps: readonly TokenGap[];
+export interface DumpTeacher extends StepTeacher {
   /** Token ids → text (the policy's tokenizer). */
   decode(ids: readonly number[]): string;
 }

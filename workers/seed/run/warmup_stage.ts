@@ -2,17 +2,17 @@
  * The warm-up stages of a job run (README.md, Algorithm, "Warm-up"), with progress and events:
  * `warmup_policy` (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer SFT on
  * the warmed policy's trajectories annotated by the reference analyzer, with the policy
- * demonstrations replayed), as the run plan lists them (run_plan.ts: the analyzer stage for `sft`
- * jobs and `seed` jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics of
- * the warm-up.
+ * demonstrations replayed), as the run plan lists them (../run_plan.ts: the analyzer stage for
+ * `sft` jobs and `seed` jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics
+ * of the warm-up.
  */
-import type { JobSpec } from "../../jobs/mod.ts";
-import type { AsyncEnvironment } from "../envs/mod.ts";
-import type { JobContext } from "../worker/handler.ts";
-import { Rng } from "../model/mod.ts";
+import type { JobSpec } from "../../../jobs/mod.ts";
+import type { AsyncEnvironment } from "../../envs/mod.ts";
+import type { JobContext } from "../../worker/handler.ts";
+import { Rng } from "../../model/mod.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
-import type { TextPolicy } from "./text_policy.ts";
-import type { RunPlan } from "./run_plan.ts";
+import type { TextPolicy } from "../text_policy.ts";
+import type { RunPlan } from "../run_plan.ts";
 import {
   analyzerSamples,
   expertSamples,
@@ -20,7 +20,7 @@ import {
   type SftReport,
   sftTrain,
   WarmupDataError,
-} from "./warmup.ts";
+} from "../warmup.ts";
 
 /** What the warm-up needs from the run. */
 export interface WarmupRun {
