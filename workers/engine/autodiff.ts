@@ -9,7 +9,6 @@
  */
 import { Graph, type TapeEntry, Value } from "./graph.ts";
 import { formatShape, GraphBuildError, isStatic, sameShape } from "./shape.ts";
-import { stringAttr } from "./onnx_proto.ts";
 
 /** A backward rule: output gradients (null where no gradient reached) → input gradients. */
 type Rule = (g: Graph, e: TapeEntry, gy: (Value | null)[]) => (Value | null)[];
@@ -149,17 +148,29 @@ export const RULES: Record<string, Rule> = {
     return [g.sub(gy!, g.mul(g.exp(y), s))];
   },
   // Rows gathered by id: scatter-add the row gradients back (duplicate ids accumulate).
+  // ScatterElements, not ScatterND: onnxruntime's CPU ScatterND (reduction="add") splits the
+  // updates over intra-op threads with no lock, so on 2+ threads two updates of one row could
+  // race (a lost update: up to 25% of the largest entry of a tiny model's embedding gradient)
+  // and the summation order varied run to run. Its ScatterElements adds the updates one after
+  // another in index order: what ScatterND gives on one thread, on any number of threads.
+  // Cost: linear, ~15–35 ns per element (n·width) on these cores, ~2% of a train call; a
+  // one-hot MatMul was faster for the embedding but costs n² for the scored-row gather.
   Gather: (g, { inputs: [table, ids] }, [gy]) => {
     const width = table.shape.slice(1);
-    const idx = g.emit("Reshape", [ids, g.ints([-1, 1])], [{ shape: ["n", 1], dtype: "int64" }])[0];
+    const ones = width.map(() => 1);
+    const idx = g.emit("Reshape", [ids, g.ints([-1, ...ones])], [{
+      shape: ["n", ...ones],
+      dtype: "int64",
+    }])[0]; // (n, 1, …)
     const upd = g.emit("Reshape", [gy!, g.ints([-1, ...(width as number[])])], [{
       shape: ["n", ...width],
       dtype: gy!.dtype,
-    }])[0];
-    const out = g.emit("ScatterND", [g.zerosLike(table), idx, upd], [table], [
-      stringAttr("reduction", "add"),
-    ]);
-    return [out[0], null];
+    }])[0]; // (n, …width)
+    const rows = g.emit("Expand", [idx, g.shapeOf(upd)], [{
+      shape: upd.shape,
+      dtype: "int64",
+    }])[0]; // (n, …width): row id of every update element
+    return [g.scatterAdd(g.zerosLike(table), rows, upd, 0), null];
   },
   GatherElements: (g, { inputs: [x, idx], info }, [gy]) => [
     g.scatterAdd(g.zerosLike(x), idx, gy!, info.axis as number),

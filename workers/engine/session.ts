@@ -27,6 +27,19 @@ export interface EngineOptions {
    * step ran ~2× faster without it at load 6 on 2 cores); turn it on for a dedicated machine.
    */
   spinning?: boolean;
+  /**
+   * onnxruntime's per-session CPU memory arena (default off). With it each cached session keeps
+   * memory as large as its biggest run for its whole life, so a worker's memory is the sum over
+   * its cached sessions; without it memory goes back to the allocator after each run and the
+   * peak is about one run's. See {@link DEFAULT_MAX_SESSIONS} for what was measured.
+   */
+  memArena?: boolean;
+  /**
+   * onnxruntime's memory pattern (default off): one block per run, planned for the run's shapes,
+   * instead of allocating each tensor when it is made and freeing it when it is last read. With
+   * the arena off that block is a fresh allocation on every run and larger than the live peak.
+   */
+  memPattern?: boolean;
 }
 
 /** An execution provider could not be loaded on this machine. */
@@ -48,7 +61,10 @@ const MISSING: Record<ExecutionProvider, string> = {
   webgpu: "a WebGPU adapter must be available (a GPU with a Vulkan driver)",
 };
 
-/** onnxruntime session options for `opts`: graphOptimizationLevel "all", explicit threads. */
+/**
+ * onnxruntime session options for `opts`: graphOptimizationLevel "all", explicit threads, the
+ * CPU arena and memory pattern off unless asked for.
+ */
 export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: [opts.ep ?? "cpu"],
@@ -56,16 +72,19 @@ export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.S
     interOpNumThreads: 1,
     graphOptimizationLevel: "all",
     logSeverityLevel: 3,
+    enableCpuMemArena: opts.memArena ?? false,
+    enableMemPattern: opts.memPattern ?? false,
     extra: { session: { intra_op: { allow_spinning: opts.spinning ? "1" : "0" } } },
   };
 }
 
 /**
- * Sessions a {@link SessionCache} keeps by default. Each CPU session keeps an allocation arena as
- * large as its biggest run, so memory grows with the cached sessions: a reduced demo job (policy
- * and analyzer SFT with varied sequence buckets, 2 updates) peaked at 8.8 GB RSS with 32 sessions,
- * 3.3 GB with 6 (same wall time, 52 vs 55 s), 1.1 GB with the arena off (1.3× slower); the full demo
- * and a 2-step ezpoints job were OOM-killed at 10 and 18 GB on a 24 GB machine (2026-11-30).
+ * Sessions a {@link SessionCache} keeps by default. With onnxruntime's CPU arena on (it was, until
+ * 2026-12-01) each session kept an arena as large as its biggest run, so memory grew with the
+ * cached sessions: a reduced demo job peaked at 8.8 GB RSS with 32 sessions, 3.3 GB with 6; a
+ * demo-sized job (bench/memory.ts) at 4.8 GB with 8. With the arena and memory pattern off (the
+ * default now) and Policy's smaller calls, a cached session holds little beyond its graph and the
+ * same job peaked at 0.6 GB (README, Benchmarks), so the cache size is about build time only.
  */
 export const DEFAULT_MAX_SESSIONS = 8;
 

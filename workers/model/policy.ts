@@ -81,7 +81,7 @@ export interface PolicyOptions extends EngineOptions {
   /**
    * Most padded tokens (rows × bucket length) per onnxruntime train call; score calls and
    * generation prefill windows take 3× as many (forward only). Default: a ~10¹¹ FLOP train call
-   * (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, 8192].
+   * (≈ 1–2 s on 2 cores), `1e11 / (6 · parameters)`, within [256, {@link MAX_TOKENS_PER_CALL}].
    */
   maxTokensPerCall?: number;
   /** Most rows per call (default 64). */
@@ -89,6 +89,15 @@ export interface PolicyOptions extends EngineOptions {
   /** Share sessions with other policies of the same config (e.g. θ_old and π_ref). */
   sessions?: SessionCache;
 }
+
+/**
+ * The most padded tokens of a default train call, whatever the FLOP budget allows (small models).
+ * A call's activations grow with its tokens (≈ 150–220 KB per token for builtin:tiny, more with
+ * longer buckets), and they are the worker's peak memory: 8,192-token calls made a demo-sized job
+ * peak at 4.8 GB with onnxruntime's arena on; 2,048 with the arena off kept it at 0.6 GB, with no
+ * loss of speed measured (bench/memory.ts, README Benchmarks).
+ */
+export const MAX_TOKENS_PER_CALL = 2048;
 
 /** A policy cannot be built from the given config and parameters. */
 export class PolicyError extends Error {
@@ -297,7 +306,8 @@ export class Policy {
   /** Tokens per call: the option, or a 10¹¹ FLOP budget at 6·N FLOP per train token (× `scale`). */
   private tokensPerCall(scale: number): number {
     const budget = Math.round((scale * 1e11) / (6 * parameterCount(this.config)));
-    return this.opts.maxTokensPerCall ?? Math.min(8192 * scale, Math.max(256, budget));
+    return this.opts.maxTokensPerCall ??
+      Math.min(MAX_TOKENS_PER_CALL * scale, Math.max(256, budget));
   }
   private pack(samples: Sample[], group: number[]) {
     const rows = group.map((i) => samples[i]);

@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
-import { type Graph, nn, type Value } from "../../../workers/engine/mod.ts";
-import { type CheckInput, gradCheck } from "./_gradcheck.ts";
+import {
+  createSession,
+  gradients,
+  Graph,
+  nn,
+  tensor,
+  type Value,
+} from "../../../workers/engine/mod.ts";
+import { type CheckInput, gradCheck, lcg } from "./_gradcheck.ts";
 
 /** float64 rule checks: [name, inputs, function]. Tiny random shapes, every coordinate. */
 const CASES: [string, CheckInput[], (g: Graph, x: Value[]) => Value][] = [
@@ -145,4 +152,39 @@ Deno.test("Erf and GELU backward match float32 central differences within 2e-2",
     },
   );
   assert.ok(r.maxRelErr < 2e-2, `max rel err ${r.maxRelErr} at ${r.worst}`);
+});
+
+Deno.test("Gather's gradient on 2 threads sums duplicate ids in index order, the same on every run", async () => {
+  // 4096 lookups of 50 rows (~80 per row), large enough that onnxruntime splits the work.
+  const [rows, width, n] = [50, 64, 4096];
+  const rnd = lcg(11);
+  const ids = BigInt64Array.from({ length: n }, () => BigInt(Math.floor(rnd() * rows)));
+  const w = Float32Array.from({ length: n * width }, () => rnd() * 2 - 1);
+  const g = new Graph("gather_grad", "float32");
+  const table = g.input("table", [rows, width], { requiresGrad: true });
+  const weight = g.input("w", [n, width]);
+  const y = g.gather(table, g.constant(ids, [n], "int64")); // (n, width)
+  const loss = g.reduceSum(g.mul(y, weight), [0, 1], false);
+  g.output(loss, "loss");
+  g.output(gradients(g, loss, [table])[0], "grad");
+  // d loss / d table[r] = Σ_{i: ids[i] = r} w[i], added in float32 in index order.
+  const expected = new Float32Array(rows * width);
+  for (let i = 0; i < n; i++) {
+    const r = Number(ids[i]);
+    for (let j = 0; j < width; j++) {
+      expected[r * width + j] = Math.fround(expected[r * width + j] + w[i * width + j]);
+    }
+  }
+  const session = await createSession(g.toModel(), { threads: 2 });
+  try {
+    for (let run = 0; run < 12; run++) {
+      const out = await session.run({
+        table: tensor("float32", new Float32Array(rows * width), [rows, width]),
+        w: tensor("float32", w, [n, width]),
+      });
+      assert.deepEqual(out.grad.data as Float32Array, expected, `run ${run}`);
+    }
+  } finally {
+    await session.release();
+  }
 });

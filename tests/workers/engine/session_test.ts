@@ -13,13 +13,18 @@ function tinyModel(): Uint8Array {
   return g.toModel();
 }
 
-Deno.test("sessions default to the cpu provider, 2 non-spinning threads and full graph optimisation", () => {
+Deno.test("sessions default to the cpu provider, 2 non-spinning threads, full graph optimisation and no arena", () => {
   const o = sessionOptions();
   assert.deepEqual(o.executionProviders, ["cpu"]);
   assert.equal(o.intraOpNumThreads, 2);
   assert.equal(o.graphOptimizationLevel, "all");
   assert.equal(sessionOptions({ threads: 1 }).intraOpNumThreads, 1);
   assert.deepEqual(o.extra, { session: { intra_op: { allow_spinning: "0" } } });
+  assert.equal(o.enableCpuMemArena, false);
+  assert.equal(o.enableMemPattern, false);
+  const arena = sessionOptions({ memArena: true, memPattern: true });
+  assert.equal(arena.enableCpuMemArena, true);
+  assert.equal(arena.enableMemPattern, true);
 });
 
 Deno.test("cuda either loads or fails saying that its provider libraries are missing", async () => {

@@ -49,9 +49,9 @@ export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput 
 }
 
 /**
- * One onnxruntime thread: with several, some reductions (e.g. the embedding gradient's scatter-add)
- * may sum in a scheduling-dependent order, so bit-exact comparisons of two runs need one thread
- * in every part of both (a resumed job's drained half included).
+ * One onnxruntime thread. Runs are bit-identical for any fixed thread count
+ * (reproducible_job_test.ts); bit-exact comparisons only need every part of both runs (a resumed
+ * job's drained half included) on the same count, and these tests pick one.
  */
 export const ONE_THREAD = { engine: { threads: 1 } };
 
