@@ -16,7 +16,7 @@
 import { parseArgs } from "node:util";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import type { JobSpecInput } from "../jobs/spec.ts";
-import { createSeedHandler } from "../workers/seed/handler.ts";
+import { createSeedHandler } from "../workers/seed/run/handler.ts";
 import type { PolicyOptions } from "../workers/model/policy.ts";
 import { memoryContext } from "./_memory_context.ts";
 
