@@ -8,10 +8,14 @@
  * - env options `relative_positions` + `prompt: "compact"`: without them builtin:tiny's policy SFT
  *   stays at the format-only plateau (direction at chance) for the whole budget.
  * - policy warm-up 400 expert episodes (1,786 turns) × 14 epochs = 784 steps of batch 32, lr 2e-3
- *   (~80–210 s): the loss leaves the plateau after 200–1,200 steps depending on the run (onnxruntime
- *   on 2 threads is not bit-reproducible and the escape time is chaotic), so fewer steps gave
+ *   (~80–210 s): the loss leaves the plateau after 200–1,200 steps depending on the run (measured
+ *   2026-11-30, when onnxruntime's ScatterND made 2-thread runs differ; the escape time is
+ *   chaotic: now the same seed repeats, other seeds show the spread), so fewer steps gave
  *   anything from 36% to 85% eval success; at 784 steps three runs ended at loss 0.04–0.05 and
  *   one at 0.10 (42%/36% after warm-up): longer helps but does not remove the variance.
+ * - half of the demonstrations carry their episode's reference skill in the prompt
+ *   (`warmup.policy.skill_share` 0.5, the JobSpec default; bench/skill_probe.ts): without it the
+ *   skill in the teacher prompt moved ℓ_T by nothing and an oracle skill lowered success.
  * - analyzer warm-up 64 trajectories × 6 epochs (~115 steps), with demonstrations replayed at
  *   equal response tokens (workers/seed/run/warmup_stage.ts); replaying one demonstration per analysis
  *   had dropped the policy from 80% to 31%. The analyzer needs the steps: after 57 steps its greedy
