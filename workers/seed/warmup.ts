@@ -13,7 +13,7 @@
  *   their text descriptions), target =
  *   `analysisTarget(env.referenceAnalysis(trajectory))` + EOS.
  */
-import type { AsyncEnvironment, Task } from "../envs/mod.ts";
+import type { AsyncEnvironment, Observation, Task } from "../envs/mod.ts";
 import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
 import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
@@ -196,46 +196,13 @@ export async function correctiveSteps(
   const rng = new Rng(options.seed >>> 0);
   const out: RolloutStep[] = [];
   for (const task of tasks) {
-    const episode = env.createEpisode(task);
-    const expert = env.createExpert(task);
-    const steps: RolloutStep[] = [];
     const deviations: { turn: number; expert: string }[] = [];
-    let won = false;
-    try {
-      let observation = await episode.reset();
-      for (let turn = 1; turn <= options.maxTurns; turn++) {
-        const prompt = await env.buildPrompt({
-          task,
-          history: steps,
-          observation,
-          historyLength: options.historyLength,
-          turn,
-        });
-        const images = promptImages(prompt, observation, turn);
-        const best = await expert.act(observation);
-        const others = (observation.admissibleActions ?? []).filter((a) => a !== best);
-        const deviate = others.length > 0 && rng.next() < CORRECTIVE_EPSILON;
-        const action = deviate ? others[rng.nextInt(others.length)] : best;
-        if (deviate) deviations.push({ turn: steps.length, expert: best });
-        const result = await episode.step(action);
-        steps.push({
-          prompt,
-          ...(images.length > 0 ? { images } : {}),
-          observation: observation.text,
-          response: `<action>${action}${ACTION_STOP}`,
-          action,
-          valid: result.valid,
-          reward: result.reward,
-        });
-        observation = result.observation;
-        if (result.done) {
-          won = result.won;
-          break;
-        }
-      }
-    } finally {
-      await Promise.allSettled([episode.close(), expert.close()]);
-    }
+    const { steps, won } = await expertEpisode(env, task, options, (observation, best, turn) => {
+      const others = (observation.admissibleActions ?? []).filter((a) => a !== best);
+      if (others.length === 0 || rng.next() >= CORRECTIVE_EPSILON) return best;
+      deviations.push({ turn, expert: best });
+      return others[rng.nextInt(others.length)];
+    });
     if (won || deviations.length === 0) continue;
     const skill = (await env.referenceAnalysis({ task, steps, won, score: 0 })).episode_skill;
     if (!meaningful(skill)) continue;
@@ -252,10 +219,16 @@ export async function correctiveSteps(
   return out;
 }
 
+/**
+ * One episode of `task` played by the expert, or by `choose` (given the observation, the expert's
+ * action and the 0-based turn; it returns the action to take), with each turn's prompt as
+ * rollouts build it.
+ */
 async function expertEpisode(
   env: AsyncEnvironment,
   task: Task,
   options: WarmupDataOptions,
+  choose: (observation: Observation, expert: string, turn: number) => string = (_, a) => a,
 ): Promise<{ steps: RolloutStep[]; won: boolean }> {
   const episode = env.createEpisode(task);
   const expert = env.createExpert(task);
@@ -271,7 +244,7 @@ async function expertEpisode(
         turn,
       });
       const images = promptImages(prompt, observation, turn);
-      const action = await expert.act(observation);
+      const action = choose(observation, await expert.act(observation), steps.length);
       const result = await episode.step(action);
       steps.push({
         prompt,
