@@ -7,7 +7,7 @@
  * `: keepalive` comment every `keepaliveMs`. The stream never ends by itself: the client closes
  * it (or the server stops). A failed read ends it with `event: error` (clients reconnect).
  */
-import { formatSse } from "./sse.ts";
+import { formatSse, wakeableSleep } from "./sse.ts";
 
 /** What {@link snapshotStream} reads. */
 export interface SnapshotSource {
@@ -38,27 +38,8 @@ export function snapshotStream(
   const keepaliveMs = options.keepaliveMs ?? 15_000;
   const event = options.event ?? "snapshot";
   let closed = false;
-  let pending = false;
-  let wakeUp: (() => void) | undefined;
   let unsubscribe: (() => void) | undefined;
-  const wake = () => {
-    if (wakeUp) wakeUp();
-    else pending = true;
-  };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (pending) {
-        pending = false;
-        return resolve();
-      }
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = undefined;
-        resolve();
-      }
-      wakeUp = done;
-    });
+  const { wake, sleep, clear } = wakeableSleep();
 
   return new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -71,7 +52,7 @@ export function snapshotStream(
         if (source.subscribe) unsubscribe = await source.subscribe(wake);
         send("retry: 1000\n\n");
         while (!closed) {
-          pending = false; // this read sees everything committed before it
+          clear(); // this read sees everything committed before it
           const snapshot = await source.read();
           if (snapshot !== last) {
             send(formatSse({ event, data: snapshot }));

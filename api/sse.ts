@@ -46,6 +46,40 @@ export interface SseOptions {
 
 const encoder = new TextEncoder();
 
+/**
+ * A sleep that a wake-up cuts short: `sleep(ms)` resolves after `ms` or at the next `wake()`; a
+ * wake-up that comes while nobody sleeps is kept, so the next `sleep` returns at once (a NOTIFY
+ * that arrives during a read is never lost). `clear()` forgets a kept wake-up (call it just
+ * before a read that will see everything committed so far).
+ */
+export function wakeableSleep(): { wake(): void; sleep(ms: number): Promise<void>; clear(): void } {
+  let wakeUp: (() => void) | undefined;
+  let pending = false;
+  return {
+    wake() {
+      if (wakeUp) wakeUp();
+      else pending = true;
+    },
+    sleep: (ms) =>
+      new Promise<void>((resolve) => {
+        if (pending) {
+          pending = false;
+          return resolve();
+        }
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          wakeUp = undefined;
+          resolve();
+        }
+        wakeUp = done;
+      }),
+    clear() {
+      pending = false;
+    },
+  };
+}
+
 /** Formats one SSE message; `data` lines are split on newlines as the spec requires. */
 export function formatSse(event: { id?: number | string; event?: string; data: string }): string {
   let out = "";
@@ -69,27 +103,8 @@ export function sseStream(
   const keepaliveMs = options.keepaliveMs ?? 15_000;
   const pageSize = options.pageSize ?? 500;
   let closed = false;
-  let wakeUp: (() => void) | undefined;
-  let pending = false; // a wake-up that came while a page was being read
   let unsubscribe: (() => void) | undefined;
-  const wake = () => {
-    if (wakeUp) wakeUp();
-    else pending = true;
-  };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (pending) {
-        pending = false;
-        return resolve();
-      }
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = undefined;
-        resolve();
-      }
-      wakeUp = done;
-    });
+  const { wake, sleep, clear } = wakeableSleep();
 
   return new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -102,7 +117,7 @@ export function sseStream(
         if (source.subscribe) unsubscribe = await source.subscribe(wake);
         send("retry: 1000\n\n");
         while (!closed) {
-          pending = false; // this read sees everything committed before it
+          clear(); // this read sees everything committed before it
           const terminal = await source.isTerminal();
           const events = await source.page(after, pageSize);
           for (const e of events) {
