@@ -159,8 +159,8 @@ export function summarize(rows: readonly SeedRow[], timings: readonly RunTiming[
 }
 
 /** Number as CSV/table text: fixed `digits`, empty (CSV) or `n/a` (table) when not finite. */
-const fix = (x: number, digits: number, missing = "") =>
-  Number.isFinite(x) ? x.toFixed(digits) : missing;
+export const fix = (x: number | undefined, digits: number, missing = ""): string =>
+  x !== undefined && Number.isFinite(x) ? x.toFixed(digits) : missing;
 
 /**
  * `learn.csv`: one row per (env, method, seed, step, split) with that seed's Wilson 95% interval

@@ -18,7 +18,10 @@
  *   over seeds with the 95% t-interval over seeds;
  * - `<out>/learn_diff.csv`: SEED − GRPO per (env, step, split), paired by seed, with its
  *   95% t-interval;
- * - `<out>/learn.svg`: one panel per (env, split), mean curves with interval bands.
+ * - `<out>/learn.svg`: one panel per (env, split), mean curves with interval bands;
+ * - `<out>/learn_signal.csv`: per (env, method, seed, update) SEED's signal metrics — Δ on won and
+ *   lost trajectories' tokens, corr(Δ, A), the share of all-zero-advantage groups, the analyzer
+ *   parse rate, skill well-formedness and truthfulness (bench/_learn_signal.ts).
  * At the end a Markdown table, the samples SEED needs to reach GRPO's final mean success, and
  * seconds per update of each method go to stdout. Statistics: bench/_learn_stats.ts.
  *
@@ -47,6 +50,7 @@ import {
   summaryTable,
 } from "./_learn_report.ts";
 import { learnPlot } from "./_learn_plot.ts";
+import { signalCsv, type SignalRow, signalRows, signalSummary } from "./_learn_signal.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -245,6 +249,7 @@ for (const name of envNames) {
 
 const rows: SeedRow[] = [];
 const timings: RunTiming[] = [];
+const signal: SignalRow[] = [];
 const shelf: CheckpointShelf = new Map();
 const handler = createSeedHandler();
 const t0 = performance.now();
@@ -296,6 +301,7 @@ for (const seed of seeds) {
         }
       }
       rows.push(...mine);
+      signal.push(...signalRows({ env: envId, method, seed }, run.metrics));
       const secondsPerUpdate = stepSeconds.reduce((a, b) => a + b, 0) /
         Math.max(1, stepSeconds.length);
       const parseRate = parseRates.length
@@ -332,7 +338,7 @@ for (const seed of seeds) {
 }
 
 const summary = await writeOutputs();
-console.log(summaryTable(summary).join("\n"));
+console.log([...summaryTable(summary), ...signalSummary(signal)].join("\n"));
 console.log(
   `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
@@ -345,5 +351,6 @@ async function writeOutputs() {
   await Deno.writeTextFile(`${args.out}/learn.csv`, seedCsv(rows, s.means));
   await Deno.writeTextFile(`${args.out}/learn_diff.csv`, diffCsv(s.diffs));
   await Deno.writeTextFile(`${args.out}/learn.svg`, learnPlot(s.means, seeds.length));
+  await Deno.writeTextFile(`${args.out}/learn_signal.csv`, signalCsv(signal));
   return s;
 }
