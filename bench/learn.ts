@@ -28,11 +28,16 @@
  *     deno task bench:learn [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
  *       [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
  *       [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
+ *       [--warmup-cache DIR]
  *
  * `--seeds N` runs seeds `--seed` … `--seed`+N−1; `--seed-list` names them. `--opd-coef` sets
  * λ_opd (`seed.opd_coef`) of the RL jobs; `--extra` is a JSON object deep-merged into every RL
  * job's spec (objects merge, other values replace; not `method`, `random_seed` or `model`), so
- * variants compare without editing code. Neither changes the warm-up. `--env` may be repeated
+ * variants compare without editing code. Neither changes the warm-up. `--warmup-cache DIR` keeps
+ * each warm-up's step-0 checkpoint under DIR, keyed by the SHA-256 of its spec, and later runs
+ * with the same spec load it instead of training again (runs are reproducible for a spec, seed
+ * and thread count, so a variant sweep pays the warm-up once; empty DIR after changing warm-up
+ * code). `--env` may be repeated
  * and adds to `--envs` (its default is then dropped). Run by hand; never in CI.
  */
 import { parseArgs } from "node:util";
@@ -66,6 +71,7 @@ const { values: args } = parseArgs({
     "eval-episodes": { type: "string", default: "32" },
     "opd-coef": { type: "string" },
     extra: { type: "string" },
+    "warmup-cache": { type: "string" },
   },
 });
 
@@ -269,8 +275,12 @@ console.error(`bench:learn: ${settings}`);
 for (const seed of seeds) {
   for (const envId of envNames) {
     const warm = memoryContext(warmupSpec(envId, seed), { shelf });
-    await handler(warm.ctx);
-    log(`${envId} seed ${seed}: warm-up done`);
+    const cached = await warmupFromCache(warmupSpec(envId, seed), warm.ctx.jobId);
+    if (!cached) {
+      await handler(warm.ctx);
+      await warmupToCache(warmupSpec(envId, seed), warm.ctx.jobId);
+    }
+    log(`${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached}` : "done"}`);
     const runIds: string[] = [];
     for (const method of ["grpo", "seed"]) {
       const run = memoryContext(rlSpec(envId, seed, method, warm.ctx.jobId), { shelf });
@@ -344,6 +354,44 @@ console.log(
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
   }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn.svg`,
 );
+
+/** The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag). */
+async function cacheDir(spec: JobSpecInput): Promise<string | null> {
+  if (args["warmup-cache"] === undefined) return null;
+  const bytes = new TextEncoder().encode(JSON.stringify(parseJobSpec(spec)));
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  const hex = Array.from(hash.subarray(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
+  return `${args["warmup-cache"]}/${hex}`;
+}
+
+/** Puts a cached warm-up's step-0 files on the shelf as job `jobId`; its folder, or null. */
+async function warmupFromCache(spec: JobSpecInput, jobId: string): Promise<string | null> {
+  const dir = await cacheDir(spec);
+  if (dir === null) return null;
+  const files = new Map<string, Uint8Array>();
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.isFile) files.set(entry.name, await Deno.readFile(`${dir}/${entry.name}`));
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+  if (files.size === 0) return null;
+  shelf.get(jobId)!.set(0, files);
+  return dir;
+}
+
+/** Writes job `jobId`'s step-0 checkpoint to the cache (complete files only: temp then rename). */
+async function warmupToCache(spec: JobSpecInput, jobId: string): Promise<void> {
+  const dir = await cacheDir(spec);
+  const files = shelf.get(jobId)?.get(0);
+  if (dir === null || !files) return;
+  const tmp = `${dir}.tmp-${crypto.randomUUID()}`;
+  await Deno.mkdir(tmp, { recursive: true });
+  for (const [name, bytes] of files) await Deno.writeFile(`${tmp}/${name}`, bytes);
+  await Deno.rename(tmp, dir).catch(() => Deno.remove(tmp, { recursive: true }));
+}
 
 /** Rewrites the CSVs and the plot from everything measured so far; returns the summary. */
 async function writeOutputs() {
