@@ -200,7 +200,7 @@ export class SeedTrainer {
       ...update.stats,
       samples: samples.length,
       teacher_samples: withTeacher.length,
-      teacher_gap_mean: gapTokens > 0 ? gapSum / gapTokens : 0,
+      ...(gapTokens > 0 ? { teacher_gap_mean: gapSum / gapTokens } : {}),
       skill_library_size: this.parts.library.size,
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
@@ -383,8 +383,11 @@ export class SeedTrainer {
       }
     }
     const stats: Record<string, number> = { lr, optimizer_steps: optimizerSteps };
+    // Over no tokens a loss term is exactly 0 (its masked mean, as the reference code's
+    // agg_loss), while a statistic such as gate_mean is undefined: left out, not a made-up 0.
     for (const [name, count] of outputs) {
-      stats[name] = (counts[count] ?? 0) > 0 ? sums[name] / counts[count] : 0;
+      if ((counts[count] ?? 0) > 0) stats[name] = sums[name] / counts[count];
+      else if (name === "loss" || name.endsWith("_loss")) stats[name] = 0;
     }
     stats.grad_norm = optimizerSteps > 0 ? gradNorm / optimizerSteps : 0;
     stats.analyzer_replay_loss = optimizerSteps > 0 ? replayLoss / optimizerSteps : 0;

@@ -31,6 +31,10 @@ Deno.test("grpo jobs through the worker", async (t) => {
         assert.deepEqual((await listCheckpoints(db, job.id)).map((c) => c.step), [0, 1, 2]);
         const metrics = await metricsByStep(db, job.id);
         assert.equal(metrics.get(2)!.opd_loss, 0);
+        // No teacher tokens: the means over them are undefined, so left out (not 0).
+        for (const k of ["gate_mean", "delta_mean", "teacher_gap_mean"]) {
+          assert.ok(!(k in metrics.get(2)!), k);
+        }
         assert.equal(metrics.get(2)!.analyzed, 0);
         assert.ok(!("analyzer_parse_rate" in metrics.get(2)!));
         assert.ok(!("warmup_analyzer_samples" in metrics.get(0)!));
