@@ -117,14 +117,14 @@ export class UriTooLongError extends ProblemError {
   }
 }
 
-/** 415: a request body that is not `application/json`. */
+/** 415: a request body whose Content-Type is not `expected` (default `application/json`). */
 export class UnsupportedMediaTypeError extends ProblemError {
-  constructor(contentType: string | undefined) {
+  constructor(contentType: string | undefined, expected = "application/json") {
     super(
       415,
       "unsupported-media-type",
       "Unsupported Media Type",
-      `Cannot accept the request body as its Content-Type must be application/json: current value is ${
+      `Cannot accept the request body as its Content-Type must be ${expected}: current value is ${
         contentType === undefined ? "missing" : JSON.stringify(contentType.slice(0, 200))
       }`,
     );

@@ -47,6 +47,14 @@ export interface ModelUpload {
   sha256: string;
 }
 
+/** 400 for an upload without bytes (no body, or an empty one), naming the body. */
+export function emptyUploadError(): BadRequestError {
+  const message = "must be a tar archive of the model folder: it is empty";
+  return new BadRequestError(`Cannot read the upload as the request body ${message}`, {
+    errors: [{ path: "body", code: "empty", message }],
+  });
+}
+
 /**
  * An entry's name inside the folder: `./` and one leading folder (`Qwen3-0.6B/config.json`) are
  * dropped; null for deeper paths (skipped).
@@ -61,8 +69,9 @@ function plainName(path: string): string | null {
  * Streams `body` (a tar archive) into the store under `prefix`; with `store` null only hashes
  * it (an idempotent retry whose model exists). On any error the objects already written are
  * deleted before the error is rethrown.
- * @throws PayloadTooLargeError past `limits.totalBytes`; BadRequestError for a malformed archive
- *   or duplicate names; UnprocessableError for a safetensors file without a readable header or
+ * @throws PayloadTooLargeError past `limits.totalBytes`; BadRequestError (at `body`) for an empty
+ *   body, an archive without entries, a malformed or truncated archive, a body stream that fails
+ *   (the client went away), or duplicate names; UnprocessableError for a safetensors file without a readable header or
  *   a small file over its limit.
  */
 export async function readModelUpload(
@@ -140,12 +149,22 @@ export async function readModelUpload(
       cause instanceof PayloadTooLargeError || cause instanceof BadRequestError ||
       cause instanceof UnprocessableError
     ) throw cause;
-    throw new BadRequestError(
-      `Cannot read the upload as it must be a tar archive: ${
-        cause instanceof Error ? cause.message : cause
-      }`,
-      { cause },
-    );
+    const why = cause instanceof Error ? cause.message : String(cause);
+    // The body stream itself failed (the client went away mid-upload): not a malformed archive.
+    const [message, code] = sourceError !== undefined
+      ? [`must arrive whole: reading it failed after ${total} bytes (${why})`, "incomplete"]
+      : [`must be a tar archive: ${why}`, "invalid_tar"];
+    throw new BadRequestError(`Cannot read the upload as the request body ${message}`, {
+      cause,
+      errors: [{ path: "body", code, message }],
+    });
+  }
+  if (total === 0) throw emptyUploadError();
+  if (out.files.length === 0 && out.skipped.length === 0) {
+    const message = "must be a tar archive holding the model folder's files: it holds none";
+    throw new BadRequestError(`Cannot read the upload as the request body ${message}`, {
+      errors: [{ path: "body", code: "empty", message }],
+    });
   }
   out.sha256 = hash.digest("hex");
   return out;

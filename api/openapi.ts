@@ -38,6 +38,8 @@ const jobId = {
   required: true,
   schema: { type: "string", format: "uuid" },
 };
+/** `{id}` of a model: a uuid, like a job's. */
+const modelId = jobId;
 const step = { name: "step", in: "path", required: true, schema: { type: "integer", minimum: 0 } };
 const errors = {
   "400": problem("Invalid query or path (errors[] holds zod field paths)"),
@@ -74,6 +76,9 @@ export function openApiDocument(): Json {
         TrajectoryStepList: schema(s.TrajectoryStepList),
         Trajectories: schema(s.TrajectoriesView),
         EnvList: schema(s.EnvList),
+        Model: schema(s.ModelView),
+        ModelUpload: schema(s.ModelUploadView),
+        ModelList: schema(s.ModelList),
         Problem: schema(s.ProblemView),
       },
     },
@@ -267,6 +272,66 @@ export function openApiDocument(): Json {
         get: {
           summary: "Environments the workers offer",
           responses: { "200": ok("Environments", json("EnvList")), "401": errors["401"] },
+        },
+      },
+      "/v1/models": {
+        post: {
+          summary:
+            "Upload a Hugging Face model folder as a tar stream (one leading folder in entry names is dropped); it is validated before it exists, and named in a JobSpec as model.base: model:<id>",
+          parameters: [...queryParams(s.UploadModelQuery), {
+            name: "Idempotency-Key",
+            in: "header",
+            required: false,
+            schema: { type: "string", minLength: 1, maxLength: 255 },
+          }],
+          requestBody: {
+            required: true,
+            content: { "application/x-tar": { schema: { type: "string", format: "binary" } } },
+          },
+          responses: {
+            "201": ok("Model created", json("ModelUpload")),
+            "200": ok(
+              "Same Idempotency-Key, archive and name: the model created before",
+              json("ModelUpload"),
+            ),
+            "400": problem(
+              "Empty body, not a tar archive, a body that did not arrive whole, duplicate file names, or a bad query/Idempotency-Key (errors[] holds the field)",
+            ),
+            "401": errors["401"],
+            "409": problem("Idempotency-Key reused with a different archive or name"),
+            "413": problem("Archive over the size limit"),
+            "415": problem("Content-Type is not application/x-tar"),
+            "422": problem(
+              "The folder fails validation: errors[0].path is <file>:<field>, e.g. config.json:architectures",
+            ),
+            "501": problem("This server has no model check configured"),
+          },
+        },
+        get: {
+          summary: "The tenant's uploaded models, newest first",
+          responses: { "200": ok("Models", json("ModelList")), "401": errors["401"] },
+        },
+      },
+      "/v1/models/{id}": {
+        get: {
+          summary: "One uploaded model: architecture, parameter count, files with SHA-256, config",
+          parameters: [modelId],
+          responses: {
+            "200": ok("The model", json("Model")),
+            "401": errors["401"],
+            "404": problem("No such model for this tenant"),
+          },
+        },
+        delete: {
+          summary:
+            "Delete a model (its row and objects); refused while a queued or running job uses it",
+          parameters: [modelId],
+          responses: {
+            "204": { description: "Deleted" },
+            "401": errors["401"],
+            "404": problem("No such model for this tenant"),
+            "409": problem("A queued, running or cancelling job names it as model.base"),
+          },
         },
       },
       "/healthz": {

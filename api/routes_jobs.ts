@@ -15,12 +15,12 @@ import {
   modelEnvIssues,
   submitJob,
 } from "../jobs/mod.ts";
-import { BadRequestError, NotFoundError, UnprocessableError } from "./errors.ts";
+import { NotFoundError, UnprocessableError } from "./errors.ts";
 import { getJob, listJobs } from "./queries.ts";
 import { checkSpecRefs, rootModelBase } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { snapshotStream } from "./snapshot_stream.ts";
-import { parseJsonBody, parseQuery } from "./validate.ts";
+import { parseIdempotencyKey, parseJsonBody, parseQuery } from "./validate.ts";
 import { jobView } from "./views.ts";
 
 /**
@@ -34,19 +34,6 @@ export function jobIdOf(c: Context): string {
     throw new NotFoundError(`Cannot find job ${raw}: no such job for this tenant`);
   }
   return parsed.data;
-}
-
-/** The `Idempotency-Key` header: absent, or 1–255 visible ASCII characters (else 400). */
-function idempotencyKeyOf(c: Context): string | undefined {
-  const key = c.req.header("idempotency-key");
-  if (key === undefined) return undefined;
-  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
-    const message = "Idempotency-Key must be 1-255 visible ASCII characters";
-    throw new BadRequestError(`Cannot accept the request as its ${message}`, {
-      errors: [{ path: "headers.Idempotency-Key", code: "invalid_format", message }],
-    });
-  }
-  return key;
 }
 
 /**
@@ -91,7 +78,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.post("/", async (c) => {
     const tenant = c.get("tenant");
-    const idempotencyKey = idempotencyKeyOf(c);
+    const idempotencyKey = parseIdempotencyKey(c);
     const spec = await parseJsonBody(c, JobSpecSchema);
     await checkEnv(
       envs,

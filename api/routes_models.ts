@@ -19,16 +19,18 @@ import {
   modelPrefix,
 } from "../jobs/mod.ts";
 import {
-  BadRequestError,
   ConflictError,
   NotFoundError,
   ProblemError,
   UnprocessableError,
+  UnsupportedMediaTypeError,
 } from "./errors.ts";
-import { DEFAULT_MODEL_UPLOAD_LIMITS, readModelUpload } from "./model_upload.ts";
+import { DEFAULT_MODEL_UPLOAD_LIMITS, emptyUploadError, readModelUpload } from "./model_upload.ts";
+import { type ModelView, UploadModelQuery } from "./schemas.ts";
+import { parseIdempotencyKey, parseQuery } from "./validate.ts";
 
-/** The wire form of a model. */
-export function modelView(m: Model) {
+/** The wire form of a model ({@link ModelView}, documented in the OpenAPI document). */
+export function modelView(m: Model): ModelView {
   return {
     id: m.id,
     base: `model:${m.id}`,
@@ -37,7 +39,7 @@ export function modelView(m: Model) {
     parameter_count: m.parameterCount,
     bytes: m.bytes,
     files: m.files.map((f) => ({ name: f.name, bytes: f.bytes, sha256: f.sha256 })),
-    config: m.config,
+    config: m.config as Record<string, unknown>,
     created_at: m.createdAt.toISOString(),
   };
 }
@@ -48,6 +50,18 @@ function modelIdOf(c: Context): string {
 
 const notFound = (id: string) =>
   new NotFoundError(`Cannot find model ${id}: no such model for this tenant`);
+
+/** True when an upload repeats `earlier`'s request: the same archive bytes and `?name=`. */
+function sameUpload(earlier: Model, upload: { sha256: string; name: string | null }): boolean {
+  return earlier.requestSha256 === upload.sha256 && earlier.name === upload.name;
+}
+
+/** 409: an Idempotency-Key this tenant already used for another archive or name. */
+function keyReused(key: string, earlier: Model): ConflictError {
+  return new ConflictError(
+    `Cannot reuse Idempotency-Key "${key}" as it must come with the same archive and name: it already uploaded model ${earlier.id} from a different request`,
+  );
+}
 
 /** Mounts the model routes (relative to `/v1/models`). */
 export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
@@ -61,43 +75,20 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
     if (!check) {
       throw new ProblemError(
         501,
-        "not_implemented",
+        "not-implemented",
         "Not Implemented",
         "Cannot upload models as this server has no model check configured",
       );
     }
-    const type = (c.req.header("content-type") ?? "").split(";")[0].trim();
-    if (type !== "application/x-tar") {
-      throw new ProblemError(
-        415,
-        "unsupported_media_type",
-        "Unsupported Media Type",
-        `Cannot read the upload as its content-type must be application/x-tar: current value is ${
-          type || "none"
-        }`,
-      );
+    const contentType = c.req.header("content-type");
+    if ((contentType ?? "").split(";")[0].trim().toLowerCase() !== "application/x-tar") {
+      throw new UnsupportedMediaTypeError(contentType, "application/x-tar");
     }
-    const key = c.req.header("idempotency-key");
-    if (key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(key)) {
-      throw new BadRequestError(
-        "Cannot accept the request as its Idempotency-Key must be 1-255 visible ASCII characters",
-        {
-          errors: [{
-            path: "headers.Idempotency-Key",
-            code: "invalid_format",
-            message: "1-255 visible ASCII characters",
-          }],
-        },
-      );
-    }
-    const name = c.req.query("name") ?? null;
-    if (name !== null && !(name.length >= 1 && name.length <= 200)) {
-      throw new BadRequestError("Cannot accept the request as name must be 1-200 characters", {
-        errors: [{ path: "query.name", code: "too_big", message: "1-200 characters" }],
-      });
-    }
+    const key = parseIdempotencyKey(c);
+    const name = parseQuery(c, UploadModelQuery).name ?? null;
     const body = c.req.raw.body;
-    if (!body) throw new BadRequestError("Cannot read the upload as the request must have a body");
+    if (!body) throw emptyUploadError();
+    // A retry with a key this tenant used: the archive is read and hashed, never stored again.
     const earlier = key === undefined ? null : await modelByIdempotencyKey(db, tenantId, key);
     const id = crypto.randomUUID();
     const prefix = modelPrefix(tenantId, id);
@@ -106,12 +97,8 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
     const discard = () =>
       Promise.all(upload.files.map((f) => options.store.delete(f.key).catch(() => {})));
     if (earlier) {
-      if (earlier.requestSha256 !== upload.sha256) {
-        throw new ConflictError(
-          `Cannot reuse Idempotency-Key "${key}" as it must come with the same archive: it already uploaded model ${earlier.id} from a different one`,
-        );
-      }
-      return c.json(modelView(earlier), 200);
+      if (!sameUpload(earlier, { sha256: upload.sha256, name })) throw keyReused(key!, earlier);
+      return c.json({ ...modelView(earlier), skipped_files: upload.skipped }, 200);
     }
     let checked;
     try {
@@ -145,9 +132,7 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
     });
     if (result.conflict) {
       await discard();
-      throw new ConflictError(
-        `Cannot reuse Idempotency-Key "${key}" as it must come with the same archive: it already uploaded model ${result.conflict.id} from a different one`,
-      );
+      throw keyReused(key!, result.conflict);
     }
     if (!result.created) await discard(); // a concurrent retry with the same key won
     c.header("location", `/v1/models/${result.model.id}`);

@@ -139,6 +139,36 @@ export const CheckpointList = z.object({ checkpoints: z.array(CheckpointView) })
 /** JSON answer of a single-file download with `?redirect=false`. */
 export const PresignedUrl = z.object({ url: z.string(), expires_at: z.string() });
 
+/** `POST /v1/models` query. */
+export const UploadModelQuery = z.object({
+  name: z.string().min(1).max(200).optional().describe("A label for the model (1-200 characters)"),
+}).strict();
+
+/** An uploaded model as returned by `GET /v1/models/{id}` and in listings. */
+export const ModelView = z.object({
+  id: z.uuid(),
+  /** What a JobSpec names it by: `model:<id>` (`model.base`). */
+  base: z.string().describe("What a JobSpec names it by (model.base): model:<id>"),
+  name: z.string().nullable(),
+  /** `architectures[0]` of its config.json, e.g. `Qwen3ForCausalLM`. */
+  architecture: z.string(),
+  parameter_count: z.number().int(),
+  /** Bytes of the kept files together. */
+  bytes: z.number().int(),
+  files: z.array(CheckpointFileView),
+  /** Its `config.json` as uploaded. */
+  config: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+});
+/** The wire type of {@link ModelView}. */
+export type ModelView = z.infer<typeof ModelView>;
+
+/** `POST /v1/models`: the model and the archive entries it skipped (not used by the service). */
+export const ModelUploadView = ModelView.extend({ skipped_files: z.array(z.string()) });
+
+/** `GET /v1/models`: the tenant's models, newest first. */
+export const ModelList = z.object({ models: z.array(ModelView) });
+
 /** `GET /v1/jobs/{id}/skills`: the library's metadata and its JSON contents. */
 export const SkillsView = z.object({
   step: z.number().int(),

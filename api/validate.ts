@@ -89,3 +89,20 @@ export function parseParams<S extends z.ZodType>(c: Context, schema: S): z.outpu
   if (!result.success) throw validationError("path", result.error);
   return result.data;
 }
+
+/**
+ * The `Idempotency-Key` header (`POST /v1/jobs`, `POST /v1/models`): absent, or 1–255 visible
+ * ASCII characters.
+ * @throws BadRequestError (400 at `headers.Idempotency-Key`) for any other value.
+ */
+export function parseIdempotencyKey(c: Context): string | undefined {
+  const key = c.req.header("idempotency-key");
+  if (key === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+    const message = "Idempotency-Key must be 1-255 visible ASCII characters";
+    throw new BadRequestError(`Cannot accept the request as its ${message}`, {
+      errors: [{ path: "headers.Idempotency-Key", code: "invalid_format", message }],
+    });
+  }
+  return key;
+}

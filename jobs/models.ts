@@ -89,8 +89,8 @@ export interface ModelInput {
 /**
  * Commits a model's row (its files are already in the store). With an idempotency key the
  * tenant already used, nothing is inserted and the earlier model comes back with
- * `created: false` — unless that upload had other bytes: then `conflict` is the earlier model
- * and nothing changes.
+ * `created: false` — unless that upload had other bytes or another name: then `conflict` is the
+ * earlier model and nothing changes.
  */
 export async function commitModel(
   db: Queryable,
@@ -112,7 +112,9 @@ export async function commitModel(
   if (rows.length) return { model: toModel(rows[0]), created: true };
   const earlier = await modelByIdempotencyKey(db, input.tenantId, input.idempotencyKey!);
   if (!earlier) throw new Error("Cannot commit the model: its idempotency key row vanished");
-  if (earlier.requestSha256 !== input.requestSha256) return { conflict: earlier };
+  if (earlier.requestSha256 !== input.requestSha256 || earlier.name !== input.name) {
+    return { conflict: earlier };
+  }
   return { model: earlier, created: false };
 }
 

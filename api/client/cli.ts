@@ -9,11 +9,13 @@
  *   cancel ID
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   metrics ID [--csv]
+ *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { PlainProgress, renderBar } from "./progress.ts";
 import { extractVerified } from "./extract.ts";
+import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 
 const USAGE = `Usage: deno task seed -- <command> [options]
   submit SPEC.json [--idempotency-key K] [--json]
@@ -23,6 +25,7 @@ const USAGE = `Usage: deno task seed -- <command> [options]
   cancel ID
   download ID [--step N] [--out DIR]
   metrics ID [--csv]
+${MODELS_USAGE}
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY`;
 
 /** Where the CLI writes: stdout for results, stderr for messages and the progress bar. */
@@ -161,11 +164,12 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       step: { type: "string" },
       out: { type: "string" },
       csv: { type: "boolean" },
+      name: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   const [command, arg] = positionals;
-  const needsArg = ["submit", "status", "follow", "cancel", "download", "metrics"];
+  const needsArg = ["submit", "status", "follow", "cancel", "download", "metrics", "models"];
   if (values.help || !command || (needsArg.includes(command) && !arg)) {
     (values.help ? io.out : io.err)(USAGE + "\n");
     return values.help ? 0 : 2;
@@ -209,6 +213,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     }
     case "download":
       return await download(client, encodeURIComponent(arg), values, io);
+    case "models":
+      return await modelsCommand(client, { sub: arg, arg: positionals[2], options: values }, io);
     case "metrics": {
       const res = await client.fetch(`${jobPath}/metrics${values.csv ? "?format=csv" : ""}`);
       io.out(await res.text() + (values.csv ? "" : "\n"));

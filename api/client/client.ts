@@ -27,6 +27,32 @@ export interface SseMessage {
   data: string;
 }
 
+/** An uploaded model as the API answers it (`GET /v1/models/{id}`; see api/schemas.ts). */
+export interface ModelInfo {
+  id: string;
+  /** `model:<id>`: what a JobSpec's `model.base` names it by. */
+  base: string;
+  name: string | null;
+  architecture: string;
+  parameter_count: number;
+  /** Bytes of its kept files together. */
+  bytes: number;
+  files: { name: string; bytes: number; sha256: string }[];
+  config: Record<string, unknown>;
+  created_at: string;
+  /** Archive entries the service did not keep (upload answers only). */
+  skipped_files?: string[];
+}
+
+/** Options of {@link SeedClient.uploadModel}. */
+export interface UploadModelOptions {
+  /** A label (`?name=`, 1-200 characters). */
+  name?: string;
+  /** Sets `Idempotency-Key`: a retry with the same key and archive answers the same model. */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
 /** Client configuration. */
 export interface ClientOptions {
   /** Base URL, e.g. `http://127.0.0.1:8787` (no trailing slash needed). */
@@ -107,6 +133,44 @@ export class SeedClient {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (idempotencyKey) headers["idempotency-key"] = idempotencyKey;
     return this.json("/v1/jobs", { method: "POST", body: JSON.stringify(spec), headers });
+  }
+
+  /**
+   * `POST /v1/models`: streams `archive` (a tar of a model folder, e.g. model_folder.ts
+   * `folderTar`) as the request body. Answers the model, and `created: false` when an earlier
+   * upload with the same Idempotency-Key made it (HTTP 200 instead of 201).
+   */
+  async uploadModel(
+    archive: ReadableStream<Uint8Array>,
+    options: UploadModelOptions = {},
+  ): Promise<{ model: ModelInfo; created: boolean }> {
+    const headers: Record<string, string> = { "content-type": "application/x-tar" };
+    if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
+    const query = options.name === undefined
+      ? ""
+      : `?${new URLSearchParams({ name: options.name })}`;
+    const res = await this.fetch(`/v1/models${query}`, {
+      method: "POST",
+      body: archive,
+      headers,
+      signal: options.signal,
+    });
+    return { model: await res.json() as ModelInfo, created: res.status === 201 };
+  }
+
+  /** `GET /v1/models`: the tenant's models, newest first. */
+  async listModels(): Promise<ModelInfo[]> {
+    return (await this.json<{ models: ModelInfo[] }>("/v1/models")).models;
+  }
+
+  /** `GET /v1/models/{id}`. */
+  getModel(id: string): Promise<ModelInfo> {
+    return this.json<ModelInfo>(`/v1/models/${encodeURIComponent(id)}`);
+  }
+
+  /** `DELETE /v1/models/{id}` (a 409 {@link ApiError} while a queued or running job uses it). */
+  async deleteModel(id: string): Promise<void> {
+    await this.fetch(`/v1/models/${encodeURIComponent(id)}`, { method: "DELETE" });
   }
 
   /**

@@ -1,14 +1,30 @@
 /**
  * The API's clients in TypeScript: an HTTP client ({@link SeedClient}: bearer key, problem+json
  * errors as {@link ApiError}, an SSE reader that resumes with `Last-Event-ID`), the command-line
- * client `deno task seed` (`cli.ts`), the progress bar it and the demo draw, and the verified
- * extraction of checkpoint archives.
+ * client `deno task seed` (`cli.ts`, its `models` commands in `cli_models.ts`), the progress bar it
+ * and the demo draw, the verified extraction of checkpoint archives, and the tar stream of a model
+ * folder for `POST /v1/models` (`model_folder.ts`).
  *
  * Direction: this folder imports the server's wire types (`api/errors.ts`: the problem+json body)
  * and nothing else of `api/`; no server file imports it. Everything here speaks HTTP to a running
  * API, so it works against any deployment of it (see README.md, "Command-line client").
  */
-export { ApiError, type ClientOptions, parseSse, SeedClient, type SseMessage } from "./client.ts";
+export {
+  ApiError,
+  type ClientOptions,
+  type ModelInfo,
+  parseSse,
+  SeedClient,
+  type SseMessage,
+  type UploadModelOptions,
+} from "./client.ts";
 export { type CliIo, cliMain } from "./cli.ts";
 export { ArchiveError, type ExtractedFile, extractVerified } from "./extract.ts";
-export { type BarState, formatDuration, PlainProgress, renderBar } from "./progress.ts";
+export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from "./model_folder.ts";
+export {
+  type BarState,
+  formatBytes,
+  formatDuration,
+  PlainProgress,
+  renderBar,
+} from "./progress.ts";

@@ -1,5 +1,6 @@
 /**
- * One-line progress bar for terminals: `[########------------] 8/20  rollout  ETA 1m05s`.
+ * One-line progress bar for terminals: `[########------------] 8/20  rollout  ETA 1m05s` (a job),
+ * `[####----] 1.2 GiB/3.4 GiB  uploading  model.safetensors  ETA 2m10s` (a model upload).
  */
 
 /** Formats seconds as `1h02m`, `3m05s` or `42s`. */
@@ -12,12 +13,27 @@ export function formatDuration(seconds: number): string {
   return `${s}s`;
 }
 
+/** Formats a byte count in binary units: `512 B`, `1.5 KiB`, `29.6 MiB`, `3.2 GiB`. */
+export function formatBytes(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = Math.max(0, bytes);
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${Math.round(value)} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
 /** What the bar shows; every field optional. */
 export interface BarState {
   status?: string;
   stage?: string;
+  /** Work done: steps of a job, or bytes of an upload (with `unit: "bytes"`). */
   step?: number;
   totalSteps?: number;
+  /** How `step`/`totalSteps` read: plain counts (default) or bytes (`1.2 GiB/3.4 GiB`). */
+  unit?: "steps" | "bytes";
   etaS?: number;
 }
 
@@ -27,10 +43,13 @@ export function renderBar(state: BarState, width = 24): string {
   if (state.totalSteps && state.totalSteps > 0 && state.step !== undefined) {
     const frac = Math.min(1, Math.max(0, state.step / state.totalSteps));
     const filled = Math.round(frac * width);
-    parts.push(
-      `[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${state.step}/${state.totalSteps}`,
-    );
-  } else if (state.step !== undefined) parts.push(`step ${state.step}`);
+    const count = state.unit === "bytes"
+      ? `${formatBytes(state.step)}/${formatBytes(state.totalSteps)}`
+      : `${state.step}/${state.totalSteps}`;
+    parts.push(`[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${count}`);
+  } else if (state.step !== undefined) {
+    parts.push(state.unit === "bytes" ? formatBytes(state.step) : `step ${state.step}`);
+  }
   if (state.status) parts.push(state.status);
   if (state.stage) parts.push(state.stage);
   if (state.etaS !== undefined) parts.push(`ETA ${formatDuration(state.etaS)}`);

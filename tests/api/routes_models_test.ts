@@ -6,6 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { checkModel } from "../../api/main.ts";
+import { readModelUpload } from "../../api/model_upload.ts";
+import { ModelList, ModelUploadView, ModelView } from "../../api/schemas.ts";
+import type { ArtifactStore, StoredObject } from "../../jobs/store.ts";
 import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
 import { smallQwen3Files, tarOf } from "./_qwen3_model.ts";
 
@@ -16,11 +19,36 @@ const archive = await tarOf(
   "Qwen3-small/",
 );
 
-async function upload(body: Uint8Array, headers: Record<string, string> = {}, key = fx.keyA) {
-  return await fx.app.request("/v1/models?name=small", {
+async function upload(
+  body: Uint8Array | ReadableStream<Uint8Array>,
+  headers: Record<string, string> = {},
+  key = fx.keyA,
+  name = "small",
+) {
+  return await fx.app.request(`/v1/models?name=${name}`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/x-tar", ...headers },
-    body: new Uint8Array(body),
+    body: body instanceof Uint8Array ? new Uint8Array(body) : body,
+  });
+}
+
+/**
+ * A body that sends the first `bytes` of `archive` in 1 MiB chunks and then fails the way a
+ * dropped connection does (`end: "error"`) or just stops (`end: "close"`, a truncated archive).
+ */
+function cutBody(archive: Uint8Array, bytes: number, end: "error" | "close") {
+  let at = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (at >= bytes) {
+        if (end === "error") controller.error(new Error("connection reset by peer"));
+        else controller.close();
+        return;
+      }
+      const n = Math.min(1024 * 1024, bytes - at);
+      controller.enqueue(archive.slice(at, at + n));
+      at += n;
+    },
   });
 }
 
@@ -81,6 +109,124 @@ Deno.test("an upload is idempotent with Idempotency-Key and a different archive 
   });
   assert.equal(other.status, 409);
   assert.deepEqual(await stored(fx.tenantA.id), before);
+});
+
+Deno.test("the same Idempotency-Key with another name is a 409; another tenant's same key is its own model", async () => {
+  const first = await upload(archive, { "idempotency-key": "named-once" });
+  assert.equal(first.status, 201);
+  const model = await first.json();
+  const before = await stored(fx.tenantA.id);
+  const renamed = await upload(archive, { "idempotency-key": "named-once" }, fx.keyA, "other");
+  assert.equal(renamed.status, 409);
+  assert.match((await renamed.json()).detail, new RegExp(`same archive and name: .*${model.id}`));
+  const again = await upload(archive, { "idempotency-key": "named-once" });
+  assert.equal(again.status, 200);
+  const replay = await again.json();
+  assert.equal(replay.id, model.id);
+  assert.deepEqual(replay.skipped_files, model.skipped_files);
+  assert.deepEqual(await stored(fx.tenantA.id), before);
+  const otherTenant = await upload(archive, { "idempotency-key": "named-once" }, fx.keyB);
+  assert.equal(otherTenant.status, 201);
+  assert.notEqual((await otherTenant.json()).id, model.id);
+});
+
+Deno.test("an empty body or an archive without entries is a 400 naming the body, and nothing is stored", async () => {
+  const before = await stored(fx.tenantB.id);
+  const emptyTar = await tarOf(new Map());
+  assert.equal(emptyTar.byteLength, 1024); // only the end-of-archive blocks
+  for (
+    const [body, detail] of [[new Uint8Array(0), /it is empty/], [emptyTar, /holds none/]] as const
+  ) {
+    const res = await upload(body, {}, fx.keyB);
+    assert.equal(res.status, 400, await res.clone().text());
+    const problem = await res.json();
+    assert.match(problem.detail, detail);
+    assert.equal(problem.errors[0].path, "body");
+  }
+  const none = await fx.app.request("/v1/models", {
+    method: "POST",
+    headers: { authorization: `Bearer ${fx.keyB}`, "content-type": "application/x-tar" },
+  });
+  assert.equal(none.status, 400);
+  assert.equal((await none.json()).errors[0].path, "body");
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("an upload cut off inside a multipart weights file leaves no model and no objects; a retry with its key then succeeds", async () => {
+  const before = await stored(fx.tenantB.id);
+  // 12 MiB: inside model.safetensors (bytes 3,072 to 19.5 M), after its first 8 MiB part.
+  const cut = 12 * 1024 * 1024;
+  for (const end of ["error", "close"] as const) {
+    const res = await upload(cutBody(archive, cut, end), { "idempotency-key": "cut" }, fx.keyB);
+    assert.equal(res.status, 400, end);
+    const problem = await res.json();
+    assert.equal(problem.errors[0].path, "body");
+    assert.equal(problem.errors[0].code, end === "error" ? "incomplete" : "invalid_tar");
+    if (end === "error") assert.match(problem.detail, /must arrive whole: .*after 12582912 bytes/);
+    assert.deepEqual(await stored(fx.tenantB.id), before, end);
+  }
+  const retry = await upload(archive, { "idempotency-key": "cut" }, fx.keyB);
+  assert.equal(retry.status, 201, await retry.clone().text());
+});
+
+Deno.test("weights larger than the store's part size are streamed to S3 as a multipart upload", async () => {
+  const prefix = `tenants/${fx.tenantA.id}/models/${crypto.randomUUID()}/`;
+  const streamed: StoredObject[] = [];
+  const target: Pick<ArtifactStore, "put" | "putStream" | "delete"> = {
+    put: (key, bytes, options) => fx.store.put(key, bytes, options),
+    putStream: async (key, source, options) => {
+      const out = await fx.store.putStream(key, source, options);
+      streamed.push(out);
+      return out;
+    },
+    delete: (key) => fx.store.delete(key),
+  };
+  const body = new Blob([new Uint8Array(archive)]).stream();
+  const read = await readModelUpload(body, { store: target, prefix });
+  const weights = files.get("model.safetensors")!;
+  const parts = Math.ceil(weights.byteLength / fx.store.multipartBytes);
+  assert.ok(parts > 1);
+  assert.deepEqual(
+    streamed.map((o) => [o.key, o.bytes, o.parts]),
+    [[`${prefix}model.safetensors`, weights.byteLength, parts]],
+  );
+  assert.deepEqual(await fx.store.get(`${prefix}model.safetensors`), weights);
+  await Promise.all(read.files.map((f) => fx.store.delete(f.key)));
+});
+
+Deno.test("the OpenAPI document describes /v1/models as the routes answer it", async () => {
+  const doc = await (await req(fx.app, "GET", "/openapi.json")).json();
+  const post = doc.paths["/v1/models"].post;
+  assert.deepEqual(Object.keys(post.requestBody.content), ["application/x-tar"]);
+  assert.deepEqual(
+    post.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`),
+    ["query:name", "header:Idempotency-Key"],
+  );
+  for (const status of ["200", "201", "400", "401", "409", "413", "415", "422"]) {
+    assert.ok(post.responses[status], `POST ${status}`);
+  }
+  assert.equal(
+    post.responses["201"].content["application/json"].schema.$ref,
+    "#/components/schemas/ModelUpload",
+  );
+  assert.deepEqual(Object.keys(doc.paths["/v1/models"]).sort(), ["get", "post"]);
+  assert.deepEqual(Object.keys(doc.paths["/v1/models/{id}"]).sort(), ["delete", "get"]);
+  assert.ok(doc.paths["/v1/models/{id}"].delete.responses["409"]);
+  // Real answers carry exactly the documented fields, and parse with the schemas documented.
+  const res = await upload(archive, {}, fx.keyB, "doc");
+  const created = await res.json();
+  const schemas = doc.components.schemas;
+  assert.deepEqual(Object.keys(created).sort(), Object.keys(schemas.ModelUpload.properties).sort());
+  assert.deepEqual([...schemas.ModelUpload.required].sort(), Object.keys(created).sort());
+  ModelUploadView.strict().parse(created);
+  const one = await (await req(fx.app, "GET", `/v1/models/${created.id}`, { key: fx.keyB })).json();
+  assert.deepEqual(Object.keys(one).sort(), Object.keys(schemas.Model.properties).sort());
+  ModelView.strict().parse(one);
+  ModelList.parse(await (await req(fx.app, "GET", "/v1/models", { key: fx.keyB })).json());
+  assert.equal(
+    (await req(fx.app, "DELETE", `/v1/models/${created.id}`, { key: fx.keyB })).status,
+    204,
+  );
 });
 
 Deno.test("invalid folders are a 422 naming the file and field, and nothing is stored", async () => {

@@ -1,0 +1,160 @@
+/**
+ * `seed models …`: upload a Hugging Face model folder, list, show and delete uploaded models
+ * (README.md, "Bring your own model").
+ *
+ *   models upload DIR [--name N] [--idempotency-key K] [--json]   prints the model id
+ *   models list [--json]                                          newest first
+ *   models get ID [--json]                                        architecture, size, files
+ *   models delete ID                                              refused while a job uses it
+ */
+import type { CliIo } from "./cli.ts";
+import type { ModelInfo, SeedClient } from "./client.ts";
+import { folderTar, listModelFolder } from "./model_folder.ts";
+import { formatBytes, PlainProgress, renderBar } from "./progress.ts";
+
+/** Usage lines of the `models` commands (part of the CLI's usage text). */
+export const MODELS_USAGE = `  models upload DIR [--name N] [--idempotency-key K] [--json]
+  models list [--json]
+  models get ID [--json]
+  models delete ID`;
+
+/** Options the `models` commands read. */
+export interface ModelsOptions {
+  name?: string;
+  "idempotency-key"?: string;
+  json?: boolean;
+}
+
+/**
+ * Runs `models SUB [ARG]`; returns the exit code (0 ok, 2 usage).
+ * @throws ApiError on an HTTP error answer; Error for a folder that cannot be read.
+ */
+export async function modelsCommand(
+  client: SeedClient,
+  args: { sub?: string; arg?: string; options: ModelsOptions },
+  io: CliIo,
+): Promise<number> {
+  const { sub, arg, options } = args;
+  if (sub === "list") {
+    const models = await client.listModels();
+    if (options.json) io.out(JSON.stringify(models, null, 2) + "\n");
+    else for (const m of models) io.out(row(m));
+    return 0;
+  }
+  if (!arg || !["upload", "get", "delete"].includes(sub ?? "")) {
+    io.err(`Cannot run "models${sub ? ` ${sub}` : ""}" as it needs one of:\n${MODELS_USAGE}\n`);
+    return 2;
+  }
+  if (sub === "upload") return await upload(client, arg, options, io);
+  if (sub === "get") {
+    const model = await client.getModel(arg);
+    io.out(options.json ? JSON.stringify(model, null, 2) + "\n" : describe(model));
+    return 0;
+  }
+  await client.deleteModel(arg);
+  io.out(`${arg}\tdeleted\n`);
+  return 0;
+}
+
+/** One line of `models list`: id, name, architecture, parameters, size, created. */
+function row(m: ModelInfo): string {
+  return `${m.id}\t${m.name ?? "-"}\t${m.architecture}\t${m.parameter_count}\t${
+    formatBytes(m.bytes)
+  }\t${m.created_at}\n`;
+}
+
+function describe(m: ModelInfo): string {
+  const lines = [
+    `model         ${m.id}`,
+    `base          ${m.base}`,
+    `name          ${m.name ?? "-"}`,
+    `architecture  ${m.architecture}`,
+    `parameters    ${m.parameter_count}`,
+    `size          ${formatBytes(m.bytes)} (${m.bytes} bytes)`,
+    `created       ${m.created_at}`,
+    `files`,
+    ...m.files.map((f) => `  ${f.sha256}  ${f.bytes}\t${f.name}`),
+  ];
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * Tars `dir` and streams it to `POST /v1/models` with a progress bar on stderr (redrawn in place
+ * on a terminal; otherwise a line per file and per tenth of the bytes, and at least every 15 s),
+ * then waits while the server checks the model.
+ */
+async function upload(
+  client: SeedClient,
+  dir: string,
+  options: ModelsOptions,
+  io: CliIo,
+): Promise<number> {
+  const folder = await listModelFolder(dir);
+  if (folder.left.length > 0) io.err(`not sent: ${folder.left.join(", ")}\n`);
+  if (folder.files.length === 0) {
+    throw new Error(`Cannot upload ${dir} as it must hold the model's files: it has none to send`);
+  }
+  const startMs = Date.now();
+  let sentBytes = 0;
+  let file = folder.files[0].name;
+  let phase: "uploading" | "checking" = "uploading";
+  const plain = new PlainProgress();
+  let shown = "";
+  let shownAtMs = 0;
+  const draw = (final = false) => {
+    const nowMs = Date.now();
+    const elapsedS = (nowMs - startMs) / 1000;
+    const etaS = phase === "uploading" && sentBytes > 0 && elapsedS >= 1
+      ? (folder.bytes - sentBytes) / (sentBytes / elapsedS)
+      : undefined;
+    const line = renderBar({
+      status: phase,
+      stage: phase === "uploading" ? file : undefined,
+      step: sentBytes,
+      totalSteps: folder.bytes,
+      unit: "bytes",
+      etaS,
+    });
+    if (!io.tty) {
+      const tenth = Math.floor((10 * sentBytes) / Math.max(1, folder.bytes));
+      const out = plain.next({ line, key: `${phase} ${file} ${tenth}`, stage: phase }, nowMs);
+      if (out !== null) io.err(`${out}\n`);
+      return;
+    }
+    if (line === shown || (!final && nowMs - shownAtMs < 200)) return;
+    shown = line;
+    shownAtMs = nowMs;
+    io.err(`\r\x1b[2K${line}`);
+  };
+  const archive = folderTar(folder.files, (name, bytes) => {
+    file = name;
+    sentBytes += bytes;
+    if (sentBytes >= folder.bytes) phase = "checking";
+    draw(phase === "checking");
+  });
+  draw(true);
+  const timer = setInterval(draw, 2000);
+  let answer;
+  try {
+    answer = await client.uploadModel(archive, {
+      name: options.name,
+      idempotencyKey: options["idempotency-key"],
+    });
+  } finally {
+    clearInterval(timer);
+    if (io.tty) io.err("\n");
+  }
+  const { model, created } = answer;
+  io.out(options.json ? JSON.stringify(model, null, 2) + "\n" : `${model.id}\n`);
+  io.err(
+    `${
+      created ? "uploaded" : "already uploaded with this Idempotency-Key:"
+    } model ${model.id} (${model.architecture}, ${model.parameter_count} parameters, ${model.files.length} files, ${
+      formatBytes(model.bytes)
+    }); use it as "model": {"base": "${model.base}"}\n`,
+  );
+  if (model.skipped_files?.length) {
+    io.err(`the service skipped: ${model.skipped_files.join(", ")}\n`);
+  }
+  return 0;
+}
