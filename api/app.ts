@@ -32,6 +32,7 @@ import { artifactRoutes } from "./routes_artifacts.ts";
 import { eventRoutes } from "./routes_events.ts";
 import { jobRoutes } from "./routes_jobs.ts";
 import { modelRoutes } from "./routes_models.ts";
+import { secretRoutes } from "./routes_secrets.ts";
 import { envRoutes, systemRoutes } from "./routes_system.ts";
 import { trajectoryRoutes } from "./routes_trajectories.ts";
 
@@ -180,6 +181,7 @@ export function createApp(options: AppOptions): Hono {
   v1.route("/jobs", trajectoryRoutes(options));
   v1.route("/envs", envRoutes(options));
   v1.route("/models", modelRoutes(options));
+  v1.route("/secrets", secretRoutes(options));
   app.route("/v1", v1);
   return app;
 }

@@ -2,7 +2,7 @@
  * What `createApp` needs: the database, the artifact store, and optional hooks. The API never
  * imports workers/: the environment list and the semantic check of a spec come in as functions.
  */
-import { type Database, ENV_CATALOG, type JobSpec } from "../jobs/mod.ts";
+import { type Database, ENV_CATALOG, type JobSpec, type SecretCipher } from "../jobs/mod.ts";
 import type { ArtifactStore } from "../jobs/store.ts";
 import type { ErrorMapper } from "./errors.ts";
 import type { EnvInfo } from "./schemas.ts";
@@ -49,6 +49,12 @@ export interface AppOptions {
   envs?: EnvsProvider;
   /** Extra 422 checks of submitted specs, run after the env check. */
   checkSpec?: SpecCheck;
+  /**
+   * Encrypts tenant secrets (`PUT /v1/secrets/{name}`); default jobs/secrets.ts
+   * `secretCipherFromEnv()` (`SEED_SECRETS_KEY`, or the key file of `SEED_DATA_DIR`), made on the
+   * first PUT.
+   */
+  secretCipher?: SecretCipher;
   /** Checks uploaded models; without it `POST /v1/models` answers 501. */
   checkModel?: ModelCheck;
   /** Limits of `POST /v1/models` (api/model_upload.ts defaults: 64 GiB, 64 MiB small files). */

@@ -17,7 +17,7 @@ import {
 } from "../jobs/mod.ts";
 import { NotFoundError, UnprocessableError } from "./errors.ts";
 import { getJob, listJobs } from "./queries.ts";
-import { checkSpecRefs, rootModelBase } from "./spec_refs.ts";
+import { checkAnnotator, checkSpecRefs, rootModelBase } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { snapshotStream } from "./snapshot_stream.ts";
 import { parseIdempotencyKey, parseJsonBody, parseQuery } from "./validate.ts";
@@ -86,6 +86,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
       () => rootModelBase(db, { tenantId: tenant.id, base: spec.model.base }),
     );
     await checkSpecRefs(db, spec, { tenantId: tenant.id, serviceBucket: options.store.bucket });
+    await checkAnnotator(db, spec, { tenantId: tenant.id });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });
     c.header("location", `/v1/jobs/${job.id}`);

@@ -7,7 +7,14 @@
  * service's bucket (`s3://seed/tenants/<other>/…`), train from them and download the result.
  */
 import type { JobSpec } from "../jobs/mod.ts";
-import { getJob, getModel, MODEL_REF_PATTERN } from "../jobs/mod.ts";
+import {
+  checkAnnotatorUrl,
+  getJob,
+  getModel,
+  getSecretInfo,
+  MODEL_REF_PATTERN,
+  OutboundUrlError,
+} from "../jobs/mod.ts";
 import type { Database } from "../jobs/db.ts";
 import { type FieldIssue, UnprocessableError } from "./errors.ts";
 
@@ -91,4 +98,44 @@ export async function rootModelBase(
     current = next;
   }
   return current;
+}
+
+/**
+ * Throws {@link UnprocessableError} (422) when `warmup.analyzer.annotator` names a
+ * `credential_secret` the tenant has not stored (`…annotator.credential_secret`), or a
+ * `base_url` the URL rules refuse (`…annotator.base_url`: internal hosts the operator did not
+ * list in `SEED_ANNOTATOR_ALLOWED_HOSTS`, the service's own endpoints; jobs/outbound_url.ts).
+ * The worker checks both again when it runs the job.
+ */
+export async function checkAnnotator(
+  db: Database,
+  spec: JobSpec,
+  ctx: { tenantId: string },
+): Promise<void> {
+  const annotator = spec.warmup.analyzer.annotator;
+  if (!annotator) return;
+  const issues: FieldIssue[] = [];
+  try {
+    checkAnnotatorUrl(annotator.base_url);
+  } catch (e) {
+    if (!(e instanceof OutboundUrlError)) throw e;
+    issues.push({
+      path: "warmup.analyzer.annotator.base_url",
+      code: "url_refused",
+      message: e.message,
+    });
+  }
+  if (!(await getSecretInfo(db, ctx.tenantId, annotator.credential_secret))) {
+    issues.push({
+      path: "warmup.analyzer.annotator.credential_secret",
+      code: "unknown_secret",
+      message:
+        `Cannot use secret ${annotator.credential_secret} as it must be a secret of this tenant (PUT /v1/secrets/{name})`,
+    });
+  }
+  if (issues.length === 0) return;
+  throw new UnprocessableError(
+    `Cannot queue the job as ${issues[0].path} must be usable: ${issues[0].message}`,
+    { errors: issues },
+  );
 }

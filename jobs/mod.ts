@@ -134,3 +134,22 @@ export {
   stepRecord,
 } from "./step_commit.ts";
 export { isTransient } from "./transient.ts";
+export {
+  deleteSecret,
+  getSecretInfo,
+  listSecrets,
+  MAX_SECRET_VALUE_BYTES,
+  putSecret,
+  readSecretValue,
+  SECRET_NAME_PATTERN,
+  SecretCipher,
+  secretCipherFromEnv,
+  type SecretInfo,
+  SecretKeyError,
+} from "./secrets.ts";
+export {
+  ANNOTATOR_HOSTS_VARIABLE,
+  checkAnnotatorUrl,
+  isInternalHost,
+  OutboundUrlError,
+} from "./outbound_url.ts";

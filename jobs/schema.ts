@@ -325,6 +325,26 @@ export const models = pgTable("models", {
   check("models_name_length", sql`${t.name} is null or length(${t.name}) between 1 and 200`),
 ]);
 
+/**
+ * Tenant secrets (`PUT /v1/secrets/{name}`), e.g. the API key of an LLM annotator a JobSpec names
+ * as `warmup.analyzer.annotator.credential_secret`. Only ciphertext is stored: AES-256-GCM under
+ * the service's secrets key (jobs/secrets.ts), with the tenant and name as associated data, so a
+ * row copied to another tenant or name does not decrypt. No endpoint returns a value.
+ */
+export const tenantSecrets = pgTable("tenant_secrets", {
+  tenantId: uuid("tenant_id").notNull().references(() => tenants.id, { onDelete: "cascade" }),
+  name: text("name").notNull(),
+  /** Base64 of the 12-byte AES-GCM nonce. */
+  nonce: text("nonce").notNull(),
+  /** Base64 of the AES-GCM ciphertext with its 16-byte tag. */
+  ciphertext: text("ciphertext").notNull(),
+  createdAt: createdAt(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+}, (t) => [
+  primaryKey({ name: "tenant_secrets_pkey", columns: [t.tenantId, t.name] }),
+  check("tenant_secrets_name_format", sql`${t.name} ~ '^[a-z][a-z0-9_-]{0,63}$'`),
+]);
+
 /** Row types inferred from the tables. */
 export type Tenant = typeof tenants.$inferSelect;
 /** An API key row (no secret; only its hash). */
@@ -345,3 +365,5 @@ export type TrajectoryDump = typeof trajectoryDumps.$inferSelect;
 export type IdempotencyKey = typeof idempotencyKeys.$inferSelect;
 /** An uploaded model's row. */
 export type Model = typeof models.$inferSelect;
+/** A tenant secret row (ciphertext only). */
+export type TenantSecret = typeof tenantSecrets.$inferSelect;

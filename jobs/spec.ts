@@ -67,6 +67,35 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
   },
 );
 
+/**
+ * `warmup.analyzer.annotator`: an OpenAI-compatible endpoint (README.md, "LLM annotator"). The
+ * URL rules (public hosts; internal ones only when the operator lists them) are checked at submit
+ * by the API and again by the worker (jobs/outbound_url.ts), not here: they depend on the
+ * deployment's settings.
+ */
+const Annotator = z.object({
+  /** Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at `…/chat/completions`). */
+  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
+    message: "Cannot use this base_url as it must be an absolute http(s) URL",
+  }),
+  /** Model name the endpoint serves, sent as `model`. */
+  model: z.string().min(1).max(256),
+  /** Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer token. */
+  credential_secret: z.string().regex(ID_PATTERN, {
+    message: "Cannot use this credential_secret as it must match ^[a-z][a-z0-9_-]{0,63}$",
+  }),
+  /** `max_tokens` of each label. */
+  max_tokens: int(16, 8192).default(512),
+  /** Sampling temperature of the labels (0: greedy). */
+  temperature: num(0, 2).default(0),
+  /** Requests in flight at once. */
+  concurrency: int(1, 64).default(4),
+  /** Per-request timeout, seconds. */
+  timeout_s: int(1, 600).default(60),
+  /** Retries of a request after a connection error, timeout, 408/409/429 or 5xx. */
+  max_retries: int(0, 10).default(2),
+}).strict();
+
 const WarmupStage = (episodes: number, epochs: number, lr: number) =>
   z.object({
     /** Demonstrations (policy) or annotated trajectories (analyzer) to train on. */
@@ -189,8 +218,17 @@ export const JobSpecSchema = z.object({
        */
       corrective_share: num(0, 1).default(0),
     }).prefault({}),
-    /** Analyzer SFT on (trajectory → skill) pairs from the reference analyzer. */
-    analyzer: WarmupStage(64, 2, 1e-3).prefault({}),
+    /**
+     * Analyzer SFT on (trajectory → skill) pairs of the warmed policy's trajectories, labelled by
+     * the environment's reference analyzer, or by an LLM (`annotator`).
+     */
+    analyzer: WarmupStage(64, 2, 1e-3).extend({
+      /**
+       * An OpenAI-compatible chat-completions endpoint that labels the trajectories instead of
+       * the reference analyzer (the paper's stronger annotator); only labels that parse are kept.
+       */
+      annotator: Annotator.optional(),
+    }).prefault({}),
     /** Skip both stages (the base model is already warm). */
     skip: z.boolean().default(false),
     /** Optional extra SFT data: an `s3://bucket/key` JSONL object. */

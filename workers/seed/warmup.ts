@@ -2,7 +2,7 @@
  * Warm-up (README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on expert
  * demonstrations of the job's environment (policy SFT), then on analyses of its own trajectories
  * written by the environment's reference analyzer (analyzer SFT), so that it can both act and
- * write parseable hindsight skills. The model after warm-up is the reference policy π_ref.
+ * write parseable hindsight skills (or by an LLM annotator, as the paper does). The model after warm-up is the reference policy π_ref.
  *
  * Data (all from the `train` split, seeded by the job's `random_seed`):
  * - policy SFT: each turn of an expert episode is one sample, prompt = `env.buildPrompt(…)` as in
@@ -11,9 +11,16 @@
  * - analyzer SFT: trajectories of the warmed policy sampled at temperature 1 (successes and
  *   failures alike), prompt = `buildAnalyzerPrompt(trajectory)` (text only: observations as
  *   their text descriptions), target =
- *   `analysisTarget(env.referenceAnalysis(trajectory))` + EOS.
+ *   `analysisTarget(env.referenceAnalysis(trajectory))` + EOS, or the LLM annotator's parsed
+ *   label (annotator.ts; unparseable labels are dropped).
  */
-import type { AsyncEnvironment, Observation, Task } from "../envs/mod.ts";
+import type {
+  AsyncEnvironment,
+  Observation,
+  SkillAnalysis,
+  Task,
+  Trajectory,
+} from "../envs/mod.ts";
 import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
 import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
@@ -271,11 +278,17 @@ export interface AnalyzerDataOptions extends WarmupDataOptions {
   maxNewTokens: number;
   prompt: AnalyzerPromptOptions;
   signal?: AbortSignal;
+  /**
+   * Labels the trajectories instead of the reference analyzer (the LLM annotator, annotator.ts):
+   * one analysis per trajectory, in order, null where there is none (that trajectory is dropped).
+   */
+  label?: (trajectories: Trajectory[]) => Promise<(SkillAnalysis | null)[]>;
 }
 
 /**
  * Analyzer SFT data: `episodes` trajectories of the (warmed) policy on `train` tasks, each
- * paired with the reference analyzer's JSON (+ EOS) as the target.
+ * paired with its label's JSON (+ EOS) as the target: the reference analyzer's, or `label`'s
+ * (trajectories it leaves unlabelled are dropped).
  */
 export async function analyzerSamples(
   text: TextPolicy,
@@ -305,13 +318,15 @@ export async function analyzerSamples(
       return g.texts;
     },
   });
+  let labels: (SkillAnalysis | null)[] = [];
+  if (options.label) labels = await options.label(trajectories);
+  else for (const t of trajectories) labels.push(await env.referenceAnalysis(t));
   const samples: Sample[] = [];
-  for (const t of trajectories) {
-    const reference = await env.referenceAnalysis(t);
-    samples.push(
-      text.sample(buildAnalyzerPrompt(t, options.prompt), analysisTarget(reference), true),
-    );
-  }
+  trajectories.forEach((t, i) => {
+    const label = labels[i];
+    if (!label) return;
+    samples.push(text.sample(buildAnalyzerPrompt(t, options.prompt), analysisTarget(label), true));
+  });
   return { samples, won: trajectories.filter((t) => t.won).length, tokensGenerated };
 }
 

@@ -38,7 +38,8 @@ export type CallOp =
   | "readPoint"
   | "artifacts.checkpoint"
   | "artifacts.readObject"
-  | "artifacts.model";
+  | "artifacts.model"
+  | "secret";
 
 /** Control loop → compute process. */
 export type ToProcess =

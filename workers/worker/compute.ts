@@ -166,6 +166,9 @@ async function serveCalls(
         const model = ctx.artifacts.model ? await ctx.artifacts.model(a[0]) : null;
         return wirePoint(model && { ...model, step: 0 });
       }
+      case "secret":
+        if (!ctx.secret) throw new RangeError("Cannot read a secret as this run has no database");
+        return await ctx.secret(a[0]);
       case "readPoint": {
         const point = points.get(a[0]);
         if (!point) throw new RangeError(`Cannot read from checkpoint handle ${a[0]}: unknown`);

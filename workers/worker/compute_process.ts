@@ -92,6 +92,7 @@ async function start(
     stepRecord: (step) => call("stepRecord", step),
     latestCheckpoint: async () => point(await call<WirePoint | null>("latestCheckpoint")),
     checkpointAt: async (step) => point(await call<WirePoint | null>("checkpointAt", step)),
+    secret: (name) => call("secret", name),
     artifacts: {
       checkpoint: async (jobId, step) =>
         point(await call<WirePoint | null>("artifacts.checkpoint", jobId, step)),

@@ -19,10 +19,13 @@ import {
   type JobSpec,
   latestCheckpoint,
   readCheckpointFile,
+  readSecretValue,
   recordMetrics,
   saveCheckpoint,
   saveSkillLibrary,
   saveTrajectoryDump,
+  type SecretCipher,
+  secretCipherFromEnv,
   setProgress,
   stepRecord,
 } from "../../jobs/mod.ts";
@@ -51,6 +54,8 @@ export interface RunState {
   log: Logger;
   /** How long transient failures are retried, in ms (default 60 000). */
   retryForMs?: number;
+  /** Decrypts tenant secrets (default `secretCipherFromEnv()`, made on first use). */
+  secretCipher?: SecretCipher;
 }
 
 /** Creates the handler's context for one run (see {@link JobContext}). */
@@ -187,6 +192,10 @@ export function createJobContext(state: RunState): JobContext {
       return resumePoint(await retried(() => getCheckpoint(db, job.id, step)));
     },
     artifacts,
+    async secret(name) {
+      const cipher = state.secretCipher ??= secretCipherFromEnv();
+      return await retried(() => readSecretValue(db, cipher, job.tenantId, name));
+    },
     saveSkills(step, json, skillCount) {
       const count = skillCount ?? skillCountOf(json);
       return fenced(() => saveSkillLibrary(db, store, writer, { step, json, skillCount: count }));

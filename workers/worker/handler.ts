@@ -118,6 +118,13 @@ export interface JobContext {
   checkpointAt(step: number): Promise<ResumePoint | null>;
   /** Read-only access to this tenant's other artifacts (see {@link ArtifactReader}). */
   readonly artifacts: ArtifactReader;
+  /**
+   * The decrypted value of this tenant's secret `name` (`PUT /v1/secrets/{name}`), or null when
+   * the tenant has none. Never log or emit it. Optional: contexts without a database (benchmarks)
+   * omit it.
+   * @throws SecretKeyError when it does not decrypt under the worker's secrets key.
+   */
+  secret?(name: string): Promise<string | null>;
   /** Uploads the skill library JSON of a step and commits its row. */
   saveSkills(step: number, json: unknown, skillCount?: number): Promise<SkillLibrary>;
   /**

@@ -49,6 +49,14 @@ import {
   VocabularyResponseSchema,
   WireStepResultSchema,
 } from "./protocol.ts";
+import {
+  checkOutboundUrl,
+  hostListFromEnv,
+  OutboundUrlError,
+  serviceUrlsFromEnv,
+} from "../../../jobs/outbound_url.ts";
+
+export { serviceUrlsFromEnv };
 
 /** Hosts contacted when `SEED_ENV_ALLOWED_HOSTS` is not set. */
 export const DEFAULT_ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"];
@@ -72,9 +80,9 @@ export interface HttpEnvOptions {
 /** Thrown when an environment URL is refused by the allowlist or deny list. */
 export class EnvUrlNotAllowedError extends Error {
   readonly url: string;
-  /** @param url the refused URL; @param reason why. */
-  constructor(url: string, reason: string) {
-    super(`Cannot contact environment URL as ${reason}: current value is ${url}`);
+  /** @param url the refused URL; @param message the whole message (outbound_url.ts writes it). */
+  constructor(url: string, message: string) {
+    super(message);
     this.name = "EnvUrlNotAllowedError";
     this.url = url;
   }
@@ -99,88 +107,14 @@ export class EnvHttpError extends Error {
   }
 }
 
-function envVar(name: string): string | undefined {
-  try {
-    return Deno.env.get(name) || undefined;
-  } catch {
-    return undefined; // no --allow-env: treat as unset
-  }
-}
-
 /** The allowed host entries from `SEED_ENV_ALLOWED_HOSTS` (or loopback). */
 export function allowedHostsFromEnv(): string[] {
-  const raw = envVar("SEED_ENV_ALLOWED_HOSTS");
-  if (raw === undefined) return [...DEFAULT_ALLOWED_HOSTS];
-  return raw.split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
-}
-
-const DEFAULT_PORTS: Record<string, string> = {
-  "http:": "80",
-  "https:": "443",
-  "postgres:": "5432",
-  "postgresql:": "5432",
-};
-
-function portOf(url: URL): string | undefined {
-  return url.port !== "" ? url.port : DEFAULT_PORTS[url.protocol];
+  return hostListFromEnv("SEED_ENV_ALLOWED_HOSTS") ?? [...DEFAULT_ALLOWED_HOSTS];
 }
 
 /**
- * True for a name of this machine's loopback interface as WHATWG URL parsing writes it:
- * `localhost`, `127.x.x.x` (also reached as `2130706433` or `0x7f000001`, which parse to
- * `127.0.0.1`), `[::1]`, an IPv4-mapped `[::ffff:7f…]`, and `0.0.0.0` / `[::]` (which connect
- * to loopback on Linux).
- */
-function isLoopbackHost(host: string): boolean {
-  return host === "localhost" || /^127\.\d+\.\d+\.\d+$/.test(host) || host === "[::1]" ||
-    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host) || host === "0.0.0.0" ||
-    host === "[::]";
-}
-
-/**
- * Whether two URL hostnames reach the same machine for the deny list: equal, or both loopback
- * (a `DATABASE_URL` on `localhost:5432` must also deny `127.0.0.1:5432` and `[::1]:5432`).
- */
-function sameHost(a: string, b: string): boolean {
-  return a === b || (isLoopbackHost(a) && isLoopbackHost(b));
-}
-
-function readJsonPort(path: string): number | undefined {
-  try {
-    const port = JSON.parse(Deno.readTextFileSync(path))?.port;
-    return Number.isInteger(port) && port > 0 && port < 65_536 ? port : undefined;
-  } catch {
-    return undefined; // absent, being written, or no --allow-read
-  }
-}
-
-/**
- * The service's own endpoints from the process environment: `DATABASE_URL` and `S3_ENDPOINT`
- * when set; otherwise the embedded services of `SEED_DATA_DIR` (default `.seed`) that serve on
- * loopback, read from the files they publish their ports in (`pg.lock` of jobs/embedded/pglite.ts,
- * `s3.json` of jobs/embedded/local_s3.ts). Without these, the loopback default allowlist let an
- * environment URL reach the embedded database and the embedded (unauthenticated) object store.
- */
-export function serviceUrlsFromEnv(): string[] {
-  const urls: string[] = [];
-  const dataDir = envVar("SEED_DATA_DIR") ?? ".seed";
-  const database = envVar("DATABASE_URL");
-  const s3 = envVar("S3_ENDPOINT");
-  if (database) urls.push(database);
-  else {
-    const port = readJsonPort(`${dataDir}/pg.lock`);
-    if (port) urls.push(`postgres://127.0.0.1:${port}/`);
-  }
-  if (s3) urls.push(s3);
-  else {
-    const port = readJsonPort(`${dataDir}/s3.json`);
-    if (port) urls.push(`http://127.0.0.1:${port}/`);
-  }
-  return urls;
-}
-
-/**
- * Checks `rawUrl` against the scheme rule, the allowlist and the deny list.
+ * Checks `rawUrl` against the scheme rule, the allowlist and the deny list (the rules shared
+ * with other outbound URLs are in jobs/outbound_url.ts).
  * @returns the parsed URL.
  * @throws EnvUrlNotAllowedError when it is refused.
  */
@@ -188,41 +122,18 @@ export function checkEnvUrl(
   rawUrl: string,
   opts: { allowedHosts?: readonly string[]; deniedUrls?: readonly string[] } = {},
 ): URL {
-  let url: URL;
   try {
-    url = new URL(rawUrl);
-  } catch {
-    throw new EnvUrlNotAllowedError(rawUrl, "it must be an absolute URL");
+    return checkOutboundUrl(rawUrl, {
+      field: "environment URL",
+      allowedHosts: opts.allowedHosts ?? allowedHostsFromEnv(),
+      mode: "allowlist",
+      variable: "SEED_ENV_ALLOWED_HOSTS",
+      deniedUrls: opts.deniedUrls,
+    });
+  } catch (e) {
+    if (e instanceof OutboundUrlError) throw new EnvUrlNotAllowedError(rawUrl, e.message);
+    throw e;
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new EnvUrlNotAllowedError(rawUrl, "its scheme must be http or https");
-  }
-  if (url.username !== "" || url.password !== "") {
-    throw new EnvUrlNotAllowedError(rawUrl, "it must not hold credentials");
-  }
-  const host = url.hostname.toLowerCase();
-  const port = portOf(url)!;
-  const allowed = (opts.allowedHosts ?? allowedHostsFromEnv()).map((h) => h.toLowerCase());
-  if (!allowed.includes(host) && !allowed.includes(`${host}:${port}`)) {
-    throw new EnvUrlNotAllowedError(
-      rawUrl,
-      `its host must be listed in SEED_ENV_ALLOWED_HOSTS (${allowed.join(", ")})`,
-    );
-  }
-  const denied = [...(opts.deniedUrls ?? []), ...serviceUrlsFromEnv()];
-  for (const raw of denied) {
-    let d: URL;
-    try {
-      d = new URL(raw);
-    } catch {
-      continue;
-    }
-    const dPort = portOf(d);
-    if (sameHost(d.hostname.toLowerCase(), host) && (dPort === undefined || dPort === port)) {
-      throw new EnvUrlNotAllowedError(rawUrl, "it must not be one of the service's own endpoints");
-    }
-  }
-  return url;
 }
 
 /** Low-level JSON calls with timeout, retry and the URL check. */

@@ -1,7 +1,8 @@
 /**
  * The warm-up stages of a job run (README.md, Algorithm, "Warm-up"), with progress and events:
  * `warmup_policy` (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer SFT on
- * the warmed policy's trajectories annotated by the reference analyzer, with the policy
+ * the warmed policy's trajectories annotated by the reference analyzer or the LLM annotator of
+ * `warmup.analyzer.annotator`, with the policy
  * demonstrations replayed), as the run plan lists them (../run_plan.ts: the analyzer stage for
  * `sft` jobs and `seed` jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics
  * of the warm-up.
@@ -13,6 +14,8 @@ import { Rng } from "../../model/mod.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
 import type { TextPolicy } from "../text_policy.ts";
 import type { RunPlan } from "../run_plan.ts";
+import type { Trajectory } from "../../envs/mod.ts";
+import { annotateTrajectories, type AnnotationReport, AnnotatorError } from "../annotator.ts";
 import {
   analyzerSamples,
   expertSamples,
@@ -119,6 +122,7 @@ export async function runWarmup(
   if (analyzer && (spec.warmup.analyzer.episodes > 0 || user.analyzer.length > 0)) {
     const analyzerSeed = derivedSeed(spec.random_seed, SEED_USE.warmupAnalyzer);
     await ctx.setProgress({ stage: "warmup_analyzer", step: 0, totalSteps });
+    const annotator = await annotatorOf(run);
     const annotated = await analyzerSamples(theta, {
       ...data,
       episodes: spec.warmup.analyzer.episodes,
@@ -130,6 +134,7 @@ export async function runWarmup(
         maxFieldChars: spec.seed.analyzer_max_field_chars,
       },
       signal: ctx.signal,
+      label: annotator?.label,
     });
     // Policy demonstrations are replayed beside the analyses, with as many response tokens as
     // the analyses have (the SFT loss is a token mean, so this gives both halves equal weight):
@@ -147,6 +152,7 @@ export async function runWarmup(
       episodes: spec.warmup.analyzer.episodes,
       policy_won: annotated.won,
       user_samples: user.analyzer.length,
+      ...annotator?.metrics(),
     });
   }
   return out;
@@ -181,6 +187,52 @@ export function replaySubset<T>(data: readonly T[], count: number, seed: number)
     [pool[i], pool[j]] = [pool[j], pool[i]];
   }
   return pool.slice(0, count);
+}
+
+/**
+ * The LLM annotator of `warmup.analyzer.annotator` (annotator.ts), or undefined when the spec
+ * names none: `label` labels trajectories with it (logging the counts), `metrics` reports
+ * `annotator_requests`, `annotator_answered`, `annotator_parsed`, `annotator_failed` and
+ * `annotator_parse_rate` (parsed / answered) after it ran.
+ * @throws AnnotatorError when the credential secret is missing (deleted after submit).
+ */
+async function annotatorOf(run: WarmupRun) {
+  const spec = run.spec.warmup.analyzer.annotator;
+  if (!spec) return undefined;
+  const { ctx } = run;
+  const apiKey = ctx.secret ? await ctx.secret(spec.credential_secret) : null;
+  if (apiKey === null) {
+    throw new AnnotatorError(
+      `Cannot label the analyzer warm-up data as warmup.analyzer.annotator.credential_secret must name a secret of this tenant: ${spec.credential_secret} is missing`,
+    );
+  }
+  let report: AnnotationReport | undefined;
+  return {
+    label: async (trajectories: Trajectory[]) => {
+      const annotation = await annotateTrajectories(trajectories, {
+        spec,
+        apiKey,
+        prompt: {
+          maxSteps: run.spec.seed.analyzer_max_steps,
+          maxFieldChars: run.spec.seed.analyzer_max_field_chars,
+        },
+        signal: ctx.signal,
+      });
+      report = annotation.report;
+      ctx.log.info("annotated", { ...report });
+      return annotation.labels;
+    },
+    metrics: (): Record<string, number> =>
+      report
+        ? {
+          annotator_requests: report.requests,
+          annotator_answered: report.answered,
+          annotator_parsed: report.parsed,
+          annotator_failed: report.failed,
+          annotator_parse_rate: report.parseRate,
+        }
+        : {},
+  };
 }
 
 /** `warmup.data` (an `s3://bucket/key` JSONL object read through the tenant's artifact reader). */

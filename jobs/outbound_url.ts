@@ -1,0 +1,250 @@
+/**
+ * Rules for URLs a user names and the service then contacts (README.md, "Outbound URLs"): HTTP
+ * environments (workers/envs/http/client.ts) and the analyzer warm-up's LLM annotator
+ * (`warmup.analyzer.annotator.base_url`). Shared by the API (checked at submit, a 422 naming the
+ * field) and the workers (checked again before every request).
+ *
+ * Common to both:
+ * - only `http:`/`https:` absolute URLs without credentials;
+ * - the service's own endpoints (`DATABASE_URL`, `S3_ENDPOINT`, or the embedded database and
+ *   store of `SEED_DATA_DIR`) are always refused, through every loopback name;
+ * - names are compared as written (WHATWG URL parsing), not resolved.
+ *
+ * Environments are contacted only on an allowlist (`SEED_ENV_ALLOWED_HOSTS`, default loopback).
+ * Annotators are usually public APIs, so {@link checkAnnotatorUrl} admits public hosts and refuses
+ * internal ones (loopback, private, link-local and unique-local addresses, single-label and
+ * `.internal`/`.local`/`.localhost` names) unless the operator lists them in
+ * `SEED_ANNOTATOR_ALLOWED_HOSTS` (`host` or `host:port`, comma-separated).
+ */
+
+/** Thrown when an outbound URL is refused; `field` names where it came from. */
+export class OutboundUrlError extends Error {
+  override name = "OutboundUrlError";
+  readonly url: string;
+  readonly field: string;
+  /** @param field what the URL is (e.g. `warmup.analyzer.annotator.base_url`); @param reason why. */
+  constructor(field: string, url: string, reason: string) {
+    super(`Cannot contact ${field} as ${reason}: current value is ${url}`);
+    this.url = url;
+    this.field = field;
+  }
+}
+
+/** Reads a process environment variable; undefined when unset, empty or not permitted. */
+export function envVar(name: string): string | undefined {
+  try {
+    return Deno.env.get(name) || undefined;
+  } catch {
+    return undefined; // no --allow-env: treat as unset
+  }
+}
+
+/** Comma-separated `host` / `host:port` entries of `variable`, lowercased; undefined when unset. */
+export function hostListFromEnv(variable: string): string[] | undefined {
+  const raw = envVar(variable);
+  if (raw === undefined) return undefined;
+  return raw.split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== "");
+}
+
+const DEFAULT_PORTS: Record<string, string> = {
+  "http:": "80",
+  "https:": "443",
+  "postgres:": "5432",
+  "postgresql:": "5432",
+};
+
+/** The URL's port, or its scheme's default port (undefined for unknown schemes). */
+export function portOf(url: URL): string | undefined {
+  return url.port !== "" ? url.port : DEFAULT_PORTS[url.protocol];
+}
+
+/**
+ * True for a name of this machine's loopback interface as WHATWG URL parsing writes it:
+ * `localhost`, `127.x.x.x` (also reached as `2130706433` or `0x7f000001`, which parse to
+ * `127.0.0.1`), `[::1]`, an IPv4-mapped `[::ffff:7f…]`, and `0.0.0.0` / `[::]` (which connect
+ * to loopback on Linux).
+ */
+export function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || /^127\.\d+\.\d+\.\d+$/.test(host) || host === "[::1]" ||
+    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host) || host === "0.0.0.0" ||
+    host === "[::]";
+}
+
+/** IPv4 dotted quad → 32-bit number; undefined when `host` is not one. */
+function ipv4(host: string): number | undefined {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(host);
+  if (!m) return undefined;
+  const parts = m.slice(1).map(Number);
+  if (parts.some((p) => p > 255)) return undefined;
+  return ((parts[0] << 24) >>> 0) + (parts[1] << 16) + (parts[2] << 8) + parts[3];
+}
+
+/** IPv4 blocks that are not public (RFC 6890): this network, private, CGNAT, loopback, link-local. */
+const INTERNAL_V4 = ([
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["224.0.0.0", 3], // multicast and reserved, up to 255.255.255.255
+] as [string, number][]).map(([a, bits]) => [ipv4(a)!, bits] as const);
+
+/**
+ * True for a host (as WHATWG URL parsing writes it: IPv6 in brackets) that reaches this machine
+ * or a private network: loopback names ({@link isLoopbackHost}), the IPv4 blocks of RFC 6890 that
+ * are not public (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, …), IPv6 unspecified,
+ * loopback, unique-local (fc00::/7), link-local (fe80::/10) and IPv4-mapped internal addresses,
+ * and names without a dot or under `.localhost`, `.local`, `.internal`, `.lan`, `.home.arpa`
+ * (resolved by internal DNS). Public names that resolve to internal addresses are not caught
+ * here; the worker resolves them before connecting (workers/seed/annotator.ts).
+ */
+export function isInternalHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.$/, "");
+  if (isLoopbackHost(h)) return true;
+  const v4 = ipv4(h);
+  if (v4 !== undefined) {
+    return INTERNAL_V4.some(([base, bits]) => (v4 >>> (32 - bits)) === (base >>> (32 - bits)));
+  }
+  if (h.startsWith("[")) {
+    const a = h.slice(1, -1);
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
+    if (mapped) {
+      const hi = parseInt(mapped[1], 16), lo = parseInt(mapped[2], 16);
+      return isInternalHost(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+    }
+    return a === "::" || a === "::1" || /^f[cd][0-9a-f]{0,2}:/.test(a) ||
+      /^fe[89ab][0-9a-f]:/.test(a);
+  }
+  return !h.includes(".") || /\.(localhost|local|internal|lan|home\.arpa)$/.test(h);
+}
+
+/**
+ * Whether two URL hostnames reach the same machine for the deny list: equal, or both loopback
+ * (a `DATABASE_URL` on `localhost:5432` must also deny `127.0.0.1:5432` and `[::1]:5432`).
+ */
+function sameHost(a: string, b: string): boolean {
+  return a === b || (isLoopbackHost(a) && isLoopbackHost(b));
+}
+
+function readJsonPort(path: string): number | undefined {
+  try {
+    const port = JSON.parse(Deno.readTextFileSync(path))?.port;
+    return Number.isInteger(port) && port > 0 && port < 65_536 ? port : undefined;
+  } catch {
+    return undefined; // absent, being written, or no --allow-read
+  }
+}
+
+/**
+ * The service's own endpoints from the process environment: `DATABASE_URL` and `S3_ENDPOINT`
+ * when set; otherwise the embedded services of `SEED_DATA_DIR` (default `.seed`) that serve on
+ * loopback, read from the files they publish their ports in (`pg.lock` of jobs/embedded/pglite.ts,
+ * `s3.json` of jobs/embedded/local_s3.ts). Without these, a loopback allowlist would let a user's
+ * URL reach the embedded database and the embedded (unauthenticated) object store.
+ */
+export function serviceUrlsFromEnv(): string[] {
+  const urls: string[] = [];
+  const dataDir = envVar("SEED_DATA_DIR") ?? ".seed";
+  const database = envVar("DATABASE_URL");
+  const s3 = envVar("S3_ENDPOINT");
+  if (database) urls.push(database);
+  else {
+    const port = readJsonPort(`${dataDir}/pg.lock`);
+    if (port) urls.push(`postgres://127.0.0.1:${port}/`);
+  }
+  if (s3) urls.push(s3);
+  else {
+    const port = readJsonPort(`${dataDir}/s3.json`);
+    if (port) urls.push(`http://127.0.0.1:${port}/`);
+  }
+  return urls;
+}
+
+/** Host rules of {@link checkOutboundUrl}. */
+export interface OutboundUrlRules {
+  /** What the URL is, for messages (e.g. `environment URL`). */
+  field: string;
+  /** `host` / `host:port` entries (lowercase) the operator listed. */
+  allowedHosts: readonly string[];
+  /**
+   * `allowlist`: only listed hosts; `internal`: public hosts, and internal ones
+   * ({@link isInternalHost}) only when listed.
+   */
+  mode: "allowlist" | "internal";
+  /** Name of the variable that lists hosts, for messages. */
+  variable: string;
+  /** URLs never contacted, on top of {@link serviceUrlsFromEnv}. */
+  deniedUrls?: readonly string[];
+}
+
+/**
+ * Checks `rawUrl` against the scheme rule, the host rule of `rules.mode` and the deny list.
+ * @returns the parsed URL.
+ * @throws OutboundUrlError when it is refused.
+ */
+export function checkOutboundUrl(rawUrl: string, rules: OutboundUrlRules): URL {
+  const refuse = (reason: string) => new OutboundUrlError(rules.field, rawUrl, reason);
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    throw refuse("it must be an absolute URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw refuse("its scheme must be http or https");
+  }
+  if (url.username !== "" || url.password !== "") throw refuse("it must not hold credentials");
+  const host = url.hostname.toLowerCase();
+  const port = portOf(url)!;
+  const allowed = rules.allowedHosts.map((h) => h.toLowerCase());
+  const listed = allowed.includes(host) || allowed.includes(`${host}:${port}`);
+  if (rules.mode === "allowlist" && !listed) {
+    throw refuse(`its host must be listed in ${rules.variable} (${allowed.join(", ")})`);
+  }
+  if (rules.mode === "internal" && !listed && isInternalHost(host)) {
+    throw refuse(
+      `its host must be public, or an internal host listed in ${rules.variable} (${
+        allowed.join(", ") || "none listed"
+      })`,
+    );
+  }
+  for (const raw of [...(rules.deniedUrls ?? []), ...serviceUrlsFromEnv()]) {
+    let d: URL;
+    try {
+      d = new URL(raw);
+    } catch {
+      continue;
+    }
+    const dPort = portOf(d);
+    if (sameHost(d.hostname.toLowerCase(), host) && (dPort === undefined || dPort === port)) {
+      throw refuse("it must not be one of the service's own endpoints");
+    }
+  }
+  return url;
+}
+
+/** The variable listing internal hosts an annotator may reach. */
+export const ANNOTATOR_HOSTS_VARIABLE = "SEED_ANNOTATOR_ALLOWED_HOSTS";
+
+/**
+ * Checks an annotator base URL (`warmup.analyzer.annotator.base_url`): public hosts pass;
+ * internal ones only when listed in `allowedHosts` (default `SEED_ANNOTATOR_ALLOWED_HOSTS`); the
+ * service's own endpoints never (see the module doc).
+ * @throws OutboundUrlError naming the field.
+ */
+export function checkAnnotatorUrl(
+  rawUrl: string,
+  opts: { allowedHosts?: readonly string[]; deniedUrls?: readonly string[] } = {},
+): URL {
+  return checkOutboundUrl(rawUrl, {
+    field: "warmup.analyzer.annotator.base_url",
+    allowedHosts: opts.allowedHosts ?? hostListFromEnv(ANNOTATOR_HOSTS_VARIABLE) ?? [],
+    mode: "internal",
+    variable: ANNOTATOR_HOSTS_VARIABLE,
+    deniedUrls: opts.deniedUrls,
+  });
+}

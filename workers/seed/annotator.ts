@@ -1,0 +1,220 @@
+/**
+ * The LLM annotator of the analyzer warm-up (README.md, "LLM annotator"; the paper fine-tunes its
+ * analyzer on trajectories annotated by a stronger model): each trajectory's analyzer prompt
+ * (`buildAnalyzerPrompt`, the one θ_old answers during RL) is sent as the user message to an
+ * OpenAI-compatible chat-completions endpoint (JobSpec `warmup.analyzer.annotator`) through the
+ * `openai` client, and the answer is parsed leniently (`parseSkillAnalysis`). Answers that do not
+ * parse are dropped and counted; the parse rate is parsed / answered.
+ *
+ * Safety: the API key (a tenant secret) is sent only as the bearer token of requests to the
+ * checked URL and is scrubbed from every error message; every request URL passes the annotator
+ * URL rules (jobs/outbound_url.ts), and a host name is resolved first and refused when it points
+ * at an internal address the operator did not list; redirects are not followed; the client never
+ * reads `OPENAI_*` variables of the worker (its key, organization or project would leak).
+ */
+import OpenAI from "openai";
+import type { JobSpec } from "../../jobs/mod.ts";
+import {
+  ANNOTATOR_HOSTS_VARIABLE,
+  checkAnnotatorUrl,
+  isInternalHost,
+  OutboundUrlError,
+} from "../../jobs/mod.ts";
+import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
+import { type AnalyzerPromptOptions, buildAnalyzerPrompt, parseSkillAnalysis } from "./skills.ts";
+
+/** The JobSpec's `warmup.analyzer.annotator` (defaults filled in). */
+export type AnnotatorSpec = NonNullable<JobSpec["warmup"]["analyzer"]["annotator"]>;
+
+/** Thrown when the annotator cannot label the warm-up data (message never holds the API key). */
+export class AnnotatorError extends Error {
+  override name = "AnnotatorError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** Options of {@link annotateTrajectories}. */
+export interface AnnotateOptions {
+  spec: AnnotatorSpec;
+  /** The API key (the decrypted `credential_secret`). */
+  apiKey: string;
+  prompt?: AnalyzerPromptOptions;
+  signal?: AbortSignal;
+  /** Internal hosts allowed (default `SEED_ANNOTATOR_ALLOWED_HOSTS`). */
+  allowedHosts?: readonly string[];
+  /** Resolves a host name to its addresses (default `Deno.resolveDns`, A and AAAA). */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+/** Counts of one annotation pass. */
+export interface AnnotationReport {
+  /** Trajectories sent. */
+  requests: number;
+  /** Requests answered (2xx with a completion). */
+  answered: number;
+  /** Answers whose skill parsed (the labels kept). */
+  parsed: number;
+  /** Requests that failed after retries (connection errors, timeouts, 4xx/5xx). */
+  failed: number;
+  /** parsed / answered (0 when nothing was answered). */
+  parseRate: number;
+}
+
+/** What {@link annotateTrajectories} returns: a label per trajectory (null: none) and counts. */
+export interface Annotation {
+  labels: (SkillAnalysis | null)[];
+  /** The raw answers (null where the request failed), in trajectory order. */
+  raw: (string | null)[];
+  report: AnnotationReport;
+}
+
+async function resolveDns(host: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const type of ["A", "AAAA"] as const) {
+    try {
+      out.push(...await Deno.resolveDns(host, type));
+    } catch {
+      // no such record: the connection fails later, or uses the other family
+    }
+  }
+  return out;
+}
+
+/** A host as WHATWG URL parsing writes it (IPv6 compressed, in brackets). */
+function urlHost(address: string): string {
+  return new URL(`http://${address.includes(":") ? `[${address}]` : address}/`).hostname;
+}
+
+/**
+ * Checks one request URL: the annotator URL rules, then, for a host name the operator did not
+ * list, that none of its resolved addresses is internal (a public name can point at 127.0.0.1).
+ * The connection resolves the name again: a server that changes its answers in between (DNS
+ * rebinding) is not caught.
+ * @throws OutboundUrlError when it is refused.
+ */
+async function checkRequestUrl(
+  raw: string,
+  allowed: readonly string[],
+  resolve: (host: string) => Promise<string[]>,
+): Promise<void> {
+  const url = checkAnnotatorUrl(raw, { allowedHosts: allowed });
+  const host = url.hostname.toLowerCase();
+  const port = url.port || (url.protocol === "https:" ? "443" : "80");
+  if (allowed.includes(host) || allowed.includes(`${host}:${port}`)) return;
+  if (/^[\d.]+$/.test(host) || host.startsWith("[")) return; // a literal: checked above
+  const internal = (await resolve(host)).map(urlHost).find((a) => isInternalHost(a));
+  if (internal) {
+    throw new OutboundUrlError(
+      "warmup.analyzer.annotator.base_url",
+      raw,
+      `its host must resolve to public addresses unless listed in ${ANNOTATOR_HOSTS_VARIABLE}: it resolves to ${internal}`,
+    );
+  }
+}
+
+/** The `fetch` the client uses: {@link checkRequestUrl} on every request, no redirects. */
+function guardedFetch(
+  allowed: readonly string[],
+  resolve: (host: string) => Promise<string[]>,
+): typeof fetch {
+  return async (input, init) => {
+    await checkRequestUrl(input instanceof Request ? input.url : String(input), allowed, resolve);
+    return await fetch(input, { ...init, redirect: "manual" });
+  };
+}
+
+/** `message` with every occurrence of `secret` replaced (servers may echo a bad key back). */
+function scrub(message: string, secret: string): string {
+  return secret === "" ? message : message.split(secret).join("[secret]");
+}
+
+/** 401, 403 and 404 (bad key, no access, unknown model) fail every request alike: stop at once. */
+function isFatal(e: unknown): boolean {
+  return e instanceof OutboundUrlError ||
+    (e instanceof OpenAI.APIError && [401, 403, 404].includes(e.status ?? 0));
+}
+
+/**
+ * Labels `trajectories` with the annotator: at most `spec.concurrency` requests in flight, each
+ * with `spec.timeout_s` and `spec.max_retries` (the client's exponential backoff on connection
+ * errors, 408, 409, 429 and 5xx).
+ * @throws AnnotatorError when the URL is refused, a request is refused for good (401, 403, 404),
+ *   or every request failed; OutboundUrlError is its cause for a refused URL.
+ */
+export async function annotateTrajectories(
+  trajectories: readonly Trajectory[],
+  opts: AnnotateOptions,
+): Promise<Annotation> {
+  const { spec, apiKey } = opts;
+  const allowed = (opts.allowedHosts ??
+    (Deno.env.get(ANNOTATOR_HOSTS_VARIABLE) ?? "").split(",").map((h) => h.trim()).filter(Boolean))
+    .map((h) => h.toLowerCase());
+  const fail = (e: unknown) =>
+    new AnnotatorError(
+      scrub(
+        `Cannot label the analyzer warm-up data with ${spec.model} at ${spec.base_url}: ${
+          e instanceof Error ? e.message : String(e)
+        }`,
+        apiKey,
+      ),
+    );
+  const resolve = opts.resolve ?? resolveDns;
+  try {
+    await checkRequestUrl(spec.base_url, allowed, resolve);
+  } catch (e) {
+    throw fail(e);
+  }
+  const client = new OpenAI({
+    apiKey,
+    baseURL: spec.base_url,
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    timeout: spec.timeout_s * 1000,
+    maxRetries: spec.max_retries,
+    fetch: guardedFetch(allowed, resolve),
+    logLevel: "off",
+  });
+  const n = trajectories.length;
+  const labels: (SkillAnalysis | null)[] = new Array(n).fill(null);
+  const raw: (string | null)[] = new Array(n).fill(null);
+  const report: AnnotationReport = { requests: n, answered: 0, parsed: 0, failed: 0, parseRate: 0 };
+  let firstError: unknown;
+  let fatal: unknown;
+  let next = 0;
+  const worker = async () => {
+    while (next < n && fatal === undefined) {
+      const i = next++;
+      opts.signal?.throwIfAborted();
+      try {
+        const completion = await client.chat.completions.create({
+          model: spec.model,
+          messages: [{ role: "user", content: buildAnalyzerPrompt(trajectories[i], opts.prompt) }],
+          max_tokens: spec.max_tokens,
+          temperature: spec.temperature,
+        }, { signal: opts.signal });
+        const text = completion.choices?.[0]?.message?.content ?? "";
+        raw[i] = text;
+        report.answered++;
+        labels[i] = parseSkillAnalysis(text);
+        if (labels[i]) report.parsed++;
+      } catch (e) {
+        opts.signal?.throwIfAborted();
+        report.failed++;
+        firstError ??= e;
+        if (isFatal(e) || (e as { cause?: unknown })?.cause instanceof OutboundUrlError) {
+          fatal = (e as { cause?: unknown })?.cause instanceof OutboundUrlError
+            ? (e as { cause: unknown }).cause
+            : e;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(spec.concurrency, n) }, worker));
+  if (fatal !== undefined) throw fail(fatal);
+  if (n > 0 && report.answered === 0) throw fail(firstError);
+  report.parseRate = report.answered === 0 ? 0 : report.parsed / report.answered;
+  return { labels, raw, report };
+}
