@@ -1,0 +1,169 @@
+/**
+ * `/v1/secrets` and the annotator fields of a JobSpec through the API on real Postgres: values
+ * stored encrypted and never returned by any answer (PUT, GET, job GET, events, errors), tenant
+ * isolation, and submit-time 422s naming `warmup.analyzer.annotator.credential_secret` (unknown
+ * secret) and `…base_url` (loopback without the operator's `SEED_ANNOTATOR_ALLOWED_HOSTS`).
+ */
+import assert from "node:assert/strict";
+import { readSecretValue, SecretCipher, SecretKeyError } from "../../jobs/mod.ts";
+import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
+
+const KEY_HEX = "0f".repeat(32);
+const cipher = new SecretCipher(KEY_HEX);
+const fx: ApiFixture = await startApiFixture({ secretCipher: cipher });
+const VALUE = "sk-live-9d2e4b7a1c0f";
+
+/** Runs `fn` with `SEED_ANNOTATOR_ALLOWED_HOSTS` set to `value` (undefined: unset). */
+async function withAllowed<T>(value: string | undefined, fn: () => Promise<T>): Promise<T> {
+  const before = Deno.env.get("SEED_ANNOTATOR_ALLOWED_HOSTS");
+  if (value === undefined) Deno.env.delete("SEED_ANNOTATOR_ALLOWED_HOSTS");
+  else Deno.env.set("SEED_ANNOTATOR_ALLOWED_HOSTS", value);
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) Deno.env.delete("SEED_ANNOTATOR_ALLOWED_HOSTS");
+    else Deno.env.set("SEED_ANNOTATOR_ALLOWED_HOSTS", before);
+  }
+}
+
+function annotatorJob(annotator: Record<string, unknown>) {
+  return {
+    env: { id: "sokoban" },
+    warmup: {
+      analyzer: {
+        annotator: {
+          base_url: "https://api.openai.com/v1",
+          model: "gpt-4.1",
+          credential_secret: "openai",
+          ...annotator,
+        },
+      },
+    },
+  };
+}
+
+Deno.test("a secret is stored encrypted and no answer carries its value", async () => {
+  const put = await req(fx.app, "PUT", "/v1/secrets/openai", {
+    key: fx.keyA,
+    json: { value: VALUE },
+  });
+  assert.equal(put.status, 201);
+  const putText = await put.text();
+  assert.ok(!putText.includes(VALUE));
+  assert.deepEqual(Object.keys(JSON.parse(putText)).sort(), ["created_at", "name", "updated_at"]);
+
+  const again = await req(fx.app, "PUT", "/v1/secrets/openai", {
+    key: fx.keyA,
+    json: { value: `${VALUE}-2` },
+  });
+  assert.equal(again.status, 200, "a second PUT replaces the value");
+  assert.ok(!(await again.text()).includes(VALUE));
+
+  const list = await req(fx.app, "GET", "/v1/secrets", { key: fx.keyA });
+  const listText = await list.text();
+  assert.ok(!listText.includes(VALUE));
+  assert.deepEqual(JSON.parse(listText).secrets.map((s: { name: string }) => s.name), ["openai"]);
+  const one = await req(fx.app, "GET", "/v1/secrets/openai", { key: fx.keyA });
+  assert.equal(one.status, 200);
+  assert.ok(!(await one.text()).includes(VALUE));
+
+  const [row] = await fx.db.query<{ nonce: string; ciphertext: string }>(
+    "select nonce, ciphertext from tenant_secrets where tenant_id = $1::uuid and name = 'openai'",
+    [fx.tenantA.id],
+  );
+  assert.ok(!row.ciphertext.includes(VALUE) && !atob(row.ciphertext).includes(VALUE));
+  assert.equal(await readSecretValue(fx.db, cipher, fx.tenantA.id, "openai"), `${VALUE}-2`);
+  await assert.rejects(
+    readSecretValue(fx.db, new SecretCipher("1e".repeat(32)), fx.tenantA.id, "openai"),
+    SecretKeyError,
+  );
+  // The row copied to tenant B does not decrypt there (tenant and name are associated data).
+  await fx.db.query(
+    "insert into tenant_secrets (tenant_id, name, nonce, ciphertext) values ($1::uuid, 'openai', $2, $3)",
+    [fx.tenantB.id, row.nonce, row.ciphertext],
+  );
+  await assert.rejects(readSecretValue(fx.db, cipher, fx.tenantB.id, "openai"), SecretKeyError);
+  await fx.db.query("delete from tenant_secrets where tenant_id = $1::uuid", [fx.tenantB.id]);
+});
+
+Deno.test("another tenant neither sees nor deletes a secret", async () => {
+  const list = await (await req(fx.app, "GET", "/v1/secrets", { key: fx.keyB })).json();
+  assert.deepEqual(list.secrets, []);
+  assert.equal((await req(fx.app, "GET", "/v1/secrets/openai", { key: fx.keyB })).status, 404);
+  assert.equal((await req(fx.app, "DELETE", "/v1/secrets/openai", { key: fx.keyB })).status, 404);
+  assert.equal((await req(fx.app, "GET", "/v1/secrets/openai", { key: fx.keyA })).status, 200);
+});
+
+Deno.test("bad names and values are 400s naming the field, without echoing the value", async () => {
+  const badName = await req(fx.app, "PUT", "/v1/secrets/Bad%20Name", {
+    key: fx.keyA,
+    json: { value: VALUE },
+  });
+  assert.equal(badName.status, 400);
+  assert.equal((await badName.json()).errors[0].path, "name");
+  const empty = await req(fx.app, "PUT", "/v1/secrets/x", { key: fx.keyA, json: { value: "" } });
+  assert.equal(empty.status, 400);
+  assert.equal((await empty.json()).errors[0].path, "value");
+  const big = `${VALUE}${"z".repeat(9000)}`;
+  const tooBig = await req(fx.app, "PUT", "/v1/secrets/x", { key: fx.keyA, json: { value: big } });
+  assert.equal(tooBig.status, 400);
+  const text = await tooBig.text();
+  assert.equal(JSON.parse(text).errors[0].path, "value");
+  assert.ok(!text.includes(VALUE));
+  assert.equal((await req(fx.app, "GET", "/v1/secrets/x", { key: fx.keyA })).status, 404);
+});
+
+Deno.test("a job naming an unknown secret or a loopback annotator is a 422 naming the field", async () => {
+  await withAllowed(undefined, async () => {
+    const unknown = await req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyB,
+      json: annotatorJob({}),
+    });
+    assert.equal(unknown.status, 422);
+    assert.deepEqual((await unknown.json()).errors.map((e: { path: string }) => e.path), [
+      "warmup.analyzer.annotator.credential_secret",
+    ]);
+    const loopback = await req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: annotatorJob({ base_url: "http://127.0.0.1:8000/v1" }),
+    });
+    assert.equal(loopback.status, 422);
+    const body = await loopback.json();
+    assert.equal(body.errors[0].path, "warmup.analyzer.annotator.base_url");
+    assert.match(body.detail, /SEED_ANNOTATOR_ALLOWED_HOSTS/);
+  });
+  const notUrl = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: annotatorJob({ base_url: "not a url" }),
+  });
+  assert.equal(notUrl.status, 400);
+  assert.equal((await notUrl.json()).errors[0].path, "warmup.analyzer.annotator.base_url");
+});
+
+Deno.test("an accepted annotator job shows the secret's name, never its value", async () => {
+  const res = await withAllowed("127.0.0.1", () =>
+    req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: annotatorJob({ base_url: "http://127.0.0.1:8000/v1" }),
+    }));
+  assert.equal(res.status, 201);
+  const job = await res.json();
+  assert.equal(job.spec.warmup.analyzer.annotator.credential_secret, "openai");
+  assert.equal(job.spec.warmup.analyzer.annotator.concurrency, 4);
+  for (const path of [`/v1/jobs/${job.id}`, `/v1/jobs/${job.id}/events`, "/v1/jobs"]) {
+    const text = await (await req(fx.app, "GET", path, { key: fx.keyA })).text();
+    assert.ok(text.includes("openai") || path.endsWith("events"), path);
+    assert.ok(!text.includes(VALUE), path);
+  }
+});
+
+Deno.test("a deleted secret is gone and new jobs naming it are refused", async () => {
+  assert.equal((await req(fx.app, "DELETE", "/v1/secrets/openai", { key: fx.keyA })).status, 204);
+  assert.equal((await req(fx.app, "GET", "/v1/secrets/openai", { key: fx.keyA })).status, 404);
+  const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: annotatorJob({}) });
+  assert.equal(res.status, 422);
+});
+
+Deno.test("close the fixture", async () => {
+  await fx.close();
+});
