@@ -151,6 +151,7 @@ export async function runWarmup(
     await stage("warmup_analyzer", spec.warmup.analyzer, analyzerData, analyzerSeed, {
       episodes: spec.warmup.analyzer.episodes,
       policy_won: annotated.won,
+      analyses: annotated.samples.length,
       user_samples: user.analyzer.length,
       ...annotator?.metrics(),
     });
