@@ -79,6 +79,9 @@ export function openApiDocument(): Json {
         Model: schema(s.ModelView),
         ModelUpload: schema(s.ModelUploadView),
         ModelList: schema(s.ModelList),
+        PutSecret: schema(s.PutSecretBody, "input"),
+        Secret: schema(s.SecretView),
+        SecretList: schema(s.SecretList),
         Problem: schema(s.ProblemView),
       },
     },
@@ -331,6 +334,46 @@ export function openApiDocument(): Json {
             "401": errors["401"],
             "404": problem("No such model for this tenant"),
             "409": problem("A queued, running or cancelling job names it as model.base"),
+          },
+        },
+      },
+      "/v1/secrets": {
+        get: {
+          summary: "The tenant's secrets: names and dates, never values",
+          responses: { "200": ok("Secrets by name", json("SecretList")), "401": errors["401"] },
+        },
+      },
+      "/v1/secrets/{name}": {
+        parameters: [{
+          name: "name",
+          in: "path",
+          required: true,
+          schema: { type: "string", pattern: "^[a-z][a-z0-9_-]{0,63}$" },
+        }],
+        put: {
+          summary: "Stores a secret (encrypted at rest); a JobSpec names it, no answer returns it",
+          requestBody: { required: true, content: json("PutSecret") },
+          responses: {
+            "201": ok("Stored (new)", json("Secret")),
+            "200": ok("Replaced", json("Secret")),
+            "400": problem("Bad name or value (errors[] names the field)"),
+            "401": errors["401"],
+          },
+        },
+        get: {
+          summary: "One secret's name and dates",
+          responses: {
+            "200": ok("The secret, without its value", json("Secret")),
+            ...errors,
+            "404": problem("No such secret for this tenant"),
+          },
+        },
+        delete: {
+          summary: "Deletes a secret",
+          responses: {
+            "204": { description: "Deleted" },
+            ...errors,
+            "404": problem("No such secret for this tenant"),
           },
         },
       },

@@ -7,14 +7,12 @@
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AuthEnv } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import {
   deleteSecret,
   getSecretInfo,
   listSecrets,
-  MAX_SECRET_VALUE_BYTES,
   putSecret,
   SECRET_NAME_PATTERN,
   type SecretCipher,
@@ -22,19 +20,12 @@ import {
   type SecretInfo,
 } from "../jobs/mod.ts";
 import { BadRequestError, NotFoundError } from "./errors.ts";
+import { PutSecretBody, type SecretView } from "./schemas.ts";
+import type { z } from "zod";
 import { parseJsonBody } from "./validate.ts";
 
-/** The body of `PUT /v1/secrets/{name}`. */
-export const PutSecretBody = z.object({
-  /** The secret, 1–8192 UTF-8 bytes; stored encrypted, never returned. */
-  value: z.string().min(1).refine(
-    (v) => new TextEncoder().encode(v).length <= MAX_SECRET_VALUE_BYTES,
-    { message: `Cannot store this value as it must be at most ${MAX_SECRET_VALUE_BYTES} bytes` },
-  ),
-}).strict();
-
 /** The wire form of a secret: its name and dates, never its value. */
-export function secretView(s: SecretInfo) {
+export function secretView(s: SecretInfo): z.infer<typeof SecretView> {
   return {
     name: s.name,
     created_at: s.createdAt.toISOString(),

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { JOB_STATUSES } from "../jobs/schema.ts";
+import { MAX_SECRET_VALUE_BYTES } from "../jobs/secrets.ts";
 import { limitSchema } from "./cursor.ts";
 
 /** Path `{id}` of a job (a uuid; anything else is reported as an unknown job, 404). */
@@ -200,6 +201,24 @@ export type EnvInfo = z.infer<typeof EnvInfo>;
 
 /** `GET /v1/envs`. */
 export const EnvList = z.object({ envs: z.array(EnvInfo) });
+
+/** The body of `PUT /v1/secrets/{name}`: the value, 1–8192 UTF-8 bytes (stored encrypted). */
+export const PutSecretBody = z.object({
+  value: z.string().min(1).refine(
+    (v) => new TextEncoder().encode(v).length <= MAX_SECRET_VALUE_BYTES,
+    { message: `Cannot store this value as it must be at most ${MAX_SECRET_VALUE_BYTES} bytes` },
+  ),
+}).strict();
+
+/** A tenant secret as every answer shows it: name and dates, never the value. */
+export const SecretView = z.object({
+  name: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+/** `GET /v1/secrets`: the tenant's secrets by name. */
+export const SecretList = z.object({ secrets: z.array(SecretView) });
 
 /** Field issue of a validation problem. */
 export const FieldIssueView = z.object({ path: z.string(), code: z.string(), message: z.string() });
