@@ -373,6 +373,7 @@ export function openApiDocument(): Json {
           responses: {
             "204": { description: "Deleted" },
             ...errors,
+            "409": problem("A queued or running job names it"),
             "404": problem("No such secret for this tenant"),
           },
         },

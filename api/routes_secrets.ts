@@ -1,7 +1,8 @@
 /**
  * Secret routes (README.md, "Secrets"): `PUT /v1/secrets/{name}` with `{"value": "…"}` stores a
  * tenant secret (201 new, 200 replaced), `GET /v1/secrets` lists names and dates,
- * `GET /v1/secrets/{name}` shows one's name and dates, `DELETE /v1/secrets/{name}` (204). No
+ * `GET /v1/secrets/{name}` shows one's name and dates, `DELETE /v1/secrets/{name}` (204; 409 while
+ * a queued or running job names it). No
  * answer ever carries a value: a JobSpec names a secret (`warmup.analyzer.annotator
  * .credential_secret`) and only the worker reads it.
  */
@@ -19,7 +20,7 @@ import {
   secretCipherFromEnv,
   type SecretInfo,
 } from "../jobs/mod.ts";
-import { BadRequestError, NotFoundError } from "./errors.ts";
+import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts";
 import { PutSecretBody, type SecretView } from "./schemas.ts";
 import type { z } from "zod";
 import { parseJsonBody } from "./validate.ts";
@@ -77,7 +78,15 @@ export function secretRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.delete("/:name", async (c) => {
     const name = nameOf(c);
-    if (!(await deleteSecret(db, c.get("tenant").id, name))) throw notFound(name);
+    const result = await deleteSecret(db, c.get("tenant").id, name);
+    if (result === false) throw notFound(name);
+    if (result !== true) {
+      throw new ConflictError(
+        `Cannot delete secret ${name} as no queued or running job may use it: job ${
+          result.usedBy[0]
+        } names it as warmup.analyzer.annotator.credential_secret`,
+      );
+    }
     return c.body(null, 204);
   });
   return app;

@@ -123,9 +123,24 @@ const SQL = {
   /** readSecret: one secret's ciphertext. */
   readSecret: `select nonce, ciphertext from tenant_secrets
     where tenant_id = $1::uuid and name = $2::text`,
-  /** deleteSecret: deletes one secret, returning its name. */
-  deleteSecret: `delete from tenant_secrets where tenant_id = $1::uuid and name = $2::text
+  /**
+   * deleteSecret: deletes one secret unless a queued, running or cancelling job of the tenant
+   * names it as its annotator's credential (those rows locked FOR SHARE, so a racing submit
+   * either sees the secret or is seen here); returns its name.
+   */
+  deleteSecret: `with users as (
+      select id from jobs
+      where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
+        and spec->'warmup'->'analyzer'->'annotator'->>'credential_secret' = $2::text
+      for share)
+    delete from tenant_secrets where tenant_id = $1::uuid and name = $2::text
+      and not exists (select 1 from users)
     returning name`,
+  /** secretUsers: ids of the tenant's active jobs whose annotator names the secret. */
+  secretUsers: `select id from jobs
+    where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
+      and spec->'warmup'->'analyzer'->'annotator'->>'credential_secret' = $2::text
+    order by queued_at limit 10`,
 } as const;
 
 function toInfo(r: Record<string, unknown>): SecretInfo {
@@ -177,14 +192,20 @@ export async function getSecretInfo(
   return row ? toInfo(row) : null;
 }
 
-/** Deletes one secret; false when the tenant has none of that name. */
+/**
+ * Deletes one secret: true when deleted, `{usedBy}` (job ids) when a queued, running or
+ * cancelling job still names it (nothing deleted), false when the tenant has none of that name.
+ */
 export async function deleteSecret(
   db: Queryable,
   tenantId: string,
   name: string,
-): Promise<boolean> {
+): Promise<boolean | { usedBy: string[] }> {
   if (!SECRET_NAME_PATTERN.test(name)) return false;
-  return (await db.query(SQL.deleteSecret, [tenantId, name])).length > 0;
+  if ((await db.query(SQL.deleteSecret, [tenantId, name])).length > 0) return true;
+  const users = await db.query(SQL.secretUsers, [tenantId, name]);
+  if (users.length) return { usedBy: users.map((r) => String(r.id)) };
+  return false;
 }
 
 /**

@@ -157,7 +157,21 @@ Deno.test("an accepted annotator job shows the secret's name, never its value", 
   }
 });
 
-Deno.test("a deleted secret is gone and new jobs naming it are refused", async () => {
+Deno.test("a secret in use is kept; deleted, it is gone and new jobs naming it are refused", async () => {
+  // The job accepted above is still queued: it keeps the secret.
+  const busy = await req(fx.app, "DELETE", "/v1/secrets/openai", { key: fx.keyA });
+  assert.equal(busy.status, 409);
+  assert.match((await busy.json()).detail, /credential_secret/);
+  const queued = await fx.db.query<{ id: string }>(
+    "select id from jobs where tenant_id = $1::uuid and status = 'queued'",
+    [fx.tenantA.id],
+  );
+  for (const { id } of queued) {
+    assert.equal(
+      (await req(fx.app, "POST", `/v1/jobs/${id}/cancel`, { key: fx.keyA })).status,
+      202,
+    );
+  }
   assert.equal((await req(fx.app, "DELETE", "/v1/secrets/openai", { key: fx.keyA })).status, 204);
   assert.equal((await req(fx.app, "GET", "/v1/secrets/openai", { key: fx.keyA })).status, 404);
   const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: annotatorJob({}) });
