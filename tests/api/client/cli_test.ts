@@ -11,14 +11,18 @@ import { serveApi } from "../../../api/main.ts";
 import { claimAs, startApiFixture } from "../_fixture.ts";
 
 const fx = await startApiFixture();
-for (const [k, v] of Object.entries({ ...fx.s3Env, DATABASE_URL: fx.url })) Deno.env.set(k, v);
+const serverEnv = { ...fx.s3Env, DATABASE_URL: fx.url, SEED_SECRETS_KEY: "5a".repeat(32) };
+for (const [k, v] of Object.entries(serverEnv)) Deno.env.set(k, v);
 const api = await serveApi({ port: 0 });
 const env: Record<string, string> = {
   SEED_API_URL: `http://127.0.0.1:${api.port}`,
   SEED_API_KEY: fx.keyA,
 };
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function run(
+  args: string[],
+  stdin = "",
+): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const io: CliIo = {
@@ -26,6 +30,7 @@ async function run(args: string[]): Promise<{ code: number; out: string; err: st
     err: (t) => err += t,
     tty: false,
     env: (n) => env[n],
+    stdin: () => Promise.resolve(stdin),
   };
   const code = await cliMain(args, io);
   return { code, out, err };
@@ -108,6 +113,24 @@ Deno.test("the CLI follows a job's events until it finishes and exits 0 when it 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the CLI stores a secret from stdin, lists its name only and deletes it", async () => {
+  const value = "sk-cli-0c9e71b3";
+  const put = await run(["secrets", "put", "annotator"], `${value}\n`);
+  assert.equal(put.code, 0, put.err);
+  assert.ok(!put.out.includes(value) && !put.err.includes(value));
+  const list = await run(["secrets", "list"]);
+  assert.match(list.out, /^annotator\t\d{4}-/);
+  assert.ok(!list.out.includes(value));
+  const [row] = await fx.db.query<{ ciphertext: string }>(
+    "select ciphertext from tenant_secrets where tenant_id = $1::uuid and name = 'annotator'",
+    [fx.tenantA.id],
+  );
+  assert.ok(row && !row.ciphertext.includes(value));
+  assert.equal((await run(["secrets", "delete", "annotator"])).code, 0);
+  assert.equal((await run(["secrets", "list"])).out, "");
+  assert.equal((await run(["secrets", "put"])).code, 2);
 });
 
 Deno.test("the CLI prints the problem detail and exits 1 on an HTTP error", async () => {
