@@ -150,6 +150,7 @@ export {
 export {
   ANNOTATOR_HOSTS_VARIABLE,
   checkAnnotatorUrl,
+  hostListFromEnv,
   isInternalHost,
   OutboundUrlError,
 } from "./outbound_url.ts";

@@ -17,6 +17,7 @@ import type { JobSpec } from "../../jobs/mod.ts";
 import {
   ANNOTATOR_HOSTS_VARIABLE,
   checkAnnotatorUrl,
+  hostListFromEnv,
   isInternalHost,
   OutboundUrlError,
 } from "../../jobs/mod.ts";
@@ -129,10 +130,26 @@ function scrub(message: string, secret: string): string {
   return secret === "" ? message : message.split(secret).join("[secret]");
 }
 
-/** 401, 403 and 404 (bad key, no access, unknown model) fail every request alike: stop at once. */
-function isFatal(e: unknown): boolean {
-  return e instanceof OutboundUrlError ||
-    (e instanceof OpenAI.APIError && [401, 403, 404].includes(e.status ?? 0));
+/**
+ * The error that should stop the whole annotation, or undefined: a refused URL (thrown by
+ * {@link guardedFetch}; the client wraps it as the cause of a connection error), or a 401, 403 or
+ * 404 (bad key, no access, unknown model), which every other request would meet alike.
+ */
+function fatalOf(e: unknown): unknown {
+  const cause = (e as { cause?: unknown })?.cause;
+  if (e instanceof OutboundUrlError) return e;
+  if (cause instanceof OutboundUrlError) return cause;
+  if (e instanceof OpenAI.APIError && [401, 403, 404].includes(e.status ?? 0)) return e;
+  return undefined;
+}
+
+/** An error's message, with its cause's (the client's "Connection error." hides the reason). */
+function messageOf(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const cause = e.cause instanceof Error && e.cause.message !== e.message
+    ? ` (${e.cause.message})`
+    : "";
+  return e.message + cause;
 }
 
 /**
@@ -147,14 +164,13 @@ export async function annotateTrajectories(
   opts: AnnotateOptions,
 ): Promise<Annotation> {
   const { spec, apiKey } = opts;
-  const allowed = (opts.allowedHosts ??
-    (Deno.env.get(ANNOTATOR_HOSTS_VARIABLE) ?? "").split(",").map((h) => h.trim()).filter(Boolean))
+  const allowed = (opts.allowedHosts ?? hostListFromEnv(ANNOTATOR_HOSTS_VARIABLE) ?? [])
     .map((h) => h.toLowerCase());
   const fail = (e: unknown) =>
     new AnnotatorError(
       scrub(
         `Cannot label the analyzer warm-up data with ${spec.model} at ${spec.base_url}: ${
-          e instanceof Error ? e.message : String(e)
+          messageOf(e)
         }`,
         apiKey,
       ),
@@ -204,11 +220,7 @@ export async function annotateTrajectories(
         opts.signal?.throwIfAborted();
         report.failed++;
         firstError ??= e;
-        if (isFatal(e) || (e as { cause?: unknown })?.cause instanceof OutboundUrlError) {
-          fatal = (e as { cause?: unknown })?.cause instanceof OutboundUrlError
-            ? (e as { cause: unknown }).cause
-            : e;
-        }
+        fatal ??= fatalOf(e);
       }
     }
   };
