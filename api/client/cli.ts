@@ -10,14 +10,14 @@
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   metrics ID [--csv]
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
- *   secrets put NAME                                  stores the value read from stdin (never argv)
- *   secrets list | secrets delete NAME                names and dates only; values never come back
+ *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { PlainProgress, renderBar } from "./progress.ts";
 import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
+import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
 
 const USAGE = `Usage: deno task seed -- <command> [options]
   submit SPEC.json [--idempotency-key K] [--json]
@@ -28,9 +28,7 @@ const USAGE = `Usage: deno task seed -- <command> [options]
   download ID [--step N] [--out DIR]
   metrics ID [--csv]
 ${MODELS_USAGE}
-  secrets put NAME            (the value is read from stdin)
-  secrets list
-  secrets delete NAME
+${SECRETS_USAGE}
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY`;
 
 /** Where the CLI writes: stdout for results, stderr for messages and the progress bar. */
@@ -159,39 +157,6 @@ async function download(
   return 0;
 }
 
-/**
- * `secrets put NAME` (value from stdin, one trailing newline dropped: `echo "$KEY" | …` works),
- * `secrets list`, `secrets delete NAME`. The value never passes through argv (visible in `ps`).
- */
-async function secrets(client: SeedClient, args: string[], io: CliIo): Promise<number> {
-  const [sub, name] = args;
-  const path = `/v1/secrets/${encodeURIComponent(name ?? "")}`;
-  if (sub === "list") {
-    const page = await client.json<{ secrets: { name: string; updated_at: string }[] }>(
-      "/v1/secrets",
-    );
-    for (const s of page.secrets) io.out(`${s.name}\t${s.updated_at}\n`);
-    return 0;
-  }
-  if (sub === "put" && name && io.stdin) {
-    const value = (await io.stdin()).replace(/\r?\n$/, "");
-    await client.json(path, {
-      method: "PUT",
-      body: JSON.stringify({ value }),
-      headers: { "content-type": "application/json" },
-    });
-    io.err(`stored secret ${name}\n`);
-    return 0;
-  }
-  if (sub === "delete" && name) {
-    await client.fetch(path, { method: "DELETE" });
-    io.err(`deleted secret ${name}\n`);
-    return 0;
-  }
-  io.err(USAGE + "\n");
-  return 2;
-}
-
 /** Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage). */
 export async function cliMain(args: string[], io: CliIo = denoIo): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -262,7 +227,7 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return 0;
     }
     case "secrets":
-      return await secrets(client, positionals.slice(1), io);
+      return await secretsCommand(client, { sub: arg, name: positionals[2] }, io);
     default:
       io.err(`Cannot run "${command}" as it is not a command\n${USAGE}\n`);
       return 2;

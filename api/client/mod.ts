@@ -1,9 +1,9 @@
 /**
  * The API's clients in TypeScript: an HTTP client ({@link SeedClient}: bearer key, problem+json
  * errors as {@link ApiError}, an SSE reader that resumes with `Last-Event-ID`), the command-line
- * client `deno task seed` (`cli.ts`, its `models` commands in `cli_models.ts`), the progress bar it
- * and the demo draw, the verified extraction of checkpoint archives, and the tar stream of a model
- * folder for `POST /v1/models` (`model_folder.ts`).
+ * client `deno task seed` (`cli.ts`, its `models` commands in `cli_models.ts`, `secrets` in
+ * `cli_secrets.ts`), the progress bar it and the demo draw, the verified extraction of checkpoint
+ * archives, and the tar stream of a model folder for `POST /v1/models` (`model_folder.ts`).
  *
  * Direction: this folder imports the server's wire types (`api/errors.ts`: the problem+json body)
  * and nothing else of `api/`; no server file imports it. Everything here speaks HTTP to a running
