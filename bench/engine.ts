@@ -1,13 +1,16 @@
 /**
  * Engine benchmark:
- * `deno task bench:engine [--threads 2] [--repeats 3] [--only small|medium] [--spinning]`.
+ * `deno task bench:engine [--threads 2] [--repeats 3] [--only small|medium] [--spinning]
+ * [--ep cpu|cuda|webgpu] [--no-torch]`.
  *
  * For a ~1M and a ~24M parameter Llama-style config it measures, in one run and at the same
  * thread count: SFT train-step tokens/s (forward + backward + AdamW) and batched greedy decode
  * tokens/s at batch 1 and 64 (prefill + KV-cache steps) for this engine on onnxruntime-node and
  * for the same model in PyTorch (bench/engine_torch.py under /usr/bin/python3), their ratio, and
  * achieved GFLOP/s beside the machine's fp32 FMA peak (bench/peak.c). Medians of `repeats`.
- * Not a test: numbers vary with machine load; compare the ratios within one run.
+ * Not a test: numbers vary with machine load; compare the ratios within one run. With `--ep cuda`
+ * or `--ep webgpu` our side runs on that provider (bench/gpu_check.sh) while PyTorch and the
+ * peak stay on the CPU: those ratios then compare a GPU with the CPU, and `--no-torch` skips them.
  */
 import { parseArgs } from "node:util";
 import { type DecoderConfig, parameterCount, parameterSpecs } from "../workers/model/config.ts";
@@ -17,6 +20,7 @@ import { AdamW } from "../workers/model/optim.ts";
 import { Rng } from "../workers/model/sampling.ts";
 import { initParameters } from "../workers/model/init.ts";
 import type { Sample } from "../workers/model/batch.ts";
+import type { ExecutionProvider } from "../workers/engine/mod.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -25,8 +29,16 @@ const { values: args } = parseArgs({
     repeats: { type: "string", default: "3" },
     only: { type: "string" },
     spinning: { type: "boolean", default: false },
+    ep: { type: "string", default: "cpu" },
+    "no-torch": { type: "boolean", default: false },
   },
 });
+if (!["cpu", "cuda", "webgpu"].includes(args.ep)) {
+  throw new RangeError(
+    `Cannot run the benchmark as --ep must be cpu, cuda or webgpu: current value is ${args.ep}`,
+  );
+}
+const ep = args.ep as ExecutionProvider;
 const threads = Number(args.threads), repeats = Number(args.repeats);
 
 const base = {
@@ -117,6 +129,7 @@ type TrainShape = { batch: number; length: number; steps: number };
 async function ours(c: DecoderConfig, train: TrainShape) {
   const params = initParameters(c, 1);
   const policy = new Policy(c, params, {
+    ep,
     threads,
     spinning: args.spinning,
     maxTokensPerCall: 1 << 16,
@@ -228,7 +241,7 @@ const report: string[] = [];
 for (const { name, config, train } of CONFIGS) {
   if (args.only && args.only !== name) continue;
   const a = await ours(config, train);
-  const b = await theirs(config, train);
+  const b = args["no-torch"] ? null : await theirs(config, train);
   // alternate our and PyTorch's measurements so load changes hit both alike
   const key = (d: typeof DECODE[number]) => `decode${d.batch}x${d.prompt}`;
   const rates: Record<string, number[][]> = { train: [[], []] };
@@ -260,7 +273,7 @@ for (const { name, config, train } of CONFIGS) {
 const peakAfter = await measurePeak();
 const peak = peakBefore && peakAfter ? Math.max(peakBefore, peakAfter) : null;
 console.log(
-  `threads ${threads}, repeats ${repeats} (medians), fp32 FMA peak ${
+  `execution provider ${ep}, threads ${threads}, repeats ${repeats} (medians), fp32 FMA peak ${
     peak ? peak.toFixed(0) + " GFLOP/s" : "not measured (needs gcc)"
   }; decode rows are batch×prompt tokens, 32 new tokens each, greedy`,
 );

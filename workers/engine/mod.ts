@@ -31,3 +31,13 @@ export {
   tensor,
   yieldToEventLoop,
 } from "./session.ts";
+export {
+  checkProvider,
+  chooseExecutionProvider,
+  EXECUTION_PROVIDERS,
+  explainProviderFailure,
+  NoExecutionProviderError,
+  probeProvider,
+  type ProviderCheck,
+  type ProviderChoice,
+} from "./providers.ts";

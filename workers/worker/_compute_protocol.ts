@@ -5,6 +5,7 @@
  */
 import v8 from "node:v8";
 import type { Job, JobSpec } from "../../jobs/mod.ts";
+import type { ExecutionProvider } from "../engine/mod.ts";
 import type { LogLevel } from "./logger.ts";
 
 /** An error as it crosses the process boundary. */
@@ -51,6 +52,8 @@ export type ToProcess =
     spec: JobSpec;
     draining: boolean;
     saveTrajectories: boolean;
+    /** The worker's execution provider (absent: cpu). */
+    executionProvider?: ExecutionProvider;
   }
   | { kind: "reply"; id: number; ok: true; value: unknown }
   | { kind: "reply"; id: number; ok: false; error: WireError }

@@ -99,6 +99,7 @@ export function startComputeProcess(
       spec: ctx.spec,
       draining: draining || ctx.draining,
       saveTrajectories: ctx.saveTrajectories !== undefined,
+      executionProvider: ctx.executionProvider,
     });
     return await serveCalls(conn, ctx, { post, stop, isStopped: () => stopped, child });
   })();

@@ -81,6 +81,7 @@ async function start(
     get draining() {
       return draining;
     },
+    ...(m.executionProvider ? { executionProvider: m.executionProvider } : {}),
     log: relayLogger({}),
     emit: (type, data) => call("emit", type, data),
     recordMetrics: (step, values) => call("recordMetrics", step, values),

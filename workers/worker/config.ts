@@ -9,9 +9,16 @@
  * | `WORKER_POLL_MS`     | `5000`                          | idle polling when no NOTIFY arrives  |
  * | `REAPER_INTERVAL_MS` | `5000`                          | reaper scan interval; 0 = no reaper  |
  * | `WORKER_RETRY_FOR_MS`| `600000`                        | how long a write waits out an outage |
+ * | `WORKER_EXECUTION_PROVIDERS` | `cuda,webgpu,cpu` (gpu), `cpu` (cpu) | onnxruntime providers to try, best first |
+ *
+ * A `gpu` worker probes its execution providers once at start (workers/engine/providers.ts) and
+ * uses the first that loads; leave `cpu` out of `WORKER_EXECUTION_PROVIDERS` to make a worker
+ * without a working GPU provider refuse to start instead of running GPU jobs on its CPU. A `cpu`
+ * worker only takes `cpu`: a GPU provider there would run `cpu` jobs on a GPU no job asked for.
  */
 import { z } from "zod";
 import { DEVICES } from "../../jobs/mod.ts";
+import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
 
 const ConfigSchema = z.object({
   WORKER_DEVICE: z.enum(DEVICES).default("cpu"),
@@ -20,6 +27,26 @@ const ConfigSchema = z.object({
   WORKER_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
   REAPER_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
   WORKER_RETRY_FOR_MS: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
+  WORKER_EXECUTION_PROVIDERS: z.string().optional()
+    .transform((s) => s?.split(",").map((p) => p.trim()))
+    .pipe(
+      z.array(z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]]), {
+        error: "must be a comma-separated list of cuda, webgpu, cpu",
+      }).min(1)
+        .refine((l) => new Set(l).size === l.length, "must name each provider once")
+        .optional(),
+    ),
+}).superRefine((c, ctx) => {
+  const gpuOnes = c.WORKER_EXECUTION_PROVIDERS?.filter((p) => p !== "cpu") ?? [];
+  if (c.WORKER_DEVICE === "cpu" && gpuOnes.length > 0) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["WORKER_EXECUTION_PROVIDERS"],
+      message: `must be cpu when WORKER_DEVICE is cpu (set WORKER_DEVICE=gpu to use ${
+        gpuOnes.join(", ")
+      })`,
+    });
+  }
 });
 
 /** Validated worker configuration. */
@@ -31,6 +58,11 @@ export interface WorkerConfig {
   reaperIntervalMs: number;
   /** How long a write or an end-of-job transition is retried through an outage, in ms. */
   retryForMs: number;
+  /**
+   * onnxruntime providers to try, best first (`WORKER_EXECUTION_PROVIDERS`; default
+   * cuda, webgpu, cpu for a gpu worker and cpu for a cpu worker).
+   */
+  executionProviders: ExecutionProvider[];
 }
 
 /**
@@ -48,6 +80,7 @@ export function workerConfigFromEnv(
     WORKER_POLL_MS: pick("WORKER_POLL_MS"),
     REAPER_INTERVAL_MS: pick("REAPER_INTERVAL_MS"),
     WORKER_RETRY_FOR_MS: pick("WORKER_RETRY_FOR_MS"),
+    WORKER_EXECUTION_PROVIDERS: pick("WORKER_EXECUTION_PROVIDERS"),
   });
   return {
     device: c.WORKER_DEVICE,
@@ -56,5 +89,7 @@ export function workerConfigFromEnv(
     pollMs: c.WORKER_POLL_MS,
     reaperIntervalMs: c.REAPER_INTERVAL_MS,
     retryForMs: c.WORKER_RETRY_FOR_MS,
+    executionProviders: c.WORKER_EXECUTION_PROVIDERS ??
+      (c.WORKER_DEVICE === "gpu" ? [...EXECUTION_PROVIDERS] : ["cpu"]),
   };
 }

@@ -35,6 +35,7 @@ import {
   type JobContext,
   type ResumePoint,
 } from "./handler.ts";
+import type { ExecutionProvider } from "../engine/mod.ts";
 import type { Logger } from "./logger.ts";
 import { withRetry } from "./retry.ts";
 
@@ -56,6 +57,8 @@ export interface RunState {
   retryForMs?: number;
   /** Decrypts tenant secrets (default `secretCipherFromEnv()`, made on first use). */
   secretCipher?: SecretCipher;
+  /** The worker's execution provider (see {@link JobContext.executionProvider}). */
+  executionProvider?: ExecutionProvider;
 }
 
 /** Creates the handler's context for one run (see {@link JobContext}). */
@@ -158,6 +161,7 @@ export function createJobContext(state: RunState): JobContext {
     get draining() {
       return state.isDraining();
     },
+    ...(state.executionProvider ? { executionProvider: state.executionProvider } : {}),
     log,
     async emit(type, data = {}) {
       // One key per call, reused by every retry: a retried append is stored once.

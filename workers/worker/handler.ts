@@ -33,6 +33,7 @@ import type {
   TrajectoryDump,
   TrajectoryDumpInput,
 } from "../../jobs/mod.ts";
+import type { ExecutionProvider } from "../engine/mod.ts";
 import type { Logger } from "./logger.ts";
 
 /** A committed checkpoint as seen by a resuming handler. */
@@ -98,6 +99,12 @@ export interface JobContext {
    * return `"drained"`.
    */
   readonly draining: boolean;
+  /**
+   * The onnxruntime execution provider this worker process chose at start
+   * (`WORKER_EXECUTION_PROVIDERS`, workers/engine/providers.ts); absent means `cpu`. Float32 only on
+   * `cuda` and `webgpu`.
+   */
+  readonly executionProvider?: ExecutionProvider;
   /** Appends an event to the job's log (type `[a-z][a-z0-9_.:-]*`, JSON data ≤ 64 KiB). */
   emit(type: string, data?: Record<string, unknown>): Promise<void>;
   /**

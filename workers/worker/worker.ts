@@ -28,6 +28,7 @@ import {
   succeedJob,
 } from "../../jobs/mod.ts";
 import { z } from "zod";
+import type { ProviderChoice } from "../engine/mod.ts";
 import { startComputeProcess } from "./compute.ts";
 import { createJobContext } from "./context.ts";
 import { startControlLoop } from "./control.ts";
@@ -48,6 +49,12 @@ export interface WorkerOptions {
   workerId?: string;
   /** Device class of jobs to claim (default cpu). */
   device?: Device;
+  /**
+   * The execution provider this process chose at start (`chooseExecutionProvider`), handed to
+   * every job's handler; when given, each run's first event is `device` with the choice and why
+   * the better providers were skipped. Absent: cpu, and no `device` event.
+   */
+  executionProvider?: ProviderChoice;
   /** Lease length in ms (default {@link DEFAULT_LEASE_MS}); heartbeat every leaseMs / 3. */
   leaseMs?: number;
   /** Idle polling interval in ms (default {@link DEFAULT_POLL_MS}). */
@@ -83,6 +90,23 @@ export function readableError(e: unknown): string {
     return e.name && e.name !== "Error" && !msg.startsWith(e.name) ? `${e.name}: ${msg}` : msg;
   }
   return `Handler failed: ${String(e)}`;
+}
+
+/**
+ * The `device` event's data: the worker and its device class, the onnxruntime execution provider
+ * the job's graphs run on, and each better provider skipped with its reason.
+ */
+export function deviceEvent(
+  workerId: string,
+  device: Device,
+  choice: ProviderChoice,
+): Record<string, unknown> {
+  return {
+    worker_id: workerId,
+    device,
+    execution_provider: choice.provider,
+    skipped: choice.skipped.map((s) => ({ execution_provider: s.provider, reason: s.reason })),
+  };
 }
 
 /** One worker process's loop (see module doc). */
@@ -139,7 +163,11 @@ export class Worker {
       })
       : undefined;
     const wakeup = await createWakeup(db, this.device);
-    this.#log.info("worker started", { device: this.device, leaseMs: this.leaseMs });
+    this.#log.info("worker started", {
+      device: this.device,
+      leaseMs: this.leaseMs,
+      executionProvider: this.#opts.executionProvider?.provider ?? "cpu",
+    });
     try {
       while (!this.#draining) {
         const result = await this.runOnce().catch((e) => {
@@ -221,7 +249,10 @@ export class Worker {
         onFenceLost: loseFence,
         log,
         retryForMs: this.#opts.retryForMs,
+        executionProvider: this.#opts.executionProvider?.provider,
       });
+      const choice = this.#opts.executionProvider;
+      if (choice) await ctx.emit("device", deviceEvent(this.id, this.device, choice));
       running = entry.kind === "process"
         ? startComputeProcess(entry, ctx)
         : { done: entry.handler(ctx), drain() {}, stop() {} };

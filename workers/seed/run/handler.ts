@@ -59,7 +59,7 @@ import { derivedSeed, SEED_USE } from "./seeds.ts";
 
 /** Options of {@link createSeedHandler}. */
 export interface SeedHandlerOptions {
-  /** onnxruntime settings (default: cpu, 2 threads). */
+  /** onnxruntime settings (default: the worker's execution provider, 2 threads). */
   engine?: EngineOptions;
 }
 
@@ -121,7 +121,8 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   const firstTurn = await probeFirstTurn(env, spec.env.options);
   const names = { base: spec.model.base, envId: spec.env.id };
   const resume = await ctx.latestCheckpoint();
-  const engine = { threads: 2, ...options.engine };
+  // The worker's provider unless the registration pins one (float32 graphs either way).
+  const engine = { threads: 2, ep: ctx.executionProvider ?? "cpu", ...options.engine };
   if (resume) {
     const restored = await readCheckpoint(resume);
     checkModelFitsEnv(restored.model.config, names, firstTurn);

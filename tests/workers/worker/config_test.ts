@@ -1,0 +1,99 @@
+import assert from "node:assert/strict";
+import { z } from "zod";
+import { workerConfigFromEnv } from "../../../workers/worker/mod.ts";
+
+/** The issues of the ZodError `fn` throws, as `path: message` lines. */
+function issues(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof z.ZodError, String(e));
+    return e.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  }
+  assert.fail("expected a ZodError");
+}
+
+Deno.test("a gpu worker tries cuda, webgpu, then cpu; a cpu worker only cpu", () => {
+  assert.deepEqual(workerConfigFromEnv({}).executionProviders, ["cpu"]);
+  assert.deepEqual(workerConfigFromEnv({ WORKER_DEVICE: "cpu" }).executionProviders, ["cpu"]);
+  assert.deepEqual(
+    workerConfigFromEnv({ WORKER_DEVICE: "gpu" }).executionProviders,
+    ["cuda", "webgpu", "cpu"],
+  );
+  assert.deepEqual(
+    workerConfigFromEnv({ WORKER_DEVICE: "gpu", WORKER_EXECUTION_PROVIDERS: "" })
+      .executionProviders,
+    ["cuda", "webgpu", "cpu"],
+  );
+});
+
+Deno.test("WORKER_EXECUTION_PROVIDERS overrides the order, spaces allowed", () => {
+  const env = { WORKER_DEVICE: "gpu", WORKER_EXECUTION_PROVIDERS: "webgpu, cuda" };
+  assert.deepEqual(workerConfigFromEnv(env).executionProviders, ["webgpu", "cuda"]);
+  assert.deepEqual(
+    workerConfigFromEnv({ WORKER_EXECUTION_PROVIDERS: "cpu" }).executionProviders,
+    ["cpu"],
+  );
+});
+
+Deno.test("a bad WORKER_EXECUTION_PROVIDERS is an error naming the variable and the entry", () => {
+  assert.deepEqual(
+    issues(() =>
+      workerConfigFromEnv({ WORKER_DEVICE: "gpu", WORKER_EXECUTION_PROVIDERS: "cuda,metal" })
+    ),
+    ['WORKER_EXECUTION_PROVIDERS.1: Invalid option: expected one of "cuda"|"webgpu"|"cpu"'],
+  );
+  assert.deepEqual(
+    issues(() =>
+      workerConfigFromEnv({ WORKER_DEVICE: "gpu", WORKER_EXECUTION_PROVIDERS: "cuda,cuda" })
+    ),
+    ["WORKER_EXECUTION_PROVIDERS: must name each provider once"],
+  );
+  assert.deepEqual(
+    issues(() => workerConfigFromEnv({ WORKER_EXECUTION_PROVIDERS: "webgpu,cpu" })),
+    [
+      "WORKER_EXECUTION_PROVIDERS: must be cpu when WORKER_DEVICE is cpu " +
+      "(set WORKER_DEVICE=gpu to use webgpu)",
+    ],
+  );
+});
+
+/** Runs `deno task worker`'s entry with `env` (and no database: it must stop before one). */
+async function startWorker(env: Record<string, string>) {
+  const dir = await Deno.makeTempDir({ prefix: "seed-never-used-" });
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../../../workers/main.ts", import.meta.url).pathname],
+    env: { ...env, SEED_DATA_DIR: dir },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output().finally(() => Deno.remove(dir, { recursive: true }));
+  return {
+    code: out.code,
+    text: new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
+  };
+}
+
+Deno.test("a worker with an invalid provider list exits at start naming the variable", async () => {
+  const { code, text } = await startWorker({ WORKER_EXECUTION_PROVIDERS: "cuda" });
+  assert.notEqual(code, 0);
+  assert.match(text, /WORKER_EXECUTION_PROVIDERS/);
+  assert.match(text, /must be cpu when WORKER_DEVICE is cpu/);
+});
+
+Deno.test("a gpu worker told not to fall back to cpu exits at start when no GPU provider loads", async (t) => {
+  const { code, text } = await startWorker({
+    WORKER_DEVICE: "gpu",
+    WORKER_EXECUTION_PROVIDERS: "webgpu",
+    LOG_LEVEL: "info",
+  });
+  if (code === 0 || /execution provider chosen/.test(text)) {
+    await t.step({ name: "(webgpu loads here: nothing to check)", ignore: true, fn() {} });
+    return;
+  }
+  assert.match(text, /probing execution providers/);
+  assert.match(
+    text,
+    /NoExecutionProviderError: Cannot choose an execution provider as one of webgpu must load: webgpu: no WebGPU adapter: /,
+  );
+});
