@@ -12,6 +12,7 @@ import {
   tensor,
   type Value,
 } from "../../../workers/engine/mod.ts";
+import { TEST_EP } from "./_provider.ts";
 
 /** A float input of the function under test. */
 export interface CheckInput {
@@ -57,7 +58,7 @@ export async function gradCheck(
   const loss = g.reduceSum(g.mul(y, w), [...shape.keys()], false);
   g.output(loss, "loss");
   gradients(g, loss, xs).forEach((d, i) => g.output(d, `grad${i}`));
-  const session = await createSession(g.toModel());
+  const session = await createSession(g.toModel(), { ep: TEST_EP });
   const data = inputs.map((x) => {
     const len = x.shape.reduce((a, b) => a * b, 1);
     return Float64Array.from({ length: len }, () => (x.positive ? 0.5 + rnd() : rnd() * 2 - 1));

@@ -8,6 +8,7 @@ import {
   type Value,
 } from "../../../workers/engine/mod.ts";
 import { type CheckInput, gradCheck, lcg } from "./_gradcheck.ts";
+import { TEST_EP } from "./_provider.ts";
 
 /** float64 rule checks: [name, inputs, function]. Tiny random shapes, every coordinate. */
 const CASES: [string, CheckInput[], (g: Graph, x: Value[]) => Value][] = [
@@ -175,7 +176,7 @@ Deno.test("Gather's gradient on 2 threads sums duplicate ids in index order, the
       expected[r * width + j] = Math.fround(expected[r * width + j] + w[i * width + j]);
     }
   }
-  const session = await createSession(g.toModel(), { threads: 2 });
+  const session = await createSession(g.toModel(), { threads: 2, ep: TEST_EP });
   try {
     for (let run = 0; run < 12; run++) {
       const out = await session.run({

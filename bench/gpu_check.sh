@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# The GPU worker check, for a GPU machine lent by the device tool (README, "GPU workers").
+#
+# Here, once: `bash bench/gpu_pack.sh` (packs deno, the npm packages and the Vulkan loader into
+# .gpu/). Then through the device tool, from the repository root:
+#   run(command="bash bench/gpu_check.sh", carry=[".gpu"], timeout_s=580)
+#
+# On the machine it unpacks the carried deno and node_modules, installs the Vulkan loader, probes
+# cuda and webgpu as a WORKER_DEVICE=gpu worker does (bench/gpu_probe.ts), and for each provider
+# that loads: where onnxruntime places the model graphs' nodes (bench/gpu_placement.ts), the
+# engine test folder and the model parity test on that provider (SEED_TEST_EXECUTION_PROVIDER),
+# and `bench:engine --ep <provider>`. Last, `bench:engine` on the same machine's CPU to compare.
+# When no GPU provider loads, the engine tests run on the CPU so the carried toolchain is checked.
+# Each stage has its own time limit and the whole stops by GPU_CHECK_BUDGET_S (default 540 s).
+#
+# Results in $OUT (the tool's folder; ./.bench-out/gpu elsewhere), at most 8 files:
+#   summary.txt    the machine, each provider's check, each stage's exit code and seconds
+#   <ep>.txt       placement, tests and bench of each GPU provider that loaded (cuda, webgpu)
+#   cpu.txt        bench:engine on the CPU (or the CPU test run when no GPU provider loaded)
+#   gpu_check.log  everything above in order
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/sbin:/sbin" # ldconfig
+OUT=${OUT:-$PWD/.bench-out/gpu}
+BUDGET_S=${GPU_CHECK_BUDGET_S:-540}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/gpu_check.log") 2>&1
+START=$(date +%s)
+note() { echo "$*" | tee -a "$OUT/summary.txt"; }
+
+# stage NAME LIMIT_S FILE COMMAND…: runs COMMAND with at most LIMIT_S (less when the budget is
+# nearly spent), appending its output to $OUT/FILE and one line to the summary.
+stage() {
+  local name=$1 limit=$2 file=$3
+  shift 3
+  local left=$((BUDGET_S - ($(date +%s) - START) - 5))
+  if ((left < 20)); then
+    note "skipped  $name (budget of ${BUDGET_S} s spent)"
+    return 1
+  fi
+  ((limit > left)) && limit=$left
+  echo "### $name (limit ${limit} s)" >>"$OUT/$file"
+  local t0 rc
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$OUT/$file"
+  rc=${PIPESTATUS[0]}
+  note "rc=$rc $(($(date +%s) - t0))s  $name"
+  return "$rc"
+}
+
+# --- toolchain: deno and node_modules from .gpu/ (no registry is reachable there) -------------
+unpack() { # ARCHIVE DEST
+  if command -v xz >/dev/null; then
+    tar -C "$2" -xJf "$1"
+  else
+    python3 - "$1" "$2" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    try:
+        t.extractall(sys.argv[2], filter="fully_trusted")
+    except TypeError:  # Python < 3.12
+        t.extractall(sys.argv[2])
+PY
+  fi
+}
+# On the device machine node_modules is absent (ignored files do not travel): the packed one, which
+# holds only the packages these files import, is unpacked and marked. Deno's "auto" mode would
+# try to install the rest of deno.lock from the registry, so deno.json is switched to "manual" for
+# the run (and put back at exit); tests run with --no-check (CI type-checks; @types are not packed).
+if [ ! -d node_modules/.deno ]; then
+  if [ ! -f .gpu/node_modules.tar.xz ]; then
+    note "Cannot run the check as node_modules or .gpu/node_modules.tar.xz must exist: run bash bench/gpu_pack.sh here and carry .gpu"
+    exit 2
+  fi
+  unpack .gpu/node_modules.tar.xz . && touch node_modules/.seed-gpu-pack
+fi
+if [ -f node_modules/.seed-gpu-pack ]; then
+  cp deno.json .gpu/deno.json.orig
+  trap 'cp .gpu/deno.json.orig deno.json' EXIT
+  sed -i 's/"nodeModulesDir": "auto"/"nodeModulesDir": "manual"/' deno.json
+fi
+if [ -f .gpu/deno.tar.xz ]; then
+  mkdir -p .gpu/bin
+  [ -x .gpu/bin/deno ] || unpack .gpu/deno.tar.xz .gpu/bin
+  export PATH="$PWD/.gpu/bin:$PATH"
+fi
+command -v deno >/dev/null || { note "Cannot run the check as deno must be on PATH or in .gpu/deno.tar.xz"; exit 2; }
+export DENO_DIR=${DENO_DIR:-/tmp/seed-deno-dir} DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
+
+# --- Vulkan loader for WebGPU (Dawn); the NVIDIA ICD as the device README says -----------------
+# (GPU_CHECK_NO_GL=1 leaves / alone: for a dry run on a shared machine without a GPU.)
+if [ -z "${GPU_CHECK_NO_GL:-}" ]; then
+  for f in .gpu/gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+  ldconfig 2>/dev/null
+fi
+nvidia_icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nvidia_icd" ]; then export VK_DRIVER_FILES=$nvidia_icd; fi
+
+# --- the machine -------------------------------------------------------------------------------
+{
+  echo "date $(date -u +%FT%TZ), $(uname -srm), $(nproc) cores"
+  echo "deno $(deno --version | head -1 | cut -d' ' -f2)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu /'
+  echo "libraries: $(ldconfig -p | grep -oE 'lib(vulkan|cudart|cublas|cudnn)[^ ]*' | sort -u | tr '\n' ' ')"
+  echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-}"
+} | tee -a "$OUT/summary.txt"
+
+# --- which providers load ----------------------------------------------------------------------
+stage "provider checks" 240 summary.txt deno run -A bench/gpu_probe.ts cuda webgpu
+loaded=$(grep -h '"ok":true' "$OUT/summary.txt" | grep -oE '"provider":"(cuda|webgpu)"' | cut -d'"' -f4)
+
+for ep in $loaded; do
+  stage "$ep: node placement of the train, score and decode graphs" 90 "$ep.txt" \
+    deno run -A bench/gpu_placement.ts --ep "$ep"
+  stage "$ep: engine tests and model parity test" 150 "$ep.txt" \
+    env SEED_TEST_EXECUTION_PROVIDER="$ep" deno test -A --no-check \
+    tests/workers/engine/ tests/workers/model/provider_parity_test.ts
+  stage "$ep: bench:engine --ep $ep" 240 "$ep.txt" \
+    deno run -A bench/engine.ts --ep "$ep" --threads 4 --repeats 3 --no-torch
+done
+
+if [ -z "$loaded" ]; then
+  note "no GPU provider loaded (reasons above); checking the carried toolchain on the CPU"
+  stage "cpu: engine tests" 120 cpu.txt deno test -A --no-check tests/workers/engine/
+else
+  stage "cpu: bench:engine on this machine's CPU" 200 cpu.txt \
+    deno run -A bench/engine.ts --ep cpu --threads "$(nproc)" --repeats 3
+fi
+note "done in $(($(date +%s) - START)) s"
