@@ -56,8 +56,8 @@ export class ProviderUnavailableError extends Error {
 
 const MISSING: Record<ExecutionProvider, string> = {
   cpu: "the onnxruntime-node native binding must load (run with --allow-ffi)",
-  cuda: "the CUDA provider libraries must be installed " +
-    "(ONNXRUNTIME_NODE_INSTALL=cuda12 npm rebuild onnxruntime-node, with CUDA 12 and cuDNN 9)",
+  cuda: "the CUDA provider libraries must be installed (README, GPU workers: " +
+    "ONNXRUNTIME_NODE_INSTALL=cuda12 with onnxruntime-node's script/install.js; CUDA 12 and cuDNN 9)",
   webgpu: "a WebGPU adapter must be available (a GPU with a Vulkan driver)",
 };
 
