@@ -8,10 +8,11 @@
 # On the machine it unpacks the carried deno and node_modules, installs the Vulkan loader, probes
 # cuda and webgpu as a WORKER_DEVICE=gpu worker does (bench/gpu_probe.ts), and for each provider
 # that loads: where onnxruntime places the model graphs' nodes (bench/gpu_placement.ts), the
-# engine test folder and the model parity test on that provider (SEED_TEST_EXECUTION_PROVIDER),
-# and `bench:engine --ep <provider>`. Last, `bench:engine` on the same machine's CPU to compare.
+# engine test folder and the model parity test on that provider (SEED_TEST_EXECUTION_PROVIDER);
+# then `bench:engine --ep <provider>` beside `bench:engine` on the same machine's CPU, per size.
 # When no GPU provider loads, the engine tests run on the CPU so the carried toolchain is checked.
 # Each stage has its own time limit and the whole stops by GPU_CHECK_BUDGET_S (default 540 s).
+# Dry run on a machine without a GPU: GPU_CHECK_NO_GL=1 GPU_CHECK_AS_LOADED=cpu bash bench/gpu_check.sh
 #
 # Results in $OUT (the tool's folder; ./.bench-out/gpu elsewhere), at most 8 files:
 #   summary.txt    the machine, each provider's check, each stage's exit code and seconds
@@ -108,6 +109,8 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nvidia_icd" ]; then export VK_DRIVER_
 # --- which providers load ----------------------------------------------------------------------
 stage "provider checks" 240 summary.txt deno run -A bench/gpu_probe.ts cuda webgpu
 loaded=$(grep -h '"ok":true' "$OUT/summary.txt" | grep -oE '"provider":"(cuda|webgpu)"' | cut -d'"' -f4)
+# (GPU_CHECK_AS_LOADED=cpu runs the per-provider stages on the CPU: a dry run of this script.)
+loaded=${GPU_CHECK_AS_LOADED:-$loaded}
 
 for ep in $loaded; do
   stage "$ep: node placement of the train, score and decode graphs" 90 "$ep.txt" \
@@ -115,15 +118,22 @@ for ep in $loaded; do
   stage "$ep: engine tests and model parity test" 150 "$ep.txt" \
     env SEED_TEST_EXECUTION_PROVIDER="$ep" deno test -A --no-check \
     tests/workers/engine/ tests/workers/model/provider_parity_test.ts
-  stage "$ep: bench:engine --ep $ep" 240 "$ep.txt" \
-    deno run -A bench/engine.ts --ep "$ep" --threads 4 --repeats 3 --no-torch
 done
 
 if [ -z "$loaded" ]; then
   note "no GPU provider loaded (reasons above); checking the carried toolchain on the CPU"
   stage "cpu: engine tests" 120 cpu.txt deno test -A --no-check tests/workers/engine/
 else
-  stage "cpu: bench:engine on this machine's CPU" 200 cpu.txt \
-    deno run -A bench/engine.ts --ep cpu --threads "$(nproc)" --repeats 3
+  # bench:engine prints its table at the end: one run per model size, so that a size cut off by
+  # its limit loses only itself. The CPU rows are the same machine's cores, for comparison.
+  for size in small medium; do
+    limit=$([ "$size" = small ] && echo 120 || echo 220)
+    for ep in $loaded; do
+      stage "$ep: bench:engine --ep $ep --only $size" "$limit" "$ep.txt" \
+        deno run -A bench/engine.ts --ep "$ep" --only "$size" --threads 4 --repeats 3 --no-torch
+    done
+    stage "cpu: bench:engine --only $size on this machine's CPU" "$limit" cpu.txt \
+      deno run -A bench/engine.ts --ep cpu --only "$size" --threads "$(nproc)" --repeats 3
+  done
 fi
 note "done in $(($(date +%s) - START)) s"
