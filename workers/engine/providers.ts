@@ -213,7 +213,8 @@ export async function probeProvider(
 /**
  * Probes `candidates` in order (default {@link EXECUTION_PROVIDERS}: cuda, webgpu, cpu) and
  * returns the first that works, with the reasons the ones before it were skipped. Providers after
- * the chosen one are not probed.
+ * the chosen one are not probed. `opts.probe` checks one provider (default {@link probeProvider},
+ * in a child process with `opts.timeoutMs`; {@link checkProvider} checks in this process).
  * @throws NoExecutionProviderError when none works (e.g. `cuda,webgpu` on a machine without a GPU).
  */
 export async function chooseExecutionProvider(
