@@ -46,7 +46,7 @@ class FixedAnalyzer extends TextPolicy {
     const texts = prompts.map((_, i) =>
       JSON.stringify({ episode_summary: `summary ${i}`, episode_skill: skills[i % skills.length] })
     );
-    return Promise.resolve({ texts, tokens: 0 });
+    return Promise.resolve({ texts, responseIds: texts.map(() => []), tokens: 0 });
   }
 }
 

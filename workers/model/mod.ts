@@ -13,7 +13,9 @@
  *   json_automaton.ts, constrained_decoding.ts, token_bytes.ts: decoding under a JSON schema;
  * - optim.ts: AdamW, gradient-norm clipping, learning-rate schedules;
  * - hf.ts, safetensors.ts, tokenizer.ts, init.ts: Hugging Face model folders, safetensors,
- *   tokenizers and chat templates, the `builtin:tiny` model and seeded initialisation.
+ *   tokenizers and chat templates, the `builtin:tiny` model and seeded initialisation;
+ *   chat_template.ts: prompt forms (a model's own chat template, or plain for builtin models)
+ *   and the end-of-turn token, shared by training and serving.
  *
  * The model knows nothing of SEED or of any other algorithm: the train graph is built from an
  * objective it is given (`Policy.trainStep(objective, …)`, `buildTrainGraph(…, { objective })`).
@@ -78,5 +80,6 @@ export { tokenBytes } from "./token_bytes.ts";
 export * from "./optim.ts";
 export * from "./safetensors.ts";
 export * from "./tokenizer.ts";
+export * from "./chat_template.ts";
 export * from "./hf.ts";
 export * from "./init.ts";

@@ -80,6 +80,8 @@ export class Tokenizer {
   /** Jinja chat template from `tokenizer_config.json`, or null. */
   readonly chatTemplate: string | null;
   #hf: HfTokenizer;
+  /** Ids of `tokenizer.json`'s added tokens marked `special`. */
+  #special: Set<number>;
   #template: Template | null = null;
   #cleanUp: boolean;
 
@@ -115,6 +117,14 @@ export class Tokenizer {
       );
     }
     this.files = files;
+    const added = Array.isArray(files.tokenizerJson.added_tokens)
+      ? files.tokenizerJson.added_tokens as { id?: unknown; special?: unknown }[]
+      : [];
+    this.#special = new Set(
+      added.filter((t) => t?.special === true && typeof t.id === "number").map((t) =>
+        t.id as number
+      ),
+    );
     let maxId = -1;
     for (const id of this.#hf.get_vocab(true).values()) maxId = Math.max(maxId, id);
     this.vocabSize = maxId + 1;
@@ -179,6 +189,11 @@ export class Tokenizer {
     return this.#hf.token_to_id(token);
   }
 
+  /** Whether `id` is one of `tokenizer.json`'s added tokens marked special (e.g. `<|im_end|>`). */
+  isSpecialToken(id: number): boolean {
+    return this.#special.has(id);
+  }
+
   /** Token string of an id, or undefined. */
   idToToken(id: number): string | undefined {
     return this.#hf.id_to_token(id);
@@ -186,12 +201,14 @@ export class Tokenizer {
 
   /**
    * Renders `messages` with the chat template (variables as in transformers:
-   * `messages`, `add_generation_prompt`, `bos_token`, `eos_token`, `pad_token`).
+   * `messages`, `add_generation_prompt`, `bos_token`, `eos_token`, `pad_token`, and
+   * `enable_thinking` when `options.enableThinking` is given: Qwen3's thinking switch, a keyword
+   * argument of `apply_chat_template` passed through to the template).
    * @throws {TokenizerError} when there is no chat template, or the template fails.
    */
   applyChatTemplate(
     messages: ChatMessage[],
-    options: { addGenerationPrompt?: boolean } = {},
+    options: { addGenerationPrompt?: boolean; enableThinking?: boolean } = {},
   ): string {
     if (this.chatTemplate === null) {
       throw new TokenizerError(
@@ -207,6 +224,9 @@ export class Tokenizer {
         bos_token: tokenContent(config.bos_token) ?? "",
         eos_token: tokenContent(config.eos_token) ?? "",
         pad_token: tokenContent(config.pad_token) ?? "",
+        ...(options.enableThinking === undefined
+          ? {}
+          : { enable_thinking: options.enableThinking }),
       });
     } catch (cause) {
       throw new TokenizerError(`Cannot apply the chat template as it must render: ${cause}`, {

@@ -93,6 +93,12 @@ export function asAsync(env: Environment): AsyncEnvironmentLike & {
 export interface RolloutStep extends TrajectoryStep {
   /** The ordinary prompt the policy answered at this turn. */
   prompt: string;
+  /**
+   * The response's token ids as the trainer scores them (text_policy.ts
+   * `TextGeneration.responseIds`: the sampled ids under a chat template), when the policy
+   * reported them; absent: the trainer encodes `response`.
+   */
+  responseIds?: number[];
   /** The images of the prompt's `<image>` placeholders, in order; absent for text prompts. */
   images?: ObservationImage[];
 }
@@ -110,11 +116,21 @@ export interface RolloutTrajectory extends Trajectory {
   truncated: boolean;
 }
 
+/** A batch of responses with the token ids each is trained as (`responseIds[i]` for `texts[i]`). */
+export interface PolicyResponses {
+  texts: string[];
+  responseIds: number[][];
+}
+
 /**
- * A batched policy: one response per prompt, in the same order; `images[i]` are the images of
+ * A batched policy: one response per prompt, in the same order, as texts or as texts with their
+ * token ids (kept on each turn as `RolloutStep.responseIds`); `images[i]` are the images of
  * prompt i's placeholders (empty for a text prompt).
  */
-export type BatchPolicy = (prompts: string[], images: ObservationImage[][]) => Promise<string[]>;
+export type BatchPolicy = (
+  prompts: string[],
+  images: ObservationImage[][],
+) => Promise<string[] | PolicyResponses>;
 
 /** Options of `runRollouts`. */
 export interface RolloutOptions {
@@ -242,8 +258,13 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
         )),
     );
     const images = prompts.map((p, i) => promptImages(p, live[i].observation, turn));
-    const responses = await stage(turn, "run the policy", () => policy(prompts, images));
-    if (!Array.isArray(responses) || responses.length !== prompts.length) {
+    const answer = await stage(turn, "run the policy", () => policy(prompts, images));
+    const responses = Array.isArray(answer) ? answer : answer?.texts;
+    const ids = Array.isArray(answer) ? undefined : answer?.responseIds;
+    if (
+      !Array.isArray(responses) || responses.length !== prompts.length ||
+      (ids !== undefined && ids.length !== prompts.length)
+    ) {
       throw new RolloutError(
         `Cannot continue the rollout as the policy must return one response per prompt (${prompts.length}): current value is ${
           Array.isArray(responses) ? responses.length : typeof responses
@@ -269,6 +290,7 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
         ...(images[i].length > 0 ? { images: images[i] } : {}),
         observation: e.observation.text,
         response: responses[i],
+        ...(ids ? { responseIds: ids[i] } : {}),
         action: actions[i] ?? "",
         valid: result?.valid ?? false,
         reward: result?.reward ?? 0,

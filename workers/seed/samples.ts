@@ -30,6 +30,8 @@ export interface TurnSample extends AdvantageSample {
   images?: ObservationImage[];
   /** The sampled response text. */
   response: string;
+  /** The sampled response's token ids as scored (`RolloutStep.responseIds`), when known. */
+  responseIds?: number[];
   /** The parsed action ("" when none). */
   action: string;
   /** Whether the action was parsed and admissible. */
@@ -77,6 +79,7 @@ export function buildSamples(
         prompt: step.prompt,
         ...(step.images ? { images: step.images } : {}),
         response: step.response,
+        ...(step.responseIds ? { responseIds: step.responseIds } : {}),
         action: step.action,
         valid: step.valid,
         observation: step.observation,

@@ -1,12 +1,32 @@
 /**
  * The text side of the policy for the trainer: how a prompt and a response become token ids, and
  * batched generation of actions (stop at `</action>`) and analyses (stop at the end of the JSON
- * object). One convention everywhere (rollout, warm-up SFT, re-scoring, evaluation):
+ * object). One convention everywhere (rollout, analyzer, re-scoring, warm-up SFT, evaluation), in
+ * the model's prompt form (workers/model/chat_template.ts, `promptFormOf`):
  *
- *     input ids = encode(prompt + "\n")            (the tokenizer's special tokens, e.g. a BOS)
- *     response  = encode(text, no special tokens)  (+ EOS for analyzer targets)
+ * - `plain` (builtin models, trained from scratch on exactly this form):
  *
- * Prompts are used raw (no chat template): the builtin models are trained on exactly this form.
+ *       input ids = encode(prompt + "\n")            (the tokenizer's special tokens, e.g. a BOS)
+ *       response  = encode(text, no special tokens)  (+ EOS for analyzer targets)
+ *
+ * - `chat_template` (a model whose tokenizer has a chat template of its own, e.g. an uploaded
+ *   Qwen3): the prompt is the content of one user message, rendered by the template with the
+ *   generation prompt and encoded without adding special tokens; every response ends with the
+ *   template's end-of-turn token (`<|im_end|>` for Qwen), which also stops generation:
+ *
+ *       input ids = encode(template([{role: "user", content: prompt}], generation prompt), no special)
+ *       response  = encode(text, no special tokens) + end-of-turn
+ *
+ *   A skill for re-scoring goes into the prompt string (skills.ts `insertSkill`), so it lands
+ *   inside the user message and the whole conversation is rendered again.
+ *
+ * Sampled responses: {@link TextPolicy.generate} also returns each response's token ids as they
+ * are trained and scored (`TextGeneration.responseIds`). Under a chat template these are the
+ * sampled ids themselves (plus the end-of-turn token when a stop string or the JSON schema ended
+ * the answer), never the text decoded and encoded again: a response whose text encodes to other
+ * ids (a leading space, a merge across the stop string) is scored as the ids that were sampled.
+ * Plain models keep their original convention (the trimmed text encoded again), so builtin runs
+ * are unchanged.
  *
  * Vision models: a prompt's `<image>` placeholders (one special token each) go with the images
  * given beside the prompt (`sample(…, images)`, `generate(…, { images })`); the model expands each
@@ -14,19 +34,24 @@
  * response or a skill quoted in a later prompt cannot open an image slot that has no image.
  */
 import {
+  type ChatMessage,
   ConstraintError,
+  encodePrompt,
+  endOfTurnTokenId,
+  type Generation,
   IMAGE_PLACEHOLDER,
   JsonConstrainedDecoder,
   type JsonObjectSchema,
   type Policy,
+  type PromptForm,
+  promptFormOf,
+  renderPrompt,
   type RgbImage,
   type Sample,
+  stopTokenIdsOf,
   tokenBytes,
   Tokenizer,
 } from "../model/mod.ts";
-
-/** Separator between a prompt and its response. */
-export const PROMPT_SUFFIX = "\n";
 
 /** Stop string of an action response. */
 export const ACTION_STOP = "</action>";
@@ -49,9 +74,17 @@ export function withoutImagePlaceholders(text: string): string {
   return out;
 }
 
-/** A generated batch: one text per prompt and the number of tokens generated. */
+/** The message rendered once when a chat-template policy is built (a template check). */
+const USER_PROBE: ChatMessage = { role: "user", content: "Hi" };
+
+/**
+ * A generated batch: one text per prompt, each response's token ids as they are trained and
+ * scored (see module doc), and the number of tokens generated.
+ */
 export interface TextGeneration {
   texts: string[];
+  /** Per prompt, the response ids (T_i,) that `sample(prompt, ids)` trains on. */
+  responseIds: number[][];
   tokens: number;
 }
 
@@ -74,38 +107,69 @@ export interface TextGenerateOptions {
   schema?: JsonObjectSchema;
 }
 
-/** A `Policy` and its tokenizer, speaking text. */
+/** A `Policy` and its tokenizer, speaking text in the model's prompt form (see module doc). */
 export class TextPolicy {
+  /** `chat_template` when the tokenizer has a chat template of its own, else `plain`. */
+  readonly form: PromptForm;
+  /** The token ending every chat-template response (null in the plain form). */
+  readonly endOfTurnId: number | null;
+  readonly #stopIds: number[];
   readonly #prompts = new Map<string, number[]>();
   readonly #decoders = new Map<string, JsonConstrainedDecoder>();
 
-  constructor(readonly policy: Policy, readonly tokenizer: Tokenizer) {}
+  /**
+   * @throws {TokenizerError} when the tokenizer's own chat template fails to render a user
+   *   message (checked here, so a job with such a model fails when it starts).
+   */
+  constructor(readonly policy: Policy, readonly tokenizer: Tokenizer) {
+    this.form = promptFormOf(tokenizer);
+    if (this.form === "chat_template") renderPrompt(tokenizer, this.form, [USER_PROBE]);
+    this.endOfTurnId = this.form === "chat_template" ? endOfTurnTokenId(tokenizer) : null;
+    this.#stopIds = stopTokenIdsOf(tokenizer, this.form);
+  }
 
-  /** Token ids of `prompt` + {@link PROMPT_SUFFIX} (memoised: prompts repeat within a step). */
+  /**
+   * Token ids of `prompt` in the prompt form: `prompt` + `PROMPT_SUFFIX` ("\n"), or the chat
+   * template's rendering of one user message holding `prompt` (memoised: prompts repeat within
+   * a step).
+   */
   promptIds(prompt: string): number[] {
     let ids = this.#prompts.get(prompt);
     if (!ids) {
-      ids = this.tokenizer.encode(prompt + PROMPT_SUFFIX);
+      const text = renderPrompt(this.tokenizer, this.form, [{ role: "user", content: prompt }]);
+      ids = encodePrompt(this.tokenizer, this.form, text);
       if (this.#prompts.size > 20_000) this.#prompts.clear();
       this.#prompts.set(prompt, ids);
     }
     return ids;
   }
 
-  /** Token ids of a response text (no special tokens), plus EOS when `eos` (and there is one). */
+  /**
+   * Token ids of a response text (no special tokens). Plain form: plus EOS when `eos` (and there
+   * is one). Chat template: plus the end-of-turn token, always (`eos` changes nothing).
+   */
   responseIds(text: string, eos = false): number[] {
     const ids = this.tokenizer.encode(text, { addSpecialTokens: false });
+    if (this.endOfTurnId !== null) return [...ids, this.endOfTurnId];
     const end = this.tokenizer.eosTokenId ?? this.tokenizer.stopTokenIds[0];
     if (eos && end !== undefined && end !== null) ids.push(end);
     return ids;
   }
 
   /**
-   * A (prompt, response) token sample; `images` (vision models) fill the prompt's `<image>`
-   * placeholders in order and are kept only when there are some.
+   * A (prompt, response) token sample. `response` is a text (encoded by {@link responseIds}) or
+   * token ids used as they are (a sampled response: `TextGeneration.responseIds`). `images`
+   * (vision models) fill the prompt's `<image>` placeholders in order and are kept only when
+   * there are some.
    */
-  sample(prompt: string, response: string, eos = false, images?: readonly RgbImage[]): Sample {
-    const s: Sample = { prompt: this.promptIds(prompt), response: this.responseIds(response, eos) };
+  sample(
+    prompt: string,
+    response: string | readonly number[],
+    eos = false,
+    images?: readonly RgbImage[],
+  ): Sample {
+    const ids = typeof response === "string" ? this.responseIds(response, eos) : [...response];
+    const s: Sample = { prompt: this.promptIds(prompt), response: ids };
     if (images && images.length > 0) s.images = [...images];
     return s;
   }
@@ -134,7 +198,7 @@ export class TextPolicy {
    *   shortest object takes with this tokenizer.
    */
   async generate(prompts: string[], options: TextGenerateOptions): Promise<TextGeneration> {
-    if (prompts.length === 0) return { texts: [], tokens: 0 };
+    if (prompts.length === 0) return { texts: [], responseIds: [], tokens: 0 };
     const tok = this.tokenizer;
     const decoder = options.schema ? this.jsonDecoder(options.schema) : null;
     if (decoder && options.maxNewTokens < decoder.minTokens) {
@@ -149,7 +213,7 @@ export class TextPolicy {
       greedy: options.temperature === 0,
       temperature: options.temperature || 1,
       seed: options.seed,
-      eosTokenIds: tok.stopTokenIds,
+      eosTokenIds: this.#stopIds,
       stop: decoder ? undefined : options.stop,
       constraint: decoder ? () => decoder.start() : undefined,
       detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
@@ -157,9 +221,24 @@ export class TextPolicy {
     });
     const vision = Boolean(this.policy.config.vision_config);
     const clean = (t: string) => (vision ? withoutImagePlaceholders(t) : t);
+    const texts = gens.map((g) => clean(g.text ?? "").trim());
     return {
-      texts: gens.map((g) => clean(g.text ?? "").trim()),
+      texts,
+      responseIds: gens.map((g, i) => this.#sampledIds(g, texts[i])),
       tokens: gens.reduce((n, g) => n + g.tokens.length, 0),
     };
+  }
+
+  /**
+   * The ids a generated response is trained and scored as (module doc): the sampled ids under a
+   * chat template, with the end-of-turn token appended when the answer ended without one (a
+   * stop string or a completed schema; a response cut at `maxNewTokens` stays cut); `text`
+   * encoded again in the plain form.
+   */
+  #sampledIds(g: Generation, text: string): number[] {
+    if (this.endOfTurnId === null) return this.responseIds(text);
+    const ids = [...g.tokens];
+    if (g.finishReason === "stop") ids.push(this.endOfTurnId);
+    return ids;
   }
 }

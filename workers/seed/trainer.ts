@@ -247,7 +247,7 @@ export class SeedTrainer {
           images,
         });
         tokens += g.tokens;
-        return g.texts;
+        return { texts: g.texts, responseIds: g.responseIds };
       },
     });
     return { list, tokens };
@@ -273,11 +273,15 @@ export class SeedTrainer {
 
   /**
    * ℓ_old and ℓ_ref under the ordinary prompt; ℓ_T under the skill prompt where there is one.
-   * Every pass (and the update) sees the turn's images; the skill prompt keeps its `<image>`.
+   * All three passes and the update score the same response ids, the ones the rollout kept
+   * (`TurnSample.responseIds`: the sampled ids under a chat template); only the prompt ids
+   * change. Every pass sees the turn's images; the skill prompt keeps its `<image>`.
    */
   async #rescore(samples: TurnSample[], skills: Map<string, string | null>) {
     const { theta, reference } = this.parts;
-    const plain: Sample[] = samples.map((s) => theta.sample(s.prompt, s.response, false, s.images));
+    const plain: Sample[] = samples.map((s) =>
+      theta.sample(s.prompt, s.responseIds ?? s.response, false, s.images)
+    );
     const old = await theta.policy.score(plain);
     const ref = reference ? await reference.score(plain) : old;
     const prompts = teacherPrompts(samples, skills);

@@ -23,19 +23,20 @@ import {
 import { type SessionCache, tensor } from "../engine/mod.ts";
 import {
   buildDecodeGraph,
-  BUILTIN_CHAT_TEMPLATE,
   type DecoderConfig,
   decoderParameterSpecs,
   loadHfDirectory,
   type Parameters,
+  type PromptForm,
+  promptFormOf,
   Tokenizer,
 } from "../model/mod.ts";
 import { SkillLibrary } from "../seed/skill_library.ts";
 import type { DecodeModel } from "./engine.ts";
 import { badRequest, modelNotFound } from "./errors.ts";
 
-/** How chat messages become a prompt (see prompt.ts). */
-export type PromptForm = "chat_template" | "plain";
+/** How chat messages become a prompt (workers/model/chat_template.ts). */
+export type { PromptForm };
 
 /** A loaded checkpoint, ready to decode. */
 export interface ServedModel extends DecodeModel {
@@ -47,7 +48,8 @@ export interface ServedModel extends DecodeModel {
   /**
    * `chat_template` when the tokenizer has a chat template of its own; `plain` for builtin
    * models (their tokenizers carry a generic ChatML template, but they are trained on plain
-   * prompts: workers/seed/text_policy.ts) and tokenizers without one.
+   * prompts) and tokenizers without one: `promptFormOf` (workers/model/chat_template.ts), as the
+   * trainer decides it.
    */
   promptForm: PromptForm;
   /** When the checkpoint was committed. */
@@ -178,7 +180,6 @@ export class ModelRegistry {
       names.has(name) ? readCheckpointFile(this.opts.store, ck, name) : Promise.resolve(null)
     );
     const tokenizer = new Tokenizer(hf.tokenizer);
-    const own = tokenizer.chatTemplate !== null && tokenizer.chatTemplate !== BUILTIN_CHAT_TEMPLATE;
     const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
     return {
       ...decode,
@@ -186,7 +187,7 @@ export class ModelRegistry {
       jobId: ck.jobId,
       step: ck.step,
       tokenizer,
-      promptForm: own ? "chat_template" : "plain",
+      promptForm: promptFormOf(tokenizer),
       createdAt: ck.createdAt,
     };
   }

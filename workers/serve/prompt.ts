@@ -1,15 +1,17 @@
 /**
  * Request → prompt text → token ids, and skills at inference.
  *
- * Chat messages become a prompt in the checkpoint's own form ({@link ServedModel.promptForm}):
+ * Chat messages become a prompt in the checkpoint's own form ({@link ServedModel.promptForm}),
+ * rendered and encoded by the implementation the trainer uses (workers/model/chat_template.ts):
  *
  * - `chat_template`: the tokenizer's Jinja chat template with the generation prompt
- *   (`developer` messages are passed as `system`), encoded without adding special tokens (the
- *   template writes them), as `transformers`' `apply_chat_template` does;
- * - `plain` (builtin models): the message texts joined by newlines, then the trainer's
- *   `PROMPT_SUFFIX`, encoded as the trainer encodes prompts (workers/seed/text_policy.ts). One
- *   user message holding an environment's turn prompt is then exactly the prompt the policy was
- *   trained and evaluated on.
+ *   (`developer` messages are passed as `system`; Qwen3's `enable_thinking` false), encoded
+ *   without adding special tokens (the template writes them), as `transformers`'
+ *   `apply_chat_template` does;
+ * - `plain` (builtin models): the message texts joined by newlines, then `PROMPT_SUFFIX`.
+ *
+ * Either way one user message holding an environment's turn prompt is exactly the prompt the
+ * policy was trained and evaluated on (workers/seed/text_policy.ts).
  *
  * A completions `prompt` is encoded as it is (with the tokenizer's special tokens, e.g. a BOS).
  *
@@ -19,9 +21,8 @@
  * stays inside that message, never a message of its own), else into the last user message.
  */
 import { TASK_LINE_PREFIX } from "../envs/prompt.ts";
-import type { ChatMessage } from "../model/mod.ts";
+import { type ChatMessage, encodePrompt as encodeRendered, renderPrompt } from "../model/mod.ts";
 import { insertSkill } from "../seed/skills.ts";
-import { PROMPT_SUFFIX } from "../seed/text_policy.ts";
 import type { ServedModel } from "./models.ts";
 import { type ChatRequestMessage, messageText } from "./schemas.ts";
 
@@ -38,10 +39,7 @@ export function renderChat(
   model: Pick<ServedModel, "promptForm" | "tokenizer">,
   messages: readonly ChatMessage[],
 ): string {
-  if (model.promptForm === "chat_template") {
-    return model.tokenizer.applyChatTemplate([...messages], { addGenerationPrompt: true });
-  }
-  return messages.map((m) => m.content).join("\n") + PROMPT_SUFFIX;
+  return renderPrompt(model.tokenizer, model.promptForm, messages);
 }
 
 /** Token ids of a rendered prompt (see module doc for when special tokens are added). */
@@ -50,8 +48,7 @@ export function encodePrompt(
   text: string,
   kind: "chat" | "completion",
 ): number[] {
-  const addSpecialTokens = !(kind === "chat" && model.promptForm === "chat_template");
-  return model.tokenizer.encode(text, { addSpecialTokens });
+  return encodeRendered(model.tokenizer, kind === "chat" ? model.promptForm : "plain", text);
 }
 
 /** The task of a prompt: the rest of its first `Your task is to:` line, or null. */

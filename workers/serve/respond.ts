@@ -7,6 +7,7 @@
  * engine. The `skill` extension field is on the JSON body and on every chunk.
  */
 import type { Context } from "hono";
+import { stopTokenIdsOf } from "../model/mod.ts";
 import { type ChoiceSink, type DecodeEngine, type EngineFinish, QueueFullError } from "./engine.ts";
 import { badRequest, queueFull, toErrorResponse } from "./errors.ts";
 import type { ServedModel } from "./models.ts";
@@ -88,7 +89,7 @@ class Answer {
         maxNewTokens: p.maxTokens,
         sampling: { greedy: p.greedy, temperature: p.temperature, topP: p.topP },
         seed: p.seed,
-        eosTokenIds: p.model.tokenizer.stopTokenIds,
+        eosTokenIds: stopTokenIdsOf(p.model.tokenizer, p.model.promptForm),
         choices: sinks,
         signal: this.abort.signal,
       });

@@ -7,6 +7,7 @@ import {
   runRollouts,
 } from "../../../workers/seed/rollout.ts";
 import { RolloutError } from "../../../workers/seed/errors.ts";
+import { buildSamples } from "../../../workers/seed/samples.ts";
 
 /** A scripted policy that records every call; `act` picks the response for one prompt. */
 function scripted(act: (prompt: string, index: number, call: number) => string) {
@@ -193,4 +194,52 @@ Deno.test("a synchronous environment also satisfies the interface directly", asy
     policy: (p) => Promise.resolve(p.map(() => "<action>right</action>")),
   });
   assert.equal(trajectories[0].won, true);
+});
+
+Deno.test("response ids a policy reports stay with their turns and become the samples' ids", async () => {
+  let call = 0;
+  const policy = (prompts: string[]) => {
+    call++;
+    return Promise.resolve({
+      texts: prompts.map(() => "<action>right</action>"),
+      responseIds: prompts.map((_, i) => [100 + call, i, 7]),
+    });
+  };
+  const trajectories = await runRollouts({
+    env: asAsync(new Corridor()),
+    tasks: [corridorTask(2)],
+    groupSize: 2,
+    maxTurns: 5,
+    historyLength: 0,
+    policy,
+  });
+  assert.deepEqual(trajectories[1].steps.map((s) => s.responseIds), [[101, 1, 7], [102, 1, 7]]);
+  assert.deepEqual(trajectories[1].steps.map((s) => s.response), [
+    "<action>right</action>",
+    "<action>right</action>",
+  ]);
+  const samples = buildSamples(trajectories, {
+    rewardSource: "score",
+    invalidPenalty: 0.1,
+    estimator: "grpo",
+    norm: "mean_std",
+  });
+  assert.deepEqual(samples.map((s) => s.responseIds), [
+    [101, 0, 7],
+    [102, 0, 7],
+    [101, 1, 7],
+    [102, 1, 7],
+  ]);
+  const bad = () => Promise.resolve({ texts: ["<action>right</action>"], responseIds: [] });
+  await assert.rejects(
+    runRollouts({
+      env: asAsync(new Corridor()),
+      tasks: [corridorTask(2)],
+      groupSize: 1,
+      maxTurns: 1,
+      historyLength: 0,
+      policy: bad,
+    }),
+    RolloutError,
+  );
 });

@@ -23,7 +23,8 @@ class FixedAnalyzer extends TextPolicy {
       return super.generate(prompts, options);
     }
     const json = JSON.stringify({ episode_summary: "moved", episode_skill: "push the box up" });
-    return Promise.resolve({ texts: prompts.map(() => json), tokens: 0 });
+    const responseIds = prompts.map(() => []);
+    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
   }
 }
 

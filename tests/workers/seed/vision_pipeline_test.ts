@@ -254,7 +254,8 @@ class FixedAnalyzer extends TextPolicy {
     }
     this.analyzerPrompts.push(...prompts);
     const json = JSON.stringify({ episode_summary: "moved", episode_skill: "push the box up" });
-    return Promise.resolve({ texts: prompts.map(() => json), tokens: 0 });
+    const responseIds = prompts.map(() => []);
+    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
   }
 }
 

@@ -14,6 +14,7 @@ import { skillBlock } from "../../../workers/seed/skills.ts";
 import { encodePrompt, renderChat, taskOf, withSkill } from "../../../workers/serve/prompt.ts";
 import { chooseSkill } from "../../../workers/serve/skill_choice.ts";
 import { ChoiceText } from "../../../workers/serve/text.ts";
+import { qwen3Tokenizer } from "../model/_qwen3.ts";
 
 const words = ["push", "the", "box", "onto", "target", "Your", "task", "is", "to:", "up"];
 
@@ -51,6 +52,21 @@ Deno.test("a checkpoint with its own chat template gets its messages rendered by
   );
   const ids = encodePrompt(model, text, "chat");
   assert.equal(ids.filter((t) => t === tokenizer.tokenToId("<|im_start|>")).length, 3);
+});
+
+Deno.test("a Qwen3 checkpoint is served in the chat form it was trained in (non-thinking)", () => {
+  const tokenizer = qwen3Tokenizer();
+  const model = { promptForm: "chat_template" as const, tokenizer };
+  const messages = withSkill([{ role: "user", content: "Your task is to: push\nAct." }], "go up");
+  const text = renderChat(model, messages);
+  assert.equal(
+    text,
+    `<|im_start|>user\nYour task is to: push\n\n${skillBlock("go up")}\n\nAct.<|im_end|>\n` +
+      "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+  );
+  const ids = encodePrompt(model, text, "chat");
+  assert.equal(ids[0], 151644, "no BOS added before <|im_start|>");
+  assert.deepEqual(ids.slice(-4), [151667, 271, 151668, 271]);
 });
 
 Deno.test("the best skill matches the task's words, then success share and sightings", () => {
