@@ -1,0 +1,69 @@
+/**
+ * The inference server on a checkpoint whose tokenizer has a chat template of its own (Qwen3's
+ * config at width 32, random weights, the real Qwen3 tokenizer), over real HTTP with the `openai`
+ * client: a chat request is rendered and encoded exactly as the trainer renders a turn prompt
+ * (workers/model/chat_template.ts), so greedy output equals the trainer's greedy generation.
+ */
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { initParameters } from "../../../workers/model/mod.ts";
+import { ACTION_STOP } from "../../../workers/seed/text_policy.ts";
+import { startServer } from "../../../workers/serve/main.ts";
+import { SMALL_QWEN3 } from "../../api/_qwen3_model.ts";
+import { qwen3TokenizerFiles } from "../model/_qwen3.ts";
+import { saveJob, startServeFixture, trainerPolicy } from "./_fixture.ts";
+
+Deno.test("a chat-template checkpoint is served through the template it was trained with", async () => {
+  const fx = await startServeFixture();
+  const model = {
+    config: SMALL_QWEN3,
+    parameters: initParameters(SMALL_QWEN3, 3),
+    tokenizer: qwen3TokenizerFiles(),
+    generationConfig: null,
+  };
+  const jobId = await saveJob(fx.db, fx.s3.store, fx.tenantA.id, [{ step: 0, model }]);
+  const server = startServer({
+    db: fx.db,
+    store: fx.s3.store,
+    SERVE_PORT: 0,
+    SERVE_THREADS: 1,
+    authCacheMs: 0,
+  });
+  const trainer = await trainerPolicy(fx, jobId, 0);
+  try {
+    assert.equal(trainer.text.form, "chat_template");
+    const client = new OpenAI({
+      apiKey: fx.keyA,
+      baseURL: `http://127.0.0.1:${server.port}/v1`,
+      maxRetries: 0,
+    });
+    const expected = await trainer.text.generate([fx.prompt], {
+      maxNewTokens: 12,
+      temperature: 0,
+      seed: 0,
+      stop: [ACTION_STOP],
+    });
+    const r = await client.chat.completions.create({
+      model: `job:${jobId}@0`,
+      messages: [{ role: "user", content: fx.prompt }],
+      temperature: 0,
+      max_tokens: 12,
+      stop: [ACTION_STOP],
+    });
+    const promptIds = trainer.text.promptIds(fx.prompt);
+    assert.equal(promptIds[0], 151644, "<|im_start|>, no BOS added");
+    assert.equal(r.usage?.prompt_tokens, promptIds.length, "the trainer's rendered prompt");
+    const text = r.choices[0].message.content ?? "";
+    const trainerText = expected.texts[0];
+    assert.equal(
+      r.choices[0].finish_reason === "stop" && trainerText.endsWith(ACTION_STOP)
+        ? (text + ACTION_STOP).trim()
+        : text.trim(),
+      trainerText,
+    );
+  } finally {
+    await trainer.text.policy.release();
+    await server.stop();
+    await fx.close();
+  }
+});
