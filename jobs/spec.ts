@@ -35,6 +35,19 @@ const JOB_REF_PATTERN =
 export const MODEL_REF_PATTERN =
   /^model:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
+/** Linear projections a LoRA adapter can target (PEFT's module names of Llama/Qwen decoders). */
+export const LORA_TARGET_MODULES = [
+  "q_proj",
+  "k_proj",
+  "v_proj",
+  "o_proj",
+  "gate_proj",
+  "up_proj",
+  "down_proj",
+] as const;
+/** A LoRA target module (see {@link LORA_TARGET_MODULES}). */
+export type LoraTargetModule = (typeof LORA_TARGET_MODULES)[number];
+
 /** Largest accepted `env.options` object, in characters of its JSON text. */
 export const MAX_ENV_OPTIONS_CHARS = 16_384;
 
@@ -122,6 +135,27 @@ export const JobSpecSchema = z.object({
      * `model:<uuid>` (uploaded).
      */
     base: ModelBase.default("builtin:tiny"),
+    /**
+     * LoRA adapters (Hu et al. 2021) on the decoder's linear projections: only the adapters are
+     * trained and kept in the optimizer; π_ref is the base with the adapters off; checkpoints hold
+     * the adapter in PEFT's format. Absent: every parameter is trained.
+     */
+    lora: z.object({
+      /** r: rank of each adapter's A (r × in) and B (out × r). */
+      rank: int(1, 1024).default(8),
+      /** α: the adapter's output is scaled by α / r. */
+      alpha: num(0, 65_536).default(16),
+      /** Dropout probability on the adapter's input (training only). */
+      dropout: z.number().min(0).lt(1).default(0),
+      /** Projections that get an adapter, by PEFT's module names. */
+      target_modules: z.array(z.enum(LORA_TARGET_MODULES)).min(1).max(7)
+        .refine((v) => new Set(v).size === v.length, {
+          message: "Cannot use these target_modules as each module must appear once",
+        })
+        .default(["q_proj", "v_proj"]),
+      /** Also write the merged full weights (W + (α/r)·B·A) as a Hugging Face folder. */
+      save_merged: z.boolean().default(false),
+    }).strict().optional(),
   }).strict().prefault({}),
   env: z.object({
     /** Environment id, e.g. `sokoban` (resolved against the env registry by the worker). */

@@ -35,6 +35,13 @@ import { type DecoderConfig, decoderParameterSpecs, hasQkNorm, patchesPerImage }
 import { ropeInverseFrequencies } from "./rope.ts";
 import { mergeImageEmbeds, visionEncoder, visionParameterInputs } from "./vision.ts";
 import type { AnyObjective } from "./objective.ts";
+import {
+  LORA_DROPOUT_SEED,
+  type LoraConfig,
+  type LoraGraph,
+  loraLinear,
+  loraParameterInputs,
+} from "./lora.ts";
 
 /** Float type of a graph: float32 in production, float64 for gradient checks. */
 export type FloatType = "float32" | "float64";
@@ -127,6 +134,23 @@ function parameterInputs(
   return p;
 }
 
+/**
+ * The adapter's parameter inputs (lora.ts), and in a training graph with dropout the
+ * `lora_dropout_seed` input.
+ */
+function adapterInputs(
+  g: Graph,
+  c: DecoderConfig,
+  lora: LoraConfig,
+  training: boolean,
+): LoraGraph {
+  const params = loraParameterInputs(g, c, lora, training);
+  const dropoutSeed = training && lora.dropout > 0
+    ? g.input(LORA_DROPOUT_SEED, [], { dtype: "int64" })
+    : undefined;
+  return { lora, params, dropoutSeed };
+}
+
 /** cos/sin of RoPE angles at int64 `positions` (B, T) → two (B, 1, T, D/2) tensors. */
 function ropeAngles(g: Graph, c: DecoderConfig, positions: Value): [Value, Value] {
   const half = c.head_dim / 2;
@@ -178,6 +202,8 @@ function decoder(
     bias: Value;
     past?: KvValues;
     image?: { embeds: Value; mergeIndex: Value };
+    /** LoRA adapters on the targeted projections (lora.ts). */
+    adapter?: LoraGraph;
   },
 ): { hidden: Value; fresh: KvValues } {
   const [B, T] = x.ids.shape;
@@ -191,8 +217,11 @@ function decoder(
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const pre = `model.layers.${l}`;
     const bias = (n: string) => (c.attention_bias ? w(`${pre}.self_attn.${n}.bias`) : undefined);
-    const proj = (n: string, src: Value) =>
-      nn.linear(g, src, w(`${pre}.self_attn.${n}.weight`), bias(n));
+    // Every projection is x·Wᵀ (+ b), plus the LoRA adapter's term where one targets it.
+    let salt = l * 8;
+    const linear = (stem: string, src: Value, b?: Value) =>
+      loraLinear(g, src, w(`${stem}.weight`), b, { stem, adapter: x.adapter, salt: salt++ });
+    const proj = (n: string, src: Value) => linear(`${pre}.self_attn.${n}`, src, bias(n));
     const heads = (v: Value, n: number) => g.transpose(g.reshape(v, [B, T, n, D]), [0, 2, 1, 3]);
     // Qwen3: RMSNorm over each head's D channels (one (D,) gain shared by all heads), before RoPE.
     const qkNorm = (v: Value, n: "q_norm" | "k_norm") =>
@@ -224,13 +253,13 @@ function decoder(
     } else o = g.matmul(att, v); // (B, Hkv, G·T, D)
     o = g.reshape(o, [B, H, T, D]); // (B, H, T, D)
     const merged = g.reshape(g.transpose(o, [0, 2, 1, 3]), [B, T, H * D]); // (B, T, H·D)
-    h = g.add(h, nn.linear(g, merged, w(`${pre}.self_attn.o_proj.weight`))); // (B, T, C)
+    h = g.add(h, linear(`${pre}.self_attn.o_proj`, merged)); // (B, T, C)
 
     // ---- SwiGLU MLP: down(silu(gate(x)) ⊙ up(x))
     const m = nn.rmsNorm(g, h, w(`${pre}.post_attention_layernorm.weight`), c.rms_norm_eps);
-    const gate = nn.silu(g, nn.linear(g, m, w(`${pre}.mlp.gate_proj.weight`))); // (B, T, F)
-    const up = nn.linear(g, m, w(`${pre}.mlp.up_proj.weight`)); // (B, T, F)
-    h = g.add(h, nn.linear(g, g.mul(gate, up), w(`${pre}.mlp.down_proj.weight`))); // (B, T, C)
+    const gate = nn.silu(g, linear(`${pre}.mlp.gate_proj`, m)); // (B, T, F)
+    const up = linear(`${pre}.mlp.up_proj`, m); // (B, T, F)
+    h = g.add(h, linear(`${pre}.mlp.down_proj`, g.mul(gate, up))); // (B, T, C)
   }
   const hidden = nn.rmsNorm(g, h, w("model.norm.weight"), c.rms_norm_eps); // (B, T, C)
   return { hidden, fresh };
@@ -279,7 +308,13 @@ function causalBias(g: Graph, mask: Value, b: number, t: number): Value {
  * Log-probs of the targets and entropy at the R scored positions, each (R,). Only those
  * positions go through the LM head and the vocabulary softmax (prompts are not scored).
  */
-function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: Bucket) {
+function tokenStats(
+  g: Graph,
+  c: DecoderConfig,
+  p: Map<string, Value>,
+  bucket: Bucket,
+  adapter?: LoraGraph,
+) {
   const { batch: b, length: t, tokens: r } = bucket;
   const ids = g.input("input_ids", [b, t], { dtype: "int64" });
   const mask = g.input("attention_mask", [b, t]);
@@ -294,7 +329,7 @@ function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: B
     const embeds = g.reshape(visionEncoder(g, c, p, pixels), [bucket.images * np, c.hidden_size]); // (I·P, C)
     image = { embeds, mergeIndex: g.input("merge_index", [b, t], { dtype: "int64" }) };
   }
-  const { hidden } = decoder(g, c, p, { ids, positions, bias, image });
+  const { hidden } = decoder(g, c, p, { ids, positions, bias, image, adapter });
   const scored = g.gather(g.reshape(hidden, [b * t, c.hidden_size]), index); // (R, C)
   const logp = g.logSoftmax(lmHead(g, c, p, scored), -1); // (R, V)
   return { logp: nn.pickLogProbs(g, logp, targets), entropy: nn.entropy(g, logp) }; // (R,)
@@ -306,23 +341,29 @@ function tokenStats(g: Graph, c: DecoderConfig, p: Map<string, Value>, bucket: B
  * int64 and `loss_mask` (R,) float (batch.ts); the objective's token inputs (R,) float, its
  * scalar inputs and counts (scalars); every parameter. Outputs: the objective's outputs (scalars,
  * `loss` among them), `logprobs` and `token_entropy` (R,), and `grad.<name>` (d loss / d
- * parameter) per parameter. Throws DecoderConfigError when an objective's name collides with a
- * graph input.
+ * parameter) per parameter. With `lora` (lora.ts), also the adapter's parameters, and only they
+ * get gradients (the base parameters are inputs without `grad.` outputs); with LoRA dropout > 0,
+ * also `lora_dropout_seed` (int64 scalar) seeding the dropout masks. Throws DecoderConfigError
+ * when an objective's name collides with a graph input.
  */
 export function buildTrainGraph(
   c: DecoderConfig,
   bucket: Bucket,
-  opts: { objective: AnyObjective; dtype?: FloatType },
+  opts: { objective: AnyObjective; dtype?: FloatType; lora?: LoraConfig },
 ): Graph {
   const objective = opts.objective;
   const g = new G(`train_${objective.name}`, opts.dtype ?? "float32");
-  const p = parameterInputs(g, c, true, !!bucket.images);
-  const { logp, entropy } = tokenStats(g, c, p, bucket);
+  const p = parameterInputs(g, c, !opts.lora, !!bucket.images);
+  const adapter = opts.lora && adapterInputs(g, c, opts.lora, true);
+  const { logp, entropy } = tokenStats(g, c, p, bucket, adapter);
   const shape = [bucket.tokens];
   const mask = g.input("loss_mask", shape);
   const inputs: Record<string, Value> = {};
   const declare = (name: string, dims: number[]) => {
-    if ((TRAIN_GRAPH_INPUTS as readonly string[]).includes(name) || name in inputs || p.has(name)) {
+    if (
+      (TRAIN_GRAPH_INPUTS as readonly string[]).includes(name) || name in inputs || p.has(name) ||
+      name === LORA_DROPOUT_SEED
+    ) {
       throw new DecoderConfigError(
         `Cannot build the train graph of objective ${objective.name} as its input names must be new: ${name} is taken`,
       );
@@ -337,20 +378,25 @@ export function buildTrainGraph(
   for (const name of Object.keys(objective.outputs)) g.output(outputs[name], name);
   g.output(logp, "logprobs");
   g.output(entropy, "token_entropy");
-  const params = [...p.values()];
+  const params = adapter ? [...adapter.params.values()] : [...p.values()];
   gradients(g, outputs.loss, params).forEach((d, i) => g.output(d, `grad.${params[i].name}`));
   return g;
 }
 
-/** The score graph of one bucket: inputs as `train` without losses → `logprobs`, `token_entropy` (R,). */
+/**
+ * The score graph of one bucket: inputs as `train` without losses → `logprobs`, `token_entropy`
+ * (R,). With `lora`, also the adapter's parameters (no dropout: scoring is evaluation).
+ */
 export function buildScoreGraph(
   c: DecoderConfig,
   bucket: Bucket,
   dtype: FloatType = "float32",
+  lora?: LoraConfig,
 ): Graph {
   const g = new G("score", dtype);
   const p = parameterInputs(g, c, false, !!bucket.images);
-  const { logp, entropy } = tokenStats(g, c, p, bucket);
+  const adapter = lora && adapterInputs(g, c, lora, false);
+  const { logp, entropy } = tokenStats(g, c, p, bucket, adapter);
   g.output(logp, "logprobs");
   g.output(entropy, "token_entropy");
   return g;
@@ -365,15 +411,17 @@ export function buildScoreGraph(
  * position only when `lastOnly` (left-padded generation). With `images` (vision models, for
  * prefills that hold image tokens) also `image_embeds` (M, C) from the encode graph and
  * `merge_index` (B, T) int64 (b·T + t at text positions, B·T + k at the k-th image token of
- * this call); the graph still reads only the decoder's parameters.
+ * this call); the graph still reads only the decoder's parameters. With `lora`, also the
+ * adapter's parameters (no dropout).
  */
 export function buildDecodeGraph(
   c: DecoderConfig,
-  opts: { lastOnly: boolean; dtype?: FloatType; images?: boolean },
+  opts: { lastOnly: boolean; dtype?: FloatType; images?: boolean; lora?: LoraConfig },
 ): Graph {
   const g = new G(opts.images ? "decode_images" : "decode", opts.dtype ?? "float32");
   const f: DType = g.floatType;
   const p = parameterInputs(g, c, false);
+  const adapter = opts.lora && adapterInputs(g, c, opts.lora, false);
   const ids = g.input("input_ids", ["B", "T"], { dtype: "int64" });
   const image = opts.images
     ? {
@@ -408,7 +456,7 @@ export function buildDecodeGraph(
     g.reshape(g.compare("Greater", mask, g.scalar(0.5, f)), ["B", 1, 1, K]),
   ); // (B, 1, T, K)
   const bias = g.where(keep, g.scalar(0, f), g.scalar(MASKED, f));
-  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past, image });
+  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past, image, adapter });
   for (let l = 0; l < c.num_hidden_layers; l++) {
     g.output(fresh.keys[l], `new.${l}.key`);
     g.output(fresh.values[l], `new.${l}.value`);

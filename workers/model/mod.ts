@@ -11,6 +11,7 @@
  *   onnxruntime sessions; batch.ts: packing samples into fixed-shape buckets;
  * - generate.ts, kv_cache.ts, sampling.ts: batched generation with a KV cache and seeded sampling;
  *   json_automaton.ts, constrained_decoding.ts, token_bytes.ts: decoding under a JSON schema;
+ * - lora.ts: LoRA adapters (graph term, init, merge, PEFT adapter files);
  * - optim.ts: AdamW, gradient-norm clipping, learning-rate schedules;
  * - hf.ts, safetensors.ts, tokenizer.ts, init.ts: Hugging Face model folders, safetensors,
  *   tokenizers and chat templates, the `builtin:tiny` model and seeded initialisation;
@@ -71,8 +72,10 @@ export {
   type PolicyOptions,
   type TokenScores,
   type TrainSample,
+  type TrainStepOptions,
   type TrainStepResult,
 } from "./policy.ts";
+export * from "./lora.ts";
 export * from "./sampling.ts";
 export * from "./json_automaton.ts";
 export * from "./constrained_decoding.ts";

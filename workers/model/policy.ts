@@ -15,6 +15,11 @@
  * runs the graphs whose bucket has image slots (the encoder in the graph, trained end to end);
  * one without images runs the text-only graphs, and the vision parameters get zero gradient
  * from it. Text-only models behave exactly as before.
+ *
+ * LoRA (`opts.lora`, lora.ts): `params` holds the base weights and the adapter's tensors in one
+ * map; every graph applies the adapter, and a train step returns gradients of the adapter's
+ * tensors only (`trainableSpecs()`). A policy over the same map without `lora` is the base with
+ * the adapter off (π_ref), sharing every buffer.
  */
 import type * as ort from "onnxruntime-node";
 import { type EngineOptions, SessionCache, tensor, yieldToEventLoop } from "../engine/mod.ts";
@@ -47,6 +52,7 @@ import type {
 import { generate, type GenerateOptions, type Generation } from "./generate.ts";
 import { buildEncodeGraph } from "./vision.ts";
 import { preprocessImage, type RgbImage } from "./image.ts";
+import { LORA_DROPOUT_SEED, type LoraConfig, loraParameterSpecs } from "./lora.ts";
 
 /**
  * A sample of a train step: token ids plus the objective's per-token inputs by name, each one
@@ -70,7 +76,7 @@ export interface TrainStepResult<X extends AnyObjective> {
   counts: Record<CountName<X>, number>;
   /** Response tokens of the step. */
   tokens: number;
-  /** d loss / d parameter for every parameter (zeros where no call reached it). */
+  /** d loss / d parameter for every trainable parameter (`Policy.trainableSpecs`; zeros where no call reached it). */
   grads: Parameters;
   /** ℓθ per sample, one per response token. */
   logprobs: Float32Array[];
@@ -88,6 +94,20 @@ export interface PolicyOptions extends EngineOptions {
   maxBatch?: number;
   /** Share sessions with other policies of the same config (e.g. θ_old and π_ref). */
   sessions?: SessionCache;
+  /**
+   * A LoRA adapter on the base weights: `params` must also hold its tensors
+   * (`loraParameterSpecs`), and only they are trained.
+   */
+  lora?: LoraConfig;
+}
+
+/** Options of one {@link Policy.trainStep}. */
+export interface TrainStepOptions {
+  /**
+   * Seed of the LoRA dropout masks (uint32; call k of the step uses seed + k). Default 0. Ignored
+   * without LoRA dropout.
+   */
+  dropoutSeed?: number;
 }
 
 /**
@@ -108,13 +128,16 @@ export class PolicyError extends Error {
 export class Policy {
   readonly sessions: SessionCache;
   private readonly key: string;
+  /** The adapter's parameters (empty without LoRA). */
+  private readonly adapterSpecs: ParameterSpec[];
 
   constructor(
     readonly config: DecoderConfig,
     readonly params: Parameters,
     readonly opts: PolicyOptions = {},
   ) {
-    for (const s of parameterSpecs(config)) {
+    this.adapterSpecs = opts.lora ? loraParameterSpecs(config, opts.lora) : [];
+    for (const s of [...parameterSpecs(config), ...this.adapterSpecs]) {
       const p = params.get(s.name);
       const n = s.shape.reduce((a, b) => a * b, 1);
       if (!p || p.length !== n) {
@@ -126,7 +149,15 @@ export class Policy {
       }
     }
     this.sessions = opts.sessions ?? new SessionCache(opts);
-    this.key = JSON.stringify(config);
+    this.key = JSON.stringify(config) + (opts.lora ? `:lora${JSON.stringify(opts.lora)}` : "");
+  }
+
+  /**
+   * The parameters a train step returns gradients for and an optimizer updates: the adapter's
+   * with LoRA, else every parameter.
+   */
+  trainableSpecs(): ParameterSpec[] {
+    return this.opts.lora ? this.adapterSpecs : parameterSpecs(this.config);
   }
 
   /**
@@ -149,7 +180,7 @@ export class Policy {
       const session = await this.session(
         "score",
         packed.bucket,
-        () => buildScoreGraph(this.config, packed.bucket).toModel(),
+        () => buildScoreGraph(this.config, packed.bucket, "float32", this.opts.lora).toModel(),
       );
       const r = await session.run({
         ...this.parameterFeeds(this.specsOf(packed)),
@@ -172,6 +203,7 @@ export class Policy {
     objective: X,
     input: TrainSample[],
     scalars: Readonly<Record<ScalarName<X>, number>> = {} as Record<ScalarName<X>, number>,
+    options: TrainStepOptions = {},
   ): Promise<TrainStepResult<X>> {
     const samples = prepareSamples(input, this.config) as TrainSample[];
     const tokenInputs = objective.tokenInputs as readonly TokenInputName<X>[];
@@ -198,14 +230,21 @@ export class Policy {
       ...Object.entries(scalars as Record<string, number>).map(([k, v]) => [k, scalar(v)]),
       ...Object.entries(counts).map(([k, n]) => [k, scalar(Math.max(1, n))]),
     ]);
+    const lora = this.opts.lora;
+    let call = 0;
     for (const group of this.plan(samples)) {
       const packed = this.pack(samples, group);
       const rows = group.map((i) => samples[i]);
       const session = await this.session(
         `train_${objective.name}`,
         packed.bucket,
-        () => buildTrainGraph(this.config, packed.bucket, { objective }).toModel(),
+        () => buildTrainGraph(this.config, packed.bucket, { objective, lora }).toModel(),
       );
+      if (lora && lora.dropout > 0) {
+        const seed = ((options.dropoutSeed ?? 0) + call) >>> 0;
+        scalarFeeds[LORA_DROPOUT_SEED] = tensor("int64", BigInt64Array.of(BigInt(seed)), []);
+      }
+      call++;
       const tokenFeeds = Object.fromEntries(tokenInputs.map((name) => [
         name,
         tensor("float32", packTokens(packed, rows.map((s) => s.inputs![name])), [
@@ -221,7 +260,7 @@ export class Policy {
       });
       await yieldToEventLoop();
       for (const k of Object.keys(outputs)) outputs[k] += Number((r[k].data as Float32Array)[0]);
-      this.accumulate(grads, r, this.specsOf(packed));
+      this.accumulate(grads, r, this.opts.lora ? this.adapterSpecs : this.specsOf(packed));
       unpackTokens(packed, r.logprobs.data as Float32Array).forEach((lp, k) =>
         logprobs[group[k]] = lp
       );
@@ -242,15 +281,18 @@ export class Policy {
   async generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
     const session = await this.sessions.get(
       `decode:${this.key}`,
-      () => buildDecodeGraph(this.config, { lastOnly: true }).toModel(),
+      () => buildDecodeGraph(this.config, { lastOnly: true, lora: this.opts.lora }).toModel(),
     );
     const parameters = this.parameterFeeds(decoderParameterSpecs(this.config));
+    Object.assign(parameters, this.parameterFeeds(this.adapterSpecs));
     const withImages = opts.images?.some((x) => (x?.length ?? 0) > 0) ?? false;
     const vision = withImages && this.config.vision_config
       ? {
         session: await this.sessions.get(
           `decode_images:${this.key}`,
-          () => buildDecodeGraph(this.config, { lastOnly: true, images: true }).toModel(),
+          () =>
+            buildDecodeGraph(this.config, { lastOnly: true, images: true, lora: this.opts.lora })
+              .toModel(),
         ),
         encode: (images: RgbImage[]) => this.encodeImages(images),
       }
@@ -322,9 +364,13 @@ export class Policy {
       build,
     );
   }
-  /** The parameters a packed batch's graph reads: all with image slots, else the decoder's. */
+  /**
+   * The parameters a packed batch's graph reads: all with image slots, else the decoder's; and
+   * the adapter's with LoRA.
+   */
   private specsOf(p: PackedBatch): ParameterSpec[] {
-    return p.bucket.images ? parameterSpecs(this.config) : decoderParameterSpecs(this.config);
+    const base = p.bucket.images ? parameterSpecs(this.config) : decoderParameterSpecs(this.config);
+    return [...base, ...this.adapterSpecs];
   }
   private parameterFeeds(specs: ParameterSpec[]): Record<string, ort.Tensor> {
     return Object.fromEntries(
@@ -350,7 +396,7 @@ export class Policy {
   }
   /** Zero gradients for parameters no call reached (an empty sample list). */
   private complete(grads: Parameters): Parameters {
-    for (const s of parameterSpecs(this.config)) {
+    for (const s of this.trainableSpecs()) {
       if (!grads.has(s.name)) {
         grads.set(
           s.name,

@@ -1,0 +1,386 @@
+/**
+ * LoRA adapters (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models") on the
+ * decoder's linear projections, laid out and saved as Hugging Face PEFT does.
+ *
+ * A targeted projection y = x·Wᵀ (+ b) becomes
+ *   y = x·Wᵀ (+ b) + (α / r) · dropout(x)·Aᵀ·Bᵀ
+ * with A (r, in) and B (out, r). As PEFT's `LoraLayer.reset_lora_parameters`: A ~ Kaiming-uniform
+ * with a = √5 (bound 1/√in), B = 0, so a fresh adapter leaves the model unchanged. Only A and B
+ * are trained; the base weights are graph inputs without gradients, shared with π_ref (the same
+ * parameters read by graphs without adapters: no second copy).
+ *
+ * Names: inside the service the adapter tensors sit beside the base weights in one `Parameters`
+ * map as `model.layers.{i}.self_attn.q_proj.lora_A.weight` (and `lora_B`); PEFT's
+ * `adapter_model.safetensors` prefixes them with `base_model.model.` (PEFT's save strips the
+ * adapter name). `adapter_config.json` holds `peft_type: "LORA"`, `task_type: "CAUSAL_LM"`,
+ * `r`, `lora_alpha`, `lora_dropout`, `target_modules`, `bias: "none"` and
+ * `base_model_name_or_path`, so `PeftModel.from_pretrained(base, dir)` loads it.
+ *
+ * Dropout (training graphs only) draws its keep mask in the graph from a hash of the element
+ * index and a per-call seed input ({@link LORA_DROPOUT_SEED}), so a run (and a resumed run) is
+ * reproducible from its seeds.
+ */
+import { type Graph, intAttr, nn, type Value } from "../engine/mod.ts";
+import { type DecoderConfig, type Parameters, type ParameterSpec } from "./config.ts";
+import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
+import { Rng } from "./sampling.ts";
+
+/** Projections an adapter can target (PEFT's module names in Llama/Qwen decoders). */
+export const LORA_MODULES = [
+  "q_proj",
+  "k_proj",
+  "v_proj",
+  "o_proj",
+  "gate_proj",
+  "up_proj",
+  "down_proj",
+] as const;
+/** A projection an adapter can target. */
+export type LoraModule = (typeof LORA_MODULES)[number];
+
+/** An adapter's hyper-parameters (JobSpec `model.lora`). */
+export interface LoraConfig {
+  /** r: rank of A (r, in) and B (out, r). */
+  rank: number;
+  /** α: the adapter's output is scaled by α / r. */
+  alpha: number;
+  /** Dropout probability on the adapter's input in training graphs, in [0, 1). */
+  dropout: number;
+  target_modules: readonly LoraModule[];
+}
+
+/** Name of the train graph's int64 scalar input that seeds LoRA dropout (when dropout > 0). */
+export const LORA_DROPOUT_SEED = "lora_dropout_seed";
+
+/** PEFT's prefix of adapter tensor names in `adapter_model.safetensors`. */
+export const PEFT_PREFIX = "base_model.model.";
+
+/** File names of a PEFT adapter folder. */
+export const ADAPTER_FILES = {
+  config: "adapter_config.json",
+  weights: "adapter_model.safetensors",
+} as const;
+
+/** An adapter cannot be built, read or applied. */
+export class LoraError extends Error {
+  override name = "LoraError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The (α / r) factor of the adapter's output. */
+export function loraScale(lora: LoraConfig): number {
+  return lora.alpha / lora.rank;
+}
+
+/** Where a module sits in a layer: `self_attn` or `mlp`. */
+function moduleGroup(m: LoraModule): "self_attn" | "mlp" {
+  return m === "gate_proj" || m === "up_proj" || m === "down_proj" ? "mlp" : "self_attn";
+}
+
+/** (out, in) of a targeted projection's weight, as in `decoderParameterSpecs`. */
+function moduleShape(c: DecoderConfig, m: LoraModule): [number, number] {
+  const d = c.hidden_size, q = c.num_attention_heads * c.head_dim;
+  const kv = c.num_key_value_heads * c.head_dim, f = c.intermediate_size;
+  const shapes: Record<LoraModule, [number, number]> = {
+    q_proj: [q, d],
+    k_proj: [kv, d],
+    v_proj: [kv, d],
+    o_proj: [d, q],
+    gate_proj: [f, d],
+    up_proj: [f, d],
+    down_proj: [d, f],
+  };
+  return shapes[m];
+}
+
+/** Checks rank, alpha, dropout and modules; throws LoraError naming the field. */
+export function validateLora(lora: LoraConfig): void {
+  const fail = (why: string) => {
+    throw new LoraError(`Cannot use the LoRA adapter as ${why}`);
+  };
+  if (!(Number.isInteger(lora.rank) && lora.rank > 0)) {
+    fail(`rank must be a positive integer: current value is ${lora.rank}`);
+  }
+  if (!(Number.isFinite(lora.alpha) && lora.alpha >= 0)) {
+    fail(`alpha must be finite and ≥ 0: current value is ${lora.alpha}`);
+  }
+  if (!(lora.dropout >= 0 && lora.dropout < 1)) {
+    fail(`dropout must be in [0, 1): current value is ${lora.dropout}`);
+  }
+  const bad = lora.target_modules.find((m) => !(LORA_MODULES as readonly string[]).includes(m));
+  if (bad !== undefined || lora.target_modules.length === 0) {
+    fail(
+      `target_modules must be a non-empty list of ${LORA_MODULES.join(", ")}: current value is ${
+        JSON.stringify(lora.target_modules)
+      }`,
+    );
+  }
+}
+
+/**
+ * The adapter's parameters in layer order, then `target_modules` order: per targeted projection
+ * `<base name>.lora_A.weight` (r, in) and `<base name>.lora_B.weight` (out, r), where the base
+ * name is e.g. `model.layers.0.self_attn.q_proj`.
+ */
+export function loraParameterSpecs(c: DecoderConfig, lora: LoraConfig): ParameterSpec[] {
+  validateLora(lora);
+  const specs: ParameterSpec[] = [];
+  for (let i = 0; i < c.num_hidden_layers; i++) {
+    for (const m of lora.target_modules) {
+      const [out, inF] = moduleShape(c, m);
+      const base = `model.layers.${i}.${moduleGroup(m)}.${m}`;
+      specs.push({ name: `${base}.lora_A.weight`, shape: [lora.rank, inF] });
+      specs.push({ name: `${base}.lora_B.weight`, shape: [out, lora.rank] });
+    }
+  }
+  return specs;
+}
+
+/**
+ * A fresh adapter as PEFT initialises one: A ~ U(−1/√in, 1/√in) (`kaiming_uniform_(a=√5)`),
+ * B = 0. Draws come from one `Rng(seed)` in `loraParameterSpecs` order.
+ */
+export function initLoraParameters(c: DecoderConfig, lora: LoraConfig, seed: number): Parameters {
+  const rng = new Rng(seed);
+  const out: Parameters = new Map();
+  for (const s of loraParameterSpecs(c, lora)) {
+    const data = new Float32Array(s.shape[0] * s.shape[1]);
+    if (s.name.endsWith(".lora_A.weight")) {
+      const bound = 1 / Math.sqrt(s.shape[1]);
+      for (let i = 0; i < data.length; i++) data[i] = (2 * rng.next() - 1) * bound;
+    }
+    out.set(s.name, data);
+  }
+  return out;
+}
+
+/**
+ * `W + (α / r)·B·A` for every targeted projection of `params` (base and adapter tensors in one
+ * map): a new map of the base parameters only (untargeted tensors are shared, not copied).
+ * Accumulates in float64 per element.
+ * @throws LoraError when an adapter tensor is missing.
+ */
+export function mergeLora(
+  c: DecoderConfig,
+  params: Parameters,
+  lora: LoraConfig,
+  baseSpecs: ParameterSpec[],
+): Parameters {
+  const adapter = new Set(loraParameterSpecs(c, lora).map((s) => s.name));
+  const scale = loraScale(lora), r = lora.rank;
+  const out: Parameters = new Map();
+  for (const s of baseSpecs) {
+    const w = params.get(s.name)!;
+    const stem = s.name.replace(/\.weight$/, "");
+    if (!adapter.has(`${stem}.lora_A.weight`)) {
+      out.set(s.name, w);
+      continue;
+    }
+    const a = mustGet(params, `${stem}.lora_A.weight`),
+      b = mustGet(params, `${stem}.lora_B.weight`);
+    const [rows, cols] = s.shape;
+    const merged = new Float32Array(w.length);
+    for (let o = 0; o < rows; o++) {
+      for (let i = 0; i < cols; i++) {
+        let acc = 0;
+        for (let k = 0; k < r; k++) acc += b[o * r + k] * a[k * cols + i];
+        merged[o * cols + i] = w[o * cols + i] + scale * acc;
+      }
+    }
+    out.set(s.name, merged);
+  }
+  return out;
+}
+
+function mustGet(p: Parameters, name: string): Float32Array {
+  const t = p.get(name);
+  if (!t) throw new LoraError(`Cannot merge the LoRA adapter as it must hold ${name}: it does not`);
+  return t;
+}
+
+/**
+ * The adapter's graph inputs (gradients when `requiresGrad`) by name, for the graphs in llama.ts.
+ */
+export function loraParameterInputs(
+  g: Graph,
+  c: DecoderConfig,
+  lora: LoraConfig,
+  requiresGrad: boolean,
+): Map<string, Value> {
+  return new Map(
+    loraParameterSpecs(c, lora).map((s) => [s.name, g.input(s.name, s.shape, { requiresGrad })]),
+  );
+}
+
+/** What a graph needs to apply an adapter (see {@link loraLinear}). */
+export interface LoraGraph {
+  lora: LoraConfig;
+  /** Adapter parameter inputs by name. */
+  params: Map<string, Value>;
+  /** Dropout seed input (int64 scalar) of a training graph with dropout > 0; else undefined. */
+  dropoutSeed?: Value;
+}
+
+/**
+ * A projection `stem` (e.g. `model.layers.0.self_attn.q_proj`) of `x` (…, in) with weight W
+ * (out, in) and optional bias: x·Wᵀ + b, plus (α/r)·dropout(x)·Aᵀ·Bᵀ when the adapter targets it.
+ * `salt` tells the projections apart in the dropout hash. Returns (…, out).
+ */
+export function loraLinear(
+  g: Graph,
+  x: Value,
+  w: Value,
+  bias: Value | undefined,
+  opts: { stem: string; adapter?: LoraGraph; salt: number },
+): Value {
+  const y = nn.linear(g, x, w, bias); // (…, out)
+  const a = opts.adapter?.params.get(`${opts.stem}.lora_A.weight`);
+  if (!a) return y;
+  const ad = opts.adapter!;
+  const b = ad.params.get(`${opts.stem}.lora_B.weight`)!;
+  const xin = ad.dropoutSeed && ad.lora.dropout > 0
+    ? g.mul(x, dropoutMask(g, x, ad.lora.dropout, ad.dropoutSeed, opts.salt)) // (…, in)
+    : x;
+  const delta = nn.linear(g, nn.linear(g, xin, a), b); // (…, r) → (…, out)
+  return g.add(y, g.mul(delta, g.scalar(loraScale(ad.lora))));
+}
+
+/** Park–Miller modulus 2³¹ − 1: every product below stays under 2⁶². */
+const HASH_MOD = 2147483647;
+
+/**
+ * Inverted-dropout scale of `x`'s static shape: keep/(1 − p) with keep = u ≥ p, u ∈ [0, 1) a hash
+ * of (element index, seed, salt): x₁ = (i·48271 + s) mod M, x₂ = (x₁² + 12345) mod M,
+ * x₃ = (x₂² + 54321) mod M, u = x₃ / M (M = 2³¹ − 1), with s = (seed + salt·1000003) mod M.
+ * Computed without a tape (a constant to autodiff), so forward and backward share one mask.
+ */
+function dropoutMask(g: Graph, x: Value, p: number, seed: Value, salt: number): Value {
+  return g.withoutTape(() => {
+    const n = x.shape.reduce<number>((acc, d) => acc * Number(d), 1);
+    const i64 = (v: number) => g.constant(BigInt64Array.of(BigInt(v)), [], "int64");
+    const op = (type: string, a: Value, b: Value) =>
+      g.emit(type, [a, b], [{
+        shape: a.shape.length >= b.shape.length ? a.shape : b.shape,
+        dtype: "int64",
+      }])[0];
+    const mod = (v: Value) =>
+      g.emit("Mod", [v, i64(HASH_MOD)], [{ shape: v.shape, dtype: "int64" }], [
+        intAttr("fmod", 0),
+      ])[0];
+    const idx = g.emit("Range", [i64(0), i64(n), i64(1)], [{ shape: [n], dtype: "int64" }])[0]; // (N,)
+    const s = mod(op("Add", seed, i64((salt * 1000003) % HASH_MOD)));
+    const x1 = mod(op("Add", op("Mul", idx, i64(48271)), s));
+    const x2 = mod(op("Add", op("Mul", x1, x1), i64(12345)));
+    const x3 = mod(op("Add", op("Mul", x2, x2), i64(54321)));
+    const u = g.div(g.cast(x3, g.floatType), g.scalar(HASH_MOD)); // (N,) in [0, 1)
+    const keep = g.cast(g.compare("GreaterOrEqual", u, g.scalar(p)), g.floatType);
+    return g.reshape(g.mul(keep, g.scalar(1 / (1 - p))), x.shape); // (…, in)
+  });
+}
+
+/** `adapter_config.json` as PEFT writes it for a LoRA adapter on a causal LM. */
+export function adapterConfigJson(lora: LoraConfig, baseModel: string): Record<string, unknown> {
+  return {
+    peft_type: "LORA",
+    task_type: "CAUSAL_LM",
+    base_model_name_or_path: baseModel,
+    r: lora.rank,
+    lora_alpha: lora.alpha,
+    lora_dropout: lora.dropout,
+    target_modules: [...lora.target_modules],
+    bias: "none",
+    fan_in_fan_out: false,
+    inference_mode: true,
+    init_lora_weights: true,
+    modules_to_save: null,
+    layers_to_transform: null,
+    layers_pattern: null,
+    rank_pattern: {},
+    alpha_pattern: {},
+    use_rslora: false,
+    use_dora: false,
+    revision: null,
+  };
+}
+
+/**
+ * A PEFT adapter folder's files: `adapter_config.json` and `adapter_model.safetensors` (F32,
+ * PEFT's names) from the adapter tensors of `params`.
+ * @throws LoraError when an adapter tensor is missing.
+ */
+export function saveAdapter(
+  c: DecoderConfig,
+  lora: LoraConfig,
+  params: Parameters,
+  baseModel: string,
+): Map<string, Uint8Array> {
+  const tensors = new Map<string, Tensor>();
+  for (const s of loraParameterSpecs(c, lora)) {
+    tensors.set(`${PEFT_PREFIX}${s.name}`, { shape: s.shape, data: mustGet(params, s.name) });
+  }
+  const config = new TextEncoder().encode(
+    JSON.stringify(adapterConfigJson(lora, baseModel), null, 2) + "\n",
+  );
+  return new Map([
+    [ADAPTER_FILES.config, config],
+    [ADAPTER_FILES.weights, writeSafetensors(tensors, { metadata: { format: "pt" } })],
+  ]);
+}
+
+/** An adapter read from a PEFT folder. */
+export interface LoadedAdapter {
+  lora: LoraConfig;
+  /** `base_model_name_or_path` of its config. */
+  baseModel: string;
+  /** Adapter tensors by the service's names (without PEFT's prefix). */
+  parameters: Parameters;
+}
+
+/**
+ * Reads `adapter_config.json` and `adapter_model.safetensors` bytes (as {@link saveAdapter}
+ * writes them, or PEFT does for a LoRA adapter without rank/alpha patterns) and checks every
+ * tensor against `c`.
+ * @throws LoraError naming the file and field that is wrong.
+ */
+export function readAdapter(
+  c: DecoderConfig,
+  configBytes: Uint8Array,
+  weightBytes: Uint8Array,
+): LoadedAdapter {
+  const json = JSON.parse(new TextDecoder().decode(configBytes)) as Record<string, unknown>;
+  const fail = (why: string) => {
+    throw new LoraError(`Cannot read ${ADAPTER_FILES.config} as ${why}`);
+  };
+  if (json.peft_type !== "LORA") {
+    fail(`peft_type must be "LORA": current value is ${json.peft_type}`);
+  }
+  const modules = json.target_modules;
+  if (!Array.isArray(modules)) fail("target_modules must be a list of module names");
+  const lora: LoraConfig = {
+    rank: Number(json.r),
+    alpha: Number(json.lora_alpha),
+    dropout: Number(json.lora_dropout ?? 0),
+    target_modules: modules as LoraModule[],
+  };
+  try {
+    validateLora(lora);
+  } catch (e) {
+    fail((e as Error).message.replace(/^Cannot use the LoRA adapter as /, ""));
+  }
+  const file = readSafetensors(weightBytes);
+  const parameters: Parameters = new Map();
+  for (const s of loraParameterSpecs(c, lora)) {
+    const t = file.tensors.get(`${PEFT_PREFIX}${s.name}`);
+    if (!t || t.shape.join() !== s.shape.join()) {
+      throw new LoraError(
+        `Cannot read ${ADAPTER_FILES.weights} as it must hold ${PEFT_PREFIX}${s.name} of shape [${s.shape}]: current is ${
+          t ? `[${t.shape}]` : "missing"
+        }`,
+      );
+    }
+    parameters.set(s.name, t.data);
+  }
+  return { lora, baseModel: String(json.base_model_name_or_path ?? ""), parameters };
+}
