@@ -141,12 +141,15 @@ export const JobSpecSchema = z.object({
      * the adapter in PEFT's format. Absent: every parameter is trained.
      */
     lora: z.object({
-      /** r: rank of each adapter's A (r × in) and B (out × r). */
+      /**
+       * r: rank of each adapter's A (r × in) and B (out × r). `model.lora` itself is optional:
+       * without it every parameter is trained.
+       */
       rank: int(1, 1024).default(8),
       /** α: the adapter's output is scaled by α / r. */
       alpha: num(0, 65_536).default(16),
       /** Dropout probability on the adapter's input (training only). */
-      dropout: z.number().min(0).lt(1).default(0),
+      dropout: num(0, 0.9).default(0),
       /** Projections that get an adapter, by PEFT's module names. */
       target_modules: z.array(z.enum(LORA_TARGET_MODULES)).min(1).max(7)
         .refine((v) => new Set(v).size === v.length, {

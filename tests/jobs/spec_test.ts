@@ -64,3 +64,22 @@ Deno.test("the spec converts to a JSON schema for the OpenAPI document", () => {
   assert.deepEqual(schema.required, ["env"]);
   assert.equal(schema.additionalProperties, false);
 });
+
+Deno.test("model.lora is off by default and fills PEFT's defaults when given", () => {
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).model.lora, undefined);
+  const spec = parseJobSpec({ env: { id: "sokoban" }, model: { lora: {} } });
+  assert.deepEqual(spec.model.lora, {
+    rank: 8,
+    alpha: 16,
+    dropout: 0,
+    target_modules: ["q_proj", "v_proj"],
+    save_merged: false,
+  });
+  const lora = (l: unknown) => issuesOf({ env: { id: "sokoban" }, model: { lora: l } });
+  assert.deepEqual(lora({ rank: 0 }), ["model.lora.rank"]);
+  assert.deepEqual(lora({ dropout: 1 }), ["model.lora.dropout"]);
+  assert.deepEqual(lora({ target_modules: ["fc1"] }), ["model.lora.target_modules.0"]);
+  assert.deepEqual(lora({ target_modules: ["q_proj", "q_proj"] }), ["model.lora.target_modules"]);
+  assert.deepEqual(lora({ target_modules: [] }), ["model.lora.target_modules"]);
+  assert.deepEqual(lora({ rank: 4, bias: "all" }), ["model.lora"]);
+});

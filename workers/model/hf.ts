@@ -406,9 +406,15 @@ export function saveHfDirectory(
       jsonBytes({ metadata: { total_size: total }, weight_map: weightMap }),
     );
   }
-  files.set(HF_FILES.tokenizer, jsonBytes(model.tokenizer.tokenizerJson));
-  if (model.tokenizer.tokenizerConfig) {
-    files.set(HF_FILES.tokenizerConfig, jsonBytes(model.tokenizer.tokenizerConfig));
+  for (const [name, bytes] of saveTokenizerFiles(model.tokenizer)) files.set(name, bytes);
+  return files;
+}
+
+/** `tokenizer.json` and (when there is one) `tokenizer_config.json`, as `saveHfDirectory` writes them. */
+export function saveTokenizerFiles(tokenizer: TokenizerFiles): Map<string, Uint8Array> {
+  const files = new Map([[HF_FILES.tokenizer as string, jsonBytes(tokenizer.tokenizerJson)]]);
+  if (tokenizer.tokenizerConfig) {
+    files.set(HF_FILES.tokenizerConfig, jsonBytes(tokenizer.tokenizerConfig));
   }
   return files;
 }

@@ -359,15 +359,20 @@ export class SeedTrainer {
     for (const batches of epochs) {
       for (const batch of batches) {
         signal?.throwIfAborted();
+        // LoRA dropout masks come from the trainer's Rng (no draw without dropout), so a resumed
+        // run repeats them.
+        const dropout = () =>
+          theta.policy.opts.lora?.dropout ? { dropoutSeed: rng.nextUint32() } : {};
         const r = await theta.policy.trainStep(
           SEED_OBJECTIVE,
           batch.map((i) => rl[i]),
           coefficients,
+          dropout(),
         );
         if (r.tokens === 0) continue;
         if (replay.length > 0) {
           // loss += analyzer_replay_coef · NLL(replay): the gradients add.
-          const sft = await theta.policy.trainStep(TOKEN_NLL, replay);
+          const sft = await theta.policy.trainStep(TOKEN_NLL, replay, {}, dropout());
           const c = spec.seed.analyzer_replay_coef;
           for (const [name, g] of sft.grads) {
             const acc = r.grads.get(name)!;

@@ -21,7 +21,7 @@ import type {
   Task,
   Trajectory,
 } from "../envs/mod.ts";
-import { AdamW, clipGradNorm, parameterSpecs, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
+import { AdamW, clipGradNorm, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
 import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
 import {
@@ -76,7 +76,7 @@ export async function sftTrain(
   };
   if (samples.length === 0 || options.epochs === 0 || options.lr === 0) return report;
   const { policy } = text;
-  const optimizer = new AdamW(parameterSpecs(policy.config), { lr: options.lr, weightDecay: 0 });
+  const optimizer = new AdamW(policy.trainableSpecs(), { lr: options.lr, weightDecay: 0 });
   const rng = new Rng(options.seed);
   const epochs = miniBatches(samples.length, {
     miniBatchSize: options.batchSize,
@@ -87,7 +87,9 @@ export async function sftTrain(
   for (const batches of epochs) {
     for (const batch of batches) {
       options.signal?.throwIfAborted();
-      const r = await policy.trainStep(TOKEN_NLL, batch.map((i) => samples[i]));
+      // LoRA dropout masks come from this stage's seeded stream (no draw without dropout).
+      const dropout = policy.opts.lora?.dropout ? { dropoutSeed: rng.nextUint32() } : {};
+      const r = await policy.trainStep(TOKEN_NLL, batch.map((i) => samples[i]), {}, dropout);
       const loss = r.outputs.loss;
       if (options.maxGradNorm > 0) clipGradNorm(r.grads, options.maxGradNorm);
       optimizer.step(policy.params, r.grads);

@@ -14,16 +14,29 @@
  * `step` is the number of RL updates done (0 = the warm-up checkpoint, which is π_ref);
  * `reference_step` names the checkpoint of this job that holds π_ref (null: the KL term is off).
  * Parameters are stored in float32 and the RNG state exactly, so a resumed job continues exactly.
+ *
+ * A LoRA job (`model.lora`) writes the adapter as a PEFT folder instead of the full weights:
+ * `adapter_config.json`, `adapter_model.safetensors`, the tokenizer files, the optimizer state of
+ * the adapter's tensors and `trainer_state.json`; with `model.lora.save_merged` also the merged
+ * model (W + (α/r)·B·A) as a Hugging Face folder (`config.json`, `model.safetensors`, …). It
+ * resumes on the base named by `model.base` (resolved again) with the adapter read back.
  */
 import { z } from "zod";
 import {
   type AdamWState,
+  ADAPTER_FILES,
   type HfModel,
   loadHfDirectory,
+  type LoraConfig,
+  loraParameterSpecs,
+  mergeLora,
   parameterSpecs,
+  readAdapter,
   readOptimizerState,
   type RngState,
+  saveAdapter,
   saveHfDirectory,
+  saveTokenizerFiles,
   writeOptimizerState,
 } from "../../model/mod.ts";
 import type { ResumePoint } from "../../worker/handler.ts";
@@ -61,18 +74,41 @@ export class CheckpointError extends Error {
   }
 }
 
-/** The files of one checkpoint: the HF directory, optimizer state (when given), trainer state. */
+/** A LoRA job's adapter as a checkpoint holds it. */
+export interface CheckpointAdapter {
+  lora: LoraConfig;
+  /** `adapter_config.json`'s `base_model_name_or_path`: the job's `model.base`. */
+  baseModel: string;
+  /** Also write the merged full weights as a Hugging Face folder. */
+  saveMerged: boolean;
+}
+
+/**
+ * The files of one checkpoint: the HF directory (or, with `adapter`, the PEFT adapter folder, the
+ * tokenizer files and, when asked, the merged HF directory), optimizer state (when given), trainer
+ * state. With `adapter`, `model.parameters` holds the base weights and the adapter's tensors.
+ */
 export function checkpointFiles(
   model: HfModel,
   optimizer: AdamWState | null,
   state: TrainerState,
+  adapter?: CheckpointAdapter,
 ): { name: string; bytes: Uint8Array }[] {
-  const files = [...saveHfDirectory(model)].map(([name, bytes]) => ({ name, bytes }));
+  const c = model.config;
+  const files: { name: string; bytes: Uint8Array }[] = [];
+  const add = (m: Map<string, Uint8Array>) => {
+    for (const [name, bytes] of m) files.push({ name, bytes });
+  };
+  if (adapter) {
+    add(saveAdapter(c, adapter.lora, model.parameters, adapter.baseModel));
+    if (adapter.saveMerged) {
+      const parameters = mergeLora(c, model.parameters, adapter.lora, parameterSpecs(c));
+      add(saveHfDirectory({ ...model, parameters }));
+    } else add(saveTokenizerFiles(model.tokenizer));
+  } else add(saveHfDirectory(model));
   if (optimizer) {
-    files.push({
-      name: OPTIMIZER_FILE,
-      bytes: writeOptimizerState(optimizer, parameterSpecs(model.config)),
-    });
+    const specs = adapter ? loraParameterSpecs(c, adapter.lora) : parameterSpecs(c);
+    files.push({ name: OPTIMIZER_FILE, bytes: writeOptimizerState(optimizer, specs) });
   }
   files.push({
     name: TRAINER_STATE_FILE,
@@ -91,16 +127,27 @@ export interface RestoredCheckpoint {
 }
 
 /**
- * Reads a checkpoint written by {@link checkpointFiles}.
- * @throws CheckpointError on a malformed trainer state; HfFormatError on a bad HF directory.
+ * Reads a checkpoint written by {@link checkpointFiles}. With `lora`, the checkpoint's adapter is
+ * read onto `lora.base` (the job's base model, whose parameter map gets the adapter's tensors) and
+ * must have the job's rank and target modules.
+ * @throws CheckpointError on a malformed trainer state or an adapter that does not fit the job;
+ *   HfFormatError on a bad HF directory; LoraError on bad adapter files.
  */
-export async function readCheckpoint(point: ResumePoint): Promise<RestoredCheckpoint> {
+export async function readCheckpoint(
+  point: ResumePoint,
+  lora?: { config: LoraConfig; base: HfModel },
+): Promise<RestoredCheckpoint> {
   const names = new Set(point.files.map((f) => f.name));
-  const model = await loadHfDirectory((name) =>
-    names.has(name) ? point.read(name) : Promise.resolve(null)
-  );
+  let model: HfModel;
+  if (lora) model = await readAdapterOnto(point, names, lora.config, lora.base);
+  else {
+    model = await loadHfDirectory((name) =>
+      names.has(name) ? point.read(name) : Promise.resolve(null)
+    );
+  }
+  const specs = lora ? loraParameterSpecs(model.config, lora.config) : parameterSpecs(model.config);
   const optimizer = names.has(OPTIMIZER_FILE)
-    ? readOptimizerState(await point.read(OPTIMIZER_FILE), parameterSpecs(model.config))
+    ? readOptimizerState(await point.read(OPTIMIZER_FILE), specs)
     : null;
   let state: TrainerState | null = null;
   if (names.has(TRAINER_STATE_FILE)) {
@@ -118,6 +165,36 @@ export async function readCheckpoint(point: ResumePoint): Promise<RestoredCheckp
     state = parsed.data as TrainerState;
   }
   return { model, optimizer, state };
+}
+
+/** `base` with the checkpoint's adapter tensors added to its parameters (see readCheckpoint). */
+async function readAdapterOnto(
+  point: ResumePoint,
+  names: Set<string>,
+  lora: LoraConfig,
+  base: HfModel,
+): Promise<HfModel> {
+  if (!names.has(ADAPTER_FILES.config) || !names.has(ADAPTER_FILES.weights)) {
+    throw new CheckpointError(
+      `Cannot resume a LoRA job from checkpoint ${point.step} as it must hold ${ADAPTER_FILES.config} and ${ADAPTER_FILES.weights}: it does not`,
+    );
+  }
+  const adapter = readAdapter(
+    base.config,
+    await point.read(ADAPTER_FILES.config),
+    await point.read(ADAPTER_FILES.weights),
+  );
+  const fits = adapter.lora.rank === lora.rank && adapter.lora.alpha === lora.alpha &&
+    adapter.lora.target_modules.join() === lora.target_modules.join();
+  if (!fits) {
+    throw new CheckpointError(
+      `Cannot resume from checkpoint ${point.step} as its adapter must have the job's model.lora rank, alpha and target_modules: current is ${
+        JSON.stringify(adapter.lora)
+      }`,
+    );
+  }
+  for (const [name, t] of adapter.parameters) base.parameters.set(name, t.slice());
+  return base;
 }
 
 /** Re-exported for callers that build a state. */

@@ -17,6 +17,13 @@
  * or `checkpoint` event lost by a run that wrote them one by one). Cancel (`ctx.signal`, or the
  * worker killing the compute process) is checked between phases and between rollout turns;
  * draining finishes the current step, checkpoints it and returns `"drained"`.
+ *
+ * LoRA (`model.lora`): a fresh adapter (PEFT's init, seeded by `random_seed`) joins the base
+ * weights in the policy's parameter map; warm-up and updates train only the adapter (the
+ * optimizer holds only its tensors); π_ref is the base with the adapter off, a policy over the
+ * same map without the adapter (no copy of the weights); checkpoints hold the adapter as a PEFT
+ * folder (checkpoint.ts), and a resumed run resolves `model.base` again and reads the adapter
+ * onto it.
  */
 import type { JobSpec } from "../../../jobs/mod.ts";
 import { type AsyncEnvironment, resolveEnvironment } from "../../envs/mod.ts";
@@ -24,8 +31,9 @@ import type { EngineOptions } from "../../engine/mod.ts";
 import {
   AdamW,
   type HfModel,
+  initLoraParameters,
+  type LoraConfig,
   type Parameters,
-  parameterSpecs,
   Policy,
   Rng,
   Tokenizer,
@@ -39,6 +47,7 @@ import {
   type ResumePoint,
 } from "../../worker/handler.ts";
 import {
+  type CheckpointAdapter,
   CheckpointError,
   checkpointFiles,
   readCheckpoint,
@@ -81,6 +90,20 @@ interface RunState {
 
 const copyParams = (p: Parameters): Parameters => new Map([...p].map(([k, v]) => [k, v.slice()]));
 
+/** The job's LoRA adapter settings (`model.lora`), or undefined for full fine-tuning. */
+export function loraOf(spec: JobSpec): LoraConfig | undefined {
+  const l = spec.model.lora;
+  return l &&
+    { rank: l.rank, alpha: l.alpha, dropout: l.dropout, target_modules: l.target_modules };
+}
+
+/** How a LoRA job's checkpoints hold its adapter (undefined for full fine-tuning). */
+function checkpointAdapter(spec: JobSpec): CheckpointAdapter | undefined {
+  const lora = loraOf(spec);
+  return lora &&
+    { lora, baseModel: spec.model.base, saveMerged: spec.model.lora?.save_merged ?? false };
+}
+
 /** The handler (see module doc). */
 export function createSeedHandler(options: SeedHandlerOptions = {}): JobHandler {
   return async (ctx: JobContext): Promise<HandlerOutcome> => {
@@ -121,10 +144,21 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   const firstTurn = await probeFirstTurn(env, spec.env.options);
   const names = { base: spec.model.base, envId: spec.env.id };
   const resume = await ctx.latestCheckpoint();
+  const lora = loraOf(spec);
   // The worker's provider unless the registration pins one (float32 graphs either way).
-  const engine = { threads: 2, ep: ctx.executionProvider ?? "cpu", ...options.engine };
+  const engine = { threads: 2, ep: ctx.executionProvider ?? "cpu", ...options.engine, lora };
+  const baseModel = () =>
+    resolveModel(spec.model.base, {
+      env,
+      seed: derivedSeed(spec.random_seed, SEED_USE.init),
+      artifacts: ctx.artifacts,
+      images: firstTurn.images,
+    });
   if (resume) {
-    const restored = await readCheckpoint(resume);
+    const restored = await readCheckpoint(
+      resume,
+      lora && { config: lora, base: await baseModel() },
+    );
     checkModelFitsEnv(restored.model.config, names, firstTurn);
     const state = restored.state;
     if (!state) {
@@ -132,21 +166,23 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
         `Cannot resume from checkpoint ${resume.step} as it must hold trainer_state.json`,
       );
     }
-    // Fresh buffers (not views into the file bytes), as in an uninterrupted run.
-    restored.model.parameters = copyParams(restored.model.parameters);
+    // Fresh buffers (not views into the file bytes), as in an uninterrupted run (a LoRA run's
+    // base is resolved as a fresh run's is, and its adapter tensors are copies).
+    if (!lora) restored.model.parameters = copyParams(restored.model.parameters);
     const policy = new Policy(restored.model.config, restored.model.parameters, engine);
     const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
     checkAnalyzerBudget(spec, theta);
-    const optimizer = newOptimizer(spec, restored.model);
+    const optimizer = newOptimizer(spec, policy);
     if (restored.optimizer) optimizer.load(restored.optimizer);
     let reference: Policy | null = null;
     if (state.reference_step !== null) {
-      const refParams = state.reference_step === resume.step
-        ? copyParams(restored.model.parameters)
-        : copyParams(
+      reference = lora ? baseReference(policy) : new Policy(
+        restored.model.config,
+        state.reference_step === resume.step ? copyParams(restored.model.parameters) : copyParams(
           (await readCheckpoint(await mustHave(ctx, state.reference_step))).model.parameters,
-        );
-      reference = new Policy(restored.model.config, refParams, { sessions: policy.sessions });
+        ),
+        { sessions: policy.sessions },
+      );
     }
     ctx.log.info("resuming", { step: state.step });
     await ctx.emit("resumed", { step: state.step, attempt: ctx.attempt });
@@ -166,13 +202,14 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
       step: state.step,
     };
   }
-  const model = await resolveModel(spec.model.base, {
-    env,
-    seed: derivedSeed(spec.random_seed, SEED_USE.init),
-    artifacts: ctx.artifacts,
-    images: firstTurn.images,
-  });
+  const model = await baseModel();
   checkModelFitsEnv(model.config, names, firstTurn);
+  if (lora) {
+    const seed = derivedSeed(spec.random_seed, SEED_USE.lora);
+    for (const [name, t] of initLoraParameters(model.config, lora, seed)) {
+      model.parameters.set(name, t);
+    }
+  }
   const policy = new Policy(model.config, model.parameters, engine);
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
   checkAnalyzerBudget(spec, theta);
@@ -185,7 +222,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     theta,
     reference: null,
     referenceStep: null,
-    optimizer: newOptimizer(spec, model),
+    optimizer: newOptimizer(spec, policy),
     rng: new Rng(derivedSeed(spec.random_seed, SEED_USE.trainer)),
     library: new SkillLibrary(ctx.jobId),
     step: -1,
@@ -202,11 +239,17 @@ async function mustHave(ctx: JobContext, step: number) {
   return point;
 }
 
-function newOptimizer(spec: JobSpec, model: HfModel): AdamW {
-  return new AdamW(parameterSpecs(model.config), {
+/** AdamW over the policy's trainable tensors (the adapter's only, for a LoRA job). */
+function newOptimizer(spec: JobSpec, policy: Policy): AdamW {
+  return new AdamW(policy.trainableSpecs(), {
     lr: spec.optim.lr,
     weightDecay: spec.optim.weight_decay,
   });
+}
+
+/** π_ref of a LoRA job: the base with the adapter off, over θ's own parameter map (no copy). */
+function baseReference(theta: Policy): Policy {
+  return new Policy(theta.config, theta.params, { sessions: theta.sessions });
 }
 
 async function train(run: RunState): Promise<HandlerOutcome> {
@@ -215,9 +258,11 @@ async function train(run: RunState): Promise<HandlerOutcome> {
   if (run.step < 0) {
     const warm = await runWarmup(run, total);
     if (plan.reference) {
-      run.reference = new Policy(run.model.config, copyParams(run.model.parameters), {
-        sessions: run.theta.policy.sessions,
-      });
+      run.reference = spec.model.lora
+        ? baseReference(run.theta.policy)
+        : new Policy(run.model.config, copyParams(run.model.parameters), {
+          sessions: run.theta.policy.sessions,
+        });
       run.referenceStep = 0;
     }
     run.step = 0;
@@ -343,7 +388,7 @@ async function checkpointParts(run: RunState, step: number, total: number) {
   };
   const optimizer = step > 0 ? run.optimizer.state() : null;
   return {
-    checkpoint: checkpointFiles(run.model, optimizer, state),
+    checkpoint: checkpointFiles(run.model, optimizer, state, checkpointAdapter(spec)),
     skills: run.plan.analysis
       ? { json: run.library.toJSON(step), skillCount: run.library.size }
       : undefined,

@@ -9,7 +9,9 @@
  *   sized to the environment's images ({@link builtinImageSize}).
  * - `job:<id>[@step]` → that job's checkpoint (latest when no step), read through the worker's
  *   {@link ArtifactReader}: only jobs of the same tenant resolve (another tenant's job reads as
- *   missing).
+ *   missing). A LoRA job's checkpoint without merged weights (only the PEFT adapter) resolves to
+ *   its base (the adapter's `base_model_name_or_path`, resolved as that job did: builtin models
+ *   from its `trainer_state.json` env and seed) with the adapter merged in.
  * - `model:<id>` → a model the tenant uploaded (`POST /v1/models`), its files read verified
  *   against their recorded SHA-256.
  * - `s3://bucket/prefix/` → a Hugging Face folder read through the same reader. Only the
@@ -18,14 +20,21 @@
  */
 import type { AsyncEnvironment, Trajectory } from "../../envs/mod.ts";
 import { promptTemplateVocabulary, vocabularyOf } from "../../envs/prompt.ts";
+import { resolveEnvironment } from "../../envs/mod.ts";
 import {
+  ADAPTER_FILES,
   createBuiltinTiny,
   createBuiltinTinyVl,
   type DecoderConfig,
   type FileReader,
+  HF_FILES,
   type HfModel,
   loadHfDirectory,
+  mergeLora,
+  parameterSpecs,
+  readAdapter,
 } from "../../model/mod.ts";
+import { derivedSeed, SEED_USE } from "./seeds.ts";
 import type { ArtifactReader } from "../../worker/handler.ts";
 import { type ObservationImage, promptImages } from "../rollout.ts";
 import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "../skills.ts";
@@ -158,11 +167,69 @@ export function checkModelFitsEnv(
 }
 
 /**
+ * The base of an adapter-only LoRA checkpoint `ref` with its adapter merged in (see module doc).
+ * @throws ModelSourceError when the chain of adapters is too long or the checkpoint lacks its
+ *   trainer state.
+ */
+async function mergedAdapter(
+  ref: string,
+  read: FileReader,
+  options: ModelSourceOptions,
+  depth: number,
+): Promise<HfModel> {
+  if (depth >= MAX_ADAPTER_CHAIN) {
+    throw new ModelSourceError(
+      `Cannot load model ${ref} as its chain of LoRA adapters must be at most ${MAX_ADAPTER_CHAIN} jobs long: it is longer`,
+    );
+  }
+  const [configBytes, weightBytes, stateBytes] = await Promise.all(
+    [ADAPTER_FILES.config, ADAPTER_FILES.weights, "trainer_state.json"].map(read),
+  );
+  if (!configBytes || !weightBytes || !stateBytes) {
+    throw new ModelSourceError(
+      `Cannot load model ${ref} as its LoRA checkpoint must hold ${ADAPTER_FILES.config}, ${ADAPTER_FILES.weights} and trainer_state.json: one is missing`,
+    );
+  }
+  const baseName = String(
+    JSON.parse(new TextDecoder().decode(configBytes)).base_model_name_or_path ?? "",
+  );
+  const state = JSON.parse(new TextDecoder().decode(stateBytes)) as {
+    env_id?: string;
+    random_seed?: number;
+  };
+  const sameEnv = state.env_id === undefined || state.env_id === options.env.id;
+  const base = await resolveAt(baseName, {
+    ...options,
+    env: sameEnv ? options.env : await resolveEnvironment(state.env_id!),
+    seed: derivedSeed(state.random_seed ?? 0, SEED_USE.init),
+  }, depth + 1);
+  const adapter = readAdapter(base.config, configBytes, weightBytes);
+  const parameters = mergeLora(
+    base.config,
+    new Map([...base.parameters, ...adapter.parameters]),
+    adapter.lora,
+    parameterSpecs(base.config),
+  );
+  return { ...base, parameters };
+}
+
+/**
  * The model named by `base` (see module doc).
  * @throws ModelSourceError when a job, checkpoint or folder does not exist;
  *   ArtifactAccessError for a forbidden bucket/key; HfFormatError for an unusable folder.
  */
-export async function resolveModel(base: string, options: ModelSourceOptions): Promise<HfModel> {
+export function resolveModel(base: string, options: ModelSourceOptions): Promise<HfModel> {
+  return resolveAt(base, options, 0);
+}
+
+/** Most `job:` links followed through adapter-only checkpoints (a guard against cycles). */
+const MAX_ADAPTER_CHAIN = 8;
+
+async function resolveAt(
+  base: string,
+  options: ModelSourceOptions,
+  depth: number,
+): Promise<HfModel> {
   if (base === "builtin:tiny") {
     return createBuiltinTiny({
       vocabulary: await builtinVocabulary(options.env),
@@ -188,7 +255,11 @@ export async function resolveModel(base: string, options: ModelSourceOptions): P
       );
     }
     const names = new Set(ck.files.map((f) => f.name));
-    return await loadHfDirectory((name) => names.has(name) ? ck.read(name) : Promise.resolve(null));
+    const read: FileReader = (name) => names.has(name) ? ck.read(name) : Promise.resolve(null);
+    if (names.has(ADAPTER_FILES.config) && !names.has(HF_FILES.config)) {
+      return await mergedAdapter(base, read, options, depth);
+    }
+    return await loadHfDirectory(read);
   }
   const uploaded = /^model:([0-9a-f-]{36})$/.exec(base);
   if (uploaded) {

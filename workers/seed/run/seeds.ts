@@ -10,6 +10,7 @@ export const SEED_USE = {
   warmupAnalyzer: 2,
   eval: 3,
   trainer: 4,
+  lora: 5,
 } as const;
 
 /** A uint32 seed for `use` derived from `randomSeed` (multiplicative hashing, 32-bit). */
