@@ -147,6 +147,23 @@ Deno.test("LoRA jobs through the worker", async (t) => {
             `${k}: ${a[k]} vs ${b[k]}`,
           );
         }
+        // The resumed run continued from the step-1 adapter: its step-2 adapter is the
+        // uninterrupted one (to float rounding), and step 2 moved it.
+        const tensorsAt = async (job: string, step: number) =>
+          readSafetensors(await file(job, step, "adapter_model.safetensors")).tensors;
+        const [resumed2, straight2, straight1] = [
+          await tensorsAt(job.id, 2),
+          await tensorsAt(uninterrupted.id, 2),
+          await tensorsAt(uninterrupted.id, 1),
+        ];
+        let drift = 0, moved = 0;
+        for (const [name, t] of straight2) {
+          t.data.forEach((v, i) => {
+            drift = Math.max(drift, Math.abs(v - resumed2.get(name)!.data[i]));
+            moved = Math.max(moved, Math.abs(v - straight1.get(name)!.data[i]));
+          });
+        }
+        assert.ok(drift < 1e-5 && moved > 1e-4, `drift ${drift}, moved ${moved}`);
         // Step 1 (before the drain) wrote the same adapter as the uninterrupted run's step 1.
         assert.deepEqual(
           await file(job.id, 1, "adapter_model.safetensors"),
@@ -195,6 +212,30 @@ Deno.test("LoRA jobs through the worker", async (t) => {
           loaded.parameters.get("model.layers.0.self_attn.q_proj.weight"),
           base.parameters.get("model.layers.0.self_attn.q_proj.weight"),
         );
+      },
+    );
+
+    await t.step(
+      "a LoRA job on job:<id> pins that job's checkpoint step in its adapter config",
+      async () => {
+        const job = await submit(
+          db,
+          tenantId,
+          tinySpec({
+            model: { base: `job:${uninterrupted.id}`, lora: LORA },
+            warmup: { skip: true },
+            steps: 0,
+          }),
+        );
+        assert.equal(
+          await runOne(testWorker(db, s3.store, trainerRegistry(undefined, ONE_THREAD))),
+          "succeeded",
+          (await getJob(db, { tenantId, jobId: job.id }))?.error ?? "",
+        );
+        const config = JSON.parse(
+          new TextDecoder().decode(await file(job.id, 0, "adapter_config.json")),
+        );
+        assert.equal(config.base_model_name_or_path, `job:${uninterrupted.id}@2`);
       },
     );
 

@@ -167,6 +167,27 @@ export async function readCheckpoint(
   return { model, optimizer, state };
 }
 
+/**
+ * The base a LoRA checkpoint's adapter was trained on: its `adapter_config.json`'s
+ * `base_model_name_or_path` (the job's `model.base`, with a `job:<id>` pinned to a step).
+ * @throws CheckpointError when the checkpoint holds no adapter config or it names no base.
+ */
+export async function adapterBase(point: ResumePoint): Promise<string> {
+  const has = point.files.some((f) => f.name === ADAPTER_FILES.config);
+  const json = has
+    ? JSON.parse(new TextDecoder().decode(await point.read(ADAPTER_FILES.config)))
+    : {};
+  const base = json.base_model_name_or_path;
+  if (typeof base !== "string" || base === "") {
+    throw new CheckpointError(
+      `Cannot resume a LoRA job from checkpoint ${point.step} as its ${ADAPTER_FILES.config} must name base_model_name_or_path: current value is ${
+        JSON.stringify(base)
+      }`,
+    );
+  }
+  return base;
+}
+
 /** `base` with the checkpoint's adapter tensors added to its parameters (see readCheckpoint). */
 async function readAdapterOnto(
   point: ResumePoint,

@@ -47,6 +47,7 @@ import {
   type ResumePoint,
 } from "../../worker/handler.ts";
 import {
+  adapterBase,
   type CheckpointAdapter,
   CheckpointError,
   checkpointFiles,
@@ -54,7 +55,7 @@ import {
   type TrainerState,
 } from "./checkpoint.ts";
 import { evalMetrics, evaluate } from "../evaluate.ts";
-import { checkModelFitsEnv, probeFirstTurn, resolveModel } from "./model_source.ts";
+import { checkModelFitsEnv, pinModelBase, probeFirstTurn, resolveModel } from "./model_source.ts";
 import { SIGNAL_METRIC_NAMES } from "../signal_metrics.ts";
 import { SkillLibrary } from "../skill_library.ts";
 import { skillChooser } from "../skill_choice.ts";
@@ -79,6 +80,12 @@ interface RunState {
   plan: RunPlan;
   env: AsyncEnvironment;
   model: HfModel;
+  /**
+   * The base model reference the run resolved: `model.base`, except that a LoRA job pins a
+   * `job:<id>` to its step then (`pinModelBase`) and a resumed LoRA run takes it from its
+   * checkpoint's adapter config.
+   */
+  baseName: string;
   theta: TextPolicy;
   reference: Policy | null;
   referenceStep: number | null;
@@ -97,11 +104,11 @@ export function loraOf(spec: JobSpec): LoraConfig | undefined {
     { rank: l.rank, alpha: l.alpha, dropout: l.dropout, target_modules: l.target_modules };
 }
 
-/** How a LoRA job's checkpoints hold its adapter (undefined for full fine-tuning). */
-function checkpointAdapter(spec: JobSpec): CheckpointAdapter | undefined {
+/** How a LoRA job's checkpoints hold its adapter on `baseName` (undefined for full fine-tuning). */
+function checkpointAdapter(spec: JobSpec, baseName: string): CheckpointAdapter | undefined {
   const lora = loraOf(spec);
   return lora &&
-    { lora, baseModel: spec.model.base, saveMerged: spec.model.lora?.save_merged ?? false };
+    { lora, baseModel: baseName, saveMerged: spec.model.lora?.save_merged ?? false };
 }
 
 /** The handler (see module doc). */
@@ -147,17 +154,18 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   const lora = loraOf(spec);
   // The worker's provider unless the registration pins one (float32 graphs either way).
   const engine = { threads: 2, ep: ctx.executionProvider ?? "cpu", ...options.engine, lora };
-  const baseModel = () =>
-    resolveModel(spec.model.base, {
+  const baseModel = (name: string) =>
+    resolveModel(name, {
       env,
       seed: derivedSeed(spec.random_seed, SEED_USE.init),
       artifacts: ctx.artifacts,
       images: firstTurn.images,
     });
   if (resume) {
+    const baseName = lora ? await adapterBase(resume) : spec.model.base;
     const restored = await readCheckpoint(
       resume,
-      lora && { config: lora, base: await baseModel() },
+      lora && { config: lora, base: await baseModel(baseName) },
     );
     checkModelFitsEnv(restored.model.config, names, firstTurn);
     const state = restored.state;
@@ -193,6 +201,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
       plan: runPlan(spec),
       env,
       model: restored.model,
+      baseName,
       theta,
       reference,
       referenceStep: state.reference_step,
@@ -202,7 +211,8 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
       step: state.step,
     };
   }
-  const model = await baseModel();
+  const baseName = lora ? await pinModelBase(spec.model.base, ctx.artifacts) : spec.model.base;
+  const model = await baseModel(baseName);
   checkModelFitsEnv(model.config, names, firstTurn);
   if (lora) {
     const seed = derivedSeed(spec.random_seed, SEED_USE.lora);
@@ -219,6 +229,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     plan: runPlan(spec),
     env,
     model,
+    baseName,
     theta,
     reference: null,
     referenceStep: null,
@@ -388,7 +399,7 @@ async function checkpointParts(run: RunState, step: number, total: number) {
   };
   const optimizer = step > 0 ? run.optimizer.state() : null;
   return {
-    checkpoint: checkpointFiles(run.model, optimizer, state, checkpointAdapter(spec)),
+    checkpoint: checkpointFiles(run.model, optimizer, state, checkpointAdapter(spec, run.baseName)),
     skills: run.plan.analysis
       ? { json: run.library.toJSON(step), skillCount: run.library.size }
       : undefined,

@@ -222,6 +222,19 @@ export function resolveModel(base: string, options: ModelSourceOptions): Promise
   return resolveAt(base, options, 0);
 }
 
+/**
+ * `base` with a `job:<id>` reference pinned to that job's latest checkpoint (`job:<id>@<step>`),
+ * so a LoRA job that resumes later reads its adapter onto the same base even when that job has
+ * checkpointed since; other references unchanged (also when the job has no checkpoint: resolving
+ * it then fails with its own message).
+ */
+export async function pinModelBase(base: string, artifacts: ArtifactReader): Promise<string> {
+  const job = /^job:([0-9a-f-]{36})$/.exec(base);
+  if (!job) return base;
+  const ck = await artifacts.checkpoint(job[1]);
+  return ck ? `job:${job[1]}@${ck.step}` : base;
+}
+
 /** Most `job:` links followed through adapter-only checkpoints (a guard against cycles). */
 const MAX_ADAPTER_CHAIN = 8;
 
