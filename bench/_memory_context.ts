@@ -31,6 +31,8 @@ export function memoryContext(
   options: {
     jobId?: string;
     shelf?: CheckpointShelf;
+    /** Objects `readObject` serves, by `bucket/key` (e.g. a model folder for an `s3://` base). */
+    objects?: ReadonlyMap<string, Uint8Array>;
     onEvent?: (type: string, data: Record<string, unknown>) => void;
   } = {},
 ): MemoryRun {
@@ -81,7 +83,8 @@ export function memoryContext(
         const files = job.get(s);
         return Promise.resolve(files ? point(s, files) : null);
       },
-      readObject: () => Promise.resolve(null),
+      readObject: (bucket, key) =>
+        Promise.resolve(options.objects?.get(`${bucket}/${key}`) ?? null),
     },
     saveSkills: () => Promise.resolve({} as never),
     async commitStep(step, commit) {

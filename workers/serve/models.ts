@@ -154,7 +154,8 @@ export class ModelRegistry {
   /**
    * The loaded model of a committed checkpoint (loading it on a miss).
    * @throws IntegrityError when a stored file fails its SHA-256; HfFormatError for an unusable
-   *   checkpoint. Neither is cached.
+   *   checkpoint; ServeError 400 (`lora_adapter_only`) for a LoRA checkpoint without merged
+   *   weights. None is cached.
    */
   load(ck: Checkpoint): Promise<ServedModel> {
     // a rerun of a step replaces its row: the attempt and time tell the versions apart
@@ -176,6 +177,13 @@ export class ModelRegistry {
 
   async #read(ck: Checkpoint, key: string): Promise<ServedModel> {
     const names = new Set(ck.files.map((f) => f.name));
+    if (names.has("adapter_config.json") && !names.has("config.json")) {
+      throw badRequest(
+        `Cannot serve job:${ck.jobId}@${ck.step} as the checkpoint must hold full weights: it holds only a LoRA adapter (a job with model.lora.save_merged writes merged weights too)`,
+        "model",
+        "lora_adapter_only",
+      );
+    }
     const hf = await loadHfDirectory((name) =>
       names.has(name) ? readCheckpointFile(this.opts.store, ck, name) : Promise.resolve(null)
     );

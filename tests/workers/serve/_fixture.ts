@@ -29,7 +29,7 @@ import {
   Policy,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
-import { checkpointFiles } from "../../../workers/seed/run/checkpoint.ts";
+import { type CheckpointAdapter, checkpointFiles } from "../../../workers/seed/run/checkpoint.ts";
 import { builtinVocabulary, probeFirstTurn } from "../../../workers/seed/run/model_source.ts";
 import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
 import { TextPolicy } from "../../../workers/seed/text_policy.ts";
@@ -84,6 +84,7 @@ export interface SkillInput {
 /**
  * Submits and claims a sokoban job of `tenantId`, saves each checkpoint (through the trainer's
  * checkpoint writer and the fenced `saveCheckpoint`) and skill library, and finishes the job.
+ * With `adapter`, the checkpoints are a LoRA job's (each model's parameters hold the adapter too).
  * Returns the job id.
  */
 export async function saveJob(
@@ -92,6 +93,7 @@ export async function saveJob(
   tenantId: string,
   checkpoints: { step: number; model: HfModel }[],
   libraries: { step: number; library: SkillLibrary }[] = [],
+  adapter?: CheckpointAdapter,
 ): Promise<string> {
   const { job } = await submitJob(db, {
     tenantId,
@@ -113,7 +115,7 @@ export async function saveJob(
       rng: { algorithm: "xoshiro128**", s: [1, 2, 3, 4] },
       reference_step: 0,
       skill_library: new SkillLibrary(job.id).toJSON(step),
-    });
+    }, adapter);
     await saveCheckpoint(db, store, writer, { step, files });
   }
   for (const { step, library } of libraries) {
