@@ -11,6 +11,7 @@ model tests use it as an independent check of the ONNX decoder.
 """
 import json
 import math
+import struct
 import sys
 import time
 
@@ -126,14 +127,64 @@ class Decoder(torch.nn.Module):
         return x @ head.T, present
 
 
+class LoraLinear(torch.nn.Module):
+    """PEFT's LoRA forward on a linear layer: base(x) + (alpha / r) * (x @ A^T) @ B^T."""
+
+    def __init__(self, base, a, b, scale):
+        super().__init__()
+        self.base, self.a, self.b, self.scale = base, a, b, scale
+
+    def forward(self, x):
+        return self.base(x) + self.scale * (x @ self.a.T) @ self.b.T
+
+
+def read_safetensors(path):
+    """An F32 safetensors file -> {name: float64 tensor} (header: u64 length + JSON; raw data)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", f"{name}: {t['dtype']}"
+        start, end = t["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[start:end]), dtype=torch.float32).view(t["shape"]).double()
+    return out
+
+
+def apply_peft_adapter(model, folder):
+    """Wraps every linear named in a PEFT LoRA folder (adapter_config.json, adapter_model.safetensors
+    with base_model.model.<module>.lora_A/B.weight names) with its adapter, as PEFT's LoraModel does."""
+    with open(f"{folder}/adapter_config.json") as f:
+        cfg = json.load(f)
+    assert cfg["peft_type"] == "LORA" and cfg["bias"] == "none", cfg
+    scale = cfg["lora_alpha"] / cfg["r"]
+    tensors = read_safetensors(f"{folder}/adapter_model.safetensors")
+    prefix, suffix = "base_model.model.", ".lora_A.weight"
+    for name, a in tensors.items():
+        if not name.endswith(suffix):
+            continue
+        path = name[len(prefix):-len(suffix)]  # e.g. model.layers.0.self_attn.q_proj
+        assert path.rsplit(".", 1)[1] in cfg["target_modules"], path
+        parent, attr = path.rsplit(".", 1)
+        module = model.get_submodule(parent)
+        b = tensors[name.replace(".lora_A.", ".lora_B.")]
+        setattr(module, attr, LoraLinear(getattr(module, attr), a, b, scale))
+
+
 def reference_logits(spec):
-    """{config, params: {hf name: flat list}, ids: [[...]]} -> logits (B, T, V) as nested lists."""
+    """{config, params: {hf name: flat list}, ids: [[...]], adapter?: PEFT folder path} -> logits
+    (B, T, V) as nested lists (with the LoRA adapter applied when a folder is given)."""
     torch.set_num_threads(1)
     model = Decoder(spec["config"]).double()
     model.inv_freq = rope_inv_freq(spec["config"])  # float64 (.double() keeps buffers' values)
     state = {k: torch.tensor(v, dtype=torch.float64).view(p.shape) for k, v in spec["params"].items()
              for p in [model.state_dict()[k]]}
     model.load_state_dict(state, strict=True)
+    if spec.get("adapter"):
+        apply_peft_adapter(model, spec["adapter"])
     ids = torch.tensor(spec["ids"])
     pos = torch.arange(ids.shape[1])[None].expand(ids.shape[0], -1)
     with torch.no_grad():
