@@ -243,8 +243,9 @@ export function loraLinear(
   const xin = ad.dropoutSeed && ad.lora.dropout > 0
     ? g.mul(x, dropoutMask(g, x, ad.lora.dropout, ad.dropoutSeed, opts.salt)) // (…, in)
     : x;
-  const delta = nn.linear(g, nn.linear(g, xin, a), b); // (…, r) → (…, out)
-  return g.add(y, g.mul(delta, g.scalar(loraScale(ad.lora))));
+  // (α/r) scales the rank-r activation, the smallest tensor of the path.
+  const down = g.mul(nn.linear(g, xin, a), g.scalar(loraScale(ad.lora))); // (…, r)
+  return g.add(y, nn.linear(g, down, b)); // (…, out)
 }
 
 /** Park–Miller modulus 2³¹ − 1: every product below stays under 2⁶². */
