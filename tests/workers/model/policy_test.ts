@@ -36,6 +36,45 @@ for (const c of [TINY_LLAMA, TINY_QWEN]) {
   });
 }
 
+/**
+ * Samples whose prompts share prefixes: a group of three sharing 6 tokens (then diverging), a
+ * pair whose shorter prompt is the longer one's prefix (shared prefix capped at 4 = its length
+ * − 1), a one-token prompt (nothing to share) and a sample in no group.
+ */
+function prefixedSamples(vocab: number): { samples: Sample[]; groups: number[][] } {
+  const rnd = lcg(11);
+  const ids = (n: number) => Array.from({ length: n }, () => 1 + Math.floor(rnd() * (vocab - 1)));
+  const shared = ids(6), pair = ids(5);
+  const samples: Sample[] = [
+    { prompt: [...shared, ...ids(3)], response: ids(4) },
+    { prompt: [...shared, ...ids(7)], response: ids(2) },
+    { prompt: [...pair], response: ids(3) },
+    { prompt: [...shared, ...ids(1)], response: ids(5) },
+    { prompt: [...pair, ...ids(4)], response: ids(1) },
+    { prompt: ids(1), response: ids(3) },
+    { prompt: ids(9), response: ids(2) },
+  ];
+  return { samples, groups: [[0, 1, 3], [2, 4], [5]] };
+}
+
+for (const c of [TINY_LLAMA, TINY_QWEN]) {
+  Deno.test(`scoring with shared prompt prefixes gives score's log-probs and entropies (${c.architecture})`, async () => {
+    const { samples, groups } = prefixedSamples(c.vocab_size);
+    // 16 tokens per train call (48 per forward call) forces several prefill and suffix calls.
+    for (const maxTokensPerCall of [16, 1 << 12]) {
+      const policy = new Policy(c, randomParameters(c, 3), { maxTokensPerCall });
+      const whole = await policy.score(samples);
+      const shared = await policy.scoreSharedPrefixes(samples, groups);
+      samples.forEach((s, i) => {
+        assert.equal(shared.logprobs[i].length, s.response.length);
+        assert.ok(maxAbsDiff(whole.logprobs[i], shared.logprobs[i]) < 1e-5, `sample ${i}`);
+        assert.ok(maxAbsDiff(whole.entropy[i], shared.entropy[i]) < 1e-5, `sample ${i}`);
+      });
+      await policy.release();
+    }
+  });
+}
+
 function rlSamples(): SeedSample[] {
   const rnd = lcg(5);
   return [TARGET, ...OTHERS].map((s, i) => ({
