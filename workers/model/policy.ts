@@ -106,6 +106,13 @@ export interface PolicyOptions extends EngineOptions {
  */
 export const MAX_TOKENS_PER_CALL = 2048;
 
+/**
+ * Most bytes of prefix KV caches `Policy.scoreSharedPrefixes` holds at once (groups beyond it
+ * are prefilled and scored in later rounds): 128 MiB. The demo's teacher pass needs ~9 MB; a
+ * 24-layer model with 2 KV heads of 64 channels needs 24 KB per prefix token.
+ */
+export const PREFIX_CACHE_BYTES = 128 * 2 ** 20;
+
 /** A policy cannot be built from the given config and parameters. */
 export class PolicyError extends Error {
   override name = "PolicyError";
@@ -177,12 +184,14 @@ export class Policy {
    * one token of its own) is run once through the decode graph, and its samples' remaining
    * tokens are scored over that KV cache (`buildPrefixScoreGraph`). Same values as `score` up to
    * float rounding (different matmul shapes: |Δ| ~1e-6), at the cost of the shared prefix once
-   * per group instead of once per sample. Vision models and samples with images fall back to
-   * `score`.
+   * per group instead of once per sample. Groups are taken in turn while their caches fit
+   * `opts.cacheBytes` (default {@link PREFIX_CACHE_BYTES}), so memory stays bounded for large
+   * models. Vision models and samples with images fall back to `score`.
    */
   async scoreSharedPrefixes(
     input: Sample[],
     groups: readonly (readonly number[])[],
+    opts: { cacheBytes?: number } = {},
   ): Promise<TokenScores> {
     if (
       input.length === 0 || this.config.vision_config ||
@@ -190,42 +199,72 @@ export class Policy {
     ) return await this.score(input);
     const c = this.config;
     const { groupOf, prefixLength, members } = sharedPrefixes(input, groups);
-    const prefixes = await this.prefill(
-      members.map((g, k) => input[g[0]].prompt.slice(0, prefixLength[k])),
-    );
-
-    const suffixes: Sample[] = input.map((s, i) => ({
-      prompt: s.prompt.slice(prefixLength[groupOf[i]]),
-      response: s.response,
-    }));
+    // Cache bytes per prefix token: layers × (key, value) × Hkv × D float32.
+    const perToken = c.num_hidden_layers * 2 * c.num_key_value_heads * c.head_dim * 4;
+    const budget = opts.cacheBytes ?? PREFIX_CACHE_BYTES;
     const out: TokenScores = {
       logprobs: new Array(input.length),
       entropy: new Array(input.length),
     };
+    for (let a = 0; a < members.length;) {
+      let e = a, bytes = 0;
+      while (e < members.length && (e === a || bytes + prefixLength[e] * perToken <= budget)) {
+        bytes += prefixLength[e++] * perToken;
+      }
+      const caches = await this.prefill(
+        members.slice(a, e).map((g, k) => input[g[0]].prompt.slice(0, prefixLength[a + k])),
+      );
+      const samples = members.slice(a, e).flat().sort((x, y) => x - y);
+      const prefixOf = (i: number) => ({
+        length: prefixLength[groupOf[i]],
+        cache: caches[groupOf[i] - a],
+      });
+      await this.scoreSuffixes(input, samples, prefixOf, out);
+      a = e;
+    }
+    return out;
+  }
+
+  /**
+   * Scores samples `indices` of `input` over their prefixes' caches (`prefixOf`: the prefix's
+   * length in tokens and its cache): only each prompt's tokens after its prefix are fed, with
+   * positions continuing the prefix's. Writes into `out` at the samples' indices.
+   */
+  private async scoreSuffixes(
+    input: Sample[],
+    indices: number[],
+    prefixOf: (i: number) => { length: number; cache: PrefixCache },
+    out: TokenScores,
+  ): Promise<void> {
+    const c = this.config;
+    const suffixes: Sample[] = indices.map((i) => ({
+      prompt: input[i].prompt.slice(prefixOf(i).length),
+      response: input[i].response,
+    }));
     const session = await this.sessions.get(
       `score_prefixed:${this.key}`,
       () => buildPrefixScoreGraph(c).toModel(),
     );
     const parameters = this.parameterFeeds(decoderParameterSpecs(c));
     for (const group of this.plan(suffixes, true)) {
-      const rows = group.map((i) => suffixes[i]);
+      const rows = group.map((j) => suffixes[j]);
       const b = rows.length, t = Math.max(1, ...rows.map(sampleLength));
       const packed = packSamples(rows, {
         batch: b,
         length: t,
         tokens: rows.reduce((n, s) => n + s.response.length, 0),
       }, c.pad_token_id ?? 0);
-      const lengths = group.map((i) => prefixLength[groupOf[i]]);
-      const p = Math.max(...lengths), k = p + t;
-      const keyMask = new Float32Array(b * k);
-      lengths.forEach((n, r) => {
+      const prefixes = group.map((j) => prefixOf(indices[j]));
+      const p = Math.max(...prefixes.map((x) => x.length)), k = p + t;
+      const keyMask = new Float32Array(b * k); // (B, P + T)
+      prefixes.forEach(({ length: n }, r) => {
         keyMask.fill(1, r * k, r * k + n);
         keyMask.set(packed.attentionMask.subarray(r * t, (r + 1) * t), r * k + p);
         for (let j = 0; j < t; j++) packed.positionIds[r * t + j] += BigInt(n);
       });
       const r = await session.run({
         ...parameters,
-        ...this.pastFeeds(group.map((i) => prefixes[groupOf[i]]), p),
+        ...this.pastFeeds(prefixes.map((x) => x.cache), p),
         input_ids: tensor("int64", packed.inputIds, [b, t]),
         position_ids: tensor("int64", packed.positionIds, [b, t]),
         attention_mask: tensor("float32", keyMask, [b, k]),
@@ -235,9 +274,11 @@ export class Policy {
       await yieldToEventLoop();
       const lp = unpackTokens(packed, r.logprobs.data as Float32Array),
         h = unpackTokens(packed, r.token_entropy.data as Float32Array);
-      group.forEach((i, j) => ((out.logprobs[i] = lp[j]), (out.entropy[i] = h[j])));
+      group.forEach((
+        j,
+        m,
+      ) => ((out.logprobs[indices[j]] = lp[m]), (out.entropy[indices[j]] = h[m])));
     }
-    return out;
   }
 
   /**

@@ -60,16 +60,20 @@ function prefixedSamples(vocab: number): { samples: Sample[]; groups: number[][]
 for (const c of [TINY_LLAMA, TINY_QWEN]) {
   Deno.test(`scoring with shared prompt prefixes gives score's log-probs and entropies (${c.architecture})`, async () => {
     const { samples, groups } = prefixedSamples(c.vocab_size);
-    // 16 tokens per train call (48 per forward call) forces several prefill and suffix calls.
+    // 16 tokens per train call (48 per forward call) forces several prefill and suffix calls;
+    // a 1-byte cache budget one round per group.
     for (const maxTokensPerCall of [16, 1 << 12]) {
       const policy = new Policy(c, randomParameters(c, 3), { maxTokensPerCall });
       const whole = await policy.score(samples);
-      const shared = await policy.scoreSharedPrefixes(samples, groups);
-      samples.forEach((s, i) => {
-        assert.equal(shared.logprobs[i].length, s.response.length);
-        assert.ok(maxAbsDiff(whole.logprobs[i], shared.logprobs[i]) < 1e-5, `sample ${i}`);
-        assert.ok(maxAbsDiff(whole.entropy[i], shared.entropy[i]) < 1e-5, `sample ${i}`);
-      });
+      for (const cacheBytes of [undefined, 1]) {
+        const shared = await policy.scoreSharedPrefixes(samples, groups, { cacheBytes });
+        samples.forEach((s, i) => {
+          const at = `sample ${i}, ${maxTokensPerCall} tokens per call, ${cacheBytes} bytes`;
+          assert.equal(shared.logprobs[i].length, s.response.length, at);
+          assert.ok(maxAbsDiff(whole.logprobs[i], shared.logprobs[i]) < 1e-5, at);
+          assert.ok(maxAbsDiff(whole.entropy[i], shared.entropy[i]) < 1e-5, at);
+        });
+      }
       await policy.release();
     }
   });
