@@ -292,13 +292,16 @@ export class SeedTrainer {
     const byTrajectory = new Map<string, number[]>();
     teacherIdx.forEach((i, k) => {
       const id = samples[i].trajectoryId;
-      byTrajectory.set(id, [...byTrajectory.get(id) ?? [], k]);
+      const group = byTrajectory.get(id);
+      if (group) group.push(k);
+      else byTrajectory.set(id, [k]);
     });
     const teacher = await theta.policy.scoreSharedPrefixes(
       teacherIdx.map((i) => ({ ...plain[i], prompt: theta.promptIds(prompts[i]!) })),
       [...byTrajectory.values()],
     );
-    const teacherSeconds = (performance.now() - started) / 1000;
+    // 0 when no pass ran (GRPO, or no analysis parsed).
+    const teacherSeconds = teacherIdx.length > 0 ? (performance.now() - started) / 1000 : 0;
     const teacherOf = new Map(teacherIdx.map((i, k) => [i, teacher.logprobs[k]]));
     const teacherLogprobs = samples.map((_, i) => teacherOf.get(i) ?? null);
     const rl: SeedSample[] = samples.map((s, i) => ({
