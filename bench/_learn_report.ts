@@ -34,13 +34,20 @@ export interface SeedRow {
 
 /**
  * One RL run's cost: mean `step_seconds` per update (rollout, analyze, rescore, advantage and
- * update phases; evaluations excluded) and the analyzer parse rate.
+ * update phases; evaluations excluded), its split by phase and the analyzer parse rate.
  */
 export interface RunTiming {
   env: string;
   method: string;
   seed: number;
   secondsPerUpdate: number;
+  /**
+   * Mean seconds per update of each phase, by name (`seconds_<phase>` of the step metrics without
+   * the prefix, `eval` excluded; they add up to `secondsPerUpdate`), and of SEED's own work inside
+   * two of them ({@link SEED_PARTS}: `teacher_pass`, `analyzer_replay`, from the step metrics
+   * `teacher_pass_seconds` and `analyzer_replay_seconds`). Absent: not split.
+   */
+  phaseSeconds?: Readonly<Record<string, number>>;
   /** Mean analyzer parse rate over updates; null when nothing was analysed (GRPO). */
   parseRate: number | null;
 }
@@ -81,6 +88,8 @@ export interface TimingRow {
   env: string;
   method: string;
   secondsPerUpdate: Interval;
+  /** Per phase: the mean over seeds of the runs' mean seconds per update (runs that split it). */
+  phaseSeconds: Record<string, number>;
   /** Mean over seeds of the runs' parse rates; null when none analysed. */
   parseRate: number | null;
 }
@@ -148,10 +157,15 @@ export function summarize(rows: readonly SeedRow[], timings: readonly RunTiming[
   const timing: TimingRow[] = [];
   for (const g of groupBy(timings, (t) => key(t.env, t.method)).values()) {
     const rates = g.map((t) => t.parseRate).filter((p): p is number => p !== null);
+    const split = g.map((t) => t.phaseSeconds).filter((p) => p !== undefined);
+    const phases = [...new Set(split.flatMap((p) => Object.keys(p)))];
     timing.push({
       env: g[0].env,
       method: g[0].method,
       secondsPerUpdate: tInterval(g.map((t) => t.secondsPerUpdate)),
+      phaseSeconds: Object.fromEntries(
+        phases.map((ph) => [ph, mean(split.map((p) => p[ph] ?? 0))]),
+      ),
       parseRate: rates.length ? mean(rates) : null,
     });
   }
@@ -226,6 +240,62 @@ export function diffCsv(diffs: readonly DiffRow[]): string {
   ].join("\n") + "\n";
 }
 
+/** SEED's own work inside a phase (a `phaseSeconds` key) → the phase that holds it. */
+export const SEED_PARTS: Readonly<Record<string, string>> = {
+  teacher_pass: "rescore",
+  analyzer_replay: "update",
+};
+
+/**
+ * Seconds per update by phase, GRPO beside SEED (means over seeds), as Markdown lines, then the
+ * SEED run's own split. SEED − GRPO per phase says where SEED's extra time goes (analyze is
+ * SEED's alone; rescore holds its teacher pass, update its analyzer replay, each shown under its
+ * phase). The runs are sequential, so on a loaded machine the phases both do (rollout, the old
+ * and reference passes, the RL update) move between them too; the last line compares inside the
+ * SEED run alone: its seconds per update over the same run without SEED's own work (analyze,
+ * teacher pass, analyzer replay), the GRPO-equivalent cost at the same moment.
+ */
+export function phaseTable(
+  grpo: Readonly<Record<string, number>>,
+  seed: Readonly<Record<string, number>>,
+  env: string,
+): string[] {
+  const names = [...new Set([...Object.keys(grpo), ...Object.keys(seed)])];
+  const phases = names.filter((n) => !(n in SEED_PARTS));
+  const total = (p: Readonly<Record<string, number>>) =>
+    phases.reduce((n, ph) => n + (p[ph] ?? 0), 0);
+  // GRPO has no share of SEED's own work (a part's GRPO seconds are ~0): no ratio for parts.
+  const row = (name: string, a: number, b: number, ratio = true) =>
+    `| ${env} | ${name} | ${fix(a, 2)} | ${fix(b, 2)} | ${fix(b - a, 2)} | ${
+      fix(ratio && a > 0 ? b / a : NaN, 2, "n/a")
+    } |`;
+  const lines = [
+    "",
+    "| env | phase | GRPO s/update | SEED s/update | SEED − GRPO | SEED ÷ GRPO |",
+    "| --- | --- | --- | --- | --- | --- |",
+  ];
+  for (const ph of phases) {
+    lines.push(row(ph, grpo[ph] ?? 0, seed[ph] ?? 0));
+    for (const [part, of] of Object.entries(SEED_PARTS)) {
+      if (of === ph && part in seed) {
+        lines.push(row(`${ph}: ${part.replace("_", " ")}`, grpo[part] ?? 0, seed[part], false));
+      }
+    }
+  }
+  lines.push(row("total", total(grpo), total(seed)));
+  const own = (seed.analyze ?? 0) + (seed.teacher_pass ?? 0) + (seed.analyzer_replay ?? 0);
+  const all = total(seed);
+  lines.push(
+    "",
+    `${env}: SEED's own work (analyze + teacher pass + analyzer replay) ${fix(own, 2)} s of ${
+      fix(all, 2)
+    } s per update; inside the SEED run, SEED ÷ (the same updates without it) ${
+      fix(all > own ? all / (all - own) : NaN, 2, "n/a")
+    }`,
+  );
+  return lines;
+}
+
 /** Success as a percentage with its half-width: `31.3% ±4.2` (`±n/a` with one seed). */
 const pct = (i: Interval | undefined) =>
   i ? `${fix(100 * i.mean, 1, "n/a")}% ±${fix(100 * i.half, 1, "n/a")}` : "—";
@@ -288,6 +358,9 @@ export function summaryTable(s: LearnSummary): string[] {
         fix(e.secondsPerUpdate.mean / g.secondsPerUpdate.mean, 2)
       }); SEED analyzer parse rate ${e.parseRate === null ? "—" : fix(e.parseRate, 2)}`,
     );
+    if (Object.keys(e.phaseSeconds).length > 0) {
+      out.push(...phaseTable(g.phaseSeconds, e.phaseSeconds, env));
+    }
   }
   return out;
 }

@@ -21,7 +21,9 @@
  * - `<out>/learn.svg`: one panel per (env, split), mean curves with interval bands;
  * - `<out>/learn_signal.csv`: per (env, method, seed, update) SEED's signal metrics — Δ on won and
  *   lost trajectories' tokens, corr(Δ, A), the share of all-zero-advantage groups, the analyzer
- *   parse rate, skill well-formedness and truthfulness (bench/_learn_signal.ts).
+ *   parse rate, skill well-formedness and truthfulness (bench/_learn_signal.ts);
+ * - `<out>/metrics.jsonl`: every RL job's metrics, one line per (env, method, seed, step), so two
+ *   runs (e.g. before and after a change) can be diffed metric by metric.
  * At the end a Markdown table, the samples SEED needs to reach GRPO's final mean success, and
  * seconds per update of each method go to stdout. Statistics: bench/_learn_stats.ts.
  *
@@ -49,6 +51,7 @@ import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
 import {
   diffCsv,
   type RunTiming,
+  SEED_PARTS,
   seedCsv,
   type SeedRow,
   summarize,
@@ -256,6 +259,7 @@ for (const name of envNames) {
 const rows: SeedRow[] = [];
 const timings: RunTiming[] = [];
 const signal: SignalRow[] = [];
+const metricLines: string[] = [];
 const shelf: CheckpointShelf = new Map();
 const handler = createSeedHandler();
 const t0 = performance.now();
@@ -288,9 +292,20 @@ for (const seed of seeds) {
       runIds.push(run.ctx.jobId);
       const { tasks_per_step: b, group_size: g } = run.ctx.spec.rollout;
       const stepSeconds: number[] = [], parseRates: number[] = [];
+      const phaseSums: Record<string, number> = {};
       const mine: SeedRow[] = [];
       for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
-        if (step > 0 && typeof m.step_seconds === "number") stepSeconds.push(m.step_seconds);
+        if (step > 0 && typeof m.step_seconds === "number") {
+          stepSeconds.push(m.step_seconds);
+          for (const [k, v] of Object.entries(m)) {
+            const phase = k.startsWith("seconds_") && k !== "seconds_eval"
+              ? k.slice("seconds_".length)
+              : k.endsWith("_seconds") && k.slice(0, -"_seconds".length) in SEED_PARTS
+              ? k.slice(0, -"_seconds".length)
+              : null;
+            if (phase !== null) phaseSums[phase] = (phaseSums[phase] ?? 0) + v;
+          }
+        }
         if (step > 0 && typeof m.analyzer_parse_rate === "number") {
           parseRates.push(m.analyzer_parse_rate);
         }
@@ -311,13 +326,19 @@ for (const seed of seeds) {
         }
       }
       rows.push(...mine);
+      for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
+        metricLines.push(JSON.stringify({ env: envId, method, seed, step, metrics: m }));
+      }
       signal.push(...signalRows({ env: envId, method, seed }, run.metrics));
       const secondsPerUpdate = stepSeconds.reduce((a, b) => a + b, 0) /
         Math.max(1, stepSeconds.length);
       const parseRate = parseRates.length
         ? parseRates.reduce((a, b) => a + b, 0) / parseRates.length
         : null;
-      timings.push({ env: envId, method, seed, secondsPerUpdate, parseRate });
+      const phaseSeconds = Object.fromEntries(
+        Object.entries(phaseSums).map(([k, v]) => [k, v / Math.max(1, stepSeconds.length)]),
+      );
+      timings.push({ env: envId, method, seed, secondsPerUpdate, phaseSeconds, parseRate });
       const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
       // SEED runs second: its line adds this seed's difference at the last step.
       const grpoLast = (split: string) =>
@@ -329,11 +350,11 @@ for (const seed of seeds) {
         return a && b ? `${(100 * (a.success_rate - b.success_rate)).toFixed(1)}` : "—";
       };
       log(
-        `${envId} seed ${seed} ${method}: ${secondsPerUpdate.toFixed(1)} s/update; step ${
-          last("test_seen")?.step
-        } test_seen ${pct(last("test_seen")?.success_rate)}, test_unseen ${
-          pct(last("test_unseen")?.success_rate)
-        }${
+        `${envId} seed ${seed} ${method}: ${secondsPerUpdate.toFixed(1)} s/update (${
+          Object.entries(phaseSeconds).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(", ")
+        }); step ${last("test_seen")?.step} test_seen ${
+          pct(last("test_seen")?.success_rate)
+        }, test_unseen ${pct(last("test_unseen")?.success_rate)}${
           method === "seed"
             ? `; SEED − GRPO ${diff("test_seen")} / ${diff("test_unseen")} points; ` +
               `analyzer parse rate ${parseRate === null ? "—" : parseRate.toFixed(2)}`
@@ -352,7 +373,7 @@ console.log([...summaryTable(summary), ...signalSummary(signal)].join("\n"));
 console.log(
   `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
-  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn.svg`,
+  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn.svg, metrics.jsonl`,
 );
 
 /** The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag). */
@@ -400,5 +421,6 @@ async function writeOutputs() {
   await Deno.writeTextFile(`${args.out}/learn_diff.csv`, diffCsv(s.diffs));
   await Deno.writeTextFile(`${args.out}/learn.svg`, learnPlot(s.means, seeds.length));
   await Deno.writeTextFile(`${args.out}/learn_signal.csv`, signalCsv(signal));
+  await Deno.writeTextFile(`${args.out}/metrics.jsonl`, metricLines.map((l) => `${l}\n`).join(""));
   return s;
 }

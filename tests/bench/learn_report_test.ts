@@ -3,7 +3,13 @@
  * samples-to-reach on the mean curve, timing, and the CSV rows written from them.
  */
 import assert from "node:assert/strict";
-import { diffCsv, seedCsv, type SeedRow, summarize } from "../../bench/_learn_report.ts";
+import {
+  diffCsv,
+  phaseTable,
+  seedCsv,
+  type SeedRow,
+  summarize,
+} from "../../bench/_learn_report.ts";
 
 /** Rows of one env and split: success by method → seed → [step 0, step 2] (B × G = 16). */
 function rows(success: Record<string, Record<number, [number, number]>>): SeedRow[] {
@@ -81,6 +87,42 @@ Deno.test("summarize averages seconds per update and parse rates over seeds", ()
   assert.equal(grpo.parseRate, null);
   assert.equal(seed.secondsPerUpdate.mean, 14);
   assert.equal(seed.parseRate, 0.75);
+});
+
+Deno.test("summarize averages each phase's seconds over seeds", () => {
+  const s = summarize(
+    [],
+    [
+      { env: "e", method: "seed", seed: 1, secondsPerUpdate: 9, phaseSeconds: { a: 4, b: 5 } },
+      { env: "e", method: "seed", seed: 2, secondsPerUpdate: 13, phaseSeconds: { a: 6, b: 7 } },
+    ].map((t) => ({ ...t, parseRate: null })),
+  );
+  assert.deepEqual(s.timing[0].phaseSeconds, { a: 5, b: 6 });
+});
+
+Deno.test("phaseTable puts SEED's own work under its phase and compares inside the SEED run", () => {
+  const grpo = { rollout: 5, rescore: 10, update: 15, teacher_pass: 0.001, analyzer_replay: 0 };
+  const seed = {
+    rollout: 5,
+    analyze: 6,
+    rescore: 14,
+    teacher_pass: 4,
+    update: 20,
+    analyzer_replay: 5,
+  };
+  const lines = phaseTable(grpo, seed, "sokoban");
+  assert.ok(lines.includes("| sokoban | rescore | 10.00 | 14.00 | 4.00 | 1.40 |"));
+  assert.ok(lines.includes("| sokoban | rescore: teacher pass | 0.00 | 4.00 | 4.00 | n/a |"));
+  assert.ok(lines.includes("| sokoban | update: analyzer replay | 0.00 | 5.00 | 5.00 | n/a |"));
+  assert.ok(lines.includes("| sokoban | analyze | 0.00 | 6.00 | 6.00 | n/a |"));
+  // Totals over phases only (parts are inside them): 30 and 5 + 6 + 14 + 20 = 45.
+  assert.ok(lines.includes("| sokoban | total | 30.00 | 45.00 | 15.00 | 1.50 |"));
+  // Own work 6 + 4 + 5 = 15 of 45: 45 / 30 = 1.50.
+  assert.equal(
+    lines.at(-1),
+    "sokoban: SEED's own work (analyze + teacher pass + analyzer replay) 15.00 s of 45.00 s per " +
+      "update; inside the SEED run, SEED ÷ (the same updates without it) 1.50",
+  );
 });
 
 Deno.test("seedCsv writes per-seed Wilson rows then mean rows with the t-interval", () => {

@@ -403,6 +403,37 @@ export function buildScoreGraph(
 }
 
 /**
+ * The score graph over a KV cache (symbolic B, T, P, R): each row continues its own cached
+ * prefix, so prompts that share a prefix have it computed once (`Policy.scoreSharedPrefixes`).
+ * Inputs: `input_ids`, `position_ids` (B, T) int64 (positions continue the prefix's);
+ * `attention_mask` (B, P + T) float over cached and new keys (1 = attend); `past.<l>.key|value`
+ * (B, Hkv, P, D) as the decode graph's `new.<l>.*`; `token_index`, `targets` (R,) int64 (flat
+ * B·T positions and the tokens there, batch.ts); every decoder parameter. Outputs: `logprobs`
+ * and `token_entropy` (R,), as the score graph's. Text-only (no image inputs). With `lora`, also
+ * the adapter's parameters (no dropout).
+ */
+export function buildPrefixScoreGraph(
+  c: DecoderConfig,
+  opts: { dtype?: FloatType; lora?: LoraConfig } = {},
+): Graph {
+  const g = new G("score_prefixed", opts.dtype ?? "float32");
+  const p = parameterInputs(g, c, false);
+  const adapter = opts.lora && adapterInputs(g, c, opts.lora, false);
+  const ids = g.input("input_ids", ["B", "T"], { dtype: "int64" });
+  const positions = g.input("position_ids", ["B", "T"], { dtype: "int64" });
+  const { past, bias } = pastInputs(g, c, ids);
+  const index = g.input("token_index", ["R"], { dtype: "int64" });
+  const targets = g.input("targets", ["R"], { dtype: "int64" });
+  const { hidden } = decoder(g, c, p, { ids, positions, bias, past, adapter }); // (B, T, C)
+  const flat = g.reshape(hidden, ["B*T", c.hidden_size]); // (B·T, C)
+  const scored = g.gather(flat, index); // (R, C)
+  const logp = g.logSoftmax(lmHead(g, c, p, scored), -1); // (R, V)
+  g.output(nn.pickLogProbs(g, logp, targets), "logprobs"); // (R,)
+  g.output(nn.entropy(g, logp), "token_entropy"); // (R,)
+  return g;
+}
+
+/**
  * The decode graph (symbolic B, T, P). Inputs: `input_ids`, `position_ids` (B, T) int64;
  * `attention_mask` (B, P + T) float over cached and new keys (1 = attend; cache slots not yet
  * filled are 0); `past.<l>.key`, `past.<l>.value` (B, Hkv, P, D) (P = 0 for a prefill); every
@@ -430,6 +461,31 @@ export function buildDecodeGraph(
     }
     : undefined;
   const positions = g.input("position_ids", ["B", "T"], { dtype: "int64" });
+  const { past, bias } = pastInputs(g, c, ids);
+  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past, image, adapter });
+  for (let l = 0; l < c.num_hidden_layers; l++) {
+    g.output(fresh.keys[l], `new.${l}.key`);
+    g.output(fresh.values[l], `new.${l}.value`);
+  }
+  const last = opts.lastOnly
+    ? g.emit("Gather", [hidden, g.constant(BigInt64Array.from([-1n]), [], "int64")], [{
+      shape: ["B", c.hidden_size],
+      dtype: f,
+    }], [
+      intAttr("axis", 1),
+    ])[0] // (B, C)
+    : hidden; // (B, T, C)
+  g.output(lmHead(g, c, p, last), "logits");
+  return g;
+}
+
+/**
+ * The inputs of a graph that reads a KV cache: `attention_mask` (B, P + T) float (1 = attend) and
+ * `past.<l>.key|value` (B, Hkv, P, D), and the additive attention bias (B, 1, T, P + T) they give
+ * with causality over absolute indices: query i (at P + i) sees key j iff j ≤ P + i.
+ */
+function pastInputs(g: Graph, c: DecoderConfig, ids: Value): { past: KvValues; bias: Value } {
+  const f: DType = g.floatType;
   const K = "P+T";
   const mask = g.input("attention_mask", ["B", K]);
   const cacheShape = ["B", c.num_key_value_heads, "P", c.head_dim];
@@ -456,21 +512,7 @@ export function buildDecodeGraph(
     g.reshape(g.compare("Greater", mask, g.scalar(0.5, f)), ["B", 1, 1, K]),
   ); // (B, 1, T, K)
   const bias = g.where(keep, g.scalar(0, f), g.scalar(MASKED, f));
-  const { hidden, fresh } = decoder(g, c, p, { ids, positions, bias, past, image, adapter });
-  for (let l = 0; l < c.num_hidden_layers; l++) {
-    g.output(fresh.keys[l], `new.${l}.key`);
-    g.output(fresh.values[l], `new.${l}.value`);
-  }
-  const last = opts.lastOnly
-    ? g.emit("Gather", [hidden, g.constant(BigInt64Array.from([-1n]), [], "int64")], [{
-      shape: ["B", c.hidden_size],
-      dtype: f,
-    }], [
-      intAttr("axis", 1),
-    ])[0] // (B, C)
-    : hidden; // (B, T, C)
-  g.output(lmHead(g, c, p, last), "logits");
-  return g;
+  return { past, bias };
 }
 
 /** A (1,) int64 tensor as a scalar (Range takes scalars). */

@@ -202,6 +202,9 @@ export class SeedTrainer {
       teacher_samples: withTeacher.length,
       ...(gapTokens > 0 ? { teacher_gap_mean: gapSum / gapTokens } : {}),
       skill_library_size: this.parts.library.size,
+      // SEED's own work inside the rescore and update phases (0 for GRPO), wall seconds.
+      teacher_pass_seconds: scored.teacherSeconds,
+      analyzer_replay_seconds: update.replaySeconds,
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
       ...signalStats,
@@ -272,10 +275,11 @@ export class SeedTrainer {
   }
 
   /**
-   * ℓ_old and ℓ_ref under the ordinary prompt; ℓ_T under the skill prompt where there is one.
-   * All three passes and the update score the same response ids, the ones the rollout kept
-   * (`TurnSample.responseIds`: the sampled ids under a chat template); only the prompt ids
-   * change. Every pass sees the turn's images; the skill prompt keeps its `<image>`.
+   * ℓ_old and ℓ_ref under the ordinary prompt; ℓ_T under the skill prompt where there is one
+   * (and the seconds that teacher pass took). All three passes and the update score the same
+   * response ids, the ones the rollout kept (`TurnSample.responseIds`: the sampled ids under a
+   * chat template); only the prompt ids change. Every pass sees the turn's images; the skill
+   * prompt keeps its `<image>`.
    */
   async #rescore(samples: TurnSample[], skills: Map<string, string | null>) {
     const { theta, reference } = this.parts;
@@ -286,9 +290,22 @@ export class SeedTrainer {
     const ref = reference ? await reference.score(plain) : old;
     const prompts = teacherPrompts(samples, skills);
     const teacherIdx = prompts.flatMap((p, i) => (p === null ? [] : [i]));
-    const teacher = await theta.policy.score(
+    // A trajectory's teacher prompts share their task line and skill block (insertSkill puts it
+    // after the task line): that prefix is computed once per trajectory, not once per turn.
+    const started = performance.now();
+    const byTrajectory = new Map<string, number[]>();
+    teacherIdx.forEach((i, k) => {
+      const id = samples[i].trajectoryId;
+      const group = byTrajectory.get(id);
+      if (group) group.push(k);
+      else byTrajectory.set(id, [k]);
+    });
+    const teacher = await theta.policy.scoreSharedPrefixes(
       teacherIdx.map((i) => ({ ...plain[i], prompt: theta.promptIds(prompts[i]!) })),
+      [...byTrajectory.values()],
     );
+    // 0 when no pass ran (GRPO, or no analysis parsed).
+    const teacherSeconds = teacherIdx.length > 0 ? (performance.now() - started) / 1000 : 0;
     const teacherOf = new Map(teacherIdx.map((i, k) => [i, teacher.logprobs[k]]));
     const teacherLogprobs = samples.map((_, i) => teacherOf.get(i) ?? null);
     const rl: SeedSample[] = samples.map((s, i) => ({
@@ -300,7 +317,7 @@ export class SeedTrainer {
         teacher_logprobs: teacherLogprobs[i],
       }),
     }));
-    return { rl, old: old.logprobs, teacher: teacherLogprobs };
+    return { rl, old: old.logprobs, teacher: teacherLogprobs, teacherSeconds };
   }
 
   /**
@@ -350,7 +367,7 @@ export class SeedTrainer {
       typeof SEED_OUTPUTS[keyof typeof SEED_OUTPUTS],
     ][];
     const sums: Record<string, number> = {}, counts: Record<string, number> = {};
-    let tokens = 0, optimizerSteps = 0, gradNorm = 0, replayLoss = 0;
+    let tokens = 0, optimizerSteps = 0, gradNorm = 0, replayLoss = 0, replaySeconds = 0;
     const epochs = miniBatches(rl.length, {
       miniBatchSize: o.mini_batch_size,
       epochs: o.ppo_epochs,
@@ -372,6 +389,7 @@ export class SeedTrainer {
         if (r.tokens === 0) continue;
         if (replay.length > 0) {
           // loss += analyzer_replay_coef · NLL(replay): the gradients add.
+          const started = performance.now();
           const sft = await theta.policy.trainStep(TOKEN_NLL, replay, {}, dropout());
           const c = spec.seed.analyzer_replay_coef;
           for (const [name, g] of sft.grads) {
@@ -379,6 +397,7 @@ export class SeedTrainer {
             for (let k = 0; k < acc.length; k++) acc[k] += c * g[k];
           }
           replayLoss += sft.outputs.loss;
+          replaySeconds += (performance.now() - started) / 1000;
         }
         const norm = o.max_grad_norm > 0 ? clipGradNorm(r.grads, o.max_grad_norm) : 0;
         optimizer.step(theta.policy.params, r.grads, lr);
@@ -400,6 +419,6 @@ export class SeedTrainer {
     }
     stats.grad_norm = optimizerSteps > 0 ? gradNorm / optimizerSteps : 0;
     stats.analyzer_replay_loss = optimizerSteps > 0 ? replayLoss / optimizerSteps : 0;
-    return { stats, tokens };
+    return { stats, tokens, replaySeconds };
   }
 }

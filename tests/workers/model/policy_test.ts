@@ -13,6 +13,7 @@ import type { Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { SPEC_COEFFICIENTS } from "../seed/_objective_oracle.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+import { LORA_MODULES, type LoraConfig, loraParameterSpecs } from "../../../workers/model/lora.ts";
 
 const maxAbsDiff = (a: Float32Array, b: Float32Array) =>
   a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
@@ -35,6 +36,74 @@ for (const c of [TINY_LLAMA, TINY_QWEN]) {
     await policy.release();
   });
 }
+
+/**
+ * Samples whose prompts share prefixes: a group of three sharing 6 tokens (then diverging), a
+ * pair whose shorter prompt is the longer one's prefix (shared prefix capped at 4 = its length
+ * − 1), a one-token prompt (nothing to share) and a sample in no group.
+ */
+function prefixedSamples(vocab: number): { samples: Sample[]; groups: number[][] } {
+  const rnd = lcg(11);
+  const ids = (n: number) => Array.from({ length: n }, () => 1 + Math.floor(rnd() * (vocab - 1)));
+  const shared = ids(6), pair = ids(5);
+  const samples: Sample[] = [
+    { prompt: [...shared, ...ids(3)], response: ids(4) },
+    { prompt: [...shared, ...ids(7)], response: ids(2) },
+    { prompt: [...pair], response: ids(3) },
+    { prompt: [...shared, ...ids(1)], response: ids(5) },
+    { prompt: [...pair, ...ids(4)], response: ids(1) },
+    { prompt: ids(1), response: ids(3) },
+    { prompt: ids(9), response: ids(2) },
+  ];
+  return { samples, groups: [[0, 1, 3], [2, 4], [5]] };
+}
+
+for (const c of [TINY_LLAMA, TINY_QWEN]) {
+  Deno.test(`scoring with shared prompt prefixes gives score's log-probs and entropies (${c.architecture})`, async () => {
+    const { samples, groups } = prefixedSamples(c.vocab_size);
+    // 16 tokens per train call (48 per forward call) forces several prefill and suffix calls;
+    // a 1-byte cache budget one round per group.
+    for (const maxTokensPerCall of [16, 1 << 12]) {
+      const policy = new Policy(c, randomParameters(c, 3), { maxTokensPerCall });
+      const whole = await policy.score(samples);
+      for (const cacheBytes of [undefined, 1]) {
+        const shared = await policy.scoreSharedPrefixes(samples, groups, { cacheBytes });
+        samples.forEach((s, i) => {
+          const at = `sample ${i}, ${maxTokensPerCall} tokens per call, ${cacheBytes} bytes`;
+          assert.equal(shared.logprobs[i].length, s.response.length, at);
+          assert.ok(maxAbsDiff(whole.logprobs[i], shared.logprobs[i]) < 1e-5, at);
+          assert.ok(maxAbsDiff(whole.entropy[i], shared.entropy[i]) < 1e-5, at);
+        });
+      }
+      await policy.release();
+    }
+  });
+}
+
+Deno.test("shared-prefix scoring reads a LoRA adapter (non-zero B) as score does", async () => {
+  const c = TINY_QWEN;
+  const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, target_modules: [...LORA_MODULES] };
+  const params = randomParameters(c, 3);
+  const rnd = lcg(8);
+  for (const s of loraParameterSpecs(c, lora)) {
+    params.set(s.name, Float32Array.from({ length: s.shape[0] * s.shape[1] }, () => rnd() - 0.5));
+  }
+  const { samples, groups } = prefixedSamples(c.vocab_size);
+  const policy = new Policy(c, params, { lora });
+  const base = new Policy(c, params); // the same base weights, adapter off
+  const whole = await policy.score(samples);
+  const shared = await policy.scoreSharedPrefixes(samples, groups);
+  const off = await base.score(samples);
+  samples.forEach((_, i) => {
+    assert.ok(maxAbsDiff(whole.logprobs[i], shared.logprobs[i]) < 1e-5, `sample ${i}`);
+  });
+  // The adapter changes the log-probs, so equality above is not the base graph agreeing with itself.
+  assert.ok(
+    Math.max(...samples.map((_, i) => maxAbsDiff(whole.logprobs[i], off.logprobs[i]))) > 1e-3,
+  );
+  await policy.release();
+  await base.release();
+});
 
 function rlSamples(): SeedSample[] {
   const rnd = lcg(5);

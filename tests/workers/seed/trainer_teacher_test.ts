@@ -52,6 +52,8 @@ Deno.test("a step with parsed skills re-scores under the skill prompt and distil
   assert.equal(metrics.teacher_samples, metrics.samples);
   assert.ok(metrics.gate_mean > 0 && metrics.gate_mean < 1, `gate ${metrics.gate_mean}`);
   assert.ok(metrics.opd_loss !== 0 && Number.isFinite(metrics.teacher_gap_mean));
+  // The teacher pass and the analyzer replay ran, and their seconds are reported.
+  assert.ok(metrics.teacher_pass_seconds > 0 && metrics.analyzer_replay_seconds > 0);
   assert.equal(metrics.skills_added, 1);
   const [skill] = library.all();
   assert.equal(skill.text, "push the box up");
