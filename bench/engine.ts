@@ -21,6 +21,7 @@ import { Rng } from "../workers/model/sampling.ts";
 import { initParameters } from "../workers/model/init.ts";
 import type { Sample } from "../workers/model/batch.ts";
 import type { ExecutionProvider } from "../workers/engine/mod.ts";
+import { CONFIGS } from "./_engine_configs.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -41,51 +42,6 @@ if (!["cpu", "cuda", "webgpu"].includes(args.ep)) {
 const ep = args.ep as ExecutionProvider;
 const threads = Number(args.threads), repeats = Number(args.repeats);
 
-const base = {
-  architecture: "LlamaForCausalLM",
-  rms_norm_eps: 1e-6,
-  rope_theta: 10000,
-  max_position_embeddings: 2048,
-  tie_word_embeddings: true,
-  attention_bias: false,
-  bos_token_id: 1,
-  eos_token_id: 2,
-  pad_token_id: 0,
-} as const;
-const CONFIGS: {
-  name: string;
-  config: DecoderConfig;
-  train: { batch: number; length: number; steps: number };
-}[] = [
-  {
-    name: "small",
-    config: {
-      ...base,
-      vocab_size: 512,
-      hidden_size: 128,
-      intermediate_size: 352,
-      num_hidden_layers: 4,
-      num_attention_heads: 4,
-      num_key_value_heads: 4,
-      head_dim: 32,
-    },
-    train: { batch: 8, length: 64, steps: 10 },
-  },
-  {
-    name: "medium",
-    config: {
-      ...base,
-      vocab_size: 8192,
-      hidden_size: 512,
-      intermediate_size: 1408,
-      num_hidden_layers: 6,
-      num_attention_heads: 8,
-      num_key_value_heads: 8,
-      head_dim: 64,
-    },
-    train: { batch: 8, length: 128, steps: 2 },
-  },
-];
 const DECODE = [
   { batch: 1, prompt: 16, new: 32 },
   { batch: 64, prompt: 16, new: 32 },

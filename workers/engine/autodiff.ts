@@ -6,6 +6,7 @@
  * the output gradients to one gradient per input (`null` for inputs that take none, such as
  * indices and conditions). Broadcasting is undone in exactly one place, `unbroadcast`.
  * Gradient fan-in (a value used twice, e.g. tied embeddings) is summed in `gradients`.
+ * Two composites recorded as one op (`Graph.composite`: RMSNorm, SiLU) have rules here too.
  */
 import { Graph, type TapeEntry, Value } from "./graph.ts";
 import { formatShape, GraphBuildError, isStatic, sameShape } from "./shape.ts";
@@ -146,6 +147,24 @@ export const RULES: Record<string, Rule> = {
   LogSoftmax: (g, { outputs: [y], info }, [gy]) => {
     const s = g.reduceSum(gy!, [info.axis as number], true);
     return [g.sub(gy!, g.mul(g.exp(y), s))];
+  },
+  // Composites (nn.ts). RMSNorm y = q ⊙ w with q = x / r, r = √(mean(x²) + ε) over the last
+  // dim (C): dw = Σ dy ⊙ q; with dq = dy ⊙ w, dx = (dq − q ⊙ mean(dq ⊙ q)) / r, since
+  // ∂qᵢ/∂xⱼ = δᵢⱼ/r − qᵢqⱼ/(C·r).
+  RMSNorm: (g, { inputs: [x, w], info }, [gy]) => {
+    const q = info.normed as Value, r = info.rms as Value;
+    let gx: Value | null = null;
+    if (x.requiresGrad) {
+      const gq = g.mul(gy!, w); // (…, C)
+      const s = g.reduceMean(g.mul(gq, q), [-1], true); // (…, 1)
+      gx = g.div(g.sub(gq, g.mul(q, s)), r);
+    }
+    return [gx, w.requiresGrad ? unbroadcast(g, g.mul(gy!, q), w) : null];
+  },
+  // SiLU y = x·σ(x): dx = dy ⊙ (σ + y ⊙ (1 − σ)).
+  SiLU: (g, { outputs: [y], info }, [gy]) => {
+    const s = info.sigmoid as Value;
+    return [g.mul(gy!, g.add(s, g.mul(y, g.sub(one(g, s), s))))];
   },
   // Rows gathered by id: scatter-add the row gradients back (duplicate ids accumulate).
   // ScatterElements, not ScatterND: onnxruntime's CPU ScatterND (reduction="add") splits the

@@ -303,6 +303,19 @@ export class Graph extends GraphCore {
     ])[0];
   }
 
+  // ------------------------------------------------------------------ composites
+
+  /**
+   * Record `output`, computed from `inputs` by primitives under `withoutTape()`, as one
+   * differentiable op `op` whose backward rule (autodiff.ts `RULES[op]`) reads `info` (forward
+   * values the rule reuses). For composites whose hand-derived gradient takes fewer passes over
+   * the data than the chain of their primitives' rules (nn.ts `rmsNorm`, `silu`); the forward
+   * nodes are the same either way.
+   */
+  composite(op: string, inputs: Value[], output: Value, info: Record<string, unknown>): Value {
+    return this.record(op, inputs, [output], info);
+  }
+
   // ------------------------------------------------------------------ internals
 
   private binary(op: string, a: Value, b: Value): Value {

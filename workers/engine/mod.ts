@@ -2,8 +2,9 @@
  * The engine: build ONNX graphs in TypeScript, differentiate them in reverse mode into
  * standard ONNX ops, and run them on onnxruntime-node with a session cache. No onnxruntime JS
  * package has a training API, so gradients are graph ops too: `autodiff.ts` holds one backward
- * rule per primitive, composites (`nn.ts`: softmax, RMSNorm, …) get theirs for free, and every
- * rule is checked against finite differences (tests/workers/engine/autodiff_test.ts).
+ * rule per primitive, composites (`nn.ts`) get theirs for free (RMSNorm and SiLU, on every
+ * layer, have a hand-derived rule that takes fewer passes), and every rule is checked against
+ * finite differences (tests/workers/engine/autodiff_test.ts).
  * It imports no other folder of the repository: `workers/model` builds the model's graphs on it.
  *
  * ```ts

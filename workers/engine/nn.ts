@@ -1,6 +1,10 @@
 /**
- * Composite layers built from the graph's primitives. They have no backward rules of their
- * own: autodiff differentiates the primitives they are made of.
+ * Composite layers built from the graph's primitives. Most have no backward rules of their
+ * own: autodiff differentiates the primitives they are made of. RMSNorm and SiLU, which run
+ * on every layer, are recorded as one op each (`Graph.composite`) with a hand-derived rule
+ * (autodiff.ts): the same forward nodes, and a backward of 4–8 passes over the activations
+ * instead of 7–13. On the 23.5M benchmark model that took the non-GEMM share of a train step's
+ * kernel time from 30.7% to 28.4% (bench/engine_profile.ts; README, Benchmarks).
  */
 import type { Graph, Value } from "./graph.ts";
 import { isStatic } from "./shape.ts";
@@ -27,14 +31,22 @@ export function linear(g: Graph, x: Value, weight: Value, bias?: Value): Value {
 export function rmsNorm(g: Graph, x: Value, weight: Value, eps: number): Value {
   // Written as Pow → ReduceMean → Add → Sqrt → Div → Mul, the pattern onnxruntime fuses into
   // one SimplifiedLayerNormalization kernel in forward-only graphs.
-  const ms = g.reduceMean(g.pow(x, 2), [-1], true); // (…, 1)
-  const rms = g.sqrt(g.add(ms, g.scalar(eps, x.dtype))); // (…, 1)
-  return g.mul(g.div(x, rms), weight);
+  const [normed, rms, y] = g.withoutTape(() => {
+    const ms = g.reduceMean(g.pow(x, 2), [-1], true); // (…, 1)
+    const rms = g.sqrt(g.add(ms, g.scalar(eps, x.dtype))); // (…, 1)
+    const normed = g.div(x, rms); // (…, C)
+    return [normed, rms, g.mul(normed, weight)];
+  });
+  return g.composite("RMSNorm", [x, weight], y, { normed, rms });
 }
 
 /** SiLU / swish: `x · σ(x)`. */
 export function silu(g: Graph, x: Value): Value {
-  return g.mul(x, g.sigmoid(x));
+  const [sigmoid, y] = g.withoutTape(() => {
+    const s = g.sigmoid(x);
+    return [s, g.mul(x, s)];
+  });
+  return g.composite("SiLU", [x], y, { sigmoid });
 }
 
 /** Exact GELU: `0.5 · x · (1 + erf(x / √2))` (float32 only: onnxruntime has no float64 Erf). */

@@ -108,7 +108,22 @@ const CASES: [string, CheckInput[], (g: Graph, x: Value[]) => Value][] = [
     [{ shape: [2, 3, 4] }, { shape: [4] }],
     (g, [x, w]) => nn.rmsNorm(g, x, w, 1e-6),
   ],
+  [
+    "RMSNorm composite over heads with one shared gain",
+    [{ shape: [2, 2, 3, 4] }, { shape: [4] }],
+    (g, [x, w]) => nn.rmsNorm(g, x, w, 1e-6),
+  ],
+  [
+    "RMSNorm composite whose input is also used elsewhere",
+    [{ shape: [2, 5] }, { shape: [5] }],
+    (g, [x, w]) => g.mul(nn.rmsNorm(g, x, w, 1e-6), g.exp(x)),
+  ],
   ["SiLU composite", [{ shape: [2, 4] }], (g, [x]) => nn.silu(g, x)],
+  [
+    "SiLU composite under a product",
+    [{ shape: [2, 4] }, { shape: [2, 4] }],
+    (g, [x, u]) => g.mul(nn.silu(g, x), u),
+  ],
   [
     "linear composite with bias",
     [{ shape: [2, 3, 4] }, { shape: [5, 4] }, { shape: [5] }],
