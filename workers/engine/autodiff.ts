@@ -6,7 +6,8 @@
  * the output gradients to one gradient per input (`null` for inputs that take none, such as
  * indices and conditions). Broadcasting is undone in exactly one place, `unbroadcast`.
  * Gradient fan-in (a value used twice, e.g. tied embeddings) is summed in `gradients`.
- * Two composites recorded as one op (`Graph.composite`: RMSNorm, SiLU) have rules here too.
+ * Composites recorded as one op (`Graph.composite`: RMSNorm, SiLU, LogSoftmaxPick) have rules
+ * here too.
  */
 import { Graph, type TapeEntry, Value } from "./graph.ts";
 import { formatShape, GraphBuildError, isStatic, sameShape } from "./shape.ts";
@@ -165,6 +166,14 @@ export const RULES: Record<string, Rule> = {
   SiLU: (g, { outputs: [y], info }, [gy]) => {
     const s = info.sigmoid as Value;
     return [g.mul(gy!, g.add(s, g.mul(y, g.sub(one(g, s), s))))];
+  },
+  // picked = log_softmax(z)[t] (nn.ts logSoftmaxPick): dz = g·(onehot(t) − softmax(z)), written
+  // as −g·exp(logp) with g added at each target by ScatterElements.
+  LogSoftmaxPick: (g, { inputs: [z], info }, [gy]) => {
+    const logp = info.logp as Value, idx = info.idx as Value;
+    const gcol = g.reshape(gy!, idx.shape); // (…, 1)
+    const dz = g.mul(g.exp(logp), g.neg(gcol)); // (…, V)
+    return [g.scatterAdd(dz, idx, gcol, z.rank - 1)];
   },
   // Rows gathered by id: scatter-add the row gradients back (duplicate ids accumulate).
   // ScatterElements, not ScatterND: onnxruntime's CPU ScatterND (reduction="add") splits the

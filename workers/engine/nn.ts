@@ -92,3 +92,21 @@ export function pickLogProbs(g: Graph, logp: Value, targets: Value): Value {
   const picked = g.gatherElements(logp, idx, -1); // (…, 1)
   return g.reshape(picked, targets.shape); // (…)
 }
+
+/**
+ * Log-softmax of `logits` (…, V) over the last dim and the log-probs of int64 `targets` (…)
+ * under it: `{ logp (…, V), picked (…) }`, the values of `logSoftmax` and `pickLogProbs`. The
+ * pick is one op (`Graph.composite`) with the softmax cross-entropy rule, d logits = g·(onehot −
+ * softmax): 3 passes over (…, V) instead of the 6 of scattering g into zeros and applying the
+ * LogSoftmax rule. `logp` stays differentiable for other terms (entropy) through LogSoftmax.
+ */
+export function logSoftmaxPick(
+  g: Graph,
+  logits: Value,
+  targets: Value,
+): { logp: Value; picked: Value } {
+  const logp = g.logSoftmax(logits, -1); // (…, V)
+  const idx = g.withoutTape(() => g.reshape(targets, [...targets.shape, 1])); // (…, 1)
+  const picked = g.withoutTape(() => pickLogProbs(g, logp, targets)); // (…)
+  return { logp, picked: g.composite("LogSoftmaxPick", [logits], picked, { logp, idx }) };
+}

@@ -331,8 +331,8 @@ function tokenStats(
   }
   const { hidden } = decoder(g, c, p, { ids, positions, bias, image, adapter });
   const scored = g.gather(g.reshape(hidden, [b * t, c.hidden_size]), index); // (R, C)
-  const logp = g.logSoftmax(lmHead(g, c, p, scored), -1); // (R, V)
-  return { logp: nn.pickLogProbs(g, logp, targets), entropy: nn.entropy(g, logp) }; // (R,)
+  const { logp, picked } = nn.logSoftmaxPick(g, lmHead(g, c, p, scored), targets); // (R, V), (R,)
+  return { logp: picked, entropy: nn.entropy(g, logp) }; // (R,)
 }
 
 /**

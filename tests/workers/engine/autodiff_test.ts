@@ -137,6 +137,24 @@ const CASES: [string, CheckInput[], (g: Graph, x: Value[]) => Value][] = [
     (g, [x]) => nn.maskedMean(g, x, g.floats([1, 0, 1, 1, 1, 0], [2, 3])),
   ],
   [
+    "log-softmax pick composite",
+    [{ shape: [2, 3, 5] }],
+    (g, [x]) =>
+      nn.logSoftmaxPick(
+        g,
+        x,
+        g.constant(BigInt64Array.from([4n, 0n, 2n, 2n, 1n, 3n]), [2, 3], "int64"),
+      ).picked,
+  ],
+  [
+    "log-softmax pick composite beside the entropy of the same log-probs",
+    [{ shape: [3, 4] }],
+    (g, [x]) => {
+      const r = nn.logSoftmaxPick(g, x, g.constant(BigInt64Array.from([3n, 0n, 3n]), [3], "int64"));
+      return g.add(r.picked, g.mul(nn.entropy(g, r.logp), g.scalar(0.3)));
+    },
+  ],
+  [
     "picked log-probs",
     [{ shape: [2, 3, 5] }],
     (g, [x]) =>
