@@ -170,7 +170,8 @@ export const RULES: Record<string, Rule> = {
   // picked = log_softmax(z)[t] (nn.ts logSoftmaxPick): dz = g·(onehot(t) − softmax(z)), written
   // as −g·exp(logp) with g added at each target by ScatterElements.
   LogSoftmaxPick: (g, { inputs: [z], info }, [gy]) => {
-    const logp = info.logp as Value, idx = info.idx as Value;
+    const logp = info.logp as Value, targets = info.targets as Value;
+    const idx = g.reshape(targets, [...targets.shape, 1]); // (…, 1)
     const gcol = g.reshape(gy!, idx.shape); // (…, 1)
     const dz = g.mul(g.exp(logp), g.neg(gcol)); // (…, V)
     return [g.scatterAdd(dz, idx, gcol, z.rank - 1)];

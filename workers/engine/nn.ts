@@ -106,7 +106,6 @@ export function logSoftmaxPick(
   targets: Value,
 ): { logp: Value; picked: Value } {
   const logp = g.logSoftmax(logits, -1); // (…, V)
-  const idx = g.withoutTape(() => g.reshape(targets, [...targets.shape, 1])); // (…, 1)
   const picked = g.withoutTape(() => pickLogProbs(g, logp, targets)); // (…)
-  return { logp, picked: g.composite("LogSoftmaxPick", [logits], picked, { logp, idx }) };
+  return { logp, picked: g.composite("LogSoftmaxPick", [logits], picked, { logp, targets }) };
 }
