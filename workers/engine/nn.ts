@@ -2,9 +2,10 @@
  * Composite layers built from the graph's primitives. Most have no backward rules of their
  * own: autodiff differentiates the primitives they are made of. RMSNorm and SiLU, which run
  * on every layer, are recorded as one op each (`Graph.composite`) with a hand-derived rule
- * (autodiff.ts): the same forward nodes, and a backward of 4–8 passes over the activations
- * instead of 7–13. On the 23.5M benchmark model that took the non-GEMM share of a train step's
- * kernel time from 30.7% to 28.4% (bench/engine_profile.ts; README, Benchmarks).
+ * (autodiff.ts): the same forward nodes, and a backward of 4 (SiLU) and 8 (RMSNorm with its
+ * gain) ops over the activations instead of 6 and 13. With `logSoftmaxPick` that cut the
+ * elements the 23.5M benchmark model's train step reads and writes outside its GEMMs by 14%
+ * (bench/engine_profile.ts; README, "Where a train step's time goes").
  */
 import type { Graph, Value } from "./graph.ts";
 import { isStatic } from "./shape.ts";
@@ -97,7 +98,7 @@ export function pickLogProbs(g: Graph, logp: Value, targets: Value): Value {
  * Log-softmax of `logits` (…, V) over the last dim and the log-probs of int64 `targets` (…)
  * under it: `{ logp (…, V), picked (…) }`, the values of `logSoftmax` and `pickLogProbs`. The
  * pick is one op (`Graph.composite`) with the softmax cross-entropy rule, d logits = g·(onehot −
- * softmax): 3 passes over (…, V) instead of the 6 of scattering g into zeros and applying the
+ * softmax): 3 passes over (…, V) instead of the 5 of scattering g into zeros and applying the
  * LogSoftmax rule. `logp` stays differentiable for other terms (entropy) through LogSoftmax.
  */
 export function logSoftmaxPick(
