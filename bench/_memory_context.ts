@@ -34,6 +34,11 @@ export function memoryContext(
     /** Objects `readObject` serves, by `bucket/key` (e.g. a model folder for an `s3://` base). */
     objects?: ReadonlyMap<string, Uint8Array>;
     onEvent?: (type: string, data: Record<string, unknown>) => void;
+    /**
+     * Keep only each checkpoint file's name, not its bytes (a worker uploads them and lets go):
+     * the run's peak memory is then the worker's, but it cannot be resumed or continued from.
+     */
+    discardCheckpoints?: boolean;
   } = {},
 ): MemoryRun {
   const jobId = options.jobId ?? crypto.randomUUID();
@@ -64,7 +69,8 @@ export function memoryContext(
     },
     setProgress: () => Promise.resolve(),
     saveCheckpoint(step, files) {
-      mine.set(step, new Map(files.map((f) => [f.name, f.bytes])));
+      const keep = (b: Uint8Array) => options.discardCheckpoints ? new Uint8Array(0) : b;
+      mine.set(step, new Map(files.map((f) => [f.name, keep(f.bytes)])));
       return Promise.resolve({} as never);
     },
     latestCheckpoint() {

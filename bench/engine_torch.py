@@ -4,8 +4,13 @@ Llama 3's RoPE frequency scaling), the same SFT train step (forward, backward,
 torch.optim.AdamW) and the same batched greedy decode with a KV cache, at a given thread count.
 
 Usage: /usr/bin/python3 bench/engine_torch.py '<json>' (config with HF names, threads,
-train {batch, length}); then one JSON request per stdin line, {"op": "train", "steps": n} or
-{"op": "decode", "batch", "prompt", "new"}, each answered by one line {"rate": tokens/s}.
+train {batch, length, prompt?}, lora? {rank, alpha, target_modules}); then one JSON request per
+stdin line, {"op": "train", "steps": n} or {"op": "decode", "batch", "prompt", "new"}, each
+answered by one line {"rate": tokens/s, "seconds": wall seconds}. With train.prompt, each row is
+`prompt` tokens then `length` response tokens and only the response is in the loss (logits are
+computed at the response positions only, as HF's logits_to_keep). With lora, the base weights
+are frozen and each target projection gets a LoRA adapter (PEFT's init: A Kaiming-uniform, B = 0);
+AdamW holds the adapters only.
 `--logits` (JSON on stdin: config, params by HF name, ids) prints float64 reference logits; the
 model tests use it as an independent check of the ONNX decoder.
 """
@@ -92,8 +97,9 @@ class Decoder(torch.nn.Module):
         x1, x2 = x.chunk(2, -1)
         return x * cos + torch.cat([-x2, x1], -1) * sin
 
-    def forward(self, ids, pos, past=None, key_mask=None):
-        """ids, pos (B, T); past: per layer (k, v) (B, Hkv, P, D); key_mask (B, P+T) bool."""
+    def forward(self, ids, pos, past=None, key_mask=None, logits_to_keep=0):
+        """ids, pos (B, T); past: per layer (k, v) (B, Hkv, P, D); key_mask (B, P+T) bool;
+        logits_to_keep > 0: logits of the last that many positions only (B, logits_to_keep, V)."""
         b, t = ids.shape
         x = self.model.embed_tokens(ids)
         present = []
@@ -122,6 +128,8 @@ class Decoder(torch.nn.Module):
             x = x + at.o_proj(o)
             m = l.post_attention_layernorm(x)
             x = x + l.mlp.down_proj(F.silu(l.mlp.gate_proj(m)) * l.mlp.up_proj(m))
+        if logits_to_keep > 0:
+            x = x[:, -logits_to_keep:]  # (B, K, C)
         x = self.model.norm(x)
         head = self.model.embed_tokens.weight if self.c["tie_word_embeddings"] else self.lm_head.weight
         return x @ head.T, present
@@ -136,6 +144,24 @@ class LoraLinear(torch.nn.Module):
 
     def forward(self, x):
         return self.base(x) + self.scale * (x @ self.a.T) @ self.b.T
+
+
+def add_lora(model, lora):
+    """Freezes `model` and wraps each target projection of every layer with a trainable adapter
+    (A (r, in) Kaiming-uniform a=sqrt(5), B (out, r) zeros, as PEFT); returns the adapter params."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    scale, adapters = lora["alpha"] / lora["rank"], []
+    for layer in model.model.layers:
+        for name in lora["target_modules"]:
+            parent = layer.mlp if name in ("gate_proj", "up_proj", "down_proj") else layer.self_attn
+            base = getattr(parent, name)
+            a = torch.nn.Parameter(torch.empty(lora["rank"], base.in_features))
+            torch.nn.init.kaiming_uniform_(a, a=math.sqrt(5))
+            b = torch.nn.Parameter(torch.zeros(base.out_features, lora["rank"]))
+            setattr(parent, name, LoraLinear(base, a, b, scale))
+            adapters += [a, b]
+    return adapters
 
 
 def read_safetensors(path):
@@ -202,13 +228,17 @@ def main():
     c = spec["config"]
     model = Decoder(c)
     tr = spec["train"]
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-    ids = torch.randint(3, c["vocab_size"], (tr["batch"], tr["length"] + 1))
-    pos = torch.arange(tr["length"])[None].expand(tr["batch"], -1)
+    trainable = add_lora(model, spec["lora"]) if spec.get("lora") else list(model.parameters())
+    opt = torch.optim.AdamW(trainable, lr=1e-4, weight_decay=0.01)
+    prompt, length = tr.get("prompt", 0), tr["length"]
+    ids = torch.randint(3, c["vocab_size"], (tr["batch"], prompt + length + (0 if prompt else 1)))
+    pos = torch.arange(ids.shape[1] - 1)[None].expand(tr["batch"], -1)
 
     def train_step():
-        logits, _ = model(ids[:, :-1], pos)
-        loss = F.cross_entropy(logits.reshape(-1, c["vocab_size"]), ids[:, 1:].reshape(-1))
+        # with a prompt: the last `length` positions predict the response (prompt ids[P:])
+        logits, _ = model(ids[:, :-1], pos, logits_to_keep=length if prompt else 0)
+        targets = ids[:, -length:] if prompt else ids[:, 1:]
+        loss = F.cross_entropy(logits.reshape(-1, c["vocab_size"]), targets.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -231,12 +261,14 @@ def main():
             t0 = time.perf_counter()
             for _ in range(req["steps"]):
                 train_step()
-            rate = tr["batch"] * tr["length"] * req["steps"] / (time.perf_counter() - t0)
+            seconds = time.perf_counter() - t0
+            rate = tr["batch"] * tr["length"] * req["steps"] / seconds
         else:
             t0 = time.perf_counter()
             generate(req["batch"], req["prompt"], req["new"])
-            rate = req["batch"] * req["new"] / (time.perf_counter() - t0)
-        print(json.dumps({"rate": rate}), flush=True)
+            seconds = time.perf_counter() - t0
+            rate = req["batch"] * req["new"] / seconds
+        print(json.dumps({"rate": rate, "seconds": seconds}), flush=True)
 
 
 if __name__ == "__main__":
