@@ -1,6 +1,6 @@
 /**
  * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]
- * [--compare DIR]` —
+ * [--compare DIR] [--distinct]` —
  * the inference server's continuous batching: aggregate generated tokens/s and p50/p99
  * time-to-first-token (TTFT) with 1, 8 and 32 concurrent streams, beside the same requests sent
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
@@ -10,7 +10,8 @@
  * checkpoint per model through the trainer's checkpoint writer, runs `deno task serve` in a child
  * process (so the load generator does not share its event loop) and drives it with the `openai`
  * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
- * temperature 1, one seed per request. Tokens/s counts the completion tokens the server reports
+ * temperature 1, one seed per request (with `--distinct`, each request's prompt starts with a
+ * line of its own, `#<seed>`, so no two prompts are identical and none shares a prefill). Tokens/s counts the completion tokens the server reports
  * (`stream_options.include_usage`) over the wall time of the batch of requests; TTFT runs from
  * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
  * (user + system, all its threads, from /proc) per completion token, which a loaded machine
@@ -43,6 +44,7 @@ const args = parseArgs({
     models: { type: "string", default: "tiny,24m" },
     threads: { type: "string", default: "2" },
     compare: { type: "string" },
+    distinct: { type: "boolean", default: false },
   },
 }).values;
 const STREAMS = args.streams!.split(",").map(Number);
@@ -86,9 +88,10 @@ function percentile(xs: number[], p: number): number {
 async function streamOne(client: OpenAI, model: string, prompt: string, seed: number) {
   const t0 = performance.now();
   let ttft = NaN, tokens = 0;
+  const content = args.distinct ? `#${seed}\n${prompt}` : prompt;
   const stream = await client.chat.completions.create({
     model,
-    messages: [{ role: "user", content: prompt }],
+    messages: [{ role: "user", content }],
     max_tokens: TOKENS,
     temperature: 1,
     seed,
