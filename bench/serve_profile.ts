@@ -1,5 +1,5 @@
 /**
- * `deno run -A bench/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m]` —
+ * `deno run -A bench/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct]` —
  * where the inference server's decode loop spends its time, without HTTP: the engine
  * (workers/serve/engine.ts) decodes `streams` requests of the bench's sokoban prompt at once,
  * each choice's text built as the server builds it (ChoiceText over the tokenizer) and each
@@ -34,6 +34,7 @@ const args = parseArgs({
     threads: { type: "string", default: "2" },
     repeat: { type: "string", default: "2" },
     "prefill-tokens": { type: "string" },
+    distinct: { type: "boolean", default: false },
   },
 }).values;
 
@@ -119,7 +120,7 @@ for (const name of args.models!.split(",")) {
         );
         engine.submit({
           model,
-          prompt: ids,
+          prompt: args.distinct ? tok.encode(`#${i}\n${prompt}`) : ids,
           maxNewTokens: Number(args.tokens),
           sampling: { greedy: false, temperature: 1, topP: 1 },
           seed: i,
