@@ -1,5 +1,6 @@
 /**
- * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]` —
+ * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]
+ * [--compare DIR] [--distinct]` —
  * the inference server's continuous batching: aggregate generated tokens/s and p50/p99
  * time-to-first-token (TTFT) with 1, 8 and 32 concurrent streams, beside the same requests sent
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
@@ -9,9 +10,15 @@
  * checkpoint per model through the trainer's checkpoint writer, runs `deno task serve` in a child
  * process (so the load generator does not share its event loop) and drives it with the `openai`
  * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
- * temperature 1, one seed per request. Tokens/s counts the completion tokens the server reports
+ * temperature 1, one seed per request (with `--distinct`, each request's prompt starts with a
+ * line of its own, `#<seed>`, so no two prompts are identical and none shares a prefill). Tokens/s counts the completion tokens the server reports
  * (`stream_options.include_usage`) over the wall time of the batch of requests; TTFT runs from
- * sending a request to its first content chunk. Goal (issue "Serve trained checkpoints"):
+ * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
+ * (user + system, all its threads, from /proc) per completion token, which a loaded machine
+ * inflates much less than wall time. With `--compare DIR` (another checkout of this repository,
+ * e.g. `git worktree add /tmp/base main`) a second server runs from DIR and every row is measured
+ * on both, one right after the other, so their ratio is taken under the same load. Each server
+ * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve trained checkpoints"):
  * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.
  */
 import { parseArgs } from "node:util";
@@ -37,6 +44,8 @@ const args = parseArgs({
     tokens: { type: "string", default: "64" },
     models: { type: "string", default: "tiny,24m" },
     threads: { type: "string", default: "2" },
+    compare: { type: "string" },
+    distinct: { type: "boolean", default: false },
   },
 }).values;
 const STREAMS = args.streams!.split(",").map(Number);
@@ -80,9 +89,10 @@ function percentile(xs: number[], p: number): number {
 async function streamOne(client: OpenAI, model: string, prompt: string, seed: number) {
   const t0 = performance.now();
   let ttft = NaN, tokens = 0;
+  const content = args.distinct ? `#${seed}\n${prompt}` : prompt;
   const stream = await client.chat.completions.create({
     model,
-    messages: [{ role: "user", content: prompt }],
+    messages: [{ role: "user", content }],
     max_tokens: TOKENS,
     temperature: 1,
     seed,
@@ -114,7 +124,14 @@ const store = await openStore({
   accessKeyId: env.S3_ACCESS_KEY_ID,
   secretAccessKey: env.S3_SECRET_ACCESS_KEY,
 });
-let child: Deno.ChildProcess | undefined;
+/** Seconds of CPU (user + system, all threads) process `pid` has used (Linux /proc). */
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // from field 3 (state)
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ)
+}
+
+const children: Deno.ChildProcess[] = [];
 try {
   const tenant = await ensureTenant(db, "bench");
   const { key } = await createKey(db, "bench");
@@ -132,66 +149,89 @@ try {
     console.log(`${name}: ${(params / 1e6).toFixed(1)}M parameters, prompt ${promptTokens} tokens`);
     jobs.push({ name, params, id: await saveJob(db, store, tenant.id, [{ step: 0, model }]) });
   }
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-no-legacy-abort", "workers/serve/main.ts"],
-    env: {
-      ...env,
-      SERVE_PORT: String(port),
-      SERVE_THREADS: args.threads!,
-      SERVE_MAX_BATCH: String(Math.max(...STREAMS)),
-      LOG_LEVEL: "warn",
-    },
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
-  for (let i = 0; i < 200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) break;
-    await new Promise((r) => setTimeout(r, 100));
+  const servers: { label: string; child: Deno.ChildProcess; client: OpenAI }[] = [];
+  for (
+    const [label, dir] of [["this", "."], ...(args.compare ? [["compare", args.compare]] : [])]
+  ) {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--unstable-no-legacy-abort", "workers/serve/main.ts"],
+      cwd: dir,
+      env: {
+        ...env,
+        SERVE_PORT: String(port),
+        SERVE_THREADS: args.threads!,
+        SERVE_MAX_BATCH: String(Math.max(...STREAMS)),
+        LOG_LEVEL: "warn",
+      },
+      stdout: "null",
+      stderr: "inherit",
+    }).spawn();
+    children.push(child);
+    for (let i = 0; i < 300; i++) {
+      if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const baseURL = `http://127.0.0.1:${port}/v1`;
+    servers.push({ label, child, client: new OpenAI({ apiKey: key, baseURL, maxRetries: 0 }) });
   }
-  const client = new OpenAI({ apiKey: key, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
   console.log(`max_tokens ${TOKENS}, temperature 1, ${args.threads} onnxruntime threads`);
   console.log(
-    "| model | params | mode | streams | requests | tokens/s | × 1 stream | TTFT p50 ms | TTFT p99 ms |",
+    "| model | params | server | mode | streams | requests | tokens/s | × 1 stream | TTFT p50 ms | TTFT p99 ms | CPU ms/token |",
   );
-  console.log("|---|---|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|---|---|---|");
   for (const job of jobs) {
     const model = `job:${job.id}`;
-    await streamOne(client, model, prompt, 0); // load the checkpoint, build the sessions
-    let single = NaN;
+    // load the checkpoint, build the sessions, then one burst at the most streams (the first
+    // burst on a fresh server pays one-time costs: connections, first runs at new shapes)
+    for (const { client } of servers) {
+      await streamOne(client, model, prompt, 0);
+      const most = Math.max(...STREAMS);
+      await Promise.all(
+        Array.from({ length: most }, (_, i) => streamOne(client, model, prompt, i)),
+      );
+    }
+    const single = new Map<string, number>();
     for (const streams of STREAMS) {
       for (const mode of streams === 1 ? ["concurrent"] : ["sequential", "concurrent"]) {
-        const requests = Math.max(streams, 8);
-        const results: { ttft: number; tokens: number }[] = [];
-        const t0 = performance.now();
-        if (mode === "sequential") {
-          for (let i = 0; i < streams; i++) results.push(await streamOne(client, model, prompt, i));
-        } else {
-          for (let done = 0; done < requests; done += streams) {
-            const n = Math.min(streams, requests - done);
-            results.push(
-              ...await Promise.all(
-                Array.from({ length: n }, (_, i) => streamOne(client, model, prompt, done + i)),
-              ),
-            );
+        for (const { label, child, client } of servers) {
+          const requests = Math.max(streams, 8);
+          const results: { ttft: number; tokens: number }[] = [];
+          const t0 = performance.now(), cpu0 = await cpuSeconds(child.pid);
+          if (mode === "sequential") {
+            for (let i = 0; i < streams; i++) {
+              results.push(await streamOne(client, model, prompt, i));
+            }
+          } else {
+            for (let done = 0; done < requests; done += streams) {
+              const n = Math.min(streams, requests - done);
+              results.push(
+                ...await Promise.all(
+                  Array.from({ length: n }, (_, i) => streamOne(client, model, prompt, done + i)),
+                ),
+              );
+            }
           }
+          const seconds = (performance.now() - t0) / 1000;
+          const cpu = await cpuSeconds(child.pid) - cpu0;
+          const tokens = results.reduce((n, r) => n + r.tokens, 0), rate = tokens / seconds;
+          if (streams === 1) single.set(label, rate);
+          const ttfts = results.map((r) => r.ttft);
+          console.log(
+            `| ${job.name} | ${
+              (job.params / 1e6).toFixed(1)
+            }M | ${label} | ${mode} | ${streams} | ${results.length} | ${rate.toFixed(0)} | ${
+              (rate / single.get(label)!).toFixed(1)
+            } | ${percentile(ttfts, 50).toFixed(0)} | ${percentile(ttfts, 99).toFixed(0)} | ${
+              (1000 * cpu / tokens).toFixed(2)
+            } |`,
+          );
         }
-        const seconds = (performance.now() - t0) / 1000;
-        const rate = results.reduce((n, r) => n + r.tokens, 0) / seconds;
-        if (streams === 1) single = rate;
-        const ttfts = results.map((r) => r.ttft);
-        console.log(
-          `| ${job.name} | ${
-            (job.params / 1e6).toFixed(1)
-          }M | ${mode} | ${streams} | ${results.length} | ${rate.toFixed(0)} | ${
-            (rate / single).toFixed(1)
-          } | ${percentile(ttfts, 50).toFixed(0)} | ${percentile(ttfts, 99).toFixed(0)} |`,
-        );
       }
     }
   }
 } finally {
-  if (child) {
+  for (const child of children) {
     child.kill("SIGTERM");
     await child.status;
   }

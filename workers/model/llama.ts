@@ -119,16 +119,25 @@ export function validateConfig(c: DecoderConfig): void {
   }
 }
 
-/** Every decoder parameter as a graph input, in HF order (and the vision ones when asked). */
+/**
+ * Every decoder parameter as a graph input, in HF order (and the vision ones when asked), or,
+ * given `weights`, the decoder's as constants holding them.
+ */
 function parameterInputs(
   g: Graph,
   c: DecoderConfig,
   requiresGrad: boolean,
   vision = false,
+  weights?: ReadonlyMap<string, Float32Array>,
 ): Map<string, Value> {
   validateConfig(c);
   const p = new Map(
-    decoderParameterSpecs(c).map((s) => [s.name, g.input(s.name, s.shape, { requiresGrad })]),
+    decoderParameterSpecs(c).map((s) => [
+      s.name,
+      weights
+        ? g.constant(weightOf(weights, s.name, s.shape), s.shape, g.floatType)
+        : g.input(s.name, s.shape, { requiresGrad }),
+    ]),
   );
   if (vision) { for (const [k, v] of visionParameterInputs(g, c, requiresGrad)) p.set(k, v); }
   return p;
@@ -149,6 +158,24 @@ function adapterInputs(
     ? g.input(LORA_DROPOUT_SEED, [], { dtype: "int64" })
     : undefined;
   return { lora, params, dropoutSeed };
+}
+
+/**
+ * The float32 data of parameter `name` in `weights`.
+ * @throws {RangeError} when it is missing or its length does not match `shape`.
+ */
+function weightOf(
+  weights: ReadonlyMap<string, Float32Array>,
+  name: string,
+  shape: readonly number[],
+): Float32Array {
+  const data = weights.get(name), size = shape.reduce((n, d) => n * d, 1);
+  if (data?.length !== size) {
+    throw new RangeError(
+      `Cannot build the decode graph as weight ${name} must hold ${size} floats: current length is ${data?.length}`,
+    );
+  }
+  return data;
 }
 
 /** cos/sin of RoPE angles at int64 `positions` (B, T) → two (B, 1, T, D/2) tensors. */
@@ -443,15 +470,29 @@ export function buildPrefixScoreGraph(
  * prefills that hold image tokens) also `image_embeds` (M, C) from the encode graph and
  * `merge_index` (B, T) int64 (b·T + t at text positions, B·T + k at the k-th image token of
  * this call); the graph still reads only the decoder's parameters. With `lora`, also the
- * adapter's parameters (no dropout).
+ * adapter's parameters (no dropout). With `weights` (float32, by HF name; float32 graphs only)
+ * the decoder's parameters are constants of the graph instead of inputs: onnxruntime then
+ * pre-packs the weight matrices once at load (no per-call transpose and packing of every
+ * weight), so one session serves one checkpoint (the inference server's sessions).
  */
 export function buildDecodeGraph(
   c: DecoderConfig,
-  opts: { lastOnly: boolean; dtype?: FloatType; images?: boolean; lora?: LoraConfig },
+  opts: {
+    lastOnly: boolean;
+    dtype?: FloatType;
+    images?: boolean;
+    lora?: LoraConfig;
+    weights?: ReadonlyMap<string, Float32Array>;
+  },
 ): Graph {
+  if (opts.weights && (opts.dtype ?? "float32") !== "float32") {
+    throw new RangeError(
+      `Cannot build the decode graph as constant weights need dtype float32: current value is ${opts.dtype}`,
+    );
+  }
   const g = new G(opts.images ? "decode_images" : "decode", opts.dtype ?? "float32");
   const f: DType = g.floatType;
-  const p = parameterInputs(g, c, false);
+  const p = parameterInputs(g, c, false, false, opts.weights);
   const adapter = opts.lora && adapterInputs(g, c, opts.lora, false);
   const ids = g.input("input_ids", ["B", "T"], { dtype: "int64" });
   const image = opts.images

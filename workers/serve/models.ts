@@ -1,8 +1,12 @@
 /**
  * The models the server decodes with: a tenant's job checkpoints, loaded from the artifact store
  * with every file checked against the SHA-256 recorded in its checkpoint row (jobs/artifacts.ts
- * `readCheckpointFile`), kept in a bounded least-recently-used cache, and the decode session
- * shared by every checkpoint of one config (parameters are graph inputs).
+ * `readCheckpointFile`), kept in a bounded least-recently-used cache. Each checkpoint gets a decode
+ * session of its own whose weights are constants of the graph, so onnxruntime pre-packs every
+ * weight matrix once at load: with weights fed as inputs, each decode step transposed and packed
+ * all of them again (at 32 sequences on the bench's 24M config, 2.7× the step's time). A
+ * checkpoint too large for one ONNX protobuf (over `CONSTANT_WEIGHT_BYTES`) falls back to one
+ * session per config with the weights as inputs.
  *
  * Model names: `job:<id>` (the job's latest checkpoint, looked up at each request) or
  * `job:<id>@<step>`. Only the requesting tenant's jobs resolve; another tenant's job reads as
@@ -20,7 +24,7 @@ import {
   readCheckpointFile,
   readSkillLibrary,
 } from "../../jobs/mod.ts";
-import { type SessionCache, tensor } from "../engine/mod.ts";
+import { createSession, type SessionCache, tensor } from "../engine/mod.ts";
 import {
   buildDecodeGraph,
   type DecoderConfig,
@@ -82,19 +86,39 @@ export function parseModelName(name: string): ModelRef {
   return { jobId: m[1], step: m[2] === undefined ? undefined : Number(m[2]) };
 }
 
-/** The decode-graph view of a config and its parameters (session shared per config). */
+/**
+ * Largest parameter size (bytes) built into a session as constants: an ONNX model is one
+ * protobuf message, which cannot exceed 2 GiB, and building it holds about two more copies of
+ * the weights for a moment.
+ */
+export const CONSTANT_WEIGHT_BYTES = 2 ** 30;
+
+/**
+ * The decode-graph view of a checkpoint's config and parameters: a session of its own with the
+ * weights as constants (see module doc; `sessions` gives its thread settings and is not used
+ * to keep it), or, over {@link CONSTANT_WEIGHT_BYTES}, the session `sessions` shares per config
+ * with the parameters as inputs. A session of its own is never released by the registry (a
+ * request may still use an evicted checkpoint): onnxruntime frees it when it is collected.
+ */
 export async function decodeModel(
   key: string,
   config: DecoderConfig,
   parameters: Parameters,
   sessions: SessionCache,
 ): Promise<DecodeModel> {
+  const specs = decoderParameterSpecs(config);
+  const bytes = specs.reduce((n, s) => n + 4 * s.shape.reduce((a, d) => a * d, 1), 0);
+  if (bytes <= CONSTANT_WEIGHT_BYTES) {
+    const graph = buildDecodeGraph(config, { lastOnly: true, weights: parameters });
+    const session = await createSession(graph.toModel(), sessions.opts);
+    return { key, config, session, parameters: {} };
+  }
   const session = await sessions.get(
     `decode:${JSON.stringify(config)}`,
     () => buildDecodeGraph(config, { lastOnly: true }).toModel(),
   );
   const feeds = Object.fromEntries(
-    decoderParameterSpecs(config).map((s) => [
+    specs.map((s) => [
       s.name,
       tensor("float32", parameters.get(s.name)!, s.shape),
     ]),

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import {
+  buildDecodeGraph,
   buildScoreGraph,
   buildTrainGraph,
   DecoderConfigError,
@@ -167,4 +168,49 @@ Deno.test("a left-padded row scores the same log-probs as a right-padded one", a
   const lp = (await session.run(feeds)).logprobs.data as Float32Array;
   for (let j = 0; j < n; j++) assert.ok(Math.abs(lp[j] - lp[n + j]) < 1e-5, `position ${j}`);
   await session.release();
+});
+
+Deno.test("a decode graph with constant weights gives the logits and keys of the one that reads them as inputs", async () => {
+  for (const c of [TINY_LLAMA, TINY_QWEN3]) {
+    const params = randomParameters(c, 5);
+    const inputs = await createSession(buildDecodeGraph(c, { lastOnly: true }).toModel());
+    const constants = await createSession(
+      buildDecodeGraph(c, { lastOnly: true, weights: params }).toModel(),
+    );
+    assert.ok(!constants.inputNames.some((n) => n.startsWith("model.")), "no parameter inputs");
+    const b = 2, t = 3, hkv = c.num_key_value_heads;
+    const feeds: Record<string, ReturnType<typeof tensor>> = {
+      input_ids: tensor("int64", BigInt64Array.from([1n, 2n, 3n, 0n, 4n, 5n]), [b, t]),
+      position_ids: tensor("int64", BigInt64Array.from([0n, 1n, 2n, 0n, 0n, 1n]), [b, t]),
+      attention_mask: tensor("float32", Float32Array.from([1, 1, 1, 0, 1, 1]), [b, t]),
+    };
+    for (let l = 0; l < c.num_hidden_layers; l++) {
+      for (const k of ["key", "value"]) {
+        feeds[`past.${l}.${k}`] = tensor("float32", new Float32Array(0), [b, hkv, 0, c.head_dim]);
+      }
+    }
+    const weights = Object.fromEntries(
+      parameterSpecs(c).map((s) => [s.name, tensor("float32", params.get(s.name)!, s.shape)]),
+    );
+    const want = await inputs.run({ ...feeds, ...weights });
+    const got = await constants.run(feeds);
+    for (const name of ["logits", "new.0.key", `new.${c.num_hidden_layers - 1}.value`]) {
+      const a = want[name].data as Float32Array, g = got[name].data as Float32Array;
+      assert.equal(g.length, a.length);
+      a.forEach((x, i) =>
+        assert.ok(Math.abs(x - g[i]) <= 1e-5 * (1 + Math.abs(x)), `${name}[${i}]`)
+      );
+    }
+    await inputs.release();
+    await constants.release();
+  }
+});
+
+Deno.test("a decode graph refuses constant weights of the wrong size", () => {
+  const params = randomParameters(TINY_LLAMA, 5);
+  params.set("model.norm.weight", new Float32Array(3));
+  assert.throws(
+    () => buildDecodeGraph(TINY_LLAMA, { lastOnly: true, weights: params }),
+    /weight model\.norm\.weight must hold 8 floats: current length is 3/,
+  );
 });

@@ -115,6 +115,36 @@ Deno.test("a seeded choice samples what generate samples for the same seed and p
   }
 });
 
+Deno.test("requests with the same prompt share its prefill and each samples what generate samples for its seed", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  const policy = new Policy(config, params, { threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    const engine = new DecodeEngine({ maxBatch: 8 });
+    const sampling = { greedy: false, temperature: 0.8, topP: 1 };
+    const base = { model, maxNewTokens: 15, sampling, eosTokenIds: [] };
+    const seeds = [4, 5, 6];
+    const got = seeds.map((seed) => {
+      const c = collector();
+      engine.submit({ ...base, prompt: [...prompts[3]], seed, choices: [c.sink] });
+      return c;
+    });
+    const other = collector();
+    engine.submit({ ...base, prompt: prompts[0], seed: 4, choices: [other.sink] });
+    await engine.idle();
+    for (const [i, seed] of seeds.entries()) {
+      const [expected] = await policy.generate([prompts[3]], { ...sampling, ...base, seed });
+      assert.deepEqual(got[i].tokens, expected.tokens, `seed ${seed}`);
+    }
+    const [alone] = await policy.generate([prompts[0]], { ...sampling, ...base, seed: 4 });
+    assert.deepEqual(other.tokens, alone.tokens, "another prompt in the same admission");
+    assert.notDeepEqual(got[0].tokens, got[1].tokens, "each request draws from its own stream");
+  } finally {
+    await sessions.release();
+    await policy.release();
+  }
+});
+
 Deno.test("a cancelled request leaves at the next step and a sink may stop its choice", async () => {
   const sessions = new SessionCache({ threads: 1 });
   try {
