@@ -160,9 +160,9 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
     if (!result) throw notFound(id);
     if ("usedBy" in result) {
       throw new ConflictError(
-        `Cannot delete model ${id} as no queued or running job may use it: job ${
+        `Cannot delete model ${id} as no queued, running or cancelling job may use it: job ${
           result.usedBy[0]
-        } names it as model.base`,
+        } uses it as model.base (directly or through a job: continuation)`,
       );
     }
     await Promise.all(result.files.map((f) => options.store.delete(f.key)));

@@ -7,6 +7,23 @@ import type { Queryable } from "./db.ts";
 import type { CheckpointFile, Model } from "./schema.ts";
 import { toDate } from "./_rows.ts";
 
+/**
+ * `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
+ * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
+ * links, as api/spec_refs.ts `rootModelBase` follows): a job continuing a LoRA job on a model uses
+ * that model too. Its rows are not locked (a recursive query cannot be), so only direct users are
+ * fenced against a racing submit; an indirect user submitted during a delete fails at its worker
+ * with a clear "no such model" error.
+ */
+const CHAIN = `chain(active_id, base, depth) as (
+      select id, spec->'model'->>'base', 0 from jobs
+      where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
+      union all
+      select c.active_id, j.spec->'model'->>'base', c.depth + 1
+      from chain c join jobs j on j.tenant_id = $1::uuid
+        and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
+      where c.depth < 16)`;
+
 const SQL = {
   /**
    * commitModel: the model's row; with an idempotency key already used by this tenant nothing
@@ -38,11 +55,11 @@ const SQL = {
     delete from models where tenant_id = $1::uuid and id = $2::uuid
       and not exists (select 1 from users)
     returning *`,
-  /** modelUsers: ids of the tenant's active jobs that name the model. */
-  modelUsers: `select id from jobs
-    where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
-      and spec->'model'->>'base' = 'model:' || $2::text
-    order by queued_at limit 10`,
+  /** modelUsers: ids of the tenant's active jobs that use the model, directly or by a job: chain. */
+  modelUsers: `with recursive ${CHAIN}
+    select distinct c.active_id as id, j.queued_at from chain c join jobs j on j.id = c.active_id
+    where c.base = 'model:' || $2::text
+    order by j.queued_at limit 10`,
 } as const;
 
 /** Maps a `models` row (either driver). */
@@ -155,6 +172,9 @@ export async function deleteModel(
   modelId: string,
 ): Promise<Model | { usedBy: string[] } | null> {
   if (!/^[0-9a-f-]{36}$/.test(modelId)) return null;
+  // Users through a job: chain first (unlocked, see CHAIN); direct users are fenced in the delete.
+  const indirect = await db.query(SQL.modelUsers, [tenantId, modelId]);
+  if (indirect.length) return { usedBy: indirect.map((r) => String(r.id)) };
   const rows = await db.query(SQL.deleteModel, [tenantId, modelId]);
   if (rows.length) return toModel(rows[0]);
   const users = await db.query(SQL.modelUsers, [tenantId, modelId]);

@@ -318,6 +318,33 @@ Deno.test("a job names an uploaded model as model:<id>; the model cannot be dele
   assert.deepEqual(await fx.store.list(`tenants/${fx.tenantA.id}/models/${model.id}/`), []);
 });
 
+Deno.test("a model a queued job uses through a job: chain cannot be deleted either", async () => {
+  const model = await (await upload(archive)).json();
+  const direct = { env: { id: "sokoban" }, model: { base: model.base } };
+  const first = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: direct }))
+    .json();
+  const chained = { env: { id: "sokoban" }, model: { base: `job:${first.id}@0` } };
+  const second = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: chained });
+  assert.equal(second.status, 201, await second.clone().text());
+  const continued = await second.json();
+  assert.equal(
+    (await req(fx.app, "POST", `/v1/jobs/${first.id}/cancel`, { key: fx.keyA })).status,
+    202,
+  );
+  // The first job is cancelled; the continuation still needs the model at its root.
+  const refused = await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyA });
+  assert.equal(refused.status, 409);
+  assert.match((await refused.json()).detail, new RegExp(continued.id));
+  assert.equal(
+    (await req(fx.app, "POST", `/v1/jobs/${continued.id}/cancel`, { key: fx.keyA })).status,
+    202,
+  );
+  assert.equal(
+    (await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyA })).status,
+    204,
+  );
+});
+
 Deno.test("an archive over the size limit is a 413 and leaves nothing", async () => {
   const { createApp } = await import("../../api/app.ts");
   const small = createApp({
