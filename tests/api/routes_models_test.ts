@@ -253,6 +253,12 @@ Deno.test("invalid folders are a 422 naming the file and field, and nothing is s
       "model.safetensors:model.embed_tokens.weight.shape",
     ],
     [
+      // Refused by the config's bounds before any loop over the layers (it once ran out of memory).
+      withConfig({ num_hidden_layers: 1_000_000_000 }),
+      /num_hidden_layers/,
+      "config.json:num_hidden_layers",
+    ],
+    [
       new Map([...files].filter(([k]) => k !== "tokenizer.json")),
       /tokenizer.json must exist/,
       "tokenizer.json:-",

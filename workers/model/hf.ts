@@ -86,17 +86,24 @@ const ropeScalingFields = {
   original_max_position_embeddings: z.number().int().optional(),
 };
 const positive = z.number().int().positive();
+/**
+ * A positive size with an upper bound far above any published decoder (Llama 3.1 405B: 126 layers,
+ * 16,384 hidden, 53,248 intermediate, 128 heads, 128k positions): a config past it is refused
+ * before any loop over its layers or allocation sized by it (a 10⁹-layer config once ran the
+ * upload check out of memory).
+ */
+const size = (most: number) => positive.max(most);
 const hfConfigSchema = z.looseObject({
   ...visionJsonFields,
   architectures: z.array(z.string()).min(1).optional(),
   model_type: z.string().optional(),
-  vocab_size: positive,
-  hidden_size: positive,
-  intermediate_size: positive,
-  num_hidden_layers: positive,
-  num_attention_heads: positive,
-  num_key_value_heads: positive.nullish(),
-  head_dim: positive.nullish(),
+  vocab_size: size(1 << 22),
+  hidden_size: size(1 << 16),
+  intermediate_size: size(1 << 18),
+  num_hidden_layers: size(1024),
+  num_attention_heads: size(1024),
+  num_key_value_heads: size(1024).nullish(),
+  head_dim: size(4096).nullish(),
   rms_norm_eps: z.number().positive().optional(),
   rope_theta: z.number().positive().optional(),
   rope_parameters: z.looseObject({
@@ -105,7 +112,7 @@ const hfConfigSchema = z.looseObject({
   })
     .nullish(),
   rope_scaling: z.looseObject(ropeScalingFields).nullish(),
-  max_position_embeddings: positive.optional(),
+  max_position_embeddings: size(1 << 24).optional(),
   tie_word_embeddings: z.boolean().optional(),
   attention_bias: z.boolean().optional(),
   mlp_bias: z.boolean().optional(),
