@@ -125,9 +125,20 @@ function guardedFetch(
   };
 }
 
-/** `message` with every occurrence of `secret` replaced (servers may echo a bad key back). */
-function scrub(message: string, secret: string): string {
-  return secret === "" ? message : message.split(secret).join("[secret]");
+/**
+ * `message` with every occurrence of `secret` replaced (servers may echo a bad key back), also in
+ * the forms an echo takes inside JSON (escaped quotes and backslashes, once or twice) and in a
+ * URL (percent-encoded).
+ */
+export function scrub(message: string, secret: string): string {
+  if (secret === "") return message;
+  const once = JSON.stringify(secret).slice(1, -1);
+  const twice = JSON.stringify(once).slice(1, -1);
+  const forms = [...new Set([secret, once, twice, encodeURIComponent(secret)])]
+    .sort((a, b) => b.length - a.length); // longest first: a form may contain another
+  let out = message;
+  for (const form of forms) out = out.split(form).join("[secret]");
+  return out;
 }
 
 /**

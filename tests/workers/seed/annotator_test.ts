@@ -10,6 +10,7 @@ import {
   annotateTrajectories,
   AnnotatorError,
   type AnnotatorSpec,
+  scrub,
 } from "../../../workers/seed/annotator.ts";
 import { buildAnalyzerPrompt } from "../../../workers/seed/skills.ts";
 import { type ChatAnswer, startChatServer } from "./_chat_server.ts";
@@ -205,4 +206,19 @@ Deno.test("a public name that resolves to an internal address is refused", async
     (e) => e instanceof AnnotatorError && /it resolves to 10\.1\.2\.3/.test(e.message),
   );
   assert.deepEqual(resolved, ["annotator.example.com"]);
+});
+
+Deno.test("scrub removes a key echoed raw, JSON-escaped (once or twice) or percent-encoded", () => {
+  const key = 'sk-q"uote\\back-LEAKME 42';
+  const echoes = [
+    `401 ${key}`,
+    `401 ${JSON.stringify({ error: { provided: key } })}`,
+    `401 ${JSON.stringify(JSON.stringify({ provided: key }))}`,
+    `401 https://x/?k=${encodeURIComponent(key)}`,
+  ];
+  for (const echo of echoes) {
+    const out = scrub(echo, key);
+    assert.ok(!out.includes("LEAKME"), out);
+    assert.match(out, /\[secret\]/);
+  }
 });
