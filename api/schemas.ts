@@ -142,7 +142,12 @@ export const PresignedUrl = z.object({ url: z.string(), expires_at: z.string() }
 
 /** `POST /v1/models` query. */
 export const UploadModelQuery = z.object({
-  name: z.string().min(1).max(200).optional().describe("A label for the model (1-200 characters)"),
+  name: z.string().min(1).max(200)
+    // deno-lint-ignore no-control-regex
+    .regex(/^[^\u0000-\u001f\u007f]*$/, {
+      message: "Cannot use this name as it must not hold control characters (NUL, newline, ESC, …)",
+    })
+    .optional().describe("A label for the model (1-200 characters, no control characters)"),
 }).strict();
 
 /** An uploaded model as returned by `GET /v1/models/{id}` and in listings. */

@@ -130,6 +130,16 @@ Deno.test("the same Idempotency-Key with another name is a 409; another tenant's
   assert.notEqual((await otherTenant.json()).id, model.id);
 });
 
+Deno.test("a name with control characters (NUL, ESC) is a 400 naming it, and nothing is stored", async () => {
+  const before = await stored(fx.tenantA.id);
+  for (const name of ["a%00b", "a%0Ab%1B%5B31m"]) {
+    const res = await upload(archive, {}, fx.keyA, name);
+    assert.equal(res.status, 400, name);
+    assert.equal((await res.json()).errors[0].path, "name");
+  }
+  assert.deepEqual(await stored(fx.tenantA.id), before);
+});
+
 Deno.test("an empty body or an archive without entries is a 400 naming the body, and nothing is stored", async () => {
   const before = await stored(fx.tenantB.id);
   const emptyTar = await tarOf(new Map());
