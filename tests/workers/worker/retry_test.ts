@@ -48,6 +48,7 @@ Deno.test("retries give up after their time budget", async () => {
 Deno.test("worker settings come from the environment and are validated", () => {
   assert.deepEqual(workerConfigFromEnv({}), {
     device: "cpu",
+    executionProviders: ["cpu"],
     workerId: undefined,
     leaseMs: 30_000,
     pollMs: 5_000,
@@ -56,6 +57,7 @@ Deno.test("worker settings come from the environment and are validated", () => {
   });
   const gpu = workerConfigFromEnv({ WORKER_DEVICE: "gpu", WORKER_LEASE_MS: "600" });
   assert.deepEqual([gpu.device, gpu.leaseMs], ["gpu", 600]);
+  assert.deepEqual(gpu.executionProviders, ["cuda", "webgpu", "cpu"]); // probed in this order
   assert.throws(() => workerConfigFromEnv({ WORKER_DEVICE: "tpu" }), /WORKER_DEVICE/);
   assert.throws(() => workerConfigFromEnv({ WORKER_LEASE_MS: "10" }), /WORKER_LEASE_MS/);
 });
