@@ -24,9 +24,21 @@ export class OutboundUrlError extends Error {
   readonly field: string;
   /** @param field what the URL is (e.g. `warmup.analyzer.annotator.base_url`); @param reason why. */
   constructor(field: string, url: string, reason: string) {
-    super(`Cannot contact ${field} as ${reason}: current value is ${url}`);
+    super(`Cannot contact ${field} as ${reason}: current value is ${withoutPassword(url)}`);
     this.url = url;
     this.field = field;
+  }
+}
+
+/** `url` with any password replaced by `***` (an error message must not repeat a credential). */
+function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password === "") return url;
+    u.password = "***";
+    return u.href;
+  } catch {
+    return url.replace(/\/\/([^/@:]*):[^/@]*@/, "//$1:***@");
   }
 }
 

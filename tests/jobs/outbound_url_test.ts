@@ -54,6 +54,11 @@ Deno.test("credentials, other schemes and the service's own endpoints are refuse
   const opts = { allowedHosts: ["127.0.0.1"], deniedUrls: ["postgres://seed@localhost:5432/x"] };
   assert.throws(() => checkAnnotatorUrl("http://127.0.0.1:5432/v1", opts), /service's own/);
   assert.throws(() => checkAnnotatorUrl("https://u:p@api.openai.com/v1", none), /credentials/);
+  // The refusal names the URL without repeating its password.
+  assert.throws(
+    () => checkAnnotatorUrl("https://user:hunter2@api.openai.com/v1", none),
+    (e: Error) => !e.message.includes("hunter2") && e.message.includes("user:***@"),
+  );
   assert.throws(() => checkAnnotatorUrl("ftp://api.openai.com/v1", none), /scheme/);
   assert.throws(() => checkAnnotatorUrl("api.openai.com/v1", none), /absolute URL/);
 });
