@@ -263,6 +263,14 @@ Deno.test("invalid folders are a 422 naming the file and field, and nothing is s
       "model.safetensors:model.embed_tokens.weight.shape",
     ],
     [
+      new Map([...files, [
+        "tokenizer_config.json",
+        new TextEncoder().encode(JSON.stringify({ chat_template: "{% for m in %}{{ m }}" })),
+      ]]),
+      /chat_template must be a valid Jinja template/,
+      "tokenizer_config.json:chat_template",
+    ],
+    [
       // Refused by the config's bounds before any loop over the layers (it once ran out of memory).
       withConfig({ num_hidden_layers: 1_000_000_000 }),
       /num_hidden_layers/,

@@ -4,6 +4,7 @@
  * headers only, so an upload of gigabytes is judged without holding its weights. Every failure
  * names the file and the field.
  */
+import { Template } from "@huggingface/jinja";
 import { z } from "zod";
 import { type DecoderConfig, parameterCount, parameterSpecs } from "./config.ts";
 import { configFromJson, HF_FILES, HfFormatError } from "./hf.ts";
@@ -273,6 +274,22 @@ function checkTokenizer(small: ReadonlyMap<string, Uint8Array>, config: DecoderC
       e instanceof Error ? e.message : String(e),
       { cause: e },
     );
+  }
+  if (tokenizer.chatTemplate !== null) {
+    // Parsed, not rendered: a template's loops could run for hours, so rendering is left to the
+    // job (a syntax error is caught here, before any job is queued on the model).
+    try {
+      new Template(tokenizer.chatTemplate);
+    } catch (e) {
+      throw new ModelFileError(
+        HF_FILES.tokenizerConfig,
+        "chat_template",
+        `Cannot use the upload as tokenizer_config.json's chat_template must be a valid Jinja template: ${
+          e instanceof Error ? e.message : String(e)
+        }`,
+        { cause: e },
+      );
+    }
   }
   if (tokenizer.vocabSize > config.vocab_size) {
     throw new ModelFileError(
