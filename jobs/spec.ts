@@ -24,10 +24,19 @@ export const EVAL_SPLITS = ["train", "test_seen", "test_unseen"] as const;
 /** Lowercase identifier: a letter, then letters, digits, `_` or `-`; at most 64 characters. */
 export const ID_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 
+/**
+ * After `s3://bucket/`: a plain relative key — no leading `/`, no empty segment (`//`) and no `..`
+ * segment (the worker refuses those too; checked here so the submit is the 4xx).
+ */
+const PLAIN_KEY = String.raw`(?!\/)(?![^\s]*\/\/)(?!(?:[^\s]*\/)?\.\.(?:\/|$))`;
 /** `s3://bucket/prefix/` — a Hugging Face model folder (the prefix ends with `/`). */
-const S3_PREFIX_PATTERN = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/(?:[^\s]*\/)?$/;
+const S3_PREFIX_PATTERN = new RegExp(
+  String.raw`^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/${PLAIN_KEY}(?:[^\s]*\/)?$`,
+);
 /** `s3://bucket/key` — a single object. */
-const S3_OBJECT_PATTERN = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/[^\s]*[^\s/]$/;
+const S3_OBJECT_PATTERN = new RegExp(
+  String.raw`^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/${PLAIN_KEY}[^\s]*[^\s/]$`,
+);
 /** `job:<uuid>` or `job:<uuid>@<step>` — a checkpoint of an earlier job (latest when no step). */
 const JOB_REF_PATTERN =
   /^job:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:@(?:0|[1-9][0-9]{0,8}))?$/;
@@ -67,7 +76,7 @@ const ModelBase = z.string().max(1024).refine(
     MODEL_REF_PATTERN.test(v),
   {
     message:
-      "Cannot use this model base as it must be `builtin:tiny`, `builtin:tiny-vl`, `s3://bucket/prefix/` (ending in /), `job:<uuid>[@step]` or `model:<uuid>`",
+      "Cannot use this model base as it must be `builtin:tiny`, `builtin:tiny-vl`, `s3://bucket/prefix/` (ending in /, no `..` or empty segment), `job:<uuid>[@step]` or `model:<uuid>`",
   },
 );
 
@@ -147,7 +156,9 @@ export const JobSpecSchema = z.object({
        */
       rank: int(1, 1024).default(8),
       /** α: the adapter's output is scaled by α / r. */
-      alpha: num(0, 65_536).default(16),
+      alpha: num(0, 65_536).refine((a) => a > 0, {
+        message: "Cannot use this alpha as it must be > 0 (at 0 the adapter changes nothing)",
+      }).default(16),
       /** Dropout probability on the adapter's input (training only). */
       dropout: num(0, 0.9).default(0),
       /** Projections that get an adapter, by PEFT's module names. */
@@ -270,7 +281,8 @@ export const JobSpecSchema = z.object({
     skip: z.boolean().default(false),
     /** Optional extra SFT data: an `s3://bucket/key` JSONL object. */
     data: z.string().max(1024).regex(S3_OBJECT_PATTERN, {
-      message: "Cannot use warmup.data as it must be an s3://bucket/key object URI",
+      message:
+        "Cannot use warmup.data as it must be an s3://bucket/key object URI (no `..` or empty segment)",
     }).optional(),
   }).strict().prefault({}),
   /** Number of RL updates. */

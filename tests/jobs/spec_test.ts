@@ -54,6 +54,22 @@ Deno.test("model bases are builtin:tiny, an s3 folder, or an earlier job's check
   assert.ok(!ok("https://example.com/model/"));
   assert.ok(!ok("job:42"));
   assert.ok(!ok("builtin:huge"));
+  // A plain relative key only: the worker refuses `..` and empty segments, so the submit does.
+  assert.ok(ok("s3://seed/a/..x/"));
+  for (const bad of ["s3://seed/a/../b/", "s3://seed/../x/", "s3://seed//x/", "s3://seed/a//b/"]) {
+    assert.ok(!ok(bad), bad);
+  }
+  const data = (uri: string) =>
+    JobSpecSchema.safeParse({ env: { id: "x" }, warmup: { data: uri } }).success;
+  assert.ok(data("s3://seed/a/b.jsonl"));
+  assert.ok(!data("s3://seed/a/../b.jsonl"));
+});
+
+Deno.test("a LoRA alpha of 0 is refused: the adapter would change nothing", () => {
+  const lora = (alpha: number) =>
+    JobSpecSchema.safeParse({ env: { id: "x" }, model: { lora: { alpha } } }).success;
+  assert.ok(lora(8));
+  assert.ok(!lora(0));
 });
 
 Deno.test("the spec converts to a JSON schema for the OpenAPI document", () => {
