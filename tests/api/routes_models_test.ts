@@ -248,6 +248,11 @@ Deno.test("invalid folders are a 422 naming the file and field, and nothing is s
       "config.json:architectures",
     ],
     [
+      withConfig({ architectures: undefined, model_type: "mistral" }),
+      /model_type must be llama, qwen2 or qwen3/,
+      "config.json:model_type",
+    ],
+    [
       withConfig({ intermediate_size: 65 }),
       /must have shape \[65,32\]/,
       "model.safetensors:model.layers.0.mlp.gate_proj.weight.shape",

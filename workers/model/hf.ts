@@ -153,10 +153,12 @@ export function configFromJson(json: unknown): DecoderConfig {
   const architecture = c.architectures?.[0] ??
     Object.entries(MODEL_TYPES).find(([, type]) => type === c.model_type)?.[0];
   if (!isArchitecture(architecture)) {
-    throw unsupported(
-      "architectures must be [LlamaForCausalLM], [Qwen2ForCausalLM] or [Qwen3ForCausalLM]",
-      c.architectures ?? c.model_type,
-    );
+    throw c.architectures === undefined && c.model_type !== undefined
+      ? unsupported("model_type must be llama, qwen2 or qwen3", c.model_type)
+      : unsupported(
+        "architectures must be [LlamaForCausalLM], [Qwen2ForCausalLM] or [Qwen3ForCausalLM]",
+        c.architectures ?? null,
+      );
   }
   if (c.hidden_act !== undefined && c.hidden_act !== "silu") {
     throw unsupported("hidden_act must be silu", c.hidden_act);
