@@ -25,14 +25,8 @@ import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import { createKey, ensureTenant, openDatabase, openStore, startLocalS3 } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
-import {
-  buildByteLevelTokenizer,
-  builtinTinyConfig,
-  createBuiltinTiny,
-  type HfModel,
-  initParameters,
-  Tokenizer,
-} from "../workers/model/mod.ts";
+import { createBuiltinTiny, type HfModel, Tokenizer } from "../workers/model/mod.ts";
+import { model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { startPostgres } from "../tests/_harness/postgres.ts";
 import { saveJob } from "../tests/workers/serve/_fixture.ts";
@@ -50,34 +44,6 @@ const args = parseArgs({
 }).values;
 const STREAMS = args.streams!.split(",").map(Number);
 const TOKENS = Number(args.tokens);
-
-/**
- * A ~24M-parameter Llama config over an 8k byte-level vocabulary: the sokoban words (so the
- * prompt has as many tokens as for builtin:tiny) plus synthetic ones.
- */
-function model24m(sokobanWords: string[]): HfModel {
-  const words = [
-    ...sokobanWords,
-    ...Array.from({ length: 7900 - sokobanWords.length }, (_, i) => `w${i.toString(36)}`),
-  ];
-  const files = buildByteLevelTokenizer(words);
-  const tok = new Tokenizer(files);
-  const config = {
-    ...builtinTinyConfig(tok.vocabSize, { eosTokenId: tok.eosTokenId, padTokenId: tok.padTokenId }),
-    hidden_size: 512,
-    intermediate_size: 1408,
-    num_hidden_layers: 6,
-    num_attention_heads: 8,
-    num_key_value_heads: 8,
-    head_dim: 64,
-  };
-  return {
-    config,
-    parameters: initParameters(config, 1),
-    tokenizer: files,
-    generationConfig: null,
-  };
-}
 
 /** p-th percentile (nearest rank) of `xs`. */
 function percentile(xs: number[], p: number): number {

@@ -11,15 +11,8 @@ import { cpuUsage } from "node:process";
 import { parseArgs } from "node:util";
 import { SessionCache } from "../workers/engine/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
-import {
-  buildByteLevelTokenizer,
-  builtinTinyConfig,
-  createBuiltinTiny,
-  type HfModel,
-  initParameters,
-  KvCache,
-  Tokenizer,
-} from "../workers/model/mod.ts";
+import { createBuiltinTiny, KvCache, Tokenizer } from "../workers/model/mod.ts";
+import { model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { DecodeEngine } from "../workers/serve/engine.ts";
 import { decodeModel } from "../workers/serve/models.ts";
@@ -37,31 +30,6 @@ const args = parseArgs({
     distinct: { type: "boolean", default: false },
   },
 }).values;
-
-/** The bench's 24M config (bench/serve.ts `model24m`). */
-function model24m(sokobanWords: string[]): HfModel {
-  const words = [
-    ...sokobanWords,
-    ...Array.from({ length: 7900 - sokobanWords.length }, (_, i) => `w${i.toString(36)}`),
-  ];
-  const files = buildByteLevelTokenizer(words);
-  const tok = new Tokenizer(files);
-  const config = {
-    ...builtinTinyConfig(tok.vocabSize, { eosTokenId: tok.eosTokenId, padTokenId: tok.padTokenId }),
-    hidden_size: 512,
-    intermediate_size: 1408,
-    num_hidden_layers: 6,
-    num_attention_heads: 8,
-    num_key_value_heads: 8,
-    head_dim: 64,
-  };
-  return {
-    config,
-    parameters: initParameters(config, 1),
-    tokenizer: files,
-    generationConfig: null,
-  };
-}
 
 /** Time spent in KvCache copies (append, resize, gather), ms. */
 const copies = { ms: 0, gather: 0 };

@@ -1,0 +1,36 @@
+/** The serving benchmarks' ~24M model (bench/serve.ts, bench/serve_profile.ts). */
+import {
+  buildByteLevelTokenizer,
+  builtinTinyConfig,
+  type HfModel,
+  initParameters,
+  Tokenizer,
+} from "../workers/model/mod.ts";
+
+/**
+ * A ~24M-parameter Llama config over an 8k byte-level vocabulary: the sokoban words (so the
+ * prompt has as many tokens as for builtin:tiny) plus synthetic ones.
+ */
+export function model24m(sokobanWords: string[]): HfModel {
+  const words = [
+    ...sokobanWords,
+    ...Array.from({ length: 7900 - sokobanWords.length }, (_, i) => `w${i.toString(36)}`),
+  ];
+  const files = buildByteLevelTokenizer(words);
+  const tok = new Tokenizer(files);
+  const config = {
+    ...builtinTinyConfig(tok.vocabSize, { eosTokenId: tok.eosTokenId, padTokenId: tok.padTokenId }),
+    hidden_size: 512,
+    intermediate_size: 1408,
+    num_hidden_layers: 6,
+    num_attention_heads: 8,
+    num_key_value_heads: 8,
+    head_dim: 64,
+  };
+  return {
+    config,
+    parameters: initParameters(config, 1),
+    tokenizer: files,
+    generationConfig: null,
+  };
+}
