@@ -22,6 +22,7 @@ import { initParameters } from "../workers/model/init.ts";
 import type { Sample } from "../workers/model/batch.ts";
 import type { ExecutionProvider } from "../workers/engine/mod.ts";
 import { CONFIGS } from "./_engine_configs.ts";
+import { splitLines } from "./_lines.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -173,21 +174,6 @@ async function theirs(c: DecoderConfig, train: TrainShape) {
       await child.status;
     },
   };
-}
-
-/** A stream transform that yields complete lines. */
-function splitLines(): TransformStream<string, string> {
-  let buf = "";
-  return new TransformStream({
-    transform(chunk, ctl) {
-      buf += chunk;
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        ctl.enqueue(buf.slice(0, i));
-        buf = buf.slice(i + 1);
-      }
-    },
-  });
 }
 
 // The peak is measured before and after (max of both): on a shared machine the least

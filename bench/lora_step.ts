@@ -25,6 +25,7 @@ import { initParameters } from "../workers/model/init.ts";
 import { initLoraParameters, type LoraConfig } from "../workers/model/lora.ts";
 import type { Sample } from "../workers/model/batch.ts";
 import { peakRssMb, qwen25Config } from "./_qwen_scale.ts";
+import { splitLines } from "./_lines.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -111,21 +112,6 @@ function theirs() {
       await child.status;
     },
   };
-}
-
-/** A stream transform that yields complete lines. */
-function splitLines(): TransformStream<string, string> {
-  let buf = "";
-  return new TransformStream({
-    transform(chunk, ctl) {
-      buf += chunk;
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        ctl.enqueue(buf.slice(0, i));
-        buf = buf.slice(i + 1);
-      }
-    },
-  });
 }
 
 const torch = theirs();
