@@ -276,8 +276,7 @@ export class Policy {
       `score_prefixed:${this.key}`,
       () => buildPrefixScoreGraph(c, { lora: this.opts.lora }).toModel(),
     );
-    const parameters = this.parameterFeeds(decoderParameterSpecs(c));
-    Object.assign(parameters, this.parameterFeeds(this.adapterSpecs));
+    const parameters = this.inferenceFeeds();
     for (const group of this.plan(suffixes, true)) {
       const rows = group.map((j) => suffixes[j]);
       const b = rows.length, t = Math.max(1, ...rows.map(sampleLength));
@@ -355,8 +354,7 @@ export class Policy {
       `decode:${this.key}`,
       () => buildDecodeGraph(c, { lastOnly: true, lora: this.opts.lora }).toModel(),
     );
-    const parameters = this.parameterFeeds(decoderParameterSpecs(c));
-    Object.assign(parameters, this.parameterFeeds(this.adapterSpecs));
+    const parameters = this.inferenceFeeds();
     const budget = this.tokensPerCall(3), maxBatch = this.opts.maxBatch ?? 64;
     for (let a = 0; a < todo.length;) {
       // Rows sorted by length: take rows while rows × longest stays within the budget.
@@ -490,8 +488,7 @@ export class Policy {
       `decode:${this.key}`,
       () => buildDecodeGraph(this.config, { lastOnly: true, lora: this.opts.lora }).toModel(),
     );
-    const parameters = this.parameterFeeds(decoderParameterSpecs(this.config));
-    Object.assign(parameters, this.parameterFeeds(this.adapterSpecs));
+    const parameters = this.inferenceFeeds();
     const withImages = opts.images?.some((x) => (x?.length ?? 0) > 0) ?? false;
     const vision = withImages && this.config.vision_config
       ? {
@@ -579,6 +576,11 @@ export class Policy {
     const base = p.bucket.images ? parameterSpecs(this.config) : decoderParameterSpecs(this.config);
     return [...base, ...this.adapterSpecs];
   }
+  /** Feeds of the no-gradient graphs (score over a cache, prefill, decode): decoder + adapter. */
+  private inferenceFeeds(): Record<string, ort.Tensor> {
+    return this.parameterFeeds([...decoderParameterSpecs(this.config), ...this.adapterSpecs]);
+  }
+
   private parameterFeeds(specs: ParameterSpec[]): Record<string, ort.Tensor> {
     return Object.fromEntries(
       specs.map((s) => [s.name, tensor("float32", this.params.get(s.name)!, s.shape)]),
