@@ -282,6 +282,24 @@ Deno.test("invalid folders are a 422 naming the file and field, and nothing is s
       "config.json:num_hidden_layers",
     ],
     [
+      // Qwen2's head_dim must be hidden_size / heads (32 / 4 = 8); it was refused only later, as
+      // the q_proj weight's shape, which named the wrong field.
+      withConfig({ architectures: ["Qwen2ForCausalLM"], model_type: "qwen2", head_dim: 16 }),
+      /head_dim must be hidden_size \/ num_attention_heads \(32 \/ 4\) for Qwen2ForCausalLM/,
+      "config.json:head_dim",
+    ],
+    [
+      withConfig({
+        architectures: ["Qwen2ForCausalLM"],
+        model_type: "qwen2",
+        num_attention_heads: 5,
+        num_key_value_heads: 5,
+        head_dim: 6,
+      }),
+      /head_dim must be hidden_size \/ num_attention_heads \(32 \/ 5\)/,
+      "config.json:head_dim",
+    ],
+    [
       new Map([...files].filter(([k]) => k !== "tokenizer.json")),
       /tokenizer.json must exist/,
       "tokenizer.json:-",
