@@ -179,6 +179,41 @@ Deno.test("an upload cut off inside a multipart weights file leaves no model and
   assert.equal(retry.status, 201, await retry.clone().text());
 });
 
+Deno.test("a client that disconnects over TCP mid-upload frees it: the handler ends with a 400 and nothing is stored", async () => {
+  // Real sockets (Deno.serve), not app.request(): the body stream must fail when the peer goes
+  // away, under Deno's legacy request abort and under --unstable-no-legacy-abort alike.
+  const before = await stored(fx.tenantB.id);
+  let answered!: (res: Response) => void;
+  const answer = new Promise<Response>((r) => answered = r);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (r) => {
+    const res = await fx.app.fetch(r);
+    answered(res.clone());
+    return res;
+  });
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port });
+    const head = [
+      "POST /v1/models HTTP/1.1",
+      "host: 127.0.0.1",
+      `authorization: Bearer ${fx.keyB}`,
+      "content-type: application/x-tar",
+      `content-length: ${archive.byteLength}`,
+    ].join("\r\n") + "\r\n\r\n";
+    await conn.write(new TextEncoder().encode(head));
+    const cut = 12 * 1024 * 1024; // inside model.safetensors, after its first 8 MiB part
+    for (let at = 0; at < cut;) at += await conn.write(archive.subarray(at, cut));
+    conn.close();
+    const res = await answer;
+    assert.equal(res.status, 400);
+    const problem = await res.json();
+    assert.equal(problem.errors[0].code, "incomplete");
+    assert.match(problem.detail, /must arrive whole: reading it failed after 12582912 bytes/);
+    assert.deepEqual(await stored(fx.tenantB.id), before);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("weights larger than the store's part size are streamed to S3 as a multipart upload", async () => {
   const prefix = `tenants/${fx.tenantA.id}/models/${crypto.randomUUID()}/`;
   const streamed: StoredObject[] = [];
