@@ -85,7 +85,7 @@ function pathParts(name: string): string[] {
 
 /**
  * Where the entries lie, decided as they stream: the archive is either the folder's files at the
- * top (`tar -cf - -C DIR .`: any regular file at the top makes it so, and files in subfolders are
+ * top (`tar -cf - -C DIR .`: any file or link at the top makes it so, and files in subfolders are
  * skipped) or one folder holding them (`tar -cf - DIR`: the folder's name is dropped). Until a
  * top-level file arrives, files one folder deep are kept tentatively; the first top-level file
  * drops them. An archive with no top-level file and two top-level folders is refused at the end.
@@ -93,7 +93,7 @@ function pathParts(name: string): string[] {
 class ArchiveLayout {
   /** Top-level folders seen (from files under them and from directory entries). */
   readonly folders = new Set<string>();
-  /** Whether a (non-hidden) regular file lies at the top. */
+  /** Whether a (non-hidden) entry other than a folder lies at the top. */
   flat = false;
 
   /**
@@ -106,10 +106,11 @@ class ArchiveLayout {
     // Hidden files and folders (.gitattributes, .git/, .cache/huggingface/) are skipped, not
     // refused: every Hugging Face clone or `--local-dir` download holds some.
     if (parts.length === 0 || parts.some((p) => p.startsWith("."))) return null;
-    const isFile = header.type === "file";
-    if (parts.length > 1 || !isFile) this.folders.add(parts[0]);
-    if (!isFile) return null;
-    if (parts.length === 1) this.flat = true;
+    const isFolder = header.type === "directory";
+    if (parts.length > 1 || isFolder) this.folders.add(parts[0]);
+    // Any other entry at the top (a file, a symbolic link) is one of the folder's files.
+    else this.flat = true;
+    if (header.type !== "file") return null;
     if (parts.length > 2 || (parts.length === 2 && this.flat)) return null;
     const name = parts.at(-1)!;
     const folder = parts.length === 2 ? parts[0] : undefined;
