@@ -194,7 +194,7 @@ export async function readModelUpload(
         !(place!.folder !== undefined &&
           (tentative.get(name)?.folder ?? place!.folder) !== place!.folder);
       if (!keep || out.files.length >= limits.files) {
-        if (entry.header.type === "file") out.skipped.push(entry.header.name);
+        if (entry.header.type !== "directory") out.skipped.push(entry.header.name);
         for await (const _ of entry) { /* skipped: drain */ }
         continue;
       }

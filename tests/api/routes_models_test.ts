@@ -10,6 +10,7 @@ import { readModelUpload } from "../../api/model_upload.ts";
 import { ModelList, ModelUploadView, ModelView } from "../../api/schemas.ts";
 import type { ArtifactStore, StoredObject } from "../../jobs/store.ts";
 import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
+import { pack as tarPack } from "tar-stream";
 import { smallQwen3Files, tarOf } from "./_qwen3_model.ts";
 
 const fx: ApiFixture = await startApiFixture({ checkModel });
@@ -518,6 +519,21 @@ Deno.test("an archive of two top-level folders is a 400 naming them, and nothing
     rows: before.rows + 1,
   });
   await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyB });
+});
+
+Deno.test("top-level symbolic links are the folder's entries, not folders: a cache snapshot tarred without -h lacks config.json", async () => {
+  // A Hugging Face cache snapshot holds links into ../../blobs; tar stores them as links.
+  const p = tarPack();
+  for (const name of ["config.json", "model.safetensors", "tokenizer.json"]) {
+    p.entry({ name, type: "symlink", linkname: `../../blobs/${name}` });
+  }
+  p.finalize();
+  const body = new Uint8Array(
+    await new Response(ReadableStream.from(p as AsyncIterable<Uint8Array>)).arrayBuffer(),
+  );
+  const res = await upload(body, {}, fx.keyB);
+  assert.equal(res.status, 422, await res.clone().text());
+  assert.equal((await res.json()).errors[0].path, "config.json:-");
 });
 
 Deno.test("hidden files and a flat archive's subfolders are skipped and listed, never stored", async () => {
