@@ -90,7 +90,7 @@ export function folderTar(
       for await (const chunk of file.readable) {
         if (!sink.write(chunk)) {
           await drainedOrClosed(sink);
-          if ((sink as unknown as { destroyed: boolean }).destroyed) {
+          if ((sink as unknown as { destroying: boolean }).destroying) {
             throw new Error(`Cannot send ${f.name} as the archive was closed by its reader`);
           }
         }
@@ -111,9 +111,12 @@ export function folderTar(
  * piled up on a file's sink (MaxListenersExceededWarning after 10, during any multi-MB upload).
  */
 function drainedOrClosed(sink: {
+  destroying?: boolean;
   on(event: string, f: () => void): unknown;
   off(event: string, f: () => void): unknown;
 }): Promise<void> {
+  // Already being destroyed (the reader left between two writes): its close may have fired.
+  if (sink.destroying) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       sink.off("drain", done);
