@@ -73,8 +73,8 @@ async function checkEnv(
 /**
  * Sets `env.max_turns`, when the spec leaves it out, to the listed environment's
  * `default_max_turns`, so the stored spec (and `GET /v1/jobs/{id}`) says what the job runs with.
- * An environment the list does not give a default for (an `http(s)://` one) is left to its
- * worker, which asks the environment (jobs/spec.ts `maxTurnsOf`).
+ * An environment the list gives no default for (a deployment's own `envs` provider may omit it)
+ * is left to the worker, which asks the environment (jobs/spec.ts `maxTurnsOf`).
  */
 async function fillMaxTurns(envs: EnvsProvider, spec: JobSpec): Promise<void> {
   if (spec.env.max_turns !== undefined) return;

@@ -180,8 +180,7 @@ export const JobSpecSchema = z.object({
     options: EnvOptions.default({}),
     /**
      * Turns per episode before it is cut off; left out, the environment's `default_max_turns`
-     * (`GET /v1/envs`; filled in at submit for a listed environment, by the worker for an
-     * `http(s)://` one).
+     * (`GET /v1/envs`, filled in at submit; else the worker asks the environment).
      */
     max_turns: int(1, 200).optional(),
     /** Past steps shown in each prompt. */
@@ -325,8 +324,8 @@ export type JobSpecInput = z.input<typeof JobSpecSchema>;
 
 /**
  * The turn limit a job's episodes run with: `env.max_turns` when the spec sets it, else the
- * environment's own default (`defaultMaxTurns`, served as `default_max_turns` by `GET /v1/envs`
- * and by an HTTP environment's info).
+ * environment's own default (`defaultMaxTurns`, which `GET /v1/envs` lists as
+ * `default_max_turns`).
  */
 export function maxTurnsOf(
   spec: { env: { max_turns?: number } },
