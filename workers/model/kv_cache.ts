@@ -62,6 +62,45 @@ export class KvCache {
     this.used += t;
   }
 
+  /**
+   * Grows the allocation to at least `slots` slots per row (rounded up to the growth chunk) in
+   * one copy, so that the appends up to it copy nothing more; does nothing when it is already
+   * that large.
+   */
+  reserve(slots: number): void {
+    const capacity = Math.ceil(slots / CHUNK) * CHUNK;
+    if (capacity > this.capacity) this.resize(capacity);
+  }
+
+  /**
+   * Moves each row's oldest `count` slots `offsets[r]` slots later, over the empty slots that
+   * follow them, and zeroes the slots they leave: a row filled as [shared prefix, empty slots,
+   * own tokens] becomes [empty slots, shared prefix, own tokens], whose filled slots are
+   * contiguous and newest (the layout the decode engine's attention masks assume). Keys hold
+   * RoPE already, so moving them changes nothing they compute.
+   * @throws {RangeError} when an offset is negative or moves slots past `used`.
+   */
+  shiftOldest(offsets: readonly number[], count: number): void {
+    const d = this.dim, cap = this.capacity;
+    offsets.forEach((o, r) => {
+      if (!(Number.isInteger(o) && o >= 0 && o + count <= this.used)) {
+        throw new RangeError(
+          `Cannot shift KV cache slots as an offset must be in [0, ${
+            this.used - count
+          }]: current value is ${o}`,
+        );
+      }
+      if (o === 0) return;
+      for (const buf of [...this.keys, ...this.values]) {
+        for (let h = 0; h < this.heads; h++) {
+          const base = (r * this.heads + h) * cap * d; // (row, head) block of (cap, D)
+          buf.copyWithin(base + o * d, base, base + count * d);
+          buf.fill(0, base, base + o * d);
+        }
+      }
+    });
+  }
+
   /** Keep only the rows at indices `keep`, in that order (a row may be kept more than once). */
   keepRows(keep: number[]): void {
     const rowSize = this.heads * this.capacity * this.dim;
@@ -82,11 +121,16 @@ export class KvCache {
    * slot and without the `drop` oldest slots: its `used` is U = max(part.used) − drop, and a row
    * of a part with `used` u keeps its newest min(u, U) slots as the newest slots of its new row;
    * when u < U its first U − u slots are empty. The caller re-aligns each row's attention mask
-   * the same way: the empty and the dropped slots must be masked (0).
+   * the same way: the empty and the dropped slots must be masked (0). `slots` (default U)
+   * reserves room for that many slots per row, so that appends up to it copy nothing more.
    * @throws {RangeError} when `parts` is empty, configs differ, a row index is out of range, or
    *   `drop` is not an integer in [0, max(part.used)].
    */
-  static gather(parts: { cache: KvCache; rows: readonly number[] }[], drop = 0): KvCache {
+  static gather(
+    parts: { cache: KvCache; rows: readonly number[] }[],
+    drop = 0,
+    slots = 0,
+  ): KvCache {
     if (parts.length === 0) {
       throw new RangeError("Cannot gather KV cache rows as parts must be given");
     }
@@ -98,7 +142,8 @@ export class KvCache {
       );
     }
     const out = new KvCache(config, parts.reduce((n, p) => n + p.rows.length, 0));
-    const used = most - drop, capacity = Math.max(CHUNK, Math.ceil(used / CHUNK) * CHUNK);
+    const used = most - drop;
+    const capacity = Math.max(CHUNK, Math.ceil(Math.max(used, slots) / CHUNK) * CHUNK);
     const d = out.dim, heads = out.heads;
     out.keys = out.keys.map(() => new Float32Array(out.rows * heads * capacity * d));
     out.values = out.values.map(() => new Float32Array(out.rows * heads * capacity * d));
