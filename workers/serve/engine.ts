@@ -59,6 +59,8 @@ export interface DecodeModel {
   session: ort.InferenceSession;
   /** One tensor per decoder parameter, by HF name. */
   parameters: Record<string, ort.Tensor>;
+  /** Frees `session` when the model owns it (absent when it is shared); never while decoding. */
+  release?: () => Promise<void>;
 }
 
 /** Why a choice ended: OpenAI's `stop`/`length`, or ours. */
