@@ -6,7 +6,7 @@
  * dropped; waiting requests join (first come, first served) while the sequences being decoded
  * stay within `maxBatch` — their prompts are prefilled together (left-padded, per model;
  * identical prompts once, and a prefix common to all of them once) and their KV rows gathered
- * into the model's running cache, with room for every row's remaining tokens; then every
+ * into the model's running cache, with room for the rows' next tokens; then every
  * model's running sequences sample one token each and, together, run one decode step. A
  * sequence that ends (EOS, stop string, token limit) or whose client disconnected leaves
  * between steps, so its slot is free for the next waiting request at the next iteration. Admission is bounded: at most
@@ -49,6 +49,13 @@ const SCORE_ELEMENTS = 2 ** 20;
  * save).
  */
 const MIN_SHARED_PREFIX = 16;
+
+/**
+ * Most decode slots reserved ahead when a batch's cache is built: not a request's whole
+ * `max_tokens`, since every step's attention reads every reserved slot (a request allowed 4,000
+ * tokens that stops after 30 would slow all rows for its whole life).
+ */
+const RESERVE_AHEAD = 64;
 
 /** A loaded model as the engine decodes with it. */
 export interface DecodeModel {
@@ -504,9 +511,14 @@ export class DecodeEngine {
 function gatherRows(parts: { cache: KvCache; rows: number[] }[], rows: readonly Row[]): KvCache {
   const used = Math.max(...parts.map((p) => p.cache.used));
   const drop = Math.min(...rows.map((r) => used - r.real));
-  // room for every row's remaining tokens, so that the decode steps never grow the cache (each
-  // growth copied all of it: ~10% of a 32-stream run's time on the bench's 24M config)
-  const slots = used - drop + Math.max(...rows.map((r) => r.p.req.maxNewTokens - r.count));
+  // room for the rows' next RESERVE_AHEAD tokens at least, so that decode steps rarely grow the
+  // cache (each growth copies all of it: ~10% of a 32-stream run's time on the bench's 24M
+  // config grew it in 32-slot steps)
+  const ahead = Math.min(
+    RESERVE_AHEAD,
+    Math.max(...rows.map((r) => r.p.req.maxNewTokens - r.count)),
+  );
+  const slots = used - drop + ahead;
   const [only] = parts;
   if (
     parts.length === 1 && drop === 0 && only.rows.length === only.cache.rows &&
