@@ -34,14 +34,13 @@ const args = parseArgs({
   },
 }).values;
 
-/** Time spent in KvCache copies (append, reserve and resize, shifts, gather), ms. */
+/** Time spent in KvCache copies (append and its growth, shifts, gather), ms. */
 const copies = { ms: 0, gather: 0 };
 // deno-lint-ignore no-explicit-any
 const kv = KvCache as any;
 for (
   const [obj, name] of [
     [kv.prototype, "append"],
-    [kv.prototype, "reserve"],
     [kv.prototype, "shiftOldest"],
     [kv, "gather"],
   ] as const

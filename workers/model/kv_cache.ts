@@ -63,16 +63,6 @@ export class KvCache {
   }
 
   /**
-   * Grows the allocation to at least `slots` slots per row (rounded up to the growth chunk) in
-   * one copy, so that the appends up to it copy nothing more; does nothing when it is already
-   * that large.
-   */
-  reserve(slots: number): void {
-    const capacity = Math.ceil(slots / CHUNK) * CHUNK;
-    if (capacity > this.capacity) this.resize(capacity);
-  }
-
-  /**
    * Moves each row's oldest `count` slots `offsets[r]` slots later, over the empty slots that
    * follow them, and zeroes the slots they leave: a row filled as [shared prefix, empty slots,
    * own tokens] becomes [empty slots, shared prefix, own tokens], whose filled slots are
@@ -121,16 +111,11 @@ export class KvCache {
    * slot and without the `drop` oldest slots: its `used` is U = max(part.used) − drop, and a row
    * of a part with `used` u keeps its newest min(u, U) slots as the newest slots of its new row;
    * when u < U its first U − u slots are empty. The caller re-aligns each row's attention mask
-   * the same way: the empty and the dropped slots must be masked (0). `slots` (default U)
-   * reserves room for that many slots per row, so that appends up to it copy nothing more.
+   * the same way: the empty and the dropped slots must be masked (0).
    * @throws {RangeError} when `parts` is empty, configs differ, a row index is out of range, or
    *   `drop` is not an integer in [0, max(part.used)].
    */
-  static gather(
-    parts: { cache: KvCache; rows: readonly number[] }[],
-    drop = 0,
-    slots = 0,
-  ): KvCache {
+  static gather(parts: { cache: KvCache; rows: readonly number[] }[], drop = 0): KvCache {
     if (parts.length === 0) {
       throw new RangeError("Cannot gather KV cache rows as parts must be given");
     }
@@ -142,8 +127,7 @@ export class KvCache {
       );
     }
     const out = new KvCache(config, parts.reduce((n, p) => n + p.rows.length, 0));
-    const used = most - drop;
-    const capacity = Math.max(CHUNK, Math.ceil(Math.max(used, slots) / CHUNK) * CHUNK);
+    const used = most - drop, capacity = Math.max(CHUNK, Math.ceil(used / CHUNK) * CHUNK);
     const d = out.dim, heads = out.heads;
     out.keys = out.keys.map(() => new Float32Array(out.rows * heads * capacity * d));
     out.values = out.values.map(() => new Float32Array(out.rows * heads * capacity * d));

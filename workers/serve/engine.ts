@@ -6,7 +6,7 @@
  * dropped; waiting requests join (first come, first served) while the sequences being decoded
  * stay within `maxBatch` — their prompts are prefilled together (left-padded, per model;
  * identical prompts once, and a prefix common to all of them once) and their KV rows gathered
- * into the model's running cache, with room for the rows' next tokens; then every
+ * into the model's running cache; then every
  * model's running sequences sample one token each and, together, run one decode step. A
  * sequence that ends (EOS, stop string, token limit) or whose client disconnected leaves
  * between steps, so its slot is free for the next waiting request at the next iteration. Admission is bounded: at most
@@ -49,13 +49,6 @@ const SCORE_ELEMENTS = 2 ** 20;
  * save).
  */
 const MIN_SHARED_PREFIX = 16;
-
-/**
- * Most decode slots reserved ahead when a batch's cache is built: not a request's whole
- * `max_tokens`, since every step's attention reads every reserved slot (a request allowed 4,000
- * tokens that stops after 30 would slow all rows for its whole life).
- */
-const RESERVE_AHEAD = 64;
 
 /** A loaded model as the engine decodes with it. */
 export interface DecodeModel {
@@ -344,7 +337,7 @@ export class DecodeEngine {
       const width = Math.max(...suffixes.map((s) => s.length));
       // every row starts from the prefix's slots: [prefix, empty slots, own suffix] after the
       // fill, shifted to [empty slots, prefix, own suffix] (left-padded as a whole prompt)
-      cache = KvCache.gather([{ cache: prefix, rows: prompts.map(() => 0) }], 0, shared + width);
+      cache = KvCache.gather([{ cache: prefix, rows: prompts.map(() => 0) }]);
       logits = await this.#fill(model, cache, suffixes, shared);
       cache.shiftOldest(suffixes.map((s) => width - s.length), shared);
     } else {
@@ -382,8 +375,8 @@ export class DecodeEngine {
     start: number,
   ): Promise<Float32Array> {
     const c = model.config, pad = c.pad_token_id ?? 0, b = tokens.length;
+    // the cache grows as columns are appended: early windows attend over fewer slots
     const width = Math.max(...tokens.map((p) => p.length)), before = cache.used;
-    cache.reserve(before + width);
     const budget = this.opts.maxTokensPerCall ??
       Math.min(24576, Math.max(256, Math.round(3e11 / (6 * parameterCount(c)))));
     // columns per call: within the token budget, and with attention scores (rows, H, columns,
@@ -511,23 +504,12 @@ export class DecodeEngine {
 function gatherRows(parts: { cache: KvCache; rows: number[] }[], rows: readonly Row[]): KvCache {
   const used = Math.max(...parts.map((p) => p.cache.used));
   const drop = Math.min(...rows.map((r) => used - r.real));
-  // room for the rows' next RESERVE_AHEAD tokens at least, so that decode steps rarely grow the
-  // cache (each growth copies all of it: ~10% of a 32-stream run's time on the bench's 24M
-  // config grew it in 32-slot steps)
-  const ahead = Math.min(
-    RESERVE_AHEAD,
-    Math.max(...rows.map((r) => r.p.req.maxNewTokens - r.count)),
-  );
-  const slots = used - drop + ahead;
   const [only] = parts;
   if (
     parts.length === 1 && drop === 0 && only.rows.length === only.cache.rows &&
     only.rows.every((r, i) => r === i)
-  ) {
-    only.cache.reserve(slots);
-    return only.cache;
-  }
-  return KvCache.gather(parts, drop, slots);
+  ) return only.cache;
+  return KvCache.gather(parts, drop);
 }
 
 /**
