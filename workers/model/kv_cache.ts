@@ -91,6 +91,33 @@ export class KvCache {
     });
   }
 
+  /**
+   * A new cache with this one's rows and only their oldest `count` slots (a prefix kept for
+   * later prompts that share only part of it).
+   * @throws {RangeError} when `count` is not an integer in [0, used].
+   */
+  oldest(count: number): KvCache {
+    if (!(Number.isInteger(count) && count >= 0 && count <= this.used)) {
+      throw new RangeError(
+        `Cannot take the oldest KV cache slots as count must be in [0, ${this.used}]: current value is ${count}`,
+      );
+    }
+    const out = new KvCache(this.config, this.rows);
+    const d = this.dim, cap = Math.max(CHUNK, Math.ceil(count / CHUNK) * CHUNK);
+    const take = (buf: Float32Array) => {
+      const next = new Float32Array(this.rows * this.heads * cap * d);
+      for (let r = 0; r < this.rows * this.heads; r++) {
+        next.set(buf.subarray(r * this.capacity * d, (r * this.capacity + count) * d), r * cap * d);
+      }
+      return next;
+    };
+    out.keys = this.keys.map(take);
+    out.values = this.values.map(take);
+    out.used = count;
+    out.capacity = cap;
+    return out;
+  }
+
   /** Keep only the rows at indices `keep`, in that order (a row may be kept more than once). */
   keepRows(keep: number[]): void {
     const rowSize = this.heads * this.capacity * this.dim;

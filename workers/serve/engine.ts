@@ -50,6 +50,9 @@ const SCORE_ELEMENTS = 2 ** 20;
  */
 const MIN_SHARED_PREFIX = 16;
 
+/** Models whose last shared prefix is kept (one cache row each). */
+const KEPT_PREFIXES = 8;
+
 /** A loaded model as the engine decodes with it. */
 export interface DecodeModel {
   /** Unique per loaded checkpoint: requests with one key share a batch. */
@@ -171,6 +174,8 @@ export class DecodeEngine {
   readonly maxBatch: number;
   readonly maxQueue: number;
   #waiting: Pending[] = [];
+  /** Per model key (most recently used last): the last shared prefix prefilled, one row. */
+  #prefixes = new Map<string, { tokens: number[]; cache: KvCache }>();
   #batches = new Map<string, Batch>();
   #loop: Promise<void> | null = null;
   /** Moving average of an iteration's duration (ms), for Retry-After. */
@@ -317,7 +322,8 @@ export class DecodeEngine {
    * request do): the same tokens give the same keys, values and logits. Distinct prompts that
    * begin with the same tokens (an environment's prompts share its chat template and rules)
    * prefill that common prefix once, in one row whose keys and values every row then copies,
-   * and only their own suffixes each (see {@link sharedPrefix}).
+   * and only their own suffixes each (see {@link sharedPrefix}); that row is kept for the
+   * model's later admissions whose prompts begin with it too.
    */
   async #prefill(model: DecodeModel, list: Pending[]) {
     const c = model.config;
@@ -328,11 +334,9 @@ export class DecodeEngine {
       if (r === undefined) index.set(key, r = prompts.push(p.req.prompt) - 1);
       return r;
     });
-    const shared = sharedPrefix(prompts, this.opts.minSharedPrefix ?? MIN_SHARED_PREFIX);
+    const { prefix, shared } = await this.#prefix(model, prompts);
     let cache: KvCache, logits: Float32Array;
-    if (shared > 0) {
-      const prefix = new KvCache(c, 1);
-      await this.#fill(model, prefix, [prompts[0].slice(0, shared)], 0);
+    if (prefix) {
       const suffixes = prompts.map((p) => p.slice(shared));
       const width = Math.max(...suffixes.map((s) => s.length));
       // every row starts from the prefix's slots: [prefix, empty slots, own suffix] after the
@@ -361,6 +365,46 @@ export class DecodeEngine {
       }))
     );
     return { cache, rows };
+  }
+
+  /**
+   * The prefix the joining `prompts` begin with, as a one-row cache of its first `shared` slots
+   * (null when none is worth it): the one kept from an earlier admission of this model when all
+   * prompts begin with at least `minSharedPrefix` of its tokens and no longer prefix is common to
+   * them; else their own common prefix, prefilled now and kept for later admissions (requests
+   * over HTTP reach the engine a few at a time, between steps, so one admission rarely holds them
+   * all).
+   */
+  async #prefix(
+    model: DecodeModel,
+    prompts: number[][],
+  ): Promise<{ prefix: KvCache | null; shared: number }> {
+    const min = Math.max(1, this.opts.minSharedPrefix ?? MIN_SHARED_PREFIX);
+    const kept = this.#prefixes.get(model.key);
+    const own = sharedPrefix(prompts, min);
+    if (kept) {
+      let n = Math.min(kept.tokens.length, ...prompts.map((p) => p.length - 1));
+      for (const p of prompts) {
+        let i = 0;
+        while (i < n && p[i] === kept.tokens[i]) i++;
+        n = i;
+      }
+      if (n >= min && n >= own) {
+        this.#prefixes.delete(model.key); // most recently used last
+        this.#prefixes.set(model.key, kept);
+        return { prefix: n === kept.cache.used ? kept.cache : kept.cache.oldest(n), shared: n };
+      }
+    }
+    if (own === 0) return { prefix: null, shared: 0 };
+    const prefix = new KvCache(model.config, 1);
+    const tokens = prompts[0].slice(0, own);
+    await this.#fill(model, prefix, [tokens], 0);
+    this.#prefixes.delete(model.key);
+    this.#prefixes.set(model.key, { tokens, cache: prefix });
+    while (this.#prefixes.size > KEPT_PREFIXES) {
+      this.#prefixes.delete(this.#prefixes.keys().next().value!);
+    }
+    return { prefix, shared: own };
   }
 
   /**

@@ -145,7 +145,7 @@ Deno.test("requests with the same prompt share its prefill and each samples what
   }
 });
 
-Deno.test("prompts with a common prefix prefill it once and each samples what generate samples alone", async () => {
+Deno.test("prompts with a common prefix prefill it once, later prompts reuse it, and each samples what generate samples alone", async () => {
   const sessions = new SessionCache({ threads: 1 });
   const policy = new Policy(config, params, { threads: 1 });
   try {
@@ -177,9 +177,21 @@ Deno.test("prompts with a common prefix prefill it once and each samples what ge
         });
         assert.deepEqual(got[i].tokens, alone.tokens, `greedy ${greedy}, prompt ${i}`);
       }
-      // the prefix alone in one row, then the 4 distinct suffixes (widest 6) after it
-      assert.deepEqual(shapes.slice(0, 2), [[1, 8], [4, 6]]);
+      // the prefix alone in one row, then the 4 distinct suffixes (widest 6) after it; the
+      // second time, the prefix kept from the first
+      const expected = greedy ? [[1, 8], [4, 6]] : [[4, 6]];
+      assert.deepEqual(shapes.slice(0, expected.length), expected);
     }
+    // a later lone prompt that shares part of the kept prefix prefills only its own tokens
+    shapes.length = 0;
+    const lone = [...prefix.slice(0, 6), 3, 3, 2], c = collector();
+    const base = { model, maxNewTokens: 12, eosTokenIds: [] };
+    const greedy = { greedy: true, temperature: 1, topP: 1 };
+    engine.submit({ ...base, sampling: greedy, prompt: lone, seed: 0, choices: [c.sink] });
+    await engine.idle();
+    assert.deepEqual(shapes[0], [1, 3]);
+    const [alone] = await policy.generate([lone], { ...base, ...greedy, seed: 0 });
+    assert.deepEqual(c.tokens, alone.tokens);
   } finally {
     await sessions.release();
     await policy.release();
