@@ -1,4 +1,5 @@
-/** The serving benchmarks' ~24M model (bench/serve.ts, bench/serve_profile.ts). */
+/** The serving benchmarks' ~24M model and prompts (bench/serve.ts, bench/serve_profile.ts). */
+import type { AsyncEnvironment } from "../workers/envs/mod.ts";
 import {
   buildByteLevelTokenizer,
   builtinTinyConfig,
@@ -33,4 +34,26 @@ export function model24m(sokobanWords: string[]): HfModel {
     tokenizer: files,
     generationConfig: null,
   };
+}
+
+/**
+ * The first-turn prompts of `count` sokoban train tasks (seed 0): what an agent's first requests
+ * send. They share the environment's rules, task line and the board's first row, and differ in
+ * the board (on builtin:tiny's tokenizer ~100 of ~172 tokens are common to all of them).
+ */
+export async function boardPrompts(env: AsyncEnvironment, count: number): Promise<string[]> {
+  const tasks = await env.sampleTasks("train", count, 0, {});
+  const prompts: string[] = [];
+  for (const task of tasks) {
+    const episode = env.createEpisode(task);
+    try {
+      const observation = await episode.reset();
+      prompts.push(
+        await env.buildPrompt({ task, history: [], observation, historyLength: 0, turn: 1 }),
+      );
+    } finally {
+      await episode.close();
+    }
+  }
+  return prompts;
 }

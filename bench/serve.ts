@@ -1,6 +1,6 @@
 /**
  * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]
- * [--compare DIR] [--distinct]` —
+ * [--compare DIR] [--distinct | --boards]` —
  * the inference server's continuous batching: aggregate generated tokens/s and p50/p99
  * time-to-first-token (TTFT) with 1, 8 and 32 concurrent streams, beside the same requests sent
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
@@ -11,7 +11,9 @@
  * process (so the load generator does not share its event loop) and drives it with the `openai`
  * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
  * temperature 1, one seed per request (with `--distinct`, each request's prompt starts with a
- * line of its own, `#<seed>`, so no two prompts are identical and none shares a prefill). Tokens/s counts the completion tokens the server reports
+ * line of its own, `#<seed>`, so no two prompts are identical and none shares a prefill or a
+ * prefix; with `--boards`, request i sends the first turn of sokoban train task i mod 64, as an
+ * agent's first requests do: distinct boards under the environment's common rules). Tokens/s counts the completion tokens the server reports
  * (`stream_options.include_usage`) over the wall time of the batch of requests; TTFT runs from
  * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
  * (user + system, all its threads, from /proc) per completion token, which a loaded machine
@@ -26,7 +28,7 @@ import OpenAI from "openai";
 import { createKey, ensureTenant, openDatabase, openStore, startLocalS3 } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
 import { createBuiltinTiny, type HfModel, Tokenizer } from "../workers/model/mod.ts";
-import { model24m } from "./_serve_model.ts";
+import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { startPostgres } from "../tests/_harness/postgres.ts";
 import { saveJob } from "../tests/workers/serve/_fixture.ts";
@@ -40,6 +42,7 @@ const args = parseArgs({
     threads: { type: "string", default: "2" },
     compare: { type: "string" },
     distinct: { type: "boolean", default: false },
+    boards: { type: "boolean", default: false },
   },
 }).values;
 const STREAMS = args.streams!.split(",").map(Number);
@@ -55,7 +58,11 @@ function percentile(xs: number[], p: number): number {
 async function streamOne(client: OpenAI, model: string, prompt: string, seed: number) {
   const t0 = performance.now();
   let ttft = NaN, tokens = 0;
-  const content = args.distinct ? `#${seed}\n${prompt}` : prompt;
+  const content = args.boards
+    ? boards[seed % boards.length]
+    : args.distinct
+    ? `#${seed}\n${prompt}`
+    : prompt;
   const stream = await client.chat.completions.create({
     model,
     messages: [{ role: "user", content }],
@@ -98,11 +105,13 @@ async function cpuSeconds(pid: number): Promise<number> {
 }
 
 const children: Deno.ChildProcess[] = [];
+let boards: string[] = [];
 try {
   const tenant = await ensureTenant(db, "bench");
   const { key } = await createKey(db, "bench");
   const sokoban = await resolveEnvironment("sokoban");
   const prompt = (await probeFirstTurn(sokoban, {})).prompt;
+  boards = await boardPrompts(sokoban, 64);
   const makers: Record<string, () => Promise<HfModel>> = {
     tiny: async () => createBuiltinTiny({ vocabulary: await builtinVocabulary(sokoban), seed: 1 }),
     "24m": async () => model24m(await builtinVocabulary(sokoban)),

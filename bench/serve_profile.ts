@@ -1,7 +1,9 @@
 /**
- * `deno run -A bench/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct]` —
+ * `deno run -A bench/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct | --boards]` —
  * where the inference server's decode loop spends its time, without HTTP: the engine
- * (workers/serve/engine.ts) decodes `streams` requests of the bench's sokoban prompt at once,
+ * (workers/serve/engine.ts) decodes `streams` requests of the bench's sokoban prompt at once
+ * (`--distinct`: each with a line of its own first; `--boards`: each the first turn of its own
+ * task),
  * each choice's text built as the server builds it (ChoiceText over the tokenizer) and each
  * token turned into an SSE chunk string, and the time goes to phases: onnxruntime `run` of
  * prefills and of decode steps, the sinks (text and chunk), and the rest (sampling, cache
@@ -12,7 +14,7 @@ import { parseArgs } from "node:util";
 import { SessionCache } from "../workers/engine/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
 import { createBuiltinTiny, KvCache, Tokenizer } from "../workers/model/mod.ts";
-import { model24m } from "./_serve_model.ts";
+import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { DecodeEngine } from "../workers/serve/engine.ts";
 import { decodeModel } from "../workers/serve/models.ts";
@@ -28,14 +30,21 @@ const args = parseArgs({
     repeat: { type: "string", default: "2" },
     "prefill-tokens": { type: "string" },
     distinct: { type: "boolean", default: false },
+    boards: { type: "boolean", default: false },
   },
 }).values;
 
-/** Time spent in KvCache copies (append, resize, gather), ms. */
+/** Time spent in KvCache copies (append and its growth, shifts, gather), ms. */
 const copies = { ms: 0, gather: 0 };
 // deno-lint-ignore no-explicit-any
 const kv = KvCache as any;
-for (const [obj, name] of [[kv.prototype, "append"], [kv, "gather"]] as const) {
+for (
+  const [obj, name] of [
+    [kv.prototype, "append"],
+    [kv.prototype, "shiftOldest"],
+    [kv, "gather"],
+  ] as const
+) {
   const original = obj[name];
   obj[name] = function (this: unknown, ...a: unknown[]) {
     const t0 = performance.now();
@@ -50,6 +59,7 @@ for (const [obj, name] of [[kv.prototype, "append"], [kv, "gather"]] as const) {
 
 const sokoban = await resolveEnvironment("sokoban");
 const prompt = (await probeFirstTurn(sokoban, {})).prompt + "\n";
+const boards = (await boardPrompts(sokoban, 64)).map((p) => p + "\n");
 const sessions = new SessionCache({ threads: Number(args.threads) });
 for (const name of args.models!.split(",")) {
   const hf = name === "tiny"
@@ -88,7 +98,11 @@ for (const name of args.models!.split(",")) {
         );
         engine.submit({
           model,
-          prompt: args.distinct ? tok.encode(`#${i}\n${prompt}`) : ids,
+          prompt: args.boards
+            ? tok.encode(boards[i % boards.length])
+            : args.distinct
+            ? tok.encode(`#${i}\n${prompt}`)
+            : ids,
           maxNewTokens: Number(args.tokens),
           sampling: { greedy: false, temperature: 1, topP: 1 },
           seed: i,

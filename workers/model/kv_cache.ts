@@ -62,6 +62,62 @@ export class KvCache {
     this.used += t;
   }
 
+  /**
+   * Moves each row's oldest `count` slots `offsets[r]` slots later, over the empty slots that
+   * follow them, and zeroes the slots they leave: a row filled as [shared prefix, empty slots,
+   * own tokens] becomes [empty slots, shared prefix, own tokens], whose filled slots are
+   * contiguous and newest (the layout the decode engine's attention masks assume). Keys hold
+   * RoPE already, so moving them changes nothing they compute.
+   * @throws {RangeError} when an offset is negative or moves slots past `used`.
+   */
+  shiftOldest(offsets: readonly number[], count: number): void {
+    const d = this.dim, cap = this.capacity;
+    offsets.forEach((o, r) => {
+      if (!(Number.isInteger(o) && o >= 0 && o + count <= this.used)) {
+        throw new RangeError(
+          `Cannot shift KV cache slots as an offset must be in [0, ${
+            this.used - count
+          }]: current value is ${o}`,
+        );
+      }
+      if (o === 0) return;
+      for (const buf of [...this.keys, ...this.values]) {
+        for (let h = 0; h < this.heads; h++) {
+          const base = (r * this.heads + h) * cap * d; // (row, head) block of (cap, D)
+          buf.copyWithin(base + o * d, base, base + count * d);
+          buf.fill(0, base, base + o * d);
+        }
+      }
+    });
+  }
+
+  /**
+   * A new cache with this one's rows and only their oldest `count` slots (a prefix kept for
+   * later prompts that share only part of it).
+   * @throws {RangeError} when `count` is not an integer in [0, used].
+   */
+  oldest(count: number): KvCache {
+    if (!(Number.isInteger(count) && count >= 0 && count <= this.used)) {
+      throw new RangeError(
+        `Cannot take the oldest KV cache slots as count must be in [0, ${this.used}]: current value is ${count}`,
+      );
+    }
+    const out = new KvCache(this.config, this.rows);
+    const d = this.dim, cap = Math.max(CHUNK, Math.ceil(count / CHUNK) * CHUNK);
+    const take = (buf: Float32Array) => {
+      const next = new Float32Array(this.rows * this.heads * cap * d);
+      for (let r = 0; r < this.rows * this.heads; r++) {
+        next.set(buf.subarray(r * this.capacity * d, (r * this.capacity + count) * d), r * cap * d);
+      }
+      return next;
+    };
+    out.keys = this.keys.map(take);
+    out.values = this.values.map(take);
+    out.used = count;
+    out.capacity = cap;
+    return out;
+  }
+
   /** Keep only the rows at indices `keep`, in that order (a row may be kept more than once). */
   keepRows(keep: number[]): void {
     const rowSize = this.heads * this.capacity * this.dim;

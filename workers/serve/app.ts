@@ -25,7 +25,7 @@ import { countImageTokens } from "../model/mod.ts";
 import { apiKeyAuth, type ServeAuthEnv } from "./auth.ts";
 import type { DecodeEngine } from "./engine.ts";
 import { badRequest, fromZod, ServeError, toErrorResponse } from "./errors.ts";
-import type { ModelRegistry, ServedModel } from "./models.ts";
+import type { HeldModel, ModelRegistry, ServedModel } from "./models.ts";
 import { chatMessages, encodePrompt, renderChat, taskOf, withSkill } from "./prompt.ts";
 import { ChatRequestSchema, CompletionRequestSchema, type SkillsOption } from "./schemas.ts";
 import { chooseSkill } from "./skill_choice.ts";
@@ -107,22 +107,24 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     if (!body.success) throw fromZod(body.error);
     const r = body.data;
     const tenant = c.get("tenant");
-    const model = await opts.registry.load(await opts.registry.checkpoint(tenant.id, r.model));
-    let messages = chatMessages(r.messages);
-    const skill = r.skills === undefined ? undefined : await pickSkill(
-      opts.registry,
-      model,
-      r.skills,
-      taskOf(messages.map((m) => m.content).join("\n")),
-    );
-    if (skill) messages = withSkill(messages, skill.text);
-    const text = renderChat(model, messages);
-    const p = prepare(model, encodePrompt(model, text, "chat"), {
-      ...r,
-      max_tokens: r.max_completion_tokens ?? r.max_tokens,
-    }, opts.defaultMaxTokens);
-    if (skill !== undefined) p.skill = skill;
-    return respond(c, opts.engine, p, "chat");
+    const held = await opts.registry.acquire(await opts.registry.checkpoint(tenant.id, r.model));
+    return await holding(held, async (model, takeHold) => {
+      let messages = chatMessages(r.messages);
+      const skill = r.skills === undefined ? undefined : await pickSkill(
+        opts.registry,
+        model,
+        r.skills,
+        taskOf(messages.map((m) => m.content).join("\n")),
+      );
+      if (skill) messages = withSkill(messages, skill.text);
+      const text = renderChat(model, messages);
+      const p = prepare(model, encodePrompt(model, text, "chat"), {
+        ...r,
+        max_tokens: r.max_completion_tokens ?? r.max_tokens,
+      }, opts.defaultMaxTokens);
+      if (skill !== undefined) p.skill = skill;
+      return respond(c, opts.engine, { ...p, takeHold }, "chat");
+    });
   });
 
   app.post("/v1/completions", async (c) => {
@@ -130,19 +132,41 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     if (!body.success) throw fromZod(body.error);
     const r = body.data;
     const tenant = c.get("tenant");
-    const model = await opts.registry.load(await opts.registry.checkpoint(tenant.id, r.model));
-    let prompt = Array.isArray(r.prompt) ? r.prompt[0] : r.prompt;
-    const skill = r.skills === undefined
-      ? undefined
-      : await pickSkill(opts.registry, model, r.skills, taskOf(prompt));
-    if (skill) prompt = insertSkill(prompt, skill.text);
-    if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
-    const p = prepare(model, encodePrompt(model, prompt, "completion"), r, opts.defaultMaxTokens);
-    if (skill !== undefined) p.skill = skill;
-    return respond(c, opts.engine, p, "completion");
+    const held = await opts.registry.acquire(await opts.registry.checkpoint(tenant.id, r.model));
+    return await holding(held, async (model, takeHold) => {
+      let prompt = Array.isArray(r.prompt) ? r.prompt[0] : r.prompt;
+      const skill = r.skills === undefined
+        ? undefined
+        : await pickSkill(opts.registry, model, r.skills, taskOf(prompt));
+      if (skill) prompt = insertSkill(prompt, skill.text);
+      if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
+      const p = prepare(model, encodePrompt(model, prompt, "completion"), r, opts.defaultMaxTokens);
+      if (skill !== undefined) p.skill = skill;
+      return respond(c, opts.engine, { ...p, takeHold }, "completion");
+    });
   });
 
   return app;
+}
+
+/**
+ * Runs a request's handler with its checkpoint held: `respond` takes the hold over once the
+ * request is in the engine (it lets go when the last choice ends); a handler that fails before
+ * that lets go here.
+ */
+async function holding(
+  held: HeldModel,
+  handler: (model: ServedModel, takeHold: () => () => void) => Promise<Response> | Response,
+): Promise<Response> {
+  let taken = false;
+  try {
+    return await handler(held.model, () => {
+      taken = true;
+      return held.release;
+    });
+  } finally {
+    if (!taken) held.release();
+  }
 }
 
 /** An OpenAI model object. */

@@ -5,7 +5,8 @@
  * One loop serves every loaded model. Each iteration: requests whose client went away are
  * dropped; waiting requests join (first come, first served) while the sequences being decoded
  * stay within `maxBatch` — their prompts are prefilled together (left-padded, per model;
- * identical prompts once) and their KV rows gathered into the model's running cache; then every
+ * identical prompts once, and a prefix common to all of them once) and their KV rows gathered
+ * into the model's running cache; then every
  * model's running sequences sample one token each and, together, run one decode step. A
  * sequence that ends (EOS, stop string, token limit) or whose client disconnected leaves
  * between steps, so its slot is free for the next waiting request at the next iteration. Admission is bounded: at most
@@ -42,6 +43,16 @@ import {
  */
 const SCORE_ELEMENTS = 2 ** 20;
 
+/**
+ * Fewest common leading tokens of the prompts joining together that are prefilled once for all
+ * of them (below it, the extra prefill call and the copy of its cache rows cost about what they
+ * save).
+ */
+const MIN_SHARED_PREFIX = 16;
+
+/** Models whose last shared prefix is kept (one cache row each). */
+const KEPT_PREFIXES = 8;
+
 /** A loaded model as the engine decodes with it. */
 export interface DecodeModel {
   /** Unique per loaded checkpoint: requests with one key share a batch. */
@@ -51,6 +62,8 @@ export interface DecodeModel {
   session: ort.InferenceSession;
   /** One tensor per decoder parameter, by HF name. */
   parameters: Record<string, ort.Tensor>;
+  /** Frees `session` when the model owns it (absent when it is shared); never while decoding. */
+  release?: () => Promise<void>;
 }
 
 /** Why a choice ended: OpenAI's `stop`/`length`, or ours. */
@@ -114,6 +127,11 @@ export interface DecodeEngineOptions {
    * `3e11 / (6 · parameters)` within [256, 24576], as the trainer's Policy sizes them).
    */
   maxTokensPerCall?: number;
+  /**
+   * Fewest common leading tokens of distinct prompts joining together that are prefilled once
+   * (default 16; tests lower it).
+   */
+  minSharedPrefix?: number;
   /** Awaited before every iteration (tests hold the loop with it). */
   beforeStep?: () => Promise<void> | void;
   /** Called when a request has no sequence left. */
@@ -156,6 +174,8 @@ export class DecodeEngine {
   readonly maxBatch: number;
   readonly maxQueue: number;
   #waiting: Pending[] = [];
+  /** Per model key (most recently used last): the last shared prefix prefilled, one row. */
+  #prefixes = new Map<string, { tokens: number[]; cache: KvCache }>();
   #batches = new Map<string, Batch>();
   #loop: Promise<void> | null = null;
   /** Moving average of an iteration's duration (ms), for Retry-After. */
@@ -299,10 +319,14 @@ export class DecodeEngine {
   /**
    * Prefills the prompts of `list` (left-padded, in windows) → their rows and cache. Identical
    * prompts are prefilled once and their rows share that cache row (as the choices of one
-   * request do): the same tokens give the same keys, values and logits.
+   * request do): the same tokens give the same keys, values and logits. Distinct prompts that
+   * begin with the same tokens (an environment's prompts share its chat template and rules)
+   * prefill that common prefix once, in one row whose keys and values every row then copies,
+   * and only their own suffixes each (see {@link sharedPrefix}); that row is kept for the
+   * model's later admissions whose prompts begin with it too.
    */
   async #prefill(model: DecodeModel, list: Pending[]) {
-    const c = model.config, pad = c.pad_token_id ?? 0;
+    const c = model.config;
     const prompts: number[][] = [], index = new Map<string, number>();
     const sourceOf = list.map((p) => {
       const key = p.req.prompt.join(",");
@@ -310,42 +334,19 @@ export class DecodeEngine {
       if (r === undefined) index.set(key, r = prompts.push(p.req.prompt) - 1);
       return r;
     });
-    const width = Math.max(...prompts.map((p) => p.length));
-    const cache = new KvCache(c, prompts.length);
-    const budget = this.opts.maxTokensPerCall ??
-      Math.min(24576, Math.max(256, Math.round(3e11 / (6 * parameterCount(c)))));
-    // columns per call: within the token budget, and with attention scores (rows, H, columns,
-    // ≤ width keys) of at most SCORE_ELEMENTS floats: past a few MiB the score tensors leave the
-    // CPU caches and every elementwise op over them (scale, bias, softmax, split) slows down
-    const scoreColumns = Math.floor(
-      SCORE_ELEMENTS / (prompts.length * c.num_attention_heads * width),
-    );
-    const chunk = Math.max(1, Math.min(Math.floor(budget / prompts.length), scoreColumns));
-    let logits: Float32Array = new Float32Array(0);
-    for (let a = 0; a < width; a += chunk) {
-      const t = Math.min(chunk, width - a), b = prompts.length;
-      const ids = new BigInt64Array(b * t), pos = new BigInt64Array(b * t);
-      const mask = new Float32Array(b * (cache.capacity + t));
-      const k = cache.capacity + t;
-      prompts.forEach((prompt, r) => {
-        const padCount = width - prompt.length;
-        for (let s = padCount; s < cache.used; s++) mask[r * k + s] = 1; // columns before a
-        for (let j = 0; j < t; j++) {
-          const col = a + j, real = col >= padCount;
-          ids[r * t + j] = BigInt(real ? prompt[col - padCount] : pad);
-          pos[r * t + j] = BigInt(real ? col - padCount : 0);
-          mask[r * k + cache.capacity + j] = real ? 1 : 0;
-        }
-      });
-      const out = await model.session.run({
-        ...model.parameters,
-        ...cache.feeds(),
-        input_ids: tensor("int64", ids, [b, t]),
-        position_ids: tensor("int64", pos, [b, t]),
-        attention_mask: tensor("float32", mask, [b, k]),
-      });
-      cache.append(out, t);
-      logits = out.logits.data as Float32Array;
+    const { prefix, shared } = await this.#prefix(model, prompts);
+    let cache: KvCache, logits: Float32Array;
+    if (prefix) {
+      const suffixes = prompts.map((p) => p.slice(shared));
+      const width = Math.max(...suffixes.map((s) => s.length));
+      // every row starts from the prefix's slots: [prefix, empty slots, own suffix] after the
+      // fill, shifted to [empty slots, prefix, own suffix] (left-padded as a whole prompt)
+      cache = KvCache.gather([{ cache: prefix, rows: prompts.map(() => 0) }]);
+      logits = await this.#fill(model, cache, suffixes, shared);
+      cache.shiftOldest(suffixes.map((s) => width - s.length), shared);
+    } else {
+      cache = new KvCache(c, prompts.length);
+      logits = await this.#fill(model, cache, prompts, 0);
     }
     const v = c.vocab_size;
     const rows = list.flatMap((p, q) =>
@@ -364,6 +365,99 @@ export class DecodeEngine {
       }))
     );
     return { cache, rows };
+  }
+
+  /**
+   * The prefix the joining `prompts` begin with, as a one-row cache of its first `shared` slots
+   * (null when none is worth it): the one kept from an earlier admission of this model when all
+   * prompts begin with at least `minSharedPrefix` of its tokens and no longer prefix is common to
+   * them; else their own common prefix, prefilled now and kept for later admissions (requests
+   * over HTTP reach the engine a few at a time, between steps, so one admission rarely holds them
+   * all).
+   */
+  async #prefix(
+    model: DecodeModel,
+    prompts: number[][],
+  ): Promise<{ prefix: KvCache | null; shared: number }> {
+    const min = Math.max(1, this.opts.minSharedPrefix ?? MIN_SHARED_PREFIX);
+    const kept = this.#prefixes.get(model.key);
+    const own = sharedPrefix(prompts, min);
+    if (kept) {
+      let n = Math.min(kept.tokens.length, ...prompts.map((p) => p.length - 1));
+      for (const p of prompts) {
+        let i = 0;
+        while (i < n && p[i] === kept.tokens[i]) i++;
+        n = i;
+      }
+      if (n >= min && n >= own) {
+        this.#prefixes.delete(model.key); // most recently used last
+        this.#prefixes.set(model.key, kept);
+        return { prefix: n === kept.cache.used ? kept.cache : kept.cache.oldest(n), shared: n };
+      }
+    }
+    if (own === 0) return { prefix: null, shared: 0 };
+    const prefix = new KvCache(model.config, 1);
+    const tokens = prompts[0].slice(0, own);
+    await this.#fill(model, prefix, [tokens], 0);
+    this.#prefixes.delete(model.key);
+    this.#prefixes.set(model.key, { tokens, cache: prefix });
+    while (this.#prefixes.size > KEPT_PREFIXES) {
+      this.#prefixes.delete(this.#prefixes.keys().next().value!);
+    }
+    return { prefix, shared: own };
+  }
+
+  /**
+   * Feeds `tokens` (one list per cache row, left-padded to the longest, at positions `start`,
+   * `start` + 1, …) into `cache`, in windows of columns; every slot the cache holds already is
+   * attended by every row. → the logits (rows, V) of each row's last token.
+   */
+  async #fill(
+    model: DecodeModel,
+    cache: KvCache,
+    tokens: number[][],
+    start: number,
+  ): Promise<Float32Array> {
+    const c = model.config, pad = c.pad_token_id ?? 0, b = tokens.length;
+    // the cache grows as columns are appended: early windows attend over fewer slots
+    const width = Math.max(...tokens.map((p) => p.length)), before = cache.used;
+    const budget = this.opts.maxTokensPerCall ??
+      Math.min(24576, Math.max(256, Math.round(3e11 / (6 * parameterCount(c)))));
+    // columns per call: within the token budget, and with attention scores (rows, H, columns,
+    // keys) of at most SCORE_ELEMENTS floats: past a few MiB the score tensors leave the CPU
+    // caches and every elementwise op over them (scale, bias, softmax, split) slows down
+    const scoreColumns = Math.floor(
+      SCORE_ELEMENTS / (b * c.num_attention_heads * (before + width)),
+    );
+    const chunk = Math.max(1, Math.min(Math.floor(budget / b), scoreColumns));
+    let logits: Float32Array = new Float32Array(0);
+    for (let a = 0; a < width; a += chunk) {
+      const t = Math.min(chunk, width - a);
+      const ids = new BigInt64Array(b * t), pos = new BigInt64Array(b * t);
+      const k = cache.capacity + t;
+      const mask = new Float32Array(b * k);
+      tokens.forEach((row, r) => {
+        const padCount = width - row.length;
+        mask.fill(1, r * k, r * k + before); // slots held before this fill
+        mask.fill(1, r * k + before + padCount, r * k + cache.used); // own columns before a
+        for (let j = 0; j < t; j++) {
+          const col = a + j, real = col >= padCount;
+          ids[r * t + j] = BigInt(real ? row[col - padCount] : pad);
+          pos[r * t + j] = BigInt(real ? start + col - padCount : 0);
+          mask[r * k + cache.capacity + j] = real ? 1 : 0;
+        }
+      });
+      const out = await model.session.run({
+        ...model.parameters,
+        ...cache.feeds(),
+        input_ids: tensor("int64", ids, [b, t]),
+        position_ids: tensor("int64", pos, [b, t]),
+        attention_mask: tensor("float32", mask, [b, k]),
+      });
+      cache.append(out, t);
+      logits = out.logits.data as Float32Array;
+    }
+    return logits;
   }
 
   /** Samples one token for every running row of `batch`, then runs one decode step. */
@@ -460,4 +554,20 @@ function gatherRows(parts: { cache: KvCache; rows: number[] }[], rows: readonly 
     only.rows.every((r, i) => r === i)
   ) return only.cache;
   return KvCache.gather(parts, drop);
+}
+
+/**
+ * Tokens every prompt of `prompts` begins with, when that is worth a prefill of its own: at
+ * least `min` tokens and more than one distinct prompt; else 0. Each prompt keeps at least one
+ * token of its own, whose logits are its first token's.
+ */
+export function sharedPrefix(prompts: readonly number[][], min: number): number {
+  if (prompts.length < 2) return 0;
+  let n = Math.min(...prompts.map((p) => p.length)) - 1;
+  for (const p of prompts) {
+    let i = 0;
+    while (i < n && p[i] === prompts[0][i]) i++;
+    n = i;
+  }
+  return n >= Math.max(1, min) ? n : 0;
 }

@@ -99,6 +99,7 @@ export function startServer(options: StartOptions): RunningServer {
     async stop() {
       await server.shutdown();
       await engine.idle();
+      await registry.close();
       await sessions.release();
     },
   };

@@ -12,6 +12,11 @@
  * `job:<id>@<step>`. Only the requesting tenant's jobs resolve; another tenant's job reads as
  * missing (404), as in the job API. A checkpoint whose object fails its SHA-256 is refused
  * (IntegrityError → 502) and not cached, so it is never served.
+ *
+ * A request holds its checkpoint from lookup to its last token ({@link ModelRegistry.acquire}):
+ * a checkpoint the LRU drops while requests still decode on it keeps its session until the last
+ * of them lets go, and is released then (onnxruntime's native memory: the weights and their
+ * pre-packed copies), not whenever the garbage collector gets to it.
  */
 import {
   type ArtifactStore,
@@ -97,8 +102,8 @@ export const CONSTANT_WEIGHT_BYTES = 2 ** 30;
  * The decode-graph view of a checkpoint's config and parameters: a session of its own with the
  * weights as constants (see module doc; `sessions` gives its thread settings and is not used
  * to keep it), or, over {@link CONSTANT_WEIGHT_BYTES}, the session `sessions` shares per config
- * with the parameters as inputs. A session of its own is never released by the registry (a
- * request may still use an evicted checkpoint): onnxruntime frees it when it is collected.
+ * with the parameters as inputs. Only a session of its own comes with `release` (the shared one
+ * is `sessions`' to release).
  */
 export async function decodeModel(
   key: string,
@@ -111,7 +116,7 @@ export async function decodeModel(
   if (bytes <= CONSTANT_WEIGHT_BYTES) {
     const graph = buildDecodeGraph(config, { lastOnly: true, weights: parameters });
     const session = await createSession(graph.toModel(), sessions.opts);
-    return { key, config, session, parameters: {} };
+    return { key, config, session, parameters: {}, release: () => session.release() };
   }
   const session = await sessions.get(
     `decode:${JSON.stringify(config)}`,
@@ -135,9 +140,26 @@ export interface ModelRegistryOptions {
   maxModels?: number;
 }
 
+/** A checkpoint held by a request: `release` lets go of it (once; later calls do nothing). */
+export interface HeldModel {
+  model: ServedModel;
+  release(): void;
+}
+
+/** A cached checkpoint and the requests holding it. */
+interface Entry {
+  model: Promise<ServedModel>;
+  holders: number;
+  /** Dropped from the LRU: its session is released once no request holds it. */
+  evicted: boolean;
+  freed: boolean;
+}
+
 /** Loads and caches checkpoints and skill libraries for requests (see module doc). */
 export class ModelRegistry {
-  readonly #models = new Map<string, Promise<ServedModel>>();
+  readonly #models = new Map<string, Entry>();
+  /** Evicted entries some request still holds. */
+  readonly #retiring = new Set<Entry>();
   readonly #libraries = new Map<string, Promise<SkillLibrary>>();
   readonly #maxModels: number;
 
@@ -145,9 +167,14 @@ export class ModelRegistry {
     this.#maxModels = opts.maxModels ?? 4;
   }
 
-  /** Checkpoints loaded now. */
+  /** Checkpoints in the LRU now. */
   get size(): number {
     return this.#models.size;
+  }
+
+  /** Checkpoints dropped from the LRU whose sessions wait for their last request to end. */
+  get retiring(): number {
+    return this.#retiring.size;
   }
 
   /**
@@ -176,27 +203,74 @@ export class ModelRegistry {
   }
 
   /**
-   * The loaded model of a committed checkpoint (loading it on a miss).
+   * The loaded model of a committed checkpoint (loading it on a miss), held until `release` is
+   * called: the caller calls it once the request's last choice has ended, or when it fails
+   * before reaching the engine.
    * @throws IntegrityError when a stored file fails its SHA-256; HfFormatError for an unusable
    *   checkpoint; ServeError 400 (`lora_adapter_only`) for a LoRA checkpoint without merged
    *   weights. None is cached.
    */
-  load(ck: Checkpoint): Promise<ServedModel> {
+  async acquire(ck: Checkpoint): Promise<HeldModel> {
     // a rerun of a step replaces its row: the attempt and time tell the versions apart
     const key = `${ck.jobId}@${ck.step}/${ck.attempt}/${ck.createdAt.getTime()}`;
-    let hit = this.#models.get(key);
-    if (hit) {
+    let entry = this.#models.get(key);
+    if (entry) {
       this.#models.delete(key);
-      this.#models.set(key, hit);
-      return hit;
+    } else {
+      entry = { model: this.#read(ck, key), holders: 0, evicted: false, freed: false };
+      const failed = entry;
+      entry.model.catch(() => {
+        if (this.#models.get(key) === failed) this.#models.delete(key);
+      });
     }
-    hit = this.#read(ck, key);
-    hit.catch(() => this.#models.delete(key));
-    this.#models.set(key, hit);
+    this.#models.set(key, entry);
+    entry.holders++;
     while (this.#models.size > this.#maxModels) {
-      this.#models.delete(this.#models.keys().next().value!);
+      const [oldest, dropped] = this.#models.entries().next().value!;
+      this.#models.delete(oldest);
+      dropped.evicted = true;
+      this.#retiring.add(dropped);
+      void this.#free(dropped);
     }
-    return hit;
+    const held = entry;
+    let model: ServedModel;
+    try {
+      model = await held.model;
+    } catch (e) {
+      held.holders--;
+      void this.#free(held);
+      throw e;
+    }
+    let released = false;
+    return {
+      model,
+      release: () => {
+        if (released) return;
+        released = true;
+        held.holders--;
+        void this.#free(held);
+      },
+    };
+  }
+
+  /** Releases every cached session (at shutdown, once no request is in flight). */
+  async close(): Promise<void> {
+    for (const entry of this.#models.values()) entry.evicted = true;
+    const all = [...this.#models.values(), ...this.#retiring];
+    this.#models.clear();
+    for (const entry of all) {
+      entry.holders = 0;
+      await this.#free(entry);
+    }
+  }
+
+  /** Releases an evicted entry's session once nobody holds it. */
+  async #free(entry: Entry): Promise<void> {
+    if (!entry.evicted || entry.holders > 0 || entry.freed) return;
+    entry.freed = true;
+    this.#retiring.delete(entry);
+    const model = await entry.model.catch(() => null);
+    await model?.release?.().catch(() => {});
   }
 
   async #read(ck: Checkpoint, key: string): Promise<ServedModel> {

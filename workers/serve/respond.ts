@@ -43,6 +43,11 @@ export interface Prepared {
   includeUsage: boolean;
   /** Present (maybe null) when the request asked for skills. */
   skill?: UsedSkill | null;
+  /**
+   * Takes over the request's hold on its checkpoint (models.ts `acquire`) once it is in the
+   * engine: the function it returns is called when the last choice has ended.
+   */
+  takeHold?: () => () => void;
 }
 
 /** OpenAI's finish reason of an engine finish (errors and cancels have none). */
@@ -82,6 +87,19 @@ class Answer {
    */
   submit(engine: DecodeEngine, sinks: ChoiceSink[]): void {
     const p = this.p;
+    let live = sinks.length;
+    let release: (() => void) | undefined = undefined;
+    // every choice's sink hears `finish` exactly once: after the last, the checkpoint may go
+    const counted = sinks.map((s): ChoiceSink => ({
+      token: (id) => s.token(id),
+      finish: (reason, info) => {
+        try {
+          s.finish(reason, info);
+        } finally {
+          if (--live === 0) release?.();
+        }
+      },
+    }));
     try {
       engine.submit({
         model: p.model,
@@ -90,7 +108,7 @@ class Answer {
         sampling: { greedy: p.greedy, temperature: p.temperature, topP: p.topP },
         seed: p.seed,
         eosTokenIds: stopTokenIdsOf(p.model.tokenizer, p.model.promptForm),
-        choices: sinks,
+        choices: counted,
         signal: this.abort.signal,
       });
     } catch (e) {
@@ -98,6 +116,8 @@ class Answer {
       if (e instanceof RangeError) throw badRequest(`Invalid request: ${e.message}`, "n");
       throw e;
     }
+    release = p.takeHold?.();
+    if (live === 0) release?.(); // (the engine ends choices in its loop, never within submit)
   }
 }
 

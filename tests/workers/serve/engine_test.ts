@@ -145,6 +145,59 @@ Deno.test("requests with the same prompt share its prefill and each samples what
   }
 });
 
+Deno.test("prompts with a common prefix prefill it once, later prompts reuse it, and each samples what generate samples alone", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  const policy = new Policy(config, params, { threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    const shapes: number[][] = [];
+    const run = model.session.run.bind(model.session);
+    model.session.run = ((feeds: Record<string, { dims: readonly number[] }>) => {
+      shapes.push([...feeds.input_ids.dims]);
+      return run(feeds as never);
+    }) as never;
+    const engine = new DecodeEngine({ maxBatch: 8, minSharedPrefix: 4 });
+    const prefix = [1, 4, 4, 4, 5, 6, 7, 8];
+    const own = [[9], [10, 11, 3], [2, 2], [10, 11, 3], [12, 5, 9, 9, 1, 3]];
+    for (const greedy of [true, false]) {
+      shapes.length = 0;
+      const sampling = { greedy, temperature: 0.8, topP: 1 };
+      const base = { model, maxNewTokens: 12, sampling, eosTokenIds: [] };
+      const got = own.map((suffix, i) => {
+        const c = collector();
+        engine.submit({ ...base, prompt: [...prefix, ...suffix], seed: 20 + i, choices: [c.sink] });
+        return c;
+      });
+      await engine.idle();
+      for (const [i, suffix] of own.entries()) {
+        const [alone] = await policy.generate([[...prefix, ...suffix]], {
+          ...sampling,
+          ...base,
+          seed: 20 + i,
+        });
+        assert.deepEqual(got[i].tokens, alone.tokens, `greedy ${greedy}, prompt ${i}`);
+      }
+      // the prefix alone in one row, then the 4 distinct suffixes (widest 6) after it; the
+      // second time, the prefix kept from the first
+      const expected = greedy ? [[1, 8], [4, 6]] : [[4, 6]];
+      assert.deepEqual(shapes.slice(0, expected.length), expected);
+    }
+    // a later lone prompt that shares part of the kept prefix prefills only its own tokens
+    shapes.length = 0;
+    const lone = [...prefix.slice(0, 6), 3, 3, 2], c = collector();
+    const base = { model, maxNewTokens: 12, eosTokenIds: [] };
+    const greedy = { greedy: true, temperature: 1, topP: 1 };
+    engine.submit({ ...base, sampling: greedy, prompt: lone, seed: 0, choices: [c.sink] });
+    await engine.idle();
+    assert.deepEqual(shapes[0], [1, 3]);
+    const [alone] = await policy.generate([lone], { ...base, ...greedy, seed: 0 });
+    assert.deepEqual(c.tokens, alone.tokens);
+  } finally {
+    await sessions.release();
+    await policy.release();
+  }
+});
+
 Deno.test("a cancelled request leaves at the next step and a sink may stop its choice", async () => {
   const sessions = new SessionCache({ threads: 1 });
   try {
@@ -228,4 +281,19 @@ Deno.test("KvCache.gather aligns rows of two caches at their newest slot and dro
   assert.deepEqual(row(0), [111, 112, 113, 114]);
   assert.deepEqual(row(1), [0, 0, 200, 201]);
   assert.deepEqual(row(2), [0, 0, 200, 201]);
+});
+
+Deno.test("KvCache.shiftOldest moves a shared prefix next to each row's own slots", () => {
+  const c = { ...config, num_hidden_layers: 1, num_key_value_heads: 1, head_dim: 1 };
+  const cache = new KvCache(c, 2);
+  for (let s = 0; s < 5; s++) {
+    const slot = Float32Array.from({ length: 2 }, (_, r) => 1 + 10 * r + s);
+    cache.append({ "new.0.key": { data: slot }, "new.0.value": { data: slot } } as never, 1);
+  }
+  cache.shiftOldest([2, 0], 2); // row 0: [p, p, empty, empty, own] → [0, 0, p, p, own]
+  const k = cache.feeds()["past.0.value"].data as Float32Array, cap = cache.capacity;
+  const row = (r: number) => Array.from(k.subarray(r * cap, r * cap + cache.used));
+  assert.deepEqual(row(0), [0, 0, 1, 2, 5]);
+  assert.deepEqual(row(1), [11, 12, 13, 14, 15]);
+  assert.throws(() => cache.shiftOldest([4, 0], 2), RangeError);
 });

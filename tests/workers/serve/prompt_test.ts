@@ -14,6 +14,7 @@ import { skillBlock } from "../../../workers/seed/skills.ts";
 import { encodePrompt, renderChat, taskOf, withSkill } from "../../../workers/serve/prompt.ts";
 import { chooseSkill } from "../../../workers/serve/skill_choice.ts";
 import { ChoiceText } from "../../../workers/serve/text.ts";
+import { gpt2Tokenizer } from "../model/_gpt2.ts";
 import { qwen3Tokenizer } from "../model/_qwen3.ts";
 
 const words = ["push", "the", "box", "onto", "target", "Your", "task", "is", "to:", "up"];
@@ -108,4 +109,42 @@ Deno.test("streamed text holds back a possible stop string and cuts at the stop"
   assert.equal(u.push(0).delta, "a");
   assert.equal(u.push(1).delta, "", "a replacement character waits for the rest of its bytes");
   assert.equal(u.finish(), "<\uFFFD", "at the end, what is left is shown as it is");
+});
+
+Deno.test("streamed text decoded a window at a time equals the whole decode on real tokenizers", () => {
+  const tiny = new Tokenizer(createBuiltinTiny({ vocabulary: words, seed: 1 }).tokenizer);
+  let state = 12345;
+  const random = (n: number) => {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0; // LCG: a fixed, seeded sequence
+    return state % n;
+  };
+  const sample = "Your task: pousser la boîte — 箱を押す 😀 </action> up\nright ";
+  for (const tok of [tiny, gpt2Tokenizer(), qwen3Tokenizer()]) {
+    const decode = (ids: number[]) => tok.decode(ids, { skipSpecialTokens: true });
+    const real = tok.encode(sample);
+    for (let trial = 0; trial < 20; trial++) {
+      // runs of real text (multi-byte characters split over tokens) between random ids (bytes
+      // that never form a character, special tokens)
+      const ids: number[] = [];
+      while (ids.length < 120) {
+        if (random(3) === 0) ids.push(random(tok.vocabSize));
+        else ids.push(...real.slice(random(real.length)).slice(0, 1 + random(12)));
+      }
+      const stops = trial % 2 === 0 ? [] : ["</action>"];
+      const t = new ChoiceText(decode, stops);
+      let shown = "", pushed = 0, stopped = false;
+      for (const id of ids) {
+        const step = t.push(id);
+        pushed++;
+        shown += step.delta;
+        if ((stopped = step.stopped)) break;
+      }
+      shown += t.finish();
+      const whole = decode(ids.slice(0, pushed));
+      const expected = stopped ? whole.slice(0, whole.indexOf("</action>")) : whole;
+      assert.equal(t.text, expected, `trial ${trial}`);
+      assert.equal(shown, expected, `trial ${trial}: the deltas add up to the text`);
+      assert.equal(stopped, stops.length > 0 && whole.includes("</action>"));
+    }
+  }
 });

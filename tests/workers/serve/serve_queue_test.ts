@@ -11,12 +11,13 @@ import { jobWithCheckpoints, startServeFixture } from "./_fixture.ts";
 
 const fx = await startServeFixture();
 const job = await jobWithCheckpoints(fx, fx.tenantA, { steps: [0] });
+const twoSteps = await jobWithCheckpoints(fx, fx.tenantA, { steps: [0, 2] });
 
 /**
  * A server with one decode slot and one queue place, whose loop waits for `gate` before each
  * step once `close()` was called or `closeAfter` steps have run.
  */
-function gatedServer(closeAfter = Infinity) {
+function gatedServer(closeAfter = Infinity, maxModels = 4) {
   let gate: Promise<void> = Promise.resolve();
   let open: () => void = () => {};
   let steps = 0;
@@ -29,6 +30,7 @@ function gatedServer(closeAfter = Infinity) {
     SERVE_THREADS: 1,
     SERVE_MAX_BATCH: 1,
     SERVE_MAX_QUEUE: 1,
+    SERVE_MAX_MODELS: maxModels,
     authCacheMs: 0,
     engine: {
       beforeStep: () => {
@@ -128,12 +130,75 @@ async function disconnect() {
   }
 }
 
+/** Until `done()` holds (checked every 5 ms, at most 5 s). */
+async function until(done: () => boolean, what: string) {
+  for (let i = 0; !done(); i++) {
+    if (i === 1000) throw new Error(`Cannot wait longer for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function evictWhileDecoding() {
+  const s = gatedServer(4, 1); // one checkpoint kept; the loop holds before its 4th step
+  try {
+    const { registry } = s.server;
+    /** Holds a checkpoint a moment to count its session's releases. */
+    const spy = async (step: number) => {
+      const held = await registry.acquire(
+        await registry.checkpoint(fx.tenantA.id, `job:${twoSteps}@${step}`),
+      );
+      const session = held.model.session, release = session.release.bind(session);
+      const calls = { n: 0 };
+      session.release = () => (calls.n++, release());
+      held.release();
+      return calls;
+    };
+    const first = await spy(0);
+    const req = {
+      model: `job:${twoSteps}@0`,
+      messages: [{ role: "user" as const, content: fx.prompt }],
+      max_tokens: 40,
+      temperature: 0,
+    };
+    const stream = await s.client.chat.completions.create({ ...req, stream: true });
+    let text = "", finish: string | null = null, evicted = false;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (text !== "" && !evicted) {
+        evicted = true;
+        // mid-stream: loading step 2 drops step 0 from the LRU while the stream decodes on it
+        assert.equal(s.server.engine.active, 1, "the stream is decoding");
+        const second = await spy(2);
+        assert.equal(registry.retiring, 1);
+        assert.equal(first.n, 0, "a session in use is not released");
+        s.open();
+        await until(() => second.n === 0 && registry.size === 1, "step 2 in the LRU");
+      }
+    }
+    assert.equal(finish, "length");
+    await until(() => first.n === 1, "step 0's session released after its stream");
+    assert.equal(registry.retiring, 0);
+    // the stream decoded to the end on the dropped checkpoint: as a fresh load of it does
+    const again = await s.client.chat.completions.create(req);
+    assert.equal(text, again.choices[0].message.content);
+    assert.equal(again.usage?.completion_tokens, 40);
+  } finally {
+    s.open();
+    await s.server.stop();
+  }
+}
+
 Deno.test("the decode queue over HTTP", async (t) => {
   try {
     await t.step("a full queue answers 429 with Retry-After and later requests succeed", queueFull);
     await t.step(
       "a client that disconnects mid-stream frees its slot at the next step",
       disconnect,
+    );
+    await t.step(
+      "a checkpoint dropped from the LRU keeps its session until its last stream ends, then frees it",
+      evictWhileDecoding,
     );
   } finally {
     await fx.close();
