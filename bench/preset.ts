@@ -5,6 +5,7 @@
  *     deno run -A bench/preset.ts sokoban            # the DEMO_PRESETS entry
  *     deno run -A bench/preset.ts spec.json          # any JobSpec file
  *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
+ *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/preset.ts sokoban   # every step's metrics
  */
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { createSeedHandler } from "../workers/seed/run/handler.ts";
@@ -47,3 +48,10 @@ console.log(JSON.stringify({
   step0: pick(run.metrics.get(0)!),
   [`step${last}`]: pick(run.metrics.get(last)!),
 }));
+const metricsOut = Deno.env.get("PRESET_METRICS_OUT");
+if (metricsOut) {
+  await Deno.writeTextFile(
+    metricsOut,
+    steps.map((step) => JSON.stringify({ step, ...run.metrics.get(step) }) + "\n").join(""),
+  );
+}

@@ -15,7 +15,15 @@ export interface JobWire {
   attempt: number;
   max_attempts: number;
   error: string | null;
-  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
+  progress: {
+    stage?: string;
+    step?: number;
+    total_steps?: number;
+    eta_s?: number;
+    /** Warm-up stages: optimizer steps done and planned. */
+    done?: number;
+    total?: number;
+  } | null;
   latest_metrics: Record<string, number> | null;
   /** The job's spec with defaults filled in (GET /v1/jobs/{id} answers it). */
   spec?: { eval?: { temperature?: number; episodes?: number } };
@@ -40,6 +48,9 @@ export interface ProgressState {
   successRate?: number;
   /** Distinct skills found so far. */
   skills?: number;
+  /** Within a warm-up stage: optimizer steps done and planned (the job's `progress.done`/`total`). */
+  stageDone?: number;
+  stageTotal?: number;
 }
 
 /** Skills found so far: the latest `skill_library_size` when recorded, else Σ `skills_added`. */
@@ -69,6 +80,10 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
     totalSteps: state.totalSteps,
   });
   const parts = [bar];
+  if (
+    state.stage?.startsWith("warmup") && state.stageDone !== undefined &&
+    state.stageTotal !== undefined && state.stageTotal > 1
+  ) parts.push(`SFT step ${state.stageDone}/${state.stageTotal}`);
   if (state.successRate !== undefined) parts.push(`success ${percent(state.successRate)}`);
   if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
   if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
@@ -184,6 +199,9 @@ export async function followJob(
     state.stage = job.progress?.stage ?? state.stage;
     state.step = job.progress?.step ?? state.step;
     state.totalSteps = job.progress?.total_steps ?? state.totalSteps;
+    const { done, total } = job.progress ?? {};
+    state.stageDone = typeof done === "number" ? done : undefined;
+    state.stageTotal = typeof total === "number" ? total : undefined;
     if (job.progress?.eta_s !== undefined && job.progress.eta_s !== state.etaS) {
       state.etaS = job.progress.eta_s;
       state.etaReadAtMs = Date.now();

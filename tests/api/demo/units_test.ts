@@ -103,6 +103,18 @@ Deno.test("the progress line shows stage, step of total, success, skills and a c
   }, 40_000);
   assert.equal(line, "[############------------] 3/6  rollout  success 38%  skills 12  ETA 1m00s");
   assert.equal(progressLine({ status: "queued" }), "queued");
+  // A warm-up stage shows its optimizer steps.
+  assert.equal(
+    progressLine({
+      status: "running",
+      stage: "warmup_policy",
+      step: 0,
+      totalSteps: 16,
+      stageDone: 340,
+      stageTotal: 784,
+    }),
+    "[------------------------] 0/16  warmup_policy  SFT step 340/784",
+  );
 });
 
 Deno.test("events print once per stage, never for step summaries, and evals with their figures", () => {
