@@ -55,14 +55,77 @@ export function emptyUploadError(): BadRequestError {
   });
 }
 
+/** 400 at `body` for an archive whose layout cannot be a model folder. */
+function layoutError(why: string, code: string): BadRequestError {
+  const message = `must be a tar archive of one model folder: ${why}`;
+  return new BadRequestError(`Cannot read the upload as the request body ${message}`, {
+    errors: [{ path: "body", code, message }],
+  });
+}
+
+/** An entry name as it may appear in a message: JSON-quoted (control characters escaped), cut. */
+const quoted = (name: string) =>
+  JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}…` : name);
+
 /**
- * An entry's name inside the folder: `./` and one leading folder (`Qwen3-0.6B/config.json`) are
- * dropped; null for deeper paths (skipped).
+ * The parts of an entry's path (`./` and empty parts dropped).
+ * @throws BadRequestError (at `body`) for an absolute path or a `..` part: such an entry names a
+ *   place outside the folder, which no `tar -cf` of a folder writes (GNU tar strips both).
  */
-function plainName(path: string): string | null {
-  const parts = path.replace(/^\.\//, "").split("/").filter((p) => p !== "" && p !== ".");
-  const name = parts.length === 1 ? parts[0] : parts.length === 2 ? parts[1] : null;
-  return name !== null && FILE_NAME_PATTERN.test(name) ? name : null;
+function pathParts(name: string): string[] {
+  const parts = name.split("/").filter((p) => p !== "" && p !== ".");
+  if (name.startsWith("/") || parts.includes("..")) {
+    throw layoutError(
+      `entry ${quoted(name)} must be a relative path inside the folder (no leading / or ..)`,
+      "unsafe_path",
+    );
+  }
+  return parts;
+}
+
+/**
+ * Where the entries lie, decided as they stream: the archive is either the folder's files at the
+ * top (`tar -cf - -C DIR .`: any file or link at the top makes it so, and files in subfolders are
+ * skipped) or one folder holding them (`tar -cf - DIR`: the folder's name is dropped). Until a
+ * top-level file arrives, files one folder deep are kept tentatively; the first top-level file
+ * drops them. An archive with no top-level file and two top-level folders is refused at the end.
+ */
+class ArchiveLayout {
+  /** Top-level folders seen (from files under them and from directory entries). */
+  readonly folders = new Set<string>();
+  /** Whether a (non-hidden) entry other than a folder lies at the top. */
+  flat = false;
+
+  /**
+   * Places one entry: its name in the folder when it may be kept (with `folder` when it lies in a
+   * top-level folder), null when it is skipped (hidden, a subfolder's, not a regular file).
+   * @throws BadRequestError for an unsafe path ({@link pathParts}).
+   */
+  place(header: { name: string; type?: string | null }): { name: string; folder?: string } | null {
+    const parts = pathParts(header.name);
+    // Hidden files and folders (.gitattributes, .git/, .cache/huggingface/) are skipped, not
+    // refused: every Hugging Face clone or `--local-dir` download holds some.
+    if (parts.length === 0 || parts.some((p) => p.startsWith("."))) return null;
+    const isFolder = header.type === "directory";
+    if (parts.length > 1 || isFolder) this.folders.add(parts[0]);
+    // Any other entry at the top (a file, a symbolic link) is one of the folder's files.
+    else this.flat = true;
+    if (header.type !== "file") return null;
+    if (parts.length > 2 || (parts.length === 2 && this.flat)) return null;
+    const name = parts.at(-1)!;
+    const folder = parts.length === 2 ? parts[0] : undefined;
+    return FILE_NAME_PATTERN.test(name) ? { name, folder } : null;
+  }
+
+  /** @throws BadRequestError when the archive holds two top-level folders and no file beside. */
+  finish(): void {
+    if (this.flat || this.folders.size < 2) return;
+    const some = [...this.folders].slice(0, 3).map((f) => quoted(`${f}/`)).join(", ");
+    throw layoutError(
+      `it must hold the folder's files or one folder: it holds ${this.folders.size} top-level folders (${some})`,
+      "two_folders",
+    );
+  }
 }
 
 /**
@@ -71,8 +134,9 @@ function plainName(path: string): string | null {
  * deleted before the error is rethrown.
  * @throws PayloadTooLargeError past `limits.totalBytes`; BadRequestError (at `body`) for an empty
  *   body, an archive without entries, a malformed or truncated archive, a body stream that fails
- *   (the client went away), or duplicate names; UnprocessableError for a safetensors file without a readable header or
- *   a small file over its limit.
+ *   (the client went away), duplicate names, an entry with an absolute path or `..`, or two
+ *   top-level folders ({@link ArchiveLayout}); UnprocessableError for a safetensors file without
+ *   a readable header or a small file over its limit. Hidden entries are skipped and listed.
  */
 export async function readModelUpload(
   body: ReadableStream<Uint8Array>,
@@ -105,12 +169,32 @@ export async function readModelUpload(
   });
   source.pipe(extract);
   const store = target.store;
+  const layout = new ArchiveLayout();
+  /** Files kept tentatively (one folder deep): name in the folder → entry name and folder. */
+  const tentative = new Map<string, { entryName: string; folder: string }>();
+  const dropTentative = async () => {
+    for (const [name, { entryName }] of tentative) {
+      const file = out.files.find((f) => f.name === name)!;
+      if (store) await store.delete(file.key);
+      out.files.splice(out.files.indexOf(file), 1);
+      out.small.delete(name);
+      out.safetensors.delete(name);
+      out.skipped.push(entryName);
+    }
+    tentative.clear();
+  };
   try {
     for await (const entry of extract) {
-      const name = entry.header.type === "file" ? plainName(entry.header.name) : null;
-      const keep = name !== null && (name.endsWith(".safetensors") || SMALL_FILES.test(name));
+      const place = layout.place(entry.header);
+      if (layout.flat && tentative.size > 0) await dropTentative();
+      const name = place?.name ?? null;
+      const keep = name !== null && (name.endsWith(".safetensors") || SMALL_FILES.test(name)) &&
+        // A second folder's file of that name: two top-level folders (refused at the end) or
+        // two subfolders of a flat archive (both dropped once its top-level file arrives).
+        !(place!.folder !== undefined &&
+          (tentative.get(name)?.folder ?? place!.folder) !== place!.folder);
       if (!keep || out.files.length >= limits.files) {
-        if (entry.header.type === "file") out.skipped.push(entry.header.name);
+        if (entry.header.type !== "directory") out.skipped.push(entry.header.name);
         for await (const _ of entry) { /* skipped: drain */ }
         continue;
       }
@@ -118,6 +202,9 @@ export async function readModelUpload(
         throw new BadRequestError(
           `Cannot accept the archive as file names must be unique: ${name} appears twice`,
         );
+      }
+      if (place!.folder !== undefined) {
+        tentative.set(name, { entryName: entry.header.name, folder: place!.folder });
       }
       const key = `${target.prefix}${name}`;
       if (name.endsWith(".safetensors")) {
@@ -142,6 +229,7 @@ export async function readModelUpload(
         out.files.push({ name, key, bytes: stored.bytes, sha256: stored.sha256 });
       }
     }
+    layout.finish();
   } catch (e) {
     if (store) await Promise.all(out.files.map((f) => store.delete(f.key).catch(() => {})));
     const cause = sourceError ?? e;

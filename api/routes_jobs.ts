@@ -70,6 +70,18 @@ async function checkEnv(
   throw new UnprocessableError(detail, { errors });
 }
 
+/**
+ * Sets `env.max_turns`, when the spec leaves it out, to the listed environment's
+ * `default_max_turns`, so the stored spec (and `GET /v1/jobs/{id}`) says what the job runs with.
+ * An environment the list gives no default for (a deployment's own `envs` provider may omit it)
+ * is left to the worker, which asks the environment (jobs/spec.ts `maxTurnsOf`).
+ */
+async function fillMaxTurns(envs: EnvsProvider, spec: JobSpec): Promise<void> {
+  if (spec.env.max_turns !== undefined) return;
+  const entry = (await envs()).find((e) => e.id === spec.env.id);
+  if (entry?.default_max_turns !== undefined) spec.env.max_turns = entry.default_max_turns;
+}
+
 /** Mounts the job routes (relative to `/v1/jobs`). */
 export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
   const { db } = options;
@@ -88,6 +100,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     await checkSpecRefs(db, spec, { tenantId: tenant.id, serviceBucket: options.store.bucket });
     await checkAnnotator(db, spec, { tenantId: tenant.id });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
+    await fillMaxTurns(envs, spec);
     const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });
     c.header("location", `/v1/jobs/${job.id}`);
     return c.json(jobView(job), created ? 201 : 200);

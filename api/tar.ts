@@ -59,6 +59,25 @@ function waitEntry(pack: Pack, header: { name: string; size: number }): {
   return { sink, done };
 }
 
+/** Resolves once `sink` drains or closes; both listeners go as soon as either fires. */
+function drainedOrClosed(sink: {
+  destroying?: boolean;
+  on(event: string, f: () => void): unknown;
+  off(event: string, f: () => void): unknown;
+}): Promise<void> {
+  // Already being destroyed (the reader left between two writes): its close may have fired.
+  if (sink.destroying) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      sink.off("drain", done);
+      sink.off("close", done);
+      resolve();
+    };
+    sink.on("drain", done);
+    sink.on("close", done);
+  });
+}
+
 async function writeSource(pack: Pack, source: TarSource): Promise<void> {
   const { sink, done } = waitEntry(pack, { name: source.name, size: source.bytes });
   const hash = createHash("sha256");
@@ -67,7 +86,12 @@ async function writeSource(pack: Pack, source: TarSource): Promise<void> {
     seen += chunk.byteLength;
     if (seen > source.bytes) break;
     hash.update(chunk);
-    if (!sink.write(chunk)) await new Promise<void>((r) => sink.once("drain", () => r()));
+    if (!sink.write(chunk)) {
+      await drainedOrClosed(sink);
+      // The reader went away (tarStream's cancel destroyed the pack): stop reading the object,
+      // which leaving the loop closes. Waiting on "drain" alone never returned.
+      if ((sink as unknown as { destroying: boolean }).destroying) return;
+    }
   }
   if (seen !== source.bytes) {
     throw new ChecksumMismatchError(source.name, "size", `${source.bytes} bytes`, `${seen}+ bytes`);

@@ -178,8 +178,11 @@ export const JobSpecSchema = z.object({
     }),
     /** Environment options, validated by the environment's own schema. */
     options: EnvOptions.default({}),
-    /** Turns per episode before it is cut off. */
-    max_turns: int(1, 200).default(20),
+    /**
+     * Turns per episode before it is cut off; left out, the environment's `default_max_turns`
+     * (`GET /v1/envs`, filled in at submit; else the worker asks the environment).
+     */
+    max_turns: int(1, 200).optional(),
     /** Past steps shown in each prompt. */
     history: int(0, 50).default(2),
   }).strict(),
@@ -327,6 +330,18 @@ export const JobSpecSchema = z.object({
 export type JobSpec = z.output<typeof JobSpecSchema>;
 /** What a client may send: every field with a default is optional. */
 export type JobSpecInput = z.input<typeof JobSpecSchema>;
+
+/**
+ * The turn limit a job's episodes run with: `env.max_turns` when the spec sets it, else the
+ * environment's own default (`defaultMaxTurns`, which `GET /v1/envs` lists as
+ * `default_max_turns`).
+ */
+export function maxTurnsOf(
+  spec: { env: { max_turns?: number } },
+  env: { defaultMaxTurns: number },
+): number {
+  return spec.env.max_turns ?? env.defaultMaxTurns;
+}
 
 /**
  * Parses and defaults a job spec.

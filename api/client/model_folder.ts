@@ -89,9 +89,8 @@ export function folderTar(
       const file = await Deno.open(f.path); // closed by its readable, at the end or on a throw
       for await (const chunk of file.readable) {
         if (!sink.write(chunk)) {
-          // Drained, or closed when the reader went away (the request was aborted).
-          await new Promise<void>((r) => (sink.once("drain", r), sink.once("close", r)));
-          if ((sink as unknown as { destroyed: boolean }).destroyed) {
+          await drainedOrClosed(sink);
+          if ((sink as unknown as { destroying: boolean }).destroying) {
             throw new Error(`Cannot send ${f.name} as the archive was closed by its reader`);
           }
         }
@@ -104,4 +103,27 @@ export function folderTar(
   };
   write().catch((e) => pack.destroy(e));
   return ReadableStream.from(pack as AsyncIterable<Uint8Array>);
+}
+
+/**
+ * Resolves once `sink` drains, or closes when the reader went away (the request was aborted).
+ * Both listeners go as soon as either fires: a `close` listener left behind per full buffer
+ * piled up on a file's sink (MaxListenersExceededWarning after 10, during any multi-MB upload).
+ */
+function drainedOrClosed(sink: {
+  destroying?: boolean;
+  on(event: string, f: () => void): unknown;
+  off(event: string, f: () => void): unknown;
+}): Promise<void> {
+  // Already being destroyed (the reader left between two writes): its close may have fired.
+  if (sink.destroying) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      sink.off("drain", done);
+      sink.off("close", done);
+      resolve();
+    };
+    sink.on("drain", done);
+    sink.on("close", done);
+  });
 }

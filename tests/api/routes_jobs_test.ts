@@ -27,6 +27,46 @@ Deno.test("POST /v1/jobs queues a job with defaults filled in and a Location hea
   assert.equal(job.progress, null);
 });
 
+Deno.test("POST /v1/jobs fills a left-out env.max_turns with the environment's default_max_turns from GET /v1/envs, and keeps a set one", async () => {
+  const envs = (await (await req(fx.app, "GET", "/v1/envs", { key: fx.keyA })).json()).envs;
+  const defaults = Object.fromEntries(
+    envs.map((e: { id: string; default_max_turns: number }) => [e.id, e.default_max_turns]),
+  );
+  // Each differs from the old blanket default of 20 but sokoban's.
+  assert.deepEqual(defaults, { sokoban: 20, household: 30, webshop: 15, ezpoints: 16, search: 4 });
+  for (const [id, turns] of Object.entries(defaults)) {
+    // ezpoints shows images by default: builtin:tiny-vl reads them.
+    const model = { base: id === "ezpoints" ? "builtin:tiny-vl" : "builtin:tiny" };
+    const res = await req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: { env: { id }, model },
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const job = await res.json();
+    assert.equal(job.spec.env.max_turns, turns, id);
+    const stored = await (await req(fx.app, "GET", `/v1/jobs/${job.id}`, { key: fx.keyA })).json();
+    assert.equal(stored.spec.env.max_turns, turns, id);
+  }
+  const set = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { env: { id: "household", max_turns: 20 } },
+  });
+  assert.equal((await set.json()).spec.env.max_turns, 20);
+  // An environment the list has no default for is left to the worker (maxTurnsOf).
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    envs: () => [{ id: "custom", splits: [] }],
+  });
+  const custom = await req(app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { env: { id: "custom" } },
+  });
+  assert.equal(custom.status, 201, await custom.clone().text());
+  assert.equal((await custom.json()).spec.env.max_turns, undefined);
+});
+
 Deno.test("POST /v1/jobs answers 400 for malformed JSON", async () => {
   const res = await req(fx.app, "POST", "/v1/jobs", {
     key: fx.keyA,

@@ -10,6 +10,7 @@ import { readModelUpload } from "../../api/model_upload.ts";
 import { ModelList, ModelUploadView, ModelView } from "../../api/schemas.ts";
 import type { ArtifactStore, StoredObject } from "../../jobs/store.ts";
 import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
+import { pack as tarPack } from "tar-stream";
 import { smallQwen3Files, tarOf } from "./_qwen3_model.ts";
 
 const fx: ApiFixture = await startApiFixture({ checkModel });
@@ -179,6 +180,41 @@ Deno.test("an upload cut off inside a multipart weights file leaves no model and
   assert.equal(retry.status, 201, await retry.clone().text());
 });
 
+Deno.test("a client that disconnects over TCP mid-upload frees it: the handler ends with a 400 and nothing is stored", async () => {
+  // Real sockets (Deno.serve), not app.request(): the body stream must fail when the peer goes
+  // away, under Deno's legacy request abort and under --unstable-no-legacy-abort alike.
+  const before = await stored(fx.tenantB.id);
+  let answered!: (res: Response) => void;
+  const answer = new Promise<Response>((r) => answered = r);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (r) => {
+    const res = await fx.app.fetch(r);
+    answered(res.clone());
+    return res;
+  });
+  try {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port });
+    const head = [
+      "POST /v1/models HTTP/1.1",
+      "host: 127.0.0.1",
+      `authorization: Bearer ${fx.keyB}`,
+      "content-type: application/x-tar",
+      `content-length: ${archive.byteLength}`,
+    ].join("\r\n") + "\r\n\r\n";
+    await conn.write(new TextEncoder().encode(head));
+    const cut = 12 * 1024 * 1024; // inside model.safetensors, after its first 8 MiB part
+    for (let at = 0; at < cut;) at += await conn.write(archive.subarray(at, cut));
+    conn.close();
+    const res = await answer;
+    assert.equal(res.status, 400);
+    const problem = await res.json();
+    assert.equal(problem.errors[0].code, "incomplete");
+    assert.match(problem.detail, /must arrive whole: reading it failed after 12582912 bytes/);
+    assert.deepEqual(await stored(fx.tenantB.id), before);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("weights larger than the store's part size are streamed to S3 as a multipart upload", async () => {
   const prefix = `tenants/${fx.tenantA.id}/models/${crypto.randomUUID()}/`;
   const streamed: StoredObject[] = [];
@@ -282,6 +318,24 @@ Deno.test("invalid folders are a 422 naming the file and field, and nothing is s
       "config.json:num_hidden_layers",
     ],
     [
+      // Qwen2's head_dim must be hidden_size / heads (32 / 4 = 8); it was refused only later, as
+      // the q_proj weight's shape, which named the wrong field.
+      withConfig({ architectures: ["Qwen2ForCausalLM"], model_type: "qwen2", head_dim: 16 }),
+      /head_dim must be hidden_size \/ num_attention_heads \(32 \/ 4\) for Qwen2ForCausalLM/,
+      "config.json:head_dim",
+    ],
+    [
+      withConfig({
+        architectures: ["Qwen2ForCausalLM"],
+        model_type: "qwen2",
+        num_attention_heads: 5,
+        num_key_value_heads: 5,
+        head_dim: 6,
+      }),
+      /head_dim must be hidden_size \/ num_attention_heads \(32 \/ 5\)/,
+      "config.json:head_dim",
+    ],
+    [
       new Map([...files].filter(([k]) => k !== "tokenizer.json")),
       /tokenizer.json must exist/,
       "tokenizer.json:-",
@@ -312,6 +366,208 @@ Deno.test("a sharded folder is checked through its index: a missing shard names 
   assert.match(problem.errors[0].path, /^model\.safetensors\.index\.json:weight_map\./);
   assert.match(problem.detail, new RegExp(`shard ${shards[1]}`));
   assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+/** A safetensors file rebuilt with `edit` applied to its header and data section. */
+function editSafetensors(
+  bytes: Uint8Array,
+  edit: (
+    header: Record<string, { data_offsets: [number, number] }>,
+    data: Uint8Array,
+  ) => Uint8Array,
+): Uint8Array {
+  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+  const data = edit(header, bytes.subarray(8 + n));
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(8 + json.byteLength + data.byteLength);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.byteLength), true);
+  out.set(json, 8);
+  out.set(data, 8 + json.byteLength);
+  return out;
+}
+
+/** Posts `folder` as a tar (entries under `prefix`), expecting `status` and the problem's path. */
+async function refused(
+  folder: Map<string, Uint8Array>,
+  status: number,
+  path: string,
+  detail: RegExp,
+  prefix = "",
+) {
+  const res = await upload(await tarOf(folder, prefix), {}, fx.keyB);
+  const text = await res.clone().text();
+  assert.equal(res.status, status, text);
+  const problem = await res.json();
+  assert.equal(problem.errors[0].path, path, text);
+  assert.match(problem.detail, detail);
+}
+
+Deno.test("a safetensors file whose tensors leave bytes after the last one, a gap or an overlap is a 422 naming the tensor, and nothing is stored", async () => {
+  const before = await stored(fx.tenantB.id);
+  const weights = files.get("model.safetensors")!;
+  const withWeights = (bytes: Uint8Array) => new Map([...files, ["model.safetensors", bytes]]);
+  const order = (h: Record<string, { data_offsets: [number, number] }>) =>
+    Object.entries(h).filter(([k]) => k !== "__metadata__")
+      .sort(([, a], [, b]) => a.data_offsets[0] - b.data_offsets[0]);
+  // 16 bytes past the end of the last tensor: no loader reads them, the reference refuses them.
+  const trailing = new Uint8Array(weights.byteLength + 16);
+  trailing.set(weights);
+  const last = order(headerOf(weights)).at(-1)![0];
+  await refused(
+    withWeights(trailing),
+    422,
+    `model.safetensors:${last}.data_offsets`,
+    /must fill its \d+-byte data section: the last, .* \(16 bytes follow\)/,
+  );
+  // An 8-byte gap before the second tensor (every later offset shifted, the data with it).
+  let second = "";
+  const gap = editSafetensors(weights, (h, d) => {
+    const [, [name, t]] = order(h);
+    second = name;
+    const at = t.data_offsets[0];
+    for (const [, e] of order(h)) {
+      if (e.data_offsets[0] >= at) e.data_offsets = [e.data_offsets[0] + 8, e.data_offsets[1] + 8];
+    }
+    const out = new Uint8Array(d.byteLength + 8);
+    out.set(d.subarray(0, at));
+    out.set(d.subarray(at), at + 8);
+    return out;
+  });
+  await refused(
+    withWeights(gap),
+    422,
+    `model.safetensors:${second}.data_offsets`,
+    /without gaps or overlaps: .* leaves a 8-byte gap/,
+  );
+  // The last tensor moved 4 bytes back into the one before it (and 4 bytes trail).
+  const overlap = editSafetensors(weights, (h, d) => {
+    const e = order(h).at(-1)![1];
+    e.data_offsets = [e.data_offsets[0] - 4, e.data_offsets[1] - 4];
+    return d;
+  });
+  await refused(
+    withWeights(overlap),
+    422,
+    `model.safetensors:${last}.data_offsets`,
+    /overlaps the tensor before it/,
+  );
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+/** The parsed header of a safetensors file. */
+function headerOf(bytes: Uint8Array): Record<string, { data_offsets: [number, number] }> {
+  const n = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  return JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+}
+
+Deno.test("an index entry that its shard does not hold is a 422 naming the shard and the tensor", async () => {
+  const sharded = smallQwen3Files({ maxShardBytes: 4_000_000 });
+  const index = JSON.parse(
+    new TextDecoder().decode(sharded.get("model.safetensors.index.json")!),
+  );
+  const [tensor, shard] = Object.entries(index.weight_map as Record<string, string>).at(-1)!;
+  // The shard loses the tensor (the index still points there); the data shrinks with it.
+  const bytes = editSafetensors(sharded.get(shard)!, (h, d) => {
+    const [begin, end] = h[tensor].data_offsets;
+    delete h[tensor];
+    for (const [k, e] of Object.entries(h)) {
+      if (k !== "__metadata__" && e.data_offsets[0] >= end) {
+        e.data_offsets = [e.data_offsets[0] - (end - begin), e.data_offsets[1] - (end - begin)];
+      }
+    }
+    const out = new Uint8Array(d.byteLength - (end - begin));
+    out.set(d.subarray(0, begin));
+    out.set(d.subarray(end), begin);
+    return out;
+  });
+  const before = await stored(fx.tenantB.id);
+  await refused(
+    new Map([...sharded, [shard, bytes]]),
+    422,
+    `${shard}:${tensor}`,
+    new RegExp(`must hold ${tensor.replaceAll(".", "\\.")} \\(model\\.safetensors\\.index\\.json`),
+  );
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("an entry with an absolute path or .. is a 400 naming it, and nothing is stored", async () => {
+  const before = await stored(fx.tenantB.id);
+  for (const bad of ["../config.json", "/etc/config.json", "Qwen3-small/../../x.json"]) {
+    // The bad entry comes last, after the weights were stored: they must be deleted too.
+    const folder = new Map([...files, [bad, new TextEncoder().encode("{}")]]);
+    await refused(
+      folder,
+      400,
+      "body",
+      new RegExp(`entry ${JSON.stringify(bad)} must be a relative`),
+    );
+  }
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("an archive of two top-level folders is a 400 naming them, and nothing is stored", async () => {
+  const before = await stored(fx.tenantB.id);
+  const two = new Map([...files].map(([k, v], i) => [`${i % 2 ? "a" : "b"}/${k}`, v]));
+  await refused(two, 400, "body", /holds 2 top-level folders \("b\/", "a\/"\)/);
+  // The same files all under one folder are the model.
+  const one = await upload(await tarOf(files, "only/"), {}, fx.keyB);
+  assert.equal(one.status, 201, await one.clone().text());
+  const model = await one.json();
+  assert.deepEqual(await stored(fx.tenantB.id), {
+    keys: before.keys + files.size,
+    rows: before.rows + 1,
+  });
+  await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyB });
+});
+
+Deno.test("top-level symbolic links are the folder's entries, not folders: a cache snapshot tarred without -h lacks config.json", async () => {
+  // A Hugging Face cache snapshot holds links into ../../blobs; tar stores them as links.
+  const p = tarPack();
+  for (const name of ["config.json", "model.safetensors", "tokenizer.json"]) {
+    p.entry({ name, type: "symlink", linkname: `../../blobs/${name}` });
+  }
+  p.finalize();
+  const body = new Uint8Array(
+    await new Response(ReadableStream.from(p as AsyncIterable<Uint8Array>)).arrayBuffer(),
+  );
+  const res = await upload(body, {}, fx.keyB);
+  assert.equal(res.status, 422, await res.clone().text());
+  assert.equal((await res.json()).errors[0].path, "config.json:-");
+});
+
+Deno.test("hidden files and a flat archive's subfolders are skipped and listed, never stored", async () => {
+  const text = (t: string) => new TextEncoder().encode(t);
+  // Llama 3.2's layout: original/ holds a tokenizer.model and params.json of its own; the
+  // subfolder's files come first, before any top-level file says the archive is flat.
+  const folder = new Map<string, Uint8Array>([
+    ["original/params.json", text("{}")],
+    ["original/tokenizer.model", text("not the model's tokenizer")],
+    [".gitattributes", text("*.safetensors filter=lfs\n")],
+    [".hidden.json", text("{}")],
+    [".cache/huggingface/download/config.json", text("{}")],
+    ...files,
+  ]);
+  const res = await upload(await tarOf(folder, "./"), {}, fx.keyB);
+  assert.equal(res.status, 201, await res.clone().text());
+  const model = await res.json();
+  assert.deepEqual(
+    model.files.map((f: { name: string }) => f.name).sort(),
+    [...files.keys()].sort(),
+  );
+  assert.deepEqual(model.skipped_files.sort(), [
+    "./.cache/huggingface/download/config.json",
+    "./.gitattributes",
+    "./.hidden.json",
+    "./original/params.json",
+    "./original/tokenizer.model",
+  ]);
+  const keys = await fx.store.list(`tenants/${fx.tenantB.id}/models/${model.id}/`);
+  assert.deepEqual(
+    keys.map((k) => k.split("/").at(-1)).sort(),
+    [...files.keys()].sort(),
+  );
+  await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyB });
 });
 
 Deno.test("a wrong content type is a 415, an unreadable archive a 400", async () => {

@@ -43,3 +43,34 @@ Deno.test("an object whose bytes do not match its recorded sha256 aborts the arc
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a reader that cancels mid-object stops the archive reading that object (its stream is closed)", async () => {
+  // 32 MiB in 64 KiB chunks: far more than the archive buffers, so the writer waits on the reader.
+  const total = 32 * 1024 * 1024;
+  let yielded = 0;
+  let closed!: () => void;
+  const sourceClosed = new Promise<void>((r) => closed = r);
+  const archive = tarStream([{
+    name: "step-1/model.safetensors",
+    bytes: total,
+    sha256: "0".repeat(64),
+    open: () =>
+      Promise.resolve((async function* () {
+        try {
+          for (let at = 0; at < total; at += 65536) {
+            yielded++;
+            yield new Uint8Array(65536);
+          }
+        } finally {
+          closed(); // what an S3 GetObject body does on return(): the connection is released
+        }
+      })()),
+  }]);
+  const reader = archive.getReader();
+  let read = 0;
+  while (read < 100_000) read += (await reader.read()).value!.byteLength;
+  await reader.cancel();
+  // Before the fix the writer waited for a "drain" that never came: this never resolved.
+  await sourceClosed;
+  assert.ok(yielded < total / 65536, `read ${yielded} chunks of ${total / 65536}`);
+});

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { JobSpecSchema, parseJobSpec } from "../../jobs/spec.ts";
+import { JobSpecSchema, maxTurnsOf, parseJobSpec } from "../../jobs/spec.ts";
 
 const issuesOf = (input: unknown) =>
   JobSpecSchema.safeParse(input).error?.issues.map((i) => i.path.join(".")) ?? [];
@@ -9,7 +9,8 @@ Deno.test("an env id alone is a complete job spec with the documented defaults",
   const spec = parseJobSpec({ env: { id: "sokoban" } });
   assert.equal(spec.method, "seed");
   assert.equal(spec.model.base, "builtin:tiny");
-  assert.deepEqual(spec.env, { id: "sokoban", options: {}, max_turns: 20, history: 2 });
+  // env.max_turns stays unset: it is the environment's default (maxTurnsOf, filled at submit).
+  assert.deepEqual(spec.env, { id: "sokoban", options: {}, history: 2 });
   assert.equal(spec.advantage.invalid_action_penalty, 0.1);
   assert.equal(spec.seed.opd_coef, 0.01);
   assert.equal(spec.seed.gate_beta, 5);
@@ -21,6 +22,16 @@ Deno.test("an env id alone is a complete job spec with the documented defaults",
   assert.equal(spec.warmup.skip, false);
   assert.equal(spec.requirements.device, "cpu");
   assert.equal(spec.max_attempts, 3);
+});
+
+Deno.test("a job runs with env.max_turns when set, else its environment's default turn limit", () => {
+  const household = { defaultMaxTurns: 30 };
+  assert.equal(maxTurnsOf(parseJobSpec({ env: { id: "household" } }), household), 30);
+  assert.equal(
+    maxTurnsOf(parseJobSpec({ env: { id: "household", max_turns: 20 } }), household),
+    20,
+  );
+  assert.equal(maxTurnsOf(parseJobSpec({ env: { id: "household", max_turns: 1 } }), household), 1);
 });
 
 Deno.test("unknown fields are refused at every level with their path", () => {

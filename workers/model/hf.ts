@@ -139,7 +139,7 @@ const unsupported = (what: string, value: unknown) =>
  * of type `llama3` needs all four of its fields.
  * @throws {HfFormatError} on missing/invalid fields or unsupported features (architectures other
  *   than Llama/Qwen2/Qwen3, activation ≠ silu, RoPE scaling other than llama3, MLP bias,
- *   Llama/Qwen3 attention bias, sliding window).
+ *   Llama/Qwen3 attention bias, sliding window, a Qwen2 head_dim ≠ hidden_size / heads).
  */
 export function configFromJson(json: unknown): DecoderConfig {
   const parsed = hfConfigSchema.safeParse(json);
@@ -179,6 +179,15 @@ export function configFromJson(json: unknown): DecoderConfig {
   const kvHeads = c.num_key_value_heads ?? heads;
   if (heads % kvHeads !== 0) {
     throw unsupported(`num_key_value_heads must divide num_attention_heads (${heads})`, kvHeads);
+  }
+  // Qwen2's head_dim is hidden_size / heads (README.md, Architectures; `configToJson` refuses to
+  // save another): a head_dim that disagrees is refused here, naming it, not later as a weight
+  // shape or at save time.
+  if (qwen && c.head_dim != null && c.head_dim * heads !== c.hidden_size) {
+    throw unsupported(
+      `head_dim must be hidden_size / num_attention_heads (${c.hidden_size} / ${heads}) for Qwen2ForCausalLM`,
+      c.head_dim,
+    );
   }
   const headDim = c.head_dim ??
     (architecture === "Qwen3ForCausalLM" ? 128 : c.hidden_size / heads);

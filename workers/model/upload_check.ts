@@ -64,8 +64,9 @@ function fieldOf(message: string): string {
 /**
  * Checks an uploaded folder: `config.json` of a supported architecture (hf.ts `configFromJson`);
  * the weights as `model.safetensors` or a `model.safetensors.index.json` whose every shard is
- * uploaded and whose every entry is in its shard; every header well-formed (offsets inside the
- * data section, byte lengths matching shape × dtype); every parameter the config needs present
+ * uploaded and whose every entry is in its shard; every header well-formed (byte lengths matching
+ * shape × dtype, the tensors' data tiling the data section with no gap, overlap or trailing
+ * bytes); every parameter the config needs present
  * with its exact shape and dtype F32/F16/BF16; `tokenizer.json` that loads with no more tokens
  * than `vocab_size`; the optional JSON files parse.
  * @throws {ModelFileError} naming the file and the field of the first problem.
@@ -203,7 +204,7 @@ function tensorsOf(files: UploadedModelFiles): Map<string, TensorInfo> {
 /** The tensors of one header; offsets and byte lengths checked against the data section. */
 function headerTensors(file: string, info: SafetensorsHeaderInfo): Map<string, TensorInfo> {
   const out = new Map<string, TensorInfo>();
-  const ranges: [number, number][] = [];
+  const ranges: { name: string; begin: number; end: number }[] = [];
   for (const [name, raw] of Object.entries(info.header)) {
     if (name === "__metadata__") continue;
     const parsed = entrySchema.safeParse(raw);
@@ -234,20 +235,50 @@ function headerTensors(file: string, info: SafetensorsHeaderInfo): Map<string, T
         `Cannot use ${file} as ${name}'s data_offsets must lie within the ${info.dataBytes}-byte data section: current value is [${begin}, ${end}]`,
       );
     }
-    ranges.push([begin, end]);
+    ranges.push({ name, begin, end });
     out.set(name, { file, dtype, shape });
   }
-  ranges.sort((a, b) => a[0] - b[0]);
-  for (let i = 1; i < ranges.length; i++) {
-    if (ranges[i][0] < ranges[i - 1][1]) {
+  checkContiguous(file, info.dataBytes, ranges);
+  return out;
+}
+
+/**
+ * The tensors' data must tile the data section exactly, as the reference implementation
+ * (huggingface/safetensors `Metadata::validate`, `read_metadata`) requires: sorted by offset, the
+ * first begins at 0, each begins where the one before ends (no gap, no overlap), and the last
+ * ends at the end of the file (no trailing bytes, which no loader would read or check).
+ * @throws {ModelFileError} naming the tensor whose `data_offsets` break the tiling.
+ */
+function checkContiguous(
+  file: string,
+  dataBytes: number,
+  ranges: { name: string; begin: number; end: number }[],
+): void {
+  ranges.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  for (const r of ranges) {
+    if (r.begin !== at) {
+      const why = r.begin < at
+        ? `overlaps the tensor before it, which ends at ${at}`
+        : `leaves a ${r.begin - at}-byte gap after ${at}`;
       throw new ModelFileError(
         file,
-        "data_offsets",
-        `Cannot use ${file} as its tensors' data_offsets must not overlap`,
+        `${r.name}.data_offsets`,
+        `Cannot use ${file} as its tensors' data_offsets must follow one another without gaps or overlaps: ${r.name} begins at ${r.begin} and ${why}`,
       );
     }
+    at = r.end;
   }
-  return out;
+  if (at !== dataBytes) {
+    const last = ranges.at(-1)?.name;
+    throw new ModelFileError(
+      file,
+      last === undefined ? "data_offsets" : `${last}.data_offsets`,
+      `Cannot use ${file} as its tensors must fill its ${dataBytes}-byte data section: ${
+        last === undefined ? "it has no tensors" : `the last, ${last}, ends at ${at}`
+      } (${dataBytes - at} bytes follow)`,
+    );
+  }
 }
 
 /** Loads tokenizer.json (with tokenizer_config.json); answers its vocabulary size. */

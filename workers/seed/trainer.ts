@@ -8,7 +8,7 @@
  * Randomness: every draw of a step comes from the trainer's `Rng` (task seed, sampling seeds,
  * mini-batch shuffles), whose state is checkpointed, so a resumed job repeats the exact draws.
  */
-import type { JobSpec } from "../../jobs/mod.ts";
+import { type JobSpec, maxTurnsOf } from "../../jobs/mod.ts";
 import type { AsyncEnvironment, SkillAnalysis } from "../envs/mod.ts";
 import {
   type AdamW,
@@ -237,7 +237,7 @@ export class SeedTrainer {
       env,
       tasks,
       groupSize: spec.rollout.group_size,
-      maxTurns: spec.env.max_turns,
+      maxTurns: maxTurnsOf(spec, env),
       historyLength: spec.env.history,
       idPrefix: `step-${step}/`,
       signal,

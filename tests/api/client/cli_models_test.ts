@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import process from "node:process";
 import { type CliIo, cliMain } from "../../../api/client/cli.ts";
 import { folderTar, listModelFolder } from "../../../api/client/model_folder.ts";
 import { formatBytes, renderBar } from "../../../api/client/progress.ts";
@@ -95,6 +96,29 @@ Deno.test("the folder's archive holds its top-level files byte for byte, symlink
     const blob = await Deno.readFile(`${dir}/blob`);
     assert.deepEqual([tar.subarray(512, 1212), tar.subarray(3072, 3772)], [blob, blob]);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a multi-MB file streams through the archive with no listener left per full buffer (no MaxListenersExceededWarning)", async () => {
+  const dir = await Deno.makeTempDir();
+  // process.emitWarning is what events.EventEmitter calls, synchronously, on the 11th listener.
+  const warnings: string[] = [];
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((w: string | Error) => {
+    warnings.push(typeof w === "string" ? w : `${w.name}: ${w.message}`);
+  }) as typeof process.emitWarning;
+  try {
+    const bytes = new Uint8Array(4 * 1024 * 1024).map((_, i) => i % 251);
+    await Deno.writeFile(`${dir}/model.safetensors`, bytes);
+    const folder = await listModelFolder(dir);
+    let full = 0;
+    const reader = folderTar(folder.files).getReader();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) full += r.value.byteLength;
+    assert.equal(full, 512 + bytes.byteLength + 1024);
+    assert.deepEqual(warnings, []);
+  } finally {
+    process.emitWarning = emitWarning;
     await Deno.remove(dir, { recursive: true });
   }
 });

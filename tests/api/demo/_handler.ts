@@ -31,6 +31,7 @@ import {
   type Trajectory,
   type TrajectoryStep,
 } from "../../../workers/envs/mod.ts";
+import { maxTurnsOf } from "../../../jobs/mod.ts";
 import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
 import type { JobContext, JobHandler } from "../../../workers/worker/mod.ts";
 
@@ -92,7 +93,7 @@ async function evaluate(
     });
     const rand = prng(ctx.spec.random_seed * 31 + step);
     const runs = tasks.map((task) =>
-      playEpisode(env, task, { maxTurns: ctx.spec.env.max_turns, expertShare, rand })
+      playEpisode(env, task, { maxTurns: maxTurnsOf(ctx.spec, env), expertShare, rand })
     );
     const successRate = mean(runs.map((r) => (r.won ? 1 : 0)));
     const score = mean(runs.map((r) => r.score));
@@ -150,7 +151,7 @@ export const demoFixtureHandler: JobHandler = async (ctx) => {
     const runs = tasks.flatMap((task) =>
       Array.from(
         { length: spec.rollout.group_size },
-        () => playEpisode(env, task, { maxTurns: spec.env.max_turns, expertShare: share, rand }),
+        () => playEpisode(env, task, { maxTurns: maxTurnsOf(spec, env), expertShare: share, rand }),
       )
     );
     await ctx.setProgress({ stage: "analyze", step: step - 1, totalSteps: total });

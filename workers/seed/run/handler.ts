@@ -25,7 +25,7 @@
  * folder (checkpoint.ts), and a resumed run resolves `model.base` again and reads the adapter
  * onto it.
  */
-import type { JobSpec } from "../../../jobs/mod.ts";
+import { type JobSpec, maxTurnsOf } from "../../../jobs/mod.ts";
 import { type AsyncEnvironment, resolveEnvironment } from "../../envs/mod.ts";
 import type { EngineOptions } from "../../engine/mod.ts";
 import {
@@ -362,7 +362,7 @@ async function evaluateNow(run: RunState, step: number, total: number) {
     splits: spec.eval.splits,
     episodes: spec.eval.episodes,
     temperature: spec.eval.temperature,
-    maxTurns: spec.env.max_turns,
+    maxTurns: maxTurnsOf(spec, run.env),
     historyLength: spec.env.history,
     maxNewTokens: spec.rollout.max_new_tokens,
     seed: derivedSeed(spec.random_seed, SEED_USE.eval),

@@ -7,7 +7,7 @@
  * `sft` jobs and `seed` jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics
  * of the warm-up.
  */
-import type { JobSpec } from "../../../jobs/mod.ts";
+import { type JobSpec, maxTurnsOf } from "../../../jobs/mod.ts";
 import type { AsyncEnvironment } from "../../envs/mod.ts";
 import type { JobContext } from "../../worker/handler.ts";
 import { Rng } from "../../model/mod.ts";
@@ -58,7 +58,7 @@ export async function runWarmup(
   const data = {
     env,
     envOptions: spec.env.options,
-    maxTurns: spec.env.max_turns,
+    maxTurns: maxTurnsOf(spec, env),
     historyLength: spec.env.history,
   };
   const stage = async (
