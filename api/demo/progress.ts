@@ -160,6 +160,11 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Plain mode: print an unchanged line again after this long (default 13 000 ms; see PlainProgress). */
   plainEveryMs?: number;
+  /**
+   * Re-read the job this often between events (default 3 000 ms): a warm-up stage reports its SFT
+   * steps through the job's progress only, with no event for minutes.
+   */
+  pollMs?: number;
 }
 
 /**
@@ -187,8 +192,12 @@ export async function followJob(
       shown = line;
       return;
     }
+    // A warm-up stage prints a line per tenth of its SFT steps, besides the periodic one.
+    const tenth = state.stageDone !== undefined && state.stageTotal
+      ? Math.floor((10 * state.stageDone) / state.stageTotal)
+      : "";
     const out = plain.next(
-      { line, key: `${state.status} ${state.step}`, stage: state.stage },
+      { line, key: `${state.status} ${state.step} ${state.stage} ${tenth}`, stage: state.stage },
       Date.now(),
     );
     if (out !== null) io.write(`${out}\n`);
@@ -218,6 +227,12 @@ export async function followJob(
   let job = await refresh();
   draw(true);
   const timer = setInterval(() => draw(), 1000);
+  let polling = false;
+  const poll = setInterval(() => {
+    if (polling) return;
+    polling = true;
+    refresh().then(() => draw(), () => {}).finally(() => polling = false);
+  }, options.pollMs ?? 3000);
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(jobId, { signal: options.signal })) {
@@ -231,6 +246,7 @@ export async function followJob(
     }
   } finally {
     clearInterval(timer);
+    clearInterval(poll);
   }
   job = await refresh();
   if (io.tty) {

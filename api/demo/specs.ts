@@ -94,7 +94,10 @@ export interface DemoOverrides {
   steps?: number;
   /** Episodes per evaluation split (`eval.episodes`). */
   evalEpisodes?: number;
-  /** `warmup.policy.episodes` and `warmup.analyzer.episodes`, each then trained for one epoch. */
+  /**
+   * `warmup.policy.episodes` and `warmup.analyzer.episodes`, each then trained for one epoch (the
+   * policy's with the skill-conditioned demonstrations).
+   */
   warmupEpisodes?: number;
   /** `random_seed`. */
   randomSeed?: number;
@@ -121,9 +124,11 @@ export function demoSpec(
   }
   if (overrides.warmupEpisodes !== undefined) {
     const episodes = overrides.warmupEpisodes;
+    // One epoch: it is the skill-conditioned one (`skill_epochs` absent = every epoch).
+    const { skill_epochs: _skillEpochs, ...policy } = spec.warmup?.policy ?? {};
     spec.warmup = {
       ...spec.warmup,
-      policy: { ...spec.warmup?.policy, episodes, epochs: 1 },
+      policy: { ...policy, episodes, epochs: 1 },
       analyzer: { ...spec.warmup?.analyzer, episodes, epochs: 1 },
     };
   }

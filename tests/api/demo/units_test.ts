@@ -47,6 +47,8 @@ Deno.test("demo overrides change a copy and keep checkpoints half-way and at the
     [quick.warmup.policy.episodes, quick.warmup.policy.epochs, quick.warmup.analyzer.episodes],
     [8, 1, 8],
   );
+  // The preset's skill_epochs (4) would exceed the one epoch: the one epoch is the mixed one.
+  assert.equal(quick.warmup.policy.skill_epochs, undefined);
   assert.equal(quick.warmup.policy.lr, parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.lr);
   assert.notEqual(parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.episodes, 8);
 });
