@@ -17,6 +17,8 @@ export interface MemoryRun {
   ctx: JobContext;
   metrics: Map<number, Record<string, number>>;
   events: { type: string; data: Record<string, unknown> }[];
+  /** The skill library JSON committed at each step that wrote one. */
+  skills: Map<number, unknown>;
 }
 
 const point = (step: number, files: Map<string, Uint8Array>): ResumePoint => ({
@@ -48,6 +50,7 @@ export function memoryContext(
   const spec = parseJobSpec(input);
   const metrics = new Map<number, Record<string, number>>();
   const events: MemoryRun["events"] = [];
+  const skills: MemoryRun["skills"] = new Map();
   const ctx: JobContext = {
     jobId,
     tenantId: "bench",
@@ -95,6 +98,7 @@ export function memoryContext(
     saveSkills: () => Promise.resolve({} as never),
     async commitStep(step, commit) {
       if (commit.metrics) await ctx.recordMetrics(step, commit.metrics);
+      if (commit.skills) skills.set(step, commit.skills.json);
       if (commit.checkpoint) await ctx.saveCheckpoint(step, commit.checkpoint);
       for (const e of commit.events ?? []) await ctx.emit(e.type, e.data);
     },
@@ -107,5 +111,5 @@ export function memoryContext(
         events: [],
       }),
   };
-  return { ctx, metrics, events };
+  return { ctx, metrics, events, skills };
 }

@@ -5,6 +5,8 @@
  *     deno run -A bench/preset.ts sokoban            # the DEMO_PRESETS entry
  *     deno run -A bench/preset.ts spec.json          # any JobSpec file
  *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
+ *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/preset.ts sokoban   # every step's metrics
+ *     PRESET_SKILLS_OUT=skills.json deno run -A bench/preset.ts sokoban  # the last skill library
  */
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { createSeedHandler } from "../workers/seed/run/handler.ts";
@@ -47,3 +49,18 @@ console.log(JSON.stringify({
   step0: pick(run.metrics.get(0)!),
   [`step${last}`]: pick(run.metrics.get(last)!),
 }));
+const metricsOut = Deno.env.get("PRESET_METRICS_OUT");
+if (metricsOut) {
+  await Deno.writeTextFile(
+    metricsOut,
+    steps.map((step) => JSON.stringify({ step, ...run.metrics.get(step) }) + "\n").join(""),
+  );
+}
+const skillsOut = Deno.env.get("PRESET_SKILLS_OUT");
+if (skillsOut) {
+  const last = [...run.skills.keys()].sort((a, b) => a - b).at(-1);
+  await Deno.writeTextFile(
+    skillsOut,
+    JSON.stringify(last === undefined ? null : run.skills.get(last)),
+  );
+}

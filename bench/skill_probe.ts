@@ -19,7 +19,7 @@
  */
 import { parseArgs } from "node:util";
 import { getEnvironment, type Task, toAsyncEnvironment } from "../workers/envs/mod.ts";
-import { parameterSpecs, Policy, Tokenizer } from "../workers/model/mod.ts";
+import { parameterSpecs, Policy, type Sample, Tokenizer } from "../workers/model/mod.ts";
 import {
   ACTION_STOP,
   buildSamples,
@@ -50,9 +50,8 @@ const text = new TextPolicy(policy, new Tokenizer(model.tokenizer));
 const t0 = performance.now();
 const secs = () => ((performance.now() - t0) / 1000).toFixed(0);
 const data = { env, envOptions, episodes: 400, maxTurns: 20, historyLength: 0, seed: 1000 + seed };
-const sft = (samples: Parameters<typeof sftTrain>[1], steps: number) =>
-  sftTrain(text, samples, {
-    epochs: Math.max(1, Math.round((steps * 32) / samples.length)),
+const sft = (samples: Sample[], steps: number) =>
+  sftTrain(text, [{ samples, epochs: Math.max(1, Math.round((steps * 32) / samples.length)) }], {
     batchSize: 32,
     lr: 2e-3,
     maxGradNorm: 1,

@@ -13,12 +13,22 @@
  *   chaotic: now the same seed repeats, other seeds show the spread), so fewer steps gave
  *   anything from 36% to 85% eval success; at 784 steps three runs ended at loss 0.04–0.05 and
  *   one at 0.10 (42%/36% after warm-up): longer helps but does not remove the variance.
- * - half of the demonstrations carry their episode's reference skill in the prompt
- *   (`warmup.policy.skill_share` 0.5, the JobSpec default; bench/skill_probe.ts): without it the
- *   skill in the teacher prompt moved ℓ_T by nothing and an oracle skill lowered success.
- * - analyzer warm-up 64 trajectories × 6 epochs (~115 steps), with demonstrations replayed at
- *   equal response tokens (workers/seed/run/warmup_stage.ts); replaying one demonstration per analysis
- *   had dropped the policy from 80% to 31%. The analyzer needs the steps: after 57 steps its greedy
+ * - in the last 4 of the 14 epochs half of the demonstrations carry their episode's reference skill
+ *   in the prompt (`warmup.policy.skill_share` 0.5, the JobSpec default, and `skill_epochs` 4;
+ *   bench/skill_probe.ts): without it the skill in the teacher prompt moved ℓ_T by nothing and an
+ *   oracle skill lowered success. With the skill mixed in from the first epoch (2026-12-01) the
+ *   policy warm-up took 333 s instead of ~220 s (the skill block makes half the prompts ~60% longer)
+ *   and the demo 13 min; success after warm-up, seeds 7/1/2/3 (200 episodes per split, test_seen /
+ *   test_unseen): from the first epoch 30/27, 58/49, 56/61, 26/20 (seeds 1–3 from the 2026-12-01
+ *   bench:learn run, 100 episodes, code before the composite ops); last 4 epochs 52/66, 44/47,
+ *   37/31, 37/32 — the same within the seed spread, in two thirds of the time
+ *   (`PRESET_OVERRIDES='{"method":"sft","random_seed":S,"steps":2,"eval_every":2,…}' deno run -A
+ *   bench/preset.ts sokoban`).
+ * - analyzer warm-up 192 trajectories × 2 epochs (~124 steps; it was 64 × 6, the same steps on a
+ *   third of the distinct analyses: at RL step 1, seeds 7/1, skills well-formed 45%/13% vs
+ *   50%/0%, corr(Δ, A) +0.18/+0.25 vs +0.45/−0.02 — a wash on two seeds, kept for the wider data),
+ *   with demonstrations replayed at equal response tokens (workers/seed/run/warmup_stage.ts);
+ *   replaying one demonstration per analysis had dropped the policy from 80% to 31%. The analyzer needs the steps: after 57 steps its greedy
  *   output was runs of quotes (parse rate 0, loss 1.3), after 152 steps every analysis parsed
  *   (loss 0.28; `.exp`-style probe, 16 held-out trajectories).
  * - RL: GiGPO (step-level credit in anchor states; GRPO at group 4 gave no gain), group 8, lr 3e-4
@@ -26,6 +36,9 @@
  *   episodes each): this setting 87.5/83.5 at step 8 and 88.5/84.0 at step 16; lr 1e-3 with
  *   mini-batches of 64 or 2,048 lost 1–15 points (unseen dropping most), lr 3e-3 collapsed to
  *   28–40%. Sixteen updates of 64 episodes are a small RL budget; the gain is within a few points.
+ *   The demo now runs 12 (evaluated at 6 and 12) to stay within 10 minutes: on 2026-12-01 the
+ *   demo with 16 took 12 min 14 s (policy warm-up 304 s, analyzer warm-up 120 s, updates 252 s,
+ *   evaluations 36 s; updates ~16 s each at 55–89% rollout success).
  *
  * `analyzer_max_new_tokens` is 96 because the reference analyses run to ~74 tokens for Sokoban.
  */
@@ -53,12 +66,12 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
       warmup_steps: 2,
     },
     warmup: {
-      policy: { episodes: 400, epochs: 14, lr: 2e-3, batch_size: 32 },
-      analyzer: { episodes: 64, epochs: 6, lr: 2e-3, batch_size: 32 },
+      policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
+      analyzer: { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
     },
-    steps: 16,
-    eval_every: 8,
-    checkpoint_every: 8,
+    steps: 12,
+    eval_every: 6,
+    checkpoint_every: 6,
     eval: { episodes: 200, temperature: 1 },
     random_seed: 7,
   },

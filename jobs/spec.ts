@@ -268,6 +268,15 @@ export const JobSpecSchema = z.object({
        * in the prompt and the expert's action as the target. 0 turns it off.
        */
       corrective_share: num(0, 1).default(0),
+      /**
+       * How many of the last `epochs` train on the skill-conditioned data (`skill_share`,
+       * `corrective_share`); the passes before them show every demonstration with its ordinary
+       * prompt, so the policy first learns to act and then to read a skill. Absent: all of them.
+       */
+      skill_epochs: int(0, 100).optional(),
+    }).refine((p) => p.skill_epochs === undefined || p.skill_epochs <= p.epochs, {
+      path: ["skill_epochs"],
+      message: "Cannot use warmup.policy.skill_epochs as it must be at most warmup.policy.epochs",
     }).prefault({}),
     /**
      * Analyzer SFT on (trajectory → skill) pairs of the warmed policy's trajectories, labelled by

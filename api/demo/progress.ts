@@ -15,7 +15,15 @@ export interface JobWire {
   attempt: number;
   max_attempts: number;
   error: string | null;
-  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
+  progress: {
+    stage?: string;
+    step?: number;
+    total_steps?: number;
+    eta_s?: number;
+    /** Warm-up stages: optimizer steps done and planned. */
+    done?: number;
+    total?: number;
+  } | null;
   latest_metrics: Record<string, number> | null;
   /** The job's spec with defaults filled in (GET /v1/jobs/{id} answers it). */
   spec?: { eval?: { temperature?: number; episodes?: number } };
@@ -40,6 +48,9 @@ export interface ProgressState {
   successRate?: number;
   /** Distinct skills found so far. */
   skills?: number;
+  /** Within a warm-up stage: optimizer steps done and planned (the job's `progress.done`/`total`). */
+  stageDone?: number;
+  stageTotal?: number;
 }
 
 /** Skills found so far: the latest `skill_library_size` when recorded, else Σ `skills_added`. */
@@ -69,6 +80,10 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
     totalSteps: state.totalSteps,
   });
   const parts = [bar];
+  if (
+    state.stage?.startsWith("warmup") && state.stageDone !== undefined &&
+    state.stageTotal !== undefined && state.stageTotal > 1
+  ) parts.push(`SFT step ${state.stageDone}/${state.stageTotal}`);
   if (state.successRate !== undefined) parts.push(`success ${percent(state.successRate)}`);
   if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
   if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
@@ -145,6 +160,11 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Plain mode: print an unchanged line again after this long (default 13 000 ms; see PlainProgress). */
   plainEveryMs?: number;
+  /**
+   * Re-read the job this often between events (default 3 000 ms): a warm-up stage reports its SFT
+   * steps through the job's progress only, with no event for minutes.
+   */
+  pollMs?: number;
 }
 
 /**
@@ -172,8 +192,12 @@ export async function followJob(
       shown = line;
       return;
     }
+    // A warm-up stage prints a line per tenth of its SFT steps, besides the periodic one.
+    const tenth = state.stageDone !== undefined && state.stageTotal
+      ? Math.floor((10 * state.stageDone) / state.stageTotal)
+      : "";
     const out = plain.next(
-      { line, key: `${state.status} ${state.step}`, stage: state.stage },
+      { line, key: `${state.status} ${state.step} ${state.stage} ${tenth}`, stage: state.stage },
       Date.now(),
     );
     if (out !== null) io.write(`${out}\n`);
@@ -184,6 +208,9 @@ export async function followJob(
     state.stage = job.progress?.stage ?? state.stage;
     state.step = job.progress?.step ?? state.step;
     state.totalSteps = job.progress?.total_steps ?? state.totalSteps;
+    const { done, total } = job.progress ?? {};
+    state.stageDone = typeof done === "number" ? done : undefined;
+    state.stageTotal = typeof total === "number" ? total : undefined;
     if (job.progress?.eta_s !== undefined && job.progress.eta_s !== state.etaS) {
       state.etaS = job.progress.eta_s;
       state.etaReadAtMs = Date.now();
@@ -200,6 +227,12 @@ export async function followJob(
   let job = await refresh();
   draw(true);
   const timer = setInterval(() => draw(), 1000);
+  let polling = false;
+  const poll = setInterval(() => {
+    if (polling) return;
+    polling = true;
+    refresh().then(() => draw(), () => {}).finally(() => polling = false);
+  }, options.pollMs ?? 3000);
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(jobId, { signal: options.signal })) {
@@ -213,6 +246,7 @@ export async function followJob(
     }
   } finally {
     clearInterval(timer);
+    clearInterval(poll);
   }
   job = await refresh();
   if (io.tty) {

@@ -22,9 +22,9 @@ export type DemoMethod = (typeof DEMO_METHODS)[number];
 /**
  * Sokoban 6×6, one box, with the small-model options (relative positions, compact prompt): the
  * trainer's tuned preset `DEMO_PRESETS.sokoban` (jobs/presets.ts, shared by the demo, the trainer's
- * bench and the docs): 784 steps of policy SFT, ~115 of analyzer SFT, then 16 SEED updates (GiGPO) of 8
- * tasks × 8 copies, evaluated (temperature 1, 200 episodes per split) after warm-up, half-way and at
- * the end.
+ * bench and the docs): 784 steps of policy SFT (skill-conditioned demonstrations in the last 224),
+ * ~124 of analyzer SFT, then 12 SEED updates (GiGPO) of 8 tasks × 8 copies, evaluated (temperature
+ * 1, 200 episodes per split) after warm-up, half-way and at the end.
  */
 export const SOKOBAN_SEED: JobSpecInput = DEMO_PRESETS.sokoban;
 
@@ -94,7 +94,10 @@ export interface DemoOverrides {
   steps?: number;
   /** Episodes per evaluation split (`eval.episodes`). */
   evalEpisodes?: number;
-  /** `warmup.policy.episodes` and `warmup.analyzer.episodes`, each then trained for one epoch. */
+  /**
+   * `warmup.policy.episodes` and `warmup.analyzer.episodes`, each then trained for one epoch (the
+   * policy's with the skill-conditioned demonstrations).
+   */
   warmupEpisodes?: number;
   /** `random_seed`. */
   randomSeed?: number;
@@ -121,9 +124,11 @@ export function demoSpec(
   }
   if (overrides.warmupEpisodes !== undefined) {
     const episodes = overrides.warmupEpisodes;
+    // One epoch: it is the skill-conditioned one (`skill_epochs` absent = every epoch).
+    const { skill_epochs: _skillEpochs, ...policy } = spec.warmup?.policy ?? {};
     spec.warmup = {
       ...spec.warmup,
-      policy: { ...spec.warmup?.policy, episodes, epochs: 1 },
+      policy: { ...policy, episodes, epochs: 1 },
       analyzer: { ...spec.warmup?.analyzer, episodes, epochs: 1 },
     };
   }

@@ -110,3 +110,13 @@ Deno.test("model.lora is off by default and fills PEFT's defaults when given", (
   assert.deepEqual(lora({ target_modules: [] }), ["model.lora.target_modules"]);
   assert.deepEqual(lora({ rank: 4, bias: "all" }), ["model.lora"]);
 });
+
+Deno.test("warmup.policy.skill_epochs is at most warmup.policy.epochs and absent by default", () => {
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).warmup.policy.skill_epochs, undefined);
+  const spec = { env: { id: "sokoban" }, warmup: { policy: { epochs: 6, skill_epochs: 2 } } };
+  assert.equal(parseJobSpec(spec).warmup.policy.skill_epochs, 2);
+  assert.deepEqual(
+    issuesOf({ env: { id: "sokoban" }, warmup: { policy: { epochs: 2, skill_epochs: 3 } } }),
+    ["warmup.policy.skill_epochs"],
+  );
+});

@@ -33,9 +33,14 @@ import {
 } from "./skills.ts";
 import { ACTION_STOP, type TextPolicy } from "./text_policy.ts";
 
+/** One phase of an SFT stage: `epochs` shuffled passes over `samples`. */
+export interface SftPhase {
+  samples: Sample[];
+  epochs: number;
+}
+
 /** One SFT stage's settings (JobSpec `warmup.policy` / `warmup.analyzer`, `optim`). */
 export interface SftOptions {
-  epochs: number;
   /** Samples per optimizer step. */
   batchSize: number;
   lr: number;
@@ -50,6 +55,7 @@ export interface SftOptions {
 
 /** What an SFT stage did. */
 export interface SftReport {
+  /** Samples of the largest phase (the stage's data set). */
   samples: number;
   optimizerSteps: number;
   /** Token-mean NLL of the first and the last optimizer step (nats per token). */
@@ -59,32 +65,37 @@ export interface SftReport {
 }
 
 /**
- * Supervised fine-tuning of `text.policy` in place: `epochs` shuffled passes, AdamW (fresh
- * state, no weight decay) on the token-mean NLL of the responses, with gradient clipping.
+ * Supervised fine-tuning of `text.policy` in place: the phases in order, each `epochs` shuffled
+ * passes over its samples, with one AdamW (fresh state, no weight decay, constant lr) across all
+ * of them, on the token-mean NLL of the responses, with gradient clipping. A phase of no samples
+ * or no epochs is skipped.
  */
 export async function sftTrain(
   text: TextPolicy,
-  samples: Sample[],
+  phases: SftPhase[],
   options: SftOptions,
 ): Promise<SftReport> {
   const report: SftReport = {
-    samples: samples.length,
+    samples: Math.max(0, ...phases.map((p) => p.samples.length)),
     optimizerSteps: 0,
     firstLoss: NaN,
     lastLoss: NaN,
     tokens: 0,
   };
-  if (samples.length === 0 || options.epochs === 0 || options.lr === 0) return report;
+  if (options.lr === 0) return report;
   const { policy } = text;
   const optimizer = new AdamW(policy.trainableSpecs(), { lr: options.lr, weightDecay: 0 });
   const rng = new Rng(options.seed);
-  const epochs = miniBatches(samples.length, {
-    miniBatchSize: options.batchSize,
-    epochs: options.epochs,
-    rng: () => rng.next(),
-  });
-  const total = epochs.reduce((n, e) => n + e.length, 0);
-  for (const batches of epochs) {
+  // (phase samples, mini-batch indices into them), every pass of every phase in order.
+  const passes = phases.flatMap(({ samples, epochs }) =>
+    samples.length === 0 || epochs === 0 ? [] : miniBatches(samples.length, {
+      miniBatchSize: options.batchSize,
+      epochs,
+      rng: () => rng.next(),
+    }).map((batches) => ({ samples, batches }))
+  );
+  const total = passes.reduce((n, p) => n + p.batches.length, 0);
+  for (const { samples, batches } of passes) {
     for (const batch of batches) {
       options.signal?.throwIfAborted();
       // LoRA dropout masks come from this stage's seeded stream (no draw without dropout).
@@ -133,6 +144,11 @@ export interface DemonstrationOptions extends WarmupDataOptions {
 export interface Demonstrations {
   /** The SFT samples: demonstrations (ordinary or skill prompt), then corrective samples. */
   samples: Sample[];
+  /**
+   * The same demonstrations, every one with its ordinary prompt (no corrective samples): the
+   * data of the passes before skill-conditioned ones (JobSpec `warmup.policy.skill_epochs`).
+   */
+  ordinary: Sample[];
   /** Expert episodes won. */
   won: number;
   /** Demonstration turns shown with their episode's skill. */
@@ -154,7 +170,7 @@ export async function expertSamples(
   options: DemonstrationOptions,
 ): Promise<Demonstrations> {
   const { env } = options;
-  const out: Demonstrations = { samples: [], won: 0, skilled: 0, corrective: 0 };
+  const out: Demonstrations = { samples: [], ordinary: [], won: 0, skilled: 0, corrective: 0 };
   if (options.episodes === 0) return out;
   const tasks = await env.sampleTasks("train", options.episodes, options.seed, options.envOptions);
   const skillShare = options.skillShare ?? 0;
@@ -167,8 +183,13 @@ export async function expertSamples(
       : "";
     for (const s of episode.steps) {
       const withSkill = skillShare > 0 && meaningful(skill) && rng.next() < skillShare;
-      const prompt = withSkill ? insertSkill(s.prompt, skill) : s.prompt;
-      out.samples.push(text.sample(prompt, s.response, false, s.images));
+      const ordinary = text.sample(s.prompt, s.response, false, s.images);
+      out.ordinary.push(ordinary);
+      out.samples.push(
+        withSkill
+          ? text.sample(insertSkill(s.prompt, skill), s.response, false, s.images)
+          : ordinary,
+      );
       if (withSkill) out.skilled++;
     }
     if (episode.won) out.won++;

@@ -37,6 +37,7 @@ import {
 } from "./handler.ts";
 import type { ExecutionProvider } from "../engine/mod.ts";
 import type { Logger } from "./logger.ts";
+import { StepEta } from "./eta.ts";
 import { withRetry } from "./retry.ts";
 
 /** What a run's context is built from. */
@@ -67,16 +68,11 @@ export function createJobContext(state: RunState): JobContext {
   const writer = { fence, tenantId: job.tenantId };
   const recorded = new Set<number>();
   let stage: string | undefined;
-  // ETA: seconds per step since the first step this run reported (resumed runs start late).
-  const runStartMs = Date.now();
-  let firstStep: number | undefined;
+  const eta = new StepEta();
   const withEta = (p: JobProgress): JobProgress => {
     if (p.etaS !== undefined || p.step === undefined || p.totalSteps === undefined) return p;
-    firstStep ??= p.step;
-    const done = p.step - firstStep;
-    if (done <= 0) return p;
-    const perStepS = (Date.now() - runStartMs) / 1000 / done;
-    return { ...p, etaS: Math.round(perStepS * Math.max(0, p.totalSteps - p.step)) };
+    const etaS = eta.observe(p.step, p.totalSteps, Date.now());
+    return etaS === undefined ? p : { ...p, etaS };
   };
 
   // After a cancel or a lost fence nothing more is written: the run's remaining work is void.

@@ -47,6 +47,8 @@ Deno.test("demo overrides change a copy and keep checkpoints half-way and at the
     [quick.warmup.policy.episodes, quick.warmup.policy.epochs, quick.warmup.analyzer.episodes],
     [8, 1, 8],
   );
+  // The preset's skill_epochs (4) would exceed the one epoch: the one epoch is the mixed one.
+  assert.equal(quick.warmup.policy.skill_epochs, undefined);
   assert.equal(quick.warmup.policy.lr, parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.lr);
   assert.notEqual(parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.episodes, 8);
 });
@@ -103,6 +105,18 @@ Deno.test("the progress line shows stage, step of total, success, skills and a c
   }, 40_000);
   assert.equal(line, "[############------------] 3/6  rollout  success 38%  skills 12  ETA 1m00s");
   assert.equal(progressLine({ status: "queued" }), "queued");
+  // A warm-up stage shows its optimizer steps.
+  assert.equal(
+    progressLine({
+      status: "running",
+      stage: "warmup_policy",
+      step: 0,
+      totalSteps: 16,
+      stageDone: 340,
+      stageTotal: 784,
+    }),
+    "[------------------------] 0/16  warmup_policy  SFT step 340/784",
+  );
 });
 
 Deno.test("events print once per stage, never for step summaries, and evals with their figures", () => {

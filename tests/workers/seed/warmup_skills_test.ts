@@ -8,6 +8,7 @@ import {
   expertSamples,
   insertSkill,
   resolveModel,
+  sftTrain,
   SKILL_HEADING,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
@@ -64,6 +65,8 @@ Deno.test("skill-conditioned demonstrations carry their own episode's reference 
     assert.ok(!prompt.includes(SKILL_HEADING));
     assert.deepEqual(skilled.samples[i].prompt, text.promptIds(insertSkill(prompt, skills[i])));
     assert.deepEqual(skilled.samples[i].response, s.response);
+    // The ordinary passes see the same turn without its skill.
+    assert.deepEqual(skilled.ordinary[i], s);
   });
   assert.match(skills[0], /^Walk behind the box, then push it (up|down|left|right)/);
   await text.policy.release();
@@ -103,5 +106,41 @@ Deno.test("corrective samples put a failure skill in the prompt and an action th
   const plain = await expertSamples(text, data);
   assert.equal(withCorrective.corrective, Math.round(0.25 * plain.samples.length));
   assert.equal(withCorrective.samples.length, plain.samples.length + withCorrective.corrective);
+  await text.policy.release();
+});
+
+Deno.test("SFT phases run in order under one optimizer, and a phase of no epochs is skipped", async () => {
+  const text = await textPolicy();
+  const { samples, ordinary } = await expertSamples(text, { ...data, episodes: 2, skillShare: 1 });
+  const initial = new Map([...text.policy.params].map(([k, v]) => [k, v.slice()]));
+  const reset = () => {
+    for (const [k, v] of initial) text.policy.params.get(k)!.set(v);
+  };
+  const run = async (phases: Parameters<typeof sftTrain>[1]) => {
+    reset();
+    const totals: number[] = [];
+    const report = await sftTrain(text, phases, {
+      batchSize: 4,
+      lr: 1e-2,
+      maxGradNorm: 1,
+      seed: 5,
+      onStep: (_, total) => void totals.push(total),
+    });
+    const weights = [...text.policy.params.values()].map((v) => v.slice());
+    return { report, totals, weights };
+  };
+  const perEpoch = Math.ceil(samples.length / 4);
+  const both = await run([{ samples: ordinary, epochs: 1 }, { samples, epochs: 2 }]);
+  assert.equal(both.report.optimizerSteps, 3 * perEpoch);
+  assert.ok(both.totals.every((t) => t === 3 * perEpoch));
+  const first = await run([{ samples: ordinary, epochs: 1 }]);
+  // The first phase's steps are the same whether or not a phase follows (its shuffle comes first).
+  assert.equal(both.report.firstLoss, first.report.firstLoss);
+  // Three passes over the same response tokens (the skill changes prompts only).
+  assert.equal(both.report.tokens, 3 * first.report.tokens);
+  const skipped = await run([{ samples: ordinary, epochs: 0 }, { samples, epochs: 2 }]);
+  const alone = await run([{ samples, epochs: 2 }]);
+  assert.deepEqual(skipped.weights, alone.weights);
+  assert.notDeepEqual(both.weights, alone.weights);
   await text.policy.release();
 });

@@ -20,6 +20,7 @@ import {
   analyzerSamples,
   expertSamples,
   parseWarmupData,
+  type SftPhase,
   type SftReport,
   sftTrain,
   WarmupDataError,
@@ -63,7 +64,7 @@ export async function runWarmup(
   const stage = async (
     name: "warmup_policy" | "warmup_analyzer",
     cfg: JobSpec["warmup"]["analyzer"],
-    samples: Parameters<typeof sftTrain>[1],
+    phases: SftPhase[],
     seed: number,
     extra: Record<string, number>,
   ): Promise<SftReport> => {
@@ -73,8 +74,7 @@ export async function runWarmup(
     );
     await progress(0, 1);
     const started = performance.now();
-    const report = await sftTrain(theta, samples, {
-      epochs: cfg.epochs,
+    const report = await sftTrain(theta, phases, {
       batchSize: cfg.batch_size,
       lr: cfg.lr,
       maxGradNorm: spec.optim.max_grad_norm,
@@ -106,11 +106,16 @@ export async function runWarmup(
     skillShare: spec.warmup.policy.skill_share,
     correctiveShare: spec.warmup.policy.corrective_share,
   });
-  const policyData = [
-    ...experts.samples,
-    ...user.policy.map((x) => theta.sample(x.prompt, x.response)),
+  const userPolicy = user.policy.map((x) => theta.sample(x.prompt, x.response));
+  // The last `skill_epochs` passes on the skill-conditioned mix, the passes before on ordinary
+  // prompts (user data in both).
+  const { epochs, skill_epochs: skillEpochs = epochs } = spec.warmup.policy;
+  const policyData = [...experts.samples, ...userPolicy];
+  const policyPhases: SftPhase[] = [
+    { samples: [...experts.ordinary, ...userPolicy], epochs: epochs - skillEpochs },
+    { samples: policyData, epochs: skillEpochs },
   ];
-  await stage("warmup_policy", spec.warmup.policy, policyData, policySeed, {
+  await stage("warmup_policy", spec.warmup.policy, policyPhases, policySeed, {
     episodes: spec.warmup.policy.episodes,
     expert_won: experts.won,
     skill_samples: experts.skilled,
@@ -148,13 +153,19 @@ export async function runWarmup(
     ];
     const replay = replaySubset(policyData, replayCount(analyses, policyData), analyzerSeed);
     const analyzerData = [...analyses, ...replay];
-    await stage("warmup_analyzer", spec.warmup.analyzer, analyzerData, analyzerSeed, {
-      episodes: spec.warmup.analyzer.episodes,
-      policy_won: annotated.won,
-      analyses: annotated.samples.length,
-      user_samples: user.analyzer.length,
-      ...annotator?.metrics(),
-    });
+    await stage(
+      "warmup_analyzer",
+      spec.warmup.analyzer,
+      [{ samples: analyzerData, epochs: spec.warmup.analyzer.epochs }],
+      analyzerSeed,
+      {
+        episodes: spec.warmup.analyzer.episodes,
+        policy_won: annotated.won,
+        analyses: annotated.samples.length,
+        user_samples: user.analyzer.length,
+        ...annotator?.metrics(),
+      },
+    );
   }
   return out;
 }
