@@ -36,9 +36,10 @@
  *   episodes each): this setting 87.5/83.5 at step 8 and 88.5/84.0 at step 16; lr 1e-3 with
  *   mini-batches of 64 or 2,048 lost 1–15 points (unseen dropping most), lr 3e-3 collapsed to
  *   28–40%. Sixteen updates of 64 episodes are a small RL budget; the gain is within a few points.
- *   The demo now runs 12 (evaluated at 6 and 12) to stay within 10 minutes: on 2026-12-01 the
+ *   The demo now runs 10 (evaluated at 5 and 10) to stay within 10 minutes: on 2026-12-01 the
  *   demo with 16 took 12 min 14 s (policy warm-up 304 s, analyzer warm-up 120 s, updates 252 s,
- *   evaluations 36 s; updates ~16 s each at 55–89% rollout success).
+ *   evaluations 36 s; updates ~16 s each at 55–89% rollout success), with 12 on a quiet machine
+ *   10 min 3 s (263 + 106 s warm-up, 176 s of updates, 36 s of evaluations).
  *
  * `analyzer_max_new_tokens` is 96 because the reference analyses run to ~74 tokens for Sokoban.
  */
@@ -69,9 +70,9 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
       policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
       analyzer: { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
     },
-    steps: 12,
-    eval_every: 6,
-    checkpoint_every: 6,
+    steps: 10,
+    eval_every: 5,
+    checkpoint_every: 5,
     eval: { episodes: 200, temperature: 1 },
     random_seed: 7,
   },
