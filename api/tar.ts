@@ -10,6 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { type Pack, pack as tarPack } from "tar-stream";
+import { drainedOrClosed } from "./_streams.ts";
 
 /** One file to put in the archive. */
 export interface TarSource {
@@ -57,25 +58,6 @@ function waitEntry(pack: Pack, header: { name: string; size: number }): {
   sink.on("error", () => {}); // the pack's own error reaches the reader
   done.catch(() => {}); // observed by the awaiting writer; a destroyed pack must not leak it
   return { sink, done };
-}
-
-/** Resolves once `sink` drains or closes; both listeners go as soon as either fires. */
-function drainedOrClosed(sink: {
-  destroying?: boolean;
-  on(event: string, f: () => void): unknown;
-  off(event: string, f: () => void): unknown;
-}): Promise<void> {
-  // Already being destroyed (the reader left between two writes): its close may have fired.
-  if (sink.destroying) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      sink.off("drain", done);
-      sink.off("close", done);
-      resolve();
-    };
-    sink.on("drain", done);
-    sink.on("close", done);
-  });
 }
 
 async function writeSource(pack: Pack, source: TarSource): Promise<void> {
