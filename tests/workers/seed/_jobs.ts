@@ -1,11 +1,14 @@
 /**
  * Running real trainer jobs through the real Worker on a test database and s3rver: a tiny spec
- * (builtin:tiny on sokoban, 2 tasks × 2 copies, 3 turns, a few tokens) and helpers to run a job
- * and read what it left.
+ * (builtin:tiny on sokoban, 2 tasks × 2 copies, 3 turns, a few tokens), a harness that opens the
+ * database, the store and a tenant for one test, and helpers to run a job and read what it left.
  */
+import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
+import { startTestStore } from "../../_harness/s3.ts";
 import {
   type ArtifactStore,
   type Database,
+  getJob,
   type Job,
   type JobSpecInput,
   listCheckpoints,
@@ -26,6 +29,7 @@ import {
   type JobHandler,
   type RunResult,
   Worker,
+  type WorkerOptions,
 } from "../../../workers/worker/mod.ts";
 
 /** A spec small enough for a test (each job a few seconds). */
@@ -75,14 +79,95 @@ export function trainerRegistry(
 
 /** A worker on the test database and store (no reaper, quiet logs). */
 export function testWorker(db: Database, store: ArtifactStore, registry: HandlerRegistry): Worker {
-  return new Worker({
+  return new Worker({ db, store, registry, ...QUIET_WORKER });
+}
+
+/** Worker options of the tests: fast polling, no reaper, only error logs, and those dropped. */
+const QUIET_WORKER = {
+  pollMs: 50,
+  reaperIntervalMs: 0,
+  logger: createLogger({}, { level: "error", sink: () => {} }),
+} as const satisfies Partial<WorkerOptions>;
+
+/**
+ * What one job test runs on: a fresh migrated test database with one tenant and an s3rver store.
+ * `await using h = await openJobHarness()` stops both when the test ends, passed or failed.
+ */
+export interface JobHarness extends AsyncDisposable {
+  readonly db: Database;
+  readonly store: ArtifactStore;
+  readonly tenantId: string;
+  /** Submits a job of `spec` for the harness's tenant. */
+  submit(spec: JobSpecInput): Promise<Job>;
+  /**
+   * A trainer worker (`trainerRegistry` with `options`: `{}` runs as deployed, `ONE_THREAD` on
+   * one engine thread) with the test defaults of `testWorker`, then `worker` over them.
+   */
+  worker(options: SeedHandlerOptions, worker?: Partial<WorkerOptions>): Worker;
+  /**
+   * A trainer worker (`options` as `worker`) that drains itself once its job has committed
+   * `step`: the job is released there, for another worker to resume.
+   */
+  drainingWorker(step: number, options: SeedHandlerOptions): Worker;
+  /** The error a job ended with, "" when none (for assertion messages). */
+  error(jobId: string): Promise<string>;
+  /** One file of a job's checkpoint at `step`; throws when there is no such checkpoint. */
+  file(jobId: string, step: number, name: string): Promise<Uint8Array>;
+  /** Stops the store and closes and drops the database (what disposing does). */
+  close(): Promise<void>;
+}
+
+/** Opens a `JobHarness` (a few seconds: the database is migrated). */
+export async function openJobHarness(): Promise<JobHarness> {
+  const database = await openTestDatabase();
+  let s3;
+  try {
+    s3 = await startTestStore();
+  } catch (e) {
+    await database.close();
+    throw e;
+  }
+  const { db } = database, { store } = s3;
+  const tenantId = await createTenant(db);
+  const close = async () => {
+    await s3.close();
+    await database.close();
+  };
+  const worker = (options: SeedHandlerOptions, extra: Partial<WorkerOptions> = {}) =>
+    new Worker({
+      db,
+      store,
+      registry: trainerRegistry(undefined, options),
+      ...QUIET_WORKER,
+      ...extra,
+    });
+  return {
     db,
     store,
-    registry,
-    pollMs: 50,
-    reaperIntervalMs: 0,
-    logger: createLogger({}, { level: "error", sink: () => {} }),
-  });
+    tenantId,
+    submit: (spec) => submit(db, tenantId, spec),
+    worker,
+    drainingWorker(step, options) {
+      const holder: { worker?: Worker } = {};
+      const registry = trainerRegistry((handler) => (ctx) =>
+        handler({
+          ...ctx,
+          get draining() {
+            return ctx.draining;
+          },
+          commitStep: async (committed, commit) => {
+            await ctx.commitStep(committed, commit);
+            if (committed === step) holder.worker!.drain(); // committed with its checkpoint
+          },
+        }), options);
+      holder.worker = new Worker({ db, store, registry, ...QUIET_WORKER });
+      return holder.worker;
+    },
+    error: async (jobId) => (await getJob(db, { tenantId, jobId }))?.error ?? "",
+    file: (jobId, step, name) => checkpointFile(db, store, jobId, step, name),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }
 
 /** Submits a job of `spec` for `tenantId`. */
