@@ -32,6 +32,20 @@ Deno.test("LoRA jobs through the worker", async (t) => {
   await using h = await openJobHarness();
   const { db, tenantId, file } = h;
   const base = await tinyBase();
+  /** The base with the adapter of `job`'s checkpoint at `step` merged in. */
+  const mergedAt = async (job: string, step: number) => {
+    const adapter = readAdapter(
+      base.config,
+      await file(job, step, "adapter_config.json"),
+      await file(job, step, "adapter_model.safetensors"),
+    );
+    return mergeLora(
+      base.config,
+      new Map([...base.parameters, ...adapter.parameters]),
+      adapter.lora,
+      parameterSpecs(base.config),
+    );
+  };
   const uninterrupted = await h.submit(tinySpec({ model: { lora: LORA } }));
   await t.step(
     "a 2-step seed job with model.lora trains only the adapter and checkpoints it in PEFT's format",
@@ -160,17 +174,7 @@ Deno.test("LoRA jobs through the worker", async (t) => {
         const ck = (await listCheckpoints(db, next.id)).find((c) => c.step === 0)!;
         return ck.files.some((f) => f.name === name) ? await file(next.id, 0, name) : null;
       });
-      const adapter = readAdapter(
-        base.config,
-        await file(uninterrupted.id, 2, "adapter_config.json"),
-        await file(uninterrupted.id, 2, "adapter_model.safetensors"),
-      );
-      const expected = mergeLora(
-        base.config,
-        new Map([...base.parameters, ...adapter.parameters]),
-        adapter.lora,
-        parameterSpecs(base.config),
-      );
+      const expected = await mergedAt(uninterrupted.id, 2);
       for (const s of parameterSpecs(base.config)) {
         assert.deepEqual(loaded.parameters.get(s.name), expected.get(s.name), s.name);
       }
@@ -224,17 +228,7 @@ Deno.test("LoRA jobs through the worker", async (t) => {
     const merged = await loadHfDirectory((name) =>
       names.includes(name) ? file(job.id, 0, name) : Promise.resolve(null)
     );
-    const adapter = readAdapter(
-      base.config,
-      await file(job.id, 0, "adapter_config.json"),
-      await file(job.id, 0, "adapter_model.safetensors"),
-    );
-    const expected = mergeLora(
-      base.config,
-      new Map([...base.parameters, ...adapter.parameters]),
-      adapter.lora,
-      parameterSpecs(base.config),
-    );
+    const expected = await mergedAt(job.id, 0);
     for (const s of parameterSpecs(base.config)) {
       assert.deepEqual(merged.parameters.get(s.name), expected.get(s.name), s.name);
     }
