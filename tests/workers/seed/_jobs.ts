@@ -2,6 +2,8 @@
  * Running real trainer jobs through the real Worker on a test database and s3rver: a tiny spec
  * (builtin:tiny on sokoban, 2 tasks × 2 copies, 3 turns, a few tokens), a harness that opens the
  * database, the store and a tenant for one test, and helpers to run a job and read what it left.
+ * For tests of one trainer step without a job: the trainer a job would build (`testTrainer`) and a
+ * policy whose analyses are fixed (`FixedAnalyzer`).
  */
 import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
@@ -10,6 +12,7 @@ import {
   type Database,
   getJob,
   type Job,
+  type JobSpec,
   type JobSpecInput,
   listCheckpoints,
   listEvents,
@@ -18,6 +21,27 @@ import {
   readCheckpointFile,
   submitJob,
 } from "../../../jobs/mod.ts";
+import {
+  type AsyncEnvironment,
+  getEnvironment,
+  toAsyncEnvironment,
+} from "../../../workers/envs/mod.ts";
+import {
+  AdamW,
+  type HfModel,
+  parameterSpecs,
+  Policy,
+  Rng,
+  type Tokenizer,
+} from "../../../workers/model/mod.ts";
+import {
+  resolveModel,
+  runPlan,
+  SeedTrainer,
+  SkillLibrary,
+  type TextGenerateOptions,
+  TextPolicy,
+} from "../../../workers/seed/mod.ts";
 import {
   createSeedHandler,
   registerSeedHandlers,
@@ -213,4 +237,60 @@ export function untimed(m: Record<string, number>): Record<string, number> {
   return Object.fromEntries(
     Object.entries(m).filter(([k]) => !/seconds|per_second/.test(k)),
   );
+}
+
+/**
+ * The real policy, except that analyzer prompts get one fixed JSON answer naming `skill` (a
+ * from-scratch tiny model cannot write one in a test's budget); every other prompt is generated.
+ * `analyzerPrompts` keeps the analyzer prompts it answered.
+ */
+export class FixedAnalyzer extends TextPolicy {
+  readonly analyzerPrompts: string[] = [];
+
+  constructor(policy: Policy, tokenizer: Tokenizer, readonly skill = "push the box up") {
+    super(policy, tokenizer);
+  }
+
+  override generate(prompts: string[], options: TextGenerateOptions) {
+    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
+      return super.generate(prompts, options);
+    }
+    this.analyzerPrompts.push(...prompts);
+    const json = JSON.stringify({ episode_summary: "moved", episode_skill: this.skill });
+    const responseIds = prompts.map(() => []);
+    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
+  }
+}
+
+/**
+ * A `SeedTrainer` for `spec` as a job builds one, without the job: θ and the environment given,
+ * no reference policy, AdamW at `lr` (default 1e-3) over θ's base parameters, `Rng(1)`, and
+ * `library` (default an empty one of job `job-1`).
+ */
+export function testTrainer(
+  spec: JobSpec,
+  parts: { env: AsyncEnvironment; theta: TextPolicy; library?: SkillLibrary; lr?: number },
+): SeedTrainer {
+  return new SeedTrainer({
+    spec,
+    plan: runPlan(spec),
+    env: parts.env,
+    theta: parts.theta,
+    reference: null,
+    optimizer: new AdamW(parameterSpecs(parts.theta.policy.config), { lr: parts.lr ?? 1e-3 }),
+    rng: new Rng(1),
+    library: parts.library ?? new SkillLibrary("job-1"),
+  });
+}
+
+/**
+ * builtin:tiny as resolved for sokoban (init seed 1) and a policy of it on one engine thread; the
+ * caller releases `policy`.
+ */
+export async function tinySokobanPolicy(): Promise<
+  { env: AsyncEnvironment; model: HfModel; policy: Policy }
+> {
+  const env = toAsyncEnvironment(getEnvironment("sokoban"));
+  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
+  return { env, model, policy: new Policy(model.config, model.parameters, { threads: 1 }) };
 }
