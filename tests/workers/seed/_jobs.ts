@@ -6,7 +6,7 @@
  * policy whose analyses are fixed (`FixedAnalyzer`).
  */
 import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
-import { startTestStore } from "../../_harness/s3.ts";
+import { startTestStore, type TestStore } from "../../_harness/s3.ts";
 import {
   type ArtifactStore,
   type Database,
@@ -101,17 +101,17 @@ export function trainerRegistry(
   return registry;
 }
 
-/** A worker on the test database and store (no reaper, quiet logs). */
-export function testWorker(db: Database, store: ArtifactStore, registry: HandlerRegistry): Worker {
-  return new Worker({ db, store, registry, ...QUIET_WORKER });
-}
-
 /** Worker options of the tests: fast polling, no reaper, only error logs, and those dropped. */
 const QUIET_WORKER = {
   pollMs: 50,
   reaperIntervalMs: 0,
   logger: createLogger({}, { level: "error", sink: () => {} }),
 } as const satisfies Partial<WorkerOptions>;
+
+/** A worker on the test database and store (no reaper, quiet logs). */
+export function testWorker(db: Database, store: ArtifactStore, registry: HandlerRegistry): Worker {
+  return new Worker({ db, store, registry, ...QUIET_WORKER });
+}
 
 /**
  * What one job test runs on: a fresh migrated test database with one tenant and an s3rver store.
@@ -125,9 +125,9 @@ export interface JobHarness extends AsyncDisposable {
   submit(spec: JobSpecInput): Promise<Job>;
   /**
    * A trainer worker (`trainerRegistry` with `options`: `{}` runs as deployed, `ONE_THREAD` on
-   * one engine thread) with the test defaults of `testWorker`, then `worker` over them.
+   * one engine thread) with the test defaults of `testWorker`, then `overrides` over them.
    */
-  worker(options: SeedHandlerOptions, worker?: Partial<WorkerOptions>): Worker;
+  worker(options: SeedHandlerOptions, overrides?: Partial<WorkerOptions>): Worker;
   /**
    * A trainer worker (`options` as `worker`) that drains itself once its job has committed
    * `step`: the job is released there, for another worker to resume.
@@ -144,26 +144,28 @@ export interface JobHarness extends AsyncDisposable {
 /** Opens a `JobHarness` (a few seconds: the database is migrated). */
 export async function openJobHarness(): Promise<JobHarness> {
   const database = await openTestDatabase();
-  let s3;
-  try {
-    s3 = await startTestStore();
-  } catch (e) {
-    await database.close();
-    throw e;
-  }
-  const { db } = database, { store } = s3;
-  const tenantId = await createTenant(db);
+  const { db } = database;
+  let s3: TestStore | undefined;
   const close = async () => {
-    await s3.close();
+    await s3?.close();
     await database.close();
   };
-  const worker = (options: SeedHandlerOptions, extra: Partial<WorkerOptions> = {}) =>
+  let tenantId: string;
+  try {
+    s3 = await startTestStore();
+    tenantId = await createTenant(db);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  const { store } = s3;
+  const worker = (options: SeedHandlerOptions, overrides: Partial<WorkerOptions> = {}) =>
     new Worker({
       db,
       store,
       registry: trainerRegistry(undefined, options),
       ...QUIET_WORKER,
-      ...extra,
+      ...overrides,
     });
   return {
     db,
