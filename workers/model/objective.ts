@@ -25,6 +25,19 @@ export interface TokenValues {
 }
 
 /**
+ * What an objective declares of one scalar output.
+ * - `over`: the count it is a mean over (its sums are divided by it; see module doc);
+ * - `kind`: `"loss"` for a term of the loss (the total `loss` included): over no tokens its
+ *   masked mean is exactly 0, as the reference code's `agg_loss` gives; `"statistic"` for a
+ *   figure reported beside it (a share, a mean gate, the mean entropy): over no tokens it is
+ *   undefined, and a caller leaves it out rather than report a made-up 0.
+ */
+export interface OutputSpec<C extends string = string> {
+  readonly over: C;
+  readonly kind: "loss" | "statistic";
+}
+
+/**
  * A training objective.
  * - `T`: per-token float inputs (R,), fed from each sample's `inputs[name]` (a number is
  *   broadcast to every response token of the sample);
@@ -50,8 +63,13 @@ export interface TrainObjective<
    * its sums 0, not NaN; the result reports the true count.
    */
   readonly counts: Readonly<Record<C, T | null>>;
-  /** Each scalar output by name → the count it is a mean over (for averaging over steps). */
-  readonly outputs: Readonly<Record<O | "loss", C>>;
+  /**
+   * Each scalar output by name → its count and kind (for averaging over steps). The total `loss`
+   * is always a loss term.
+   */
+  readonly outputs: Readonly<Record<O, OutputSpec<C>>> & {
+    readonly loss: OutputSpec<C> & { readonly kind: "loss" };
+  };
   /** Builds the loss and every output from the token values and the named inputs. */
   build(g: Graph, tokens: TokenValues, inputs: Readonly<Record<T | S | C, Value>>): Record<
     O | "loss",
@@ -77,6 +95,27 @@ export type ScalarName<X> = X extends TrainObjective<string, infer S, string, st
 export type TokenInputName<X> = X extends TrainObjective<infer T, string, string, string> ? T
   : never;
 
+/**
+ * The step-wide value of each output of an objective from its sums over the step's train calls:
+ * `sums[name]` is Σ output·count and `counts[c]` is Σ count over the calls, each count the one the
+ * output declares it is a mean over. Over no tokens (count 0) a loss term is 0 and a statistic
+ * is left out (see `OutputSpec`).
+ */
+export function stepMeans<O extends string, C extends string>(
+  outputs: Readonly<Record<O, OutputSpec<C>>>,
+  sums: Readonly<Partial<Record<O, number>>>,
+  counts: Readonly<Partial<Record<C, number>>>,
+): Partial<Record<O, number>> {
+  const means: Partial<Record<O, number>> = {};
+  for (const name of Object.keys(outputs) as O[]) {
+    const { over, kind } = outputs[name];
+    const n = counts[over] ?? 0;
+    if (n > 0) means[name] = (sums[name] ?? 0) / n;
+    else if (kind === "loss") means[name] = 0;
+  }
+  return means;
+}
+
 /** Σ x·mask / count, with `count` a scalar graph input: a mean whose calls add up. */
 export function sumOver(g: Graph, x: Value, mask: Value, count: Value): Value {
   const axes = [...x.shape.keys()];
@@ -92,7 +131,7 @@ export const TOKEN_NLL: TrainObjective<never, never, "response_tokens", never> =
   tokenInputs: [],
   scalarInputs: [],
   counts: { response_tokens: null },
-  outputs: { loss: "response_tokens" },
+  outputs: { loss: { over: "response_tokens", kind: "loss" } },
   build(g, t, inputs) {
     return { loss: g.neg(sumOver(g, t.logp, t.mask, inputs.response_tokens)) };
   },

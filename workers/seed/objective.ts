@@ -26,7 +26,7 @@
  */
 import type { JobSpec } from "../../jobs/mod.ts";
 import { type Graph, nn, type Value } from "../engine/mod.ts";
-import { sumOver, type TrainObjective, type TrainSample } from "../model/mod.ts";
+import { type OutputSpec, sumOver, type TrainObjective, type TrainSample } from "../model/mod.ts";
 import type { RunPlan } from "./run_plan.ts";
 
 /** Per-token inputs (R,) of the SEED objective. */
@@ -76,28 +76,29 @@ const COUNTS = {
 
 /**
  * Scalar outputs of the SEED objective (each a metric of the update, same name) → the count it
- * is a mean over.
+ * is a mean over and whether it is a term of the loss (0 over no tokens) or a statistic (left out
+ * over no tokens). The entropy is a statistic: the loss term is −entropy_coef·H.
  */
 export const SEED_OUTPUTS = {
   /** The total loss minimised. */
-  loss: "response_tokens",
+  loss: { over: "response_tokens", kind: "loss" },
   /** Token mean of the clipped policy-gradient loss. */
-  pg_loss: "response_tokens",
+  pg_loss: { over: "response_tokens", kind: "loss" },
   /** L_opd: mean of g·(ℓT − ℓθ) over teacher tokens. */
-  opd_loss: "teacher_tokens",
+  opd_loss: { over: "teacher_tokens", kind: "loss" },
   /** Token mean of the bounded k3. */
-  kl_loss: "response_tokens",
+  kl_loss: { over: "response_tokens", kind: "loss" },
   /** Token mean of the policy's entropy H (nats). */
-  entropy: "response_tokens",
+  entropy: { over: "response_tokens", kind: "statistic" },
   /** Share of tokens where the ε-clipped branch is the active one. */
-  clip_frac: "response_tokens",
+  clip_frac: { over: "response_tokens", kind: "statistic" },
   /** Share of tokens (A < 0) capped by the dual clip −c·A. */
-  dual_clip_frac: "response_tokens",
+  dual_clip_frac: { over: "response_tokens", kind: "statistic" },
   /** Mean gate g over teacher tokens. */
-  gate_mean: "teacher_tokens",
+  gate_mean: { over: "teacher_tokens", kind: "statistic" },
   /** Mean Δ = ℓT − ℓθ over teacher tokens. */
-  delta_mean: "teacher_tokens",
-} as const;
+  delta_mean: { over: "teacher_tokens", kind: "statistic" },
+} as const satisfies Record<string, OutputSpec<keyof typeof COUNTS>>;
 
 /** |ℓref − ℓθ| is clipped to this before k3 (verl `low_var_kl`). */
 export const KL_GAP_BOUND = 20;

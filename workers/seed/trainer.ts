@@ -17,6 +17,7 @@ import {
   type Policy,
   type Rng,
   type Sample,
+  stepMeans,
   TOKEN_NLL,
 } from "../model/mod.ts";
 import {
@@ -362,10 +363,7 @@ export class SeedTrainer {
       totalSteps: spec.steps,
     });
     const coefficients = seedCoefficients(spec, plan);
-    const outputs = Object.entries(SEED_OUTPUTS) as [
-      keyof typeof SEED_OUTPUTS,
-      typeof SEED_OUTPUTS[keyof typeof SEED_OUTPUTS],
-    ][];
+    const outputs = Object.keys(SEED_OUTPUTS) as (keyof typeof SEED_OUTPUTS)[];
     const sums: Record<string, number> = {}, counts: Record<string, number> = {};
     let tokens = 0, optimizerSteps = 0, gradNorm = 0, replayLoss = 0, replaySeconds = 0;
     const epochs = miniBatches(rl.length, {
@@ -401,8 +399,8 @@ export class SeedTrainer {
         }
         const norm = o.max_grad_norm > 0 ? clipGradNorm(r.grads, o.max_grad_norm) : 0;
         optimizer.step(theta.policy.params, r.grads, lr);
-        for (const [name, count] of outputs) {
-          sums[name] = (sums[name] ?? 0) + r.outputs[name] * r.counts[count];
+        for (const name of outputs) {
+          sums[name] = (sums[name] ?? 0) + r.outputs[name] * r.counts[SEED_OUTPUTS[name].over];
         }
         for (const [count, n] of Object.entries(r.counts)) counts[count] = (counts[count] ?? 0) + n;
         tokens += r.tokens;
@@ -410,13 +408,13 @@ export class SeedTrainer {
         optimizerSteps++;
       }
     }
-    const stats: Record<string, number> = { lr, optimizer_steps: optimizerSteps };
-    // Over no tokens a loss term is exactly 0 (its masked mean, as the reference code's
-    // agg_loss), while a statistic such as gate_mean is undefined: left out, not a made-up 0.
-    for (const [name, count] of outputs) {
-      if ((counts[count] ?? 0) > 0) stats[name] = sums[name] / counts[count];
-      else if (name === "loss" || name.endsWith("_loss")) stats[name] = 0;
-    }
+    // Over no tokens a loss term is 0 and a statistic (gate_mean) is left out: the objective
+    // declares which is which.
+    const stats: Record<string, number> = {
+      lr,
+      optimizer_steps: optimizerSteps,
+      ...stepMeans(SEED_OUTPUTS, sums, counts),
+    };
     stats.grad_norm = optimizerSteps > 0 ? gradNorm / optimizerSteps : 0;
     stats.analyzer_replay_loss = optimizerSteps > 0 ? replayLoss / optimizerSteps : 0;
     return { stats, tokens, replaySeconds };

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { createSession, Graph, tensor } from "../../../workers/engine/mod.ts";
 import { buildTrainGraph, DecoderConfigError } from "../../../workers/model/llama.ts";
-import { TOKEN_NLL, type TrainObjective } from "../../../workers/model/objective.ts";
+import { stepMeans, TOKEN_NLL, type TrainObjective } from "../../../workers/model/objective.ts";
 import { TINY_LLAMA } from "./_tiny.ts";
 
 Deno.test("token NLL is the negative sum of masked log-probs over the step's response tokens", async () => {
@@ -30,11 +30,33 @@ Deno.test("an objective whose input name is a train-graph input is refused at bu
     tokenInputs: ["targets"],
     scalarInputs: [],
     counts: { n: null },
-    outputs: { loss: "n" },
+    outputs: { loss: { over: "n", kind: "loss" } },
     build: (g, t) => ({ loss: g.neg(t.logp) }),
   };
   assert.throws(
     () => buildTrainGraph(TINY_LLAMA, { batch: 1, length: 4, tokens: 4 }, { objective: bad }),
     (e: Error) => e instanceof DecoderConfigError && /targets is taken/.test(e.message),
   );
+});
+
+Deno.test("step means divide by the step's count; over no tokens a declared loss is 0 and a statistic is left out", () => {
+  const outputs = {
+    loss: { over: "all", kind: "loss" },
+    aux_term: { over: "some", kind: "loss" },
+    share: { over: "all", kind: "statistic" },
+    some_mean: { over: "some", kind: "statistic" },
+  } as const;
+  // Two calls of 3 and 5 tokens: sums are Σ output·count, as the trainer accumulates them.
+  const sums = { loss: 0.5 * 3 + 0.1 * 5, share: 0.25 * 3 + 0.75 * 5 };
+  assert.deepEqual(stepMeans(outputs, sums, { all: 8, some: 0 }), {
+    loss: 2 / 8,
+    aux_term: 0,
+    share: 4.5 / 8,
+  });
+  // The name says nothing: a loss term is what the objective declares one.
+  assert.deepEqual(
+    stepMeans({ entropy_loss: { over: "all", kind: "statistic" } }, {}, { all: 0 }),
+    {},
+  );
+  assert.deepEqual(stepMeans({ figure: { over: "all", kind: "loss" } }, {}, {}), { figure: 0 });
 });

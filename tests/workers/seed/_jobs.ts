@@ -1,12 +1,18 @@
 /**
  * Running real trainer jobs through the real Worker on a test database and s3rver: a tiny spec
- * (builtin:tiny on sokoban, 2 tasks × 2 copies, 3 turns, a few tokens) and helpers to run a job
- * and read what it left.
+ * (builtin:tiny on sokoban, 2 tasks × 2 copies, 3 turns, a few tokens), a harness that opens the
+ * database, the store and a tenant for one test, and helpers to run a job and read what it left.
+ * For tests of one trainer step without a job: the trainer a job would build (`testTrainer`) and a
+ * policy whose analyses are fixed (`FixedAnalyzer`).
  */
+import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
+import { startTestStore, type TestStore } from "../../_harness/s3.ts";
 import {
   type ArtifactStore,
   type Database,
+  getJob,
   type Job,
+  type JobSpec,
   type JobSpecInput,
   listCheckpoints,
   listEvents,
@@ -15,6 +21,27 @@ import {
   readCheckpointFile,
   submitJob,
 } from "../../../jobs/mod.ts";
+import {
+  type AsyncEnvironment,
+  getEnvironment,
+  toAsyncEnvironment,
+} from "../../../workers/envs/mod.ts";
+import {
+  AdamW,
+  type HfModel,
+  parameterSpecs,
+  Policy,
+  Rng,
+  type Tokenizer,
+} from "../../../workers/model/mod.ts";
+import {
+  resolveModel,
+  runPlan,
+  SeedTrainer,
+  SkillLibrary,
+  type TextGenerateOptions,
+  TextPolicy,
+} from "../../../workers/seed/mod.ts";
 import {
   createSeedHandler,
   registerSeedHandlers,
@@ -26,6 +53,7 @@ import {
   type JobHandler,
   type RunResult,
   Worker,
+  type WorkerOptions,
 } from "../../../workers/worker/mod.ts";
 
 /** A spec small enough for a test (each job a few seconds). */
@@ -73,16 +101,99 @@ export function trainerRegistry(
   return registry;
 }
 
+/** Worker options of the tests: fast polling, no reaper, only error logs, and those dropped. */
+const QUIET_WORKER = {
+  pollMs: 50,
+  reaperIntervalMs: 0,
+  logger: createLogger({}, { level: "error", sink: () => {} }),
+} as const satisfies Partial<WorkerOptions>;
+
 /** A worker on the test database and store (no reaper, quiet logs). */
 export function testWorker(db: Database, store: ArtifactStore, registry: HandlerRegistry): Worker {
-  return new Worker({
+  return new Worker({ db, store, registry, ...QUIET_WORKER });
+}
+
+/**
+ * What one job test runs on: a fresh migrated test database with one tenant and an s3rver store.
+ * `await using h = await openJobHarness()` stops both when the test ends, passed or failed.
+ */
+export interface JobHarness extends AsyncDisposable {
+  readonly db: Database;
+  readonly store: ArtifactStore;
+  readonly tenantId: string;
+  /** Submits a job of `spec` for the harness's tenant. */
+  submit(spec: JobSpecInput): Promise<Job>;
+  /**
+   * A trainer worker (`trainerRegistry` with `options`: `{}` runs as deployed, `ONE_THREAD` on
+   * one engine thread) with the test defaults of `testWorker`, then `overrides` over them.
+   */
+  worker(options: SeedHandlerOptions, overrides?: Partial<WorkerOptions>): Worker;
+  /**
+   * A trainer worker (`options` as `worker`) that drains itself once its job has committed
+   * `step`: the job is released there, for another worker to resume.
+   */
+  drainingWorker(step: number, options: SeedHandlerOptions): Worker;
+  /** The error a job ended with, "" when none (for assertion messages). */
+  error(jobId: string): Promise<string>;
+  /** One file of a job's checkpoint at `step`; throws when there is no such checkpoint. */
+  file(jobId: string, step: number, name: string): Promise<Uint8Array>;
+  /** Stops the store and closes and drops the database (what disposing does). */
+  close(): Promise<void>;
+}
+
+/** Opens a `JobHarness` (a few seconds: the database is migrated). */
+export async function openJobHarness(): Promise<JobHarness> {
+  const database = await openTestDatabase();
+  const { db } = database;
+  let s3: TestStore | undefined;
+  const close = async () => {
+    await s3?.close();
+    await database.close();
+  };
+  let tenantId: string;
+  try {
+    s3 = await startTestStore();
+    tenantId = await createTenant(db);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  const { store } = s3;
+  const worker = (options: SeedHandlerOptions, overrides: Partial<WorkerOptions> = {}) =>
+    new Worker({
+      db,
+      store,
+      registry: trainerRegistry(undefined, options),
+      ...QUIET_WORKER,
+      ...overrides,
+    });
+  return {
     db,
     store,
-    registry,
-    pollMs: 50,
-    reaperIntervalMs: 0,
-    logger: createLogger({}, { level: "error", sink: () => {} }),
-  });
+    tenantId,
+    submit: (spec) => submit(db, tenantId, spec),
+    worker,
+    drainingWorker(step, options) {
+      const holder: { worker?: Worker } = {};
+      const registry = trainerRegistry((handler) => (ctx) =>
+        handler({
+          ...ctx,
+          get draining() {
+            return ctx.draining;
+          },
+          commitStep: async (committed, commit) => {
+            await ctx.commitStep(committed, commit);
+            if (committed === step) holder.worker!.drain(); // committed with its checkpoint
+          },
+        }), options);
+      holder.worker = new Worker({ db, store, registry, ...QUIET_WORKER });
+      return holder.worker;
+    },
+    error: async (jobId) => (await getJob(db, { tenantId, jobId }))?.error ?? "",
+    file: (jobId, step, name) => checkpointFile(db, store, jobId, step, name),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }
 
 /** Submits a job of `spec` for `tenantId`. */
@@ -128,4 +239,60 @@ export function untimed(m: Record<string, number>): Record<string, number> {
   return Object.fromEntries(
     Object.entries(m).filter(([k]) => !/seconds|per_second/.test(k)),
   );
+}
+
+/**
+ * The real policy, except that analyzer prompts get one fixed JSON answer naming `skill` (a
+ * from-scratch tiny model cannot write one in a test's budget); every other prompt is generated.
+ * `analyzerPrompts` keeps the analyzer prompts it answered.
+ */
+export class FixedAnalyzer extends TextPolicy {
+  readonly analyzerPrompts: string[] = [];
+
+  constructor(policy: Policy, tokenizer: Tokenizer, readonly skill = "push the box up") {
+    super(policy, tokenizer);
+  }
+
+  override generate(prompts: string[], options: TextGenerateOptions) {
+    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
+      return super.generate(prompts, options);
+    }
+    this.analyzerPrompts.push(...prompts);
+    const json = JSON.stringify({ episode_summary: "moved", episode_skill: this.skill });
+    const responseIds = prompts.map(() => []);
+    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
+  }
+}
+
+/**
+ * A `SeedTrainer` for `spec` as a job builds one, without the job: θ and the environment given,
+ * no reference policy, AdamW at `lr` (default 1e-3) over θ's base parameters, `Rng(1)`, and
+ * `library` (default an empty one of job `job-1`).
+ */
+export function testTrainer(
+  spec: JobSpec,
+  parts: { env: AsyncEnvironment; theta: TextPolicy; library?: SkillLibrary; lr?: number },
+): SeedTrainer {
+  return new SeedTrainer({
+    spec,
+    plan: runPlan(spec),
+    env: parts.env,
+    theta: parts.theta,
+    reference: null,
+    optimizer: new AdamW(parameterSpecs(parts.theta.policy.config), { lr: parts.lr ?? 1e-3 }),
+    rng: new Rng(1),
+    library: parts.library ?? new SkillLibrary("job-1"),
+  });
+}
+
+/**
+ * builtin:tiny as resolved for sokoban (init seed 1) and a policy of it on one engine thread; the
+ * caller releases `policy`.
+ */
+export async function tinySokobanPolicy(): Promise<
+  { env: AsyncEnvironment; model: HfModel; policy: Policy }
+> {
+  const env = toAsyncEnvironment(getEnvironment("sokoban"));
+  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
+  return { env, model, policy: new Policy(model.config, model.parameters, { threads: 1 }) };
 }

@@ -1,33 +1,15 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
-import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
-import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../../workers/model/mod.ts";
-import {
-  resolveModel,
-  runPlan,
-  SeedTrainer,
-  SkillLibrary,
-  TextPolicy,
-} from "../../../workers/seed/mod.ts";
-import { tinySpec } from "./_jobs.ts";
+import { Tokenizer } from "../../../workers/model/mod.ts";
+import { TextPolicy } from "../../../workers/seed/mod.ts";
+import { testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
 
 /** One trainer step from the same init; returns the step's metrics and the updated weights. */
 async function stepWith(seed: Record<string, unknown>) {
-  const env = toAsyncEnvironment(getEnvironment("sokoban"));
-  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
-  const policy = new Policy(model.config, model.parameters, { threads: 1 });
+  const { env, model, policy } = await tinySokobanPolicy();
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
   const spec = parseJobSpec(tinySpec({ seed: { analyzer_max_new_tokens: 24, ...seed } }));
-  const trainer = new SeedTrainer({
-    spec,
-    plan: runPlan(spec),
-    env,
-    theta,
-    reference: null,
-    optimizer: new AdamW(parameterSpecs(model.config), { lr: 1e-3 }),
-    rng: new Rng(1),
-    library: new SkillLibrary("job-1"),
-  });
+  const trainer = testTrainer(spec, { env, theta });
   const { metrics } = await trainer.step(1, () => Promise.resolve());
   await policy.release();
   return { metrics, params: model.parameters };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createSession, gradients, Graph, tensor } from "../../../workers/engine/mod.ts";
-import { parameterSpecs, Policy } from "../../../workers/model/mod.ts";
+import { parameterSpecs, Policy, stepMeans } from "../../../workers/model/mod.ts";
 import {
   SEED_COEFFICIENTS,
   SEED_OBJECTIVE,
@@ -194,6 +194,47 @@ Deno.test("without teacher tokens the distillation outputs are 0, not NaN", asyn
   assert.equal(got.terms.opd_loss, 0);
   assert.equal(got.terms.gate_mean, 0);
   assert.ok(Number.isFinite(got.terms.loss));
+});
+
+Deno.test("the SEED objective declares the terms its loss adds up as loss terms, the rest as statistics", () => {
+  const kinds = Object.fromEntries(Object.entries(SEED_OUTPUTS).map(([k, o]) => [k, o.kind]));
+  assert.deepEqual(kinds, {
+    loss: "loss",
+    pg_loss: "loss",
+    opd_loss: "loss",
+    kl_loss: "loss",
+    // The loss adds −entropy_coef·H: the mean entropy itself is a figure, as in verl.
+    entropy: "statistic",
+    clip_frac: "statistic",
+    dual_clip_frac: "statistic",
+    gate_mean: "statistic",
+    delta_mean: "statistic",
+  });
+});
+
+Deno.test("a step without teacher tokens reports opd_loss 0 and leaves the teacher statistics out", async () => {
+  const t = { ...TOK, opd_mask: TOK.opd_mask.map(() => 0) };
+  const got = await byGraph(t, COEF);
+  // The step as one train call: the trainer's sums are output·count, its counts the true ones.
+  const counts = { response_tokens: 8, teacher_tokens: 0 };
+  const sums = Object.fromEntries(
+    Object.entries(SEED_OUTPUTS).map(([k, o]) => [k, got.terms[k] * counts[o.over]]),
+  );
+  const means = stepMeans(SEED_OUTPUTS, sums, counts);
+  assert.deepEqual(Object.keys(means).sort(), [
+    "clip_frac",
+    "dual_clip_frac",
+    "entropy",
+    "kl_loss",
+    "loss",
+    "opd_loss",
+    "pg_loss",
+  ]);
+  assert.equal(means.opd_loss, 0);
+  for (const k of ["loss", "pg_loss", "kl_loss", "entropy", "clip_frac"] as const) {
+    assert.ok(Math.abs(means[k]! - got.terms[k]) < 1e-12, `${k}: ${means[k]} vs ${got.terms[k]}`);
+  }
+  assert.ok(means.pg_loss !== 0 && means.kl_loss! > 0, "the response-token terms are real means");
 });
 
 function seedSamples(): SeedSample[] {

@@ -6,7 +6,6 @@
  */
 import assert from "node:assert/strict";
 import {
-  getJob,
   getSkillLibrary,
   listEvents,
   readCheckpointFile,
@@ -14,68 +13,60 @@ import {
   stepRecord,
 } from "../../../jobs/mod.ts";
 import { getCheckpoint } from "../../../jobs/mod.ts";
-import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
-import { startTestStore } from "../../_harness/s3.ts";
-import { runOne, submit, testWorker, tinySpec, trainerRegistry } from "./_jobs.ts";
+import { openJobHarness, runOne, tinySpec } from "./_jobs.ts";
 
 Deno.test("trainer steps are committed whole, and a resume repairs a step that is not", async () => {
-  const { db, close } = await openTestDatabase();
-  const s3 = await startTestStore();
-  const tenantId = await createTenant(db);
-  try {
-    const job = await submit(db, tenantId, tinySpec());
-    const error = async () => (await getJob(db, { tenantId, jobId: job.id }))?.error ?? "";
-    assert.equal(
-      await runOne(testWorker(db, s3.store, trainerRegistry())),
-      "succeeded",
-      await error(),
-    );
-    for (const step of [0, 1, 2]) {
-      const r = await stepRecord(db, job.id, step);
-      assert.deepEqual([r.metrics, r.checkpoint, r.skills], [true, true, true], `step ${step}`);
-      assert.ok(r.events.includes("checkpoint") && r.events.includes("eval"), `step ${step}`);
-      assert.ok(r.trajectories.includes("eval"), `step ${step}`);
-      if (step > 0) assert.ok(r.events.includes("step") && r.trajectories.includes("rollout"));
-    }
-    const before = await readSkillLibrary(s3.store, (await getSkillLibrary(db, job.id, 2))!);
-
-    // What a worker killed between the final checkpoint's row and its skill library's row left.
-    await db.query("delete from skill_libraries where job_id = $1 and step = 2", [job.id]);
-    await db.query(
-      "delete from job_events where job_id = $1 and type = 'checkpoint' and data->>'step' = '2'",
-      [job.id],
-    );
-    await db.query(
-      `update jobs set status = 'queued', attempt = 1, worker_id = null, finished_at = null
-       where id = $1`,
-      [job.id],
-    );
-    assert.equal(
-      await runOne(testWorker(db, s3.store, trainerRegistry())),
-      "succeeded",
-      await error(),
-    );
-    const repaired = await getSkillLibrary(db, job.id, 2);
-    assert.ok(repaired, "the resumed run re-committed the final skill library");
-    assert.equal(repaired.attempt, 1);
-    assert.deepEqual(await readSkillLibrary(s3.store, repaired), before);
-    const state = JSON.parse(new TextDecoder().decode(
-      await readCheckpointFile(
-        s3.store,
-        (await getCheckpoint(db, job.id, 2))!,
-        "trainer_state.json",
-      ),
-    ));
-    assert.deepEqual(await readSkillLibrary(s3.store, repaired), state.skill_library);
-    const events = await listEvents(db, job.id, { limit: 1000 });
-    const checkpointsOf2 = events.filter((e) =>
-      e.type === "checkpoint" && (e.data as { step: number }).step === 2
-    );
-    assert.equal(checkpointsOf2.length, 1);
-    assert.equal(checkpointsOf2[0].attempt, 1);
-    assert.ok(events.some((e) => e.type === "resumed"));
-  } finally {
-    await s3.close();
-    await close();
+  await using h = await openJobHarness();
+  const { db, store } = h;
+  const job = await h.submit(tinySpec());
+  const error = () => h.error(job.id);
+  assert.equal(
+    await runOne(h.worker({})),
+    "succeeded",
+    await error(),
+  );
+  for (const step of [0, 1, 2]) {
+    const r = await stepRecord(db, job.id, step);
+    assert.deepEqual([r.metrics, r.checkpoint, r.skills], [true, true, true], `step ${step}`);
+    assert.ok(r.events.includes("checkpoint") && r.events.includes("eval"), `step ${step}`);
+    assert.ok(r.trajectories.includes("eval"), `step ${step}`);
+    if (step > 0) assert.ok(r.events.includes("step") && r.trajectories.includes("rollout"));
   }
+  const before = await readSkillLibrary(store, (await getSkillLibrary(db, job.id, 2))!);
+
+  // What a worker killed between the final checkpoint's row and its skill library's row left.
+  await db.query("delete from skill_libraries where job_id = $1 and step = 2", [job.id]);
+  await db.query(
+    "delete from job_events where job_id = $1 and type = 'checkpoint' and data->>'step' = '2'",
+    [job.id],
+  );
+  await db.query(
+    `update jobs set status = 'queued', attempt = 1, worker_id = null, finished_at = null
+       where id = $1`,
+    [job.id],
+  );
+  assert.equal(
+    await runOne(h.worker({})),
+    "succeeded",
+    await error(),
+  );
+  const repaired = await getSkillLibrary(db, job.id, 2);
+  assert.ok(repaired, "the resumed run re-committed the final skill library");
+  assert.equal(repaired.attempt, 1);
+  assert.deepEqual(await readSkillLibrary(store, repaired), before);
+  const state = JSON.parse(new TextDecoder().decode(
+    await readCheckpointFile(
+      store,
+      (await getCheckpoint(db, job.id, 2))!,
+      "trainer_state.json",
+    ),
+  ));
+  assert.deepEqual(await readSkillLibrary(store, repaired), state.skill_library);
+  const events = await listEvents(db, job.id, { limit: 1000 });
+  const checkpointsOf2 = events.filter((e) =>
+    e.type === "checkpoint" && (e.data as { step: number }).step === 2
+  );
+  assert.equal(checkpointsOf2.length, 1);
+  assert.equal(checkpointsOf2[0].attempt, 1);
+  assert.ok(events.some((e) => e.type === "resumed"));
 });

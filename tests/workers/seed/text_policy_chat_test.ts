@@ -7,20 +7,11 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
 import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
-import { AdamW, initParameters, parameterSpecs, Policy, Rng } from "../../../workers/model/mod.ts";
-import {
-  ACTION_STOP,
-  analysisTarget,
-  insertSkill,
-  runPlan,
-  SeedTrainer,
-  SkillLibrary,
-  type TextGenerateOptions,
-  TextPolicy,
-} from "../../../workers/seed/mod.ts";
+import { initParameters, Policy } from "../../../workers/model/mod.ts";
+import { ACTION_STOP, analysisTarget, insertSkill, TextPolicy } from "../../../workers/seed/mod.ts";
 import { SMALL_QWEN3 } from "../../api/_qwen3_model.ts";
 import { QWEN3_IDS, qwen3Tokenizer } from "../model/_qwen3.ts";
-import { tinySpec } from "./_jobs.ts";
+import { FixedAnalyzer, testTrainer, tinySpec } from "./_jobs.ts";
 
 const tokenizer = qwen3Tokenizer();
 const { imStart, imEnd, think, thinkEnd } = QWEN3_IDS;
@@ -126,34 +117,13 @@ Deno.test("generated responses keep their sampled ids, which re-encoding their t
   }
 });
 
-/** The real policy, except that analyzer prompts get a fixed JSON answer (no decoder to build). */
-class FixedAnalyzer extends TextPolicy {
-  override generate(prompts: string[], options: TextGenerateOptions) {
-    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
-      return super.generate(prompts, options);
-    }
-    const json = JSON.stringify({ episode_summary: "moved", episode_skill: "push the box up" });
-    const responseIds = prompts.map(() => []);
-    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
-  }
-}
-
 Deno.test("a SEED step scores the sampled ids under the ordinary and the skill prompt", async () => {
   const spec = parseJobSpec(tinySpec({ seed: { opd_coef: 1 }, optim: { lr: 1e-3 } }));
   const env = toAsyncEnvironment(getEnvironment("sokoban"));
   const policy = new Policy(SMALL_QWEN3, initParameters(SMALL_QWEN3, 5), { threads: 2 });
-  const theta = new FixedAnalyzer(policy, tokenizer);
+  const theta = new FixedAnalyzer(policy, tokenizer); // fixed analyses: no decoder to build
   try {
-    const trainer = new SeedTrainer({
-      spec,
-      plan: runPlan(spec),
-      env,
-      theta,
-      reference: null,
-      optimizer: new AdamW(parameterSpecs(SMALL_QWEN3), { lr: 1e-3 }),
-      rng: new Rng(1),
-      library: new SkillLibrary("job-1"),
-    });
+    const trainer = testTrainer(spec, { env, theta });
     const { metrics, trajectories, teacher } = await trainer.step(1, () => Promise.resolve());
     const steps = new Map(
       trajectories.flatMap((t) => t.steps.map((s, k) => [`${t.id}/${k}`, s] as const)),

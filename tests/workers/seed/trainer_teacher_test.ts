@@ -1,50 +1,17 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
-import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
-import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../../workers/model/mod.ts";
-import {
-  checkAnalyzerBudget,
-  resolveModel,
-  runPlan,
-  SeedTrainer,
-  SkillLibrary,
-  type TextGenerateOptions,
-  TextPolicy,
-} from "../../../workers/seed/mod.ts";
-import { tinySpec } from "./_jobs.ts";
-
-/**
- * The real policy, except that analyzer prompts get a fixed JSON answer: a from-scratch tiny model
- * cannot write one in a test's budget, and this step is about what the trainer does with it.
- */
-class FixedAnalyzer extends TextPolicy {
-  override generate(prompts: string[], options: TextGenerateOptions) {
-    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
-      return super.generate(prompts, options);
-    }
-    const json = JSON.stringify({ episode_summary: "moved", episode_skill: "push the box up" });
-    const responseIds = prompts.map(() => []);
-    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
-  }
-}
+import { Tokenizer } from "../../../workers/model/mod.ts";
+import { checkAnalyzerBudget, SkillLibrary, TextPolicy } from "../../../workers/seed/mod.ts";
+import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
 
 Deno.test("a step with parsed skills re-scores under the skill prompt and distils", async () => {
   const spec = parseJobSpec(tinySpec({ seed: { opd_coef: 1 } }));
-  const env = toAsyncEnvironment(getEnvironment("sokoban"));
-  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
-  const policy = new Policy(model.config, model.parameters, { threads: 1 });
+  const { env, model, policy } = await tinySokobanPolicy();
+  // The analyses are fixed: a from-scratch tiny model cannot write one in a test's budget, and
+  // this step is about what the trainer does with them.
   const theta = new FixedAnalyzer(policy, new Tokenizer(model.tokenizer));
   const library = new SkillLibrary("job-1");
-  const trainer = new SeedTrainer({
-    spec,
-    plan: runPlan(spec),
-    env,
-    theta,
-    reference: null,
-    optimizer: new AdamW(parameterSpecs(model.config), { lr: 1e-3 }),
-    rng: new Rng(1),
-    library,
-  });
+  const trainer = testTrainer(spec, { env, theta, library });
   const stages: string[] = [];
   const { metrics } = await trainer.step(1, (s) => Promise.resolve(void stages.push(s)));
   assert.deepEqual(stages, ["rollout", "analyze", "rescore", "update"]);
@@ -63,9 +30,7 @@ Deno.test("a step with parsed skills re-scores under the skill prompt and distil
 });
 
 Deno.test("a from-scratch model's analyses all parse under constrained decoding, and none without", async () => {
-  const env = toAsyncEnvironment(getEnvironment("sokoban"));
-  const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
-  const policy = new Policy(model.config, model.parameters, { threads: 1 });
+  const { env, model, policy } = await tinySokobanPolicy();
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
   const rates: number[] = [];
   for (const analyzer_constrained of [true, false]) {
@@ -75,16 +40,7 @@ Deno.test("a from-scratch model's analyses all parse under constrained decoding,
     assert.equal(parseJobSpec(tinySpec()).seed.analyzer_constrained, true, "on by default");
     checkAnalyzerBudget(spec, theta);
     const library = new SkillLibrary("job-1");
-    const trainer = new SeedTrainer({
-      spec,
-      plan: runPlan(spec),
-      env,
-      theta,
-      reference: null,
-      optimizer: new AdamW(parameterSpecs(model.config), { lr: 0 }),
-      rng: new Rng(1),
-      library,
-    });
+    const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
     const { metrics } = await trainer.step(1, () => Promise.resolve());
     assert.equal(metrics.analyzed, spec.rollout.tasks_per_step * spec.rollout.group_size);
     rates.push(metrics.analyzer_parse_rate);

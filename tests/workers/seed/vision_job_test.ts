@@ -6,9 +6,6 @@
  */
 import assert from "node:assert/strict";
 import {
-  type ArtifactStore,
-  type Database,
-  getJob,
   getSkillLibrary,
   type JobSpecInput,
   listCheckpoints,
@@ -16,18 +13,13 @@ import {
 } from "../../../jobs/mod.ts";
 import { readSafetensors } from "../../../workers/model/mod.ts";
 import { skillLibraryJson } from "../../../workers/seed/mod.ts";
-import type { Worker } from "../../../workers/worker/mod.ts";
-import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
-import { startTestStore } from "../../_harness/s3.ts";
 import {
-  checkpointFile,
+  type JobHarness,
   metricsByStep,
   ONE_THREAD,
+  openJobHarness,
   runOne,
-  submit,
-  testWorker,
   tinySpec,
-  trainerRegistry,
   untimed,
 } from "./_jobs.ts";
 
@@ -43,128 +35,102 @@ const VISION_JOBS = {
 } as const;
 
 Deno.test("seed jobs on vision environments through the worker", async (t) => {
-  const { db, close } = await openTestDatabase();
-  const s3 = await startTestStore();
-  const tenantId = await createTenant(db);
-  const error = async (jobId: string) => (await getJob(db, { tenantId, jobId }))?.error ?? "";
-  const worker = testWorker(db, s3.store, trainerRegistry(undefined, ONE_THREAD));
+  await using h = await openJobHarness();
+  const { db, store, error } = h;
+  const worker = h.worker(ONE_THREAD);
   const finished = new Map<string, string>();
-  try {
-    for (const [name, overrides] of Object.entries(VISION_JOBS)) {
-      await t.step(
-        `a 2-step seed job on ${name} with image observations leaves checkpoints with the image encoder, a skill library and metrics`,
-        async () => {
-          const job = await submit(db, tenantId, tinySpec(overrides));
-          assert.equal(await runOne(worker), "succeeded", await error(job.id));
-          finished.set(name, job.id);
-          assert.deepEqual((await listCheckpoints(db, job.id)).map((c) => c.step), [0, 1, 2]);
-          const config = JSON.parse(new TextDecoder().decode(
-            await checkpointFile(db, s3.store, job.id, 2, "config.json"),
-          ));
-          assert.equal(typeof config.image_token_id, "number");
-          assert.ok(config.vision_config, "config.json has a vision_config");
-          const weights = readSafetensors(
-            await checkpointFile(db, s3.store, job.id, 2, "model.safetensors"),
-          );
-          const names = [...weights.tensors.keys()];
-          for (
-            const prefix of [
-              "vision_tower.embeddings.",
-              "vision_tower.encoder.",
-              "multi_modal_projector.",
-            ]
-          ) assert.ok(names.some((n) => n.startsWith(prefix)), prefix);
-          // The encoder trained: its weights moved from the warm-up checkpoint.
-          const start = readSafetensors(
-            await checkpointFile(db, s3.store, job.id, 0, "model.safetensors"),
-          );
-          const key = "multi_modal_projector.linear_2.weight";
-          assert.notDeepEqual(weights.tensors.get(key)!.data, start.tensors.get(key)!.data);
-          const library = await getSkillLibrary(db, job.id);
-          assert.equal(library?.step, 2);
-          skillLibraryJson.parse(await readSkillLibrary(s3.store, library!));
-          const metrics = await metricsByStep(db, job.id);
-          assert.deepEqual([...metrics.keys()], [0, 1, 2]);
-          assert.ok(metrics.get(0)!.warmup_policy_samples > 0);
-          for (const k of ["success_rate", "pg_loss", "kl_loss", "entropy", "analyzed"]) {
-            assert.ok(Number.isFinite(metrics.get(2)![k]), k);
-          }
-          assert.ok(metrics.get(2)!.analyzed > 0, "the analyzer read the trajectories");
-          assert.ok("eval/test_unseen/success_rate" in metrics.get(2)!);
-        },
-      );
-    }
-
+  for (const [name, overrides] of Object.entries(VISION_JOBS)) {
     await t.step(
-      "a text-only model on an image environment fails at start, naming the fix",
+      `a 2-step seed job on ${name} with image observations leaves checkpoints with the image encoder, a skill library and metrics`,
       async () => {
-        const job = await submit(db, tenantId, tinySpec({ env: { id: "ezpoints", max_turns: 3 } }));
-        assert.equal(await runOne(worker), "failed");
-        const message = await error(job.id);
-        assert.match(message, /builtin:tiny on ezpoints/);
-        assert.match(message, /builtin:tiny-vl/);
-        assert.deepEqual(await listCheckpoints(db, job.id), [], "nothing was trained");
+        const job = await h.submit(tinySpec(overrides));
+        assert.equal(await runOne(worker), "succeeded", await error(job.id));
+        finished.set(name, job.id);
+        assert.deepEqual((await listCheckpoints(db, job.id)).map((c) => c.step), [0, 1, 2]);
+        const config = JSON.parse(new TextDecoder().decode(
+          await h.file(job.id, 2, "config.json"),
+        ));
+        assert.equal(typeof config.image_token_id, "number");
+        assert.ok(config.vision_config, "config.json has a vision_config");
+        const weights = readSafetensors(
+          await h.file(job.id, 2, "model.safetensors"),
+        );
+        const names = [...weights.tensors.keys()];
+        for (
+          const prefix of [
+            "vision_tower.embeddings.",
+            "vision_tower.encoder.",
+            "multi_modal_projector.",
+          ]
+        ) assert.ok(names.some((n) => n.startsWith(prefix)), prefix);
+        // The encoder trained: its weights moved from the warm-up checkpoint.
+        const start = readSafetensors(
+          await h.file(job.id, 0, "model.safetensors"),
+        );
+        const key = "multi_modal_projector.linear_2.weight";
+        assert.notDeepEqual(weights.tensors.get(key)!.data, start.tensors.get(key)!.data);
+        const library = await getSkillLibrary(db, job.id);
+        assert.equal(library?.step, 2);
+        skillLibraryJson.parse(await readSkillLibrary(store, library!));
+        const metrics = await metricsByStep(db, job.id);
+        assert.deepEqual([...metrics.keys()], [0, 1, 2]);
+        assert.ok(metrics.get(0)!.warmup_policy_samples > 0);
+        for (const k of ["success_rate", "pg_loss", "kl_loss", "entropy", "analyzed"]) {
+          assert.ok(Number.isFinite(metrics.get(2)![k]), k);
+        }
+        assert.ok(metrics.get(2)!.analyzed > 0, "the analyzer read the trajectories");
+        assert.ok("eval/test_unseen/success_rate" in metrics.get(2)!);
       },
     );
-
-    await t.step("builtin:tiny-vl trains on a text environment without images", async () => {
-      const job = await submit(
-        db,
-        tenantId,
-        tinySpec({ model: { base: "builtin:tiny-vl" }, method: "grpo", steps: 1 }),
-      );
-      assert.equal(await runOne(worker), "succeeded", await error(job.id));
-      const weights = readSafetensors(
-        await checkpointFile(db, s3.store, job.id, 1, "model.safetensors"),
-      );
-      const start = readSafetensors(
-        await checkpointFile(db, s3.store, job.id, 0, "model.safetensors"),
-      );
-      const key = "vision_tower.embeddings.patch_embedding.weight";
-      assert.deepEqual(
-        weights.tensors.get(key)!.data,
-        start.tensors.get(key)!.data,
-        "no image, no encoder gradient (AdamW without weight decay leaves it)",
-      );
-    });
-
-    await t.step(
-      "a sokoban image job resumed from its step-1 checkpoint repeats the uninterrupted step 2",
-      async () => {
-        const spec = tinySpec(VISION_JOBS.sokoban);
-        await resumedRepeats({ db, store: s3.store, tenantId }, spec, finished.get("sokoban")!);
-      },
-    );
-  } finally {
-    await s3.close();
-    await close();
   }
+
+  await t.step(
+    "a text-only model on an image environment fails at start, naming the fix",
+    async () => {
+      const job = await h.submit(tinySpec({ env: { id: "ezpoints", max_turns: 3 } }));
+      assert.equal(await runOne(worker), "failed");
+      const message = await error(job.id);
+      assert.match(message, /builtin:tiny on ezpoints/);
+      assert.match(message, /builtin:tiny-vl/);
+      assert.deepEqual(await listCheckpoints(db, job.id), [], "nothing was trained");
+    },
+  );
+
+  await t.step("builtin:tiny-vl trains on a text environment without images", async () => {
+    const job = await h.submit(
+      tinySpec({ model: { base: "builtin:tiny-vl" }, method: "grpo", steps: 1 }),
+    );
+    assert.equal(await runOne(worker), "succeeded", await error(job.id));
+    const weights = readSafetensors(
+      await h.file(job.id, 1, "model.safetensors"),
+    );
+    const start = readSafetensors(
+      await h.file(job.id, 0, "model.safetensors"),
+    );
+    const key = "vision_tower.embeddings.patch_embedding.weight";
+    assert.deepEqual(
+      weights.tensors.get(key)!.data,
+      start.tensors.get(key)!.data,
+      "no image, no encoder gradient (AdamW without weight decay leaves it)",
+    );
+  });
+
+  await t.step(
+    "a sokoban image job resumed from its step-1 checkpoint repeats the uninterrupted step 2",
+    async () => {
+      const spec = tinySpec(VISION_JOBS.sokoban);
+      await resumedRepeats(h, spec, finished.get("sokoban")!);
+    },
+  );
 });
 
 /** Drains a job of `spec` after step 1, resumes it, and compares step 2 with `reference`'s. */
-async function resumedRepeats(
-  where: { db: Database; store: ArtifactStore; tenantId: string },
-  spec: JobSpecInput,
-  referenceId: string,
-) {
-  const { db, store } = where;
-  const job = await submit(db, where.tenantId, spec);
-  const holder: { worker?: Worker } = {};
-  const registry = trainerRegistry((handler) => (ctx) =>
-    handler({
-      ...ctx,
-      get draining() {
-        return ctx.draining;
-      },
-      commitStep: async (step, commit) => {
-        await ctx.commitStep(step, commit);
-        if (step === 1) holder.worker!.drain();
-      },
-    }), ONE_THREAD);
-  holder.worker = testWorker(db, store, registry);
-  assert.equal(await runOne(holder.worker), "released");
+async function resumedRepeats(h: JobHarness, spec: JobSpecInput, referenceId: string) {
+  const { db } = h;
+  const job = await h.submit(spec);
+  assert.equal(await runOne(h.drainingWorker(1, ONE_THREAD)), "released");
   assert.equal(
-    await runOne(testWorker(db, store, trainerRegistry(undefined, ONE_THREAD))),
+    await runOne(h.worker(ONE_THREAD)),
     "succeeded",
   );
   const [a, b] = [

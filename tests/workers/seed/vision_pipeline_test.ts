@@ -12,11 +12,8 @@ import {
   toAsyncEnvironment,
 } from "../../../workers/envs/mod.ts";
 import {
-  AdamW,
   type AnyObjective,
-  parameterSpecs,
   Policy,
-  Rng,
   type Sample,
   type ScalarName,
   TOKEN_NLL,
@@ -33,16 +30,12 @@ import {
   type ObservationImage,
   probeFirstTurn,
   resolveModel,
-  runPlan,
   runRollouts,
-  SeedTrainer,
   SKILL_HEADING,
-  SkillLibrary,
   teacherPrompts,
-  type TextGenerateOptions,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
-import { tinySpec } from "./_jobs.ts";
+import { FixedAnalyzer, testTrainer, tinySpec } from "./_jobs.ts";
 
 const SOKOBAN_IMAGE = { render: "image" };
 const sokoban = () => toAsyncEnvironment(getEnvironment("sokoban"));
@@ -245,20 +238,6 @@ class RecordingPolicy extends Policy {
   }
 }
 
-/** The real policy, except that analyzer prompts get a fixed JSON answer (recorded). */
-class FixedAnalyzer extends TextPolicy {
-  analyzerPrompts: string[] = [];
-  override generate(prompts: string[], options: TextGenerateOptions) {
-    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
-      return super.generate(prompts, options);
-    }
-    this.analyzerPrompts.push(...prompts);
-    const json = JSON.stringify({ episode_summary: "moved", episode_skill: "push the box up" });
-    const responseIds = prompts.map(() => []);
-    return Promise.resolve({ texts: prompts.map(() => json), responseIds, tokens: 0 });
-  }
-}
-
 Deno.test("a SEED step on images re-scores with the skill and the image, and updates on images", async () => {
   const spec = parseJobSpec(
     // No analyzer replay: every recorded update row is then a turn sample.
@@ -277,16 +256,7 @@ Deno.test("a SEED step on images re-scores with the skill and the image, and upd
   });
   const policy = new RecordingPolicy(model.config, model.parameters, { threads: 1 });
   const theta = new FixedAnalyzer(policy, new Tokenizer(model.tokenizer));
-  const trainer = new SeedTrainer({
-    spec,
-    plan: runPlan(spec),
-    env,
-    theta,
-    reference: null,
-    optimizer: new AdamW(parameterSpecs(model.config), { lr: 1e-3 }),
-    rng: new Rng(1),
-    library: new SkillLibrary("job-1"),
-  });
+  const trainer = testTrainer(spec, { env, theta });
   const { metrics, trajectories } = await trainer.step(1, () => Promise.resolve());
   const imageId = model.config.image_token_id!;
   const images = (s: Sample) => s.prompt.filter((t) => t === imageId).length;
