@@ -385,6 +385,10 @@ export function renderSummary(input: SummaryInput): string {
     );
   }
   lines.push(
+    `  # chat with the trained checkpoint (OpenAI-compatible, model job:${job.id}; README, Serving):`,
+    `  SEED_DATA_DIR=${sh(input.dataDir)} npx -y deno@2.9.6 task serve`,
+  );
+  lines.push(
     ...curlCommands({
       url: input.url,
       key: input.key,

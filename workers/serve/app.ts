@@ -121,7 +121,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
       const p = prepare(model, encodePrompt(model, text, "chat"), {
         ...r,
         max_tokens: r.max_completion_tokens ?? r.max_tokens,
-      }, opts.defaultMaxTokens);
+      }, { defaultMaxTokens: opts.defaultMaxTokens, promptParam: "messages" });
       if (skill !== undefined) p.skill = skill;
       return respond(c, opts.engine, { ...p, takeHold }, "chat");
     });
@@ -140,7 +140,10 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
         : await pickSkill(opts.registry, model, r.skills, taskOf(prompt));
       if (skill) prompt = insertSkill(prompt, skill.text);
       if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
-      const p = prepare(model, encodePrompt(model, prompt, "completion"), r, opts.defaultMaxTokens);
+      const p = prepare(model, encodePrompt(model, prompt, "completion"), r, {
+        defaultMaxTokens: opts.defaultMaxTokens,
+        promptParam: "prompt",
+      });
       if (skill !== undefined) p.skill = skill;
       return respond(c, opts.engine, { ...p, takeHold }, "completion");
     });
@@ -233,20 +236,25 @@ function prepare(
     stream?: boolean | null;
     stream_options?: { include_usage?: boolean } | null;
   },
-  defaultMaxTokens = 256,
+  opts: {
+    defaultMaxTokens?: number;
+    /** The request field errors about the prompt name: `messages` (chat) or `prompt`. */
+    promptParam: "messages" | "prompt";
+  },
 ): Prepared {
+  const { defaultMaxTokens = 256, promptParam } = opts;
   const context = model.config.max_position_embeddings;
   if (prompt.length === 0) throw badRequest("Invalid request: the prompt has no tokens", "prompt");
   if (model.config.vision_config && countImageTokens(prompt, model.config) > 0) {
     throw badRequest(
       "Invalid request: the prompt holds <image> placeholders and this server takes no images",
-      "messages",
+      promptParam,
     );
   }
   if (prompt.length >= context) {
     throw badRequest(
       `This model's maximum context length is ${context} tokens, and your prompt has ${prompt.length}`,
-      "messages",
+      promptParam,
       "context_length_exceeded",
     );
   }

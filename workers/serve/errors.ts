@@ -79,7 +79,9 @@ export function queueFull(message: string, retryAfterS: number): ServeError {
 /** The first issue of a zod error as a 400 naming its field (`messages.0.content`). */
 export function fromZod(e: ZodError): ServeError {
   const issue = e.issues[0];
-  const param = issue.path.map(String).join(".") || null;
+  // An unknown field is named by its own path (zod puts it in `keys`, beside the parent's path).
+  const path = issue.code === "unrecognized_keys" ? [...issue.path, issue.keys[0]] : issue.path;
+  const param = path.map(String).join(".") || null;
   return badRequest(
     `Invalid request: ${param ?? "body"} ${issue.message.replace(/^Invalid input: /, "")}`,
     param,
@@ -99,7 +101,10 @@ export function toErrorResponse(e: unknown): ServeError {
     return new ServeError(
       502,
       "server_error",
-      `Cannot serve the model as a stored checkpoint object failed its SHA-256 check: ${message}`,
+      // The object key holds internal ids (tenant): name only the file.
+      `Cannot serve the model as its stored checkpoint file ${
+        e.key.split("/").at(-1)
+      } failed its SHA-256 check`,
       { code: "checkpoint_integrity", cause: e },
     );
   }

@@ -341,11 +341,19 @@ Deno.test("the inference server", async (t) => {
         JSON.stringify({ model, messages, tempreature: 1 }),
       );
       assert.match(unknownField.body.error.message, /tempreature/);
+      assert.equal(unknownField.body.error.param, "tempreature");
       const context = await post(
         "/chat/completions",
         JSON.stringify({ model, messages, max_tokens: 5000 }),
       );
       assert.equal(context.body.error.code, "context_length_exceeded");
+      // A completions prompt past the context names `prompt`, not `messages`.
+      const longPrompt = await post(
+        "/completions",
+        JSON.stringify({ model, prompt: "a b ".repeat(3000), max_tokens: 1 }),
+      );
+      assert.equal(longPrompt.body.error.code, "context_length_exceeded");
+      assert.equal(longPrompt.body.error.param, "prompt");
       const notJson = await post("/chat/completions", "{not json");
       assert.equal(notJson.status, 400);
       assert.match(notJson.body.error.message, /JSON/);
@@ -399,6 +407,8 @@ Deno.test("the inference server", async (t) => {
         assert.equal(e.status, 502);
         assert.equal(e.code, "checkpoint_integrity");
         assert.match(e.message, /SHA-256/);
+        // Names the file, never the object key (it holds the tenant id).
+        assert.doesNotMatch(e.message, /tenants\//);
       }
     });
   } finally {
