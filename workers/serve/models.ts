@@ -162,6 +162,8 @@ export class ModelRegistry {
   readonly #retiring = new Set<Entry>();
   readonly #libraries = new Map<string, Promise<SkillLibrary>>();
   readonly #maxModels: number;
+  /** Loads so far: each loaded copy's engine key ends in its number (see `acquire`). */
+  #loads = 0;
 
   constructor(private readonly opts: ModelRegistryOptions) {
     this.#maxModels = opts.maxModels ?? 4;
@@ -217,7 +219,12 @@ export class ModelRegistry {
     if (entry) {
       this.#models.delete(key);
     } else {
-      entry = { model: this.#read(ck, key), holders: 0, evicted: false, freed: false };
+      // Each loaded copy gets an engine key of its own: a copy evicted while requests still
+      // decode on it and a fresh load of the same checkpoint are both alive for a while, and
+      // the engine batches by this key — one batch must never mix the two copies' sessions (the
+      // evicted copy's session is released when its last request ends).
+      const copy = `${key}#${++this.#loads}`;
+      entry = { model: this.#read(ck, copy), holders: 0, evicted: false, freed: false };
       const failed = entry;
       entry.model.catch(() => {
         if (this.#models.get(key) === failed) this.#models.delete(key);

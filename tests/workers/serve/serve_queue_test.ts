@@ -17,7 +17,7 @@ const twoSteps = await jobWithCheckpoints(fx, fx.tenantA, { steps: [0, 2] });
  * A server with one decode slot and one queue place, whose loop waits for `gate` before each
  * step once `close()` was called or `closeAfter` steps have run.
  */
-function gatedServer(closeAfter = Infinity, maxModels = 4) {
+function gatedServer(closeAfter = Infinity, maxModels = 4, maxBatch = 1) {
   let gate: Promise<void> = Promise.resolve();
   let open: () => void = () => {};
   let steps = 0;
@@ -28,7 +28,7 @@ function gatedServer(closeAfter = Infinity, maxModels = 4) {
     store: fx.s3.store,
     SERVE_PORT: 0,
     SERVE_THREADS: 1,
-    SERVE_MAX_BATCH: 1,
+    SERVE_MAX_BATCH: maxBatch,
     SERVE_MAX_QUEUE: 1,
     SERVE_MAX_MODELS: maxModels,
     authCacheMs: 0,
@@ -189,6 +189,50 @@ async function evictWhileDecoding() {
   }
 }
 
+/**
+ * A checkpoint evicted while a stream decodes on it, then loaded again for a second request that
+ * joins the same decode loop: the two loaded copies never share a batch, so releasing the evicted
+ * copy's session when the first stream ends cannot fail the second (it did: "Session already
+ * disposed" as a 500 mid-decode).
+ */
+async function reloadWhileDecoding() {
+  const s = gatedServer(4, 1, 2); // one checkpoint kept, two decode slots
+  try {
+    const { registry } = s.server;
+    const req = (max_tokens: number) => ({
+      model: `job:${twoSteps}@0`,
+      messages: [{ role: "user" as const, content: fx.prompt }],
+      max_tokens,
+      temperature: 0,
+    });
+    /** Loads step 2, evicting whatever copy of step 0 the LRU holds. */
+    const evictStep0 = async () =>
+      (await registry.acquire(await registry.checkpoint(fx.tenantA.id, `job:${twoSteps}@2`)))
+        .release();
+    const stream = await s.client.chat.completions.create({ ...req(60), stream: true });
+    let text = "", second: Promise<OpenAI.ChatCompletion> | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      if (text !== "" && second === undefined) {
+        await evictStep0(); // the stream's copy of step 0 is now retiring
+        second = s.client.chat.completions.create(req(8)); // loads a second copy of step 0
+        await until(() => s.server.engine.waiting === 1, "the second request queued");
+        await evictStep0(); // the second copy retires too: freed when its 8 tokens are done
+        s.open();
+      }
+    }
+    assert.equal(text.length > 0, true);
+    const b = await second!;
+    assert.equal(b.usage?.completion_tokens, 8);
+    assert.ok(text.startsWith(b.choices[0].message.content!), "greedy: the same start");
+    const again = await s.client.chat.completions.create(req(60));
+    assert.equal(text, again.choices[0].message.content, "the stream ran to its end");
+  } finally {
+    s.open();
+    await s.server.stop();
+  }
+}
+
 Deno.test("the decode queue over HTTP", async (t) => {
   try {
     await t.step("a full queue answers 429 with Retry-After and later requests succeed", queueFull);
@@ -199,6 +243,10 @@ Deno.test("the decode queue over HTTP", async (t) => {
     await t.step(
       "a checkpoint dropped from the LRU keeps its session until its last stream ends, then frees it",
       evictWhileDecoding,
+    );
+    await t.step(
+      "a checkpoint reloaded while its evicted copy still decodes gets a batch of its own",
+      reloadWhileDecoding,
     );
   } finally {
     await fx.close();
