@@ -135,11 +135,12 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     const held = await opts.registry.acquire(await opts.registry.checkpoint(tenant.id, r.model));
     return await holding(held, async (model, takeHold) => {
       let prompt = Array.isArray(r.prompt) ? r.prompt[0] : r.prompt;
+      // Checked before a skill is inserted: a skill alone is not the user's prompt.
+      if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
       const skill = r.skills === undefined
         ? undefined
         : await pickSkill(opts.registry, model, r.skills, taskOf(prompt));
       if (skill) prompt = insertSkill(prompt, skill.text);
-      if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
       const p = prepare(model, encodePrompt(model, prompt, "completion"), r, {
         defaultMaxTokens: opts.defaultMaxTokens,
         promptParam: "prompt",

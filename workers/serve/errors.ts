@@ -102,9 +102,9 @@ export function toErrorResponse(e: unknown): ServeError {
       502,
       "server_error",
       // The object key holds internal ids (tenant): name only the file.
-      `Cannot serve the model as its stored checkpoint file ${
-        e.key.split("/").at(-1)
-      } failed its SHA-256 check`,
+      `Cannot serve the request as the stored ${
+        e.key.includes("/skills/") ? "skill library" : "checkpoint file"
+      } ${e.key.split("/").at(-1)} failed its SHA-256 check`,
       { code: "checkpoint_integrity", cause: e },
     );
   }

@@ -354,6 +354,13 @@ Deno.test("the inference server", async (t) => {
       );
       assert.equal(longPrompt.body.error.code, "context_length_exceeded");
       assert.equal(longPrompt.body.error.param, "prompt");
+      // An empty prompt is refused with or without a skill to insert.
+      const empty = await post(
+        "/completions",
+        JSON.stringify({ model, prompt: "", skills: "library", max_tokens: 1 }),
+      );
+      assert.equal(empty.status, 400);
+      assert.equal(empty.body.error.param, "prompt");
       const notJson = await post("/chat/completions", "{not json");
       assert.equal(notJson.status, 400);
       assert.match(notJson.body.error.message, /JSON/);
