@@ -6,6 +6,10 @@
  * there for the browser tests (installed the same way), runs `deno test` with
  * `TEST_DATABASE_URL` pointing at it, stops the cluster by its pid, and ends with the line
  * `N passed, N failed` that CI reads. Exits non-zero when any test failed.
+ *
+ * `TEST_TIMEOUT_MIN` (default 40) bounds the whole run: past it the harness says which test was
+ * running, stops `deno test` by its pid (SIGTERM, SIGKILL 10 s later) and fails, so a test that
+ * hangs ends CI with its name instead of running into CI's own limit.
  */
 import { ensureChromium } from "./_harness/chromium.ts";
 import { startPostgres } from "./_harness/postgres.ts";
@@ -33,12 +37,33 @@ try {
   }).spawn();
   const decoder = new TextDecoder();
   let tail = "";
+  const limitMin = Number(Deno.env.get("TEST_TIMEOUT_MIN") ?? 40);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    // deno-lint-ignore no-control-regex
+    const running = tail.replace(/\x1b\[[0-9;]*m/g, "").split("\n")
+      .filter((l) => /^running \d+ tests? from |\.\.\.\s*$/.test(l)).slice(-3);
+    console.error(
+      `harness: the tests ran past TEST_TIMEOUT_MIN=${limitMin} min; stopping deno test ` +
+        `(pid ${child.pid}). Still running:\n  ${running.join("\n  ")}`,
+    );
+    try {
+      child.kill("SIGTERM");
+    } catch { /* exited */ }
+    setTimeout(() => {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+    }, 10_000);
+  }, limitMin * 60_000);
   for await (const chunk of child.stdout) {
     const text = decoder.decode(chunk, { stream: true });
     await Deno.stdout.write(chunk);
     tail = (tail + text).slice(-4000);
   }
   code = (await child.status).code;
+  clearTimeout(timer);
   // Deno's summary line: "ok | 12 passed (3 steps) | 0 failed (1s)" or "FAILED | 1 passed | 2 failed".
   // deno-lint-ignore no-control-regex
   const plain = tail.replace(/\x1b\[[0-9;]*m/g, "");
@@ -50,6 +75,7 @@ try {
   } else if (code !== 0) {
     failed = 1;
   }
+  if (timedOut) failed = Math.max(failed, 1);
 } finally {
   await pg.stop();
 }

@@ -86,8 +86,13 @@ Deno.test("outages of the database and the object store", async (t) => {
     }
     throw new Error(`Job ${id} did not finish`);
   };
+  /** Waits until the job has `n` metrics rows (a bound, not a measurement). */
   const stepsDone = async (id: string, n: number) => {
-    while ((await listMetrics(db, id)).length < n) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 2400; i++) {
+      if ((await listMetrics(db, id)).length >= n) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`Job ${id} did not reach ${n} steps`);
   };
   /** Sends `paths` every 250 ms for `ms` and returns every answer's status and headers. */
   const hammer = async (paths: [string, RequestInit?][], ms: number) => {
@@ -192,17 +197,44 @@ Deno.test("outages of the database and the object store", async (t) => {
       },
     );
   } finally {
-    for (const w of workers) {
-      try {
-        w.kill("SIGTERM");
-      } catch { /* exited */ }
+    // Every stage is bounded, and one that runs past its bound says so on stderr: a cleanup that
+    // waited for ever once held CI until its time limit with no word of what it waited on.
+    for (const [i, w] of workers.entries()) {
+      // SIGTERM drains; a second signal exits at once (workers/main.ts); SIGKILL is the backstop.
+      for (
+        const [signal, ms] of [["SIGTERM", 20_000], ["SIGTERM", 10_000], ["SIGKILL", 0]] as const
+      ) {
+        try {
+          w.kill(signal);
+        } catch { /* exited */ }
+        if (signal === "SIGKILL" || await settlesWithin(w.status, ms)) break;
+        console.error(`outage test cleanup: worker ${i} did not exit within ${ms} ms of ${signal}`);
+      }
       await w.status;
     }
-    await server.shutdown();
-    await store.close();
-    await s3.stop();
-    await db.close();
-    await pg.stop();
+    const stages: [string, () => Promise<unknown>][] = [
+      ["the API server's shutdown", () => server.shutdown()],
+      ["the store's close", () => store.close()],
+      ["the S3 server's stop", () => s3.stop()],
+      ["the database's close", () => db.close()],
+      ["Postgres's stop", () => pg.stop()],
+    ];
+    for (const [what, stage] of stages) {
+      if (!await settlesWithin(stage(), 20_000)) {
+        console.error(`outage test cleanup: ${what} did not finish within 20 s; going on`);
+      }
+    }
     await Deno.remove(s3Dir, { recursive: true }).catch(() => {});
   }
 });
+
+/** True when `promise` settles (either way) within `ms`; its timer never outlives it. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((r) => timer = setTimeout(() => r(false), ms));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
