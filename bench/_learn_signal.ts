@@ -12,6 +12,7 @@ import { type Interval, tInterval } from "./_learn_stats.ts";
 export const SIGNAL_METRICS = [
   "teacher_gap_won_mean",
   "teacher_gap_lost_mean",
+  "old_logprob_won_mean",
   "teacher_gap_advantage_corr",
   "zero_advantage_group_share",
   "analyzer_parse_rate",

@@ -7,6 +7,9 @@
  * Metric names (stored in the metrics series, announced in the `step` event):
  * - `teacher_gap_won_mean`, `teacher_gap_lost_mean`: mean Δ over the response tokens of samples
  *   (turns) with a teacher signal whose trajectory was won / not won.
+ * - `old_logprob_won_mean`: mean ℓ_old over those won tokens. Since ℓ_T ≤ 0, Δ ≤ −ℓ_old on every
+ *   token, so `teacher_gap_won_mean` ≤ −`old_logprob_won_mean`: a confident policy (ℓ_old ≈ 0 on
+ *   the actions of its wins) leaves a skill no room to raise them, whatever the skill says.
  * - `teacher_gap_advantage_corr`: Pearson correlation, over samples with a teacher signal, of the
  *   sample's mean Δ (over its tokens) with its advantage A. Positive when the skill raises the
  *   probability of good actions and lowers that of bad ones.
@@ -26,6 +29,7 @@ import type { AsyncEnvironment, SkillAnalysis, Trajectory } from "../envs/types.
 export const SIGNAL_METRIC_NAMES = [
   "teacher_gap_won_mean",
   "teacher_gap_lost_mean",
+  "old_logprob_won_mean",
   "teacher_gap_advantage_corr",
   "zero_advantage_group_share",
   "skills_judged",
@@ -74,25 +78,30 @@ export function pearson(xs: readonly number[], ys: readonly number[]): number | 
 
 /**
  * Teacher-gap and advantage metrics of one step (see module doc). `gaps[i]` holds sample i's
- * per-token Δ (nats; one value per response token), or null when the sample has no teacher signal.
- * Throws `RangeError` when `gaps` and `samples` differ in length.
+ * per-token Δ (nats; one value per response token), or null when the sample has no teacher signal;
+ * `oldLogProbs[i]`, when given, sample i's per-token ℓ_old (nats, the same tokens).
+ * Throws `RangeError` when `gaps` or `oldLogProbs` and `samples` differ in length.
  */
 export function teacherGapMetrics(
   samples: readonly SignalSample[],
   gaps: readonly (ArrayLike<number> | null)[],
+  oldLogProbs?: readonly ArrayLike<number>[],
 ): Record<string, number> {
-  if (gaps.length !== samples.length) {
-    throw new RangeError(
-      `Cannot compute teacher-gap metrics as gaps must have one entry per sample (${samples.length}): current length is ${gaps.length}`,
-    );
+  for (const [name, list] of [["gaps", gaps], ["oldLogProbs", oldLogProbs]] as const) {
+    if (list !== undefined && list.length !== samples.length) {
+      throw new RangeError(
+        `Cannot compute teacher-gap metrics as ${name} must have one entry per sample (${samples.length}): current length is ${list.length}`,
+      );
+    }
   }
-  const won: number[] = [], lost: number[] = [];
+  const won: number[] = [], lost: number[] = [], wonOld: number[] = [];
   const sampleGap: number[] = [], sampleAdvantage: number[] = [];
   samples.forEach((s, i) => {
     const g = gaps[i];
     if (g === null || g.length === 0) return;
     const tokens = Array.from(g);
     (s.won ? won : lost).push(...tokens);
+    if (s.won && oldLogProbs) wonOld.push(...Array.from(oldLogProbs[i]).slice(0, tokens.length));
     sampleGap.push(mean(tokens)!);
     sampleAdvantage.push(s.advantage);
   });
@@ -102,6 +111,7 @@ export function teacherGapMetrics(
   };
   put("teacher_gap_won_mean", mean(won));
   put("teacher_gap_lost_mean", mean(lost));
+  put("old_logprob_won_mean", mean(wonOld));
   put("teacher_gap_advantage_corr", pearson(sampleGap, sampleAdvantage));
   put("zero_advantage_group_share", zeroAdvantageGroupShare(samples));
   return out;
@@ -168,6 +178,8 @@ export interface SignalMetricsInput {
   samples: readonly SignalSample[];
   /** Per sample: per-token Δ, or null without a teacher signal (aligned with `samples`). */
   gaps: readonly (ArrayLike<number> | null)[];
+  /** Per sample: per-token ℓ_old (nats; aligned with `samples`), for `old_logprob_won_mean`. */
+  oldLogProbs?: readonly ArrayLike<number>[];
   trajectories: readonly (Trajectory & { id: string })[];
   analyses: ReadonlyMap<string, SkillAnalysis | null>;
 }
@@ -175,7 +187,7 @@ export interface SignalMetricsInput {
 /** All metrics of this module for one step (see module doc). */
 export async function signalMetrics(input: SignalMetricsInput): Promise<Record<string, number>> {
   return {
-    ...teacherGapMetrics(input.samples, input.gaps),
+    ...teacherGapMetrics(input.samples, input.gaps, input.oldLogProbs),
     ...await skillQualityMetrics(input.env, input.trajectories, input.analyses),
   };
 }

@@ -175,6 +175,7 @@ export class SeedTrainer {
       env: this.parts.env,
       samples,
       gaps,
+      oldLogProbs: scored.old,
       trajectories: trajectories.list,
       analyses: analysis.analyses,
     });

@@ -31,6 +31,16 @@ Deno.test("Δ of won and lost trajectories is a mean over their tokens, not over
   close(m.teacher_gap_lost_mean, -0.1); // the sample without a teacher signal is not a 0
 });
 
+Deno.test("ℓ_old over won teacher tokens bounds Δ on them from above", () => {
+  const old = [[-0.3, -0.5], [-2], [-9, -9], [-0.6, -0.6, -0.6, -0.6]]; // consistent: Δ ≤ −ℓ_old
+  const m = teacherGapMetrics(SAMPLES, GAPS, old);
+  // Won samples with a teacher: 0 and 3 (sample 2 has none, sample 1 was lost).
+  close(m.old_logprob_won_mean, (-0.3 - 0.5 - 2.4) / 6);
+  assert.ok(m.teacher_gap_won_mean <= -m.old_logprob_won_mean); // Δ ≤ −ℓ_old as ℓ_T ≤ 0
+  assert.equal("old_logprob_won_mean" in teacherGapMetrics(SAMPLES, GAPS), false);
+  assert.throws(() => teacherGapMetrics(SAMPLES, GAPS, old.slice(1)), /oldLogProbs must have/);
+});
+
 Deno.test("corr(Δ, A) pairs each teacher sample's mean Δ with its advantage", () => {
   // Pairs (0.3, 1), (−0.1, −1), (0.5, 0): r = 0.4 / √(0.18667 · 2), computed by hand.
   close(teacherGapMetrics(SAMPLES, GAPS).teacher_gap_advantage_corr, 0.6546536707079771);

@@ -29,6 +29,12 @@ Deno.test("a step reports Δ by outcome, corr(Δ, A), all-zero groups and skill 
     const won = trajectories.some((t) => t.won), lost = trajectories.some((t) => !t.won);
     assert.equal("teacher_gap_won_mean" in metrics, won);
     assert.equal("teacher_gap_lost_mean" in metrics, lost);
+    // The trainer hands the old log-probs on: present with won teacher tokens, a bound on Δ.
+    assert.equal("old_logprob_won_mean" in metrics, won);
+    if (won) {
+      assert.ok(metrics.old_logprob_won_mean < 0);
+      assert.ok(metrics.teacher_gap_won_mean <= -metrics.old_logprob_won_mean + 1e-6);
+    }
     if (won && !lost) {
       assert.ok(Math.abs(metrics.teacher_gap_won_mean - metrics.teacher_gap_mean) < 1e-6);
     }
