@@ -46,6 +46,8 @@ export interface SpawnOptions {
   entry: string;
   /** Arguments after the entry file. */
   args?: string[];
+  /** Deno flags before the entry file (after `run -A --config deno.json`). */
+  denoFlags?: string[];
   /** Extra environment (added to this process's). */
   env?: Record<string, string>;
   /** Log file (created or appended). */
@@ -62,7 +64,15 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
   const log = await Deno.open(options.logPath, { create: true, append: true });
   const entry = options.entry.startsWith("/") ? options.entry : `${REPO_ROOT}/${options.entry}`;
   const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--config", `${REPO_ROOT}/deno.json`, entry, ...(options.args ?? [])],
+    args: [
+      "run",
+      "-A",
+      "--config",
+      `${REPO_ROOT}/deno.json`,
+      ...(options.denoFlags ?? []),
+      entry,
+      ...(options.args ?? []),
+    ],
     cwd: REPO_ROOT,
     env: { ...options.env, NO_COLOR: "1" },
     stdin: "null",
@@ -138,6 +148,8 @@ export async function startApi(
   const child = await spawnDeno({
     name: "api",
     entry: "api/main.ts",
+    // As `deno task api` runs it: request.signal aborts only when a client goes away.
+    denoFlags: ["--unstable-no-legacy-abort"],
     env: { ...options.env, PORT: "0", HOST: "127.0.0.1" },
     logPath: options.logPath,
     onLine: (line) => {

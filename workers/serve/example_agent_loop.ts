@@ -20,24 +20,42 @@
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
 
-const { values } = parseArgs({
-  args: Deno.args,
-  options: {
-    model: { type: "string" },
-    serve: { type: "string", default: "http://127.0.0.1:8788/v1" },
-    "env-url": { type: "string", default: "http://127.0.0.1:8790" },
-    split: { type: "string", default: "test_seen" },
-    seed: { type: "string", default: "0" },
-    options: { type: "string", default: "{}" },
-    temperature: { type: "string", default: "0" },
-    "max-turns": { type: "string", default: "10" },
-    history: { type: "string", default: "2" },
-    skills: { type: "boolean", default: false },
-  },
-});
+const USAGE = `usage: SEED_API_KEY=seed_… deno task serve:example --model job:<id>
+  [--serve http://127.0.0.1:8788/v1] [--env-url http://127.0.0.1:8790] [--split test_seen]
+  [--seed 0] [--options '{"prompt":"compact"}'] [--temperature 0] [--max-turns 10]
+  [--history 2] [--skills]`;
+/** Parses the command line; a bad option prints its reason and the usage, and exits with 2. */
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      args: Deno.args,
+      options: {
+        model: { type: "string" },
+        serve: { type: "string", default: "http://127.0.0.1:8788/v1" },
+        "env-url": { type: "string", default: "http://127.0.0.1:8790" },
+        split: { type: "string", default: "test_seen" },
+        seed: { type: "string", default: "0" },
+        options: { type: "string", default: "{}" },
+        temperature: { type: "string", default: "0" },
+        "max-turns": { type: "string", default: "10" },
+        history: { type: "string", default: "2" },
+        skills: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (e) {
+    console.error(`${(e as Error).message}\n${USAGE}`);
+    Deno.exit(2);
+  }
+}
+const { values } = parseCommandLine();
+if (values.help) {
+  console.log(USAGE);
+  Deno.exit(0);
+}
 const apiKey = Deno.env.get("SEED_API_KEY");
 if (!values.model || !apiKey) {
-  console.error("usage: SEED_API_KEY=seed_… deno task serve:example --model job:<id> [options]");
+  console.error(USAGE);
   Deno.exit(2);
 }
 
