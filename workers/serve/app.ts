@@ -46,6 +46,14 @@ export interface ServeAppOptions {
   defaultMaxTokens?: number;
 }
 
+/** The server's URLs and the methods each takes: another method is a 405 with `Allow`. */
+const ROUTE_METHODS: readonly [RegExp, string][] = [
+  [/^\/v1\/chat\/completions\/?$/, "POST"],
+  [/^\/v1\/completions\/?$/, "POST"],
+  [/^\/v1\/models(\/[^/]+)?\/?$/, "GET"],
+  [/^\/healthz\/?$/, "GET"],
+];
+
 /** Builds the app (see module doc). */
 export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
   const app = new Hono<ServeAuthEnv>();
@@ -54,12 +62,21 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     return c.json(err.body(), err.status as 400, err.options.headers);
   });
   app.notFound((c) => {
-    const err = new ServeError(
-      404,
-      "invalid_request_error",
-      `Unknown request URL: ${c.req.method} ${new URL(c.req.url).pathname}`,
-    );
-    return c.json(err.body(), 404);
+    const path = new URL(c.req.url).pathname;
+    const allow = ROUTE_METHODS.find(([pattern]) => pattern.test(path))?.[1];
+    const err = allow
+      ? new ServeError(
+        405,
+        "invalid_request_error",
+        `Cannot ${c.req.method} ${path} as this URL takes only ${allow}`,
+        { headers: { allow } },
+      )
+      : new ServeError(
+        404,
+        "invalid_request_error",
+        `Unknown request URL: ${c.req.method} ${path}`,
+      );
+    return c.json(err.body(), err.status as 404, err.options.headers);
   });
   app.get(
     "/healthz",

@@ -375,6 +375,13 @@ Deno.test("the inference server", async (t) => {
       });
       assert.equal(route.status, 404);
       assert.equal((await route.json()).error.type, "invalid_request_error");
+      // A known URL with another method is a 405 naming the one it takes, as the job API answers.
+      const wrong = await fetch(`${baseURL}/chat/completions`, {
+        headers: { authorization: `Bearer ${fx.keyA}` },
+      });
+      assert.equal(wrong.status, 405);
+      assert.equal(wrong.headers.get("allow"), "POST");
+      assert.match((await wrong.json()).error.message, /takes only POST/);
     });
 
     await t.step("a LoRA checkpoint without merged weights is a 400 naming the fix", async () => {
