@@ -158,6 +158,29 @@ export class Tokenizer {
     });
   }
 
+  #maxTokenChars: number | null | undefined;
+
+  /**
+   * An upper bound on the characters (UTF-16 code units) of text one token can cover: the longest
+   * vocabulary entry (a byte-level entry stands for at most as many code units as it has
+   * characters). Null when `tokenizer.json` has a normalizer, which may delete characters (then no
+   * text length bounds the token count). Computed once, on first use. A text longer than
+   * `n × maxTokenChars` is certainly more than n tokens — a check that costs nothing, where
+   * encoding ~1 MiB takes seconds.
+   */
+  get maxTokenChars(): number | null {
+    if (this.#maxTokenChars === undefined) {
+      const normalizer = this.files.tokenizerJson.normalizer;
+      if (normalizer !== null && normalizer !== undefined) this.#maxTokenChars = null;
+      else {
+        let longest = 1;
+        for (const key of this.#hf.get_vocab(true).keys()) longest = Math.max(longest, key.length);
+        this.#maxTokenChars = longest;
+      }
+    }
+    return this.#maxTokenChars;
+  }
+
   /** Token ids of `text`. */
   encode(text: string, options: TokenizerEncodeOptions = {}): number[] {
     return this.#hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;

@@ -151,3 +151,17 @@ Deno.test("a WordPiece tokenizer.json from the Hub format loads and encodes", ()
   assert.deepEqual(t.encode("go nor"), [3, 6]);
   assert.equal(t.vocabSize, 7);
 });
+
+Deno.test("maxTokenChars bounds the text a token covers; null where a normalizer may delete text", () => {
+  const longest = Math.max(...VOCABULARY.map((w) => w.length + 1)); // "Ġword": a space and the word
+  assert.equal(tokenizer.maxTokenChars, longest);
+  for (const text of TEXTS) {
+    assert.ok(tokenizer.encode(text).length * longest >= text.length);
+  }
+  const files = buildByteLevelTokenizer(VOCABULARY);
+  const normalized = new Tokenizer({
+    ...files,
+    tokenizerJson: { ...files.tokenizerJson, normalizer: { type: "Lowercase" } },
+  });
+  assert.equal(normalized.maxTokenChars, null);
+});

@@ -354,6 +354,25 @@ Deno.test("the inference server", async (t) => {
       );
       assert.equal(longPrompt.body.error.code, "context_length_exceeded");
       assert.equal(longPrompt.body.error.param, "prompt");
+      // ~720 KB of text (4 messages of 180,000 characters) is refused by its length, before tokenizing (which would stall every
+      // stream for seconds): the message counts characters, not tokens.
+      const huge = await post(
+        "/chat/completions",
+        JSON.stringify({
+          model,
+          messages: Array.from(
+            { length: 4 },
+            () => ({ role: "user", content: "ab ".repeat(60_000) }),
+          ),
+        }),
+      );
+      assert.equal(huge.status, 400, JSON.stringify(huge.body));
+      assert.equal(huge.body.error.code, "context_length_exceeded", huge.body.error.message);
+      assert.equal(huge.body.error.param, "messages");
+      assert.match(
+        huge.body.error.message,
+        /\d+ characters: more than \d+ tokens of at most \d+ characters each/,
+      );
       // An empty prompt is refused with or without a skill to insert.
       const empty = await post(
         "/completions",
