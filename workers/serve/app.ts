@@ -46,12 +46,16 @@ export interface ServeAppOptions {
   defaultMaxTokens?: number;
 }
 
-/** The server's URLs and the methods each takes: another method is a 405 with `Allow`. */
+/**
+ * The server's URLs and the methods each takes: another method is a 405 with `Allow`. Exact paths
+ * (no trailing slash), as the router matches them: `POST /v1/chat/completions/` is a 404, as in
+ * the job API, not a 405 saying that the URL takes only POST.
+ */
 const ROUTE_METHODS: readonly [RegExp, string][] = [
-  [/^\/v1\/chat\/completions\/?$/, "POST"],
-  [/^\/v1\/completions\/?$/, "POST"],
-  [/^\/v1\/models(\/[^/]+)?\/?$/, "GET"],
-  [/^\/healthz\/?$/, "GET"],
+  [/^\/v1\/chat\/completions$/, "POST"],
+  [/^\/v1\/completions$/, "POST"],
+  [/^\/v1\/models(\/[^/]+)?$/, "GET"],
+  [/^\/healthz$/, "GET"],
 ];
 
 /** Builds the app (see module doc). */

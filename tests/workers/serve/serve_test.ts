@@ -401,6 +401,22 @@ Deno.test("the inference server", async (t) => {
       assert.equal(wrong.status, 405);
       assert.equal(wrong.headers.get("allow"), "POST");
       assert.match((await wrong.json()).error.message, /takes only POST/);
+      // A trailing slash is another URL (the router matches exact paths): a 404, never a 405
+      // that says the URL takes the very method the request used.
+      for (
+        const [method, path] of [["POST", "/chat/completions/"], ["POST", "/completions/"], [
+          "GET",
+          "/models/",
+        ]]
+      ) {
+        const slash = await fetch(`${baseURL}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${fx.keyA}` },
+        });
+        assert.equal(slash.status, 404, `${method} ${path}`);
+        assert.equal(slash.headers.get("allow"), null);
+        assert.match((await slash.json()).error.message, /Unknown request URL/);
+      }
     });
 
     await t.step("a LoRA checkpoint without merged weights is a 400 naming the fix", async () => {
