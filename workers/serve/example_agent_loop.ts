@@ -53,10 +53,42 @@ if (values.help) {
   console.log(USAGE);
   Deno.exit(0);
 }
-const apiKey = Deno.env.get("SEED_API_KEY");
-if (!values.model || !apiKey) {
-  console.error(USAGE);
+/** Prints `reason` and the usage, and exits with 2. */
+function usageError(reason: string): never {
+  console.error(`${reason}\n${USAGE}`);
   Deno.exit(2);
+}
+const apiKey = Deno.env.get("SEED_API_KEY");
+if (!values.model) usageError("Option '--model job:<id>' is required");
+if (!apiKey) usageError("SEED_API_KEY is not set: a key of the job API (seed_…)");
+/** The value of a numeric option, or a usage error naming it. */
+function numberOption(name: "seed" | "temperature" | "max-turns" | "history", integer: boolean) {
+  const x = Number(values[name]);
+  if (
+    values[name]!.trim() === "" || !Number.isFinite(x) || x < 0 || (integer && !Number.isInteger(x))
+  ) {
+    usageError(
+      `Option '--${name}' must be a ${
+        integer ? "non-negative integer" : "non-negative number"
+      }: got '${values[name]}'`,
+    );
+  }
+  return x;
+}
+const [seed, temperature, maxTurns, historyLength] = [
+  numberOption("seed", true),
+  numberOption("temperature", false),
+  numberOption("max-turns", true),
+  numberOption("history", true),
+];
+let options: unknown;
+try {
+  options = JSON.parse(values.options!);
+} catch (e) {
+  usageError(`Option '--options' must be a JSON object: ${(e as Error).message}`);
+}
+if (typeof options !== "object" || options === null || Array.isArray(options)) {
+  usageError(`Option '--options' must be a JSON object: got '${values.options}'`);
 }
 
 const env = values["env-url"]!.replace(/\/$/, "");
@@ -73,11 +105,10 @@ async function envCall(path: string, body: unknown, method = "POST"): Promise<an
 }
 
 const client = new OpenAI({ apiKey, baseURL: values.serve });
-const options = JSON.parse(values.options!);
 const { tasks: [task] } = await envCall("/v1/tasks", {
   split: values.split,
   count: 1,
-  seed: Number(values.seed),
+  seed,
   options,
 });
 console.log(`task ${task.id}: ${task.instruction}`);
@@ -86,14 +117,14 @@ let observation = episode.observation;
 const history: unknown[] = [];
 let won = false, score = 0, tokens = 0;
 try {
-  for (let turn = 1; turn <= Number(values["max-turns"]); turn++) {
+  for (let turn = 1; turn <= maxTurns; turn++) {
     const { prompt } = await envCall("/v1/prompt", {
-      input: { task, history, observation, historyLength: Number(values.history), turn },
+      input: { task, history, observation, historyLength, turn },
     });
     const completion = await client.chat.completions.create({
       model: values.model,
       messages: [{ role: "user", content: prompt }],
-      temperature: Number(values.temperature),
+      temperature,
       max_tokens: 32,
       stop: ["</action>"],
       ...(values.skills ? { skills: "library" } : {}), // our extension: the job's best skill
