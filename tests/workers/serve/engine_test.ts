@@ -297,3 +297,58 @@ Deno.test("KvCache.shiftOldest moves a shared prefix next to each row's own slot
   assert.deepEqual(row(1), [11, 12, 13, 14, 15]);
   assert.throws(() => cache.shiftOldest([4, 0], 2), RangeError);
 });
+
+Deno.test("running streams keep decoding while a long prompt is prefilled in windows", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  const policy = new Policy(config, params, { threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    // 10 columns per prefill call: the 100-token prompt takes 10 windows
+    const engine = new DecodeEngine({ maxBatch: 4, maxTokensPerCall: 10 });
+    const long = Array.from({ length: 100 }, (_, i) => 1 + ((i * 7) % 12));
+    const [expected] = await policy.generate([long], {
+      maxNewTokens: 5,
+      greedy: true,
+      seed: 0,
+      eosTokenIds: [],
+    });
+    const base = { sampling: { greedy: true, temperature: 1, topP: 1 }, seed: 0, eosTokenIds: [] };
+    const running = collector();
+    let started!: () => void;
+    const threeTokens = new Promise<void>((r) => (started = r));
+    const sink: ChoiceSink = {
+      token: (id) => {
+        if (running.tokens.length === 2) started();
+        return running.sink.token(id);
+      },
+      finish: (r, info) => running.sink.finish(r, info),
+    };
+    engine.submit({ ...base, model, prompt: prompts[0], maxNewTokens: 60, choices: [sink] });
+    await threeTokens;
+    const before = running.tokens.length;
+    let atFirst = -1;
+    const joined = collector();
+    engine.submit({
+      ...base,
+      model,
+      prompt: long,
+      maxNewTokens: 5,
+      choices: [{
+        token: (id) => {
+          if (atFirst < 0) atFirst = running.tokens.length;
+          return joined.sink.token(id);
+        },
+        finish: (r, info) => joined.sink.finish(r, info),
+      }],
+    });
+    await engine.idle();
+    // one decode step of the running stream between each two of the 10 windows (9), where it
+    // used to wait for the whole prefill (≤ 2 tokens: the step before and the one after)
+    assert.ok(atFirst - before >= 9, `the running stream got ${atFirst - before} tokens`);
+    assert.deepEqual(joined.tokens, expected.tokens);
+    assert.equal(running.tokens.length, 60);
+  } finally {
+    await sessions.release();
+    await policy.release();
+  }
+});
