@@ -66,6 +66,31 @@ function tokenContent(value: unknown): string | null {
   return null;
 }
 
+/**
+ * The Unicode normalization forms `tokenizer.json`'s normalizer applies, in order ([] for none);
+ * null when it does anything else.
+ */
+function unicodeForms(files: TokenizerFiles): ("NFC" | "NFD" | "NFKC" | "NFKD")[] | null {
+  const forms = ["NFC", "NFD", "NFKC", "NFKD"] as const;
+  const walk = (n: unknown): ("NFC" | "NFD" | "NFKC" | "NFKD")[] | null => {
+    if (n === null || n === undefined) return [];
+    if (typeof n !== "object") return null;
+    const { type, normalizers } = n as { type?: unknown; normalizers?: unknown };
+    if (type === "Sequence" && Array.isArray(normalizers)) {
+      const out: ("NFC" | "NFD" | "NFKC" | "NFKD")[] = [];
+      for (const inner of normalizers) {
+        const f = walk(inner);
+        if (f === null) return null;
+        out.push(...f);
+      }
+      return out;
+    }
+    const form = forms.find((f) => f === type);
+    return form ? [form] : null;
+  };
+  return walk(files.tokenizerJson.normalizer);
+}
+
 /** A loaded tokenizer: text ↔ token ids, special token ids, and the chat template if any. */
 export class Tokenizer {
   /** The files it was built from (saved unchanged with checkpoints). */
@@ -158,27 +183,36 @@ export class Tokenizer {
     });
   }
 
-  #maxTokenChars: number | null | undefined;
+  #maxTokenChars: number | undefined;
+  #unicodeForms: ("NFC" | "NFD" | "NFKC" | "NFKD")[] | null | undefined;
 
   /**
-   * An upper bound on the characters (UTF-16 code units) of text one token can cover: the longest
-   * vocabulary entry (a byte-level entry stands for at most as many code units as it has
-   * characters). Null when `tokenizer.json` has a normalizer, which may delete characters (then no
-   * text length bounds the token count). Computed once, on first use. A text longer than
-   * `n × maxTokenChars` is certainly more than n tokens — a check that costs nothing, where
-   * encoding ~1 MiB takes seconds.
+   * The longest vocabulary entry (UTF-16 code units): a byte-level entry stands for at most as
+   * many code units of (normalized) text as it has characters, so no token covers more. Computed
+   * once, on first use.
    */
-  get maxTokenChars(): number | null {
+  get maxTokenChars(): number {
     if (this.#maxTokenChars === undefined) {
-      const normalizer = this.files.tokenizerJson.normalizer;
-      if (normalizer !== null && normalizer !== undefined) this.#maxTokenChars = null;
-      else {
-        let longest = 1;
-        for (const key of this.#hf.get_vocab(true).keys()) longest = Math.max(longest, key.length);
-        this.#maxTokenChars = longest;
-      }
+      let longest = 1;
+      for (const key of this.#hf.get_vocab(true).keys()) longest = Math.max(longest, key.length);
+      this.#maxTokenChars = longest;
     }
     return this.#maxTokenChars;
+  }
+
+  /**
+   * A lower bound on the number of tokens of `text`, found without tokenizing it: the length of
+   * the text as the normalizer leaves it over {@link maxTokenChars}. Null when `tokenizer.json`
+   * has a normalizer other than Unicode normalization forms (NFC, NFD, NFKC, NFKD, alone or in a
+   * Sequence), which might delete text (then no length bounds the count). Encoding ~1 MiB takes
+   * seconds; this takes milliseconds.
+   */
+  minTokens(text: string): number | null {
+    if (this.#unicodeForms === undefined) this.#unicodeForms = unicodeForms(this.files);
+    if (this.#unicodeForms === null) return null;
+    let normalized = text;
+    for (const form of this.#unicodeForms) normalized = normalized.normalize(form);
+    return Math.ceil(normalized.length / this.maxTokenChars);
   }
 
   /** Token ids of `text`. */

@@ -248,16 +248,16 @@ async function pickSkill(
 
 /**
  * Refuses, before tokenizing, a prompt text too long for any tokenization of it to fit the
- * context (`Tokenizer.maxTokenChars`): encoding runs on the thread that decodes every stream, and
+ * context (`Tokenizer.minTokens`): encoding runs on the thread that decodes every stream, and
  * ~1 MiB of text took 1.4–2 s, a stall of every stream on the server. 400
  * `context_length_exceeded` at `param`.
  */
 function checkPromptChars(model: ServedModel, text: string, param: "messages" | "prompt"): void {
   const context = model.config.max_position_embeddings;
-  const perToken = model.tokenizer.maxTokenChars;
-  if (perToken === null || text.length <= context * perToken) return;
+  const atLeast = model.tokenizer.minTokens(text);
+  if (atLeast === null || atLeast < context) return;
   throw badRequest(
-    `This model's maximum context length is ${context} tokens, and your prompt has ${text.length} characters: more than ${context} tokens of at most ${perToken} characters each`,
+    `This model's maximum context length is ${context} tokens, and your prompt has ${text.length} characters: at least ${atLeast} tokens, as no token is longer than ${model.tokenizer.maxTokenChars} characters`,
     param,
     "context_length_exceeded",
   );

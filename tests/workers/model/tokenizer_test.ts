@@ -152,16 +152,29 @@ Deno.test("a WordPiece tokenizer.json from the Hub format loads and encodes", ()
   assert.equal(t.vocabSize, 7);
 });
 
-Deno.test("maxTokenChars bounds the text a token covers; null where a normalizer may delete text", () => {
+Deno.test("minTokens bounds the token count from the text's length, through Unicode normalizers only", () => {
   const longest = Math.max(...VOCABULARY.map((w) => w.length + 1)); // "Ġword": a space and the word
   assert.equal(tokenizer.maxTokenChars, longest);
   for (const text of TEXTS) {
-    assert.ok(tokenizer.encode(text).length * longest >= text.length);
+    const bound = tokenizer.minTokens(text)!;
+    assert.equal(bound, Math.ceil(text.length / longest));
+    assert.ok(tokenizer.encode(text).length >= bound);
   }
   const files = buildByteLevelTokenizer(VOCABULARY);
-  const normalized = new Tokenizer({
-    ...files,
-    tokenizerJson: { ...files.tokenizerJson, normalizer: { type: "Lowercase" } },
-  });
-  assert.equal(normalized.maxTokenChars, null);
+  const withNormalizer = (normalizer: unknown) =>
+    new Tokenizer({ ...files, tokenizerJson: { ...files.tokenizerJson, normalizer } });
+  // NFC composes e + U+0301 into é: the bound counts the composed text, as the tokenizer sees it
+  const decomposed = "e\u0301".repeat(30);
+  const nfc = withNormalizer({ type: "NFC" });
+  assert.equal(nfc.minTokens(decomposed), Math.ceil(30 / longest));
+  assert.ok(nfc.encode(decomposed).length >= nfc.minTokens(decomposed)!);
+  const sequence = withNormalizer({ type: "Sequence", normalizers: [{ type: "NFKC" }] });
+  assert.equal(sequence.minTokens("abc"), 1);
+  // a normalizer that may delete text gives no bound
+  assert.equal(withNormalizer({ type: "Lowercase" }).minTokens("abc"), null);
+  assert.equal(
+    withNormalizer({ type: "Sequence", normalizers: [{ type: "NFC" }, { type: "Strip" }] })
+      .minTokens("abc"),
+    null,
+  );
 });

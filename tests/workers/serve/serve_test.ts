@@ -371,7 +371,7 @@ Deno.test("the inference server", async (t) => {
       assert.equal(huge.body.error.param, "messages");
       assert.match(
         huge.body.error.message,
-        /\d+ characters: more than \d+ tokens of at most \d+ characters each/,
+        /\d+ characters: at least \d+ tokens, as no token is longer than \d+ characters/,
       );
       // An empty prompt is refused with or without a skill to insert.
       const empty = await post(
