@@ -1,8 +1,8 @@
 /**
  * `deno task bench:learn`: SEED vs GRPO learning curves over seeds (README.md, Benchmarks).
  *
- * For each seed and environment (sokoban and household by default; `sokoban-demo` is the demo's
- * preset, jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
+ * For each seed and environment (sokoban and household by default; `sokoban-demo` and
+ * `household-demo` are the tuned presets of jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
  * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the text
  * render of the same game): one warm-up job (`sft`: policy SFT and analyzer SFT) makes a
  * checkpoint; a `grpo` and a `seed` job then both start from it (`job:<warm-up>@0`,
@@ -183,6 +183,12 @@ const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   },
 };
 
+/** Bench envs that run a `DEMO_PRESETS` entry (jobs/presets.ts), by the preset's env id. */
+const DEMO_ENVS: Record<string, string> = {
+  "sokoban-demo": "sokoban",
+  "household-demo": "household",
+};
+
 /**
  * The spec of bench env `name` at `seed` as the RL jobs share it, with method `sft` (the
  * warm-up job's; see `warmupSpec`).
@@ -194,10 +200,11 @@ function baseSpec(name: string, seed: number): JobSpecInput {
     checkpoint_every: 1000,
     method: "sft",
   };
-  if (name === "sokoban-demo") {
-    // The demo's tuned preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
+  const demo = DEMO_ENVS[name];
+  if (demo !== undefined) {
+    // A tuned demo preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
     // does not apply to it.
-    const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS.sokoban;
+    const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS[demo];
     return { ...preset, ...common } as JobSpecInput;
   }
   return {
