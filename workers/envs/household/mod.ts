@@ -48,13 +48,13 @@ export const HOUSEHOLD_MAX_TURNS = 30;
 
 /**
  * Options of `household`: which task families to draw (default: all six), and three options for
- * small models trained from scratch (the demo preset, jobs/presets.ts): `prompt` (`full`, the
- * verl-agent turn prompt with the admissible actions, or `compact`: task line, history and
- * observation only), `status_line` (each observation gets a line with the held object and the
- * receptacles not yet searched, episode.ts) and `expert` (`oracle`, which walks straight to the
- * object it cannot have seen, or `search`, which searches the room in order; expert.ts). Strict
- * like the other environments' options: a misspelt key (`famillies`) was dropped, training on
- * every family.
+ * small models trained from scratch (`DEMO_PRESETS.household` in jobs/presets.ts, bench:learn's
+ * `household-demo`): `prompt` (`full`, the verl-agent turn prompt with the admissible actions, or
+ * `compact`: task line, history and observation only), `status_line` (each observation gets a
+ * line with the held object and the receptacles not yet searched, episode.ts) and `expert`
+ * (`oracle`, which walks straight to the object it cannot have seen, or `search`, which searches
+ * the room in order; expert.ts). Strict like the other environments' options: a misspelt key
+ * (`famillies`) was dropped, training on every family.
  */
 export const householdOptionsSchema = z.strictObject({
   families: z.array(z.enum(FAMILIES as [Family, ...Family[]])).min(1).default([...FAMILIES]),
@@ -62,7 +62,7 @@ export const householdOptionsSchema = z.strictObject({
   prompt: z.enum(["full", "compact"]).default("full"),
   /** Add the status line (held object, receptacles not yet searched) under each observation. */
   status_line: z.boolean().default(false),
-  /** Demonstrations of `warmup.policy`: `oracle` (knows the scenario) or `search`. */
+  /** The expert of the warm-up demonstrations: `oracle` (knows the scenario) or `search`. */
   expert: z.enum(["oracle", "search"]).default("oracle"),
 });
 
