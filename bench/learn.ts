@@ -159,11 +159,16 @@ function deepMerge(
  * Per bench env: the job's env (turn limits that fit the time budget) and model. The vision
  * tasks use builtin:tiny-vl (a text-only model is refused on image observations). `search` sets
  * its own rollout and analyzer lengths: its actions run to 18 tokens and its reference analyses
- * to ~130.
+ * to ~130; so does `household`: its actions run to 15 tokens with their tags and its reference
+ * analyses to 184 (114 at the median), which 12 and 96 cut off.
  */
 const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   sokoban: { env: { id: "sokoban", max_turns: 10, history: 0 } },
-  household: { env: { id: "household", max_turns: 15, history: 1 } },
+  household: {
+    env: { id: "household", max_turns: 15, history: 1 },
+    rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 16 },
+    seed: { analyzer_max_new_tokens: 192, analyzer_max_steps: 4 },
+  },
   webshop: { env: { id: "webshop", max_turns: 8, history: 1 } },
   search: {
     env: { id: "search", options: { prompt: "compact" }, max_turns: 4, history: 1 },
