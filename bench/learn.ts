@@ -1,8 +1,8 @@
 /**
  * `deno task bench:learn`: SEED vs GRPO learning curves over seeds (README.md, Benchmarks).
  *
- * For each seed and environment (sokoban and household by default; `sokoban-demo` is the demo's
- * preset, jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
+ * For each seed and environment (sokoban and household by default; `sokoban-demo` and
+ * `household-demo` are the tuned presets of jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
  * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the text
  * render of the same game): one warm-up job (`sft`: policy SFT and analyzer SFT) makes a
  * checkpoint; a `grpo` and a `seed` job then both start from it (`job:<warm-up>@0`,
@@ -159,11 +159,16 @@ function deepMerge(
  * Per bench env: the job's env (turn limits that fit the time budget) and model. The vision
  * tasks use builtin:tiny-vl (a text-only model is refused on image observations). `search` sets
  * its own rollout and analyzer lengths: its actions run to 18 tokens and its reference analyses
- * to ~130.
+ * to ~130; so does `household`: its actions run to 15 tokens with their tags and its reference
+ * analyses to 184 (114 at the median), which 12 and 96 cut off.
  */
 const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   sokoban: { env: { id: "sokoban", max_turns: 10, history: 0 } },
-  household: { env: { id: "household", max_turns: 15, history: 1 } },
+  household: {
+    env: { id: "household", max_turns: 15, history: 1 },
+    rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 16 },
+    seed: { analyzer_max_new_tokens: 192, analyzer_max_steps: 4 },
+  },
   webshop: { env: { id: "webshop", max_turns: 8, history: 1 } },
   search: {
     env: { id: "search", options: { prompt: "compact" }, max_turns: 4, history: 1 },
@@ -183,6 +188,12 @@ const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   },
 };
 
+/** Bench envs that run a `DEMO_PRESETS` entry (jobs/presets.ts), by the preset's env id. */
+const DEMO_ENVS: Record<string, string> = {
+  "sokoban-demo": "sokoban",
+  "household-demo": "household",
+};
+
 /**
  * The spec of bench env `name` at `seed` as the RL jobs share it, with method `sft` (the
  * warm-up job's; see `warmupSpec`).
@@ -194,10 +205,11 @@ function baseSpec(name: string, seed: number): JobSpecInput {
     checkpoint_every: 1000,
     method: "sft",
   };
-  if (name === "sokoban-demo") {
-    // The demo's tuned preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
+  const demo = DEMO_ENVS[name];
+  if (demo !== undefined) {
+    // A tuned demo preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
     // does not apply to it.
-    const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS.sokoban;
+    const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS[demo];
     return { ...preset, ...common } as JobSpecInput;
   }
   return {

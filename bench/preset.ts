@@ -7,6 +7,7 @@
  *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
  *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/preset.ts sokoban   # every step's metrics
  *     PRESET_SKILLS_OUT=skills.json deno run -A bench/preset.ts sokoban  # the last skill library
+ *     PRESET_TRAJECTORIES_OUT=t.json deno run -A bench/preset.ts sokoban # eval and rollout dumps
  */
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { createSeedHandler } from "../workers/seed/run/handler.ts";
@@ -38,7 +39,19 @@ const run = memoryContext(spec as never, {
     console.log(`[${since()}s] ${type} ${JSON.stringify(short)}`);
   },
 });
+const trajectoriesOut = Deno.env.get("PRESET_TRAJECTORIES_OUT");
+const dumps: unknown[] = [];
+if (trajectoriesOut) {
+  // The in-memory context keeps no dumps; this one keeps them for the file written at the end.
+  const commitStep = run.ctx.commitStep.bind(run.ctx);
+  run.ctx.saveTrajectories = () => Promise.resolve({} as never);
+  run.ctx.commitStep = (step, commit) => {
+    for (const d of commit.trajectories ?? []) dumps.push(d.json);
+    return commitStep(step, commit);
+  };
+}
 await createSeedHandler()(run.ctx);
+if (trajectoriesOut) await Deno.writeTextFile(trajectoriesOut, JSON.stringify(dumps));
 const steps = [...run.metrics.keys()].sort((a, b) => a - b);
 const last = steps.at(-1)!;
 const pick = (m: Record<string, number>) =>

@@ -3,6 +3,12 @@
  * {@link Scenario}. An action is valid exactly when it is in the admissible list of the current
  * state (after normalising case, spaces, a trailing period and `in`/`on`/`in/on`); anything else
  * gets "Nothing happens." with the state unchanged.
+ *
+ * With `statusLine` (env option `status_line`) every observation text gets a second line,
+ * `You are carrying: a apple 1. To search: cabinet 2, drawer 1.` (or `You are not carrying
+ * anything.`, `To search: nothing.`): the held object and, in the room's order, the receptacles
+ * whose contents the agent has not yet seen (desklamps hold nothing and are never listed). It is
+ * the memory a policy without history needs to search a room (README, "household").
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
 import type { Goal, PlacedObject, Receptacle, Scenario } from "./world.ts";
@@ -26,6 +32,8 @@ export interface HouseholdState {
   cold: Set<string>;
   /** Names of desklamps that are switched on. */
   lampsOn: Set<string>;
+  /** Receptacles whose contents an observation has shown (arrive, open or examine). */
+  searched: Set<string>;
 }
 
 /** Normalises an action for matching: lowercase, single spaces, no trailing period. */
@@ -49,17 +57,22 @@ export class HouseholdEpisode implements Episode {
   readonly task: Task;
   readonly scenario: Scenario;
   readonly maxTurns: number;
+  readonly statusLine: boolean;
   #state: HouseholdState;
   #turns = 0;
   #done = false;
   #won = false;
   #receptacles: Map<string, Receptacle>;
 
-  /** @param maxTurns steps after which the episode ends (done, not won). */
-  constructor(task: Task, scenario: Scenario, maxTurns: number) {
+  /**
+   * @param maxTurns steps after which the episode ends (done, not won).
+   * @param statusLine add the status line (see the module comment) under every observation.
+   */
+  constructor(task: Task, scenario: Scenario, maxTurns: number, statusLine = false) {
     this.task = task;
     this.scenario = scenario;
     this.maxTurns = maxTurns;
+    this.statusLine = statusLine;
     this.#receptacles = new Map(scenario.layout.receptacles.map((r) => [r.name, r]));
     this.#state = initialState(scenario.objects);
   }
@@ -142,7 +155,20 @@ export class HouseholdEpisode implements Episode {
   }
 
   #observe(text: string): Observation {
-    return { text, admissibleActions: this.#done ? [] : this.admissibleActions() };
+    const shown = this.statusLine ? `${text}\n${this.#status()}` : text;
+    return { text: shown, admissibleActions: this.#done ? [] : this.admissibleActions() };
+  }
+
+  /** The status line of option `statusLine` (module comment). */
+  #status(): string {
+    const s = this.#state;
+    const carrying = s.held === null
+      ? "You are not carrying anything."
+      : `You are carrying: a ${s.held}.`;
+    const left = this.scenario.layout.receptacles
+      .filter((r) => r.type !== "desklamp" && !s.searched.has(r.name))
+      .map((r) => r.name);
+    return `${carrying} To search: ${left.length === 0 ? "nothing" : left.join(", ")}.`;
   }
 
   #apply(action: string): string {
@@ -214,6 +240,7 @@ export class HouseholdEpisode implements Episode {
       return `The ${r.name} is ${this.#state.lampsOn.has(r.name) ? "on" : "off"}.`;
     }
     const seen = listObjects(this.#contents(r.name));
+    if (!r.openable || this.#state.open.has(r.name)) this.#state.searched.add(r.name);
     if (!r.openable) return `On the ${r.name}, you see ${seen}.`;
     if (!this.#state.open.has(r.name)) return `The ${r.name} is closed.`;
     return `The ${r.name} is open. In it, you see ${seen}.`;
@@ -230,6 +257,7 @@ function initialState(objects: readonly PlacedObject[]): HouseholdState {
     hot: new Set(),
     cold: new Set(),
     lampsOn: new Set(),
+    searched: new Set(),
   };
 }
 

@@ -1,10 +1,15 @@
 /**
- * The household expert: it knows where every object is (the scenario) and plans the shortest
- * go-to/open/take/clean|heat|cool/use/put sequence, like ALFWorld's handcoded expert.
+ * The household experts. `oracle` (the default) knows where every object is (the scenario) and
+ * plans the shortest go-to/open/take/clean|heat|cool/use/put sequence, like ALFWorld's handcoded
+ * expert. `search` (env option `expert: "search"`) acts only on what it has seen: it searches the
+ * receptacles in the room's order (opening closed ones) until it sees an object of the goal type,
+ * then finishes the task as the oracle does — the demonstrations a policy can imitate from its
+ * prompt (with option `status_line`), since the oracle's first step needs knowledge no prompt has.
  */
-import type { Expert, Observation } from "../types.ts";
+import type { Expert, Observation, Task } from "../types.ts";
 import type { Scenario } from "./world.ts";
 import { TOOLS } from "./world.ts";
+import { goalReached, HouseholdEpisode, typeOf } from "./episode.ts";
 
 /** Receptacle of `type` the expert uses: the first by name (surfaces before openables). */
 function firstOfType(scenario: Scenario, type: string): string {
@@ -61,14 +66,89 @@ export function expertPlan(scenario: Scenario): string[] {
   return plan;
 }
 
-/** An expert that replays {@link expertPlan}; after the plan it answers `look`. */
+/** Safety bound of {@link searchPlan}'s simulation (no task needs more than ~30 actions). */
+const SEARCH_PLAN_MAX_ACTIONS = 100;
+
+/**
+ * The `search` expert's plan (module comment), found by playing its rule on a fresh episode of
+ * `task`: holding nothing, it takes the first object of the goal type that is in sight and not
+ * yet in place, else opens the closed receptacle it stands at if not yet searched, else goes to
+ * the first receptacle not yet searched in the room's order (desklamps skipped). Holding the
+ * object it uses the tool or desklamp of the family, then goes to the first receptacle of the
+ * target type (surfaces first), opens it if closed and puts the object. `pick_two_and_place`
+ * with both objects in one receptacle, or the second one seen before the first was placed, goes
+ * back to where the second one was seen (it remembers what it saw, as a person would). Every
+ * action is admissible when played in order from `reset()`.
+ */
+export function searchPlan(task: Task, scenario: Scenario): string[] {
+  const episode = new HouseholdEpisode(task, scenario, SEARCH_PLAN_MAX_ACTIONS);
+  episode.reset();
+  const { goal, layout } = scenario;
+  const tool = TOOLS[goal.family];
+  const wanted = (obj: string, at: string) =>
+    typeOf(obj) === goal.objectType && at !== "hand" && typeOf(at) !== goal.targetType;
+  const firstOf = (type: string) => {
+    const matches = layout.receptacles.filter((r) => r.type === type);
+    return (matches.find((r) => !r.openable) ?? matches[0]).name;
+  };
+  const openable = new Set(layout.receptacles.filter((r) => r.openable).map((r) => r.name));
+  const seenAt = new Map<string, string>(); // goal object → where it was seen
+  const plan: string[] = [];
+  const next = (): string | null => {
+    const s = episode.state;
+    const at = s.location;
+    if (s.held !== null) {
+      const processed = tool === undefined ||
+        (tool.verb === "clean" ? s.cleaned : tool.verb === "heat" ? s.hot : s.cold).has(s.held);
+      const place = goal.family === "examine_in_light"
+        ? firstOf("desklamp")
+        : processed
+        ? firstOf(goal.targetType)
+        : firstOf(tool!.type);
+      if (at !== place) return `go to ${place}`;
+      if (goal.family === "examine_in_light") return `use ${place}`;
+      if (!processed) return `${tool!.verb} ${s.held} with ${place}`;
+      if (openable.has(place) && !s.open.has(place)) return `open ${place}`;
+      return `put ${s.held} in/on ${place}`;
+    }
+    const inSight = at === null ? [] : [...s.objectAt]
+      .filter(([obj, where]) => where === at && wanted(obj, where) && s.searched.has(at))
+      .map(([obj]) => obj);
+    if (inSight.length > 0) return `take ${inSight[0]} from ${at}`;
+    if (at !== null && openable.has(at) && !s.open.has(at) && !s.searched.has(at)) {
+      return `open ${at}`;
+    }
+    const unsearched = layout.receptacles.find((r) =>
+      r.type !== "desklamp" && !s.searched.has(r.name)
+    );
+    const remembered = [...seenAt].find(([obj, where]) => s.objectAt.get(obj) === where);
+    const target = remembered?.[1] ?? unsearched?.name;
+    return target === undefined ? null : `go to ${target}`;
+  };
+  while (!goalReached(goal, episode.state) && plan.length < SEARCH_PLAN_MAX_ACTIONS) {
+    const action = next();
+    if (action === null) break;
+    plan.push(action);
+    episode.step(action);
+    const s = episode.state;
+    for (const [obj, where] of s.objectAt) {
+      if (wanted(obj, where) && s.searched.has(where)) seenAt.set(obj, where);
+    }
+  }
+  return plan;
+}
+
+/** An expert that replays its plan ({@link expertPlan} or {@link searchPlan}); then `look`. */
 export class HouseholdExpert implements Expert {
   readonly plan: readonly string[];
   #next = 0;
 
-  /** @param scenario the ground truth of the task being solved. */
-  constructor(scenario: Scenario) {
-    this.plan = expertPlan(scenario);
+  /**
+   * @param scenario the ground truth of the task being solved.
+   * @param search the `search` expert's task (module comment); left out, the oracle's plan.
+   */
+  constructor(scenario: Scenario, search?: Task) {
+    this.plan = search === undefined ? expertPlan(scenario) : searchPlan(search, scenario);
   }
 
   /** The next planned action (the observation is not needed: the expert knows the state). */

@@ -10,6 +10,7 @@
  */
 import { z } from "zod";
 import {
+  buildCompactPrompt,
   buildTurnPrompt,
   parseActionText,
   promptTemplateVocabulary,
@@ -46,12 +47,27 @@ export type { Family, Scenario } from "./world.ts";
 export const HOUSEHOLD_MAX_TURNS = 30;
 
 /**
- * Options of `household`: which task families to draw (default: all six). Strict like the other
- * environments' options: a misspelt key (`famillies`) was dropped, training on every family.
+ * Options of `household`: which task families to draw (default: all six), and three options for
+ * small models trained from scratch (`DEMO_PRESETS.household` in jobs/presets.ts, bench:learn's
+ * `household-demo`): `prompt` (`full`, the verl-agent turn prompt with the admissible actions, or
+ * `compact`: task line, history and observation only), `status_line` (each observation gets a
+ * line with the held object and the receptacles not yet searched, episode.ts) and `expert`
+ * (`oracle`, which walks straight to the object it cannot have seen, or `search`, which searches
+ * the room in order; expert.ts). Strict like the other environments' options: a misspelt key
+ * (`famillies`) was dropped, training on every family.
  */
 export const householdOptionsSchema = z.strictObject({
   families: z.array(z.enum(FAMILIES as [Family, ...Family[]])).min(1).default([...FAMILIES]),
+  /** `full`: the verl-agent turn prompt; `compact`: task line, history and observation only. */
+  prompt: z.enum(["full", "compact"]).default("full"),
+  /** Add the status line (held object, receptacles not yet searched) under each observation. */
+  status_line: z.boolean().default(false),
+  /** The expert of the warm-up demonstrations: `oracle` (knows the scenario) or `search`. */
+  expert: z.enum(["oracle", "search"]).default("oracle"),
 });
+
+/** The options' defaults other than `families`, left out of task options (see sampleTasks). */
+const OPTION_DEFAULTS = { prompt: "full", status_line: false, expert: "oracle" } as const;
 
 /** Validated options of `household`. */
 export type HouseholdOptions = z.infer<typeof householdOptionsSchema>;
@@ -85,6 +101,12 @@ function sampleTasks(
   options?: Record<string, unknown>,
 ): Task[] {
   const parsed = parseHouseholdOptions(options);
+  // Tasks keep their former options (`families` only) unless a newer option is set.
+  const taskOptions: Record<string, unknown> = Object.fromEntries(
+    Object.entries(parsed).filter(([key, value]) =>
+      OPTION_DEFAULTS[key as keyof typeof OPTION_DEFAULTS] !== value
+    ),
+  );
   const tasks: Task[] = [];
   for (let i = 0; i < count; i++) {
     const taskSeed = hash32(`household/${split}/${seed}/${i}`);
@@ -95,7 +117,7 @@ function sampleTasks(
       seed: taskSeed,
       family: "",
       instruction: "",
-      options: parsed,
+      options: { ...taskOptions },
     };
     const scenario = householdScenario(task);
     task.family = scenario.goal.family;
@@ -109,6 +131,9 @@ const SYSTEM_LINE =
   "You are an expert agent in a household room. You can carry one object at a time.";
 
 function buildPrompt(input: PromptInput): string {
+  if (parseHouseholdOptions(input.task.options).prompt === "compact") {
+    return buildCompactPrompt(input);
+  }
   return buildTurnPrompt({ systemLine: SYSTEM_LINE, ...input });
 }
 
@@ -145,6 +170,7 @@ const PHRASES = [
   "(open it if closed) and put it. to put a in : take the , go to the , the with the ,",
   "then go to the and put it. an unknown place",
   "never found a , which was in : it visited and but never opened it. never visited or",
+  "To search: nothing.",
 ];
 
 function buildVocabulary(): string[] {
@@ -183,10 +209,20 @@ export const householdEnvironment: Environment = {
     test_unseen: "tasks in 40 room layouts never used in training",
   },
   sampleTasks,
-  createEpisode: (task) => new HouseholdEpisode(task, householdScenario(task), HOUSEHOLD_MAX_TURNS),
+  createEpisode: (task) =>
+    new HouseholdEpisode(
+      task,
+      householdScenario(task),
+      HOUSEHOLD_MAX_TURNS,
+      parseHouseholdOptions(task.options).status_line,
+    ),
   buildPrompt,
   parseAction: (response) => parseActionText(response),
-  createExpert: (task) => new HouseholdExpert(householdScenario(task)),
+  createExpert: (task) =>
+    new HouseholdExpert(
+      householdScenario(task),
+      parseHouseholdOptions(task.options).expert === "search" ? task : undefined,
+    ),
   referenceAnalysis: householdReference,
   judgeSkill: (trajectory: Trajectory, skill: string) =>
     judgeWithGrammar(
@@ -197,7 +233,10 @@ export const householdEnvironment: Environment = {
   vocabulary: () => [...VOCABULARY],
 };
 
-/** The reference analysis of a finished trajectory (replayed on a fresh episode of its task). */
+/**
+ * The reference analysis of a finished trajectory (replayed on a fresh episode of its task,
+ * without the status line: the analysis reads what happened, not the agent's memory aid).
+ */
 function householdReference(trajectory: Trajectory) {
   const episode = new HouseholdEpisode(
     trajectory.task,
