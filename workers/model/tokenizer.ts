@@ -66,18 +66,21 @@ function tokenContent(value: unknown): string | null {
   return null;
 }
 
+/** A Unicode normalization form, as `String.prototype.normalize` takes it. */
+type UnicodeForm = "NFC" | "NFD" | "NFKC" | "NFKD";
+
 /**
  * The Unicode normalization forms `tokenizer.json`'s normalizer applies, in order ([] for none);
  * null when it does anything else.
  */
-function unicodeForms(files: TokenizerFiles): ("NFC" | "NFD" | "NFKC" | "NFKD")[] | null {
-  const forms = ["NFC", "NFD", "NFKC", "NFKD"] as const;
-  const walk = (n: unknown): ("NFC" | "NFD" | "NFKC" | "NFKD")[] | null => {
+function unicodeForms(files: TokenizerFiles): UnicodeForm[] | null {
+  const forms: readonly UnicodeForm[] = ["NFC", "NFD", "NFKC", "NFKD"];
+  const walk = (n: unknown): UnicodeForm[] | null => {
     if (n === null || n === undefined) return [];
     if (typeof n !== "object") return null;
     const { type, normalizers } = n as { type?: unknown; normalizers?: unknown };
     if (type === "Sequence" && Array.isArray(normalizers)) {
-      const out: ("NFC" | "NFD" | "NFKC" | "NFKD")[] = [];
+      const out: UnicodeForm[] = [];
       for (const inner of normalizers) {
         const f = walk(inner);
         if (f === null) return null;
@@ -184,7 +187,7 @@ export class Tokenizer {
   }
 
   #maxTokenChars: number | undefined;
-  #unicodeForms: ("NFC" | "NFD" | "NFKC" | "NFKD")[] | null | undefined;
+  #unicodeForms: UnicodeForm[] | null | undefined;
 
   /**
    * The longest vocabulary entry (UTF-16 code units): a byte-level entry stands for at most as
