@@ -220,6 +220,12 @@ export const JobSpecSchema = z.object({
     /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
     analyzer_constrained: z.boolean().default(true),
     /**
+     * `env`: with `analyzer_constrained`, the skill is also held to the environment's skill
+     * grammar where it has one (built-in sokoban): every skill is a sentence its reference
+     * analyzer could write (README, Algorithm). `free`: any text.
+     */
+    skill_grammar: z.enum(["env", "free"]).default("env"),
+    /**
      * Analyzer replay: trajectories of each update, labelled by the environment's reference
      * analyzer, whose analyzer SFT loss is added to the update (keeps skills readable through RL).
      */

@@ -53,6 +53,7 @@ export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
     referenceAnalysis: (trajectory: Trajectory) =>
       Promise.resolve().then(() => env.referenceAnalysis(trajectory)),
     vocabulary: () => Promise.resolve().then(() => env.vocabulary()),
+    ...(env.skillPattern ? { skillPattern: env.skillPattern } : {}),
     ...(env.judgeSkill
       ? {
         judgeSkill: (trajectory: Trajectory, skill: string) =>

@@ -100,6 +100,49 @@ export function compileSkillGrammar(templates: readonly SkillTemplate[]): RegExp
   });
 }
 
+/**
+ * A regular pattern of literal skill text, for decoding skills under the reference analyzer's
+ * grammar (structured generation; compiled by workers/model/text_pattern.ts, whose
+ * `TextPattern` has this shape): a string is itself; `seq` its parts in order; `oneOf` one
+ * alternative; `repeat` the item `min` (0 or 1, default 1) or more times with `separator`
+ * between consecutive items. Unlike {@link SkillTemplate}s it is written against the literal
+ * text (case and punctuation as the analyzer writes them), so every sentence it admits is one
+ * the analyzer could write — and one the grammar judges well-formed.
+ */
+export type SkillPattern =
+  | string
+  | { readonly seq: readonly SkillPattern[] }
+  | { readonly oneOf: readonly SkillPattern[] }
+  | {
+    readonly repeat: SkillPattern;
+    readonly min?: 0 | 1;
+    readonly separator?: SkillPattern;
+  };
+
+/**
+ * The {@link SkillPattern} of one literal template: `text` with each `{slot}` replaced by
+ * `slots[slot]` (a literal marker `{x}` without an entry stays literal text).
+ * E.g. `templatePattern("push {dir}.", {dir: {oneOf: ["up", "down"]}})` →
+ * `{seq: ["push ", {oneOf: ["up", "down"]}, "."]}`.
+ */
+export function templatePattern(
+  text: string,
+  slots: Readonly<Record<string, SkillPattern>> = {},
+): SkillPattern {
+  const parts: SkillPattern[] = [];
+  let literal = "";
+  for (const piece of text.split(/(\{[a-z0-9]+\})/)) {
+    const slot = /^\{([a-z0-9]+)\}$/.exec(piece)?.[1];
+    if (slot !== undefined && slot in slots) {
+      if (literal) parts.push(literal);
+      literal = "";
+      parts.push(slots[slot]);
+    } else literal += piece;
+  }
+  if (literal) parts.push(literal);
+  return { seq: parts };
+}
+
 /** True when the normalised `skill` matches one of the compiled templates. */
 export function matchesSkillGrammar(grammar: readonly RegExp[], skill: string): boolean {
   const text = normalizeSkillText(skill);

@@ -20,9 +20,9 @@
  * pipeline only ever talks to these types.
  */
 import type { z } from "zod";
-import type { SkillJudgement } from "./skill_judge.ts";
+import type { SkillJudgement, SkillPattern } from "./skill_judge.ts";
 
-export type { SkillJudgement } from "./skill_judge.ts";
+export type { SkillJudgement, SkillPattern } from "./skill_judge.ts";
 
 /** Task splits: `test_seen` = new episodes of training layouts, `test_unseen` = held-out ones. */
 export type Split = "train" | "test_seen" | "test_unseen";
@@ -172,6 +172,12 @@ export interface Environment {
    * quality metrics.
    */
   judgeSkill?(trajectory: Trajectory, skill: string): SkillJudgement;
+  /**
+   * Optional: the reference analyzer's skill sentences as literal text (a regular pattern, see
+   * {@link SkillPattern}); with `seed.skill_grammar: "env"` the analyzer decodes its
+   * `episode_skill` under it, so every skill is well-formed by construction.
+   */
+  readonly skillPattern?: SkillPattern;
   /** Optional: one sentence per split saying what it holds (held-out layouts, objects, …). */
   readonly splitDescriptions?: Partial<Record<Split, string>>;
 }
@@ -222,4 +228,6 @@ export interface AsyncEnvironment {
   vocabulary(): Promise<string[]>;
   /** Optional, as {@link Environment.judgeSkill}; absent when the environment cannot judge skills. */
   judgeSkill?(trajectory: Trajectory, skill: string): Promise<SkillJudgement>;
+  /** As {@link Environment.skillPattern}; absent for environments served over HTTP. */
+  readonly skillPattern?: SkillPattern;
 }

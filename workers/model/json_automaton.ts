@@ -13,11 +13,14 @@
  * (RFC 3629 §4: no overlong form, no surrogate, nothing past U+10FFFF). Per field, the decoded
  * value holds at most `maxUnits` UTF-16 code units (a JS string's `length`; an escape counts as
  * the one unit it decodes to), optionally at least one letter or digit (`\p{L}`/`\p{N}`), and
- * no raw code point of `forbiddenCodePoints`. Nothing follows the closing `}`.
+ * no raw code point of `forbiddenCodePoints`. Nothing follows the closing `}`. A field with a
+ * `pattern` (text_pattern.ts) instead holds exactly one sentence of that pattern, written raw
+ * (no escapes) and at most `maxUnits` bytes long.
  *
  * The state is a row of `STATE_FIELDS` int32 in a caller-owned buffer, so that a walk over a
  * token trie copies and steps states without allocating (see `JsonObjectAutomaton.step`).
  */
+import { NO_STATE, type TextPatternDfa } from "./text_pattern.ts";
 
 /** One string field of the object, in the order it must be written. */
 export interface JsonStringField {
@@ -27,6 +30,12 @@ export interface JsonStringField {
   maxUnits: number;
   /** The value must hold a letter or digit (`\p{L}` or `\p{N}`). Default false. */
   requireAlnum?: boolean;
+  /**
+   * The value must be a sentence of this compiled pattern, raw bytes only; `maxUnits` then
+   * bounds its UTF-8 bytes and `requireAlnum` is not used. Its bytes must be no control byte,
+   * `"` or `\\`, and its shortest sentence must fit `maxUnits`.
+   */
+  pattern?: TextPatternDfa;
 }
 
 /** The object's shape. */
@@ -53,7 +62,7 @@ export class JsonSchemaError extends Error {
 }
 
 /** Int32 words per automaton state. */
-export const STATE_FIELDS = 10;
+export const STATE_FIELDS = 11;
 // word offsets of a state row
 const POS = 0; // index into the op program
 const WS = 1; // whitespace bytes taken in the current gap
@@ -65,11 +74,34 @@ const NEED = 6; // UTF-8 continuation bytes still needed
 const LO = 7; // lowest allowed next continuation byte
 const HI = 8; // highest allowed next continuation byte
 const CP = 9; // code point bits read so far
+const PAT = 10; // state of the current value's pattern automaton (0 at a value's start)
 
 // op kinds of the program
 const OP_WS = 0, OP_BYTE = 1, OP_STRING = 2, OP_DONE = 3;
 
 const QUOTE = 0x22, BACKSLASH = 0x5c;
+
+/**
+ * Checks that a field's pattern writes no byte a raw JSON string cannot hold (control bytes, `"`,
+ * `\\`) and that its shortest sentence fits `maxUnits` bytes.
+ * @throws {JsonSchemaError} otherwise.
+ */
+function checkPattern(f: JsonStringField): void {
+  const pattern = f.pattern!;
+  const bad = [...pattern.alphabet()].find((b) => b < 0x20 || b === QUOTE || b === BACKSLASH);
+  if (bad !== undefined) {
+    throw new JsonSchemaError(
+      `Cannot compile the JSON schema as the pattern of ${f.name} must write no control byte, " or \\: it writes byte ${bad}`,
+    );
+  }
+  if (pattern.distance[0] > f.maxUnits) {
+    throw new JsonSchemaError(
+      `Cannot compile the JSON schema as maxUnits of ${f.name} must hold the pattern's shortest sentence (${
+        pattern.distance[0]
+      } bytes): current value is ${f.maxUnits}`,
+    );
+  }
+}
 const SIMPLE_ESCAPES = new Set(Array.from('"\\/bfnrt', (c) => c.charCodeAt(0)));
 const isWhitespace = (b: number) => b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d;
 const isAsciiAlnum = (b: number) =>
@@ -95,6 +127,8 @@ export class JsonObjectAutomaton {
   readonly #maxUnits: Int32Array;
   readonly #requireAlnum: Uint8Array;
   readonly #forbidden: Set<number>;
+  /** Per field, its pattern automaton or null. */
+  readonly #patterns: (TextPatternDfa | null)[];
 
   /** @throws {JsonSchemaError} on an empty field list, a bad key, bound or forbidden code point. */
   constructor(schema: JsonObjectSchema) {
@@ -123,6 +157,7 @@ export class JsonObjectAutomaton {
           `Cannot compile the JSON schema as maxUnits of ${f.name} must be an integer in [1, 2^20]: current value is ${f.maxUnits}`,
         );
       }
+      if (f.pattern) checkPattern(f);
     }
     for (const cp of schema.forbiddenCodePoints ?? []) {
       if (!(Number.isInteger(cp) && cp >= 0x80 && cp <= 0x10ffff && (cp & 0x3f) !== 0)) {
@@ -158,6 +193,7 @@ export class JsonObjectAutomaton {
     this.#maxUnits = Int32Array.from(fields, (f) => f.maxUnits);
     this.#requireAlnum = Uint8Array.from(fields, (f) => (f.requireAlnum ? 1 : 0));
     this.#forbidden = new Set(schema.forbiddenCodePoints ?? []);
+    this.#patterns = fields.map((f) => f.pattern ?? null);
   }
 
   /** Writes the start state into `st` at word offset `o`. */
@@ -202,6 +238,8 @@ export class JsonObjectAutomaton {
 
   /** One byte inside the string value of field `f`. */
   #stringByte(st: Int32Array, o: number, f: number, b: number): boolean {
+    const pattern = this.#patterns[f];
+    if (pattern) return this.#patternByte(st, o, pattern, this.#maxUnits[f], b);
     if (st[o + NEED] > 0) { // a continuation byte of a multi-byte character
       if (b < st[o + LO] || b > st[o + HI]) return false;
       st[o + CP] = (st[o + CP] << 6) | (b & 0x3f);
@@ -274,11 +312,36 @@ export class JsonObjectAutomaton {
     return true;
   }
 
+  /** One byte inside a value held to `pattern` (raw bytes, at most `maxBytes`). */
+  #patternByte(
+    st: Int32Array,
+    o: number,
+    pattern: TextPatternDfa,
+    maxBytes: number,
+    b: number,
+  ): boolean {
+    const at = st[o + PAT];
+    if (b === QUOTE) { // closes the value: only a whole sentence
+      if (!pattern.accepting[at]) return false;
+      st[o + POS]++;
+      st[o + LEN] = 0;
+      st[o + PAT] = 0;
+      return true;
+    }
+    const to = pattern.next[at * 256 + b];
+    // the byte must lead on, and the shortest sentence through it must still fit
+    if (to === NO_STATE || st[o + LEN] + 1 + pattern.distance[to] > maxBytes) return false;
+    st[o + PAT] = to;
+    st[o + LEN]++;
+    return true;
+  }
+
   /**
    * The next byte of the canonical completion from the state at `o`, or -1 when it is done:
    * the lowest allowed continuation byte, `n` after a backslash, `0` inside `\u`, `a` while a
    * value still needs a letter or digit, else the closing quote; outside values, the next
-   * literal byte (gaps take no whitespace). Following it from any state reaches done, and the
+   * literal byte (gaps take no whitespace); in a value held to a pattern, the pattern's
+   * canonical byte (its shortest completion), then the quote. Following it from any state reaches done, and the
    * completion of a successor is the rest of the completion (so its token cost can only drop).
    */
   canonicalNext(st: Int32Array, o: number): number {
@@ -287,12 +350,15 @@ export class JsonObjectAutomaton {
     switch (this.#kind[pos]) {
       case OP_BYTE:
         return this.#arg[pos];
-      case OP_STRING:
+      case OP_STRING: {
+        const pattern = this.#patterns[this.#arg[pos]];
+        if (pattern) return pattern.accepting[st[o + PAT]] ? QUOTE : pattern.canonical[st[o + PAT]];
         if (st[o + NEED] > 0) return st[o + LO];
         if (st[o + ESC] === 1) return 0x6e; // n
         if (st[o + ESC] >= 2) return 0x30; // 0
         if (this.#requireAlnum[this.#arg[pos]] && !st[o + ALNUM]) return 0x61; // a
         return QUOTE;
+      }
       default:
         return -1;
     }
@@ -322,6 +388,8 @@ export class JsonObjectAutomaton {
     let pos = st[o + POS];
     while (this.#kind[pos] === OP_WS) pos++;
     if (this.#kind[pos] !== OP_STRING) return pos;
+    // a pattern value's completion depends on its pattern state only (negative keys)
+    if (this.#patterns[this.#arg[pos]]) return -1 - (pos + this.#kind.length * st[o + PAT]);
     const needsAlnum = this.#requireAlnum[this.#arg[pos]] && !st[o + ALNUM] ? 1 : 0;
     const need = st[o + NEED];
     const lo = need > 0 ? st[o + LO] - 0x80 : 0; // < 64
@@ -341,6 +409,7 @@ export class JsonObjectAutomaton {
     const pos = st[o + POS];
     if (this.#kind[pos] !== OP_STRING) return `${pos}:${st[o + WS]}`;
     const room = Math.min(this.#maxUnits[this.#arg[pos]] - st[o + LEN], lookahead + 2);
+    if (this.#patterns[this.#arg[pos]]) return `${pos}:p${st[o + PAT]}:${room}`;
     return `${pos}:${room}:${st[o + ALNUM]}:${st[o + ESC]}:${st[o + HEX]}:${st[o + NEED]}:${
       st[o + LO]
     }:${st[o + HI]}:${st[o + CP]}`;

@@ -10,7 +10,8 @@
  * - policy.ts: `Policy`, what a trainer calls (train step, token scores, generation) with cached
  *   onnxruntime sessions; batch.ts: packing samples into fixed-shape buckets;
  * - generate.ts, kv_cache.ts, sampling.ts: batched generation with a KV cache and seeded sampling;
- *   json_automaton.ts, constrained_decoding.ts, token_bytes.ts: decoding under a JSON schema;
+ *   json_automaton.ts, constrained_decoding.ts, token_bytes.ts, text_pattern.ts: decoding under a
+ *   JSON schema (string values optionally held to a regular text pattern);
  * - lora.ts: LoRA adapters (graph term, init, merge, PEFT adapter files);
  * - optim.ts: AdamW, gradient-norm clipping, learning-rate schedules;
  * - hf.ts, safetensors.ts, tokenizer.ts, init.ts: Hugging Face model folders, safetensors,
@@ -78,6 +79,7 @@ export {
 export * from "./lora.ts";
 export * from "./sampling.ts";
 export * from "./json_automaton.ts";
+export * from "./text_pattern.ts";
 export * from "./constrained_decoding.ts";
 export { tokenBytes } from "./token_bytes.ts";
 export * from "./optim.ts";

@@ -6,8 +6,8 @@
  *
  * Prompts are kept compact on purpose: a tiny model on CPU reads them, and every word is a token.
  */
-import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
-import type { JsonObjectSchema } from "../model/mod.ts";
+import type { SkillAnalysis, SkillPattern, Trajectory } from "../envs/types.ts";
+import { compileTextPattern, type JsonObjectSchema, type TextPatternDfa } from "../model/mod.ts";
 import { checkNumber, SkillError } from "./errors.ts";
 import { lastStringField, objectSlices, parseObject } from "./_lenient_json.ts";
 
@@ -163,6 +163,20 @@ export function analysisTarget(analysis: SkillAnalysis): string {
   });
 }
 
+/** Compiled skill patterns, per pattern object (compiling walks the whole grammar). */
+const COMPILED_PATTERNS = new WeakMap<object, TextPatternDfa>();
+
+/**
+ * The automaton of `pattern`, compiled once per pattern object.
+ * @throws {TextPatternError} when the pattern cannot be compiled.
+ */
+function compiledPattern(pattern: SkillPattern): TextPatternDfa {
+  if (typeof pattern === "string") return compileTextPattern(pattern);
+  let dfa = COMPILED_PATTERNS.get(pattern);
+  if (!dfa) COMPILED_PATTERNS.set(pattern, dfa = compileTextPattern(pattern));
+  return dfa;
+}
+
 /**
  * The JSON schema the analyzer decodes under (structured generation, see
  * workers/model/constrained_decoding.ts): `{"episode_skill": "…", "episode_summary": "…"}` in
@@ -171,13 +185,17 @@ export function analysisTarget(analysis: SkillAnalysis): string {
  * double quote (the parser reads U+201C/U+201D as `"`; escaped as `\u201c` they are fine).
  * Whitespace between the object's tokens is allowed (a few bytes per gap), as in the prompt's
  * example. Every text this admits is returned by `parseSkillAnalysis` as its strict JSON reading
- * with whitespace collapsed.
+ * with whitespace collapsed. With `skillPattern` (an environment's skill grammar as literal text)
+ * the skill must also be one of its sentences, at most `maxSkillChars` bytes.
  */
-export function analysisSchema(options: ParseSkillOptions = {}): JsonObjectSchema {
-  const { maxSkillChars = 400, maxSummaryChars = 800 } = options;
+export function analysisSchema(
+  options: ParseSkillOptions & { skillPattern?: SkillPattern } = {},
+): JsonObjectSchema {
+  const { maxSkillChars = 400, maxSummaryChars = 800, skillPattern } = options;
+  const pattern = skillPattern === undefined ? undefined : compiledPattern(skillPattern);
   return {
     fields: [
-      { name: "episode_skill", maxUnits: maxSkillChars, requireAlnum: true },
+      { name: "episode_skill", maxUnits: maxSkillChars, requireAlnum: true, pattern },
       { name: "episode_summary", maxUnits: maxSummaryChars },
     ],
     maxWhitespace: 4,

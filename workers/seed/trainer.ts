@@ -98,14 +98,27 @@ export interface StepOutcome {
 
 /**
  * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`): under the analysis
- * schema (every answer parses) unless `seed.analyzer_constrained` is false, then free text cut
+ * schema (every answer parses; the skill held to the environment's grammar per
+ * `seed.skill_grammar`) unless `seed.analyzer_constrained` is false, then free text cut
  * at `ANALYSIS_STOP`. Evaluation or any other caller of the analyzer uses the same options.
  */
-export function analyzerGenerateOptions(spec: JobSpec): TextGenerateOptions {
+export function analyzerGenerateOptions(
+  spec: JobSpec,
+  env: Pick<AsyncEnvironment, "skillPattern">,
+): TextGenerateOptions {
   const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
   return spec.seed.analyzer_constrained
-    ? { ...base, schema: analysisSchema() }
+    ? { ...base, schema: analyzerSchema(spec, env) }
     : { ...base, stop: [ANALYSIS_STOP] };
+}
+
+/**
+ * The analysis schema of a job: the skill held to the environment's skill grammar when
+ * `seed.skill_grammar` is `env` and the environment has one (`skillPattern`), else free text.
+ */
+function analyzerSchema(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPattern">) {
+  const skillPattern = spec.seed.skill_grammar === "env" ? env.skillPattern : undefined;
+  return analysisSchema({ skillPattern });
 }
 
 /**
@@ -114,9 +127,13 @@ export function analyzerGenerateOptions(spec: JobSpec): TextGenerateOptions {
  * builtin tokenizers). Builds and keeps the constrained decoder (indexes the vocabulary once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */
-export function checkAnalyzerBudget(spec: JobSpec, theta: TextPolicy): void {
+export function checkAnalyzerBudget(
+  spec: JobSpec,
+  theta: TextPolicy,
+  env: Pick<AsyncEnvironment, "skillPattern">,
+): void {
   if (!runPlan(spec).analysis || !spec.seed.analyzer_constrained) return;
-  const decoder = theta.jsonDecoder(analysisSchema());
+  const decoder = theta.jsonDecoder(analyzerSchema(spec, env));
   const budget = spec.seed.analyzer_max_new_tokens;
   if (budget < decoder.minTokens) {
     throw new SeedOptionError(
@@ -259,7 +276,7 @@ export class SeedTrainer {
   }
 
   async #analyze(trajectories: RolloutTrajectory[]) {
-    const { spec, plan, theta } = this.parts;
+    const { spec, plan, theta, env } = this.parts;
     let tokens = 0;
     const r = await analyzeTrajectories(trajectories, {
       mode: plan.analyze,
@@ -268,7 +285,7 @@ export class SeedTrainer {
         maxFieldChars: spec.seed.analyzer_max_field_chars,
       },
       generate: async (prompts) => {
-        const g = await theta.generate(prompts, analyzerGenerateOptions(spec));
+        const g = await theta.generate(prompts, analyzerGenerateOptions(spec, env));
         tokens += g.tokens;
         return g.texts;
       },

@@ -7,6 +7,7 @@ import {
   normalizeSkillText,
 } from "../../../workers/envs/skill_judge.ts";
 import type { Environment, Observation, Task, Trajectory } from "../../../workers/envs/types.ts";
+import { compileTextPattern, NO_STATE } from "../../../workers/model/mod.ts";
 
 /**
  * Word salad like that the demo's skill library was full of (README.md, "On a fresh machine": after
@@ -108,6 +109,36 @@ for (const id of ["sokoban", "household", "webshop", "ezpoints"]) {
     const cut = skill.slice(0, Math.floor(skill.length * 0.6));
     assert.deepEqual(env.judgeSkill!(t, cut), { wellFormed: false, truthful: false });
     assert.equal(env.judgeSkill!(t, `${skill} again`).wellFormed, false);
+  });
+}
+
+for (const id of ["sokoban"]) {
+  Deno.test(`${id}: the skill pattern admits every reference skill, and every sentence it admits is well-formed`, () => {
+    const env = getEnvironment(id);
+    const dfa = compileTextPattern(env.skillPattern!);
+    const played = trajectories(env, 12);
+    for (const t of played) {
+      const skill = env.referenceAnalysis(t).episode_skill;
+      assert.ok(dfa.matches(skill), `reference skill outside the pattern: ${skill}`);
+    }
+    // random sentences of the pattern (random walks over its automaton)
+    const random = rng(5);
+    const seen = new Set<string>();
+    for (let walk = 0; walk < 300; walk++) {
+      const bytes: number[] = [];
+      for (let s = 0;;) {
+        const options = [...Array(256).keys()].filter((b) => dfa.next[s * 256 + b] !== NO_STATE);
+        if (dfa.accepting[s] && (options.length === 0 || random() < 0.2)) break;
+        const b = options[Math.floor(random() * options.length)];
+        bytes.push(b);
+        s = dfa.next[s * 256 + b];
+      }
+      const text = new TextDecoder().decode(Uint8Array.from(bytes));
+      seen.add(text.slice(0, 12));
+      assert.equal(env.judgeSkill!(played[0], text).wellFormed, true, text);
+    }
+    assert.ok(seen.size >= 5, `too few kinds of sentence: ${[...seen].join(" | ")}`);
+    assert.equal(dfa.matches(SALAD), false);
   });
 }
 

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  compileTextPattern,
   JsonObjectAutomaton,
   type JsonObjectSchema,
   JsonSchemaError,
@@ -135,4 +136,48 @@ Deno.test("a schema with no field, a quoted key, a zero bound or a bad forbidden
       }),
     /low 6 bits/,
   );
+});
+
+Deno.test("a field held to a pattern accepts exactly the pattern's sentences, raw and within its byte bound", () => {
+  const pattern = compileTextPattern({
+    seq: ["Push it ", { repeat: { oneOf: ["up", "left"] }, separator: " then " }, "."],
+  });
+  const schema: JsonObjectSchema = {
+    fields: [{ name: "episode_skill", maxUnits: 30, pattern }, {
+      name: "episode_summary",
+      maxUnits: 9,
+    }],
+  };
+  const a = new JsonObjectAutomaton(schema);
+  const object = (skill: string) => `{"episode_skill": "${skill}", "episode_summary": "x"}`;
+  const closes = (text: string) => {
+    return run(a, text).done;
+  };
+  assert.ok(closes(object("Push it up then left.")));
+  assert.ok(!closes(object("Push it up then left")), "the quote needs a whole sentence");
+  assert.ok(!closes(object("Push it down.")));
+  assert.ok(!closes(object("Push it \\u0075p.")), "no escapes inside a pattern value");
+  // 30 bytes: "Push it up then up then up." is 27; one more " then up" does not fit
+  assert.ok(closes(object("Push it up then up then up.")));
+  const long = object("Push it up then up then up then up.");
+  assert.equal(
+    run(a, long).accepted,
+    long.indexOf("Push it") + "Push it up then up then up".length,
+  );
+  // the canonical completion of a state inside the value finishes the sentence
+  const st = new Int32Array(STATE_FIELDS), scratch = new Int32Array(STATE_FIELDS);
+  a.init(st, 0);
+  for (const b of utf8.encode('{"episode_skill":"Push it l')) assert.ok(a.step(st, 0, b));
+  const rest = new TextDecoder().decode(Uint8Array.from(a.completion(st, 0, scratch)));
+  assert.equal(rest, 'eft.","episode_summary":""}');
+});
+
+Deno.test("a pattern that writes a quote, or whose shortest sentence exceeds the bound, is refused", () => {
+  const field = (text: string, maxUnits: number): JsonObjectSchema => ({
+    fields: [{ name: "s", maxUnits, pattern: compileTextPattern(text) }],
+  });
+  assert.throws(() => new JsonObjectAutomaton(field('say "hi"', 20)), /writes byte 34/);
+  assert.throws(() => new JsonObjectAutomaton(field("a\\b", 20)), /writes byte 92/);
+  assert.throws(() => new JsonObjectAutomaton(field("hello", 4)), /shortest sentence \(5 bytes\)/);
+  assert.ok(new JsonObjectAutomaton(field("hello", 5)));
 });

@@ -56,12 +56,23 @@ import {
   type WorkerOptions,
 } from "../../../workers/worker/mod.ts";
 
-/** A spec small enough for a test (each job a few seconds). */
+/**
+ * A spec small enough for a test (each job a few seconds). `overrides` replace top-level blocks,
+ * except `seed`, whose fields merge into the base's. The skill is free text (`skill_grammar:
+ * "free"`): Sokoban's grammar needs ≥ 34 analyzer tokens with the builtin tokenizer, and the
+ * tests of the grammar set it themselves (trainer_teacher_test.ts).
+ */
 export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput {
+  const seed = {
+    analyzer_max_new_tokens: 24,
+    analyzer_max_steps: 2,
+    analyzer_max_field_chars: 64,
+    skill_grammar: "free",
+    ...(overrides.seed as Record<string, unknown> | undefined),
+  };
   return {
     env: { id: "sokoban", max_turns: 3, history: 0 },
     rollout: { tasks_per_step: 2, group_size: 2, max_new_tokens: 6 },
-    seed: { analyzer_max_new_tokens: 24, analyzer_max_steps: 2, analyzer_max_field_chars: 64 },
     warmup: {
       policy: { episodes: 2, epochs: 1, batch_size: 8 },
       analyzer: { episodes: 2, epochs: 1, batch_size: 8 },
@@ -73,6 +84,7 @@ export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput 
     eval: { episodes: 2 },
     random_seed: 5,
     ...overrides,
+    seed,
   } as JobSpecInput;
 }
 

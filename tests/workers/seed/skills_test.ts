@@ -20,6 +20,11 @@ import {
 } from "../../../workers/model/mod.ts";
 import { analyzerTemplateVocabulary } from "../../../workers/seed/run/model_source.ts";
 import { gpt2Tokenizer } from "../model/_gpt2.ts";
+import {
+  SOKOBAN_SKILL_GRAMMAR,
+  SOKOBAN_SKILL_PATTERN,
+} from "../../../workers/envs/sokoban/judge.ts";
+import { matchesSkillGrammar } from "../../../workers/envs/skill_judge.ts";
 
 const task: Task = {
   envId: "sokoban",
@@ -302,32 +307,45 @@ Deno.test("an empty skill cannot be inserted", () => {
   assert.throws(() => insertSkill(policyPrompt, " ... "), SkillError);
 });
 
-Deno.test("every analysis decoded under the analysis schema from random logits parses to its own skill (GPT-2 and builtin)", () => {
-  const builtin = new Tokenizer(
+/**
+ * Decodes one object under `decoder` from random logits (seeded): tokens holding a quote,
+ * backslash, brace, comma or non-ASCII byte are favoured on even seeds, every fourth seed is
+ * greedy. Asserts the object closed within the budget; returns its text.
+ */
+function decodeRandom(decoder: JsonConstrainedDecoder, tok: Tokenizer, seed: number): string {
+  const bytes = tokenBytes(tok);
+  const tricky = bytes.flatMap((b, id) =>
+    b && b.some((x) => [0x22, 0x5c, 0x7b, 0x7d, 0x2c].includes(x) || x >= 0x80) ? [id] : []
+  );
+  const rng = new Rng(seed), c = decoder.start(), ids: number[] = [];
+  const budget = seed % 4 === 0 ? 96 : decoder.minTokens + (seed % 10);
+  const logits = new Float32Array(decoder.vocabSize);
+  for (let r = budget; r > 0 && !c.done; r--) {
+    for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() - 0.5) * 8;
+    if (seed % 2 === 0) { for (const id of tricky) logits[id] += 4; }
+    c.maskLogits(logits, r);
+    const id = sampleToken(logits, { greedy: seed % 4 === 1, temperature: 1, topP: 1 }, rng);
+    ids.push(id);
+    c.accept(id);
+  }
+  const text = tok.decode(ids, { skipSpecialTokens: true }).trim();
+  assert.ok(c.done && ids.length <= budget, `seed ${seed}: ${ids.length}/${budget} ${text}`);
+  return text;
+}
+
+/** The builtin-style byte-level tokenizer of the analyzer's vocabulary. */
+const builtinTokenizer = () =>
+  new Tokenizer(
     buildByteLevelTokenizer([...analyzerTemplateVocabulary(), "never", "push", "box", "corner"]),
   );
+
+Deno.test("every analysis decoded under the analysis schema from random logits parses to its own skill (GPT-2 and builtin)", () => {
+  const builtin = builtinTokenizer();
   for (const tok of [gpt2Tokenizer(), builtin]) { // GPT-2 with its clean-up of spaces, as loaded
-    const bytes = tokenBytes(tok);
-    const decoder = new JsonConstrainedDecoder(bytes, analysisSchema());
-    // tokens holding a quote, backslash, brace, comma or a non-ASCII byte are drawn more often
-    const tricky = bytes.flatMap((b, id) =>
-      b && b.some((x) => [0x22, 0x5c, 0x7b, 0x7d, 0x2c].includes(x) || x >= 0x80) ? [id] : []
-    );
+    const decoder = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema());
     const seeds = tok === builtin ? 200 : 24;
     for (let seed = 0; seed < seeds; seed++) {
-      const rng = new Rng(seed), c = decoder.start(), ids: number[] = [];
-      const budget = seed % 4 === 0 ? 96 : decoder.minTokens + (seed % 10);
-      const logits = new Float32Array(decoder.vocabSize);
-      for (let r = budget; r > 0 && !c.done; r--) {
-        for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() - 0.5) * 8;
-        if (seed % 2 === 0) { for (const id of tricky) logits[id] += 4; }
-        c.maskLogits(logits, r);
-        const id = sampleToken(logits, { greedy: seed % 4 === 1, temperature: 1, topP: 1 }, rng);
-        ids.push(id);
-        c.accept(id);
-      }
-      const text = tok.decode(ids, { skipSpecialTokens: true }).trim();
-      assert.ok(c.done && ids.length <= budget, `seed ${seed}: ${ids.length}/${budget} ${text}`);
+      const text = decodeRandom(decoder, tok, seed);
       const strict = JSON.parse(text);
       assert.deepEqual(Object.keys(strict), ["episode_skill", "episode_summary"]);
       const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
@@ -337,6 +355,29 @@ Deno.test("every analysis decoded under the analysis schema from random logits p
       }, text);
     }
   }
+});
+
+Deno.test("under Sokoban's skill pattern every skill decoded from random logits is a well-formed sentence of its grammar", () => {
+  const builtin = builtinTokenizer();
+  const schema = analysisSchema({ skillPattern: SOKOBAN_SKILL_PATTERN });
+  const kinds = new Set<string>();
+  for (const tok of [gpt2Tokenizer(), builtin]) {
+    const decoder = new JsonConstrainedDecoder(tokenBytes(tok), schema);
+    const seeds = tok === builtin ? 120 : 24;
+    for (let seed = 0; seed < seeds; seed++) {
+      const text = decodeRandom(decoder, tok, seed);
+      const skill = parseSkillAnalysis(text)?.episode_skill;
+      assert.ok(skill !== undefined, text);
+      assert.equal(JSON.parse(text).episode_skill, skill, "written raw, one space apart");
+      assert.ok(matchesSkillGrammar(SOKOBAN_SKILL_GRAMMAR, skill), skill);
+      kinds.add(skill.slice(0, 10));
+    }
+  }
+  assert.ok(kinds.size >= 4, [...kinds].join(" | "));
+  // the shortest object now spells a whole sentence, so it takes more tokens than free text
+  const free = new JsonConstrainedDecoder(tokenBytes(builtin), analysisSchema()).minTokens;
+  const held = new JsonConstrainedDecoder(tokenBytes(builtin), schema).minTokens;
+  assert.ok(held > free + 5, `${held} vs ${free}`);
 });
 
 Deno.test("escaped quotes, unicode and curly quotes in a skill survive the schema and the parser", () => {

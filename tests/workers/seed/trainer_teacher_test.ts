@@ -3,6 +3,8 @@ import { parseJobSpec } from "../../../jobs/mod.ts";
 import { Tokenizer } from "../../../workers/model/mod.ts";
 import { checkAnalyzerBudget, SkillLibrary, TextPolicy } from "../../../workers/seed/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
+import { SOKOBAN_SKILL_GRAMMAR } from "../../../workers/envs/sokoban/judge.ts";
+import { matchesSkillGrammar } from "../../../workers/envs/skill_judge.ts";
 
 Deno.test("a step with parsed skills re-scores under the skill prompt and distils", async () => {
   const spec = parseJobSpec(tinySpec({ seed: { opd_coef: 1 } }));
@@ -35,10 +37,12 @@ Deno.test("a from-scratch model's analyses all parse under constrained decoding,
   const rates: number[] = [];
   for (const analyzer_constrained of [true, false]) {
     const spec = parseJobSpec(
-      tinySpec({ seed: { analyzer_max_new_tokens: 24, analyzer_constrained } }),
+      tinySpec({
+        seed: { analyzer_max_new_tokens: 24, analyzer_constrained },
+      }),
     );
-    assert.equal(parseJobSpec(tinySpec()).seed.analyzer_constrained, true, "on by default");
-    checkAnalyzerBudget(spec, theta);
+    assert.equal(parseJobSpec({ env: { id: "sokoban" } }).seed.analyzer_constrained, true);
+    checkAnalyzerBudget(spec, theta, env);
     const library = new SkillLibrary("job-1");
     const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
     const { metrics } = await trainer.step(1, () => Promise.resolve());
@@ -47,10 +51,40 @@ Deno.test("a from-scratch model's analyses all parse under constrained decoding,
     if (analyzer_constrained) assert.ok(library.size > 0 && metrics.teacher_samples > 0);
   }
   assert.deepEqual(rates, [1, 0]);
-  const small = parseJobSpec(tinySpec({ seed: { analyzer_max_new_tokens: 12 } }));
+  const small = parseJobSpec(
+    tinySpec({ seed: { analyzer_max_new_tokens: 12 } }),
+  );
   assert.throws(
-    () => checkAnalyzerBudget(small, theta),
+    () => checkAnalyzerBudget(small, theta, env),
     /seed\.analyzer_max_new_tokens must be ≥ 20/,
+  );
+  await policy.release();
+});
+
+Deno.test("under the environment's skill grammar a from-scratch model's skills are all well-formed sentences", async () => {
+  const { env, model, policy } = await tinySokobanPolicy();
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  const spec = parseJobSpec(
+    tinySpec({ seed: { analyzer_max_new_tokens: 64, skill_grammar: "env" } }),
+  );
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).seed.skill_grammar, "env", "the default");
+  checkAnalyzerBudget(spec, theta, env);
+  const library = new SkillLibrary("job-1");
+  const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
+  const { metrics } = await trainer.step(1, () => Promise.resolve());
+  assert.equal(metrics.analyzer_parse_rate, 1);
+  assert.equal(metrics.skill_well_formed_rate, 1);
+  assert.ok(library.size > 0);
+  for (const skill of library.all()) {
+    assert.ok(matchesSkillGrammar(SOKOBAN_SKILL_GRAMMAR, skill.text), skill.text);
+  }
+  // a budget below the shortest sentence is refused up front, naming the option
+  const small = parseJobSpec(
+    tinySpec({ seed: { analyzer_max_new_tokens: 24, skill_grammar: "env" } }),
+  );
+  assert.throws(
+    () => checkAnalyzerBudget(small, theta, env),
+    /seed\.analyzer_max_new_tokens must be ≥ 34 \(the tokens of \{"episode_skill":"Look at/,
   );
   await policy.release();
 });

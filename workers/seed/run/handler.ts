@@ -179,7 +179,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     if (!lora) restored.model.parameters = copyParams(restored.model.parameters);
     const policy = new Policy(restored.model.config, restored.model.parameters, engine);
     const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
-    checkAnalyzerBudget(spec, theta);
+    checkAnalyzerBudget(spec, theta, env);
     const optimizer = newOptimizer(spec, policy);
     if (restored.optimizer) optimizer.load(restored.optimizer);
     let reference: Policy | null = null;
@@ -222,7 +222,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   }
   const policy = new Policy(model.config, model.parameters, engine);
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
-  checkAnalyzerBudget(spec, theta);
+  checkAnalyzerBudget(spec, theta, env);
   return {
     ctx,
     spec,
