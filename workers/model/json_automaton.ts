@@ -129,6 +129,8 @@ export class JsonObjectAutomaton {
   readonly #forbidden: Set<number>;
   /** Per field, its pattern automaton or null. */
   readonly #patterns: (TextPatternDfa | null)[];
+  /** Per field, the largest distance to acceptance of its pattern's states (0 without one). */
+  readonly #maxDistance: Int32Array;
 
   /** @throws {JsonSchemaError} on an empty field list, a bad key, bound or forbidden code point. */
   constructor(schema: JsonObjectSchema) {
@@ -194,6 +196,10 @@ export class JsonObjectAutomaton {
     this.#requireAlnum = Uint8Array.from(fields, (f) => (f.requireAlnum ? 1 : 0));
     this.#forbidden = new Set(schema.forbiddenCodePoints ?? []);
     this.#patterns = fields.map((f) => f.pattern ?? null);
+    this.#maxDistance = Int32Array.from(
+      fields,
+      (f) => f.pattern ? f.pattern.distance.reduce((a, b) => Math.max(a, b), 0) : 0,
+    );
   }
 
   /** Writes the start state into `st` at word offset `o`. */
@@ -403,13 +409,17 @@ export class JsonObjectAutomaton {
   /**
    * A string that identifies everything the acceptance of the next `lookahead` bytes depends
    * on: the state with its value length replaced by the free room, clamped at `lookahead + 2`
-   * (two states with the same key accept the same byte strings of length ≤ lookahead).
+   * (two states with the same key accept the same byte strings of length ≤ lookahead). In a
+   * pattern value the i-th byte also needs room for the shortest sentence after it
+   * (i + distance ≤ room), so the room is clamped at `lookahead + 2 + ` the pattern's largest
+   * distance there.
    */
   maskKey(st: Int32Array, o: number, lookahead: number): string {
     const pos = st[o + POS];
     if (this.#kind[pos] !== OP_STRING) return `${pos}:${st[o + WS]}`;
-    const room = Math.min(this.#maxUnits[this.#arg[pos]] - st[o + LEN], lookahead + 2);
-    if (this.#patterns[this.#arg[pos]]) return `${pos}:p${st[o + PAT]}:${room}`;
+    const f = this.#arg[pos];
+    const room = Math.min(this.#maxUnits[f] - st[o + LEN], lookahead + 2 + this.#maxDistance[f]);
+    if (this.#patterns[f]) return `${pos}:p${st[o + PAT]}:${room}`;
     return `${pos}:${room}:${st[o + ALNUM]}:${st[o + ESC]}:${st[o + HEX]}:${st[o + NEED]}:${
       st[o + LO]
     }:${st[o + HI]}:${st[o + CP]}`;

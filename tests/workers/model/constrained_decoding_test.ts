@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   buildByteLevelTokenizer,
+  compileTextPattern,
   ConstraintError,
   JsonConstrainedDecoder,
   type JsonObjectSchema,
@@ -140,6 +141,28 @@ Deno.test("random logits always give an object of the schema within the budget, 
       assert.ok(value.id.length <= 6 && value.name.length <= 12 && value.note.length <= 3, text);
     }
   }
+});
+
+Deno.test("in a pattern value the cached mask still leaves room for the shortest sentence after each byte", () => {
+  // single-byte tokens: the trie's lookahead is 1, so rooms of 3 and more once shared one mask
+  const tokens = Array.from({ length: 128 }, (_, b) => Uint8Array.of(b));
+  const pattern = compileTextPattern({ seq: [{ repeat: "a", min: 0 }, "bbbbb"] });
+  const decoder = new JsonConstrainedDecoder(tokens, {
+    fields: [{ name: "s", maxUnits: 8, pattern }],
+    maxWhitespace: 0,
+  });
+  const c = decoder.start(), ids: number[] = [];
+  const A = "a".charCodeAt(0);
+  for (let remaining = 64; !c.done; remaining--) {
+    const logits = new Float32Array(128);
+    logits[A] = 1; // the model wants one more "a" every time it may write one
+    c.maskLogits(logits, remaining);
+    const id = sampleToken(logits, { greedy: true, temperature: 1, topP: 1 }, new Rng(0));
+    ids.push(id);
+    c.accept(id);
+  }
+  // 8 bytes hold at most three a's before the five b's
+  assert.equal(String.fromCharCode(...ids), '{"s":"aaabbbbb"}');
 });
 
 Deno.test("a budget below the shortest object, or a vocabulary that cannot write it, is refused", () => {
