@@ -32,8 +32,8 @@ export interface JsonStringField {
   requireAlnum?: boolean;
   /**
    * The value must be a sentence of this compiled pattern, raw bytes only; `maxUnits` then
-   * bounds its UTF-8 bytes and `requireAlnum` is not used. Its bytes must be no control byte,
-   * `"` or `\\`, and its shortest sentence must fit `maxUnits`.
+   * bounds its UTF-8 bytes and `requireAlnum` is not used. Its sentences must hold no control
+   * byte, `"`, `\\` or code point of `forbiddenCodePoints`, and its shortest must fit `maxUnits`.
    */
   pattern?: TextPatternDfa;
 }
@@ -83,11 +83,28 @@ const QUOTE = 0x22, BACKSLASH = 0x5c;
 
 /**
  * Checks that a field's pattern writes no byte a raw JSON string cannot hold (control bytes, `"`,
- * `\\`) and that its shortest sentence fits `maxUnits` bytes.
+ * `\\`), no code point of `forbidden` (its values are raw, never escaped) and that its shortest
+ * sentence fits `maxUnits` bytes.
  * @throws {JsonSchemaError} otherwise.
  */
-function checkPattern(f: JsonStringField): void {
+function checkPattern(f: JsonStringField, forbidden: readonly number[]): void {
   const pattern = f.pattern!;
+  // a sentence holds cp raw iff its UTF-8 bytes lead on from some state (every state is live,
+  // and cp's lead byte cannot continue another character, so the bytes start a character there)
+  for (const cp of forbidden) {
+    const bytes = new TextEncoder().encode(String.fromCodePoint(cp));
+    for (let s = 0; s < pattern.size; s++) {
+      let at = s;
+      for (const b of bytes) if (at !== NO_STATE) at = pattern.next[at * 256 + b];
+      if (at !== NO_STATE) {
+        throw new JsonSchemaError(
+          `Cannot compile the JSON schema as the pattern of ${f.name} must write no forbidden code point: it writes U+${
+            cp.toString(16).toUpperCase().padStart(4, "0")
+          }`,
+        );
+      }
+    }
+  }
   const bad = [...pattern.alphabet()].find((b) => b < 0x20 || b === QUOTE || b === BACKSLASH);
   if (bad !== undefined) {
     throw new JsonSchemaError(
@@ -159,7 +176,6 @@ export class JsonObjectAutomaton {
           `Cannot compile the JSON schema as maxUnits of ${f.name} must be an integer in [1, 2^20]: current value is ${f.maxUnits}`,
         );
       }
-      if (f.pattern) checkPattern(f);
     }
     for (const cp of schema.forbiddenCodePoints ?? []) {
       if (!(Number.isInteger(cp) && cp >= 0x80 && cp <= 0x10ffff && (cp & 0x3f) !== 0)) {
@@ -168,6 +184,7 @@ export class JsonObjectAutomaton {
         );
       }
     }
+    for (const f of fields) if (f.pattern) checkPattern(f, schema.forbiddenCodePoints ?? []);
     const kind: number[] = [], arg: number[] = [];
     const op = (k: number, a = 0) => (kind.push(k), arg.push(a));
     const literal = (text: string) => {

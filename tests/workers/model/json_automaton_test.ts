@@ -181,3 +181,15 @@ Deno.test("a pattern that writes a quote, or whose shortest sentence exceeds the
   assert.throws(() => new JsonObjectAutomaton(field("hello", 4)), /shortest sentence \(5 bytes\)/);
   assert.ok(new JsonObjectAutomaton(field("hello", 5)));
 });
+
+Deno.test("a pattern that writes a forbidden code point is refused, since its values are never escaped", () => {
+  const schema = (text: string): JsonObjectSchema => ({
+    fields: [{ name: "s", maxUnits: 40, pattern: compileTextPattern({ oneOf: ["ok", text] }) }],
+    forbiddenCodePoints: [0x201c, 0x201d],
+  });
+  // the analyzer's parser reads a raw U+201C as `"`, so such a skill would break its object
+  assert.throws(() => new JsonObjectAutomaton(schema("say \u201chi")), /writes U\+201C/);
+  assert.throws(() => new JsonObjectAutomaton(schema("hi\u201d")), /writes U\+201D/);
+  // the same lead byte (E2 80) in another character is fine: “ is E2 80 9C, – is E2 80 93
+  assert.ok(new JsonObjectAutomaton(schema("a \u2013 b")));
+});
