@@ -123,8 +123,9 @@ function analyzerSchema(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPattern
 
 /**
  * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
- * tokenizer (constrained decoding needs `decoder.minTokens` tokens, 12 for GPT-2's and ~20 for
- * builtin tokenizers). Builds and keeps the constrained decoder (indexes the vocabulary once).
+ * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
+ * ~20 for builtin tokenizers; under Sokoban's skill grammar 25 and ~34). Builds and keeps the
+ * constrained decoder (indexes the vocabulary once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */
 export function checkAnalyzerBudget(
