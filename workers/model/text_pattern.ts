@@ -56,7 +56,7 @@ export class TextPatternDfa {
   readonly distance: Int32Array;
   /** (states,) lowest byte on a shortest path to acceptance, −1 on accepting states. */
   readonly canonical: Int16Array;
-  /** Short identifier of the pattern (FNV-1a of its JSON), for cache keys. */
+  /** Short identifier of the pattern (a 64-bit FNV-1a fingerprint of its JSON), for cache keys. */
   readonly id: string;
 
   constructor(parts: {
@@ -171,14 +171,19 @@ class Nfa {
   }
 }
 
-/** FNV-1a (32 bit) of a string, hex, with its length. */
+/**
+ * A 64-bit fingerprint of a string, hex, with its length: FNV-1a (32 bit) from two offset bases
+ * (the standard one and its bitwise complement), so two patterns share a key with chance ~2⁻⁶⁴.
+ */
 function fnv1a(text: string): string {
-  let h = 0x811c9dc5;
+  let h = 0x811c9dc5, g = ~0x811c9dc5 >>> 0;
   for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
+    const c = text.charCodeAt(i);
+    h = Math.imul(h ^ c, 0x01000193) >>> 0;
+    g = Math.imul(g ^ c, 0x01000193) >>> 0;
   }
-  return `${h.toString(16).padStart(8, "0")}-${text.length}`;
+  const hex = (x: number) => x.toString(16).padStart(8, "0");
+  return `${hex(h)}${hex(g)}-${text.length}`;
 }
 
 /**
