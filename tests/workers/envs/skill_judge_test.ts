@@ -7,7 +7,7 @@ import {
   normalizeSkillText,
 } from "../../../workers/envs/skill_judge.ts";
 import type { Environment, Observation, Task, Trajectory } from "../../../workers/envs/types.ts";
-import { compileTextPattern, NO_STATE } from "../../../workers/model/mod.ts";
+import { compileTextPattern } from "../../../workers/model/mod.ts";
 
 /**
  * Word salad like that the demo's skill library was full of (README.md, "On a fresh machine": after
@@ -127,11 +127,11 @@ for (const id of ["sokoban"]) {
     for (let walk = 0; walk < 300; walk++) {
       const bytes: number[] = [];
       for (let s = 0;;) {
-        const options = [...Array(256).keys()].filter((b) => dfa.next[s * 256 + b] !== NO_STATE);
+        const options = [...dfa.bytesFrom(s)];
         if (dfa.accepting[s] && (options.length === 0 || random() < 0.2)) break;
         const b = options[Math.floor(random() * options.length)];
         bytes.push(b);
-        s = dfa.next[s * 256 + b];
+        s = dfa.step(s, b);
       }
       const text = new TextDecoder().decode(Uint8Array.from(bytes));
       seen.add(text.slice(0, 12));
