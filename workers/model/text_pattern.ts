@@ -341,12 +341,42 @@ export function compileTextPattern(
   pattern: TextPattern,
   options: { maxStates?: number } = {},
 ): TextPatternDfa {
-  const maxStates = options.maxStates ?? DEFAULT_MAX_STATES;
+  // each phase in its own function, so the previous phase's tables can be freed
+  const nfa = buildNfa(pattern);
+  const dfa = subsetConstruction(nfa, options.maxStates ?? DEFAULT_MAX_STATES);
+  return pruned(dfa, fnv1a(serialize(pattern)));
+}
+
+/** The ε-NFA of a pattern as flat arrays (see {@link Nfa}). */
+interface NfaTables {
+  byte: Int32Array;
+  target: Int32Array;
+  epsilon: number[][];
+  start: number;
+  final: number;
+}
+
+function buildNfa(pattern: TextPattern): NfaTables {
   const nfa = new Nfa();
   const final = nfa.state();
   const start = nfa.add(pattern, final);
-  const nfaByte = nfa.byte.view(), nfaTarget = nfa.target.view(), epsilon = nfa.epsilon;
+  return { byte: nfa.byte.view(), target: nfa.target.view(), epsilon: nfa.epsilon, start, final };
+}
 
+/** A DFA before pruning: CSR edges (ascending bytes per state) and acceptance. */
+interface RawDfa {
+  offsets: Int32Array;
+  edgeBytes: Int32Array;
+  edgeTargets: Int32Array;
+  accepting: Int32Array;
+}
+
+/**
+ * The subset construction over `nfa`.
+ * @throws {TextPatternError} past `maxStates` states.
+ */
+function subsetConstruction(nfa: NfaTables, maxStates: number): RawDfa {
+  const { byte: nfaByte, target: nfaTarget, epsilon, start, final } = nfa;
   // ε-closure of `seeds` → the sorted important states in `closed`, and whether final is in it
   const mark = new Int32Array(nfaByte.length).fill(-1);
   let stamp = 0;
@@ -395,7 +425,6 @@ export function compileTextPattern(
     while (table[i] !== -1) i = (i + 1) & (table.length - 1);
     table[i] = d;
   };
-  const hashes = new IntList();
   /** The DFA state of the set in `closed` (added when new). */
   const stateOf = (fin: boolean): number => {
     const set = closed.view();
@@ -412,10 +441,13 @@ export function compileTextPattern(
     setStart.push(pool.length);
     for (let i = 0; i < set.length; i++) pool.push(set[i]);
     accepting.push(fin ? 1 : 0);
-    hashes.push(h | 0);
     if ((d + 1) * 2 > table.length) { // keep the load ≤ 1/2
       table = new Int32Array(table.length * 2).fill(-1);
-      for (let e = 0; e <= d; e++) insert(e, hashes.data[e] >>> 0);
+      for (let e = 0; e < d; e++) {
+        const to = setStart.data[e + 1];
+        insert(e, hashOf(pool.data.subarray(setStart.data[e], to), accepting.data[e] === 1));
+      }
+      insert(d, h);
     } else insert(d, h);
     return d;
   };
@@ -452,9 +484,21 @@ export function compileTextPattern(
     }
   }
   offsets.push(edgeBytes.length);
-  const n = setStart.length;
-  const acceptingOf = accepting.view();
-  const off = offsets.view(), eb = edgeBytes.view(), et = edgeTargets.view();
+  return {
+    offsets: offsets.view(),
+    edgeBytes: edgeBytes.view(),
+    edgeTargets: edgeTargets.view(),
+    accepting: accepting.view(),
+  };
+}
+
+/**
+ * The automaton of `raw` with distances and canonical bytes, its dead states removed.
+ * @throws {TextPatternError} when the start state cannot reach acceptance.
+ */
+function pruned(raw: RawDfa, id: string): TextPatternDfa {
+  const { offsets: off, edgeBytes: eb, edgeTargets: et, accepting: acceptingOf } = raw;
+  const n = acceptingOf.length;
 
   // backward BFS from the accepting states over the reversed edges (CSR by target)
   const revStart = new Int32Array(n + 1);
@@ -520,6 +564,6 @@ export function compileTextPattern(
     accepting: acc,
     distance: dist,
     canonical,
-    id: fnv1a(serialize(pattern)),
+    id,
   });
 }
