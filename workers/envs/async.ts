@@ -22,7 +22,7 @@ import type {
  */
 export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
   const jsonSchema = z.toJSONSchema(env.optionsSchema, { io: "input" }) as Record<string, unknown>;
-  return {
+  const view: AsyncEnvironment = {
     id: env.id,
     description: env.description,
     optionsJsonSchema: jsonSchema,
@@ -53,7 +53,6 @@ export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
     referenceAnalysis: (trajectory: Trajectory) =>
       Promise.resolve().then(() => env.referenceAnalysis(trajectory)),
     vocabulary: () => Promise.resolve().then(() => env.vocabulary()),
-    ...(env.skillPattern ? { skillPattern: env.skillPattern } : {}),
     ...(env.judgeSkill
       ? {
         judgeSkill: (trajectory: Trajectory, skill: string) =>
@@ -61,4 +60,9 @@ export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
       }
       : {}),
   };
+  // read on use (not copied): an environment may build its pattern lazily (household's ~90 ms)
+  if ("skillPattern" in env) {
+    Object.defineProperty(view, "skillPattern", { get: () => env.skillPattern, enumerable: true });
+  }
+  return view;
 }

@@ -95,7 +95,7 @@ function checkPattern(f: JsonStringField, forbidden: readonly number[]): void {
     const bytes = new TextEncoder().encode(String.fromCodePoint(cp));
     for (let s = 0; s < pattern.size; s++) {
       let at = s;
-      for (const b of bytes) if (at !== NO_STATE) at = pattern.next[at * 256 + b];
+      for (const b of bytes) if (at !== NO_STATE) at = pattern.step(at, b);
       if (at !== NO_STATE) {
         throw new JsonSchemaError(
           `Cannot compile the JSON schema as the pattern of ${f.name} must write no forbidden code point: it writes U+${
@@ -351,7 +351,7 @@ export class JsonObjectAutomaton {
       st[o + PAT] = 0;
       return true;
     }
-    const to = pattern.next[at * 256 + b];
+    const to = pattern.step(at, b);
     // the byte must lead on, and the shortest sentence through it must still fit
     if (to === NO_STATE || st[o + LEN] + 1 + pattern.distance[to] > maxBytes) return false;
     st[o + PAT] = to;

@@ -124,7 +124,8 @@ function analyzerSchema(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPattern
 /**
  * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
  * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
- * ~20 for builtin tokenizers; under Sokoban's skill grammar 25 and ~34). Builds and keeps the
+ * ~20 for builtin tokenizers; under Sokoban's skill grammar 25 and ~34, under household's 43 and
+ * ~52). Builds and keeps the
  * constrained decoder (indexes the vocabulary once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */

@@ -7,7 +7,7 @@ import {
   normalizeSkillText,
 } from "../../../workers/envs/skill_judge.ts";
 import type { Environment, Observation, Task, Trajectory } from "../../../workers/envs/types.ts";
-import { compileTextPattern, NO_STATE } from "../../../workers/model/mod.ts";
+import { compileTextPattern } from "../../../workers/model/mod.ts";
 
 /**
  * Word salad like that the demo's skill library was full of (README.md, "On a fresh machine": after
@@ -112,7 +112,7 @@ for (const id of ["sokoban", "household", "webshop", "ezpoints"]) {
   });
 }
 
-for (const id of ["sokoban"]) {
+for (const id of ["sokoban", "household"]) {
   Deno.test(`${id}: the skill pattern admits every reference skill, and every sentence it admits is well-formed`, () => {
     const env = getEnvironment(id);
     const dfa = compileTextPattern(env.skillPattern!);
@@ -127,11 +127,11 @@ for (const id of ["sokoban"]) {
     for (let walk = 0; walk < 300; walk++) {
       const bytes: number[] = [];
       for (let s = 0;;) {
-        const options = [...Array(256).keys()].filter((b) => dfa.next[s * 256 + b] !== NO_STATE);
+        const options = [...dfa.bytesFrom(s)];
         if (dfa.accepting[s] && (options.length === 0 || random() < 0.2)) break;
         const b = options[Math.floor(random() * options.length)];
         bytes.push(b);
-        s = dfa.next[s * 256 + b];
+        s = dfa.step(s, b);
       }
       const text = new TextDecoder().decode(Uint8Array.from(bytes));
       seen.add(text.slice(0, 12));
@@ -170,6 +170,34 @@ Deno.test("household: the goal object type must be the same wherever it recurs",
     false,
   );
   assert.equal(env.judgeSkill!(t, good.replace(/apple/g, "unicorn")).wellFormed, false);
+});
+
+Deno.test("household: the skill pattern holds the goal object and target types fixed, as the grammar does", () => {
+  const env = getEnvironment("household");
+  const t = trajectories(env, 1)[0];
+  const dfa = compileTextPattern(env.skillPattern!);
+  const good =
+    "To put a apple in countertop: find the apple (open closed receptacles to look inside), take it, go to the countertop (open it if closed) and put it.";
+  const failure =
+    "Avoid this mistake: took the apple 2 but ran out of steps before putting it in a countertop. Instead, go straight to the countertop and put the apple; to put a apple in countertop: find the apple (open closed receptacles to look inside), take it, go to the countertop (open it if closed) and put it.";
+  for (const text of [good, failure]) {
+    assert.equal(dfa.matches(text), true, text);
+    for (
+      const bad of [
+        text.replace("find the apple", "find the mug"),
+        text.replace("go to the countertop", "go to the cabinet"),
+        text.replace(/apple/g, "unicorn"),
+        text.replace(/countertop/g, "desklamp"), // no target type of pick_and_place
+      ]
+    ) {
+      assert.equal(dfa.matches(bad), false, bad);
+      assert.equal(env.judgeSkill!(t, bad).wellFormed, false, bad);
+    }
+    // the grammar ignores case; the pattern writes the analyzer's
+    assert.equal(dfa.matches(text.toLowerCase()), false);
+  }
+  assert.equal(dfa.matches(failure.replace("apple 2", "apple 12")), true);
+  assert.equal(dfa.matches(failure.replace("apple 2", "mug 2")), false);
 });
 
 Deno.test("ezpoints: a formula slot keeps its operators (10 + 2 is not 10 * 2)", () => {

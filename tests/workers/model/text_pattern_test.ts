@@ -67,12 +67,12 @@ Deno.test("random walks over the automaton write exactly the sentences the regul
     while (true) {
       // every reachable state can still be completed
       assert.ok(dfa.distance[s] >= 0);
-      const options = [...Array(256).keys()].filter((b) => dfa.next[s * 256 + b] !== NO_STATE);
+      const options = [...dfa.bytesFrom(s)];
       if (dfa.accepting[s] && (options.length === 0 || rng.next() < 0.3)) break;
       assert.ok(options.length > 0, "a non-accepting state has a way on");
       const b = options[Math.floor(rng.next() * options.length)];
       bytes.push(b);
-      s = dfa.next[s * 256 + b];
+      s = dfa.step(s, b);
     }
     const text = new TextDecoder().decode(Uint8Array.from(bytes));
     assert.ok(re.test(text), text);
@@ -93,7 +93,7 @@ Deno.test("the canonical byte of every state leads along a shortest completion",
       assert.equal(dfa.canonical[s], -1);
       continue;
     }
-    const to = dfa.next[s * 256 + dfa.canonical[s]];
+    const to = dfa.step(s, dfa.canonical[s]);
     assert.equal(dfa.distance[to], dfa.distance[s] - 1);
   }
 });
@@ -101,7 +101,7 @@ Deno.test("the canonical byte of every state leads along a shortest completion",
 Deno.test("an empty choice or too many states cannot be compiled", () => {
   assert.throws(() => compileTextPattern({ oneOf: [] }), TextPatternError);
   const many: TextPattern = {
-    oneOf: Array.from({ length: 50 }, (_, i) => `sentence number ${i} is long enough`),
+    oneOf: Array.from({ length: 50 }, (_, i) => `sentence number ${i} is long enough, says ${i}`),
   };
   assert.throws(() => compileTextPattern(many, { maxStates: 100 }), /≤ 100 states/);
   assert.ok(compileTextPattern(many).size > 100);
@@ -112,4 +112,19 @@ Deno.test("a pattern serialises to a short key that differs between patterns", (
   assert.notEqual(JSON.stringify(a), JSON.stringify(b));
   assert.equal(JSON.stringify(a), JSON.stringify(compileTextPattern(PUSHES)));
   assert.ok(JSON.stringify({ pattern: a }).length < 64);
+});
+
+Deno.test("a state with many edges steps by each of its bytes and by no other", () => {
+  const letters = [..."qwertyuiopasdfghjklzxcvbnm"];
+  const dfa = compileTextPattern({ seq: [{ oneOf: letters }, "!"] });
+  assert.deepEqual(
+    [...dfa.bytesFrom(0)],
+    letters.map((c) => c.charCodeAt(0)).sort((a, b) => a - b),
+  );
+  for (let b = 0; b < 256; b++) {
+    const to = dfa.step(0, b);
+    assert.equal(to !== NO_STATE, letters.includes(String.fromCharCode(b)), `byte ${b}`);
+    if (to !== NO_STATE) assert.equal(dfa.step(to, 0x21) !== NO_STATE, true);
+  }
+  assert.ok(dfa.matches("k!") && !dfa.matches("K!") && !dfa.matches("k"));
 });

@@ -18,13 +18,23 @@ import {
   tokenBytes,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
-import { analyzerTemplateVocabulary } from "../../../workers/seed/run/model_source.ts";
+import {
+  analyzerTemplateVocabulary,
+  builtinVocabulary,
+} from "../../../workers/seed/run/model_source.ts";
 import { gpt2Tokenizer } from "../model/_gpt2.ts";
 import {
   SOKOBAN_SKILL_GRAMMAR,
   SOKOBAN_SKILL_PATTERN,
 } from "../../../workers/envs/sokoban/judge.ts";
 import { matchesSkillGrammar } from "../../../workers/envs/skill_judge.ts";
+import {
+  HOUSEHOLD_SKILL_GRAMMAR,
+  householdSkillPattern,
+} from "../../../workers/envs/household/judge.ts";
+import { getEnvironment } from "../../../workers/envs/registry.ts";
+import { toAsyncEnvironment } from "../../../workers/envs/async.ts";
+import { DEMO_PRESETS } from "../../../jobs/presets.ts";
 
 const task: Task = {
   envId: "sokoban",
@@ -378,6 +388,25 @@ Deno.test("under Sokoban's skill pattern every skill decoded from random logits 
   const free = new JsonConstrainedDecoder(tokenBytes(builtin), analysisSchema()).minTokens;
   const held = new JsonConstrainedDecoder(tokenBytes(builtin), schema).minTokens;
   assert.ok(held > free + 5, `${held} vs ${free}`);
+});
+
+Deno.test("under the household skill pattern every skill decoded from random logits is well-formed, and the shortest object fits the household budgets", async () => {
+  const household = toAsyncEnvironment(getEnvironment("household"));
+  const tok = new Tokenizer(buildByteLevelTokenizer(await builtinVocabulary(household)));
+  const schema = analysisSchema({ skillPattern: householdSkillPattern() });
+  const decoder = new JsonConstrainedDecoder(tokenBytes(tok), schema);
+  const kinds = new Set<string>();
+  for (let seed = 0; seed < 16; seed++) {
+    const skill = parseSkillAnalysis(decodeRandom(decoder, tok, seed))?.episode_skill;
+    assert.ok(skill !== undefined && matchesSkillGrammar(HOUSEHOLD_SKILL_GRAMMAR, skill), skill);
+    kinds.add(skill.slice(0, 12));
+  }
+  assert.ok(kinds.size >= 3, [...kinds].join(" | "));
+  // the shortest object spells a whole workflow rule: 52 tokens with the builtin tokenizer (20
+  // free), within the household preset's analyzer budget and bench:learn's (both 192)
+  const free = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema()).minTokens;
+  assert.ok(decoder.minTokens > free + 20, `${decoder.minTokens} vs ${free}`);
+  assert.ok(decoder.minTokens <= DEMO_PRESETS.household.seed!.analyzer_max_new_tokens!);
 });
 
 Deno.test("escaped quotes, unicode and curly quotes in a skill survive the schema and the parser", () => {

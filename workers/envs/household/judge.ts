@@ -7,8 +7,15 @@
  * world (objects the family's tool can process, receptacles a task of the family can target),
  * numbered names (`apple 2`, `cabinet 3`), counts; the goal object type is the same wherever it
  * recurs. A skill it accepts is well-formed (workers/envs/skill_judge.ts).
+ * {@link householdSkillPattern} is the same language as literal text, for decoding skills under
+ * it; grammar and pattern are built from the same texts (`familyTexts`) and slot values.
  */
-import { alternation, compileSkillGrammar, type SkillTemplate } from "../skill_judge.ts";
+import {
+  alternation,
+  compileSkillGrammar,
+  type SkillPattern,
+  type SkillTemplate,
+} from "../skill_judge.ts";
 import { workflowRule } from "./analyzer.ts";
 import { CAPABLE, FAMILIES, type Family, ROOMS, type Scenario, TOOLS } from "./world.ts";
 
@@ -81,15 +88,39 @@ function mistakePairs(family: Family): [string, string][] {
   return pairs;
 }
 
+/**
+ * The literal skill texts of `family` with `{slot}` markers: the workflow rule (lowercase, as the
+ * failure form ends with it) and the failure prefixes `Avoid this mistake: … Instead, …; ` that
+ * precede it. A success skill is the capitalised rule and a period; a failure skill is a prefix,
+ * the rule and a period.
+ */
+function familyTexts(family: Family): { rule: string; failures: string[] } {
+  const goal = { family, objectType: "{o}", targetType: "{r}" };
+  return {
+    rule: workflowRule({ goal } as Scenario),
+    failures: mistakePairs(family).map(([mistake, instead]) =>
+      `Avoid this mistake: ${mistake}. Instead, ${instead}; `
+    ),
+  };
+}
+
+/** The goal object types of `family` (those its tool can process) and its target types. */
+function goalTypes(family: Family): { objects: string[]; targets: string[] } {
+  const capable = CAPABLE[family];
+  const excluded = new Set(["desklamp", TOOLS[family]?.type ?? ""]);
+  return {
+    objects: capable ? OBJECT_TYPES.filter((o) => capable.has(o)) : OBJECT_TYPES,
+    targets: RECEPTACLE_TYPES.filter((t) => !excluded.has(t)),
+  };
+}
+
 /** Every skill template of `family` (success rule, then each failure form). */
 function familyTemplates(family: Family): SkillTemplate[] {
-  const capable = CAPABLE[family];
-  const objects = capable ? OBJECT_TYPES.filter((o) => capable.has(o)) : OBJECT_TYPES;
-  const excluded = new Set(["desklamp", TOOLS[family]?.type ?? ""]);
+  const { objects, targets } = goalTypes(family);
   const o = alternation(objects);
   const slots = {
     o,
-    r: alternation(RECEPTACLE_TYPES.filter((t) => !excluded.has(t))),
+    r: alternation(targets),
     obj: OBJ,
     gobj: `(?<o>${o}) \\d+`,
     rec: REC,
@@ -100,14 +131,10 @@ function familyTemplates(family: Family): SkillTemplate[] {
     i: "\\d+",
     n: "\\d+",
   };
-  const goal = { family, objectType: "{o}", targetType: "{r}" };
-  const rule = workflowRule({ goal } as Scenario);
+  const { rule, failures } = familyTexts(family);
   return [
     { text: `${rule}.`, slots },
-    ...mistakePairs(family).map(([mistake, instead]) => ({
-      text: `Avoid this mistake: ${mistake}. Instead, ${instead}; ${rule}.`,
-      slots,
-    })),
+    ...failures.map((prefix) => ({ text: `${prefix}${rule}.`, slots })),
   ];
 }
 
@@ -115,3 +142,121 @@ function familyTemplates(family: Family): SkillTemplate[] {
 export const HOUSEHOLD_SKILL_GRAMMAR: readonly RegExp[] = compileSkillGrammar(
   FAMILIES.flatMap(familyTemplates),
 );
+
+/** A number as the analyzer writes it (the grammar's `\d+`). */
+const NUMBER: SkillPattern = { repeat: { oneOf: [..."0123456789"] } };
+const OBJ_PATTERN: SkillPattern = { seq: [{ oneOf: OBJECT_TYPES }, " ", NUMBER] };
+const REC_PATTERN: SkillPattern = { seq: [{ oneOf: RECEPTACLE_TYPES }, " ", NUMBER] };
+
+/** The literal slot patterns once the goal object type `o` is known (built once per type). */
+const goalSlots = (() => {
+  const cache = new Map<string, Record<string, SkillPattern>>();
+  return (o: string): Record<string, SkillPattern> => {
+    let slots = cache.get(o);
+    if (slots === undefined) {
+      const gobj: SkillPattern = { seq: [o, " ", NUMBER] };
+      slots = {
+        o,
+        gobj,
+        where: { repeat: { seq: [gobj, " in ", REC_PATTERN] }, separator: " and " },
+      };
+      cache.set(o, slots);
+    }
+    return slots;
+  };
+})();
+
+/** Slots that need no goal type. */
+const FREE_SLOTS: Readonly<Record<string, SkillPattern>> = {
+  obj: OBJ_PATTERN,
+  rec: REC_PATTERN,
+  lamp: { seq: ["desklamp ", NUMBER] },
+  recsand: { repeat: REC_PATTERN, separator: " and " },
+  recsor: { repeat: REC_PATTERN, separator: " or " },
+  i: NUMBER,
+  n: NUMBER,
+};
+
+/** The goal type each slot names (`o` or `r`), for the slots that name one. */
+const SLOT_NEEDS: Readonly<Record<string, "o" | "r">> = { o: "o", gobj: "o", where: "o", r: "r" };
+
+/**
+ * The literal sentences of `texts` (skill texts of one family with `{slot}` markers) under the
+ * grammar's back-references: the goal object type (`{o}`, `{gobj}`, `{where}`) and the target
+ * type (`{r}`) are chosen where a text first names them and stay fixed to its end. The choice is
+ * spelled out from that point on, and a rest of text that several texts share (the workflow rule
+ * they all end with) is one pattern object for each choice, so the pattern is a graph of size
+ * ~(texts × object types + object types × target types) × text length, not their product.
+ */
+function boundPattern(
+  texts: readonly string[],
+  types: { o: readonly string[]; r: readonly string[] },
+): SkillPattern {
+  const memo = new Map<string, SkillPattern>();
+  const rest = (pieces: readonly string[], bound: { o?: string; r?: string }): SkillPattern => {
+    const parts: SkillPattern[] = [];
+    for (let i = 0; i < pieces.length; i++) {
+      const slot = /^\{([a-z0-9]+)\}$/.exec(pieces[i])?.[1];
+      if (slot === undefined) {
+        if (pieces[i] !== "") parts.push(pieces[i]);
+        continue;
+      }
+      const needs = SLOT_NEEDS[slot];
+      if (needs === undefined) {
+        if (!(slot in FREE_SLOTS)) {
+          throw new RangeError(
+            `Cannot build the household skill pattern as slot {${slot}} must have a pattern: current text is ${
+              pieces.join("")
+            }`,
+          );
+        }
+        parts.push(FREE_SLOTS[slot]);
+        continue;
+      }
+      const value = bound[needs];
+      if (value !== undefined) {
+        parts.push(needs === "r" ? value : goalSlots(value)[slot]);
+        continue;
+      }
+      // first mention of a goal type: one branch per type, each sharing its rest of text
+      const tail = pieces.slice(i);
+      const key = `${tail.join("")}\u0000${bound.o ?? ""}\u0000${bound.r ?? ""}`;
+      let choice = memo.get(key);
+      if (choice === undefined) {
+        choice = { oneOf: types[needs].map((v) => rest(tail, { ...bound, [needs]: v })) };
+        memo.set(key, choice);
+      }
+      parts.push(choice);
+      break;
+    }
+    return parts.length === 1 ? parts[0] : { seq: parts };
+  };
+  return { oneOf: texts.map((text) => rest(text.split(/(\{[a-z0-9]+\})/), {})) };
+}
+
+let skillPattern: SkillPattern | undefined;
+
+/**
+ * The literal sentences of {@link HOUSEHOLD_SKILL_GRAMMAR} (the analyzer's text, case and
+ * punctuation as written), for structured generation: a success skill is the capitalised
+ * workflow rule and a period, a failure skill a failure prefix, the rule and a period. The
+ * grammar's back-references (the goal object type and the target type recur) are not regular, so
+ * each family's sentences are spelled out per goal object type and target type (see
+ * `boundPattern`); every sentence is well-formed under the grammar
+ * (tests/workers/envs/skill_judge_test.ts). Built on first use (~90 ms) and the same object after
+ * (compiled automata are cached per pattern object).
+ */
+export function householdSkillPattern(): SkillPattern {
+  skillPattern ??= {
+    oneOf: FAMILIES.map((family) => {
+      const { objects, targets } = goalTypes(family);
+      const { rule, failures } = familyTexts(family);
+      const capitalized = rule.charAt(0).toUpperCase() + rule.slice(1);
+      return boundPattern(
+        [`${capitalized}.`, ...failures.map((prefix) => `${prefix}${rule}.`)],
+        { o: objects, r: targets },
+      );
+    }),
+  };
+  return skillPattern;
+}

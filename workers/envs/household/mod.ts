@@ -19,7 +19,7 @@ import {
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzeHousehold } from "./analyzer.ts";
 import { judgeWithGrammar } from "../skill_judge.ts";
-import { HOUSEHOLD_SKILL_GRAMMAR } from "./judge.ts";
+import { HOUSEHOLD_SKILL_GRAMMAR, householdSkillPattern } from "./judge.ts";
 import { HouseholdEpisode } from "./episode.ts";
 import { HouseholdExpert } from "./expert.ts";
 import { hash32 } from "../_rng.ts";
@@ -224,6 +224,9 @@ export const householdEnvironment: Environment = {
       parseHouseholdOptions(task.options).expert === "search" ? task : undefined,
     ),
   referenceAnalysis: householdReference,
+  get skillPattern() {
+    return householdSkillPattern();
+  },
   judgeSkill: (trajectory: Trajectory, skill: string) =>
     judgeWithGrammar(
       HOUSEHOLD_SKILL_GRAMMAR,
