@@ -61,8 +61,11 @@ export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
       : {}),
   };
   // read on use (not copied): an environment may build its pattern lazily (household's ~90 ms)
-  if ("skillPattern" in env) {
-    Object.defineProperty(view, "skillPattern", { get: () => env.skillPattern, enumerable: true });
+  if ("skillPatterns" in env) {
+    Object.defineProperty(view, "skillPatterns", {
+      get: () => env.skillPatterns,
+      enumerable: true,
+    });
   }
   return view;
 }

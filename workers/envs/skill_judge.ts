@@ -120,6 +120,17 @@ export type SkillPattern =
   };
 
 /**
+ * An environment's skill sentences split by the trajectory's outcome, as its reference analyzer
+ * writes them (the paper's analyzer instruction: for a success the workflow that worked, for a
+ * failure the mistake and how to avoid it). The analyzer of a won trajectory decodes under `won`,
+ * of a lost one under `lost`.
+ */
+export interface SkillPatterns {
+  readonly won: SkillPattern;
+  readonly lost: SkillPattern;
+}
+
+/**
  * The {@link SkillPattern} of one literal template: `text` with each `{slot}` replaced by
  * `slots[slot]` (a literal marker `{x}` without an entry stays literal text).
  * E.g. `templatePattern("push {dir}.", {dir: {oneOf: ["up", "down"]}})` →

@@ -20,9 +20,9 @@
  * pipeline only ever talks to these types.
  */
 import type { z } from "zod";
-import type { SkillJudgement, SkillPattern } from "./skill_judge.ts";
+import type { SkillJudgement, SkillPatterns } from "./skill_judge.ts";
 
-export type { SkillJudgement, SkillPattern } from "./skill_judge.ts";
+export type { SkillJudgement, SkillPattern, SkillPatterns } from "./skill_judge.ts";
 
 /** Task splits: `test_seen` = new episodes of training layouts, `test_unseen` = held-out ones. */
 export type Split = "train" | "test_seen" | "test_unseen";
@@ -173,11 +173,12 @@ export interface Environment {
    */
   judgeSkill?(trajectory: Trajectory, skill: string): SkillJudgement;
   /**
-   * Optional: the reference analyzer's skill sentences as literal text (a regular pattern, see
-   * {@link SkillPattern}); with `seed.skill_grammar: "env"` the analyzer decodes its
-   * `episode_skill` under it, so every skill is well-formed by construction.
+   * Optional: the reference analyzer's skill sentences as literal text, split by outcome (regular
+   * patterns, see {@link SkillPatterns}); with `seed.skill_grammar: "env"` the analyzer decodes a
+   * won trajectory's `episode_skill` under `won` and a lost one's under `lost`, so every skill is
+   * well-formed by construction and of the kind its outcome calls for.
    */
-  readonly skillPattern?: SkillPattern;
+  readonly skillPatterns?: SkillPatterns;
   /** Optional: one sentence per split saying what it holds (held-out layouts, objects, …). */
   readonly splitDescriptions?: Partial<Record<Split, string>>;
 }
@@ -228,6 +229,6 @@ export interface AsyncEnvironment {
   vocabulary(): Promise<string[]>;
   /** Optional, as {@link Environment.judgeSkill}; absent when the environment cannot judge skills. */
   judgeSkill?(trajectory: Trajectory, skill: string): Promise<SkillJudgement>;
-  /** As {@link Environment.skillPattern}; absent for environments served over HTTP. */
-  readonly skillPattern?: SkillPattern;
+  /** As {@link Environment.skillPatterns}; absent for environments served over HTTP. */
+  readonly skillPatterns?: SkillPatterns;
 }

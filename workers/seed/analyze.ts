@@ -18,8 +18,14 @@ import {
   type ParseSkillOptions,
 } from "./skills.ts";
 
-/** A batched text generator: one completion per prompt, in the same order. */
-export type BatchGenerate = (prompts: string[]) => Promise<string[]>;
+/**
+ * A batched text generator: one completion per prompt, in the same order; `trajectories[i]` is
+ * the trajectory prompt i analyses (its outcome picks the skill grammar, see trainer.ts).
+ */
+export type BatchGenerate = (
+  prompts: string[],
+  trajectories: readonly Trajectory[],
+) => Promise<string[]>;
 
 /** Options of `analyzeTrajectories`. */
 export interface AnalyzeOptions {
@@ -57,7 +63,7 @@ export async function analyzeTrajectories<T extends Trajectory & { id: string }>
   const raw = new Map<string, string>();
   if (selected.length === 0) return { analyses, analyzed: 0, parsed: 0, raw };
   const prompts = selected.map((t) => buildAnalyzerPrompt(t, options.prompt));
-  const completions = await options.generate(prompts);
+  const completions = await options.generate(prompts, selected);
   if (!Array.isArray(completions) || completions.length !== prompts.length) {
     throw new SeedOptionError(
       `Cannot analyze trajectories as generate must return one completion per prompt (${prompts.length}): current value is ${

@@ -100,11 +100,12 @@ export interface TextGenerateOptions {
   /** Vision models: `images[i]` fill prompt i's `<image>` placeholders (empty/absent: none). */
   images?: (readonly RgbImage[] | undefined)[];
   /**
-   * Structured generation: every text is an object of this schema, written within
-   * `maxNewTokens` (constrained_decoding.ts); generation stops when the object closes, and
-   * `stop` is ignored (a stop string could occur inside a string value).
+   * Structured generation: every text is an object of this schema (or of `schema[i]` for prompt
+   * i, one per prompt), written within `maxNewTokens` (constrained_decoding.ts); generation stops
+   * when the object closes, and `stop` is ignored (a stop string could occur inside a string
+   * value).
    */
-  schema?: JsonObjectSchema;
+  schema?: JsonObjectSchema | readonly JsonObjectSchema[];
 }
 
 /** A `Policy` and its tokenizer, speaking text in the model's prompt form (see module doc). */
@@ -200,13 +201,25 @@ export class TextPolicy {
   async generate(prompts: string[], options: TextGenerateOptions): Promise<TextGeneration> {
     if (prompts.length === 0) return { texts: [], responseIds: [], tokens: 0 };
     const tok = this.tokenizer;
-    const decoder = options.schema ? this.jsonDecoder(options.schema) : null;
-    if (decoder && options.maxNewTokens < decoder.minTokens) {
+    const { schema } = options;
+    if (Array.isArray(schema) && schema.length !== prompts.length) {
       throw new ConstraintError(
-        `Cannot generate ${
-          JSON.stringify(decoder.exampleObject())
-        }-shaped text as maxNewTokens must be ≥ ${decoder.minTokens} for this tokenizer: current value is ${options.maxNewTokens}`,
+        `Cannot generate as schema must hold one schema per prompt (${prompts.length}): current value holds ${schema.length}`,
       );
+    }
+    const decoders = schema === undefined
+      ? null
+      : prompts.map((_, i) =>
+        this.jsonDecoder(Array.isArray(schema) ? schema[i] : schema as JsonObjectSchema)
+      );
+    for (const decoder of new Set(decoders ?? [])) {
+      if (options.maxNewTokens < decoder.minTokens) {
+        throw new ConstraintError(
+          `Cannot generate ${
+            JSON.stringify(decoder.exampleObject())
+          }-shaped text as maxNewTokens must be ≥ ${decoder.minTokens} for this tokenizer: current value is ${options.maxNewTokens}`,
+        );
+      }
     }
     const gens = await this.policy.generate(prompts.map((p) => this.promptIds(p)), {
       maxNewTokens: options.maxNewTokens,
@@ -214,8 +227,8 @@ export class TextPolicy {
       temperature: options.temperature || 1,
       seed: options.seed,
       eosTokenIds: this.#stopIds,
-      stop: decoder ? undefined : options.stop,
-      constraint: decoder ? () => decoder.start() : undefined,
+      stop: decoders ? undefined : options.stop,
+      constraint: decoders ? (i) => decoders[i].start() : undefined,
       detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
       images: options.images?.map((x) => (x ? [...x] : undefined)),
     });

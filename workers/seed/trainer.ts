@@ -97,51 +97,67 @@ export interface StepOutcome {
 }
 
 /**
- * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`): under the analysis
- * schema (every answer parses; the skill held to the environment's grammar per
- * `seed.skill_grammar`) unless `seed.analyzer_constrained` is false, then free text cut
- * at `ANALYSIS_STOP`. Evaluation or any other caller of the analyzer uses the same options.
+ * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`) for trajectories of these
+ * outcomes (`won[i]` of prompt i): under the analysis schema (every answer parses; the skill held
+ * to the environment's grammar for that outcome per `seed.skill_grammar`) unless
+ * `seed.analyzer_constrained` is false, then free text cut at `ANALYSIS_STOP`. Evaluation or any
+ * other caller of the analyzer uses the same options.
  */
 export function analyzerGenerateOptions(
   spec: JobSpec,
-  env: Pick<AsyncEnvironment, "skillPattern">,
+  env: Pick<AsyncEnvironment, "skillPatterns">,
+  won: readonly boolean[],
 ): TextGenerateOptions {
   const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
-  return spec.seed.analyzer_constrained
-    ? { ...base, schema: analyzerSchema(spec, env) }
-    : { ...base, stop: [ANALYSIS_STOP] };
+  if (!spec.seed.analyzer_constrained) return { ...base, stop: [ANALYSIS_STOP] };
+  const schemas = analyzerSchemas(spec, env);
+  return { ...base, schema: won.map((w) => (w ? schemas.won : schemas.lost)) };
 }
 
 /**
- * The analysis schema of a job: the skill held to the environment's skill grammar when
- * `seed.skill_grammar` is `env` and the environment has one (`skillPattern`), else free text.
+ * The analysis schemas of a job by outcome: the skill held to the environment's skill grammar
+ * for a won or a lost trajectory (`skillPatterns`) when `seed.skill_grammar` is `env` and the
+ * environment has one, else free text for both.
  */
-function analyzerSchema(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPattern">) {
-  const skillPattern = spec.seed.skill_grammar === "env" ? env.skillPattern : undefined;
-  return analysisSchema({ skillPattern });
+function analyzerSchemas(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPatterns">) {
+  const patterns = spec.seed.skill_grammar === "env" ? env.skillPatterns : undefined;
+  if (!patterns) {
+    const free = analysisSchema();
+    return { won: free, lost: free };
+  }
+  return {
+    won: analysisSchema({ skillPattern: patterns.won }),
+    lost: analysisSchema({ skillPattern: patterns.lost }),
+  };
 }
 
 /**
  * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
  * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
- * ~20 for builtin tokenizers; under Sokoban's skill grammar 25 and ~34, under household's 43 and
- * ~52). Builds and keeps the
- * constrained decoder (indexes the vocabulary once).
+ * ~20 for builtin tokenizers; more under an environment's skill grammar, with builtin tokenizers
+ * Sokoban's 47 (won) and 34 (lost), household's 52 and 75), for each outcome the job
+ * analyses (`seed.analyze`). Builds and keeps the constrained decoders (indexes the vocabulary
+ * once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */
 export function checkAnalyzerBudget(
   spec: JobSpec,
   theta: TextPolicy,
-  env: Pick<AsyncEnvironment, "skillPattern">,
+  env: Pick<AsyncEnvironment, "skillPatterns">,
 ): void {
-  if (!runPlan(spec).analysis || !spec.seed.analyzer_constrained) return;
-  const decoder = theta.jsonDecoder(analyzerSchema(spec, env));
+  const plan = runPlan(spec);
+  if (!plan.analysis || !spec.seed.analyzer_constrained) return;
+  const schemas = analyzerSchemas(spec, env);
+  const used = plan.analyze === "failed_only" ? [schemas.lost] : [schemas.won, schemas.lost];
   const budget = spec.seed.analyzer_max_new_tokens;
-  if (budget < decoder.minTokens) {
-    throw new SeedOptionError(
-      `Cannot analyze trajectories as seed.analyzer_max_new_tokens must be ≥ ${decoder.minTokens} (the tokens of ${decoder.exampleObject()} with this tokenizer) under constrained decoding: current value is ${budget}`,
-      { option: "seed.analyzer_max_new_tokens", value: budget },
-    );
+  for (const schema of used) {
+    const decoder = theta.jsonDecoder(schema);
+    if (budget < decoder.minTokens) {
+      throw new SeedOptionError(
+        `Cannot analyze trajectories as seed.analyzer_max_new_tokens must be ≥ ${decoder.minTokens} (the tokens of ${decoder.exampleObject()} with this tokenizer) under constrained decoding: current value is ${budget}`,
+        { option: "seed.analyzer_max_new_tokens", value: budget },
+      );
+    }
   }
 }
 
@@ -286,8 +302,9 @@ export class SeedTrainer {
         maxSteps: spec.seed.analyzer_max_steps,
         maxFieldChars: spec.seed.analyzer_max_field_chars,
       },
-      generate: async (prompts) => {
-        const g = await theta.generate(prompts, analyzerGenerateOptions(spec, env));
+      generate: async (prompts, analysed) => {
+        const won = analysed.map((t) => t.won);
+        const g = await theta.generate(prompts, analyzerGenerateOptions(spec, env, won));
         tokens += g.tokens;
         return g.texts;
       },

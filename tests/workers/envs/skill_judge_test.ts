@@ -113,14 +113,21 @@ for (const id of ["sokoban", "household", "webshop", "ezpoints"]) {
 }
 
 for (const id of ["sokoban", "household"]) {
-  Deno.test(`${id}: the skill pattern admits every reference skill, and every sentence it admits is well-formed`, () => {
+  Deno.test(`${id}: the skill pattern of each outcome admits every reference skill of that outcome, and every sentence it admits is well-formed`, () => {
     const env = getEnvironment(id);
-    const dfa = compileTextPattern(env.skillPattern!);
+    const { won, lost } = env.skillPatterns!;
+    const byOutcome = { won: compileTextPattern(won), lost: compileTextPattern(lost) };
+    const dfa = compileTextPattern({ oneOf: [won, lost] });
     const played = trajectories(env, 12);
     for (const t of played) {
       const skill = env.referenceAnalysis(t).episode_skill;
-      assert.ok(dfa.matches(skill), `reference skill outside the pattern: ${skill}`);
+      const [own, other] = t.won
+        ? [byOutcome.won, byOutcome.lost]
+        : [byOutcome.lost, byOutcome.won];
+      assert.ok(own.matches(skill), `reference skill outside its outcome's pattern: ${skill}`);
+      assert.ok(!other.matches(skill), `reference skill inside the other outcome's: ${skill}`);
     }
+    assert.ok(played.some((t) => t.won) && played.some((t) => !t.won));
     // random sentences of the pattern (random walks over its automaton)
     const random = rng(5);
     const seen = new Set<string>();
@@ -175,7 +182,7 @@ Deno.test("household: the goal object type must be the same wherever it recurs",
 Deno.test("household: the skill pattern holds the goal object and target types fixed, as the grammar does", () => {
   const env = getEnvironment("household");
   const t = trajectories(env, 1)[0];
-  const dfa = compileTextPattern(env.skillPattern!);
+  const dfa = compileTextPattern({ oneOf: [env.skillPatterns!.won, env.skillPatterns!.lost] });
   const good =
     "To put a apple in countertop: find the apple (open closed receptacles to look inside), take it, go to the countertop (open it if closed) and put it.";
   const failure =

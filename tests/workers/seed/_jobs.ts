@@ -59,7 +59,7 @@ import {
 /**
  * A spec small enough for a test (each job a few seconds). `overrides` replace top-level blocks,
  * except `seed`, whose fields merge into the base's. The skill is free text (`skill_grammar:
- * "free"`): Sokoban's grammar needs ≥ 34 analyzer tokens with the builtin tokenizer, and the
+ * "free"`): Sokoban's grammar needs ≥ 47 analyzer tokens with the builtin tokenizer, and the
  * tests of the grammar set it themselves (trainer_teacher_test.ts).
  */
 export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput {

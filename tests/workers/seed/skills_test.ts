@@ -25,12 +25,12 @@ import {
 import { gpt2Tokenizer } from "../model/_gpt2.ts";
 import {
   SOKOBAN_SKILL_GRAMMAR,
-  SOKOBAN_SKILL_PATTERN,
+  SOKOBAN_SKILL_PATTERNS,
 } from "../../../workers/envs/sokoban/judge.ts";
 import { matchesSkillGrammar } from "../../../workers/envs/skill_judge.ts";
 import {
   HOUSEHOLD_SKILL_GRAMMAR,
-  householdSkillPattern,
+  householdSkillPatterns,
 } from "../../../workers/envs/household/judge.ts";
 import { getEnvironment } from "../../../workers/envs/registry.ts";
 import { toAsyncEnvironment } from "../../../workers/envs/async.ts";
@@ -369,7 +369,8 @@ Deno.test("every analysis decoded under the analysis schema from random logits p
 
 Deno.test("under Sokoban's skill pattern every skill decoded from random logits is a well-formed sentence of its grammar", () => {
   const builtin = builtinTokenizer();
-  const schema = analysisSchema({ skillPattern: SOKOBAN_SKILL_PATTERN });
+  const { won, lost } = SOKOBAN_SKILL_PATTERNS;
+  const schema = analysisSchema({ skillPattern: { oneOf: [won, lost] } });
   const kinds = new Set<string>();
   for (const tok of [gpt2Tokenizer(), builtin]) {
     const decoder = new JsonConstrainedDecoder(tokenBytes(tok), schema);
@@ -393,7 +394,8 @@ Deno.test("under Sokoban's skill pattern every skill decoded from random logits 
 Deno.test("under the household skill pattern every skill decoded from random logits is well-formed, and the shortest object fits the household budgets", async () => {
   const household = toAsyncEnvironment(getEnvironment("household"));
   const tok = new Tokenizer(buildByteLevelTokenizer(await builtinVocabulary(household)));
-  const schema = analysisSchema({ skillPattern: householdSkillPattern() });
+  const { won, lost } = householdSkillPatterns();
+  const schema = analysisSchema({ skillPattern: { oneOf: [won, lost] } });
   const decoder = new JsonConstrainedDecoder(tokenBytes(tok), schema);
   const kinds = new Set<string>();
   for (let seed = 0; seed < 16; seed++) {
@@ -406,7 +408,17 @@ Deno.test("under the household skill pattern every skill decoded from random log
   // free), within the household preset's analyzer budget and bench:learn's (both 192)
   const free = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema()).minTokens;
   assert.ok(decoder.minTokens > free + 20, `${decoder.minTokens} vs ${free}`);
-  assert.ok(decoder.minTokens <= DEMO_PRESETS.household.seed!.analyzer_max_new_tokens!);
+  // each outcome's schema (the analyzer decodes a lost trajectory under the failure sentences)
+  for (const pattern of [won, lost]) {
+    const own = new JsonConstrainedDecoder(
+      tokenBytes(tok),
+      analysisSchema({ skillPattern: pattern }),
+    );
+    assert.ok(
+      own.minTokens <= DEMO_PRESETS.household.seed!.analyzer_max_new_tokens!,
+      `${own.minTokens}`,
+    );
+  }
 });
 
 Deno.test("escaped quotes, unicode and curly quotes in a skill survive the schema and the parser", () => {

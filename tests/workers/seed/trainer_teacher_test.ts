@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
-import { Tokenizer } from "../../../workers/model/mod.ts";
+import { compileTextPattern, Tokenizer } from "../../../workers/model/mod.ts";
 import { checkAnalyzerBudget, SkillLibrary, TextPolicy } from "../../../workers/seed/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
-import { SOKOBAN_SKILL_GRAMMAR } from "../../../workers/envs/sokoban/judge.ts";
+import {
+  SOKOBAN_SKILL_GRAMMAR,
+  SOKOBAN_SKILL_PATTERNS,
+} from "../../../workers/envs/sokoban/judge.ts";
 import { matchesSkillGrammar } from "../../../workers/envs/skill_judge.ts";
 
 Deno.test("a step with parsed skills re-scores under the skill prompt and distils", async () => {
@@ -75,16 +78,24 @@ Deno.test("under the environment's skill grammar a from-scratch model's skills a
   assert.equal(metrics.analyzer_parse_rate, 1);
   assert.equal(metrics.skill_well_formed_rate, 1);
   assert.ok(library.size > 0);
+  // every skill is a sentence of the grammar, and of its trajectories' outcome: the workflow
+  // for won ones, a failure sentence for lost ones
+  const won = compileTextPattern(SOKOBAN_SKILL_PATTERNS.won);
+  const lost = compileTextPattern(SOKOBAN_SKILL_PATTERNS.lost);
   for (const skill of library.all()) {
     assert.ok(matchesSkillGrammar(SOKOBAN_SKILL_GRAMMAR, skill.text), skill.text);
+    const pattern = skill.successCount > 0 ? won : lost;
+    assert.ok(pattern.matches(skill.text), `${skill.text} (${skill.successCount} won)`);
+    assert.ok(skill.successCount === 0 || skill.failureCount === 0, "no sentence serves both");
   }
+  assert.ok(library.all().some((s) => s.failureCount > 0), "a from-scratch policy loses");
   // a budget below the shortest sentence is refused up front, naming the option
   const small = parseJobSpec(
     tinySpec({ seed: { analyzer_max_new_tokens: 24, skill_grammar: "env" } }),
   );
   assert.throws(
     () => checkAnalyzerBudget(small, theta, env),
-    /seed\.analyzer_max_new_tokens must be ≥ 34 \(the tokens of \{"episode_skill":"Look at/,
+    /seed\.analyzer_max_new_tokens must be ≥ 47 \(the tokens of \{"episode_skill":"Walk behind/,
   );
   await policy.release();
 });

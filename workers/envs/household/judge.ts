@@ -7,13 +7,14 @@
  * world (objects the family's tool can process, receptacles a task of the family can target),
  * numbered names (`apple 2`, `cabinet 3`), counts; the goal object type is the same wherever it
  * recurs. A skill it accepts is well-formed (workers/envs/skill_judge.ts).
- * {@link householdSkillPattern} is the same language as literal text, for decoding skills under
+ * {@link householdSkillPatterns} is the same language as literal text (won and lost apart), for decoding skills under
  * it; grammar and pattern are built from the same texts (`familyTexts`) and slot values.
  */
 import {
   alternation,
   compileSkillGrammar,
   type SkillPattern,
+  type SkillPatterns,
   type SkillTemplate,
 } from "../skill_judge.ts";
 import { workflowRule } from "./analyzer.ts";
@@ -234,7 +235,7 @@ function boundPattern(
   return { oneOf: texts.map((text) => rest(text.split(/(\{[a-z0-9]+\})/), {})) };
 }
 
-let skillPattern: SkillPattern | undefined;
+let skillPatterns: SkillPatterns | undefined;
 
 /**
  * The literal sentences of {@link HOUSEHOLD_SKILL_GRAMMAR} (the analyzer's text, case and
@@ -243,20 +244,22 @@ let skillPattern: SkillPattern | undefined;
  * grammar's back-references (the goal object type and the target type recur) are not regular, so
  * each family's sentences are spelled out per goal object type and target type (see
  * `boundPattern`); every sentence is well-formed under the grammar
- * (tests/workers/envs/skill_judge_test.ts). Built on first use (~90 ms) and the same object after
- * (compiled automata are cached per pattern object).
+ * (tests/workers/envs/skill_judge_test.ts). `won` holds the success skills, `lost` the failure
+ * skills. Built on first use (~90 ms) and the same object after (compiled automata are cached
+ * per pattern object).
  */
-export function householdSkillPattern(): SkillPattern {
-  skillPattern ??= {
-    oneOf: FAMILIES.map((family) => {
+export function householdSkillPatterns(): SkillPatterns {
+  if (skillPatterns === undefined) {
+    const won: SkillPattern[] = [], lost: SkillPattern[] = [];
+    for (const family of FAMILIES) {
       const { objects, targets } = goalTypes(family);
       const { rule, failures } = familyTexts(family);
       const capitalized = rule.charAt(0).toUpperCase() + rule.slice(1);
-      return boundPattern(
-        [`${capitalized}.`, ...failures.map((prefix) => `${prefix}${rule}.`)],
-        { o: objects, r: targets },
-      );
-    }),
-  };
-  return skillPattern;
+      const types = { o: objects, r: targets };
+      won.push(boundPattern([`${capitalized}.`], types));
+      lost.push(boundPattern(failures.map((prefix) => `${prefix}${rule}.`), types));
+    }
+    skillPatterns = { won: { oneOf: won }, lost: { oneOf: lost } };
+  }
+  return skillPatterns;
 }

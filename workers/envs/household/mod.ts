@@ -19,7 +19,7 @@ import {
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzeHousehold } from "./analyzer.ts";
 import { judgeWithGrammar } from "../skill_judge.ts";
-import { HOUSEHOLD_SKILL_GRAMMAR, householdSkillPattern } from "./judge.ts";
+import { HOUSEHOLD_SKILL_GRAMMAR, householdSkillPatterns } from "./judge.ts";
 import { HouseholdEpisode } from "./episode.ts";
 import { HouseholdExpert } from "./expert.ts";
 import { hash32 } from "../_rng.ts";
@@ -224,8 +224,8 @@ export const householdEnvironment: Environment = {
       parseHouseholdOptions(task.options).expert === "search" ? task : undefined,
     ),
   referenceAnalysis: householdReference,
-  get skillPattern() {
-    return householdSkillPattern();
+  get skillPatterns() {
+    return householdSkillPatterns();
   },
   judgeSkill: (trajectory: Trajectory, skill: string) =>
     judgeWithGrammar(

@@ -1,13 +1,14 @@
 /**
  * Sokoban's skill grammar: the `episode_skill` sentences of {@link ANALYZER_TEMPLATES} with legal
  * slot values (directions; the one-box or the several-boxes noun phrases together). A skill it
- * accepts is well-formed (workers/envs/skill_judge.ts). {@link SOKOBAN_SKILL_PATTERN} is the same
+ * accepts is well-formed (workers/envs/skill_judge.ts). {@link SOKOBAN_SKILL_PATTERNS} is the same
  * language as literal text, for decoding skills under it.
  */
 import {
   alternation,
   compileSkillGrammar,
   type SkillPattern,
+  type SkillPatterns,
   templatePattern,
 } from "../skill_judge.ts";
 import { ANALYZER_TEMPLATES } from "./analyzer.ts";
@@ -36,23 +37,28 @@ const DIR_PATTERN: SkillPattern = { oneOf: DIRECTIONS };
 
 /**
  * The literal sentences of {@link SOKOBAN_SKILL_GRAMMAR} (the templates' text as the analyzer
- * writes it), for structured generation: every sentence is well-formed under the grammar
- * (tests/workers/envs/sokoban_skill_pattern_test.ts).
+ * writes it), for structured generation, split by outcome as analyzeSokoban writes them: `won`
+ * the workflow, `lost` the failure skills. Every sentence is well-formed under the grammar
+ * (tests/workers/envs/skill_judge_test.ts).
  */
-export const SOKOBAN_SKILL_PATTERN: SkillPattern = {
-  oneOf: [
-    ...[["the box", "the target"], ["each box", "the targets"]].map(([box, target]) =>
+export const SOKOBAN_SKILL_PATTERNS: SkillPatterns = {
+  won: {
+    oneOf: [["the box", "the target"], ["each box", "the targets"]].map(([box, target]) =>
       templatePattern(T.workflow, {
         box,
         target,
         pushes: { repeat: DIR_PATTERN, separator: " then " },
       })
     ),
-    templatePattern(T.deadlockSkill, { dir: DIR_PATTERN }),
-    T.offTargetSkill,
-    T.invalidSkill,
-    T.oscillateSkill,
-    T.bumpsSkill,
-    T.outOfStepsSkill,
-  ],
+  },
+  lost: {
+    oneOf: [
+      templatePattern(T.deadlockSkill, { dir: DIR_PATTERN }),
+      T.offTargetSkill,
+      T.invalidSkill,
+      T.oscillateSkill,
+      T.bumpsSkill,
+      T.outOfStepsSkill,
+    ],
+  },
 };

@@ -34,7 +34,7 @@ import {
 import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
 import { analyzerTexts, analyzeSokoban } from "./analyzer.ts";
 import { judgeWithGrammar } from "../skill_judge.ts";
-import { SOKOBAN_SKILL_GRAMMAR, SOKOBAN_SKILL_PATTERN } from "./judge.ts";
+import { SOKOBAN_SKILL_GRAMMAR, SOKOBAN_SKILL_PATTERNS } from "./judge.ts";
 import { SokobanEpisode } from "./episode.ts";
 import { SokobanExpert } from "./expert.ts";
 import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
@@ -190,7 +190,7 @@ export const sokobanEnvironment: Environment = {
     return analyzeSokoban(levelOf(trajectory.task).level, trajectory);
   },
 
-  skillPattern: SOKOBAN_SKILL_PATTERN,
+  skillPatterns: SOKOBAN_SKILL_PATTERNS,
 
   judgeSkill(trajectory: Trajectory, skill: string) {
     const reference = analyzeSokoban(levelOf(trajectory.task).level, trajectory);
