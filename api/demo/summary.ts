@@ -195,16 +195,22 @@ function skillText(s: SkillWire): string {
   return (s.text ?? s.skill ?? "").trim();
 }
 
-function provenanceLine(s: SkillWire): string {
-  const first = s.provenance?.[0];
+/**
+ * One line on where a skill came from: how often it was seen, won/lost, the step it was first
+ * written (`first_step`: the library keeps only its newest provenance records), and one
+ * trajectory it was written for (the oldest record kept; its id names its step).
+ */
+export function provenanceLine(s: SkillWire): string {
+  const example = s.provenance?.[0];
   const parts: string[] = [];
   if (s.times_seen !== undefined) parts.push(`seen ${s.times_seen}×`);
   if (s.success_count !== undefined && s.failure_count !== undefined) {
     parts.push(`${s.success_count} won / ${s.failure_count} lost`);
   }
-  if (first?.step !== undefined) parts.push(`first at step ${first.step}`);
-  if (first?.task_id) parts.push(`task ${first.task_id}`);
-  if (first?.trajectory_id) parts.push(`trajectory ${first.trajectory_id}`);
+  const first = s.first_step ?? example?.step;
+  if (first !== undefined) parts.push(`first at step ${first}`);
+  if (example?.task_id) parts.push(`e.g. task ${example.task_id}`);
+  if (example?.trajectory_id) parts.push(`trajectory ${example.trajectory_id}`);
   if (typeof s.mean_teacher_gap === "number") {
     parts.push(
       `mean teacher gap ${s.mean_teacher_gap >= 0 ? "+" : ""}${s.mean_teacher_gap.toFixed(3)} nats`,

@@ -12,6 +12,7 @@ import {
   curlCommands,
   dashboardUrl,
   evalPoints,
+  provenanceLine,
   successInterval,
   topSkills,
 } from "../../../api/demo/summary.ts";
@@ -219,5 +220,21 @@ Deno.test("the summary names the job's dashboard page", () => {
   assert.equal(
     dashboardUrl("http://127.0.0.1:4321/", "8c0a"),
     "http://127.0.0.1:4321/#/jobs/8c0a",
+  );
+});
+
+Deno.test("a skill's provenance line gives the step it was first written, not its oldest kept record's", () => {
+  const line = provenanceLine({
+    text: "Walk behind the box, then push it up onto the target; …",
+    times_seen: 306,
+    success_count: 176,
+    failure_count: 130,
+    first_step: 1,
+    mean_teacher_gap: -0.026,
+    provenance: [{ step: 6, task_id: "sokoban/train/6x6-1/57", trajectory_id: "step-6/b5g3" }],
+  });
+  assert.equal(
+    line,
+    "seen 306×, 176 won / 130 lost, first at step 1, e.g. task sokoban/train/6x6-1/57, trajectory step-6/b5g3, mean teacher gap -0.026 nats",
   );
 });
