@@ -143,7 +143,7 @@ const cell = (s: string) => s.replaceAll("|", "\\|").replaceAll("\\\\|", "\\|");
 /** The generated markdown (without markers): an intro line and one table row per field. */
 export function renderSpecReference(specSource: string): string {
   const rows = specFields(fieldComments(specSource)).map((f) =>
-    `| \`${f.path}\` | ${f.type} | ${f.default} | ${f.bounds} | ${cell(f.description)} |`
+    `| \`${f.path}\` | ${f.type} | ${f.default} | ${cell(f.bounds)} | ${cell(f.description)} |`
   );
   return [
     "Generated from `JobSpecSchema` (jobs/spec.ts) by `deno task docs:spec`; do not edit by hand.",
