@@ -84,6 +84,34 @@
 import type { JobSpecInput } from "./spec.ts";
 
 /**
+ * The RL, analyzer warm-up and schedule settings both presets use: tuned on Sokoban (module doc),
+ * copied to household untuned (README, bench:learn: both methods lose points there with them).
+ */
+const SHARED = {
+  advantage: { estimator: "gigpo", norm: "mean_std", invalid_action_penalty: 1 },
+  optim: {
+    lr: 3e-4,
+    mini_batch_size: 256,
+    entropy_coef: 0,
+    lr_schedule: "warmup",
+    warmup_steps: 2,
+  },
+  analyzerWarmup: { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
+  schedule: {
+    steps: 10,
+    eval_every: 5,
+    checkpoint_every: 5,
+    eval: { episodes: 200, temperature: 1 },
+    random_seed: 7,
+  },
+} satisfies {
+  advantage: JobSpecInput["advantage"];
+  optim: JobSpecInput["optim"];
+  analyzerWarmup: NonNullable<JobSpecInput["warmup"]>["analyzer"];
+  schedule: Partial<JobSpecInput>;
+};
+
+/**
  * Tuned JobSpecs by environment id (see module doc; measured numbers in the README): `sokoban`
  * is the demo's, `household` is bench:learn's `household-demo`.
  */
@@ -98,24 +126,14 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
       history: 0,
     },
     rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 8 },
-    advantage: { estimator: "gigpo", norm: "mean_std", invalid_action_penalty: 1 },
+    advantage: SHARED.advantage,
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
-    optim: {
-      lr: 3e-4,
-      mini_batch_size: 256,
-      entropy_coef: 0,
-      lr_schedule: "warmup",
-      warmup_steps: 2,
-    },
+    optim: SHARED.optim,
     warmup: {
       policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
-      analyzer: { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
+      analyzer: SHARED.analyzerWarmup,
     },
-    steps: 10,
-    eval_every: 5,
-    checkpoint_every: 5,
-    eval: { episodes: 200, temperature: 1 },
-    random_seed: 7,
+    ...SHARED.schedule,
   },
   household: {
     method: "seed",
@@ -131,23 +149,13 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
       history: 0,
     },
     rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 16 },
-    advantage: { estimator: "gigpo", norm: "mean_std", invalid_action_penalty: 1 },
+    advantage: SHARED.advantage,
     seed: { analyzer_max_new_tokens: 192, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
-    optim: {
-      lr: 3e-4,
-      mini_batch_size: 256,
-      entropy_coef: 0,
-      lr_schedule: "warmup",
-      warmup_steps: 2,
-    },
+    optim: SHARED.optim,
     warmup: {
       policy: { episodes: 400, epochs: 12, skill_epochs: 3, lr: 2e-3, batch_size: 32 },
-      analyzer: { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
+      analyzer: SHARED.analyzerWarmup,
     },
-    steps: 10,
-    eval_every: 5,
-    checkpoint_every: 5,
-    eval: { episodes: 200, temperature: 1 },
-    random_seed: 7,
+    ...SHARED.schedule,
   },
 };
