@@ -207,12 +207,19 @@ export class TextPolicy {
         `Cannot generate as schema must hold one schema per prompt (${prompts.length}): current value holds ${schema.length}`,
       );
     }
+    // one decoder lookup per distinct schema object (the lookup serialises the schema)
+    const bySchema = new Map<JsonObjectSchema, JsonConstrainedDecoder>();
+    const decoderOf = (s: JsonObjectSchema) => {
+      let d = bySchema.get(s);
+      if (!d) bySchema.set(s, d = this.jsonDecoder(s));
+      return d;
+    };
     const decoders = schema === undefined
       ? null
       : prompts.map((_, i) =>
-        this.jsonDecoder(Array.isArray(schema) ? schema[i] : schema as JsonObjectSchema)
+        decoderOf(Array.isArray(schema) ? schema[i] : schema as JsonObjectSchema)
       );
-    for (const decoder of new Set(decoders ?? [])) {
+    for (const decoder of bySchema.values()) {
       if (options.maxNewTokens < decoder.minTokens) {
         throw new ConstraintError(
           `Cannot generate ${

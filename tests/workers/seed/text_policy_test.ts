@@ -112,3 +112,22 @@ Deno.test("an untrained model decoding under the schema writes analyses that all
   );
   await policy.release();
 });
+
+Deno.test("one schema per prompt: each text is an object of its own prompt's schema", async () => {
+  const tok = new Tokenizer(buildByteLevelTokenizer(ANALYZER_WORDS));
+  const policy = smallPolicy(tok, 3);
+  const text = new TextPolicy(policy, tok);
+  const push = analysisSchema({ skillPattern: { oneOf: ["push up", "push down"] } });
+  const never = analysisSchema({ skillPattern: "never push" });
+  const prompts = ["Outcome: success", "Outcome: failure", "Outcome: failure"];
+  const schema = [push, never, never];
+  const g = await text.generate(prompts, { maxNewTokens: 64, temperature: 1, seed: 3, schema });
+  const skills = g.texts.map((t) => parseSkillAnalysis(t)?.episode_skill);
+  assert.ok(skills[0] === "push up" || skills[0] === "push down", skills[0]);
+  assert.deepEqual(skills.slice(1), ["never push", "never push"]);
+  await assert.rejects(
+    text.generate(prompts, { maxNewTokens: 64, temperature: 0, seed: 0, schema: [push] }),
+    (e: Error) => e instanceof ConstraintError && e.message.includes("one schema per prompt (3)"),
+  );
+  await policy.release();
+});
