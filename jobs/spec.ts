@@ -221,8 +221,9 @@ export const JobSpecSchema = z.object({
     analyzer_constrained: z.boolean().default(true),
     /**
      * `env`: with `analyzer_constrained`, the skill is also held to the environment's skill
-     * grammar where it has one (built-in sokoban): every skill is a sentence its reference
-     * analyzer could write (README, Algorithm). `free`: any text.
+     * grammar where it has one (built-in sokoban and household): every skill is a sentence its
+     * reference analyzer could write, a workflow for a won trajectory and a failure sentence for a
+     * lost one (README, The analyzer). `free`: any text.
      */
     skill_grammar: z.enum(["env", "free"]).default("env"),
     /**
