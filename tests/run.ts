@@ -7,7 +7,7 @@
  * `TEST_DATABASE_URL` pointing at it, stops the cluster by its pid, and ends with the line
  * `N passed, N failed` that CI reads. Exits non-zero when any test failed.
  *
- * `TEST_TIMEOUT_MIN` (default 55) bounds the whole run: past it the harness says which test was
+ * `TEST_TIMEOUT_MIN` (default 30; a full run takes about 10 minutes) bounds the whole run: past it the harness says which test was
  * running, stops `deno test` by its pid (SIGTERM, SIGKILL 10 s later) and fails, so a test that
  * hangs ends CI with its name instead of running into CI's own limit.
  */
@@ -37,7 +37,7 @@ try {
   }).spawn();
   const decoder = new TextDecoder();
   let tail = "";
-  const limitMin = Number(Deno.env.get("TEST_TIMEOUT_MIN") ?? 55);
+  const limitMin = Number(Deno.env.get("TEST_TIMEOUT_MIN") ?? 30);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;

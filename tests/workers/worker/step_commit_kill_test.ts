@@ -16,12 +16,77 @@ import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixture
 import { startTestStore } from "../../_harness/s3.ts";
 
 const STEPS = 6;
+/** How long a worker may take to reach a step's upload before the test gives up (ms). */
+const UPLOAD_DEADLINE_MS = 120_000;
+
+/**
+ * Resolves as soon as a path under `directory` matches `pattern`: on a file-system event, or on a
+ * scan every 50 ms. The scan is needed because a recursive watch adds its watch on a new folder
+ * only after the folder appears, so the events of files written into it at once can be missed
+ * (s3rver writes each object as a fresh folder `…/key/._S3rver_object`); waiting on events alone
+ * hung CI for 50 minutes. Rejects when `child` exits first or after {@link UPLOAD_DEADLINE_MS}.
+ */
+async function waitForPath(
+  directory: string,
+  pattern: RegExp,
+  child: Deno.ChildProcess,
+): Promise<void> {
+  const watcher = Deno.watchFs(directory, { recursive: true });
+  const abort = new AbortController();
+  const exists = async (dir: string): Promise<boolean> => {
+    const entries: Deno.DirEntry[] = [];
+    try {
+      for await (const entry of Deno.readDir(dir)) entries.push(entry);
+    } catch {
+      return false; // s3rver may remove a folder while we read it
+    }
+    for (const entry of entries) {
+      const path = `${dir}/${entry.name}`;
+      if (pattern.test(path)) return true;
+      if (entry.isDirectory && await exists(path)) return true;
+    }
+    return false;
+  };
+  const onEvent = (async () => {
+    for await (const event of watcher) {
+      if (event.paths.some((p) => pattern.test(p))) return;
+    }
+  })();
+  const onScan = (async () => {
+    while (!abort.signal.aborted) {
+      if (await exists(directory)) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  const onExit = new Promise<never>((_, reject) => {
+    child.status.then((s) => {
+      if (!abort.signal.aborted) {
+        reject(new Error(`the worker exited (code ${s.code}) before a path matched ${pattern}`));
+      }
+    });
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const onDeadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no path matched ${pattern} within ${UPLOAD_DEADLINE_MS} ms`)),
+      UPLOAD_DEADLINE_MS,
+    );
+  });
+  try {
+    await Promise.race([onEvent, onScan, onExit, onDeadline]);
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+    watcher.close();
+    await onScan;
+  }
+}
 
 Deno.test("a worker killed between a step's uploads and its commit loses nothing", async () => {
   const { db, url, close } = await openTestDatabase();
   const s3 = await startTestStore();
   const tenantId = await createTenant(db);
-  const spawnWorker = () =>
+  const spawnProcess = () =>
     new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", new URL("./_compute_worker.ts", import.meta.url).pathname],
       env: {
@@ -34,8 +99,19 @@ Deno.test("a worker killed between a step's uploads and its commit loses nothing
         LOG_LEVEL: "error",
       },
       stdout: "null",
-      stderr: "null",
+      stderr: "piped",
     }).spawn();
+  /** The last 4 KB a worker wrote to stderr, for the message of a test that fails. */
+  let stderrTail = "";
+  const spawnWorker = () => {
+    const child = spawnProcess();
+    child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+      new WritableStream({
+        write: (chunk) => void (stderrTail = (stderrTail + chunk).slice(-4096)),
+      }),
+    ).catch(() => {});
+    return child;
+  };
   /** Every step is all there or not there at all; returns the committed steps. */
   const wholeSteps = async (jobId: string) => {
     const committed: number[] = [];
@@ -55,13 +131,16 @@ Deno.test("a worker killed between a step's uploads and its commit loses nothing
     for (const target of [2, 4]) {
       // Kill the worker the moment step `target`'s skill library object lands in the store:
       // its checkpoint objects are uploaded, its rows are not yet committed.
-      const watcher = Deno.watchFs(s3.directory, { recursive: true });
       const child = spawnWorker();
-      for await (const event of watcher) {
-        if (event.paths.some((p) => p.includes(`skills/step-${target}/`))) break;
-      }
+      await waitForPath(s3.directory, new RegExp(`/skills/step-${target}(/|$)`), child)
+        .catch(async (error) => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* it had exited */ }
+          await child.status;
+          throw new Error(`${error.message}; the worker's stderr ends:\n${stderrTail}`);
+        });
       child.kill("SIGKILL");
-      watcher.close();
       await child.status;
       const committed = await wholeSteps(job.id);
       assert.ok(committed.length < STEPS, "the job was still running when killed");
