@@ -30,12 +30,14 @@
  *     deno task bench:learn [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
  *       [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
  *       [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
- *       [--warmup-cache DIR]
+ *       [--base-extra '{"seed":{"analyzer_max_steps":20}}'] [--warmup-cache DIR]
  *
  * `--seeds N` runs seeds `--seed` … `--seed`+N−1; `--seed-list` names them. `--opd-coef` sets
  * λ_opd (`seed.opd_coef`) of the RL jobs; `--extra` is a JSON object deep-merged into every RL
  * job's spec (objects merge, other values replace; not `method`, `random_seed` or `model`), so
- * variants compare without editing code. Neither changes the warm-up. `--warmup-cache DIR` keeps
+ * variants compare without editing code. Neither changes the warm-up; `--base-extra` is merged the
+ * same way into every job's spec, the warm-up's included (for settings the warm-up reads too, such
+ * as the analyzer's window; it changes the warm-up cache key). `--warmup-cache DIR` keeps
  * each warm-up's step-0 checkpoint under DIR, keyed by the SHA-256 of its spec, and later runs
  * with the same spec load it instead of training again (runs are reproducible for a spec, seed
  * and thread count, so a variant sweep pays the warm-up once; empty DIR after changing warm-up
@@ -74,6 +76,7 @@ const { values: args } = parseArgs({
     "eval-episodes": { type: "string", default: "32" },
     "opd-coef": { type: "string" },
     extra: { type: "string" },
+    "base-extra": { type: "string" },
     "warmup-cache": { type: "string" },
   },
 });
@@ -121,23 +124,31 @@ if (args["opd-coef"] !== undefined) {
   }
   rlExtra.seed = { opd_coef: x };
 }
-if (args.extra !== undefined) {
+/** A `--extra`-style flag's JSON object, or a usage error naming the flag. */
+function extraFlag(name: string, value: string): Record<string, unknown> {
   let extra: unknown;
   try {
-    extra = JSON.parse(args.extra);
+    extra = JSON.parse(value);
   } catch (error) {
-    usage(`Cannot parse --extra as JSON: ${(error as Error).message}`);
+    usage(`Cannot parse --${name} as JSON: ${(error as Error).message}`);
   }
   if (!isObject(extra)) {
-    usage(`Cannot use --extra as it must be a JSON object: current value is ${args.extra}`);
+    usage(`Cannot use --${name} as it must be a JSON object: current value is ${value}`);
   }
   for (const field of ["method", "random_seed", "model"]) {
     if (field in extra) {
-      usage(`Cannot use --extra as it must not set ${field} (the bench sets it per job)`);
+      usage(`Cannot use --${name} as it must not set ${field} (the bench sets it per job)`);
     }
   }
-  Object.assign(rlExtra, deepMerge(rlExtra, extra));
+  return extra;
 }
+if (args.extra !== undefined) {
+  Object.assign(rlExtra, deepMerge(rlExtra, extraFlag("extra", args.extra)));
+}
+/** Every job's overrides, the warm-up's included (`--base-extra`). */
+const baseExtra = args["base-extra"] === undefined
+  ? {}
+  : extraFlag("base-extra", args["base-extra"]);
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -210,9 +221,9 @@ function baseSpec(name: string, seed: number): JobSpecInput {
     // A tuned demo preset (small-model options, long warm-up, GiGPO); `--warmup-episodes`
     // does not apply to it.
     const { method: _method, steps: _steps, eval_every: _every, ...preset } = DEMO_PRESETS[demo];
-    return { ...preset, ...common } as JobSpecInput;
+    return deepMerge({ ...preset, ...common }, baseExtra) as JobSpecInput;
   }
-  return {
+  return deepMerge({
     rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 12 },
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 4 },
     ...ENV_SETTINGS[name] ?? { env: { id: name } },
@@ -222,7 +233,7 @@ function baseSpec(name: string, seed: number): JobSpecInput {
       analyzer: { episodes: Math.ceil((warmupEpisodes * 3) / 8), epochs: 2, lr: 2e-3 },
     },
     ...common,
-  } as JobSpecInput;
+  }, baseExtra) as JobSpecInput;
 }
 
 /**
