@@ -296,7 +296,8 @@ const pct = (x: number | undefined) => x === undefined ? "—" : `${(100 * x).to
 await Deno.mkdir(args.out, { recursive: true });
 /** The run's settings, on stderr at the start and on stdout at the end (a variant's record). */
 const settings = `seeds ${seeds.join(",")}; envs ${envNames.join(",")}; steps ${steps}, ` +
-  `eval every ${evalEvery}; RL overrides ${JSON.stringify(rlExtra)}`;
+  `eval every ${evalEvery}; RL overrides ${JSON.stringify(rlExtra)}; every job's overrides ` +
+  JSON.stringify(baseExtra);
 console.error(`bench:learn: ${settings}`);
 
 for (const seed of seeds) {
