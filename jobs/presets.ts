@@ -42,6 +42,9 @@
  *   10 min 3 s (263 + 106 s warm-up, 176 s of updates, 36 s of evaluations).
  *
  * `analyzer_max_new_tokens` is 96 because the reference analyses run to ~74 tokens for Sokoban.
+ * `analyzer_summary` is false in both presets: only the skill reaches the loss, and Sokoban's
+ * summaries (every move listed) were most of those tokens; the analyzer warm-up still trains on
+ * skill-then-summary targets.
  * `analyzer_max_steps` 3 departs from the reference code (its analyzer reads the whole
  * trajectory): with 20 (every step of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
  * `PRESET_OVERRIDES='{"seed":{"analyzer_max_steps":20}}'`, a helper's jobs beside it) the analyzer
@@ -127,7 +130,12 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 8 },
     advantage: SHARED.advantage,
-    seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
+    seed: {
+      analyzer_max_new_tokens: 96,
+      analyzer_max_steps: 3,
+      analyzer_max_field_chars: 200,
+      analyzer_summary: false,
+    },
     optim: SHARED.optim,
     warmup: {
       policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
@@ -150,7 +158,12 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 16 },
     advantage: SHARED.advantage,
-    seed: { analyzer_max_new_tokens: 192, analyzer_max_steps: 3, analyzer_max_field_chars: 200 },
+    seed: {
+      analyzer_max_new_tokens: 192,
+      analyzer_max_steps: 3,
+      analyzer_max_field_chars: 200,
+      analyzer_summary: false,
+    },
     optim: SHARED.optim,
     warmup: {
       policy: { episodes: 400, epochs: 12, skill_epochs: 3, lr: 2e-3, batch_size: 32 },
