@@ -2,9 +2,12 @@ import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
 import { compileTextPattern, Tokenizer } from "../../../workers/model/mod.ts";
 import {
+  ANALYSIS_STOP,
   analysisSchema,
+  analyzerGenerateOptions,
   checkAnalyzerBudget,
   SkillLibrary,
+  SUMMARY_KEY_STOP,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
@@ -170,6 +173,34 @@ Deno.test("the budget check asks for the shortest object of the schema in use, s
     new RegExp(
       `must be ≥ ${without} \\(the tokens of \\{"episode_skill":"Walk behind[^}]*"\\} with`,
     ),
+  );
+  await policy.release();
+});
+
+Deno.test("the analyzer's generation options follow analyzer_summary, constrained or not", async () => {
+  const { env, policy } = await tinySokobanPolicy();
+  const options = (seed: Record<string, unknown>) =>
+    analyzerGenerateOptions(
+      parseJobSpec(tinySpec({ seed: { skill_grammar: "env", ...seed } })),
+      env,
+      [true, false],
+    );
+  for (const analyzer_summary of [true, false]) {
+    const schemas = options({ analyzer_summary }).schema as ReturnType<typeof analysisSchema>[];
+    assert.equal(schemas.length, 2);
+    for (const schema of schemas) {
+      const names = schema.fields.map((f) => f.name);
+      assert.deepEqual(
+        names,
+        analyzer_summary ? ["episode_skill", "episode_summary"] : ["episode_skill"],
+      );
+      assert.ok(schema.fields[0].pattern, "the skill grammar holds either way");
+    }
+  }
+  assert.deepEqual(options({ analyzer_constrained: false }).stop, [ANALYSIS_STOP]);
+  assert.deepEqual(
+    options({ analyzer_constrained: false, analyzer_summary: false }).stop,
+    [ANALYSIS_STOP, SUMMARY_KEY_STOP],
   );
   await policy.release();
 });
