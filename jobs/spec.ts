@@ -220,6 +220,13 @@ export const JobSpecSchema = z.object({
     /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
     analyzer_constrained: z.boolean().default(true),
     /**
+     * RL-time analyses also write `episode_summary` after the skill. Only the skill reaches the
+     * loss (the teacher prompt), so `false` decodes `{"episode_skill": "…"}` alone and saves the
+     * summary's decode steps; skills, dumps and the library then carry no summary. Analyzer
+     * warm-up and replay targets keep the summary either way.
+     */
+    analyzer_summary: z.boolean().default(true),
+    /**
      * `env`: with `analyzer_constrained`, the skill is also held to the environment's skill
      * grammar where it has one (built-in sokoban and household): every skill is a sentence its
      * reference analyzer could write, a workflow for a won trajectory and a failure sentence for a

@@ -72,7 +72,12 @@ export const SEARCH_SEED: JobSpecInput = {
   ...SOKOBAN_SEED,
   env: { id: "search", options: { prompt: "compact" }, max_turns: 4, history: 1 },
   rollout: { tasks_per_step: 4, group_size: 4, temperature: 1, max_new_tokens: 24 },
-  seed: { analyzer_max_new_tokens: 160, analyzer_max_steps: 4, analyzer_max_field_chars: 400 },
+  seed: {
+    analyzer_max_new_tokens: 160,
+    analyzer_max_steps: 4,
+    analyzer_max_field_chars: 400,
+    analyzer_summary: false,
+  },
   warmup: SHORT_WARMUP,
   eval: { episodes: 48, temperature: 1 },
 };

@@ -177,26 +177,36 @@ function compiledPattern(pattern: SkillPattern): TextPatternDfa {
   return dfa;
 }
 
+/** Options of `analysisSchema`. */
+export interface AnalysisSchemaOptions extends ParseSkillOptions {
+  /** An environment's skill grammar (literal text) the skill must be a sentence of. */
+  skillPattern?: SkillPattern;
+  /**
+   * Whether the object has `episode_summary` after the skill (JobSpec `seed.analyzer_summary`).
+   * Default true. Without it the object closes right after the skill, so generation stops there.
+   */
+  summary?: boolean;
+}
+
 /**
  * The JSON schema the analyzer decodes under (structured generation, see
  * workers/model/constrained_decoding.ts): `{"episode_skill": "…", "episode_summary": "…"}` in
- * `analysisTarget`'s order, each value within `parseSkillAnalysis`'s bounds (so the parser keeps
- * it whole), the skill with a letter or digit (else the parser rejects it), and no raw curly
- * double quote (the parser reads U+201C/U+201D as `"`; escaped as `\u201c` they are fine).
- * Whitespace between the object's tokens is allowed (a few bytes per gap), as in the prompt's
- * example. Every text this admits is returned by `parseSkillAnalysis` as its strict JSON reading
- * with whitespace collapsed. With `skillPattern` (an environment's skill grammar as literal text)
- * the skill must also be one of its sentences, at most `maxSkillChars` bytes.
+ * `analysisTarget`'s order — or `{"episode_skill": "…"}` alone with `summary: false` — each value
+ * within `parseSkillAnalysis`'s bounds (so the parser keeps it whole), the skill with a letter or
+ * digit (else the parser rejects it), and no raw curly double quote (the parser reads
+ * U+201C/U+201D as `"`; escaped as `\u201c` they are fine). Whitespace between the object's
+ * tokens is allowed (a few bytes per gap), as in the prompt's example. Every text this admits is
+ * returned by `parseSkillAnalysis` as its strict JSON reading with whitespace collapsed (summary ""
+ * without the field). With `skillPattern` (an environment's skill grammar as literal text) the
+ * skill must also be one of its sentences, at most `maxSkillChars` bytes.
  */
-export function analysisSchema(
-  options: ParseSkillOptions & { skillPattern?: SkillPattern } = {},
-): JsonObjectSchema {
-  const { maxSkillChars = 400, maxSummaryChars = 800, skillPattern } = options;
+export function analysisSchema(options: AnalysisSchemaOptions = {}): JsonObjectSchema {
+  const { maxSkillChars = 400, maxSummaryChars = 800, skillPattern, summary = true } = options;
   const pattern = skillPattern === undefined ? undefined : compiledPattern(skillPattern);
   return {
     fields: [
       { name: "episode_skill", maxUnits: maxSkillChars, requireAlnum: true, pattern },
-      { name: "episode_summary", maxUnits: maxSummaryChars },
+      ...(summary ? [{ name: "episode_summary", maxUnits: maxSummaryChars }] : []),
     ],
     maxWhitespace: 4,
     forbiddenCodePoints: [0x201c, 0x201d],

@@ -64,6 +64,14 @@ export const ACTION_STOP = "</action>";
 export const ANALYSIS_STOP = '"}';
 
 /**
+ * Second stop string of an analysis decoded without its schema when the job wants no summary
+ * (`seed.analyzer_summary: false`): the opening of the summary's key, which follows the skill in
+ * `analysisTarget`'s order. The text then ends in an unclosed object whose closed
+ * `"episode_skill": "…"` pair the lenient parser reads.
+ */
+export const SUMMARY_KEY_STOP = '"episode_summary';
+
+/**
  * `text` without any {@link IMAGE_PLACEHOLDER}, removed until none is left: one pass of
  * `replaceAll` turned `<im<image>age>` into `<image>`, which a later prompt quoting the text
  * (a skill, a search echoed by the env) would read as an image slot without an image.

@@ -13,6 +13,7 @@ import type { AsyncEnvironment, SkillAnalysis } from "../envs/mod.ts";
 import {
   type AdamW,
   clipGradNorm,
+  type JsonObjectSchema,
   learningRate,
   type Policy,
   type Rng,
@@ -44,6 +45,7 @@ import { analysisSchema, analysisTarget, buildAnalyzerPrompt } from "./skills.ts
 import {
   ACTION_STOP,
   ANALYSIS_STOP,
+  SUMMARY_KEY_STOP,
   type TextGenerateOptions,
   type TextPolicy,
 } from "./text_policy.ts";
@@ -99,8 +101,9 @@ export interface StepOutcome {
 /**
  * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`) for trajectories of these
  * outcomes (`won[i]` of prompt i): under the analysis schema (every answer parses; the skill held
- * to the environment's grammar for that outcome per `seed.skill_grammar`) unless
- * `seed.analyzer_constrained` is false, then free text cut at `ANALYSIS_STOP`. Evaluation or any
+ * to the environment's grammar for that outcome per `seed.skill_grammar`; no summary field when
+ * `seed.analyzer_summary` is false) unless `seed.analyzer_constrained` is false, then free text
+ * cut at `ANALYSIS_STOP` (and, without the summary, at `SUMMARY_KEY_STOP`). Evaluation or any
  * other caller of the analyzer uses the same options.
  */
 export function analyzerGenerateOptions(
@@ -109,7 +112,10 @@ export function analyzerGenerateOptions(
   won: readonly boolean[],
 ): TextGenerateOptions {
   const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
-  if (!spec.seed.analyzer_constrained) return { ...base, stop: [ANALYSIS_STOP] };
+  if (!spec.seed.analyzer_constrained) {
+    const stop = spec.seed.analyzer_summary ? [ANALYSIS_STOP] : [ANALYSIS_STOP, SUMMARY_KEY_STOP];
+    return { ...base, stop };
+  }
   const schemas = analyzerSchemas(spec, env);
   return { ...base, schema: won.map((w) => (w ? schemas.won : schemas.lost)) };
 }
@@ -117,17 +123,23 @@ export function analyzerGenerateOptions(
 /**
  * The analysis schemas of a job by outcome: the skill held to the environment's skill grammar
  * for a won or a lost trajectory (`skillPatterns`) when `seed.skill_grammar` is `env` and the
- * environment has one, else free text for both.
+ * environment has one, else free text for both; with the summary field unless
+ * `seed.analyzer_summary` is false. The one place RL-time analysis schemas are built (generation
+ * and `checkAnalyzerBudget` both read it).
  */
-function analyzerSchemas(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPatterns">) {
+export function analyzerSchemas(
+  spec: JobSpec,
+  env: Pick<AsyncEnvironment, "skillPatterns">,
+): { won: JsonObjectSchema; lost: JsonObjectSchema } {
+  const summary = spec.seed.analyzer_summary;
   const patterns = spec.seed.skill_grammar === "env" ? env.skillPatterns : undefined;
   if (!patterns) {
-    const free = analysisSchema();
+    const free = analysisSchema({ summary });
     return { won: free, lost: free };
   }
   return {
-    won: analysisSchema({ skillPattern: patterns.won }),
-    lost: analysisSchema({ skillPattern: patterns.lost }),
+    won: analysisSchema({ skillPattern: patterns.won, summary }),
+    lost: analysisSchema({ skillPattern: patterns.lost, summary }),
   };
 }
 
@@ -135,8 +147,9 @@ function analyzerSchemas(spec: JobSpec, env: Pick<AsyncEnvironment, "skillPatter
  * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
  * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
  * ~20 for builtin tokenizers; more under an environment's skill grammar, with builtin tokenizers
- * Sokoban's 47 (won) and 34 (lost), household's 52 and 75), for each outcome the job
- * analyses (`seed.analyze`). Builds and keeps the constrained decoders (indexes the vocabulary
+ * Sokoban's 47 (won) and 34 (lost), household's 52 and 75; fewer without the summary field,
+ * `seed.analyzer_summary: false`), for each outcome the job analyses (`seed.analyze`), under the
+ * schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders (indexes the vocabulary
  * once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */

@@ -248,7 +248,9 @@ function detail(t) {
               h("strong", null, "Skill: "),
               h("span", { class: "skill-text", id: "trajectory-skill" }, t.analysis.skill),
             ),
-            h("p", null, h("strong", null, "Summary: "), h("span", null, t.analysis.summary)),
+            t.analysis.summary
+              ? h("p", null, h("strong", null, "Summary: "), h("span", null, t.analysis.summary))
+              : null,
           ]
           : h(
             "p",

@@ -447,3 +447,111 @@ Deno.test("escaped quotes, unicode and curly quotes in a skill survive the schem
     true,
   );
 });
+
+/** Whether `schema`'s automaton accepts `text` whole. */
+function admits(schema: ReturnType<typeof analysisSchema>, text: string): boolean {
+  const a = new JsonObjectAutomaton(schema);
+  const st = new Int32Array(STATE_FIELDS);
+  a.init(st, 0);
+  return new TextEncoder().encode(text).every((b) => a.step(st, 0, b)) && a.isDone(st, 0);
+}
+
+Deno.test("without the summary the analysis schema admits the skill alone and nothing with a summary", () => {
+  const off = analysisSchema({ summary: false });
+  for (const text of ['{"episode_skill":"push up"}', '{ "episode_skill" :  "push up" }']) {
+    assert.ok(admits(off, text), text);
+    assert.deepEqual(parseSkillAnalysis(text), { episode_skill: "push up", episode_summary: "" });
+  }
+  const both = analysisTarget({ episode_skill: "push up", episode_summary: "went up" });
+  assert.ok(admits(analysisSchema(), both));
+  for (
+    const text of [
+      both,
+      '{"episode_skill":"push up","episode_summary":""}',
+      '{"episode_summary":"went up","episode_skill":"push up"}',
+      '{"episode_skill":"push up",}',
+      '{"episode_skill":"..."}',
+    ]
+  ) assert.equal(admits(off, text), false, text);
+  assert.equal(admits(analysisSchema(), '{"episode_skill":"push up"}'), false);
+  // free text cut at the summary's key (SUMMARY_KEY_STOP) still yields its skill
+  assert.deepEqual(parseSkillAnalysis('{"episode_skill": "push up", "episode_summary'), {
+    episode_skill: "push up",
+    episode_summary: "",
+  });
+});
+
+Deno.test("every analysis decoded without the summary from random logits parses to its own skill and an empty summary", () => {
+  const builtin = builtinTokenizer();
+  for (const tok of [gpt2Tokenizer(), builtin]) {
+    const decoder = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema({ summary: false }));
+    const withSummary = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema());
+    assert.ok(decoder.minTokens < withSummary.minTokens, `${decoder.minTokens}`);
+    const seeds = tok === builtin ? 200 : 24;
+    for (let seed = 0; seed < seeds; seed++) {
+      const text = decodeRandom(decoder, tok, seed);
+      const strict = JSON.parse(text);
+      assert.deepEqual(Object.keys(strict), ["episode_skill"]);
+      const skill = strict.episode_skill.replace(/\s+/g, " ").trim();
+      assert.deepEqual(parseSkillAnalysis(text), { episode_skill: skill, episode_summary: "" });
+      // the same skill is one the schema with the summary admits, and the other way round
+      const target = analysisTarget({ episode_skill: strict.episode_skill, episode_summary: "" });
+      assert.ok(admits(analysisSchema(), target), target);
+      const other = JSON.parse(decodeRandom(withSummary, tok, seed)).episode_skill;
+      assert.ok(
+        admits(analysisSchema({ summary: false }), JSON.stringify({ episode_skill: other })),
+      );
+    }
+  }
+});
+
+/**
+ * Decodes greedily under `decoder` with `logits[t]` at step t (the same draws for every decoder
+ * it is given) within `budget` tokens; returns the text.
+ */
+function decodeReplayed(
+  decoder: JsonConstrainedDecoder,
+  tok: Tokenizer,
+  logits: readonly Float32Array[],
+): string {
+  const c = decoder.start(), ids: number[] = [];
+  for (let t = 0; t < logits.length && !c.done; t++) {
+    const step = Float32Array.from(logits[t]);
+    c.maskLogits(step, logits.length - t);
+    const id = sampleToken(step, { greedy: true, temperature: 1, topP: 1 }, new Rng(0));
+    ids.push(id);
+    c.accept(id);
+  }
+  assert.ok(c.done);
+  return tok.decode(ids, { skipSpecialTokens: true }).trim();
+}
+
+Deno.test("given the same logits, greedy decoding writes the same skill with and without the summary where the budget does not bind (builtin tokenizer)", () => {
+  const tok = builtinTokenizer();
+  const { won, lost } = SOKOBAN_SKILL_PATTERNS;
+  for (const skillPattern of [undefined, { oneOf: [won, lost] }]) {
+    const on = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema({ skillPattern }));
+    const off = new JsonConstrainedDecoder(
+      tokenBytes(tok),
+      analysisSchema({ skillPattern, summary: false }),
+    );
+    const skills = new Set<string>();
+    for (let seed = 0; seed < 24; seed++) {
+      const rng = new Rng(seed);
+      // A budget that never binds inside the skill (≤ 400 UTF-16 units: ≤ 800 bytes, each at
+      // least one token, then the summary's shortest completion). Where it binds, the schema
+      // with the summary must close the skill earlier, to leave room for its summary.
+      const logits = Array.from({ length: 900 }, () => {
+        const l = new Float32Array(on.vocabSize);
+        for (let i = 0; i < l.length; i++) l[i] = (rng.next() - 0.5) * 8;
+        return l;
+      });
+      const a = parseSkillAnalysis(decodeReplayed(on, tok, logits))!;
+      const b = parseSkillAnalysis(decodeReplayed(off, tok, logits))!;
+      assert.equal(b.episode_skill, a.episode_skill, `seed ${seed}`);
+      assert.equal(b.episode_summary, "");
+      skills.add(a.episode_skill);
+    }
+    assert.ok(skills.size >= 8, `${skills.size} distinct skills`);
+  }
+});

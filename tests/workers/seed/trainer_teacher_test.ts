@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
 import { compileTextPattern, Tokenizer } from "../../../workers/model/mod.ts";
-import { checkAnalyzerBudget, SkillLibrary, TextPolicy } from "../../../workers/seed/mod.ts";
+import {
+  ANALYSIS_STOP,
+  analysisSchema,
+  analyzerGenerateOptions,
+  checkAnalyzerBudget,
+  SkillLibrary,
+  SUMMARY_KEY_STOP,
+  TextPolicy,
+} from "../../../workers/seed/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
 import {
   SOKOBAN_SKILL_GRAMMAR,
@@ -96,6 +104,103 @@ Deno.test("under the environment's skill grammar a from-scratch model's skills a
   assert.throws(
     () => checkAnalyzerBudget(small, theta, env),
     /seed\.analyzer_max_new_tokens must be ≥ 47 \(the tokens of \{"episode_skill":"Walk behind/,
+  );
+  await policy.release();
+});
+
+Deno.test("without the summary a step's analyses carry skills and no summaries, the same skills as with it", async () => {
+  const { env, model, policy } = await tinySokobanPolicy();
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  const runs = [];
+  for (const analyzer_summary of [true, false]) {
+    const spec = parseJobSpec(
+      tinySpec({ seed: { analyzer_max_new_tokens: 96, skill_grammar: "env", analyzer_summary } }),
+    );
+    checkAnalyzerBudget(spec, theta, env);
+    const library = new SkillLibrary("job-1");
+    const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
+    const { metrics, teacher } = await trainer.step(1, () => Promise.resolve());
+    runs.push({ metrics, teacher, library });
+  }
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).seed.analyzer_summary, true, "default");
+  const [on, off] = runs;
+  assert.equal(off.metrics.analyzer_parse_rate, 1);
+  assert.ok(off.library.size > 0);
+  for (const [id, analysis] of off.teacher.analyses) {
+    assert.equal(analysis?.episode_summary, "", id);
+    assert.ok(!off.teacher.raw!.get(id)!.includes("episode_summary"), off.teacher.raw!.get(id));
+  }
+  assert.ok(off.library.all().every((s) => s.summary === ""));
+  // with it every answer writes the field (this from-scratch model leaves it empty)
+  assert.ok([...on.teacher.raw!.values()].every((r) => r.includes('"episode_summary"')));
+  // greedy, and the skill comes first: the summary's absence changes no skill (lr 0 keeps θ)
+  const skills = (r: typeof on) => [...r.teacher.analyses].map(([id, a]) => [id, a?.episode_skill]);
+  assert.deepEqual(skills(off), skills(on));
+  assert.ok(off.metrics.tokens_generated < on.metrics.tokens_generated);
+  await policy.release();
+});
+
+Deno.test("the budget check asks for the shortest object of the schema in use, shorter without the summary", async () => {
+  const { env, model, policy } = await tinySokobanPolicy();
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  const min = (summary: boolean) =>
+    Math.max(
+      ...[SOKOBAN_SKILL_PATTERNS.won, SOKOBAN_SKILL_PATTERNS.lost].map((skillPattern) =>
+        theta.jsonDecoder(analysisSchema({ skillPattern, summary })).minTokens
+      ),
+    );
+  const [withSummary, without] = [min(true), min(false)];
+  assert.equal(withSummary, 47, "Sokoban's won sentence with the builtin tokenizer");
+  assert.ok(without < withSummary, `${without} vs ${withSummary}`);
+  const spec = (analyzer_summary: boolean) =>
+    parseJobSpec(
+      tinySpec({
+        seed: { analyzer_max_new_tokens: without, skill_grammar: "env", analyzer_summary },
+      }),
+    );
+  checkAnalyzerBudget(spec(false), theta, env);
+  assert.throws(
+    () => checkAnalyzerBudget(spec(true), theta, env),
+    new RegExp(`must be ≥ ${withSummary} \\(the tokens of \\{"episode_skill":"Walk behind`),
+  );
+  const short = parseJobSpec(
+    tinySpec({
+      seed: { analyzer_max_new_tokens: without - 1, skill_grammar: "env", analyzer_summary: false },
+    }),
+  );
+  assert.throws(
+    () => checkAnalyzerBudget(short, theta, env),
+    new RegExp(
+      `must be ≥ ${without} \\(the tokens of \\{"episode_skill":"Walk behind[^}]*"\\} with`,
+    ),
+  );
+  await policy.release();
+});
+
+Deno.test("the analyzer's generation options follow analyzer_summary, constrained or not", async () => {
+  const { env, policy } = await tinySokobanPolicy();
+  const options = (seed: Record<string, unknown>) =>
+    analyzerGenerateOptions(
+      parseJobSpec(tinySpec({ seed: { skill_grammar: "env", ...seed } })),
+      env,
+      [true, false],
+    );
+  for (const analyzer_summary of [true, false]) {
+    const schemas = options({ analyzer_summary }).schema as ReturnType<typeof analysisSchema>[];
+    assert.equal(schemas.length, 2);
+    for (const schema of schemas) {
+      const names = schema.fields.map((f) => f.name);
+      assert.deepEqual(
+        names,
+        analyzer_summary ? ["episode_skill", "episode_summary"] : ["episode_skill"],
+      );
+      assert.ok(schema.fields[0].pattern, "the skill grammar holds either way");
+    }
+  }
+  assert.deepEqual(options({ analyzer_constrained: false }).stop, [ANALYSIS_STOP]);
+  assert.deepEqual(
+    options({ analyzer_constrained: false, analyzer_summary: false }).stop,
+    [ANALYSIS_STOP, SUMMARY_KEY_STOP],
   );
   await policy.release();
 });

@@ -25,9 +25,9 @@
  *
  * A rollout dump given the step's {@link DumpTeacher} (SEED jobs) also carries, on each analysed
  * trajectory, `"analysis": {"skill", "summary", "raw"}` (skill and summary null when the analyzer's
- * answer did not parse; `raw` is that answer), and on each re-scored turn `"response_tokens":
- * ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02, …]`: the sampled response tokens as
- * text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in nats (README.md, Algorithm, step 4; > 0:
+ * answer did not parse, summary also when it had none; `raw` is that answer), and on each
+ * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
+ * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in nats (README.md, Algorithm, step 4; > 0:
  * the skill in the prompt made the token more likely). Turns and trajectories without them have no
  * such keys.
  */
@@ -101,7 +101,10 @@ export interface DumpedStep {
   teacher_gaps?: number[];
 }
 
-/** A trajectory's analysis as dumped (`skill`/`summary` null when the answer did not parse). */
+/**
+ * A trajectory's analysis as dumped (`skill`/`summary` null when the answer did not parse;
+ * `summary` also null when it had none, e.g. under `seed.analyzer_summary: false`).
+ */
 export interface DumpedAnalysis {
   skill: string | null;
   summary: string | null;
@@ -169,7 +172,7 @@ function analysisOf(
   const raw = teacher.raw?.get(id);
   return {
     skill: a ? clip(a.episode_skill, limits.maxFieldChars) : null,
-    summary: a ? clip(a.episode_summary, limits.maxFieldChars) : null,
+    summary: a && a.episode_summary !== "" ? clip(a.episode_summary, limits.maxFieldChars) : null,
     raw: raw === undefined ? null : clip(raw, limits.maxFieldChars),
   };
 }

@@ -216,6 +216,22 @@ Deno.test("a SEED rollout dump carries each analysis and the re-scored turns' to
   assert.equal(second.steps[1].teacher_gaps, undefined);
 });
 
+Deno.test("an analysis written without a summary is dumped with its skill and a null summary", () => {
+  const [played] = imageTrajectories(1, { actions: ["up"] });
+  const dump = rolloutDump("job-1", 1, [played], DEFAULT_DUMP_LIMITS, {
+    analyses: new Map([[played.id, { episode_summary: "", episode_skill: "push up first" }]]),
+    raw: new Map([[played.id, '{"episode_skill": "push up first"}']]),
+    tokenGaps: [],
+    decode: () => "",
+  });
+  const [only] = entries(dump.json);
+  assert.deepEqual(only.analysis, {
+    skill: "push up first",
+    summary: null,
+    raw: '{"episode_skill": "push up first"}',
+  });
+});
+
 Deno.test("token pieces put a character split over byte tokens on the token that completes it", () => {
   const files = buildByteLevelTokenizer(["a"]);
   const enc = new TextEncoder();
