@@ -64,7 +64,10 @@
  * warm-up took 449 s instead of ~80 s and analysis 20–42 s per update, for skills truthful on
  * 0–19% (mean 7%) of trajectories instead of 0%, well-formed 57% (61% at 3 steps), Δ on won tokens
  * mean −0.13 (−0.05) and corr(Δ, A) mean +0.17 (+0.24): the skills began with the right pushes and
- * ended in salad. Not worth five times the demo's analysis time at this model size.
+ * ended in salad. Not worth five times the demo's analysis time at this model size. With the skill
+ * grammar, over seeds 1,2,3 (bench:learn `--base-extra '{"seed":{"analyzer_max_steps":20}}'`,
+ * 2026-12-02; README, Algorithm, step 3): truthful 13% vs 12% at 3 steps, corr(Δ, A) > 0 at 17 vs
+ * 24 of 24 updates, analysis 23.8 s per update vs ~2 s. Still not worth it.
  *
  * household (builtin:tiny, method seed), tuned on 2026-12-01 with `deno run -A bench/preset.ts
  * spec.json` (method `sft`, warm-up only, 100 evaluation episodes per split at temperature 1,
