@@ -166,6 +166,29 @@ Deno.test("sokoban: slot values outside the grammar are rejected (direction, nou
   );
 });
 
+Deno.test("sokoban: a workflow never names one push direction twice in a row, in the grammar or the pattern", () => {
+  const env = getEnvironment("sokoban");
+  const t = trajectories(env, 1)[0];
+  const workflow = (pushes: string) =>
+    `Walk behind the box, then push it ${pushes} onto the target; never push a box into a corner or along a wall with no target.`;
+  const won = compileTextPattern(env.skillPatterns!.won);
+  for (
+    const pushes of ["up", "up then left", "up then left then up", "down then right then down"]
+  ) {
+    assert.equal(env.judgeSkill!(t, workflow(pushes)).wellFormed, true, pushes);
+    assert.ok(won.matches(workflow(pushes)), pushes);
+  }
+  for (const pushes of ["up then up", "left then up then up", "up then left then left"]) {
+    assert.equal(env.judgeSkill!(t, workflow(pushes)).wellFormed, false, pushes);
+    assert.ok(!won.matches(workflow(pushes)), pushes);
+  }
+  // the decoder's bound: six directions, not seven
+  const six = "up then left then up then left then up then left";
+  assert.ok(won.matches(workflow(six)));
+  assert.ok(!won.matches(workflow(`${six} then up`)));
+  assert.equal(env.judgeSkill!(t, workflow(`${six} then up`)).wellFormed, true);
+});
+
 Deno.test("household: the goal object type must be the same wherever it recurs", () => {
   const env = getEnvironment("household");
   const t = trajectories(env, 1)[0];
