@@ -45,7 +45,7 @@ import { analysisSchema, analysisTarget, buildAnalyzerPrompt } from "./skills.ts
 import {
   ACTION_STOP,
   ANALYSIS_STOP,
-  SUMMARY_KEY_STOP,
+  SUMMARY_KEY_STOPS,
   type TextGenerateOptions,
   type TextPolicy,
 } from "./text_policy.ts";
@@ -103,7 +103,7 @@ export interface StepOutcome {
  * outcomes (`won[i]` of prompt i): under the analysis schema (every answer parses; the skill held
  * to the environment's grammar for that outcome per `seed.skill_grammar`; no summary field when
  * `seed.analyzer_summary` is false) unless `seed.analyzer_constrained` is false, then free text
- * cut at `ANALYSIS_STOP` (and, without the summary, at `SUMMARY_KEY_STOP`). Evaluation or any
+ * cut at `ANALYSIS_STOP` (and, without the summary, at `SUMMARY_KEY_STOPS`). Evaluation or any
  * other caller of the analyzer uses the same options.
  */
 export function analyzerGenerateOptions(
@@ -113,7 +113,9 @@ export function analyzerGenerateOptions(
 ): TextGenerateOptions {
   const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
   if (!spec.seed.analyzer_constrained) {
-    const stop = spec.seed.analyzer_summary ? [ANALYSIS_STOP] : [ANALYSIS_STOP, SUMMARY_KEY_STOP];
+    const stop = spec.seed.analyzer_summary
+      ? [ANALYSIS_STOP]
+      : [ANALYSIS_STOP, ...SUMMARY_KEY_STOPS];
     return { ...base, stop };
   }
   const schemas = analyzerSchemas(spec, env);
@@ -322,6 +324,11 @@ export class SeedTrainer {
         return g.texts;
       },
     });
+    if (!spec.seed.analyzer_summary) {
+      // Free text may still carry one (a summary written first, or a layout the stops miss):
+      // the job asked for none, so the library and the dumps carry none (JobSpec doc).
+      for (const [id, a] of r.analyses) if (a) r.analyses.set(id, { ...a, episode_summary: "" });
+    }
     return { ...r, tokens };
   }
 

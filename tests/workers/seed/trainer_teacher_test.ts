@@ -1,13 +1,20 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
-import { compileTextPattern, Tokenizer } from "../../../workers/model/mod.ts";
+import {
+  compileTextPattern,
+  type Policy,
+  type TokenConstraint,
+  Tokenizer,
+} from "../../../workers/model/mod.ts";
 import {
   ANALYSIS_STOP,
   analysisSchema,
   analyzerGenerateOptions,
   checkAnalyzerBudget,
+  parseSkillAnalysis,
   SkillLibrary,
-  SUMMARY_KEY_STOP,
+  SUMMARY_KEY_STOPS,
+  type TextGenerateOptions,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
@@ -200,7 +207,83 @@ Deno.test("the analyzer's generation options follow analyzer_summary, constraine
   assert.deepEqual(options({ analyzer_constrained: false }).stop, [ANALYSIS_STOP]);
   assert.deepEqual(
     options({ analyzer_constrained: false, analyzer_summary: false }).stop,
-    [ANALYSIS_STOP, SUMMARY_KEY_STOP],
+    [ANALYSIS_STOP, ...SUMMARY_KEY_STOPS],
   );
+  await policy.release();
+});
+
+/** A constraint that allows only `ids`, in order: the model writes exactly that text. */
+function forcing(ids: readonly number[]): TokenConstraint {
+  let k = 0;
+  return {
+    maskLogits(logits) {
+      for (let i = 0; i < logits.length; i++) if (i !== ids[k]) logits[i] = -Infinity;
+    },
+    accept: () => ++k === ids.length,
+  };
+}
+
+/**
+ * θ made to answer every analyzer prompt with `answer`, through the real generation loop and the
+ * stop strings the trainer asks for (a forcing constraint picks each token): the text a model
+ * writing `answer` leaves after the job's stops. Other prompts are generated as usual.
+ */
+class ScriptedAnalyzer extends TextPolicy {
+  constructor(policy: Policy, tokenizer: Tokenizer, readonly answer: string) {
+    super(policy, tokenizer);
+  }
+
+  override async generate(prompts: string[], options: TextGenerateOptions) {
+    if (!prompts[0]?.startsWith("Analyze the agent episode")) {
+      return super.generate(prompts, options);
+    }
+    assert.equal(options.schema, undefined, "free text");
+    const ids = this.tokenizer.encode(this.answer, { addSpecialTokens: false });
+    const gens = await this.policy.generate(prompts.map((p) => this.promptIds(p)), {
+      maxNewTokens: ids.length,
+      greedy: true,
+      stop: options.stop,
+      detokenize: (t) => this.tokenizer.decode(t, { skipSpecialTokens: true }),
+      constraint: () => forcing(ids),
+    });
+    return {
+      texts: gens.map((g) => (g.text ?? "").trim()),
+      responseIds: gens.map((g) => g.tokens),
+      tokens: gens.reduce((n, g) => n + g.tokens.length, 0),
+    };
+  }
+}
+
+Deno.test("free-text analyses without the summary keep every skill the whole answer had, and no summary", async () => {
+  const { env, model, policy } = await tinySokobanPolicy();
+  const spec = parseJobSpec(
+    tinySpec({ seed: { analyzer_constrained: false, analyzer_summary: false } }),
+  );
+  const answers = [
+    // the warm-up's form (analysisTarget): cut right after the skill
+    '{"episode_skill":"push the box up","episode_summary":"pushed the box up"}',
+    // the prompt's spacing
+    '{"episode_skill": "push the box up", "episode_summary": "pushed the box up"}',
+    // the paper's order, summary first
+    '{"episode_summary": "pushed the box up", "episode_skill": "push the box up"}',
+    // the key's name quoted inside the skill
+    '{"episode_skill":"fill the \\"episode_summary\\" last","episode_summary":"done"}',
+  ];
+  for (const answer of answers) {
+    const theta = new ScriptedAnalyzer(policy, new Tokenizer(model.tokenizer), answer);
+    const library = new SkillLibrary("job-1");
+    const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
+    const { metrics, teacher } = await trainer.step(1, () => Promise.resolve());
+    const want = parseSkillAnalysis(answer)!.episode_skill;
+    assert.equal(metrics.analyzer_parse_rate, 1, `${answer} → ${[...teacher.raw!.values()][0]}`);
+    for (const [id, analysis] of teacher.analyses) {
+      assert.deepEqual(analysis, { episode_summary: "", episode_skill: want }, id);
+    }
+    assert.deepEqual(library.all().map((s) => [s.text, s.summary]), [[want, ""]]);
+    if (answer.startsWith('{"episode_skill')) {
+      // the summary's tokens are not generated
+      for (const raw of teacher.raw!.values()) assert.ok(!raw.includes("pushed"), raw);
+    }
+  }
   await policy.release();
 });

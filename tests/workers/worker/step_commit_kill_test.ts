@@ -23,8 +23,10 @@ const UPLOAD_DEADLINE_MS = 120_000;
  * Resolves as soon as a path under `directory` matches `pattern`: on a file-system event, or on a
  * scan every 50 ms. The scan is needed because a recursive watch adds its watch on a new folder
  * only after the folder appears, so the events of files written into it at once can be missed
- * (s3rver writes each object as a fresh folder `…/key/._S3rver_object`); waiting on events alone
- * hung CI for 50 minutes. Rejects when `child` exits first or after {@link UPLOAD_DEADLINE_MS}.
+ * (s3rver stores key `…/skills/step-2/attempt-1.json` as files `attempt-1.json._S3rver_object`,
+ * `….md5` and `attempt-1.json._S3rver_metadata.json` in the key's folder `…/skills/step-2`, which
+ * its PUT creates fresh); waiting on events alone hung CI for 50 minutes. Rejects when `child`
+ * exits first or after {@link UPLOAD_DEADLINE_MS}.
  */
 async function waitForPath(
   directory: string,
@@ -129,8 +131,9 @@ Deno.test("a worker killed between a step's uploads and its commit loses nothing
       spec: testSpec({ steps: STEPS, max_attempts: 5 }),
     });
     for (const target of [2, 4]) {
-      // Kill the worker the moment step `target`'s skill library object lands in the store:
-      // its checkpoint objects are uploaded, its rows are not yet committed.
+      // Kill the worker the moment step `target`'s skill library upload reaches the store (its
+      // folder appears when s3rver starts the PUT): its checkpoint objects are uploaded, its rows
+      // are not yet committed.
       const child = spawnWorker();
       await waitForPath(s3.directory, new RegExp(`/skills/step-${target}(/|$)`), child)
         .catch(async (error) => {
