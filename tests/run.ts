@@ -7,9 +7,10 @@
  * `TEST_DATABASE_URL` pointing at it, stops the cluster by its pid, and ends with the line
  * `N passed, N failed` that CI reads. Exits non-zero when any test failed.
  *
- * `TEST_TIMEOUT_MIN` (default 30; a full run takes about 10 minutes) bounds the whole run: past it the harness says which test was
- * running, stops `deno test` by its pid (SIGTERM, SIGKILL 10 s later) and fails, so a test that
- * hangs ends CI with its name instead of running into CI's own limit.
+ * `TEST_TIMEOUT_MIN` (default 30; a full run takes about 10 minutes) bounds the whole run: past it
+ * the harness says which test was running, stops `deno test` by its pid (SIGTERM, SIGKILL 10 s
+ * later) and fails, so a test that hangs ends CI with its name instead of running into CI's own
+ * limit.
  */
 import { ensureChromium } from "./_harness/chromium.ts";
 import { startPostgres } from "./_harness/postgres.ts";

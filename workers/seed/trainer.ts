@@ -151,8 +151,8 @@ export function analyzerSchemas(
  * ~20 for builtin tokenizers; more under an environment's skill grammar, with builtin tokenizers
  * Sokoban's 47 (won) and 34 (lost), household's 52 and 75; fewer without the summary field,
  * `seed.analyzer_summary: false`), for each outcome the job analyses (`seed.analyze`), under the
- * schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders (indexes the vocabulary
- * once).
+ * schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders (indexes
+ * the vocabulary once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */
 export function checkAnalyzerBudget(

@@ -27,8 +27,8 @@
  * trajectory, `"analysis": {"skill", "summary", "raw"}` (skill and summary null when the analyzer's
  * answer did not parse, summary also when it had none; `raw` is that answer), and on each
  * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
- * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in nats (README.md, Algorithm, step 4; > 0:
- * the skill in the prompt made the token more likely). Turns and trajectories without them have no
+ * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in
+ * nats (README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely). Turns and trajectories without them have no
  * such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
