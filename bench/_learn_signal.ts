@@ -18,6 +18,8 @@ export const SIGNAL_METRICS = [
   "analyzer_parse_rate",
   "skill_well_formed_rate",
   "skill_truthful_rate",
+  "skill_truthful_won_rate",
+  "skill_truthful_lost_rate",
 ] as const;
 
 /** One metric name of {@link SIGNAL_METRICS}. */
@@ -113,7 +115,9 @@ export function signalSummary(rows: readonly SignalRow[]): string[] {
       `${env} SEED targets: Δ won ≥ 0.1 at ${won}; corr(Δ, A) > 0 at ${corr}; parse ≥ 0.99 at ${parsed}; ` +
         `step ${lastStep} (mean over ${last.length} seed(s)): well-formed ${
           lastMean("skill_well_formed_rate")
-        }, truthful ${lastMean("skill_truthful_rate")}`,
+        }, truthful ${lastMean("skill_truthful_rate")} (won ${
+          lastMean("skill_truthful_won_rate")
+        }, lost ${lastMean("skill_truthful_lost_rate")})`,
     );
   }
   return out;

@@ -244,6 +244,13 @@ export const JobSpecSchema = z.object({
     analyzer_max_steps: int(1, 200).default(8),
     /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
     analyzer_max_field_chars: int(16, 100_000).default(600),
+    /**
+     * Show the environment's per-step feedback (what the action did, e.g. Sokoban's `pushed the
+     * box up`) in analyzer prompts as `Effect:` lines, and the omitted steps' feedback as one
+     * `Earlier effects:` line. `false` gives the reference code's prompt. Environments without
+     * feedback are unaffected (README, Algorithm, step 3).
+     */
+    analyzer_feedback: z.boolean().default(true),
   }).strict().prefault({}),
   optim: z.object({
     /** AdamW learning rate (peak, for schedules). */

@@ -17,6 +17,7 @@ function run(seed: number, won: number[], corr: number[]) {
       analyzer_parse_rate: 1,
       skill_well_formed_rate: 1,
       skill_truthful_rate: 0.5 + 0.1 * seed,
+      skill_truthful_won_rate: 0.9,
       loss: 3,
     })
   );
@@ -33,9 +34,10 @@ Deno.test("signal rows skip step 0 and keep only the signal metrics", () => {
     csv[0],
     "env,method,seed,step,teacher_gap_won_mean,teacher_gap_lost_mean,old_logprob_won_mean," +
       "teacher_gap_advantage_corr," +
-      "zero_advantage_group_share,analyzer_parse_rate,skill_well_formed_rate,skill_truthful_rate",
+      "zero_advantage_group_share,analyzer_parse_rate,skill_well_formed_rate,skill_truthful_rate," +
+      "skill_truthful_won_rate,skill_truthful_lost_rate",
   );
-  assert.equal(csv[2], "sokoban,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000");
+  assert.equal(csv[2], "sokoban,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,");
 });
 
 Deno.test("the signal summary counts the steps that meet each target and averages the last step", () => {
@@ -47,5 +49,8 @@ Deno.test("the signal summary counts the steps that meet each target and average
   assert.match(lines[1], /Δ won ≥ 0\.1 at 3\/4 steps; corr\(Δ, A\) > 0 at 3\/4 steps/);
   assert.match(lines[1], /parse ≥ 0\.99 at 4\/4 steps/);
   // Last step: truthful 0.6 (seed 1) and 0.7 (seed 2).
-  assert.match(lines[1], /step 2 \(mean over 2 seed\(s\)\): well-formed 1\.00, truthful 0\.65/);
+  assert.match(
+    lines[1],
+    /step 2 \(mean over 2 seed\(s\)\): well-formed 1\.00, truthful 0\.65 \(won 0\.90, lost —\)/,
+  );
 });

@@ -80,6 +80,13 @@ export interface StepResult {
   valid: boolean;
   /** Env-specific extras (e.g. WebShop's reward breakdown); JSON-serialisable. */
   info: Record<string, unknown>;
+  /**
+   * Optional: one short sentence saying what the action did (Sokoban: `pushed the box up`,
+   * `walked left into a wall and changed nothing`), for environments whose observations do not
+   * say it themselves (a grid shows the new state, not the move). The analyzer prompt shows it as
+   * the step's `Effect:` line (workers/seed/skills.ts); the policy never sees it.
+   */
+  feedback?: string;
 }
 
 /** A live episode of one task. Not thread-safe; one per rollout copy. */
@@ -101,6 +108,8 @@ export interface TrajectoryStep {
   action: string;
   valid: boolean;
   reward: number;
+  /** The environment's {@link StepResult.feedback} for this step, when it gave one. */
+  feedback?: string;
 }
 
 /** A whole episode, for the analyzer (README.md, Algorithm, step 3). */

@@ -294,6 +294,7 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
         action: actions[i] ?? "",
         valid: result?.valid ?? false,
         reward: result?.reward ?? 0,
+        ...(result?.feedback !== undefined ? { feedback: result.feedback } : {}),
       });
       if (result === null) return;
       e.observation = result.observation;

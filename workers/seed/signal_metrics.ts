@@ -18,6 +18,8 @@
  * - `skills_judged`, `skill_well_formed_rate`, `skill_truthful_rate`: of this step's parsed
  *   skills, the share the environment's reference-analyzer grammar accepts and the share equal to
  *   the reference analysis of the same trajectory (`judgeSkill`, workers/envs/skill_judge.ts).
+ * - `skill_truthful_won_rate`, `skill_truthful_lost_rate`: the truthful share among the skills of
+ *   won / not-won trajectories (workflows vs avoidance rules; left out when a class has none).
  *
  * Undefined values are left out of the result (never NaN, never a made-up 0): no teacher tokens
  * in a class, fewer than two samples or a constant Δ or A for the correlation, no groups, an
@@ -35,6 +37,8 @@ export const SIGNAL_METRIC_NAMES = [
   "skills_judged",
   "skill_well_formed_rate",
   "skill_truthful_rate",
+  "skill_truthful_won_rate",
+  "skill_truthful_lost_rate",
 ] as const;
 
 /** The fields of a training sample (samples.ts `TurnSample`) these metrics read. */
@@ -145,14 +149,22 @@ export async function skillQualityMetrics(
   const judged = await Promise.all(
     trajectories.flatMap((t) => {
       const skill = analyses.get(t.id)?.episode_skill;
-      return skill === undefined ? [] : [judge(stripIds(t), skill)];
+      return skill === undefined
+        ? []
+        : [judge(stripIds(t), skill).then((j) => ({ ...j, won: t.won }))];
     }),
   );
   if (judged.length === 0) return {};
+  const truthfulShare = (of: readonly { truthful: boolean }[]) =>
+    of.filter((j) => j.truthful).length / of.length;
+  const won = judged.filter((j) => j.won);
+  const lost = judged.filter((j) => !j.won);
   return {
     skills_judged: judged.length,
     skill_well_formed_rate: judged.filter((j) => j.wellFormed).length / judged.length,
-    skill_truthful_rate: judged.filter((j) => j.truthful).length / judged.length,
+    skill_truthful_rate: truthfulShare(judged),
+    ...(won.length > 0 ? { skill_truthful_won_rate: truthfulShare(won) } : {}),
+    ...(lost.length > 0 ? { skill_truthful_lost_rate: truthfulShare(lost) } : {}),
   };
 }
 
@@ -168,6 +180,7 @@ function stripIds(t: Trajectory): Trajectory {
       action: s.action,
       valid: s.valid,
       reward: s.reward,
+      ...(s.feedback !== undefined ? { feedback: s.feedback } : {}),
     })),
   };
 }

@@ -17,6 +17,21 @@ export interface AnalyzerPromptOptions {
   maxSteps?: number;
   /** Shorten each observation/response longer than this (chars, ≥ 16), keeping head and tail. */
   maxFieldChars?: number;
+  /** Show the steps' `feedback` as `Effect:` lines (default true; false = the reference prompt). */
+  feedback?: boolean;
+}
+
+/** The analyzer prompt options of a JobSpec's `seed` section. */
+export function analyzerPromptOptions(seed: {
+  analyzer_max_steps: number;
+  analyzer_max_field_chars: number;
+  analyzer_feedback: boolean;
+}): AnalyzerPromptOptions {
+  return {
+    maxSteps: seed.analyzer_max_steps,
+    maxFieldChars: seed.analyzer_max_field_chars,
+    feedback: seed.analyzer_feedback,
+  };
 }
 
 /** Shortens `text` to at most `max` chars by cutting its middle (head and tail both matter). */
@@ -33,13 +48,16 @@ function shorten(text: string, max: number | undefined): string {
  * success the skill is the workflow (core decision rule and action order that worked), on failure
  * the avoidance rule (core mistake and warning signs); one short policy-facing skill. Carries `Your
  * task is to: …`, `Outcome: success|failure`, and per step `Step k` (1-based turn) / `Observation:`
- * / `Response:` / `Action valid: yes|no`. Throws `SeedOptionError` on out-of-range options.
+ * / `Response:` / `Action valid: yes|no`, then `Effect: …` where the environment gave feedback
+ * (`TrajectoryStep.feedback`; this service's addition, see README.md, Algorithm, step 3). Steps
+ * cut by `maxSteps` leave `(n earlier steps omitted)` and, with feedback, one `Earlier effects:`
+ * line of theirs. Throws `SeedOptionError` on out-of-range options.
  */
 export function buildAnalyzerPrompt(
   trajectory: Trajectory,
   options: AnalyzerPromptOptions = {},
 ): string {
-  const { maxSteps, maxFieldChars } = options;
+  const { maxSteps, maxFieldChars, feedback = true } = options;
   if (maxSteps !== undefined) checkNumber("maxSteps", maxSteps, { min: 1, integer: true });
   if (maxFieldChars !== undefined) {
     checkNumber("maxFieldChars", maxFieldChars, { min: 16, integer: true });
@@ -57,7 +75,11 @@ export function buildAnalyzerPrompt(
   ];
   const steps = trajectory.steps;
   const first = maxSteps !== undefined ? Math.max(0, steps.length - maxSteps) : 0;
-  if (first > 0) lines.push(`(${first} earlier step${first === 1 ? "" : "s"} omitted)`);
+  if (first > 0) {
+    lines.push(`(${first} earlier step${first === 1 ? "" : "s"} omitted)`);
+    const earlier = feedback ? effectRuns(steps.slice(0, first), maxFieldChars) : "";
+    if (earlier !== "") lines.push(`Earlier effects: ${earlier}`);
+  }
   for (let k = first; k < steps.length; k++) {
     const step = steps[k];
     lines.push(
@@ -66,8 +88,27 @@ export function buildAnalyzerPrompt(
       `Response: ${shorten(step.response, maxFieldChars)}`,
       `Action valid: ${step.valid ? "yes" : "no"}`,
     );
+    if (feedback && step.feedback !== undefined) {
+      lines.push(`Effect: ${shorten(step.feedback, maxFieldChars)}`);
+    }
   }
   return lines.join("\n");
+}
+
+/**
+ * The environment's feedback of `steps` in order, consecutive repeats merged (`walked left, 2
+ * times; pushed the box up`); steps without feedback (invalid actions) are skipped. "" for none.
+ */
+function effectRuns(steps: readonly Trajectory["steps"][number][], maxChars?: number): string {
+  const runs: { text: string; n: number }[] = [];
+  for (const step of steps) {
+    if (step.feedback === undefined) continue;
+    const text = shorten(step.feedback, maxChars);
+    const last = runs[runs.length - 1];
+    if (last?.text === text) last.n++;
+    else runs.push({ text, n: 1 });
+  }
+  return runs.map((r) => r.n === 1 ? r.text : `${r.text}, ${r.n} times`).join("; ");
 }
 
 /** Bounds of `parseSkillAnalysis` (chars). */

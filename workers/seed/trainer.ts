@@ -41,7 +41,12 @@ import { signalMetrics } from "./signal_metrics.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
-import { analysisSchema, analysisTarget, buildAnalyzerPrompt } from "./skills.ts";
+import {
+  analysisSchema,
+  analysisTarget,
+  analyzerPromptOptions,
+  buildAnalyzerPrompt,
+} from "./skills.ts";
 import {
   ACTION_STOP,
   ANALYSIS_STOP,
@@ -313,10 +318,7 @@ export class SeedTrainer {
     let tokens = 0;
     const r = await analyzeTrajectories(trajectories, {
       mode: plan.analyze,
-      prompt: {
-        maxSteps: spec.seed.analyzer_max_steps,
-        maxFieldChars: spec.seed.analyzer_max_field_chars,
-      },
+      prompt: analyzerPromptOptions(spec.seed),
       generate: async (prompts, analysed) => {
         const won = analysed.map((t) => t.won);
         const g = await theta.generate(prompts, analyzerGenerateOptions(spec, env, won));
@@ -396,10 +398,7 @@ export class SeedTrainer {
       const j = i + rng.nextInt(pool.length - i);
       [pool[i], pool[j]] = [pool[j], pool[i]];
       const reference = await env.referenceAnalysis(pool[i]);
-      const prompt = buildAnalyzerPrompt(pool[i], {
-        maxSteps: spec.seed.analyzer_max_steps,
-        maxFieldChars: spec.seed.analyzer_max_field_chars,
-      });
+      const prompt = buildAnalyzerPrompt(pool[i], analyzerPromptOptions(spec.seed));
       out.push(theta.sample(prompt, analysisTarget(reference), true));
     }
     return out;

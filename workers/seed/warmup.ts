@@ -284,6 +284,7 @@ async function expertEpisode(
         action,
         valid: result.valid,
         reward: result.reward,
+        ...(result.feedback !== undefined ? { feedback: result.feedback } : {}),
       });
       observation = result.observation;
       if (result.done) return { steps, won: result.won };

@@ -105,6 +105,9 @@ Deno.test("skill quality: shares of well-formed and truthful parsed skills, judg
   assert.equal(m.skills_judged, 3);
   close(m.skill_well_formed_rate, 2 / 3);
   close(m.skill_truthful_rate, 1 / 3);
+  // None of the four is won: the truthful share of lost skills is the overall one, no won share.
+  close(m.skill_truthful_lost_rate, 1 / 3);
+  assert.equal("skill_truthful_won_rate" in m, false);
   assert.deepEqual(await skillQualityMetrics({}, trajectories, analyses), {});
   assert.deepEqual(await skillQualityMetrics(env, trajectories, new Map()), {});
   const all = await signalMetrics({ env, samples: SAMPLES, gaps: GAPS, trajectories, analyses });

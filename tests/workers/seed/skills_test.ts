@@ -104,6 +104,42 @@ Deno.test("the analyzer prompt keeps the last steps and says how many were omitt
   assert.ok(!all.includes("omitted"));
 });
 
+Deno.test("the analyzer prompt shows the environment's feedback as Effect lines, earlier ones merged", () => {
+  const effects = [
+    "walked left",
+    "walked left",
+    undefined,
+    "walked left",
+    "pushed the box up",
+    "walked up",
+  ];
+  const t = trajectory(true, effects.length);
+  t.steps.forEach((step, k) => {
+    if (effects[k] !== undefined) step.feedback = effects[k];
+  });
+  const lines = buildAnalyzerPrompt(t, { maxSteps: 2 }).split("\n");
+  const omitted = lines.indexOf("(4 earlier steps omitted)");
+  // Step 3 gave no feedback (an invalid action): the runs around it merge.
+  assert.equal(lines[omitted + 1], "Earlier effects: walked left, 3 times");
+  assert.deepEqual(lines.slice(omitted + 2), [
+    "Step 5",
+    "Observation: grid 5",
+    "Response: <action>move up</action>",
+    "Action valid: yes",
+    "Effect: pushed the box up",
+    "Step 6",
+    "Observation: grid 6",
+    "Response: <action>move left</action>",
+    "Action valid: yes",
+    "Effect: walked up",
+  ]);
+  const ends = buildAnalyzerPrompt(t, { maxSteps: 4 }).split("\n");
+  assert.ok(ends.includes("Earlier effects: walked left, 2 times"));
+  // Without feedback, no Effect or Earlier effects line: the reference's prompt.
+  const plain = buildAnalyzerPrompt(trajectory(true, 6), { maxSteps: 2 });
+  assert.ok(!plain.includes("Effect"));
+});
+
 Deno.test("the analyzer prompt shortens long fields keeping head and tail", () => {
   const t = trajectory(true, 1);
   t.steps[0].response = "a".repeat(50) + "<action>up</action>";

@@ -23,6 +23,15 @@ Deno.test("a step reports Δ by outcome, corr(Δ, A), all-zero groups and skill 
       sokoban.referenceAnalysis(t).episode_skill === BUMPS
     ).length;
     assert.equal(metrics.skill_truthful_rate, truthful / n);
+    for (const won of [true, false]) {
+      const mine = trajectories.filter((t) => t.won === won);
+      const name = won ? "skill_truthful_won_rate" : "skill_truthful_lost_rate";
+      if (mine.length === 0) assert.equal(name in metrics, false);
+      else {
+        const right = mine.filter((t) => sokoban.referenceAnalysis(t).episode_skill === BUMPS);
+        assert.equal(metrics[name], right.length / mine.length);
+      }
+    }
     const share = metrics.zero_advantage_group_share;
     assert.ok(share >= 0 && share <= 1, `share ${share}`);
     // Every sample has a teacher: the won and lost means are the token-weighted parts of the mean.

@@ -123,6 +123,7 @@ export const WireStepResultSchema = z.object({
   won: z.boolean(),
   valid: z.boolean(),
   info: z.record(z.string(), z.unknown()),
+  feedback: z.string().max(2000).optional(),
 });
 
 /** One trajectory step. */
@@ -132,6 +133,7 @@ export const TrajectoryStepSchema = z.object({
   action: z.string().max(2000),
   valid: z.boolean(),
   reward: z.number(),
+  feedback: z.string().max(2000).optional(),
 });
 
 /** A whole trajectory. */

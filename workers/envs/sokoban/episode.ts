@@ -9,6 +9,7 @@
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
 import type { Level } from "./generate.ts";
+import { moveFeedback } from "./feedback.ts";
 import { renderSokobanImage } from "./render.ts";
 import {
   boxesOnTargets,
@@ -114,6 +115,7 @@ export class SokobanEpisode implements Episode {
     }
     this.#turn++;
     const before = boxesOnTargets(room, this.#state);
+    const from = this.#state.player;
     const out = move(room, this.#state, dir);
     this.#state = out.state;
     const after = boxesOnTargets(room, out.state);
@@ -128,6 +130,10 @@ export class SokobanEpisode implements Episode {
       won,
       valid: true,
       info: this.#info({ moved: out.moved, pushed: out.push !== undefined, deadlock }),
+      feedback: moveFeedback(room, from, dir, out, {
+        live: this.#live,
+        manyBoxes: out.state.boxes.length > 1,
+      }),
     };
   }
 

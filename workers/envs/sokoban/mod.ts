@@ -36,6 +36,7 @@ import { analyzerTexts, analyzeSokoban } from "./analyzer.ts";
 import { judgeWithGrammar } from "../skill_judge.ts";
 import { SOKOBAN_SKILL_GRAMMAR, SOKOBAN_SKILL_PATTERNS } from "./judge.ts";
 import { SokobanEpisode } from "./episode.ts";
+import { FEEDBACK_TEMPLATES } from "./feedback.ts";
 import { SokobanExpert } from "./expert.ts";
 import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
 import { SOKOBAN_PALETTE, SOKOBAN_TILE_PX } from "./render.ts";
@@ -207,6 +208,7 @@ export const sokobanEnvironment: Environment = {
       ...Object.values(SYMBOLS),
       ...DIRECTIONS,
       ...analyzerTexts(),
+      ...Object.values(FEEDBACK_TEMPLATES).map((t) => t.replace(/\{\w+\}/g, " ")),
     ]));
   },
 };

@@ -58,7 +58,7 @@ export function analyzerTemplateVocabulary(): string[] {
     instruction: "",
     options: {},
   };
-  const step = { observation: "", response: "", action: "", valid: true, reward: 0 };
+  const step = { observation: "", response: "", action: "", valid: true, reward: 0, feedback: "" };
   const texts = [true, false].map((won) => {
     const t: Trajectory = { task, steps: [step, { ...step, valid: false }], won, score: 0 };
     return buildAnalyzerPrompt(t, { maxSteps: 1 });
@@ -66,6 +66,7 @@ export function analyzerTemplateVocabulary(): string[] {
   return vocabularyOf([
     ...texts,
     "(2 earlier steps omitted)",
+    "Earlier effects: walked, 2 times; walked",
     SKILL_HEADING,
     SKILL_INSTRUCTION,
     '{"episode_summary": "", "episode_skill": ""}',

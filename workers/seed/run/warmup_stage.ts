@@ -16,6 +16,7 @@ import type { TextPolicy } from "../text_policy.ts";
 import type { RunPlan } from "../run_plan.ts";
 import type { Trajectory } from "../../envs/mod.ts";
 import { annotateTrajectories, type AnnotationReport, AnnotatorError } from "../annotator.ts";
+import { analyzerPromptOptions } from "../skills.ts";
 import {
   analyzerSamples,
   expertSamples,
@@ -134,10 +135,7 @@ export async function runWarmup(
       seed: analyzerSeed,
       temperature: 1,
       maxNewTokens: spec.rollout.max_new_tokens,
-      prompt: {
-        maxSteps: spec.seed.analyzer_max_steps,
-        maxFieldChars: spec.seed.analyzer_max_field_chars,
-      },
+      prompt: analyzerPromptOptions(spec.seed),
       signal: ctx.signal,
       label: annotator?.label,
     });
@@ -224,10 +222,7 @@ async function annotatorOf(run: WarmupRun) {
       const annotation = await annotateTrajectories(trajectories, {
         spec,
         apiKey,
-        prompt: {
-          maxSteps: run.spec.seed.analyzer_max_steps,
-          maxFieldChars: run.spec.seed.analyzer_max_field_chars,
-        },
+        prompt: analyzerPromptOptions(run.spec.seed),
         signal: ctx.signal,
       });
       report = annotation.report;

@@ -35,7 +35,10 @@ Deno.test("an HTTP environment gives the same tasks and trajectory as the in-pro
     assert.deepEqual(tasks, await local.sampleTasks("test_unseen", 3, 99, options));
     const actions = ["up", "<garbage>", "left", "down", "right", "right", "jump", "up"];
     for (const task of tasks) {
-      assert.deepEqual(await play(remote, task, actions), await play(local, task, actions));
+      const played = await play(remote, task, actions);
+      assert.deepEqual(played, await play(local, task, actions));
+      // The step's feedback (the analyzer's Effect line) crosses the wire.
+      assert.match((played[1] as { feedback: string }).feedback, /^walked up|^pushed/);
     }
     const expert = remote.createExpert(tasks[0]);
     const localExpert = local.createExpert(tasks[0]);

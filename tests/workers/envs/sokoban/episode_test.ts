@@ -134,3 +134,41 @@ Deno.test("step before reset throws and reset restarts the same task", () => {
   ep.step("left");
   assert.deepEqual(ep.reset(), first);
 });
+
+Deno.test("feedback says what each move did: walk, wall, push, onto and off the target, dead cell", () => {
+  const ep = new SokobanEpisode(task, corridor, false);
+  ep.reset();
+  const said = (action: string) => ep.step(action).feedback;
+  assert.equal(said("left"), "walked left into a wall and changed nothing");
+  assert.equal(said("up"), "walked up");
+  assert.equal(said("down"), "walked down");
+  assert.equal(said("right"), "pushed the box right");
+  assert.equal(said("right"), "pushed the box right onto the target");
+  assert.equal(ep.step("left").feedback, undefined, "the episode is over: nothing to report");
+  const dead = new SokobanEpisode(task, corridor, false);
+  dead.reset();
+  dead.step("up");
+  dead.step("right");
+  // From above the box, pushing down moves it against the south wall, away from any target.
+  assert.equal(dead.step("down").feedback, "pushed the box down where it can never reach a target");
+  // The box is now against the south wall, right under the player.
+  assert.equal(dead.step("down").feedback, "walked down into a stuck box and changed nothing");
+  assert.equal(dead.step("jump").feedback, undefined, "an invalid action has no effect to report");
+  const off = new SokobanEpisode(
+    task,
+    levelOf([
+      "# # # # # #",
+      "# _ _ _ _ #",
+      "# _ _ P √ #",
+      "# _ _ _ _ #",
+      "# _ O X _ #",
+      "# # # # # #",
+    ]),
+    false,
+  );
+  off.reset();
+  off.step("up");
+  off.step("right");
+  // Two boxes: "a box", as the reference analyzer says it.
+  assert.equal(off.step("down").feedback, "pushed a box down off its target");
+});
