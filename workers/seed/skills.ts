@@ -51,7 +51,10 @@ function shorten(text: string, max: number | undefined): string {
  * / `Response:` / `Action valid: yes|no`, then `Effect: …` where the environment gave feedback
  * (`TrajectoryStep.feedback`; this service's addition, see README.md, Algorithm, step 3). Steps
  * cut by `maxSteps` leave `(n earlier steps omitted)` and, with feedback, one `Earlier effects:`
- * line of theirs. Throws `SeedOptionError` on out-of-range options.
+ * line of theirs, shortened (head and tail kept) to `maxSteps × maxFieldChars` chars so that
+ * `maxSteps` bounds the prompt however long the episode (an environment whose every step says
+ * something new would otherwise add up to 199 × `maxFieldChars`). Throws `SeedOptionError` on
+ * out-of-range options.
  */
 export function buildAnalyzerPrompt(
   trajectory: Trajectory,
@@ -77,7 +80,12 @@ export function buildAnalyzerPrompt(
   const first = maxSteps !== undefined ? Math.max(0, steps.length - maxSteps) : 0;
   if (first > 0) {
     lines.push(`(${first} earlier step${first === 1 ? "" : "s"} omitted)`);
-    const earlier = feedback ? effectRuns(steps.slice(0, first), maxFieldChars) : "";
+    const earlier = feedback
+      ? shorten(
+        effectRuns(steps.slice(0, first), maxFieldChars),
+        maxFieldChars === undefined ? undefined : maxSteps! * maxFieldChars,
+      )
+      : "";
     if (earlier !== "") lines.push(`Earlier effects: ${earlier}`);
   }
   for (let k = first; k < steps.length; k++) {

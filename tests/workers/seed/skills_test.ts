@@ -140,6 +140,29 @@ Deno.test("the analyzer prompt shows the environment's feedback as Effect lines,
   assert.ok(!plain.includes("Effect"));
 });
 
+Deno.test("the Earlier effects line stays within max steps × max field chars however long the episode", () => {
+  // An environment whose every step says something new (here, where the player went): 198 runs
+  // that nothing merges. Unbounded, the line alone was 198 × ~20 chars for a 2-step window.
+  const t = trajectory(false, 200);
+  t.steps.forEach((step, k) => step.feedback = `moved to cell ${k + 1}`);
+  const lines = buildAnalyzerPrompt(t, { maxSteps: 2, maxFieldChars: 40 }).split("\n");
+  const line = lines.find((l) => l.startsWith("Earlier effects: "))!;
+  const text = line.slice("Earlier effects: ".length);
+  assert.equal(text.length, 2 * 40);
+  // Head and tail kept: the first omitted step's effect and the last one's.
+  assert.ok(text.startsWith("moved to cell 1; moved to cell 2;"), text);
+  assert.ok(text.endsWith("moved to cell 197; moved to cell 198"), text);
+  assert.ok(text.includes(" … "));
+  // A line within the bound is unchanged, and without maxFieldChars nothing is shortened.
+  const short = buildAnalyzerPrompt(t, { maxSteps: 197, maxFieldChars: 40 });
+  assert.ok(short.includes("Earlier effects: moved to cell 1; moved to cell 2; moved to cell 3\n"));
+  const whole = buildAnalyzerPrompt(t, { maxSteps: 2 }).split("\n");
+  assert.equal(
+    whole.find((l) => l.startsWith("Earlier effects: ")),
+    `Earlier effects: ${t.steps.slice(0, 198).map((s) => s.feedback).join("; ")}`,
+  );
+});
+
 Deno.test("the analyzer prompt shortens long fields keeping head and tail", () => {
   const t = trajectory(true, 1);
   t.steps[0].response = "a".repeat(50) + "<action>up</action>";
