@@ -245,10 +245,10 @@ export const JobSpecSchema = z.object({
     /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
     analyzer_max_field_chars: int(16, 100_000).default(600),
     /**
-     * Show the environment's per-step feedback (what the action did, e.g. Sokoban's `pushed the
-     * box up`) in analyzer prompts as `Effect:` lines, and the omitted steps' feedback as one
-     * `Earlier effects:` line. `false` gives the reference code's prompt. Environments without
-     * feedback are unaffected (README, Algorithm, step 3).
+     * Show the environment's per-step feedback (what the action did) to the analyzer as `Effect:`
+     * lines, the omitted steps' as one `Earlier effects:` line (≤ `analyzer_max_steps` ×
+     * `analyzer_max_field_chars` chars). `false`: the reference code's prompt. No change for
+     * environments without feedback (README, Algorithm, step 3).
      */
     analyzer_feedback: z.boolean().default(true),
   }).strict().prefault({}),
