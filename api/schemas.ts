@@ -295,6 +295,8 @@ export const TrajectoryTurnView = z.object({
   valid: z.boolean(),
   reward: z.number(),
   image: TrajectoryImageView.nullable(),
+  /** What the action did, as the environment said it (the analyzer's `Effect:` line), if it did. */
+  feedback: z.string().optional(),
 }).catchall(z.unknown());
 
 /** One trajectory of a step (`source`: `rollout` = training, `eval` = evaluation). */

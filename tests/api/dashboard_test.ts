@@ -38,7 +38,7 @@ async function json<T = any>(fx: ApiFixture, path: string): Promise<T> {
   return await res.json();
 }
 
-/** A succeeded job whose skill library and rollout dump hold model text that is HTML. */
+/** A succeeded job whose skill library and rollout dump hold model and env text that is HTML. */
 async function xssJob(fx: ApiFixture): Promise<string> {
   const { job } = await submitJob(fx.db, {
     tenantId: fx.tenantA.id,
@@ -51,7 +51,7 @@ async function xssJob(fx: ApiFixture): Promise<string> {
   const trajectory = {
     ...played[0],
     id: "step-1/b0g0",
-    steps: [{ ...played[0].steps[0], response: XSS }],
+    steps: [{ ...played[0].steps[0], response: XSS, feedback: XSS }],
   };
   const library = new SkillLibrary(job.id);
   library.add(XSS, {
@@ -384,6 +384,11 @@ Deno.test({
         await page.waitForSelector("#trajectory h2");
         assert.equal(await page.textContent("#trajectory-skill"), XSS);
         assert.equal(await page.textContent('article[data-turn="1"] pre.response'), XSS);
+        // The environment's feedback (an HTTP environment writes it) is text too.
+        assert.equal(
+          await page.textContent('article[data-turn="1"] .feedback'),
+          `Effect: ${XSS}`,
+        );
         assert.equal(
           await page.locator("#trajectory img:not(.obs-image), #trajectory script").count(),
           0,

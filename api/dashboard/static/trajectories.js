@@ -1,9 +1,10 @@
 /**
  * The trajectory viewer (`GET /v1/jobs/{id}/trajectories`): a step's rollouts and evaluation
  * episodes; for one trajectory each turn's observation (and image, fetched with the key), the
- * response, action, validity and reward, the trajectory's analysis and skill, and on re-scored
- * turns the response tokens coloured by their teacher gap Δ = ℓ_T − ℓ_old (green: the skill in
- * the prompt made the token more likely; red: less likely). All model text is shown as text.
+ * response, action, validity, reward and the environment's feedback (the analyzer's `Effect:`
+ * line), the trajectory's analysis and skill, and on re-scored turns the response tokens coloured
+ * by their teacher gap Δ = ℓ_T − ℓ_old (green: the skill in the prompt made the token more likely;
+ * red: less likely). All model text is shown as text.
  */
 import { api, request } from "./api.js";
 import { h, replace } from "./dom.js";
@@ -312,6 +313,9 @@ function detail(t) {
           h("span", { class: "label" }, "Action: "),
           h("code", null, s.action || "(none)"),
         ),
+        typeof s.feedback === "string"
+          ? h("div", { class: "feedback" }, h("span", { class: "label" }, "Effect: "), s.feedback)
+          : null,
       )
     ),
   ];

@@ -20,6 +20,10 @@
  *      "action": "up", "valid": true, "reward": -0.1, "image": null}]}]}
  * ```
  *
+ * A turn whose environment said what the action did (`TrajectoryStep.feedback`, e.g. Sokoban's
+ * `"pushed the box up"`: the analyzer prompt's `Effect:` line) also has `"feedback"`; other turns
+ * have no such key.
+ *
  * An `eval` dump adds `"splits": [SplitEval…]` (../evaluate.ts: split, episodes, success_rate,
  * score, mean_turns, families).
  *
@@ -95,6 +99,8 @@ export interface DumpedStep {
   reward: number;
   /** Name of the observation's PNG within the step, or null. */
   image: string | null;
+  /** What the action did, as the environment said it (the analyzer's `Effect:` line), if it did. */
+  feedback?: string;
   /** Re-scored turns: the response tokens as text (T,). */
   response_tokens?: string[];
   /** Re-scored turns: Δ = ℓ_T − ℓ_old per response token (T,), nats, 4 decimals. */
@@ -221,6 +227,7 @@ export function dumpEntries(
         valid: s.valid,
         reward: s.reward,
         image,
+        ...(s.feedback !== undefined ? { feedback: clip(s.feedback, limits.maxFieldChars) } : {}),
       };
       const gap = gapsOf.get(`${t.id}#${k}`);
       if (gap && teacher) {

@@ -92,6 +92,25 @@ Deno.test("a rollout dump is bounded in trajectories, text and images", () => {
   assert.equal(kept.flatMap((t) => t.steps).filter((s) => s.image !== null).length, 4);
 });
 
+Deno.test("a turn's feedback (the analyzer's Effect line) is dumped, cut like the observation", () => {
+  const played = imageTrajectories(1, { actions: ["up", "left", "down"] });
+  const steps = played[0].steps;
+  played[0] = {
+    ...played[0],
+    steps: [
+      { ...steps[0], feedback: "pushed the box up" },
+      { ...steps[1], feedback: "<b>walked</b> left\n" + "x".repeat(50) },
+      steps[2],
+    ],
+  };
+  const limits = { ...DEFAULT_DUMP_LIMITS, maxFieldChars: 30 };
+  const [t] = entries(rolloutDump("job-1", 1, played, limits).json);
+  assert.equal(t.steps[0].feedback, "pushed the box up");
+  // Kept as text (the viewer shows it as a text node), cut at maxFieldChars.
+  assert.equal(t.steps[1].feedback, `${("<b>walked</b> left\n" + "x".repeat(50)).slice(0, 30)}…`);
+  assert.ok(!("feedback" in t.steps[2]), "a turn without feedback has no key");
+});
+
 Deno.test("an eval dump holds the split results and at most maxPerSplit episodes of each", () => {
   const seen = imageTrajectories(3, { split: "test_seen" });
   const unseen = imageTrajectories(2, { split: "test_unseen" });
