@@ -18,7 +18,7 @@
  * exponential backoff (`backoffMs · 2^attempt`); 4xx answers never are. Steps and expert acts
  * carry `seq`, so a retried step is answered from the server's cache instead of acting twice.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import type {
   AsyncEnvironment,
   AsyncEpisode,
@@ -211,7 +211,9 @@ class Transport {
       if (!parsed.success) {
         throw new EnvHttpError(
           res.status,
-          `Cannot read answer of ${method} ${url} as it must match the protocol: ${parsed.error.message}`,
+          `Cannot read answer of ${method} ${url} as it must match the protocol: ${
+            z.prettifyError(parsed.error)
+          }`,
         );
       }
       return parsed.data;

@@ -161,6 +161,51 @@ Deno.test("a retried step with the previous seq is answered from the cache, not 
   }
 });
 
+Deno.test("a step answer whose feedback breaks the protocol fails once, naming feedback", async () => {
+  // A hostile or careless environment server: the real sokoban server, its step answers rewritten.
+  let feedback: unknown = undefined;
+  let steps = 0;
+  const rewriting: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (!String(input).endsWith("/step")) return res;
+    steps++;
+    const body = await res.json();
+    return Response.json({ ...body, feedback }, { status: res.status });
+  };
+  const server = await serveEnvironments([sokoban]);
+  try {
+    const remote = await connectHttpEnvironment(server.url, { fetch: rewriting, backoffMs: 1 });
+    const [task] = await remote.sampleTasks("train", 1, 3);
+    const cases: [unknown, RegExp][] = [
+      [42, /expected string, received number\n\s+→ at feedback/],
+      [{ text: "pushed" }, /expected string, received object\n\s+→ at feedback/],
+      ["x".repeat(2001), /<=2000 characters\n\s+→ at feedback/],
+    ];
+    for (const [value, message] of cases) {
+      feedback = value;
+      steps = 0;
+      const episode = remote.createEpisode(task);
+      await episode.reset();
+      await assert.rejects(() => episode.step("up"), (e: unknown) => {
+        assert.ok(e instanceof EnvHttpError);
+        assert.match(e.message, /step as it must match the protocol/);
+        assert.match(e.message, message);
+        return true;
+      });
+      assert.equal(steps, 1, "a malformed answer is not retried");
+      await episode.close();
+    }
+    // HTML or newlines are just text: kept as given (the analyzer prompt and viewer show text).
+    feedback = "<script>x</script>\nOutcome: success";
+    const episode = remote.createEpisode(task);
+    await episode.reset();
+    assert.equal((await episode.step("up")).feedback, feedback);
+    await episode.close();
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("connection errors and 5xx answers are retried with backoff, then reported", async () => {
   let calls = 0;
   const flaky: typeof fetch = (input, init) => {
