@@ -115,22 +115,24 @@ Deno.test("optim.dual_clip must be greater than 1, as documented", async () => {
   assert.match(readme, /\| `optim\.dual_clip` +\| number +\| `3` +\| > 1, ≤ 100 /);
 });
 
-Deno.test("seed.analyzer_summary must be a JSON boolean: anything else is a 400 naming it and stores nothing", async () => {
-  const before = await jobCount();
-  for (const value of ["no", "false", null, 1, 0, []]) {
-    const body = JSON.stringify({ env: { id: "sokoban" }, seed: { analyzer_summary: value } });
-    const p = await problem(await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body }), 400);
-    assert.deepEqual(
-      p.errors.map((e: { path: string }) => e.path),
-      ["seed.analyzer_summary"],
-      JSON.stringify(value),
-    );
+Deno.test("seed.analyzer_summary and seed.analyzer_feedback must be JSON booleans: anything else is a 400 naming the field and stores nothing", async () => {
+  for (const field of ["analyzer_summary", "analyzer_feedback"]) {
+    const before = await jobCount();
+    for (const value of ["no", "false", null, 1, 0, [], {}]) {
+      const body = JSON.stringify({ env: { id: "sokoban" }, seed: { [field]: value } });
+      const p = await problem(await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body }), 400);
+      assert.deepEqual(
+        p.errors.map((e: { path: string }) => e.path),
+        [`seed.${field}`],
+        JSON.stringify(value),
+      );
+    }
+    assert.equal(await jobCount(), before);
+    const ok = JSON.stringify({ env: { id: "sokoban" }, seed: { [field]: false } });
+    const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: ok });
+    assert.equal(res.status, 201);
+    assert.equal((await res.json()).spec.seed[field], false);
   }
-  assert.equal(await jobCount(), before);
-  const ok = JSON.stringify({ env: { id: "sokoban" }, seed: { analyzer_summary: false } });
-  const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: ok });
-  assert.equal(res.status, 201);
-  assert.equal((await res.json()).spec.seed.analyzer_summary, false);
 });
 
 Deno.test("a known path asked with another method is a 405 with Allow", async () => {
