@@ -152,13 +152,13 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     seed: {
       ...SHARED.seed,
       analyzer_max_new_tokens: 96,
-      analyzer_max_steps: 3,
+      analyzer_max_steps: 1,
       analyzer_max_field_chars: 200,
     },
     optim: SHARED.optim,
     warmup: {
       policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
-      analyzer: SHARED.analyzerWarmup,
+      analyzer: { ...SHARED.analyzerWarmup, episodes: 512, epochs: 3 },
     },
     ...SHARED.schedule,
   },

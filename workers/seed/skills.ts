@@ -11,6 +11,13 @@ import { compileTextPattern, type JsonObjectSchema, type TextPatternDfa } from "
 import { checkNumber, SkillError } from "./errors.ts";
 import { lastStringField, objectSlices, parseObject } from "./_lenient_json.ts";
 
+/**
+ * The `Earlier effects:` line is bounded by max(`maxSteps`, this) fields of `maxFieldChars`: the
+ * demo's 1-step window at 200 chars would otherwise cut the effects of most episodes longer than
+ * ~9 turns (Sokoban's sentences are ~20 chars).
+ */
+export const EARLIER_EFFECTS_MIN_FIELDS = 8;
+
 /** Options of `buildAnalyzerPrompt`. */
 export interface AnalyzerPromptOptions {
   /** Keep only the last `maxSteps` steps (≥ 1) and say how many earlier ones were omitted. */
@@ -51,10 +58,11 @@ function shorten(text: string, max: number | undefined): string {
  * / `Response:` / `Action valid: yes|no`, then `Effect: …` where the environment gave feedback
  * (`TrajectoryStep.feedback`; this service's addition, see README.md, Algorithm, step 3). Steps
  * cut by `maxSteps` leave `(n earlier steps omitted)` and, with feedback, one `Earlier effects:`
- * line of theirs, shortened (head and tail kept) to `maxSteps × maxFieldChars` chars so that
- * `maxSteps` bounds the prompt however long the episode (an environment whose every step says
- * something new would otherwise add up to 199 × `maxFieldChars`). Throws `SeedOptionError` on
- * out-of-range options.
+ * line of theirs, shortened (head and tail kept) to max(`maxSteps`, 8) × `maxFieldChars` chars so
+ * that the window bounds the prompt however long the episode (an environment whose every step says
+ * something new would otherwise add up to 199 × `maxFieldChars`), while a 1-step window still
+ * keeps a 20-turn Sokoban episode's effects whole. Throws `SeedOptionError` on out-of-range
+ * options.
  */
 export function buildAnalyzerPrompt(
   trajectory: Trajectory,
@@ -83,7 +91,9 @@ export function buildAnalyzerPrompt(
     const earlier = feedback
       ? shorten(
         effectRuns(steps.slice(0, first), maxFieldChars),
-        maxFieldChars === undefined ? undefined : maxSteps! * maxFieldChars,
+        maxFieldChars === undefined
+          ? undefined
+          : Math.max(maxSteps!, EARLIER_EFFECTS_MIN_FIELDS) * maxFieldChars,
       )
       : "";
     if (earlier !== "") lines.push(`Earlier effects: ${earlier}`);

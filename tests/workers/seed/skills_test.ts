@@ -140,18 +140,22 @@ Deno.test("the analyzer prompt shows the environment's feedback as Effect lines,
   assert.ok(!plain.includes("Effect"));
 });
 
-Deno.test("the Earlier effects line stays within max steps × max field chars however long the episode", () => {
+Deno.test("the Earlier effects line stays within max(max steps, 8) × max field chars however long the episode", () => {
   // An environment whose every step says something new (here, where the player went): 198 runs
   // that nothing merges. Unbounded, the line alone was 198 × ~20 chars for a 2-step window.
   const t = trajectory(false, 200);
   t.steps.forEach((step, k) => step.feedback = `moved to cell ${k + 1}`);
-  const lines = buildAnalyzerPrompt(t, { maxSteps: 2, maxFieldChars: 40 }).split("\n");
+  const lines = buildAnalyzerPrompt(t, { maxSteps: 12, maxFieldChars: 40 }).split("\n");
   const line = lines.find((l) => l.startsWith("Earlier effects: "))!;
   const text = line.slice("Earlier effects: ".length);
-  assert.equal(text.length, 2 * 40);
+  assert.equal(text.length, 12 * 40);
+  // A smaller window still gets 8 fields' worth.
+  const narrow = buildAnalyzerPrompt(t, { maxSteps: 2, maxFieldChars: 40 }).split("\n")
+    .find((l) => l.startsWith("Earlier effects: "))!;
+  assert.equal(narrow.length, "Earlier effects: ".length + 8 * 40);
   // Head and tail kept: the first omitted step's effect and the last one's.
   assert.ok(text.startsWith("moved to cell 1; moved to cell 2;"), text);
-  assert.ok(text.endsWith("moved to cell 197; moved to cell 198"), text);
+  assert.ok(text.endsWith("moved to cell 187; moved to cell 188"), text);
   assert.ok(text.includes(" … "));
   // A line within the bound is unchanged, and without maxFieldChars nothing is shortened.
   const short = buildAnalyzerPrompt(t, { maxSteps: 197, maxFieldChars: 40 });
