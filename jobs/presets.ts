@@ -24,7 +24,15 @@
  *   37/31, 37/32 — the same within the seed spread, in two thirds of the time
  *   (`PRESET_OVERRIDES='{"method":"sft","random_seed":S,"steps":2,"eval_every":2,…}' deno run -A
  *   bench/preset.ts sokoban`).
- * - analyzer warm-up 192 trajectories × 2 epochs (~124 steps; it was 64 × 6, the same steps on a
+ * - analyzer warm-up 512 trajectories × 3 epochs since 2026-12-02 (household keeps 192 × 2): with
+ *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory (bench/analyzer_probe.ts
+ *   on seed 1's warm-up: "push it left then up" for 97 of 124, truthful 0 of 124); 768 more × 3 epochs made
+ *   32 of 112 won and 7 of 16 lost skills truthful. With the Effect lines (seed.analyzer_feedback)
+ *   the window is 1 step: the earlier moves are in one `Earlier effects:` line (42 of 122 and 2 of
+ *   6 truthful at 1 step vs 32/112 and 7/16 at 3, SFT 191 vs 269 s). Over seeds 1,2,3 (bench:learn,
+ *   README, Algorithm, step 3): truthful 39.5% vs 12.6% of trajectories, analysis 1.27 vs 1.80 s
+ *   per update, the analyzer warm-up ~100 s longer. Before:
+ *   analyzer warm-up 192 trajectories × 2 epochs (~124 steps; it was 64 × 6, the same steps on a
  *   third of the distinct analyses: at RL step 1, seeds 7/1, skills well-formed 45%/13% vs
  *   50%/0%, corr(Δ, A) +0.18/+0.25 vs +0.45/−0.02 — a wash on two seeds, kept for the wider data),
  *   with demonstrations replayed at equal response tokens (workers/seed/run/warmup_stage.ts);
@@ -58,8 +66,8 @@
  * generated tokens per analysis, analyze 2.09 → 1.96 s per update (seed 1, 2 updates, one run
  * each; the phase is mostly the analysis prompts' prefill). The analyzer warm-up still trains on
  * skill-then-summary targets.
- * `analyzer_max_steps` 3 departs from the reference code (its analyzer reads the whole
- * trajectory): with 20 (every step of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
+ * `analyzer_max_steps` (1 for sokoban since 2026-12-02, see above; 3 before and for household)
+ * departs from the reference code (its analyzer reads the whole trajectory): with 20 (every step of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
  * `PRESET_OVERRIDES='{"seed":{"analyzer_max_steps":20}}'`, a helper's jobs beside it) the analyzer
  * warm-up took 449 s instead of ~80 s and analysis 20–42 s per update, for skills truthful on
  * 0–19% (mean 7%) of trajectories instead of 0%, well-formed 57% (61% at 3 steps), Δ on won tokens
@@ -67,7 +75,8 @@
  * ended in salad. Not worth five times the demo's analysis time at this model size. With the skill
  * grammar, over seeds 1,2,3 (bench:learn `--base-extra '{"seed":{"analyzer_max_steps":20}}'`,
  * 2026-12-02; README, Algorithm, step 3): truthful 13% vs 12% at 3 steps, corr(Δ, A) > 0 at 17 vs
- * 24 of 24 updates, analysis 23.8 s per update vs ~2 s. Still not worth it.
+ * 24 of 24 updates, analysis 23.8 s per update vs ~2 s. Still not worth it (both before the
+ * Effect lines).
  *
  * household (builtin:tiny, method seed), tuned on 2026-12-01 with `deno run -A bench/preset.ts
  * spec.json` (method `sft`, warm-up only, 100 evaluation episodes per split at temperature 1,

@@ -246,7 +246,7 @@ export const JobSpecSchema = z.object({
     analyzer_max_field_chars: int(16, 100_000).default(600),
     /**
      * Show the environment's per-step feedback (what the action did) to the analyzer as `Effect:`
-     * lines, the omitted steps' as one `Earlier effects:` line (≤ `analyzer_max_steps` ×
+     * lines, the omitted steps' as one `Earlier effects:` line (≤ max(`analyzer_max_steps`, 8) ×
      * `analyzer_max_field_chars` chars). `false`: the reference code's prompt. No change for
      * environments without feedback (README, Algorithm, step 3).
      */
