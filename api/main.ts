@@ -2,7 +2,11 @@
  * `deno task api`: opens the database (`DATABASE_URL`, else embedded PGlite under
  * `SEED_DATA_DIR`; migrations run on open) and the artifact store (`S3_ENDPOINT`…, else the
  * embedded S3 server), then serves the API on `HOST:PORT` (default 127.0.0.1:8787). SIGINT and
- * SIGTERM stop accepting requests, finish the ones in flight and close both.
+ * SIGTERM stop accepting requests, finish the ones in flight (for at most
+ * {@link SHUTDOWN_GRACE_MS}: an event stream never finishes by itself, its client reconnects with
+ * `Last-Event-ID`) and close both. A second signal more than 1 s after the first exits at once;
+ * signals within that second are one Ctrl-C delivered twice (to the process group, then
+ * forwarded by `deno task` or `npx`).
  *
  * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
  * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
@@ -26,12 +30,21 @@ export const checkModel: ModelCheck = (files) => {
   };
 };
 
+/**
+ * How long a stopping API waits for requests in flight, ms, before it closes the store and the
+ * database under them (open event streams are then cut; their clients reconnect).
+ */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
 /** What {@link serveApi} started. */
 export interface RunningApi {
   /** Actual port (useful with `port: 0`). */
   port: number;
-  /** Stops the server, then closes the store and the database. */
-  stop(): Promise<void>;
+  /**
+   * Stops accepting connections, waits for requests in flight for at most `graceMs` (default
+   * {@link SHUTDOWN_GRACE_MS}), then closes the store and the database.
+   */
+  stop(graceMs?: number): Promise<void>;
 }
 
 /** Opens db and store and serves the API; `port` 0 picks a free one. */
@@ -48,8 +61,11 @@ export async function serveApi(
   }, app.fetch);
   return {
     port: server.addr.port,
-    async stop() {
-      await server.shutdown();
+    async stop(graceMs = SHUTDOWN_GRACE_MS) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const grace = new Promise<void>((resolve) => timer = setTimeout(resolve, graceMs));
+      await Promise.race([server.shutdown(), grace]);
+      clearTimeout(timer);
       await store.close();
       await db.close();
     },
@@ -61,10 +77,20 @@ if (import.meta.main) {
   const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
   const api = await serveApi({ hostname, port });
   console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
-  let stopping = false;
+  let firstSignalAt: number | undefined;
   const stop = async () => {
-    if (stopping) return;
-    stopping = true;
+    const now = Date.now();
+    if (firstSignalAt !== undefined) {
+      if (now - firstSignalAt <= 1_000) return; // the same Ctrl-C, delivered again
+      console.error(JSON.stringify({ level: "warn", msg: "second signal: exiting now" }));
+      Deno.exit(130);
+    }
+    firstSignalAt = now;
+    console.error(JSON.stringify({
+      level: "info",
+      msg: "stopping: finishing requests in flight",
+      graceMs: SHUTDOWN_GRACE_MS,
+    }));
     await api.stop();
     Deno.exit(0);
   };

@@ -220,10 +220,10 @@ export const JobSpecSchema = z.object({
     /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
     analyzer_constrained: z.boolean().default(true),
     /**
-     * RL-time analyses also write `episode_summary` after the skill. Only the skill reaches the
-     * loss (the teacher prompt), so `false` decodes `{"episode_skill": "…"}` alone and saves the
-     * summary's decode steps; skills, dumps and the library then carry no summary. Analyzer
-     * warm-up and replay targets keep the summary either way.
+     * RL-time analyses write `episode_summary` after the skill. Only the skill reaches the loss
+     * (the teacher prompt), so `false` decodes `{"episode_skill": "…"}` alone and saves the
+     * summary's decode steps; library entries store `"summary": ""`, dumps `"summary": null`.
+     * Analyzer warm-up and replay targets keep it in every case.
      */
     analyzer_summary: z.boolean().default(true),
     /**

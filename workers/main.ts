@@ -2,8 +2,11 @@
  * `deno task worker`: one worker process. Opens the database (`DATABASE_URL`, or embedded PGlite
  * in `SEED_DATA_DIR`) and the artifact store (`S3_*`, or the embedded server), then claims and
  * runs jobs until SIGTERM/SIGINT, which drains: the current step finishes, the handler
- * checkpoints, and the job is released to the queue. A second signal exits at once (the lease
- * then expires and the reaper requeues the job with attempt + 1).
+ * checkpoints, and the job is released to the queue. A second signal, one that arrives more than
+ * {@link SAME_PRESS_MS} after the first, exits at once (the lease then expires and the reaper
+ * requeues the job with attempt + 1). Signals within that window are the same press delivered
+ * twice: Ctrl-C signals the whole process group, and a wrapper in it (`npx deno task worker`,
+ * `deno task`) forwards the signal to the worker once more.
  *
  * Run as the entry point, it registers the SEED trainer (`workers/seed/run/handler.ts`) for the
  * methods `seed`, `grpo` and `sft`. Imported (e.g. by a test's worker process), it registers
@@ -28,6 +31,13 @@ import {
   workerConfigFromEnv,
 } from "./worker/mod.ts";
 
+/**
+ * Signals within this many ms of the first are one press of Ctrl-C delivered more than once (to
+ * the group, then forwarded by a wrapper); only a later one means "exit now". 1 s: a person
+ * pressing again on purpose takes longer, a forwarded signal arrives within milliseconds.
+ */
+export const SAME_PRESS_MS = 1_000;
+
 /** Runs a worker with the given handler registrations already made; resolves on exit. */
 export async function main(): Promise<void> {
   const log = createLogger({ service: "worker" });
@@ -46,13 +56,16 @@ export async function main(): Promise<void> {
   const db = await openDatabase();
   const store = await openStore();
   const worker = new Worker({ db, store, ...config, executionProvider, logger: log });
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const onSignal = () => {
-    if (++signals > 1) {
+    const now = Date.now();
+    if (firstSignalAt === undefined) {
+      firstSignalAt = now;
+      worker.drain();
+    } else if (now - firstSignalAt > SAME_PRESS_MS) {
       log.warn("second signal: exiting now");
       Deno.exit(130);
     }
-    worker.drain();
   };
   Deno.addSignalListener("SIGTERM", onSignal);
   Deno.addSignalListener("SIGINT", onSignal);

@@ -8,6 +8,7 @@
  *   follow ID                                         live events + progress bar; exit 0 iff succeeded
  *   cancel ID
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
+ *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
  *   metrics ID [--csv]
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
@@ -26,6 +27,7 @@ const USAGE = `Usage: deno task seed -- <command> [options]
   follow ID
   cancel ID
   download ID [--step N] [--out DIR]
+  skills ID [--step N] [--out FILE]
   metrics ID [--csv]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
@@ -157,6 +159,37 @@ async function download(
   return 0;
 }
 
+/**
+ * `skills ID [--step N] [--out FILE]`: the job's skill library (`GET /v1/jobs/{id}/skills`; the
+ * latest without `--step`) as stored (`{version, job_id, step, skills}`), pretty-printed JSON, to
+ * FILE or stdout. @throws Error on a bad `--step`; ApiError (404) when there is no library.
+ */
+async function skills(
+  client: SeedClient,
+  id: string,
+  opts: { step?: string; out?: string },
+  io: CliIo,
+): Promise<number> {
+  const step = opts.step === undefined ? undefined : Number(opts.step);
+  if (step !== undefined && !(Number.isInteger(step) && step >= 0)) {
+    throw new Error(
+      `Cannot download skills as --step must be a non-negative integer: current value is ${opts.step}`,
+    );
+  }
+  const res = await client.json<{ step: number; skill_count: number; library: unknown }>(
+    `/v1/jobs/${id}/skills${step === undefined ? "" : `?step=${step}`}`,
+  );
+  const text = JSON.stringify(res.library, null, 2) + "\n";
+  if (opts.out === undefined) io.out(text);
+  else await Deno.writeTextFile(opts.out, text);
+  io.err(
+    `skill library of step ${res.step}: ${res.skill_count} skill${
+      res.skill_count === 1 ? "" : "s"
+    }${opts.out === undefined ? "" : `, written to ${opts.out}`}\n`,
+  );
+  return 0;
+}
+
 /** Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage). */
 export async function cliMain(args: string[], io: CliIo = denoIo): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -175,7 +208,16 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     },
   });
   const [command, arg] = positionals;
-  const needsArg = ["submit", "status", "follow", "cancel", "download", "metrics", "models"];
+  const needsArg = [
+    "submit",
+    "status",
+    "follow",
+    "cancel",
+    "download",
+    "skills",
+    "metrics",
+    "models",
+  ];
   if (values.help || !command || (needsArg.includes(command) && !arg)) {
     (values.help ? io.out : io.err)(USAGE + "\n");
     return values.help ? 0 : 2;
@@ -219,6 +261,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     }
     case "download":
       return await download(client, encodeURIComponent(arg), values, io);
+    case "skills":
+      return await skills(client, encodeURIComponent(arg), values, io);
     case "models":
       return await modelsCommand(client, { sub: arg, arg: positionals[2], options: values }, io);
     case "metrics": {

@@ -162,14 +162,25 @@ export async function runDemo(args: DemoArgs): Promise<number> {
   const children: Child[] = [];
   const abort = new AbortController();
   let interrupted = false;
+  let firstSignalAt = 0;
+  // The children have process groups of their own (processes.ts): only these listeners see a
+  // Ctrl-C. They stay until the children are stopped. Signals within 1 s of the first are the
+  // same Ctrl-C (`deno task` forwards it again); a later one kills the children at once.
   const onSignal = () => {
-    if (interrupted) return;
+    if (interrupted) {
+      if (Date.now() - firstSignalAt <= 1_000) return;
+      say("second signal: killing the worker and the API now");
+      for (const child of children) child.kill();
+      return;
+    }
     interrupted = true;
+    firstSignalAt = Date.now();
     say("\ninterrupted: stopping the worker and the API…");
     abort.abort(new Error("interrupted"));
   };
-  Deno.addSignalListener("SIGINT", onSignal);
-  Deno.addSignalListener("SIGTERM", onSignal);
+  // SIGHUP too: the children no longer get the terminal's hangup themselves.
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  for (const s of signals) Deno.addSignalListener(s, onSignal);
   const aborted = new Promise<never>((_, reject) => {
     abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true });
   });
@@ -282,13 +293,12 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     }
     return interrupted ? 130 : 1;
   } finally {
-    Deno.removeSignalListener("SIGINT", onSignal);
-    Deno.removeSignalListener("SIGTERM", onSignal);
     // The worker first: it is a client of the embedded database the API process serves.
     for (const child of [...children].reverse()) {
       const code = await child.stop();
       say(`${child.name} (pid ${child.pid}) stopped (exit code ${code})`);
     }
+    for (const s of signals) Deno.removeSignalListener(s, onSignal);
   }
 }
 

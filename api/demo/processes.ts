@@ -1,7 +1,9 @@
 /**
  * Child processes of `deno task demo`: the API and a worker, each a `deno run -A` of an entry
  * file with its stdout/stderr appended to a log file; stopped by pid with SIGTERM, then SIGKILL
- * after a grace period.
+ * after a grace period. Each runs in a process group (and session) of its own, so a Ctrl-C in
+ * the demo's terminal reaches the demo alone, which then stops them in order (the worker first:
+ * it is a client of the embedded database the API process serves).
  */
 import { fileURLToPath } from "node:url";
 
@@ -36,6 +38,8 @@ export interface Child {
    * resolves with the exit code (or the signal's 128 + n).
    */
   stop(graceMs?: number): Promise<number>;
+  /** SIGKILL now (a second Ctrl-C); `exited` then resolves. */
+  kill(): void;
 }
 
 /** What {@link spawnDeno} starts. */
@@ -78,6 +82,8 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
+    // setsid: the terminal's Ctrl-C (sent to its foreground process group) does not reach it.
+    detached: true,
   }).spawn();
   const encoder = new TextEncoder();
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -125,6 +131,11 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
         return await exited;
       })();
       return stopping;
+    },
+    kill() {
+      try {
+        process.kill("SIGKILL");
+      } catch { /* already gone */ }
     },
   };
 }

@@ -13,6 +13,13 @@
  * worker killed with SIGKILL closes the socket; the child exits when it next reads it, that is
  * when the onnxruntime call in progress returns. Calls arriving after `stop()` are not served,
  * so nothing the child computes after a cancel or a lost fence is written.
+ *
+ * Signals: the worker alone owns the child's lifetime. The child runs in a process group (and
+ * session) of its own, so Ctrl-C in a terminal, which signals the whole foreground group,
+ * reaches only the worker, which drains: the child must live on to finish its step and
+ * checkpoint. (The child also ignores SIGINT/SIGTERM, for a supervisor that signals every
+ * process of a cgroup.) A worker that exits (`Deno.exit`, e.g. on a second Ctrl-C) kills its
+ * live children on the way out.
  */
 import { join } from "node:path";
 import type { HandlerOutcome, JobContext, ResumePoint } from "./handler.ts";
@@ -55,11 +62,15 @@ export function startComputeProcess(
   const stop = () => {
     if (stopped) return;
     stopped = true;
+    globalThis.removeEventListener("unload", stop);
     try {
       child?.kill("SIGKILL");
     } catch { /* already exited */ }
     writer?.close().catch(() => {});
   };
+  // In its own process group the child no longer dies with the worker's group: kill it when
+  // the worker process exits.
+  globalThis.addEventListener("unload", stop);
   const post = (m: ToProcess) => {
     if (!stopped && writer) writeFrame(writer, m).catch(() => {});
   };
@@ -77,6 +88,8 @@ export function startComputeProcess(
         stdin: "null",
         stdout: "inherit",
         stderr: "inherit",
+        // setsid: a signal to the worker's process group (Ctrl-C) does not reach the child.
+        detached: true,
       }).spawn();
       const exited = child.status.then((s) => {
         throw new Error(`The compute process exited with code ${s.code} before it connected`);

@@ -4,7 +4,7 @@
  * {@link JobContext} whose every write and read is a call to the control loop (which makes it
  * under the fence), runs the handler, and reports how it ended. The process never touches the
  * database or the store itself, and exits as soon as it finds the socket closed (its worker
- * is gone).
+ * is gone). It ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
  */
 import type { HandlerOutcome, JobContext, JobHandler, ResumePoint } from "./handler.ts";
 import type { Logger, LogLevel } from "./logger.ts";
@@ -18,6 +18,12 @@ import {
   type WirePoint,
   writeFrame,
 } from "./_compute_protocol.ts";
+
+// The worker owns this process's lifetime (it drains on SIGINT/SIGTERM and stops this process
+// with SIGKILL): a SIGINT or SIGTERM sent to every process of a group or cgroup must not end the
+// step the worker is draining. compute.ts also starts this process in a group of its own.
+Deno.addSignalListener("SIGINT", () => {});
+Deno.addSignalListener("SIGTERM", () => {});
 
 const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 let nextId = 1;

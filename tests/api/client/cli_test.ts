@@ -3,6 +3,7 @@ import {
   appendEvent,
   fenceOf,
   saveCheckpoint,
+  saveSkillLibrary,
   setProgress,
   succeedJob,
 } from "../../../jobs/mod.ts";
@@ -86,6 +87,50 @@ Deno.test("the CLI downloads the latest checkpoint and verifies every file's sha
     const first = await run(["download", id, "--step", "1", "--out", out]);
     assert.equal(first.code, 0);
     assert.equal((await Deno.readFile(`${out}/step-1/model.safetensors`)).byteLength, 10);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI downloads a job's skill library, the latest or a given step, to stdout or a file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(
+      `${dir}/spec.json`,
+      JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
+    );
+    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+    const none = await run(["skills", id]).catch((e) => e);
+    assert.match(String(none), /HTTP 404: Cannot find a skill library of job/);
+    const job = await claimAs(fx.db, id);
+    const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
+    const library = (step: number, texts: string[]) => ({
+      version: 1,
+      job_id: id,
+      step,
+      skills: texts.map((text) => ({ text, summary: "", times_seen: 1 })),
+    });
+    for (const [step, texts] of [[1, ["push boxes onto targets"]], [3, ["a", "b", "c"]]] as const) {
+      const json = library(step, [...texts]);
+      await saveSkillLibrary(fx.db, fx.store, writer, { step, json, skillCount: texts.length });
+    }
+    const latest = await run(["skills", id]);
+    assert.equal(latest.code, 0, latest.err);
+    assert.deepEqual(JSON.parse(latest.out), library(3, ["a", "b", "c"]));
+    assert.equal(latest.err, "skill library of step 3: 3 skills\n");
+    const file = `${dir}/skills-1.json`;
+    const first = await run(["skills", id, "--step", "1", "--out", file]);
+    assert.equal(first.code, 0, first.err);
+    assert.equal(first.out, "");
+    assert.deepEqual(
+      JSON.parse(await Deno.readTextFile(file)),
+      library(1, ["push boxes onto targets"]),
+    );
+    assert.equal(first.err, `skill library of step 1: 1 skill, written to ${file}\n`);
+    const missing = await run(["skills", id, "--step", "2"]).catch((e) => e);
+    assert.match(String(missing), /HTTP 404: Cannot find a skill library of job .* at step 2/);
+    await assert.rejects(run(["skills", id, "--step", "1.5"]), /--step must be a non-negative/);
+    assert.equal((await run(["skills"])).code, 2);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

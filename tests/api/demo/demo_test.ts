@@ -169,3 +169,88 @@ Deno.test("the demo exits non-zero with the job's error when the job fails, and 
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
 });
+
+Deno.test("Ctrl-C stops the demo's children in order: the worker drains the job, then the API stops", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "seed-demo-test-" });
+  // The demo leads a process group of its own, which the test signals as a terminal's Ctrl-C
+  // does; its worker runs a compute process whose steps spin 3 s (BLOCK_MS): the API must outlive
+  // the step in progress, as the worker releases the job through the database the API serves.
+  const demo = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      DEMO,
+      ...["--worker", "tests/workers/worker/_compute_worker.ts", "--steps", "1000"],
+      ...["--out", `${tmp}/out`, "--data-dir", `${tmp}/data`],
+    ],
+    env: { DATABASE_URL: "", S3_ENDPOINT: "", NO_COLOR: "1", BLOCK_MS: "3000" },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    detached: true,
+  }).spawn();
+  const stderr = new Response(demo.stderr).text();
+  const reader = demo.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let stdout = "";
+  const pids: number[] = [];
+  try {
+    // Until the worker's compute process runs (the worker's pid comes on stdout).
+    let worker: number | undefined;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stdout += value;
+      worker ??= Number(stdout.match(/worker started \(pid (\d+)/)?.[1]) || undefined;
+      if (/\bjob [0-9a-f-]{36} queued/.test(stdout)) break;
+    }
+    assert.ok(worker, stdout);
+    pids.push(...[...stdout.matchAll(/\(pid (\d+)/g)].map((m) => Number(m[1])));
+    const log = `${tmp}/data/worker.log`;
+    for (let i = 0; i < 600; i++) {
+      const text = await Deno.readTextFile(log).catch(() => "");
+      if (/"step":1\b|"msg":"job claimed"/.test(text) && childrenOf(worker).length > 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(childrenOf(worker).length > 0, "the worker runs its compute process");
+    pids.push(...childrenOf(worker));
+    Deno.kill(-demo.pid, "SIGINT");
+    // `deno task demo` forwards the same Ctrl-C to the demo once more, milliseconds later.
+    await new Promise((r) => setTimeout(r, 5));
+    Deno.kill(demo.pid, "SIGINT");
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stdout += value;
+    }
+    const { code } = await demo.status;
+    const err = await stderr;
+    assert.equal(code, 130, `${stdout}\n${err}`);
+    assert.match(stdout, /worker \(pid \d+\) stopped \(exit code 0\)/);
+    assert.match(stdout, /api \(pid \d+\) stopped \(exit code 0\)/);
+    assertChildrenGone(stdout);
+    const workerLog = await Deno.readTextFile(`${tmp}/data/worker.log`);
+    assert.match(workerLog, /"msg":"job released while draining"/, workerLog);
+    assert.doesNotMatch(workerLog, /"msg":"job failed"/, workerLog);
+  } finally {
+    for (const pid of pids) {
+      try {
+        Deno.kill(pid, "SIGKILL");
+      } catch { /* gone */ }
+    }
+    await demo.status;
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  }
+});
+
+/** Pids of the live processes whose parent is `pid` (from /proc). */
+function childrenOf(pid: number): number[] {
+  const pids: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const [state, ppid] = Deno.readTextFileSync(`/proc/${e.name}/stat`).split(") ")[1].split(" ");
+      if (Number(ppid) === pid && state !== "Z") pids.push(Number(e.name));
+    } catch { /* it exited while we read */ }
+  }
+  return pids;
+}
