@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { skillsFound } from "../../../api/demo/progress.ts";
+import { childrenOf } from "../../_harness/proc.ts";
 
 const WORKER_ENTRY = "workers/main.ts";
 const DEMO = fileURLToPath(new URL("../../../api/demo/main.ts", import.meta.url));
@@ -241,16 +242,3 @@ Deno.test("Ctrl-C stops the demo's children in order: the worker drains the job,
     await Deno.remove(tmp, { recursive: true }).catch(() => {});
   }
 });
-
-/** Pids of the live processes whose parent is `pid` (from /proc). */
-function childrenOf(pid: number): number[] {
-  const pids: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const [state, ppid] = Deno.readTextFileSync(`/proc/${e.name}/stat`).split(") ")[1].split(" ");
-      if (Number(ppid) === pid && state !== "Z") pids.push(Number(e.name));
-    } catch { /* it exited while we read */ }
-  }
-  return pids;
-}

@@ -10,29 +10,7 @@ import { cancelJob, getJob, type Job, listMetrics, submitJob } from "../../../jo
 import { SAME_PRESS_MS } from "../../../workers/main.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
-
-/** Pids of the live processes whose parent is `pid` (from /proc). */
-function childrenOf(pid: number): number[] {
-  const pids: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      // Fields after "(comm) ": state, ppid, …
-      const [state, ppid] = Deno.readTextFileSync(`/proc/${e.name}/stat`).split(") ")[1].split(" ");
-      if (Number(ppid) === pid && state !== "Z") pids.push(Number(e.name));
-    } catch { /* it exited while we read */ }
-  }
-  return pids;
-}
-
-/** True while process `pid` exists and is not a zombie. */
-function isAlive(pid: number): boolean {
-  try {
-    return Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ")[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
+import { childrenOf, isAlive } from "../../_harness/proc.ts";
 
 Deno.test("a signal to the worker's whole process group drains it", async (t) => {
   const { db, url, close } = await openTestDatabase();
