@@ -4,15 +4,14 @@
  * embedded S3 server), then serves the API on `HOST:PORT` (default 127.0.0.1:8787). SIGINT and
  * SIGTERM stop accepting requests, finish the ones in flight (for at most
  * {@link SHUTDOWN_GRACE_MS}: an event stream never finishes by itself, its client reconnects with
- * `Last-Event-ID`) and close both. A second signal more than 1 s after the first exits at once;
- * signals within that second are one Ctrl-C delivered twice (to the process group, then
- * forwarded by `deno task` or `npx`).
+ * `Last-Event-ID`) and close both. A second signal more than `SAME_PRESS_MS` after the first
+ * exits at once; signals within it are one Ctrl-C delivered twice (jobs/stop_signals.ts).
  *
  * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
  * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
  * Architecture). A deployment with other environments passes an `envs` provider to `createApp`.
  */
-import { openDatabase, openStore } from "../jobs/mod.ts";
+import { onStopSignals, openDatabase, openStore } from "../jobs/mod.ts";
 import { checkUploadedModel } from "../workers/model/upload_check.ts";
 import { createApp } from "./app.ts";
 import type { ModelCheck } from "./deps.ts";
@@ -77,23 +76,18 @@ if (import.meta.main) {
   const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
   const api = await serveApi({ hostname, port });
   console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
-  let firstSignalAt: number | undefined;
-  const stop = async () => {
-    const now = Date.now();
-    if (firstSignalAt !== undefined) {
-      if (now - firstSignalAt <= 1_000) return; // the same Ctrl-C, delivered again
+  onStopSignals({
+    first: () => {
+      console.error(JSON.stringify({
+        level: "info",
+        msg: "stopping: finishing requests in flight",
+        graceMs: SHUTDOWN_GRACE_MS,
+      }));
+      api.stop().then(() => Deno.exit(0));
+    },
+    again: () => {
       console.error(JSON.stringify({ level: "warn", msg: "second signal: exiting now" }));
       Deno.exit(130);
-    }
-    firstSignalAt = now;
-    console.error(JSON.stringify({
-      level: "info",
-      msg: "stopping: finishing requests in flight",
-      graceMs: SHUTDOWN_GRACE_MS,
-    }));
-    await api.stop();
-    Deno.exit(0);
-  };
-  Deno.addSignalListener("SIGINT", stop);
-  Deno.addSignalListener("SIGTERM", stop);
+    },
+  });
 }

@@ -3,8 +3,8 @@
  * in `SEED_DATA_DIR`) and the artifact store (`S3_*`, or the embedded server), then claims and
  * runs jobs until SIGTERM/SIGINT, which drains: the current step finishes, the handler
  * checkpoints, and the job is released to the queue. A second signal, one that arrives more than
- * {@link SAME_PRESS_MS} after the first, exits at once (the lease then expires and the reaper
- * requeues the job with attempt + 1). Signals within that window are the same press delivered
+ * `SAME_PRESS_MS` (jobs/stop_signals.ts) after the first, exits at once (the lease then expires
+ * and the reaper requeues the job with attempt + 1). Signals within that window are the same press delivered
  * twice: Ctrl-C signals the whole process group, and a wrapper in it (`npx deno task worker`,
  * `deno task`) forwards the signal to the worker once more.
  *
@@ -18,7 +18,7 @@
  * reason of each.
  */
 import { z } from "zod";
-import { openDatabase, openStore } from "../jobs/mod.ts";
+import { onStopSignals, openDatabase, openStore } from "../jobs/mod.ts";
 import { chooseExecutionProvider, type ProviderChoice } from "./engine/mod.ts";
 import { registerSeedHandlers } from "./seed/run/handler.ts";
 import {
@@ -30,13 +30,6 @@ import {
   type WorkerConfig,
   workerConfigFromEnv,
 } from "./worker/mod.ts";
-
-/**
- * Signals within this many ms of the first are one press of Ctrl-C delivered more than once (to
- * the group, then forwarded by a wrapper); only a later one means "exit now". 1 s: a person
- * pressing again on purpose takes longer, a forwarded signal arrives within milliseconds.
- */
-export const SAME_PRESS_MS = 1_000;
 
 /** Runs a worker with the given handler registrations already made; resolves on exit. */
 export async function main(): Promise<void> {
@@ -56,27 +49,20 @@ export async function main(): Promise<void> {
   const db = await openDatabase();
   const store = await openStore();
   const worker = new Worker({ db, store, ...config, executionProvider, logger: log });
-  let firstSignalAt: number | undefined;
-  const onSignal = () => {
-    const now = Date.now();
-    if (firstSignalAt === undefined) {
-      firstSignalAt = now;
-      worker.drain();
-    } else if (now - firstSignalAt > SAME_PRESS_MS) {
+  const removeSignals = onStopSignals({
+    first: () => worker.drain(),
+    again: () => {
       log.warn("second signal: exiting now");
       Deno.exit(130);
-    }
-  };
-  Deno.addSignalListener("SIGTERM", onSignal);
-  Deno.addSignalListener("SIGINT", onSignal);
+    },
+  });
   try {
     await worker.run();
   } catch (e) {
     log.error("worker crashed", errorFields(e));
     throw e;
   } finally {
-    Deno.removeSignalListener("SIGTERM", onSignal);
-    Deno.removeSignalListener("SIGINT", onSignal);
+    removeSignals();
     await store.close();
     await db.close();
   }

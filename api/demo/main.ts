@@ -15,6 +15,7 @@
  * The specs it submits are in api/demo/specs.ts (one constant per environment and method).
  */
 import { parseArgs } from "node:util";
+import { onStopSignals } from "../../jobs/stop_signals.ts";
 import { resolve } from "node:path";
 import { SeedClient } from "../client/mod.ts";
 import {
@@ -162,25 +163,20 @@ export async function runDemo(args: DemoArgs): Promise<number> {
   const children: Child[] = [];
   const abort = new AbortController();
   let interrupted = false;
-  let firstSignalAt = 0;
   // The children have process groups of their own (processes.ts): only these listeners see a
-  // Ctrl-C. They stay until the children are stopped. Signals within 1 s of the first are the
-  // same Ctrl-C (`deno task` forwards it again); a later one kills the children at once.
-  const onSignal = () => {
-    if (interrupted) {
-      if (Date.now() - firstSignalAt <= 1_000) return;
+  // Ctrl-C, and they stay until the children are stopped; a second press kills them at once.
+  // SIGHUP too: the children no longer get the terminal's hangup themselves.
+  const removeSignals = onStopSignals({
+    first: () => {
+      interrupted = true;
+      say("\ninterrupted: stopping the worker and the API…");
+      abort.abort(new Error("interrupted"));
+    },
+    again: () => {
       say("second signal: killing the worker and the API now");
       for (const child of children) child.kill();
-      return;
-    }
-    interrupted = true;
-    firstSignalAt = Date.now();
-    say("\ninterrupted: stopping the worker and the API…");
-    abort.abort(new Error("interrupted"));
-  };
-  // SIGHUP too: the children no longer get the terminal's hangup themselves.
-  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
-  for (const s of signals) Deno.addSignalListener(s, onSignal);
+    },
+  }, ["SIGINT", "SIGTERM", "SIGHUP"]);
   const aborted = new Promise<never>((_, reject) => {
     abort.signal.addEventListener("abort", () => reject(abort.signal.reason), { once: true });
   });
@@ -298,7 +294,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
       const code = await child.stop();
       say(`${child.name} (pid ${child.pid}) stopped (exit code ${code})`);
     }
-    for (const s of signals) Deno.removeSignalListener(s, onSignal);
+    removeSignals();
   }
 }
 

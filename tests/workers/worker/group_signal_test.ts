@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { cancelJob, getJob, type Job, listMetrics, submitJob } from "../../../jobs/mod.ts";
-import { SAME_PRESS_MS } from "../../../workers/main.ts";
+import { SAME_PRESS_MS } from "../../../jobs/mod.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 import { childrenOf, isAlive } from "../../_harness/proc.ts";
