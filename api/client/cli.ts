@@ -130,18 +130,27 @@ async function follow(client: SeedClient, id: string, io: CliIo): Promise<number
   return job.status === "succeeded" ? 0 : 1;
 }
 
+/**
+ * The `--step` option as a step number (undefined when absent). @throws Error "Cannot `what` as
+ * --step must be a non-negative integer" otherwise.
+ */
+function stepOption(raw: string | undefined, what: string): number | undefined {
+  const step = raw === undefined ? undefined : Number(raw);
+  if (step !== undefined && !(Number.isInteger(step) && step >= 0)) {
+    throw new Error(
+      `Cannot ${what} as --step must be a non-negative integer: current value is ${raw}`,
+    );
+  }
+  return step;
+}
+
 async function download(
   client: SeedClient,
   id: string,
   opts: { step?: string; out?: string },
   io: CliIo,
 ): Promise<number> {
-  let step = opts.step === undefined ? undefined : Number(opts.step);
-  if (step !== undefined && !(Number.isInteger(step) && step >= 0)) {
-    throw new Error(
-      `Cannot download as --step must be a non-negative integer: current value is ${opts.step}`,
-    );
-  }
+  let step = stepOption(opts.step, "download");
   if (step === undefined) {
     const { checkpoints } = await client.json<{ checkpoints: { step: number }[] }>(
       `/v1/jobs/${id}/checkpoints`,
@@ -170,12 +179,7 @@ async function skills(
   opts: { step?: string; out?: string },
   io: CliIo,
 ): Promise<number> {
-  const step = opts.step === undefined ? undefined : Number(opts.step);
-  if (step !== undefined && !(Number.isInteger(step) && step >= 0)) {
-    throw new Error(
-      `Cannot download skills as --step must be a non-negative integer: current value is ${opts.step}`,
-    );
-  }
+  const step = stepOption(opts.step, "download skills");
   const res = await client.json<{ step: number; skill_count: number; library: unknown }>(
     `/v1/jobs/${id}/skills${step === undefined ? "" : `?step=${step}`}`,
   );
