@@ -25,8 +25,9 @@
  *   (`PRESET_OVERRIDES='{"method":"sft","random_seed":S,"steps":2,"eval_every":2,…}' deno run -A
  *   bench/preset.ts sokoban`).
  * - analyzer warm-up 512 trajectories × 3 epochs since 2026-12-02 (household keeps 192 × 2): with
- *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory (bench/analyzer_probe.ts
- *   on seed 1's warm-up: "push it left then up" for 97 of 124, truthful 0 of 124); 768 more × 3 epochs made
+ *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory
+ *   (bench/analyzer_probe.ts on seed 1's warm-up: "push it left then up" for 97 of 124, truthful
+ *   0 of 124); 768 more × 3 epochs made
  *   32 of 112 won and 7 of 16 lost skills truthful. With the Effect lines (seed.analyzer_feedback)
  *   the window is 1 step: the earlier moves are in one `Earlier effects:` line (42 of 122 and 2 of
  *   6 truthful at 1 step vs 32/112 and 7/16 at 3, SFT 191 vs 269 s). Over seeds 1,2,3 (bench:learn,
@@ -36,8 +37,8 @@
  *   third of the distinct analyses: at RL step 1, seeds 7/1, skills well-formed 45%/13% vs
  *   50%/0%, corr(Δ, A) +0.18/+0.25 vs +0.45/−0.02 — a wash on two seeds, kept for the wider data),
  *   with demonstrations replayed at equal response tokens (workers/seed/run/warmup_stage.ts);
- *   replaying one demonstration per analysis had dropped the policy from 80% to 31%. The analyzer needs the steps: after 57 steps its greedy
- *   output was runs of quotes (parse rate 0, loss 1.3), after 152 steps every analysis parsed
+ *   replaying one demonstration per analysis had dropped the policy from 80% to 31%. The
+ *   analyzer needs the steps: after 57 steps its greedy output was runs of quotes (parse rate 0, loss 1.3), after 152 steps every analysis parsed
  *   (loss 0.28; `.exp`-style probe, 16 held-out trajectories).
  * - RL: GiGPO (step-level credit in anchor states; GRPO at group 4 gave no gain), group 8, lr 3e-4
  *   with one AdamW step per 256 samples. Measured from one warm-up (85.0% seen / 82.5% unseen, 200
@@ -67,7 +68,8 @@
  * each; the phase is mostly the analysis prompts' prefill). The analyzer warm-up still trains on
  * skill-then-summary targets.
  * `analyzer_max_steps` (1 for sokoban since 2026-12-02, see above; 3 before and for household)
- * departs from the reference code (its analyzer reads the whole trajectory): with 20 (every step of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
+ * departs from the reference code (its analyzer reads the whole trajectory): with 20 (every step
+ * of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
  * `PRESET_OVERRIDES='{"seed":{"analyzer_max_steps":20}}'`, a helper's jobs beside it) the analyzer
  * warm-up took 449 s instead of ~80 s and analysis 20–42 s per update, for skills truthful on
  * 0–19% (mean 7%) of trajectories instead of 0%, well-formed 57% (61% at 3 steps), Δ on won tokens

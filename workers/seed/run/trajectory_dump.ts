@@ -32,8 +32,8 @@
  * answer did not parse, summary also when it had none; `raw` is that answer), and on each
  * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
  * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in
- * nats (README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely). Turns and trajectories without them have no
- * such keys.
+ * nats (README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
+ * Turns and trajectories without them have no such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
 import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../../envs/mod.ts";
