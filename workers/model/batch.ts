@@ -104,6 +104,35 @@ export function prepareSamples<S extends Sample>(samples: S[], c: DecoderConfig)
   });
 }
 
+/** Which samples of a call are the same input (see {@link distinctSamples}). */
+export interface DistinctSamples {
+  /** Indices of the first sample of each distinct input, ascending. */
+  distinct: number[];
+  /** (N,) Per sample, the position in `distinct` of the first sample equal to it. */
+  slot: Int32Array;
+}
+
+/**
+ * Groups samples that are the same input: equal prompt ids and equal response ids, without
+ * images (a sample with images is always its own input). A scoring pass needs each input once —
+ * a group's rollouts often repeat a turn (the first observation is the same for every copy of a
+ * task, and a converged policy repeats whole episodes).
+ */
+export function distinctSamples(samples: readonly Sample[]): DistinctSamples {
+  const firstOf = new Map<string, number>();
+  const distinct: number[] = [];
+  const slot = new Int32Array(samples.length);
+  samples.forEach((s, i) => {
+    const key = (s.images?.length ?? 0) > 0
+      ? `#${i}`
+      : `${s.prompt.join(",")}|${s.response.join(",")}`;
+    let k = firstOf.get(key);
+    if (k === undefined) firstOf.set(key, k = distinct.push(i) - 1);
+    slot[i] = k;
+  });
+  return { distinct, slot };
+}
+
 /** Tokens a sample occupies in the graph: prompt + response − 1. */
 export function sampleLength(s: Sample): number {
   return s.prompt.length + s.response.length - 1;

@@ -33,6 +33,7 @@ import {
 } from "./config.ts";
 import {
   bucketOf,
+  distinctSamples,
   type PackedBatch,
   packSamples,
   packTokens,
@@ -182,8 +183,18 @@ export class Policy {
     return new Policy(this.config, params, { ...this.opts, sessions: this.sessions });
   }
 
-  /** Per-token log-probs and entropies of each sample's response (no gradient). */
+  /**
+   * Per-token log-probs and entropies of each sample's response (no gradient). Samples that are
+   * the same input (`distinctSamples`) are scored once; each gets its own arrays.
+   */
   async score(input: Sample[]): Promise<TokenScores> {
+    const { distinct, slot } = distinctSamples(input);
+    if (distinct.length === input.length) return await this.#scoreEach(input);
+    return spreadScores(await this.#scoreEach(distinct.map((i) => input[i])), slot);
+  }
+
+  /** `score` of every sample, duplicates included. */
+  async #scoreEach(input: Sample[]): Promise<TokenScores> {
     const samples = prepareSamples(input, this.config);
     const out: TokenScores = {
       logprobs: new Array(samples.length),
@@ -228,6 +239,14 @@ export class Policy {
       input.length === 0 || this.config.vision_config ||
       input.some((s) => (s.images?.length ?? 0) > 0)
     ) return await this.score(input);
+    const { distinct, slot } = distinctSamples(input);
+    if (distinct.length < input.length) {
+      // each input once, in the group of its first sample (a later equal sample leaves its group)
+      const kept = groups.map((g) => g.filter((i) => distinct[slot[i]] === i).map((i) => slot[i]))
+        .filter((g) => g.length > 0);
+      const scores = await this.scoreSharedPrefixes(distinct.map((i) => input[i]), kept, opts);
+      return spreadScores(scores, slot);
+    }
     const c = this.config;
     const { groupOf, prefixLength, members } = sharedPrefixes(input, groups);
     // Cache bytes per prefix token: layers × (key, value) × Hkv × D float32.
@@ -658,6 +677,21 @@ function sharedPrefixes(input: Sample[], groups: readonly (readonly number[])[])
     return n;
   });
   return { groupOf, prefixLength, members };
+}
+
+/**
+ * Scores of distinct inputs (D,) spread back to the N samples they stand for (`slot[i]`: sample
+ * i's input); a repeated input gets a copy, so no two samples share an array.
+ */
+function spreadScores(scores: TokenScores, slot: Int32Array): TokenScores {
+  const used = new Uint8Array(scores.logprobs.length);
+  const out: TokenScores = { logprobs: [], entropy: [] };
+  for (const k of slot) {
+    out.logprobs.push(used[k] ? scores.logprobs[k].slice() : scores.logprobs[k]);
+    out.entropy.push(used[k] ? scores.entropy[k].slice() : scores.entropy[k]);
+    used[k] = 1;
+  }
+  return out;
 }
 
 /** Throws PolicyError unless sample `i` has every token input with one value per response token. */

@@ -50,8 +50,9 @@ export interface AnalyzeResult {
 }
 
 /**
- * Runs the analyzer over the selected trajectories with one `generate` call and parses every
- * answer leniently. Trajectories not selected (won ones under `failed_only`) are absent from
+ * Runs the analyzer over the selected trajectories with one `generate` call (one prompt per
+ * distinct analyzer prompt: equal prompts share one greedy completion) and parses every answer
+ * leniently. Trajectories not selected (won ones under `failed_only`) are absent from
  * `analyses`. Throws `SeedOptionError` when `generate` returns the wrong number of completions.
  */
 export async function analyzeTrajectories<T extends Trajectory & { id: string }>(
@@ -62,11 +63,23 @@ export async function analyzeTrajectories<T extends Trajectory & { id: string }>
   const analyses = new Map<string, SkillAnalysis | null>();
   const raw = new Map<string, string>();
   if (selected.length === 0) return { analyses, analyzed: 0, parsed: 0, raw };
+  // The analyzer decodes greedily, so equal prompts (the same trajectory, as a converged group
+  // often plays it; the prompt fixes the outcome too) get equal analyses: each is generated once.
   const prompts = selected.map((t) => buildAnalyzerPrompt(t, options.prompt));
-  const completions = await options.generate(prompts, selected);
-  if (!Array.isArray(completions) || completions.length !== prompts.length) {
+  const slotOf = new Map<string, number>();
+  const distinct: number[] = [];
+  const slot = prompts.map((p, i) => {
+    let k = slotOf.get(p);
+    if (k === undefined) slotOf.set(p, k = distinct.push(i) - 1);
+    return k;
+  });
+  const completions = await options.generate(
+    distinct.map((i) => prompts[i]),
+    distinct.map((i) => selected[i]),
+  );
+  if (!Array.isArray(completions) || completions.length !== distinct.length) {
     throw new SeedOptionError(
-      `Cannot analyze trajectories as generate must return one completion per prompt (${prompts.length}): current value is ${
+      `Cannot analyze trajectories as generate must return one completion per prompt (${distinct.length}): current value is ${
         Array.isArray(completions) ? completions.length : typeof completions
       }`,
       { option: "generate", value: Array.isArray(completions) ? completions.length : completions },
@@ -74,10 +87,10 @@ export async function analyzeTrajectories<T extends Trajectory & { id: string }>
   }
   let parsed = 0;
   selected.forEach((t, i) => {
-    const analysis = parseSkillAnalysis(completions[i], options.parse);
+    const analysis = parseSkillAnalysis(completions[slot[i]], options.parse);
     if (analysis) parsed++;
     analyses.set(t.id, analysis);
-    raw.set(t.id, completions[i]);
+    raw.set(t.id, completions[slot[i]]);
   });
   return { analyses, analyzed: selected.length, parsed, raw };
 }

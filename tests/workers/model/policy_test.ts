@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { AdamW, clipGradNorm } from "../../../workers/model/optim.ts";
+import type * as ort from "onnxruntime-node";
+import { SessionCache } from "../../../workers/engine/mod.ts";
 import { Policy, PolicyError } from "../../../workers/model/policy.ts";
 import { TOKEN_NLL } from "../../../workers/model/objective.ts";
 import {
@@ -79,6 +81,54 @@ for (const c of [TINY_LLAMA, TINY_QWEN]) {
     }
   });
 }
+
+/** A session cache that counts the rows of `input_ids` its sessions are run on. */
+class RowCountingSessions extends SessionCache {
+  rows = 0;
+  override async get(key: string, build: () => Uint8Array): Promise<ort.InferenceSession> {
+    const session = await super.get(key, build);
+    const run = session.run.bind(session);
+    // deno-lint-ignore no-explicit-any
+    (session as any).run = (feeds: Record<string, ort.Tensor>, ...rest: any[]) => {
+      this.rows += Number(feeds.input_ids?.dims[0] ?? 0);
+      return run(feeds, ...rest);
+    };
+    return session;
+  }
+}
+
+Deno.test("equal samples are scored once and each gets its own copy of the same values", async () => {
+  const c = TINY_LLAMA;
+  const { samples, groups } = prefixedSamples(c.vocab_size);
+  // samples 0, 2 and 5 again (7, 8, 9), the first two inside their twins' shared-prefix groups
+  const repeated = [...samples, samples[0], samples[2], samples[5]].map((s) => ({
+    prompt: [...s.prompt],
+    response: [...s.response],
+  }));
+  const repeatedGroups = [[...groups[0], 7], [...groups[1], 8], groups[2], [9]];
+  for (const shared of [false, true]) {
+    const count = (sessions: RowCountingSessions) => sessions.rows;
+    const once = new RowCountingSessions(), twice = new RowCountingSessions();
+    const a = new Policy(c, randomParameters(c, 3), { sessions: once });
+    const b = a.withParameters(a.params);
+    const distinct = shared ? await a.scoreSharedPrefixes(samples, groups) : await a.score(samples);
+    const all = shared
+      ? await new Policy(c, a.params, { sessions: twice }).scoreSharedPrefixes(
+        repeated,
+        repeatedGroups,
+      )
+      : await new Policy(c, a.params, { sessions: twice }).score(repeated);
+    assert.equal(count(twice), count(once), `rows fed (shared prefixes: ${shared})`);
+    [0, 1, 2, 3, 4, 5, 6, 0, 2, 5].forEach((src, i) => {
+      assert.deepEqual(all.logprobs[i], distinct.logprobs[src], `sample ${i}`);
+      assert.deepEqual(all.entropy[i], distinct.entropy[src], `sample ${i}`);
+    });
+    all.logprobs[7][0] = 42; // a copy: its twin keeps its value
+    assert.notEqual(all.logprobs[0][0], 42);
+    await b.release();
+    await a.release();
+  }
+});
 
 Deno.test("shared-prefix scoring reads a LoRA adapter (non-zero B) as score does", async () => {
   const c = TINY_QWEN;

@@ -28,6 +28,45 @@ async function rollouts() {
   });
 }
 
+Deno.test("equal analyzer prompts are generated once and share their analysis", async () => {
+  const base = await rollouts();
+  // the two tasks' copies played twice over: b2g*/b3g* repeat b0g*/b1g* step for step
+  const trajectories = [
+    ...base,
+    ...base.map((t) => ({ ...t, id: t.id.replace("b0", "b2").replace("b1", "b3") })),
+  ];
+  const calls: { prompts: string[]; ids: string[] }[] = [];
+  const result = await analyzeTrajectories(trajectories, {
+    mode: "all",
+    generate: (prompts, selected) => {
+      calls.push({ prompts, ids: selected.map((t) => trajectories.find((x) => x === t)!.id) });
+      return Promise.resolve(
+        prompts.map((_, i) => `{"episode_summary": "", "episode_skill": "Skill ${i}."}`),
+      );
+    },
+  });
+  assert.equal(calls.length, 1);
+  assert.deepEqual(calls[0].ids, ["b0g0", "b0g1", "b1g0", "b1g1"]);
+  assert.equal(new Set(calls[0].prompts).size, 4);
+  assert.equal(result.analyzed, 8);
+  assert.equal(result.parsed, 8);
+  const skill = (id: string) => result.analyses.get(id)!.episode_skill;
+  assert.deepEqual(
+    ["b0g0", "b0g1", "b1g0", "b1g1", "b2g0", "b2g1", "b3g0", "b3g1"].map(skill),
+    [
+      "Skill 0.",
+      "Skill 1.",
+      "Skill 2.",
+      "Skill 3.",
+      "Skill 0.",
+      "Skill 1.",
+      "Skill 2.",
+      "Skill 3.",
+    ],
+  );
+  assert.equal(result.raw.get("b3g1"), result.raw.get("b1g1"));
+});
+
 Deno.test("the analyzer runs once over the failed trajectories and counts what parsed", async () => {
   const trajectories = await rollouts();
   assert.deepEqual(trajectories.map((t) => [t.id, t.won]), [
