@@ -61,6 +61,13 @@ export interface GenerateOptions {
    * constrained text is complete. Default: no constraint.
    */
   constraint?: (index: number) => TokenConstraint | null;
+  /**
+   * Prefill prompts that begin with the same tokens (e.g. the instruction block every analyzer
+   * prompt of one outcome starts with) once per common prefix instead of once per prompt
+   * (`prefixClasses` picks the prefixes); each row copies its prefix's keys and values. Same
+   * results as without it up to float rounding. Ignored for prompts with images. Default false.
+   */
+  sharePrefixes?: boolean;
 }
 
 /** Why a sequence stopped (`stop`: a stop string, or its constraint completed). */
@@ -169,7 +176,6 @@ async function generateGroup(
     topP: opts.topP ?? 1,
   };
   const pad = c.pad_token_id ?? 0;
-  const width = Math.max(...indices.map((i) => prompts[i].length));
   const seqs: Sequence[] = indices.map((i) => ({
     index: i,
     limit: limits[i],
@@ -181,19 +187,45 @@ async function generateGroup(
   }));
   for (const s of seqs) if (s.limit === 0) s.finish = "length";
 
-  // ---- prefill: left-padded prompts (B, W), positions counting real tokens only, fed in
-  // windows of at most `chunk` columns so each call stays short
-  const ids: number[][] = [], pos: number[][] = [], mask: number[][] = [];
-  for (const s of seqs) {
-    const p = prompts[s.index], padCount = width - p.length;
-    ids.push(Array.from({ length: width }, (_, j) => (j < padCount ? pad : p[j - padCount])));
-    pos.push(Array.from({ length: width }, (_, j) => Math.max(0, j - padCount)));
-    mask.push(Array.from({ length: width }, (_, j) => (j < padCount ? 0 : 1)));
-    s.nextPosition = p.length;
-  }
-  const cache = new KvCache(c, seqs.length);
-  let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
   const chunk = Math.max(1, Math.floor((opts.maxTokensPerCall ?? Infinity) / seqs.length));
+  // ---- shared prefixes (opt-in): each class's prefix is prefilled once, in one row of its own
+  // (left-padded to the longest, M slots), and copied into its members' rows: row r then holds
+  // [M − p_r empty slots, its prefix's p_r slots] and only its suffix is prefilled below
+  const withImages = seqs.some((s) => (opts.images?.[s.index]?.length ?? 0) > 0);
+  const classes = opts.sharePrefixes && !withImages
+    ? prefixClasses(seqs.map((s) => prompts[s.index]))
+    : null;
+  let cache = new KvCache(c, seqs.length);
+  const prefixLength = seqs.map(() => 0);
+  if (classes && classes.prefixes.length > 0) {
+    const prefixCache = await prefillRows(runner, classes.prefixes, chunk);
+    const none = new KvCache(c, 1); // nothing to copy for a row outside every class
+    cache = KvCache.gather(seqs.map((_, r) => {
+      const k = classes.classOf[r];
+      return k < 0 ? { cache: none, rows: [0] } : { cache: prefixCache, rows: [k] };
+    }));
+    seqs.forEach((s, r) => {
+      const k = classes.classOf[r];
+      prefixLength[r] = k < 0 ? 0 : classes.prefixes[k].length;
+      s.mask = Array.from(
+        { length: cache.used },
+        (_, j) => j < cache.used - prefixLength[r] ? 0 : 1,
+      );
+    });
+  }
+  // ---- prefill: left-padded prompts (B, W) (their suffixes after a shared prefix), positions
+  // counting real tokens only, fed in windows of at most `chunk` columns so each call stays short
+  const width = Math.max(...seqs.map((s, r) => prompts[s.index].length - prefixLength[r]));
+  const ids: number[][] = [], pos: number[][] = [], mask: number[][] = [];
+  seqs.forEach((s, r) => {
+    const p = prompts[s.index].slice(prefixLength[r]), padCount = width - p.length;
+    const first = prefixLength[r];
+    ids.push(Array.from({ length: width }, (_, j) => (j < padCount ? pad : p[j - padCount])));
+    pos.push(Array.from({ length: width }, (_, j) => j < padCount ? 0 : first + j - padCount));
+    mask.push(Array.from({ length: width }, (_, j) => (j < padCount ? 0 : 1)));
+    s.nextPosition = prompts[s.index].length;
+  });
+  let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
   /** Run `t` new columns per row through the graph, append them to the cache → logits (B, V). */
   const feed = async (
     step: { ids: number[][]; pos: number[][]; mask: number[][]; image?: WindowImages },
@@ -363,4 +395,97 @@ function finishReason(
     }
   }
   return s.tokens.length >= s.limit ? "length" : undefined;
+}
+
+/**
+ * Which prompts share a prefix worth prefilling once (`GenerateOptions.sharePrefixes`): the
+ * prompts sorted by their tokens, split into runs so that the tokens saved, Σ over runs of
+ * (members − 1) × (the run's common prefix), are the most (each run either shares its common
+ * prefix or is split at its least common neighbours, recursively). A prefix leaves every prompt
+ * at least one token of its own (its last token's logits come from the suffix prefill).
+ * @returns `classOf[i]`: prompt i's class (−1 for none); `prefixes[k]`: class k's prefix tokens.
+ */
+export function prefixClasses(
+  prompts: readonly (readonly number[])[],
+): { classOf: Int32Array; prefixes: number[][] } {
+  const order = prompts.map((_, i) => i).sort((a, b) => compareTokens(prompts[a], prompts[b]));
+  // lcp[k]: tokens prompts order[k] and order[k + 1] share, capped at length − 1 of both
+  const lcp = order.slice(1).map((b, k) => {
+    const x = prompts[order[k]], y = prompts[b];
+    const n = Math.min(x.length, y.length) - 1;
+    let m = 0;
+    while (m < n && x[m] === y[m]) m++;
+    return m;
+  });
+  const runs: { lo: number; hi: number; length: number }[] = [];
+  /** Best split of order[lo..hi]: tokens saved, and its runs appended to `out`. */
+  const best = (lo: number, hi: number, out: typeof runs): number => {
+    if (lo >= hi) return 0;
+    let at = lo;
+    for (let k = lo; k < hi; k++) if (lcp[k] < lcp[at]) at = k;
+    const whole = (hi - lo) * lcp[at];
+    const parts: typeof runs = [];
+    const split = best(lo, at, parts) + best(at + 1, hi, parts);
+    if (split > whole) {
+      out.push(...parts);
+      return split;
+    }
+    if (lcp[at] > 0) out.push({ lo, hi, length: lcp[at] });
+    return whole;
+  };
+  best(0, order.length - 1, runs);
+  const classOf = new Int32Array(prompts.length).fill(-1);
+  const prefixes = runs.map(({ lo, hi, length }, k) => {
+    for (let j = lo; j <= hi; j++) classOf[order[j]] = k;
+    return prompts[order[lo]].slice(0, length);
+  });
+  return { classOf, prefixes };
+}
+
+/** Lexicographic order of token arrays (a prefix sorts first). */
+function compareTokens(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/**
+ * A KV cache of `prompts` (one row each, left-padded to the longest, positions from 0), filled
+ * in windows of at most `chunk` columns per call; the logits are not kept.
+ */
+async function prefillRows(
+  runner: DecodeRunner,
+  prompts: readonly (readonly number[])[],
+  chunk: number,
+): Promise<KvCache> {
+  const c = runner.config, pad = c.pad_token_id ?? 0, b = prompts.length;
+  const width = Math.max(...prompts.map((p) => p.length));
+  const cache = new KvCache(c, b);
+  const masks: number[][] = prompts.map(() => []);
+  for (let a = 0; a < width; a += chunk) {
+    const t = Math.min(chunk, width - a), k = cache.capacity + t;
+    const ids = new BigInt64Array(b * t), pos = new BigInt64Array(b * t);
+    const keyMask = new Float32Array(b * k);
+    prompts.forEach((p, r) => {
+      keyMask.set(masks[r], r * k);
+      const padCount = width - p.length;
+      for (let j = 0; j < t; j++) {
+        const col = a + j, real = col >= padCount;
+        ids[r * t + j] = BigInt(real ? p[col - padCount] : pad);
+        pos[r * t + j] = BigInt(real ? col - padCount : 0);
+        keyMask[r * k + cache.capacity + j] = real ? 1 : 0;
+        masks[r].push(real ? 1 : 0);
+      }
+    });
+    const out = await runner.session.run({
+      ...runner.parameters,
+      ...cache.feeds(),
+      input_ids: tensor("int64", ids, [b, t]),
+      position_ids: tensor("int64", pos, [b, t]),
+      attention_mask: tensor("float32", keyMask, [b, k]),
+    });
+    await yieldToEventLoop();
+    cache.append(out, t);
+  }
+  return cache;
 }

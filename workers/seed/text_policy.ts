@@ -117,6 +117,8 @@ export interface TextGenerateOptions {
    * value).
    */
   schema?: JsonObjectSchema | readonly JsonObjectSchema[];
+  /** Prefill a prefix common to several prompts once (`GenerateOptions.sharePrefixes`). */
+  sharePrefixes?: boolean;
 }
 
 /** A `Policy` and its tokenizer, speaking text in the model's prompt form (see module doc). */
@@ -249,6 +251,7 @@ export class TextPolicy {
       constraint: decoders ? (i) => decoders[i].start() : undefined,
       detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
       images: options.images?.map((x) => (x ? [...x] : undefined)),
+      sharePrefixes: options.sharePrefixes,
     });
     const vision = Boolean(this.policy.config.vision_config);
     const clean = (t: string) => (vision ? withoutImagePlaceholders(t) : t);

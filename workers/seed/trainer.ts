@@ -116,7 +116,13 @@ export function analyzerGenerateOptions(
   env: Pick<AsyncEnvironment, "skillPatterns">,
   won: readonly boolean[],
 ): TextGenerateOptions {
-  const base = { maxNewTokens: spec.seed.analyzer_max_new_tokens, temperature: 0, seed: 0 };
+  // the analyzer prompts of one outcome begin with the same instructions: prefilled once
+  const base = {
+    maxNewTokens: spec.seed.analyzer_max_new_tokens,
+    temperature: 0,
+    seed: 0,
+    sharePrefixes: true,
+  };
   if (!spec.seed.analyzer_constrained) {
     const stop = spec.seed.analyzer_summary
       ? [ANALYSIS_STOP]

@@ -3,6 +3,8 @@ import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { buildDecodeGraph } from "../../../workers/model/llama.ts";
 import { Policy } from "../../../workers/model/policy.ts";
+import { prefixClasses } from "../../../workers/model/generate.ts";
+import { CountingSessions } from "./_sessions.ts";
 import { randomParameters, TINY_LLAMA, TINY_LLAMA3, TINY_QWEN, TINY_QWEN3 } from "./_tiny.ts";
 
 type Feeds = Record<string, ReturnType<typeof tensor>>;
@@ -234,4 +236,59 @@ Deno.test("the decode graph's log-probs equal the score graph's", async () => {
   }
   await d.session.release();
   await policy.release();
+});
+
+/**
+ * Two families of prompts with shared prefixes (5 and 4 tokens, 2 in common; in each, one prompt
+ * begins with another) and one prompt alone. Token ids < 11 (the tiny vocabularies).
+ */
+const FAMILIES = [
+  [3, 4, 5, 6, 7, 1, 2],
+  [3, 4, 5, 6, 7, 1],
+  [3, 4, 5, 6, 7, 2, 1, 2],
+  [3, 4, 8, 9, 1],
+  [3, 4, 8, 9, 2, 1],
+  [10, 2, 1],
+  [3, 4, 8, 9, 2, 1, 10, 10],
+];
+
+Deno.test("prefix classes split prompts where sharing saves the most prefill", () => {
+  const { classOf, prefixes } = prefixClasses(FAMILIES);
+  const of = (i: number) => (classOf[i] < 0 ? null : prefixes[classOf[i]]);
+  for (const i of [0, 1, 2]) assert.deepEqual(of(i), [3, 4, 5, 6, 7]);
+  // each prefix stops one token short of its family's shortest prompt (6 and 5 tokens)
+  for (const i of [3, 4, 6]) assert.deepEqual(of(i), [3, 4, 8, 9]);
+  assert.equal(of(5), null);
+  // one class over all six would save 5 × 2 tokens; two classes save 2 × 5 + 2 × 4
+  assert.equal(prefixes.length, 2);
+  assert.deepEqual(prefixClasses([[1, 2], [3, 4]]).prefixes, []);
+});
+
+Deno.test("prompts that share prefixes generate the same tokens with each prefix prefilled once", async () => {
+  for (const [seed, greedy] of [[0, true], [5, false]] as const) {
+    for (const maxTokensPerCall of [undefined, 3 * 7]) {
+      const plain = new CountingSessions(), shared = new CountingSessions();
+      const params = randomParameters(TINY_QWEN, 4);
+      const a = new Policy(TINY_QWEN, params, { sessions: plain });
+      const b = new Policy(TINY_QWEN, params, { sessions: shared });
+      const opts = {
+        maxNewTokens: [6, 9, 4, 7, 5, 6, 8],
+        greedy,
+        seed,
+        eosTokenIds: [],
+        maxTokensPerCall,
+      };
+      const want = await a.generate(FAMILIES, opts);
+      const got = await b.generate(FAMILIES, { ...opts, sharePrefixes: true });
+      const at = `greedy ${greedy}, ${maxTokensPerCall} tokens per call`;
+      assert.deepEqual(got, want, at);
+      // fed once: 5 + 4 prefix tokens instead of 3 × 5 + 3 × 4 (the windows pad the rest)
+      assert.ok(
+        shared.tokens < plain.tokens,
+        `${at}: ${shared.tokens} vs ${plain.tokens} tokens fed`,
+      );
+      await a.release();
+      await b.release();
+    }
+  }
 });

@@ -1,8 +1,6 @@
 import assert from "node:assert/strict";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { AdamW, clipGradNorm } from "../../../workers/model/optim.ts";
-import type * as ort from "onnxruntime-node";
-import { SessionCache } from "../../../workers/engine/mod.ts";
 import { Policy, PolicyError } from "../../../workers/model/policy.ts";
 import { TOKEN_NLL } from "../../../workers/model/objective.ts";
 import {
@@ -15,6 +13,7 @@ import type { Sample } from "../../../workers/model/batch.ts";
 import { lcg } from "../engine/_gradcheck.ts";
 import { SPEC_COEFFICIENTS } from "../seed/_objective_oracle.ts";
 import { randomParameters, TINY_LLAMA, TINY_QWEN } from "./_tiny.ts";
+import { CountingSessions } from "./_sessions.ts";
 import { LORA_MODULES, type LoraConfig, loraParameterSpecs } from "../../../workers/model/lora.ts";
 
 const maxAbsDiff = (a: Float32Array, b: Float32Array) =>
@@ -82,21 +81,6 @@ for (const c of [TINY_LLAMA, TINY_QWEN]) {
   });
 }
 
-/** A session cache that counts the rows of `input_ids` its sessions are run on. */
-class RowCountingSessions extends SessionCache {
-  rows = 0;
-  override async get(key: string, build: () => Uint8Array): Promise<ort.InferenceSession> {
-    const session = await super.get(key, build);
-    const run = session.run.bind(session);
-    // deno-lint-ignore no-explicit-any
-    (session as any).run = (feeds: Record<string, ort.Tensor>, ...rest: any[]) => {
-      this.rows += Number(feeds.input_ids?.dims[0] ?? 0);
-      return run(feeds, ...rest);
-    };
-    return session;
-  }
-}
-
 Deno.test("equal samples are scored once and each gets its own copy of the same values", async () => {
   const c = TINY_LLAMA;
   const { samples, groups } = prefixedSamples(c.vocab_size);
@@ -107,8 +91,8 @@ Deno.test("equal samples are scored once and each gets its own copy of the same 
   }));
   const repeatedGroups = [[...groups[0], 7], [...groups[1], 8], groups[2], [9]];
   for (const shared of [false, true]) {
-    const count = (sessions: RowCountingSessions) => sessions.rows;
-    const once = new RowCountingSessions(), twice = new RowCountingSessions();
+    const count = (sessions: CountingSessions) => sessions.rows;
+    const once = new CountingSessions(), twice = new CountingSessions();
     const a = new Policy(c, randomParameters(c, 3), { sessions: once });
     const b = a.withParameters(a.params);
     const distinct = shared ? await a.scoreSharedPrefixes(samples, groups) : await a.score(samples);
