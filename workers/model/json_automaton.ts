@@ -388,6 +388,71 @@ export class JsonObjectAutomaton {
   }
 
   /**
+   * The one byte the state at `o` accepts next, or -1 when it accepts none (done) or several —
+   * a step of jump-forward decoding (constrained_decoding.ts). Outside values a literal byte is
+   * forced only where no whitespace may come first (`maxWhitespace` 0, or the gap is full). In a
+   * pattern value the byte is forced when the pattern state has one out-edge that fits the byte
+   * bound and is not accepting; an accepting state with no such edge forces the closing quote. A
+   * free-text value forces its closing quote only when its bound leaves room for nothing else.
+   * Equals the unique `b` in 0–255 with `step(st, o, b)` true, when there is one (tested).
+   */
+  forcedNext(st: Int32Array, o: number): number {
+    let pos = st[o + POS];
+    if (this.#kind[pos] === OP_WS) {
+      if (st[o + WS] < this.#maxWs) return -1; // whitespace or the next byte
+      pos++;
+    }
+    switch (this.#kind[pos]) {
+      case OP_BYTE:
+        return this.#arg[pos];
+      case OP_STRING: {
+        const f = this.#arg[pos];
+        const pattern = this.#patterns[f];
+        if (!pattern) {
+          // free text: only the quote once no character fits (the letter is then written)
+          const full = st[o + ESC] === 0 && st[o + NEED] === 0 && st[o + LEN] >= this.#maxUnits[f];
+          return full ? QUOTE : -1;
+        }
+        const at = st[o + PAT], room = this.#maxUnits[f] - st[o + LEN] - 1;
+        let only = pattern.accepting[at] ? QUOTE : -1;
+        for (let e = pattern.offsets[at]; e < pattern.offsets[at + 1]; e++) {
+          if (pattern.distance[pattern.edgeTargets[e]] > room) continue;
+          if (only >= 0) return -1;
+          only = pattern.edgeBytes[e];
+        }
+        return only;
+      }
+      default:
+        return -1;
+    }
+  }
+
+  /**
+   * The forced byte run from the state at `o`: `forcedNext` followed while it gives a byte, at
+   * most `maxBytes` bytes. The state at `o` is not changed; `scratch` must have room for one
+   * state at offset `so`. Every accepted continuation of the state starts with these bytes.
+   */
+  forcedBytes(
+    st: Int32Array,
+    o: number,
+    scratch: Int32Array,
+    so = 0,
+    maxBytes = Infinity,
+  ): number[] {
+    scratch.set(st.subarray(o, o + STATE_FIELDS), so);
+    const out: number[] = [];
+    while (out.length < maxBytes) {
+      const b = this.forcedNext(scratch, so);
+      if (b < 0) break;
+      if (!this.step(scratch, so, b)) {
+        throw new Error(`Cannot follow the forced byte ${b} as the automaton must accept it`);
+      }
+      out.push(b);
+    }
+    return out;
+  }
+
+  /**
    * The canonical completion (bytes) of the state at `o` (see `canonicalNext`); `scratch`
    * must have room for one state at offset `so`.
    */

@@ -193,3 +193,90 @@ Deno.test("a pattern that writes a forbidden code point is refused, since its va
   // the same lead byte (E2 80) in another character is fine: “ is E2 80 9C, – is E2 80 93
   assert.ok(new JsonObjectAutomaton(schema("a \u2013 b")));
 });
+
+/** The one byte `step` accepts from the state at `o` (found by trying all 256), else -1. */
+function onlyByte(a: JsonObjectAutomaton, st: Int32Array, o: number, scratch: Int32Array) {
+  let only = -1;
+  for (let b = 0; b < 256; b++) {
+    scratch.set(st.subarray(o, o + STATE_FIELDS));
+    if (!a.step(scratch, 0, b)) continue;
+    if (only >= 0) return -1;
+    only = b;
+  }
+  return only;
+}
+
+Deno.test("forcedNext is the one byte step accepts, and -1 where it accepts several or none", () => {
+  const pattern = compileTextPattern({
+    seq: [
+      "Walk behind ",
+      { oneOf: ["the box", "each box"] },
+      ", then push it ",
+      { repeat: { oneOf: ["up", "left", "down"] }, separator: " then " },
+      { oneOf: [".", "; never push a box."] },
+    ],
+  });
+  const schemas: JsonObjectSchema[] = [
+    SCHEMA,
+    { ...SCHEMA, maxWhitespace: 0 },
+    {
+      fields: [{ name: "s", maxUnits: 48, pattern }, {
+        name: "t",
+        maxUnits: 3,
+        requireAlnum: true,
+      }],
+      maxWhitespace: 0,
+    },
+    { fields: [{ name: "s", maxUnits: 48, pattern }], maxWhitespace: 1 },
+  ];
+  const alphabet = [...utf8.encode(' \t{}":,\\ubtfnrxé0123456789aeinoprstuwy.;'), 0x80, 0xa9];
+  let forced = 0, open = 0;
+  for (const schema of schemas) {
+    const a = new JsonObjectAutomaton(schema);
+    const st = new Int32Array(STATE_FIELDS), scratch = new Int32Array(STATE_FIELDS);
+    for (let seed = 0; seed < 120; seed++) {
+      const rng = new Rng(seed);
+      a.init(st, 0);
+      for (let n = 0; n < 120 && !a.isDone(st, 0); n++) {
+        const want = onlyByte(a, st, 0, scratch);
+        assert.equal(a.forcedNext(st, 0), want, `schema ${schemas.indexOf(schema)} seed ${seed}`);
+        want >= 0 ? forced++ : open++;
+        // half the time follow the canonical completion, so walks reach the value's bound
+        const b = rng.next() < 0.5
+          ? a.canonicalNext(st, 0)
+          : alphabet[rng.nextInt(alphabet.length)];
+        scratch.set(st);
+        if (a.step(scratch, 0, b)) st.set(scratch);
+      }
+    }
+  }
+  assert.ok(forced > 1000 && open > 1000, `${forced} forced, ${open} open states`);
+});
+
+Deno.test("the forced run of a pattern value stops at each choice and closes the object after the last", () => {
+  const pattern = compileTextPattern({
+    seq: ["Push it ", { oneOf: ["up", "left"] }, " then stop"],
+  });
+  const a = new JsonObjectAutomaton({
+    fields: [{ name: "s", maxUnits: 40, pattern }],
+    maxWhitespace: 0,
+  });
+  const st = new Int32Array(STATE_FIELDS), scratch = new Int32Array(STATE_FIELDS);
+  const runFrom = (prefix: string) => {
+    a.init(st, 0);
+    for (const b of utf8.encode(prefix)) assert.ok(a.step(st, 0, b), prefix);
+    return new TextDecoder().decode(Uint8Array.from(a.forcedBytes(st, 0, scratch)));
+  };
+  assert.equal(runFrom(""), '{"s":"Push it ');
+  assert.equal(runFrom('{"s":"Push it '), "");
+  assert.equal(runFrom('{"s":"Push it l'), 'eft then stop"}');
+  assert.equal(runFrom('{"s":"Push it up then stop"}'), "");
+  // the bound is kept: at most 3 bytes asked, 3 given, and the state passed in is unchanged
+  a.init(st, 0);
+  assert.deepEqual(a.forcedBytes(st, 0, scratch, 0, 3), [...utf8.encode('{"s')]);
+  assert.equal(a.forcedNext(st, 0), "{".charCodeAt(0));
+  // with whitespace allowed between the object's tokens nothing outside the value is forced
+  const spaced = new JsonObjectAutomaton({ fields: [{ name: "s", maxUnits: 40, pattern }] });
+  spaced.init(st, 0);
+  assert.deepEqual(spaced.forcedBytes(st, 0, scratch), []);
+});
