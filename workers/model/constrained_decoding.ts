@@ -110,6 +110,7 @@ export class JsonConstrainedDecoder {
   readonly #walk: Int32Array; // one state per trie depth
   readonly #nodes: Int32Array;
   readonly #scratch = new Int32Array(STATE_FIELDS);
+  readonly #jump = new Int32Array(2 * STATE_FIELDS); // forcedTokens' two states
 
   /**
    * @param tokens bytes written per token id (`tokenBytes`); null/empty ones are never allowed.
@@ -170,18 +171,85 @@ export class JsonConstrainedDecoder {
 
   /** Fewest tokens whose bytes concatenate to `bytes` (dynamic programming from the end). */
   #segmentCost(bytes: number[]): number {
+    return this.#segment(bytes).best[0];
+  }
+
+  /**
+   * The segmentation DP of `bytes`: `best[i]` the fewest tokens that spell bytes[i..n) (Infinity
+   * when none do), `node[i]` the trie node of the first token of such a spelling (the longest
+   * one on ties; -1 where no token starts) and `end[i]` where that token ends.
+   */
+  #segment(bytes: number[]): { best: Float64Array; node: Int32Array; end: Int32Array } {
     const trie = this.#trie, n = bytes.length;
     const best = new Float64Array(n + 1).fill(Infinity);
+    const first = new Int32Array(n + 1).fill(-1), end = new Int32Array(n + 1);
     best[n] = 0;
     for (let i = n - 1; i >= 0; i--) {
       let node = 0;
       for (let j = i; j < n; j++) {
         node = trie.child(node, bytes[j]);
         if (node < 0) break;
-        if (trie.tokenHead[node] >= 0) best[i] = Math.min(best[i], 1 + best[j + 1]);
+        if (trie.tokenHead[node] >= 0 && 1 + best[j + 1] <= best[i]) {
+          best[i] = 1 + best[j + 1];
+          first[i] = node;
+          end[i] = j + 1;
+        }
       }
     }
-    return best[0];
+    return { best, node: first, end };
+  }
+
+  /**
+   * Jump-forward decoding (after SGLang's compressed finite state machine: Zheng et al. 2024,
+   * "SGLang: Efficient Execution of Structured Language Model Programs", arXiv 2312.07104, §4):
+   * the token ids that spell the state's forced byte run (`JsonObjectAutomaton.forcedBytes`), in
+   * the fewest tokens (longest first token on ties; the lowest id among tokens of equal bytes).
+   * Unless the run closes the object its last token is dropped when a longer token could start
+   * with it (a byte that may follow the run continues its trie node: ` ` before ` right`), so
+   * the model still chooses how the text after the run is spelled. Tokens are dropped from the
+   * end until the object still closes within `remaining` minus their number (the budget
+   * invariant of `maskLogits`). Pure: the state at `o` is not changed. [] when the next token
+   * is a real choice.
+   */
+  forcedTokens(st: Int32Array, o: number, remaining: number): number[] {
+    const a = this.automaton, trie = this.#trie, walk = this.#jump, F = STATE_FIELDS;
+    if (remaining <= 0 || a.isDone(st, o)) return [];
+    const bytes = a.forcedBytes(st, o, walk, 0, remaining * trie.maxDepth);
+    if (bytes.length === 0) return [];
+    const seg = this.#segment(bytes);
+    // the run's tokens with where each ends; a run no token spells is cut where spelling stops
+    const nodes: number[] = [], ends: number[] = [];
+    for (let i = 0; i < bytes.length && seg.node[i] >= 0; i = seg.end[i]) {
+      nodes.push(seg.node[i]);
+      ends.push(seg.end[i]);
+    }
+    if (nodes.length === 0) return [];
+    // walk now holds the state after the whole run (forcedBytes left it there)
+    const closes = ends.at(-1) === bytes.length && a.isDone(walk, 0);
+    if (!closes) {
+      let extendable = ends.at(-1)! < bytes.length; // the run was cut: keep it short
+      for (let c = trie.firstChild[nodes.at(-1)!]; c >= 0 && !extendable; c = trie.nextSibling[c]) {
+        walk.copyWithin(F, 0, F);
+        extendable = a.step(walk, F, trie.edge[c]);
+      }
+      if (extendable) nodes.pop(), ends.pop();
+    }
+    // the budget: after k forced tokens the object must still close in remaining − k
+    let k = Math.min(nodes.length, remaining);
+    while (k > 0) {
+      walk.set(st.subarray(o, o + F), 0);
+      for (let i = 0; i < ends[k - 1]; i++) a.step(walk, 0, bytes[i]);
+      if (this.cost(walk, 0) <= remaining - k) break;
+      k--;
+    }
+    return nodes.slice(0, k).map((node) => this.#lowestId(node));
+  }
+
+  /** The lowest token id whose bytes end at trie node `node`. */
+  #lowestId(node: number): number {
+    let id = this.#trie.tokenHead[node];
+    for (let t = id; t >= 0; t = this.#trie.tokenNext[t]) id = Math.min(id, t);
+    return id;
   }
 
   /**
@@ -280,6 +348,15 @@ export class JsonSequenceConstraint implements TokenConstraint {
     const n = Math.min(logits.length, costs.length);
     for (let t = 0; t < n; t++) if (costs[t] >= limit) logits[t] = -Infinity;
     for (let t = n; t < logits.length; t++) logits[t] = -Infinity;
+  }
+
+  /**
+   * Jump-forward decoding: the tokens that must come next with `remaining` new tokens left
+   * (`JsonConstrainedDecoder.forcedTokens`; [] once the object is closed). The caller passes
+   * each to `accept`.
+   */
+  forcedTokens(remaining: number): number[] {
+    return this.#done ? [] : this.#decoder.forcedTokens(this.#state, 0, remaining);
   }
 
   /**

@@ -222,6 +222,15 @@ export interface TokenConstraint {
   maskLogits(logits: Float32Array, remaining: number): void;
   /** Records the drawn token; true when the constrained text is complete (the sequence stops). */
   accept(token: number): boolean;
+  /**
+   * Jump-forward decoding (optional): the token ids that come next whatever the model would
+   * prefer, because the constraint leaves only one continuation text there (e.g. the rest of a
+   * fixed phrase), given `remaining` new tokens left (≥ 0). The caller appends them without a
+   * draw, passing each to `accept` in order; [] when the next token is a real choice. They must
+   * leave the constrained text completable within `remaining` minus their number. Without this
+   * method every token is drawn.
+   */
+  forcedTokens?(remaining: number): number[];
 }
 
 /**

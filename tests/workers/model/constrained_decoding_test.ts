@@ -52,13 +52,23 @@ function randomRun(
 ) {
   const rng = new Rng(seed), c = decoder.start(), ids: number[] = [];
   const logits = new Float32Array(decoder.vocabSize);
-  for (let remaining = budget; remaining > 0; remaining--) {
+  /** Jump-forward (on two seeds in three): accepts the forced tokens; true when they close. */
+  const jump = () => {
+    if (seed % 3 === 0) return false;
+    for (const id of c.forcedTokens(budget - ids.length)) {
+      ids.push(id);
+      if (c.accept(id)) return true;
+    }
+    return false;
+  };
+  if (jump()) return { ids, done: true };
+  while (ids.length < budget) {
     for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() - 0.5) * 10;
     if (rng.next() < 0.5) { for (const id of tricky) logits[id] += rng.next() * 8; }
-    c.maskLogits(logits, remaining);
+    c.maskLogits(logits, budget - ids.length);
     const id = sampleToken(logits, { greedy: seed % 2 === 1, temperature: 1, topP: 1 }, rng);
     ids.push(id);
-    if (c.accept(id)) return { ids, done: true };
+    if (c.accept(id) || jump()) return { ids, done: true };
   }
   return { ids, done: false };
 }
@@ -124,7 +134,7 @@ Deno.test("the mask allows exactly the tokens the automaton accepts, each with t
   assert.ok(starts.every((s) => '{"id":"'.startsWith(s)), JSON.stringify(starts));
 });
 
-Deno.test("random logits always give an object of the schema within the budget, down to the smallest budget", () => {
+Deno.test("random logits always give an object of the schema within the budget, down to the smallest budget, with and without jump-forward", () => {
   for (const tok of [BUILTIN, GPT2]) {
     const bytes = tokenBytes(tok);
     const decoder = new JsonConstrainedDecoder(bytes, SCHEMA);
@@ -208,4 +218,55 @@ Deno.test("generate applies a row's constraint before each draw and stops the ro
     if (greedy) assert.deepEqual(out[1], free[1]); // an unconstrained row is untouched
   }
   await policy.release();
+});
+
+/** Decoded text of token ids (UTF-8). */
+const textOf = (decoder: JsonConstrainedDecoder, ids: number[]) =>
+  new TextDecoder().decode(Uint8Array.from(ids.flatMap((id) => [...decoder.bytesOf(id)!])));
+
+Deno.test("forced tokens spell the forced run, leaving its last token to the model where a longer one could start with it", () => {
+  const pattern = compileTextPattern({ seq: ["push it ", { oneOf: ["right", "up"] }] });
+  const decoder = new JsonConstrainedDecoder(tokenBytes(GPT2), {
+    fields: [{ name: "s", maxUnits: 20, pattern }],
+    maxWhitespace: 0,
+  });
+  const c = decoder.start();
+  const start = c.forcedTokens(64);
+  // `{"s":"push it ` in GPT-2's fewest tokens is `{"`,`s`,`":"`,`push`,` it`,` `: the space is
+  // left to the model (` right` and ` up` are tokens)
+  assert.deepEqual(start.map((id) => textOf(decoder, [id])), ['{"', "s", '":"', "push", " it"]);
+  for (const id of start) assert.equal(c.accept(id), false);
+  assert.deepEqual(c.forcedTokens(64), [], "the next token is the model's choice");
+  assert.equal(c.accept(GPT2.encode(" right")[0]), false);
+  // after the last choice the rest closes the object, so it is forced whole
+  const end = c.forcedTokens(64);
+  assert.equal(textOf(decoder, end), '"}');
+  assert.equal(end.map((id) => c.accept(id)).at(-1), true);
+  assert.deepEqual(c.forcedTokens(64), [], "nothing once the object is closed");
+});
+
+Deno.test("forced tokens stop where the object could no longer close within the budget", () => {
+  // single bytes, `xy` and `yzc"}`: the run `{"s":"xyz` is 8 tokens (`xy`,`z`), but the
+  // shortest object `{"s":"xyzc"}` is also 8 (`x`,`yzc"}`), so with 8 tokens left only the
+  // first 6 may be forced (then `x`,`yzc"}` still fit)
+  const utf8 = new TextEncoder();
+  const tokens = [
+    ...Array.from({ length: 128 }, (_, b) => Uint8Array.of(b)),
+    utf8.encode("xy"),
+    utf8.encode('yzc"}'),
+  ];
+  const pattern = compileTextPattern({ seq: ["xyz", { oneOf: ["c", "d"] }] });
+  const decoder = new JsonConstrainedDecoder(tokens, {
+    fields: [{ name: "s", maxUnits: 8, pattern }],
+    maxWhitespace: 0,
+  });
+  assert.equal(decoder.minTokens, 8);
+  const spell = (ids: number[]) => textOf(decoder, ids);
+  assert.equal(spell(decoder.start().forcedTokens(20)), '{"s":"xyz');
+  assert.deepEqual(decoder.start().forcedTokens(20).slice(-2), [128, "z".charCodeAt(0)]);
+  const tight = decoder.start(), forced = tight.forcedTokens(8);
+  assert.equal(spell(forced), '{"s":"');
+  forced.forEach((id) => tight.accept(id));
+  assert.equal(tight.tokensToFinish(), 2);
+  assert.deepEqual(decoder.start().forcedTokens(0), []);
 });
