@@ -8,6 +8,18 @@
  * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence (derived from the seed and the
  * sequence's index), so a sequence's draws do not depend on which others share its batch.
  *
+ * Jump-forward decoding (structured generation, `jumpForward`, on by default): where a row's
+ * constraint forces the next text (`TokenConstraint.forcedTokens`, e.g. the fixed words of a
+ * skill sentence or the JSON punctuation), its tokens are appended without a draw. Those forced
+ * before the first draw join the row's prompt in the prefill; later ones are fed in the next
+ * decode call together with the drawn token, each row's pending tokens LEFT-padded to the
+ * longest (pad id, position 0, attention mask 0), so that the last column — the only one whose
+ * logits the graph returns — is each row's newest token. A row draws again only once all its
+ * tokens are in the cache; a call feeds at most `maxTokensPerCall / rows` columns. Decode calls
+ * then number about the real choices instead of the tokens (SGLang's compressed finite state
+ * machine: Zheng et al. 2024, arXiv 2312.07104, §4). The text changes only where the model
+ * would have spelled the forced text in other tokens.
+ *
  * Images (vision models): `opts.images[i]` are the images of prompt i's `<image>` placeholders,
  * in order. The prompt's placeholders are expanded (`expandImageTokens`), the group's images
  * are encoded once (`DecodeRunner.vision.encode`), and prefill windows that hold image tokens
@@ -68,6 +80,13 @@ export interface GenerateOptions {
    * results as without it up to float rounding. Ignored for prompts with images. Default false.
    */
   sharePrefixes?: boolean;
+  /**
+   * Jump-forward decoding under constraints that offer `forcedTokens` (default true): the
+   * tokens a constraint forces are appended without a draw — those before the first draw go
+   * into the prompt's prefill, later ones are fed in the next decode call together with the
+   * drawn token (see module doc). False draws every token.
+   */
+  jumpForward?: boolean;
 }
 
 /** Why a sequence stopped (`stop`: a stop string, or its constraint completed). */
@@ -153,6 +172,8 @@ interface Sequence {
   limit: number;
   rng: Rng;
   tokens: number[];
+  /** How many of `tokens` are in the KV cache (the rest are fed in the next call). */
+  fed: number;
   constraint: TokenConstraint | null;
   finish?: FinishReason;
   text?: string;
@@ -181,19 +202,37 @@ async function generateGroup(
     limit: limits[i],
     rng: new Rng(((opts.seed ?? 0) * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
     tokens: [],
+    fed: 0,
     constraint: opts.constraint?.(i) ?? null,
     mask: [],
     nextPosition: 0,
   }));
   for (const s of seqs) if (s.limit === 0) s.finish = "length";
+  /** Appends `token` to `s` (drawn or forced) and notes whether it ends the sequence. */
+  const take = (s: Sequence, token: number) => {
+    s.tokens.push(token);
+    s.finish = s.constraint?.accept(token) ? "stop" : finishReason(s, token, eos, opts);
+  };
+  /** Jump-forward: appends the tokens `s`'s constraint forces next. */
+  const jump = (s: Sequence) => {
+    if (opts.jumpForward === false || !s.constraint?.forcedTokens) return;
+    for (const token of s.constraint.forcedTokens(s.limit - s.tokens.length)) {
+      if (s.finish) break;
+      take(s, token);
+    }
+  };
+  for (const s of seqs) if (!s.finish) jump(s); // forced text at the start joins the prefill
+  if (seqs.every((s) => s.finish)) return seqs.map((s) => result(s, opts));
 
+  const inputs: number[][] = []; // by prompt index: the prompt and its forced start
+  for (const s of seqs) inputs[s.index] = [...prompts[s.index], ...s.tokens];
   const chunk = Math.max(1, Math.floor((opts.maxTokensPerCall ?? Infinity) / seqs.length));
   // ---- shared prefixes (opt-in): each class's prefix is prefilled once, in one row of its own
   // (left-padded to the longest, M slots), and copied into its members' rows: row r then holds
   // [M − p_r empty slots, its prefix's p_r slots] and only its suffix is prefilled below
   const withImages = seqs.some((s) => (opts.images?.[s.index]?.length ?? 0) > 0);
   const classes = opts.sharePrefixes && !withImages
-    ? prefixClasses(seqs.map((s) => prompts[s.index]))
+    ? prefixClasses(seqs.map((s) => inputs[s.index]))
     : null;
   let cache = new KvCache(c, seqs.length);
   const prefixLength = seqs.map(() => 0);
@@ -213,17 +252,19 @@ async function generateGroup(
       );
     });
   }
-  // ---- prefill: left-padded prompts (B, W) (their suffixes after a shared prefix), positions
-  // counting real tokens only, fed in windows of at most `chunk` columns so each call stays short
-  const width = Math.max(...seqs.map((s, r) => prompts[s.index].length - prefixLength[r]));
+  // ---- prefill: left-padded prompts (B, W) with their forced starts (their suffixes after a
+  // shared prefix), positions counting real tokens only, fed in windows of at most `chunk`
+  // columns so each call stays short
+  const width = Math.max(...seqs.map((s, r) => inputs[s.index].length - prefixLength[r]));
   const ids: number[][] = [], pos: number[][] = [], mask: number[][] = [];
   seqs.forEach((s, r) => {
-    const p = prompts[s.index].slice(prefixLength[r]), padCount = width - p.length;
+    const p = inputs[s.index].slice(prefixLength[r]), padCount = width - p.length;
     const first = prefixLength[r];
     ids.push(Array.from({ length: width }, (_, j) => (j < padCount ? pad : p[j - padCount])));
     pos.push(Array.from({ length: width }, (_, j) => j < padCount ? 0 : first + j - padCount));
     mask.push(Array.from({ length: width }, (_, j) => (j < padCount ? 0 : 1)));
-    s.nextPosition = prompts[s.index].length;
+    s.nextPosition = inputs[s.index].length;
+    s.fed = s.tokens.length;
   });
   let rows = seqs; // sequences whose rows are in `cache`, in order (finished ones may linger)
   /** Run `t` new columns per row through the graph, append them to the cache → logits (B, V). */
@@ -255,7 +296,7 @@ async function generateGroup(
     rows.forEach((s, b) => s.mask.push(...step.mask[b]));
     return r.logits.data as Float32Array;
   };
-  const images = await encodeGroup(runner, seqs, prompts, opts.images ?? []);
+  const images = await encodeGroup(runner, seqs, inputs, opts.images ?? []);
   let logits: Float32Array = new Float32Array(0);
   for (let a = 0; a < width; a += chunk) {
     const cols = (m: number[][]) => m.map((row) => row.slice(a, a + chunk));
@@ -265,12 +306,12 @@ async function generateGroup(
   const v = c.vocab_size;
   while (true) {
     rows.forEach((s, b) => {
-      if (s.finish) return;
+      // a row draws once all its tokens are in the cache: its logits are those of its last one
+      if (s.finish || s.fed < s.tokens.length) return;
       const row = logits.subarray(b * v, (b + 1) * v); // (V,)
       s.constraint?.maskLogits(row, s.limit - s.tokens.length);
-      const token = sampleToken(row, sample, s.rng);
-      s.tokens.push(token);
-      s.finish = s.constraint?.accept(token) ? "stop" : finishReason(s, token, eos, opts);
+      take(s, sampleToken(row, sample, s.rng));
+      if (!s.finish) jump(s);
     });
     // ---- finished rows leave the cache once they are a quarter of it (each removal copies it)
     const alive = rows.map((s, b) => (s.finish ? -1 : b)).filter((b) => b >= 0);
@@ -279,17 +320,39 @@ async function generateGroup(
       cache.keepRows(alive);
       rows = alive.map((b) => rows[b]);
     }
-    logits = await feed({
-      ids: rows.map((s) => [s.finish ? pad : s.tokens.at(-1)!]),
-      pos: rows.map((s) => [s.finish ? 0 : s.nextPosition++]),
-      mask: rows.map((s) => [s.finish ? 0 : 1]),
-    });
+    logits = await feed(pendingStep(rows, pad, chunk));
   }
-  return seqs.map((s) => ({
+  return seqs.map((s) => result(s, opts));
+}
+
+/**
+ * The next decode call's columns (B, T): each unfinished row's tokens not yet in the cache (a
+ * drawn token and the tokens forced after it; at most `most` of them, the rest wait for the
+ * next call), LEFT-padded to the longest (pad id, position 0, attention mask 0), so that the last
+ * column is each row's newest token (the graph returns last-column logits); finished rows are
+ * all padding. T ≥ 1. Advances each row's `fed` and `nextPosition`.
+ */
+function pendingStep(rows: Sequence[], pad: number, most: number) {
+  const pending = rows.map((s) => s.finish ? [] : s.tokens.slice(s.fed, s.fed + Math.max(1, most)));
+  const t = Math.max(1, ...pending.map((p) => p.length));
+  const ids: number[][] = [], pos: number[][] = [], mask: number[][] = [];
+  rows.forEach((s, b) => {
+    const p = pending[b], padCount = t - p.length;
+    ids.push(Array.from({ length: t }, (_, j) => (j < padCount ? pad : p[j - padCount])));
+    pos.push(Array.from({ length: t }, (_, j) => (j < padCount ? 0 : s.nextPosition++)));
+    mask.push(Array.from({ length: t }, (_, j) => (j < padCount ? 0 : 1)));
+    s.fed += p.length;
+  });
+  return { ids, pos, mask };
+}
+
+/** The `Generation` of a finished sequence. */
+function result(s: Sequence, opts: GenerateOptions): Generation {
+  return {
     tokens: s.tokens,
     finishReason: s.finish!,
     ...(opts.detokenize ? { text: s.text ?? opts.detokenize(s.tokens) } : {}),
-  }));
+  };
 }
 
 /** Prompts with their images' placeholders expanded; checks images against the runner. */

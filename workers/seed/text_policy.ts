@@ -119,6 +119,11 @@ export interface TextGenerateOptions {
   schema?: JsonObjectSchema | readonly JsonObjectSchema[];
   /** Prefill a prefix common to several prompts once (`GenerateOptions.sharePrefixes`). */
   sharePrefixes?: boolean;
+  /**
+   * Under a schema, append the text the schema forces without drawing its tokens (jump-forward
+   * decoding, `GenerateOptions.jumpForward`). Default true.
+   */
+  jumpForward?: boolean;
 }
 
 /** A `Policy` and its tokenizer, speaking text in the model's prompt form (see module doc). */
@@ -249,6 +254,7 @@ export class TextPolicy {
       eosTokenIds: this.#stopIds,
       stop: decoders ? undefined : options.stop,
       constraint: decoders ? (i) => decoders[i].start() : undefined,
+      jumpForward: options.jumpForward,
       detokenize: (ids) => tok.decode(ids, { skipSpecialTokens: true }),
       images: options.images?.map((x) => (x ? [...x] : undefined)),
       sharePrefixes: options.sharePrefixes,

@@ -5,6 +5,7 @@ import { buildDecodeGraph } from "../../../workers/model/llama.ts";
 import { Policy } from "../../../workers/model/policy.ts";
 import { prefixClasses } from "../../../workers/model/generate.ts";
 import { CountingSessions } from "./_sessions.ts";
+import type { TokenConstraint } from "../../../workers/model/sampling.ts";
 import { randomParameters, TINY_LLAMA, TINY_LLAMA3, TINY_QWEN, TINY_QWEN3 } from "./_tiny.ts";
 
 type Feeds = Record<string, ReturnType<typeof tensor>>;
@@ -291,4 +292,92 @@ Deno.test("prompts that share prefixes generate the same tokens with each prefix
       await b.release();
     }
   }
+});
+
+/**
+ * A constraint that makes the tokens after the `after`-th one be `forced` — through
+ * `forcedTokens` under jump-forward, else by masking every other token — and allows any token
+ * elsewhere, recording a copy of the logits of each such free draw; complete after `total`.
+ */
+function forcing(forced: number[], after: number, total: number) {
+  const seen: Float32Array[] = [];
+  let n = 0, k = 0; // tokens accepted, forced tokens among them
+  const inForced = () => n >= after && k < forced.length;
+  const constraint: TokenConstraint = {
+    maskLogits(logits) {
+      if (inForced()) logits.forEach((_, t) => t !== forced[k] && (logits[t] = -Infinity));
+      else seen.push(Float32Array.from(logits));
+    },
+    accept(token) {
+      if (inForced()) assert.equal(token, forced[k++]);
+      return ++n === total;
+    },
+    forcedTokens: () => (n === after && k === 0 ? forced : []),
+  };
+  return { constraint, seen };
+}
+
+/** Largest absolute difference between two lists of logit rows of equal shapes. */
+function maxAbsDiff(a: Float32Array[], b: Float32Array[]): number {
+  assert.equal(a.length, b.length);
+  let d = 0;
+  a.forEach((row, k) => row.forEach((x, t) => (d = Math.max(d, Math.abs(x - b[k][t])))));
+  return d;
+}
+
+Deno.test("a row left-padded within a decode call gets the logits of drawing every token alone", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const prompts = [[1, 5, 9, 4], [1, 7]];
+  // row 0 is forced 4 tokens after its 2nd: in that call row 1's one token is left-padded by 3
+  const make = () => [forcing([3, 4, 5, 6], 2, 9), forcing([], 0, 7)];
+  const run = async (rows: number[], jumpForward: boolean) => {
+    const made = make();
+    const out = await policy.generate(rows.map((i) => prompts[i]), {
+      maxNewTokens: 12,
+      greedy: true,
+      eosTokenIds: [],
+      constraint: (j) => made[rows[j]].constraint,
+      jumpForward,
+    });
+    return { tokens: out.map((g) => g.tokens), seen: rows.map((i) => made[i].seen), out };
+  };
+  const together = await run([0, 1], true);
+  assert.deepEqual(together.tokens[0].slice(2, 6), [3, 4, 5, 6]);
+  assert.deepEqual(together.out.map((g) => [g.tokens.length, g.finishReason]), [
+    [9, "stop"],
+    [7, "stop"],
+  ]);
+  assert.deepEqual(together.seen.map((x) => x.length), [5, 7], "forced tokens are not drawn");
+  // the reference: every token drawn (the forced ones through the mask), one column per call
+  const drawn = await run([0, 1], false);
+  assert.deepEqual(together.tokens, drawn.tokens);
+  for (const i of [0, 1]) {
+    const d = maxAbsDiff(together.seen[i], drawn.seen[i]);
+    assert.ok(d < 1e-4, `row ${i}: max abs diff ${d} from drawing every token`);
+    const alone = await run([i], true);
+    assert.deepEqual(alone.tokens[0], together.tokens[i]);
+    const a = maxAbsDiff(together.seen[i], alone.seen[0]);
+    assert.ok(a < 1e-4, `row ${i}: max abs diff ${a} from decoding alone`);
+  }
+  await policy.release();
+});
+
+Deno.test("forced tokens fed over several decode calls, a few columns each, give the same tokens", async () => {
+  const policy = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 4));
+  const prompts = [[1, 5, 9, 4], [1, 7], [1, 8, 8]];
+  const run = async (maxTokensPerCall?: number) => {
+    const rows = [forcing([3, 4, 5, 6, 7, 8, 9], 1, 12), forcing([4, 4], 3, 10), forcing([], 0, 6)];
+    const out = await policy.generate(prompts, {
+      maxNewTokens: 16,
+      greedy: true,
+      eosTokenIds: [],
+      constraint: (i) => rows[i].constraint,
+      maxTokensPerCall,
+    });
+    return out.map((g) => g.tokens);
+  };
+  const whole = await run();
+  assert.deepEqual(whole[0].slice(1, 8), [3, 4, 5, 6, 7, 8, 9]);
+  assert.deepEqual(await run(6), whole); // 2 columns per call: row 0's 8 pending take 4 calls
+  await policy.release();
 });
