@@ -1,10 +1,16 @@
 import assert from "node:assert/strict";
+import type * as ort from "onnxruntime-node";
+import { createSession, tensor } from "../../../workers/engine/mod.ts";
 import {
   buildByteLevelTokenizer,
+  buildDecodeGraph,
   compileTextPattern,
   ConstraintError,
+  type DecodeRunner,
+  generate,
   JsonConstrainedDecoder,
   type JsonObjectSchema,
+  parameterSpecs,
   Policy,
   Rng,
   sampleToken,
@@ -269,4 +275,114 @@ Deno.test("forced tokens stop where the object could no longer close within the 
   forced.forEach((id) => tight.accept(id));
   assert.equal(tight.tokensToFinish(), 2);
   assert.deepEqual(decoder.start().forcedTokens(0), []);
+});
+
+/**
+ * Token bytes of a small vocabulary for a tiny model: ids 0–2 special (no bytes), 3–127 the byte
+ * of the same value, then a few words as BPE would merge them.
+ */
+const WORDS = ['{"', '":"', '"}', " then ", " the", " box", "push", " it", " up", " left", "Walk"];
+const SMALL_VOCAB: (Uint8Array | null)[] = [
+  null,
+  null,
+  null,
+  ...Array.from({ length: 125 }, (_, i) => Uint8Array.of(i + 3)),
+  ...WORDS.map((w) => new TextEncoder().encode(w)),
+];
+
+/** A tiny random model over SMALL_VOCAB whose decode-session calls are counted. */
+async function countingRunner() {
+  const config = { ...TINY_LLAMA, vocab_size: SMALL_VOCAB.length, max_position_embeddings: 256 };
+  const session = await createSession(buildDecodeGraph(config, { lastOnly: true }).toModel());
+  const params = randomParameters(config, 5);
+  const counter = { runs: 0 };
+  const runner: DecodeRunner = {
+    config,
+    session: {
+      run: (feeds: ort.InferenceSession.FeedsType) => (counter.runs++, session.run(feeds)),
+    } as unknown as ort.InferenceSession,
+    parameters: Object.fromEntries(
+      parameterSpecs(config).map((p) => [p.name, tensor("float32", params.get(p.name)!, p.shape)]),
+    ),
+  };
+  return { runner, counter, release: () => session.release() };
+}
+
+/** Generates under `schema` on the counting runner; returns texts, tokens and decode calls. */
+async function decodeUnder(
+  schema: JsonObjectSchema,
+  prompts: number[][],
+  options: { jumpForward?: boolean; greedy?: boolean; maxNewTokens?: number } = {},
+) {
+  const { runner, counter, release } = await countingRunner();
+  const decoder = new JsonConstrainedDecoder(SMALL_VOCAB, schema);
+  const out = await generate(runner, prompts, {
+    maxNewTokens: options.maxNewTokens ?? 96,
+    greedy: options.greedy ?? false,
+    seed: 3,
+    eosTokenIds: [],
+    constraint: () => decoder.start(),
+    jumpForward: options.jumpForward,
+  });
+  await release();
+  const texts = out.map((g) => textOf(decoder, g.tokens));
+  return { out, texts, runs: counter.runs };
+}
+
+const PROMPTS = [[1, 40, 50], [1, 60], [1, 70, 71, 72, 73]];
+
+Deno.test("a schema whose text is fully forced is generated exactly, with no decode call", async () => {
+  const pattern = compileTextPattern("Walk behind the box, then push it up.");
+  const schema = { fields: [{ name: "episode_skill", maxUnits: 60, pattern }], maxWhitespace: 0 };
+  const whole = '{"episode_skill":"Walk behind the box, then push it up."}';
+  const on = await decodeUnder(schema, PROMPTS);
+  assert.deepEqual(on.texts, PROMPTS.map(() => whole));
+  assert.ok(on.out.every((g) => g.finishReason === "stop" && g.tokens.length >= 20));
+  assert.equal(on.runs, 0);
+  const off = await decodeUnder(schema, PROMPTS, { jumpForward: false });
+  assert.deepEqual(off.texts, on.texts);
+  // without jump-forward: the prefill, then one call per token but the last
+  assert.equal(off.runs, 1 + Math.max(...off.out.map((g) => g.tokens.length)) - 1);
+});
+
+Deno.test("a mostly forced schema is decoded in about as many calls as it has choices, into sentences of its pattern", async () => {
+  const pattern = compileTextPattern({
+    seq: [
+      "Walk behind ",
+      { oneOf: ["the box", "each box"] },
+      ", then push it ",
+      { repeat: { oneOf: ["up", "left", "down"] }, separator: " then " },
+      " onto the target.",
+    ],
+  });
+  const schema = { fields: [{ name: "s", maxUnits: 100, pattern }], maxWhitespace: 0 };
+  const prompts = [...PROMPTS, [1, 9], [1, 33, 34]];
+  for (const greedy of [true, false]) {
+    const on = await decodeUnder(schema, prompts, { greedy });
+    const off = await decodeUnder(schema, prompts, { greedy, jumpForward: false });
+    for (const text of [...on.texts, ...off.texts]) {
+      const { s } = JSON.parse(text);
+      assert.ok(pattern.matches(s), text);
+    }
+    // choices: the box, then per direction which one and whether another follows; a random
+    // model may spell a choice in up to 3 tokens (` `, `t`, `he` … where ` the` would do)
+    const longest = Math.max(...on.out.map((g) => g.tokens.length));
+    const choices = Math.max(...on.texts.map((t) => 3 * t.split(" then ").length));
+    assert.ok(on.runs <= 1 + choices, `${on.runs} calls for ≤ ${choices} choices: ${on.texts}`);
+    assert.ok(on.runs * 3 < longest, `${on.runs} calls for ${longest} tokens`);
+    assert.ok(off.runs >= Math.max(...off.out.map((g) => g.tokens.length)));
+  }
+});
+
+Deno.test("a forced token that completes the object ends the row there", async () => {
+  const pattern = compileTextPattern({ seq: [{ oneOf: ["up", "left"] }, " then stop"] });
+  const schema = { fields: [{ name: "s", maxUnits: 20, pattern }], maxWhitespace: 0 };
+  const { out, texts, runs } = await decodeUnder(schema, PROMPTS, { maxNewTokens: 40 });
+  for (const [i, g] of out.entries()) {
+    assert.match(texts[i], /^\{"s":"(up|left) then stop"\}$/);
+    assert.equal(g.finishReason, "stop");
+    assert.equal(textOf(new JsonConstrainedDecoder(SMALL_VOCAB, schema), [g.tokens.at(-1)!]), '"}');
+  }
+  // `{"s":"` is prefilled, one call draws `up`/`left` (or ` ` `u`…): the rest is forced
+  assert.ok(runs <= 3, `${runs} calls`);
 });
