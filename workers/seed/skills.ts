@@ -245,6 +245,13 @@ export interface AnalysisSchemaOptions extends ParseSkillOptions {
    * Default true. Without it the object closes right after the skill, so generation stops there.
    */
   summary?: boolean;
+  /**
+   * Most whitespace bytes per gap between the object's tokens (`JsonObjectSchema.maxWhitespace`).
+   * Default 0: the compact form of `analysisTarget`, whose keys and punctuation are then forced
+   * text (jump-forward decoding skips their draws). Before 2026-12-02 it was 4, which let a model
+   * pad the object (`…"\n\n\n\n}`) and left every byte outside the values to a draw.
+   */
+  maxWhitespace?: number;
 }
 
 /**
@@ -253,21 +260,29 @@ export interface AnalysisSchemaOptions extends ParseSkillOptions {
  * `analysisTarget`'s order — or `{"episode_skill": "…"}` alone with `summary: false` — each value
  * within `parseSkillAnalysis`'s bounds (so the parser keeps it whole), the skill with a letter or
  * digit (else the parser rejects it), and no raw curly double quote (the parser reads
- * U+201C/U+201D as `"`; escaped as `\u201c` they are fine). Whitespace between the object's
- * tokens is allowed (a few bytes per gap), as in the prompt's example. Every text this admits is
+ * U+201C/U+201D as `"`; escaped as `\u201c` they are fine). No whitespace between the object's
+ * tokens by default (`maxWhitespace`), the compact form `analysisTarget` trains: the object's
+ * punctuation and keys are then forced, so jump-forward decoding appends them undrawn (see
+ * README, "The analyzer (structured generation)"). Every text this admits is
  * returned by `parseSkillAnalysis` as its strict JSON reading with whitespace collapsed (summary ""
  * without the field). With `skillPattern` (an environment's skill grammar as literal text) the
  * skill must also be one of its sentences, at most `maxSkillChars` bytes.
  */
 export function analysisSchema(options: AnalysisSchemaOptions = {}): JsonObjectSchema {
-  const { maxSkillChars = 400, maxSummaryChars = 800, skillPattern, summary = true } = options;
+  const {
+    maxSkillChars = 400,
+    maxSummaryChars = 800,
+    skillPattern,
+    summary = true,
+    maxWhitespace = 0,
+  } = options;
   const pattern = skillPattern === undefined ? undefined : compiledPattern(skillPattern);
   return {
     fields: [
       { name: "episode_skill", maxUnits: maxSkillChars, requireAlnum: true, pattern },
       ...(summary ? [{ name: "episode_summary", maxUnits: maxSummaryChars }] : []),
     ],
-    maxWhitespace: 4,
+    maxWhitespace,
     forbiddenCodePoints: [0x201c, 0x201d],
   };
 }

@@ -383,7 +383,8 @@ Deno.test("an empty skill cannot be inserted", () => {
 /**
  * Decodes one object under `decoder` from random logits (seeded): tokens holding a quote,
  * backslash, brace, comma or non-ASCII byte are favoured on even seeds, every fourth seed is
- * greedy. Asserts the object closed within the budget; returns its text.
+ * greedy, and seeds not divisible by 3 take the tokens the schema forces undrawn (jump-forward).
+ * Asserts the object closed within the budget; returns its text.
  */
 function decodeRandom(decoder: JsonConstrainedDecoder, tok: Tokenizer, seed: number): string {
   const bytes = tokenBytes(tok);
@@ -393,13 +394,20 @@ function decodeRandom(decoder: JsonConstrainedDecoder, tok: Tokenizer, seed: num
   const rng = new Rng(seed), c = decoder.start(), ids: number[] = [];
   const budget = seed % 4 === 0 ? 96 : decoder.minTokens + (seed % 10);
   const logits = new Float32Array(decoder.vocabSize);
-  for (let r = budget; r > 0 && !c.done; r--) {
+  /** Jump-forward decoding on two seeds in three: the forced tokens are accepted undrawn. */
+  const jump = () => {
+    if (seed % 3 === 0) return;
+    for (const id of c.forcedTokens(budget - ids.length)) (ids.push(id), c.accept(id));
+  };
+  jump();
+  while (ids.length < budget && !c.done) {
     for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() - 0.5) * 8;
     if (seed % 2 === 0) { for (const id of tricky) logits[id] += 4; }
-    c.maskLogits(logits, r);
+    c.maskLogits(logits, budget - ids.length);
     const id = sampleToken(logits, { greedy: seed % 4 === 1, temperature: 1, topP: 1 }, rng);
     ids.push(id);
     c.accept(id);
+    jump();
   }
   const text = tok.decode(ids, { skipSpecialTokens: true }).trim();
   assert.ok(c.done && ids.length <= budget, `seed ${seed}: ${ids.length}/${budget} ${text}`);
@@ -521,10 +529,15 @@ function admits(schema: ReturnType<typeof analysisSchema>, text: string): boolea
 
 Deno.test("without the summary the analysis schema admits the skill alone and nothing with a summary", () => {
   const off = analysisSchema({ summary: false });
+  const spaced = analysisSchema({ summary: false, maxWhitespace: 4 });
   for (const text of ['{"episode_skill":"push up"}', '{ "episode_skill" :  "push up" }']) {
-    assert.ok(admits(off, text), text);
+    assert.ok(admits(spaced, text), text);
     assert.deepEqual(parseSkillAnalysis(text), { episode_skill: "push up", episode_summary: "" });
   }
+  // by default no whitespace between the object's tokens (the warm-up target's compact form)
+  assert.ok(admits(off, '{"episode_skill":"push up"}'));
+  assert.equal(admits(off, '{ "episode_skill":"push up"}'), false);
+  assert.equal(admits(off, '{"episode_skill":"push up"\n}'), false);
   const both = analysisTarget({ episode_skill: "push up", episode_summary: "went up" });
   assert.ok(admits(analysisSchema(), both));
   for (
