@@ -1,0 +1,171 @@
+/**
+ * `deno run -A bench/jump_forward.ts [--checkpoint DIR] [--reps N]`: SEED's analysis call with
+ * and without jump-forward decoding (workers/model/generate.ts, constrained_decoding.ts), under
+ * the analysis schema with and without whitespace between the object's tokens.
+ *
+ * One rollout of the sokoban demo preset (8 tasks × 8, sampled at temperature 1) gives 64
+ * trajectories; each configuration then analyses all 64 greedily under the preset's schemas
+ * (skill held to Sokoban's grammar, won or lost by outcome), as the trainer does. The
+ * configurations alternate in one process (order reversed every other round) and report medians:
+ * the whole call, its prefill and decode parts (decode-session calls are timed one by one), the
+ * number of decode-session calls, the texts that differ between configurations and how many
+ * skills `judgeSkill` finds truthful. `--checkpoint` is an HF model folder (config.json,
+ * model.safetensors, tokenizer.json), e.g. a warm-up cached by `bench:learn --warmup-cache DIR`
+ * (`DIR/<hash>`); without it a fresh builtin:tiny (random weights: timing only). Machines are
+ * shared: compare ratios within one run. Run by hand; never in CI.
+ */
+import { parseArgs } from "node:util";
+import * as ort from "onnxruntime-node";
+import { DEMO_PRESETS } from "../jobs/presets.ts";
+import { maxTurnsOf, parseJobSpec } from "../jobs/spec.ts";
+import { getEnvironment, resolveEnvironment } from "../workers/envs/mod.ts";
+import { hfFolderReader, loadHfDirectory } from "../workers/model/hf.ts";
+import { type JsonObjectSchema, Policy, Tokenizer } from "../workers/model/mod.ts";
+import {
+  ACTION_STOP,
+  analysisSchema,
+  buildAnalyzerPrompt,
+  parseSkillAnalysis,
+  resolveModel,
+  runRollouts,
+  TextPolicy,
+} from "../workers/seed/mod.ts";
+
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: { checkpoint: { type: "string" }, reps: { type: "string", default: "5" } },
+});
+const reps = Number(args.reps);
+const spec = parseJobSpec(DEMO_PRESETS.sokoban);
+const env = await resolveEnvironment("sokoban");
+const model = args.checkpoint
+  ? await loadHfDirectory(hfFolderReader(args.checkpoint))
+  : await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
+const policy = new Policy(model.config, model.parameters, { threads: 2 });
+const text = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+
+// ---- one rollout: 64 trajectories, as a SEED step samples them
+let turn = 0;
+const tasks = await env.sampleTasks("train", 8, 4243, spec.env.options);
+const trajectories = await runRollouts({
+  env,
+  tasks,
+  groupSize: 8,
+  maxTurns: maxTurnsOf(spec, env),
+  historyLength: 0,
+  policy: async (prompts: string[]) =>
+    (await text.generate(prompts, {
+      maxNewTokens: spec.rollout.max_new_tokens,
+      temperature: 1,
+      seed: 7919 * ++turn,
+      stop: [ACTION_STOP],
+    })).texts,
+});
+const prompts = trajectories.map((t) =>
+  buildAnalyzerPrompt(t, {
+    maxSteps: spec.seed.analyzer_max_steps,
+    maxFieldChars: spec.seed.analyzer_max_field_chars,
+    feedback: spec.seed.analyzer_feedback,
+  })
+);
+const won = trajectories.map((t) => t.won);
+const lengths = prompts.map((p) => text.promptIds(p).length).sort((a, b) => a - b);
+
+// ---- decode-session calls, timed one by one (the analysis call's prefill and decode parts)
+let calls: { columns: number; ms: number }[] = [];
+const proto = (ort.InferenceSession as unknown as {
+  prototype: { run: (...a: unknown[]) => Promise<unknown> };
+}).prototype;
+const run = proto.run;
+proto.run = async function (this: unknown, ...a: unknown[]) {
+  const t0 = performance.now();
+  const out = await run.apply(this, a);
+  const ids = (a[0] as Record<string, ort.Tensor>).input_ids;
+  calls.push({ columns: Number(ids.dims[1]), ms: performance.now() - t0 });
+  return out;
+};
+
+const configs = [
+  { name: "ws4 off", maxWhitespace: 4, jumpForward: false }, // before 2026-12-02
+  { name: "ws4 on", maxWhitespace: 4, jumpForward: true },
+  { name: "ws0 off", maxWhitespace: 0, jumpForward: false },
+  { name: "ws0 on", maxWhitespace: 0, jumpForward: true }, // the default since
+];
+const schemasOf = (maxWhitespace: number): JsonObjectSchema[] => {
+  const patterns = env.skillPatterns!, summary = spec.seed.analyzer_summary;
+  const won_ = analysisSchema({ skillPattern: patterns.won, summary, maxWhitespace });
+  const lost = analysisSchema({ skillPattern: patterns.lost, summary, maxWhitespace });
+  return won.map((w) => (w ? won_ : lost));
+};
+const options = (c: (typeof configs)[number]) => ({
+  maxNewTokens: spec.seed.analyzer_max_new_tokens,
+  temperature: 0,
+  seed: 0,
+  schema: schemasOf(c.maxWhitespace),
+  jumpForward: c.jumpForward,
+});
+for (const c of configs) { // build the decoders (they index the vocabulary) outside the timing
+  const o = options(c);
+  await text.generate(prompts.slice(0, 2), { ...o, schema: o.schema.slice(0, 2) });
+}
+
+const total: Record<string, number[]> = {}, prefill: Record<string, number[]> = {};
+const decode: Record<string, number[]> = {}, runs: Record<string, number> = {};
+const texts: Record<string, string[]> = {}, tokens: Record<string, number> = {};
+for (let r = 0; r < reps; r++) {
+  for (const c of r % 2 ? [...configs].reverse() : configs) {
+    const o = options(c);
+    // the prefill's columns: the longest prompt with its forced start
+    const width = Math.max(...prompts.map((p, i) =>
+      text.promptIds(p).length +
+      (c.jumpForward
+        ? text.jsonDecoder(o.schema[i]).start().forcedTokens(o.maxNewTokens).length
+        : 0)
+    ));
+    calls = [];
+    const t0 = performance.now();
+    const g = await text.generate(prompts, o);
+    (total[c.name] ??= []).push(performance.now() - t0);
+    let columns = 0, pre = 0, dec = 0;
+    for (const call of calls) {
+      if (columns < width) (columns += call.columns, pre += call.ms);
+      else dec += call.ms;
+    }
+    (prefill[c.name] ??= []).push(pre);
+    (decode[c.name] ??= []).push(dec);
+    runs[c.name] = calls.length;
+    texts[c.name] = g.texts;
+    tokens[c.name] = g.tokens;
+  }
+}
+proto.run = run;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const sokoban = getEnvironment("sokoban");
+console.log(
+  `${prompts.length} analyses (${won.filter(Boolean).length} won), prompts ${lengths[0]}–${
+    lengths.at(-1)
+  } tokens, ${reps} rounds; medians in ms`,
+);
+const base = configs[0].name;
+for (const c of configs) {
+  const truthful = texts[c.name].filter((t, i) => {
+    const skill = parseSkillAnalysis(t)?.episode_skill;
+    return skill !== undefined && sokoban.judgeSkill!(trajectories[i], skill).truthful;
+  }).length;
+  const differ = configs.map((d) =>
+    `${d.name} ${texts[c.name].filter((t, i) => t !== texts[d.name][i]).length}`
+  );
+  console.log(
+    `${c.name}: call ${median(total[c.name]).toFixed(0)} (×${
+      (median(total[base]) / median(total[c.name])).toFixed(2)
+    }), prefill ${median(prefill[c.name]).toFixed(0)}, decode ${
+      median(decode[c.name]).toFixed(0)
+    } (×${(median(decode[base]) / median(decode[c.name])).toFixed(2)}); session calls ${
+      runs[c.name]
+    }, tokens ${tokens[c.name]}, truthful ${truthful}/${prompts.length}; texts differing from ${
+      differ.join(", ")
+    }`,
+  );
+}
+await policy.release();
