@@ -312,7 +312,12 @@ async function countingRunner() {
 async function decodeUnder(
   schema: JsonObjectSchema,
   prompts: number[][],
-  options: { jumpForward?: boolean; greedy?: boolean; maxNewTokens?: number } = {},
+  options: {
+    jumpForward?: boolean;
+    greedy?: boolean;
+    maxNewTokens?: number;
+    sharePrefixes?: boolean;
+  } = {},
 ) {
   const { runner, counter, release } = await countingRunner();
   const decoder = new JsonConstrainedDecoder(SMALL_VOCAB, schema);
@@ -323,6 +328,7 @@ async function decodeUnder(
     eosTokenIds: [],
     constraint: () => decoder.start(),
     jumpForward: options.jumpForward,
+    sharePrefixes: options.sharePrefixes,
   });
   await release();
   const texts = out.map((g) => textOf(decoder, g.tokens));
@@ -385,4 +391,18 @@ Deno.test("a forced token that completes the object ends the row there", async (
   }
   // `{"s":"` is prefilled, one call draws `up`/`left` (or ` ` `u`…): the rest is forced
   assert.ok(runs <= 3, `${runs} calls`);
+});
+
+Deno.test("jump-forward with shared prompt prefixes writes the same texts as each alone", async () => {
+  const pattern = compileTextPattern({
+    seq: ["push it ", { repeat: { oneOf: ["up", "left", "down"] }, separator: " then " }, "."],
+  });
+  const schema = { fields: [{ name: "s", maxUnits: 60, pattern }], maxWhitespace: 0 };
+  // three prompts share `1 40 50 60`, two of them are equal: the forced start follows the prefix
+  const prompts = [[1, 40, 50, 60, 7], [1, 40, 50, 60, 8, 9], [1, 40, 50, 60, 7], [1, 33]];
+  const plain = await decodeUnder(schema, prompts, { greedy: true });
+  const shared = await decodeUnder(schema, prompts, { greedy: true, sharePrefixes: true });
+  assert.deepEqual(shared.texts, plain.texts);
+  assert.equal(shared.texts[0], shared.texts[2]);
+  for (const t of plain.texts) assert.ok(pattern.matches(JSON.parse(t).s), t);
 });
