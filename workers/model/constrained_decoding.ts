@@ -19,7 +19,10 @@
  *   cost(state) ≤ r, some token is allowed and the invariant holds after it, so the object
  *   closes by the last token;
  * - the costs per token are cached by the automaton state with the value length clamped
- *   (`maskKey`): inside a long value every step reuses one array.
+ *   (`maskKey`): inside a long value every step reuses one array;
+ * - jump-forward decoding (`forcedTokens`): where the automaton allows one byte at a time, the
+ *   run of such bytes is spelled in the fewest tokens and handed to `generate` to append without
+ *   a draw (Zheng et al. 2024, "SGLang", arXiv 2312.07104, §4, compressed finite state machine).
  */
 import { JsonObjectAutomaton, type JsonObjectSchema, STATE_FIELDS } from "./json_automaton.ts";
 import type { TokenConstraint } from "./sampling.ts";
