@@ -5,10 +5,11 @@
  *
  * One rollout of the sokoban demo preset (8 tasks × 8, sampled at temperature 1) gives 64
  * trajectories; each configuration then analyses all 64 greedily under the preset's schemas
- * (skill held to Sokoban's grammar, won or lost by outcome), as the trainer does. The
+ * (skill held to Sokoban's grammar, won or lost by outcome, each outcome's shared instruction
+ * prefix prefilled once), as the trainer does. The
  * configurations alternate in one process (order reversed every other round) and report medians:
- * the whole call, its prefill and decode parts (decode-session calls are timed one by one), the
- * number of decode-session calls, the texts that differ between configurations and how many
+ * the whole call, its prefill and decode parts (decode-session calls are timed one by one; the
+ * prefill is every call before the first draw), the number of decode calls, the texts that differ between configurations and how many
  * skills `judgeSkill` finds truthful. `--checkpoint` is an HF model folder (config.json,
  * model.safetensors, tokenizer.json), e.g. a warm-up cached by `bench:learn --warmup-cache DIR`
  * (`DIR/<hash>`); without it a fresh builtin:tiny (random weights: timing only). Machines are
@@ -20,7 +21,12 @@ import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { maxTurnsOf, parseJobSpec } from "../jobs/spec.ts";
 import { getEnvironment, resolveEnvironment } from "../workers/envs/mod.ts";
 import { hfFolderReader, loadHfDirectory } from "../workers/model/hf.ts";
-import { type JsonObjectSchema, Policy, Tokenizer } from "../workers/model/mod.ts";
+import {
+  type JsonObjectSchema,
+  JsonSequenceConstraint,
+  Policy,
+  Tokenizer,
+} from "../workers/model/mod.ts";
 import {
   ACTION_STOP,
   analysisSchema,
@@ -71,8 +77,15 @@ const prompts = trajectories.map((t) =>
 const won = trajectories.map((t) => t.won);
 const lengths = prompts.map((p) => text.promptIds(p).length).sort((a, b) => a - b);
 
-// ---- decode-session calls, timed one by one (the analysis call's prefill and decode parts)
-let calls: { columns: number; ms: number }[] = [];
+// ---- decode-session calls, timed one by one: prefill calls come before the first draw (the
+// first masked row of logits), decode calls after it
+let calls: { decode: boolean; ms: number }[] = [];
+let drawn = false;
+const mask = JsonSequenceConstraint.prototype.maskLogits;
+JsonSequenceConstraint.prototype.maskLogits = function (logits, remaining) {
+  drawn = true;
+  return mask.call(this, logits, remaining);
+};
 const proto = (ort.InferenceSession as unknown as {
   prototype: { run: (...a: unknown[]) => Promise<unknown> };
 }).prototype;
@@ -80,8 +93,7 @@ const run = proto.run;
 proto.run = async function (this: unknown, ...a: unknown[]) {
   const t0 = performance.now();
   const out = await run.apply(this, a);
-  const ids = (a[0] as Record<string, ort.Tensor>).input_ids;
-  calls.push({ columns: Number(ids.dims[1]), ms: performance.now() - t0 });
+  calls.push({ decode: drawn, ms: performance.now() - t0 });
   return out;
 };
 
@@ -103,6 +115,7 @@ const options = (c: (typeof configs)[number]) => ({
   seed: 0,
   schema: schemasOf(c.maxWhitespace),
   jumpForward: c.jumpForward,
+  sharePrefixes: true, // as the trainer's analysis (analyzerGenerateOptions)
 });
 for (const c of configs) { // build the decoders (they index the vocabulary) outside the timing
   const o = options(c);
@@ -115,30 +128,22 @@ const texts: Record<string, string[]> = {}, tokens: Record<string, number> = {};
 for (let r = 0; r < reps; r++) {
   for (const c of r % 2 ? [...configs].reverse() : configs) {
     const o = options(c);
-    // the prefill's columns: the longest prompt with its forced start
-    const width = Math.max(...prompts.map((p, i) =>
-      text.promptIds(p).length +
-      (c.jumpForward
-        ? text.jsonDecoder(o.schema[i]).start().forcedTokens(o.maxNewTokens).length
-        : 0)
-    ));
     calls = [];
+    drawn = false;
     const t0 = performance.now();
     const g = await text.generate(prompts, o);
     (total[c.name] ??= []).push(performance.now() - t0);
-    let columns = 0, pre = 0, dec = 0;
-    for (const call of calls) {
-      if (columns < width) (columns += call.columns, pre += call.ms);
-      else dec += call.ms;
-    }
-    (prefill[c.name] ??= []).push(pre);
-    (decode[c.name] ??= []).push(dec);
-    runs[c.name] = calls.length;
+    const sum = (decode: boolean) =>
+      calls.filter((x) => x.decode === decode).reduce((n, x) => n + x.ms, 0);
+    (prefill[c.name] ??= []).push(sum(false));
+    (decode[c.name] ??= []).push(sum(true));
+    runs[c.name] = calls.filter((x) => x.decode).length;
     texts[c.name] = g.texts;
     tokens[c.name] = g.tokens;
   }
 }
 proto.run = run;
+JsonSequenceConstraint.prototype.maskLogits = mask;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sokoban = getEnvironment("sokoban");
@@ -161,11 +166,11 @@ for (const c of configs) {
       (median(total[base]) / median(total[c.name])).toFixed(2)
     }), prefill ${median(prefill[c.name]).toFixed(0)}, decode ${
       median(decode[c.name]).toFixed(0)
-    } (×${(median(decode[base]) / median(decode[c.name])).toFixed(2)}); session calls ${
+    } (×${(median(decode[base]) / median(decode[c.name])).toFixed(2)}) in ${
       runs[c.name]
-    }, tokens ${tokens[c.name]}, truthful ${truthful}/${prompts.length}; texts differing from ${
-      differ.join(", ")
-    }`,
+    } calls; tokens ${
+      tokens[c.name]
+    }, truthful ${truthful}/${prompts.length}; texts differing from ${differ.join(", ")}`,
   );
 }
 await policy.release();
