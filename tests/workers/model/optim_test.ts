@@ -8,6 +8,8 @@ import {
   readOptimizerState,
   writeOptimizerState,
 } from "../../../workers/model/optim.ts";
+import { CHUNK } from "../../../workers/model/_adamw_wasm.ts";
+import { Rng } from "../../../workers/model/sampling.ts";
 
 const specs: ParameterSpec[] = [
   { name: "w", shape: [2, 2] }, // 2-D: decayed
@@ -96,6 +98,60 @@ Deno.test("AdamW state survives a safetensors round trip and continues identical
   a.step(pa, grads(2));
   b.step(pb, grads(2));
   assert.deepEqual(pb, pa);
+});
+
+Deno.test("AdamW's WebAssembly update equals the float64 JS loop bit for bit, chunk edges included", () => {
+  // Lengths below, at and across the kernel's chunk, odd tails, both decayed and 1-D tensors.
+  const mySpecs: ParameterSpec[] = [
+    { name: "one", shape: [1] },
+    { name: "odd", shape: [7] },
+    { name: "chunk", shape: [2, CHUNK / 2] },
+    { name: "across", shape: [3, 1367] }, // 4,101 = CHUNK + 5
+    { name: "two", shape: [2 * CHUNK + 3] },
+  ];
+  const rng = new Rng(11);
+  const random = (n: number, scale: number) =>
+    Float32Array.from({ length: n }, () => scale * (rng.next() - 0.5));
+  const sizes = mySpecs.map((s) => s.shape.reduce((a, b) => a * b, 1));
+  const p0 = new Map(mySpecs.map((s, k) => [s.name, random(sizes[k], 2)]));
+  const gradsAt = (step: number) =>
+    new Map(mySpecs.map((s, k) => {
+      const g = random(sizes[k], 10 ** (step - 3));
+      // Zero, subnormal, huge (g² overflows float32 in v) and negative-zero gradients.
+      g.set([0, 1e-40, 3e30, -0].slice(0, g.length - 1), 1); // after a random g[0]
+      return [s.name, g];
+    }));
+  const hyper = { lr: 0.003, betas: [0.85, 0.99] as [number, number], eps: 1e-7, wd: 0.1 };
+  const opt = new AdamW(mySpecs, { ...hyper, weightDecay: hyper.wd });
+  const params = new Map([...p0].map(([k, v]) => [k, v.slice()]));
+  const ref = new Map([...p0].map(([k, v]) => [k, v.slice()]));
+  const m = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
+  const v = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
+  const [b1, b2] = hyper.betas;
+  for (let t = 1; t <= 3; t++) {
+    const grads = gradsAt(t), lr = hyper.lr * t;
+    opt.step(params, grads, lr);
+    // The loop AdamW.step ran before the kernel (main 84c4cd2), verbatim.
+    const stepSize = lr / (1 - b1 ** t), bc2Sqrt = Math.sqrt(1 - b2 ** t);
+    for (const s of mySpecs) {
+      const [p, g, mi, vi] = [ref, grads, m, v].map((x) => x.get(s.name)!);
+      const decay = s.shape.length >= 2 ? 1 - lr * hyper.wd : 1;
+      for (let i = 0; i < p.length; i++) {
+        const gi = g[i];
+        mi[i] = b1 * mi[i] + (1 - b1) * gi;
+        vi[i] = b2 * vi[i] + (1 - b2) * gi * gi;
+        p[i] = p[i] * decay - stepSize * mi[i] / (Math.sqrt(vi[i]) / bc2Sqrt + hyper.eps);
+      }
+    }
+  }
+  const state = opt.state();
+  for (const s of mySpecs) {
+    assert.deepEqual(params.get(s.name), ref.get(s.name), s.name);
+    assert.deepEqual(state.expAvg.get(s.name), m.get(s.name), `${s.name} exp_avg`);
+    assert.deepEqual(state.expAvgSq.get(s.name), v.get(s.name), `${s.name} exp_avg_sq`);
+    assert.notDeepEqual(params.get(s.name), p0.get(s.name)); // it did move
+  }
+  assert.equal(state.expAvgSq.get("two")![3], Infinity); // the overflow case was exercised
 });
 
 Deno.test("AdamW rejects missing gradients and malformed state with clear errors", () => {
