@@ -150,13 +150,17 @@ export type AdamWKernel = (
   k: AdamWScalars,
 ) => void;
 
+/** The compiled module, shared by every kernel instance (each has its own memory). */
+let compiled: WebAssembly.Module | undefined;
+
 /**
  * An instance of the kernel with its own 64 KiB memory (synchronous compile: the module is a few
  * hundred bytes). Lengths are not checked here: the caller passes arrays of one length.
  * @throws {WebAssembly.CompileError} where the runtime lacks WebAssembly SIMD.
  */
 export function wasmAdamWKernel(): AdamWKernel {
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(adamwModuleBytes()));
+  compiled ??= new WebAssembly.Module(adamwModuleBytes());
+  const instance = new WebAssembly.Instance(compiled);
   const update = instance.exports.update as (n: number, ...scalars: number[]) => void;
   const buffer = (instance.exports.memory as WebAssembly.Memory).buffer; // never grows
   const [wp, wg, wm, wv] = [P, G, M, V].map((at) => new Float32Array(buffer, at, CHUNK));
