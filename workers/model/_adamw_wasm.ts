@@ -6,8 +6,8 @@
  * with every operation in float64 (`f64x2`, two elements per instruction) and each store rounded to
  * float32 to nearest, as a `Float32Array` store rounds. WebAssembly's float operations are IEEE 754
  * with round-to-nearest and never fused (no FMA), so the results equal the JS loop's bit for bit
- * (NaN payloads aside). The divider is the bottleneck of that loop (two divisions and a square root
- * per element, scalar in JS); two lanes per instruction halve it.
+ * (NaN payloads aside). Two divisions and a square root per element are the loop's costliest
+ * operations (scalar in JS); two lanes per instruction halve their count.
  *
  * The module is written here as bytes (no WebAssembly toolchain on these machines), through a few
  * named opcode helpers; `tests/workers/model/optim_test.ts` checks it against the JS loop.

@@ -13,7 +13,7 @@
  *
  * Arithmetic: every operation in float64, each of m, v and p rounded to float32 when stored (the
  * per-element loop runs as a WebAssembly SIMD kernel, `_adamw_wasm.ts`, bit-identical to the plain
- * JS loop it replaced and 1.3–1.7× faster on the 23.5M bench model, `bench/adamw.ts`).
+ * JS loop it replaced and 1.2–1.7× faster on the 23.5M bench model, `bench/adamw.ts`).
  */
 import type { Parameters, ParameterSpec } from "./config.ts";
 import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
