@@ -13,7 +13,7 @@ import { cpuUsage } from "node:process";
 import { type Parameters, parameterSpecs } from "../workers/model/config.ts";
 import { AdamW } from "../workers/model/optim.ts";
 import { Rng } from "../workers/model/sampling.ts";
-import { type AdamWKernel as Kernel, wasmAdamWKernel } from "../workers/model/_adamw_wasm.ts";
+import type { AdamWScalars } from "../workers/model/_adamw_wasm.ts";
 import { CONFIGS } from "./_engine_configs.ts";
 
 const { values: args } = parseArgs({
@@ -35,6 +35,15 @@ if (!entry || !(Number.isInteger(steps) && steps >= 1)) {
 const specs = parameterSpecs(entry.config);
 const count = specs.reduce((a, s) => a + s.shape.reduce((x, y) => x * y, 1), 0);
 const hyper = { lr: 1e-4, betas: [0.9, 0.999] as [number, number], eps: 1e-8, weightDecay: 0.01 };
+
+/** One tensor's update in place: weights p, gradients g, moments m and v (same length). */
+type Kernel = (
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  k: AdamWScalars,
+) => void;
 
 /** main's loop (84c4cd2), verbatim apart from the scalars' source: the reference for bits. */
 const mainLoop: Kernel = (p, g, m, v, k) => {
@@ -134,7 +143,6 @@ const sides: Side[] = [
   classSide(),
   kernelSide("tight loop", tightLoop),
   kernelSide("one division", oneDivision),
-  kernelSide("wasm f64x2", wasmAdamWKernel()),
 ];
 
 for (let t = 1; t <= steps; t++) {

@@ -12,12 +12,13 @@
  * F32; the step count and hyper-parameters in `__metadata__`).
  *
  * Arithmetic: every operation in float64, each of m, v and p rounded to float32 when stored (the
- * per-element loop runs as a WebAssembly SIMD kernel, `_adamw_wasm.ts`, bit-identical to the plain
- * JS loop it replaced and 1.2–1.7× faster on the 23.5M bench model, `bench/adamw.ts`).
+ * per-element loop runs as a WebAssembly SIMD kernel over moments kept in WebAssembly memory,
+ * `_adamw_wasm.ts`, bit-identical to the plain JS loop it replaced and faster on the 23.5M bench
+ * model, `bench/adamw.ts`).
  */
 import type { Parameters, ParameterSpec } from "./config.ts";
 import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
-import { type AdamWKernel, wasmAdamWKernel } from "./_adamw_wasm.ts";
+import { MAX_TENSOR_ELEMENTS, WasmMoments } from "./_adamw_wasm.ts";
 
 /** Thrown on mismatched parameters/gradients/state or invalid hyper-parameters. */
 export class OptimizerError extends Error {
@@ -54,11 +55,15 @@ export class AdamW {
   readonly eps: number;
   readonly weightDecay: number;
   #step = 0;
+  /** m and v by parameter name: views into `#moments` (WebAssembly memory). */
   #m = new Map<string, Float32Array>();
   #v = new Map<string, Float32Array>();
-  #kernel: AdamWKernel = wasmAdamWKernel();
+  #moments: WasmMoments;
 
-  /** @throws {OptimizerError} on a non-finite or negative lr/eps/weightDecay, or betas outside [0, 1). */
+  /**
+   * @throws {OptimizerError} on a non-finite or negative lr/eps/weightDecay, betas outside [0, 1),
+   *   or a tensor of more than `MAX_TENSOR_ELEMENTS` (~537M) elements.
+   */
   constructor(specs: ParameterSpec[], opts: AdamWOptions) {
     this.specs = specs;
     this.lr = opts.lr;
@@ -76,11 +81,20 @@ export class AdamW {
         `Cannot create AdamW as betas must be in [0, 1): current value is [${this.betas}]`,
       );
     }
-    for (const s of specs) {
-      const n = s.shape.reduce((a, b) => a * b, 1);
-      this.#m.set(s.name, new Float32Array(n));
-      this.#v.set(s.name, new Float32Array(n));
+    const sizes = specs.map((s) => s.shape.reduce((a, b) => a * b, 1));
+    const big = sizes.findIndex((n) => n > MAX_TENSOR_ELEMENTS);
+    if (big >= 0) {
+      throw new OptimizerError(
+        `Cannot create AdamW as a tensor must have at most ${MAX_TENSOR_ELEMENTS} elements: ${
+          specs[big].name
+        } has ${sizes[big]}`,
+      );
     }
+    this.#moments = new WasmMoments(sizes);
+    specs.forEach((s, k) => {
+      this.#m.set(s.name, this.#moments.expAvg(k));
+      this.#v.set(s.name, this.#moments.expAvgSq(k));
+    });
   }
 
   /** Completed steps (t of the last update). */
@@ -100,11 +114,10 @@ export class AdamW {
     const bc1 = 1 - b1 ** this.#step;
     const bc2Sqrt = Math.sqrt(1 - b2 ** this.#step);
     const scalars = { b1, b2, eps: this.eps, stepSize: lr / bc1, bc2Sqrt, decay: 1 };
-    for (const s of this.specs) {
+    this.specs.forEach((s, k) => {
       scalars.decay = s.shape.length >= 2 ? 1 - lr * this.weightDecay : 1;
-      const [m, v] = [this.#m.get(s.name)!, this.#v.get(s.name)!];
-      this.#kernel(params.get(s.name)!, grads.get(s.name)!, m, v, scalars);
-    }
+      this.#moments.update(k, params.get(s.name)!, grads.get(s.name)!, scalars);
+    });
   }
 
   #check(s: ParameterSpec, params: Parameters, grads: Parameters): void {
@@ -154,8 +167,8 @@ export class AdamW {
       }
     }
     for (const s of this.specs) {
-      this.#m.set(s.name, state.expAvg.get(s.name)!.slice());
-      this.#v.set(s.name, state.expAvgSq.get(s.name)!.slice());
+      this.#m.get(s.name)!.set(state.expAvg.get(s.name)!);
+      this.#v.get(s.name)!.set(state.expAvgSq.get(s.name)!);
     }
     this.#step = state.step;
   }

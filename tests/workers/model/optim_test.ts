@@ -8,7 +8,12 @@ import {
   readOptimizerState,
   writeOptimizerState,
 } from "../../../workers/model/optim.ts";
-import { CHUNK } from "../../../workers/model/_adamw_wasm.ts";
+import {
+  type AdamWScalars,
+  CHUNK,
+  MAX_TENSOR_ELEMENTS,
+  WasmMoments,
+} from "../../../workers/model/_adamw_wasm.ts";
 import { Rng } from "../../../workers/model/sampling.ts";
 
 const specs: ParameterSpec[] = [
@@ -100,6 +105,23 @@ Deno.test("AdamW state survives a safetensors round trip and continues identical
   assert.deepEqual(pb, pa);
 });
 
+/** The loop AdamW.step ran before the WebAssembly kernel (main 84c4cd2), verbatim: the reference. */
+function mainLoop(
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  s: AdamWScalars,
+): void {
+  const { b1, b2, stepSize, bc2Sqrt, decay } = s;
+  for (let i = 0; i < p.length; i++) {
+    const gi = g[i];
+    m[i] = b1 * m[i] + (1 - b1) * gi;
+    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+    p[i] = p[i] * decay - stepSize * m[i] / (Math.sqrt(v[i]) / bc2Sqrt + s.eps);
+  }
+}
+
 Deno.test("AdamW's WebAssembly update equals the float64 JS loop bit for bit, chunk edges included", () => {
   // Lengths below, at and across the kernel's chunk, odd tails, both decayed and 1-D tensors.
   const mySpecs: ParameterSpec[] = [
@@ -131,17 +153,11 @@ Deno.test("AdamW's WebAssembly update equals the float64 JS loop bit for bit, ch
   for (let t = 1; t <= 3; t++) {
     const grads = gradsAt(t), lr = hyper.lr * t;
     opt.step(params, grads, lr);
-    // The loop AdamW.step ran before the kernel (main 84c4cd2), verbatim.
     const stepSize = lr / (1 - b1 ** t), bc2Sqrt = Math.sqrt(1 - b2 ** t);
     for (const s of mySpecs) {
-      const [p, g, mi, vi] = [ref, grads, m, v].map((x) => x.get(s.name)!);
       const decay = s.shape.length >= 2 ? 1 - lr * hyper.wd : 1;
-      for (let i = 0; i < p.length; i++) {
-        const gi = g[i];
-        mi[i] = b1 * mi[i] + (1 - b1) * gi;
-        vi[i] = b2 * vi[i] + (1 - b2) * gi * gi;
-        p[i] = p[i] * decay - stepSize * mi[i] / (Math.sqrt(vi[i]) / bc2Sqrt + hyper.eps);
-      }
+      const [p, g, mi, vi] = [ref, grads, m, v].map((x) => x.get(s.name)!);
+      mainLoop(p, g, mi, vi, { b1, b2, eps: hyper.eps, stepSize, bc2Sqrt, decay });
     }
   }
   const state = opt.state();
@@ -154,7 +170,38 @@ Deno.test("AdamW's WebAssembly update equals the float64 JS loop bit for bit, ch
   assert.equal(state.expAvgSq.get("two")![3], Infinity); // the overflow case was exercised
 });
 
+Deno.test("moments split over several WebAssembly memories update each tensor as the JS loop", () => {
+  // A group cap of CHUNK + 4 elements of moments: [5], [CHUNK + 1], [3, 0] and [2·CHUNK] (alone,
+  // over the cap) land in four memories.
+  const sizes = [5, CHUNK + 1, 3, 0, 2 * CHUNK];
+  const moments = new WasmMoments(sizes, { groupBytes: 8 * (CHUNK + 4) });
+  const rng = new Rng(5);
+  const random = (n: number) => Float32Array.from({ length: n }, () => rng.next() - 0.5);
+  const ps = sizes.map(random), ref = ps.map((p) => p.slice());
+  const ms = sizes.map((n) => new Float32Array(n)), vs = sizes.map((n) => new Float32Array(n));
+  for (let t = 1; t <= 2; t++) {
+    const s = { b1: 0.9, b2: 0.999, eps: 1e-8, stepSize: 0.01 / (1 - 0.9 ** t), decay: 0.999 };
+    const scalars = { ...s, bc2Sqrt: Math.sqrt(1 - 0.999 ** t) };
+    sizes.forEach((n, k) => {
+      const g = random(n);
+      moments.update(k, ps[k], g, scalars);
+      mainLoop(ref[k], g, ms[k], vs[k], scalars);
+    });
+  }
+  sizes.forEach((n, k) => {
+    assert.deepEqual(ps[k], ref[k], `p of tensor ${k}`);
+    assert.deepEqual(moments.expAvg(k), ms[k], `m of tensor ${k}`);
+    assert.deepEqual(moments.expAvgSq(k), vs[k], `v of tensor ${k}`);
+    assert.equal(moments.expAvg(k).length, n);
+  });
+  assert.throws(() => new WasmMoments([MAX_TENSOR_ELEMENTS + 1]), RangeError);
+});
+
 Deno.test("AdamW rejects missing gradients and malformed state with clear errors", () => {
+  assert.throws(
+    () => new AdamW([{ name: "huge", shape: [MAX_TENSOR_ELEMENTS + 1] }], { lr: 0.1 }),
+    /huge has 5368/,
+  );
   const opt = new AdamW(specs, { lr: 0.1 });
   const params = new Map([["w", new Float32Array(4)], ["b", new Float32Array(2)]]);
   assert.throws(
