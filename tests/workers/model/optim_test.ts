@@ -8,6 +8,13 @@ import {
   readOptimizerState,
   writeOptimizerState,
 } from "../../../workers/model/optim.ts";
+import {
+  type AdamWScalars,
+  CHUNK,
+  MAX_TENSOR_ELEMENTS,
+  WasmMoments,
+} from "../../../workers/model/_adamw_wasm.ts";
+import { Rng } from "../../../workers/model/sampling.ts";
 
 const specs: ParameterSpec[] = [
   { name: "w", shape: [2, 2] }, // 2-D: decayed
@@ -98,7 +105,103 @@ Deno.test("AdamW state survives a safetensors round trip and continues identical
   assert.deepEqual(pb, pa);
 });
 
+/** The loop AdamW.step ran before the WebAssembly kernel (main 84c4cd2), verbatim: the reference. */
+function mainLoop(
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  s: AdamWScalars,
+): void {
+  const { b1, b2, stepSize, bc2Sqrt, decay } = s;
+  for (let i = 0; i < p.length; i++) {
+    const gi = g[i];
+    m[i] = b1 * m[i] + (1 - b1) * gi;
+    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+    p[i] = p[i] * decay - stepSize * m[i] / (Math.sqrt(v[i]) / bc2Sqrt + s.eps);
+  }
+}
+
+Deno.test("AdamW's WebAssembly update equals the float64 JS loop bit for bit, chunk edges included", () => {
+  // Lengths below, at and across the kernel's chunk, odd tails, both decayed and 1-D tensors.
+  const mySpecs: ParameterSpec[] = [
+    { name: "one", shape: [1] },
+    { name: "odd", shape: [7] },
+    { name: "chunk", shape: [2, CHUNK / 2] },
+    { name: "across", shape: [3, 1367] }, // 4,101 = CHUNK + 5
+    { name: "two", shape: [2 * CHUNK + 3] },
+  ];
+  const rng = new Rng(11);
+  const random = (n: number, scale: number) =>
+    Float32Array.from({ length: n }, () => scale * (rng.next() - 0.5));
+  const sizes = mySpecs.map((s) => s.shape.reduce((a, b) => a * b, 1));
+  const p0 = new Map(mySpecs.map((s, k) => [s.name, random(sizes[k], 2)]));
+  const gradsAt = (step: number) =>
+    new Map(mySpecs.map((s, k) => {
+      const g = random(sizes[k], 10 ** (step - 3));
+      // Zero, subnormal, huge (g² overflows float32 in v) and negative-zero gradients.
+      g.set([0, 1e-40, 3e30, -0].slice(0, g.length - 1), 1); // after a random g[0]
+      return [s.name, g];
+    }));
+  const hyper = { lr: 0.003, betas: [0.85, 0.99] as [number, number], eps: 1e-7, wd: 0.1 };
+  const opt = new AdamW(mySpecs, { ...hyper, weightDecay: hyper.wd });
+  const params = new Map([...p0].map(([k, v]) => [k, v.slice()]));
+  const ref = new Map([...p0].map(([k, v]) => [k, v.slice()]));
+  const m = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
+  const v = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
+  const [b1, b2] = hyper.betas;
+  for (let t = 1; t <= 3; t++) {
+    const grads = gradsAt(t), lr = hyper.lr * t;
+    opt.step(params, grads, lr);
+    const stepSize = lr / (1 - b1 ** t), bc2Sqrt = Math.sqrt(1 - b2 ** t);
+    for (const s of mySpecs) {
+      const decay = s.shape.length >= 2 ? 1 - lr * hyper.wd : 1;
+      const [p, g, mi, vi] = [ref, grads, m, v].map((x) => x.get(s.name)!);
+      mainLoop(p, g, mi, vi, { b1, b2, eps: hyper.eps, stepSize, bc2Sqrt, decay });
+    }
+  }
+  const state = opt.state();
+  for (const s of mySpecs) {
+    assert.deepEqual(params.get(s.name), ref.get(s.name), s.name);
+    assert.deepEqual(state.expAvg.get(s.name), m.get(s.name), `${s.name} exp_avg`);
+    assert.deepEqual(state.expAvgSq.get(s.name), v.get(s.name), `${s.name} exp_avg_sq`);
+    assert.notDeepEqual(params.get(s.name), p0.get(s.name)); // it did move
+  }
+  assert.equal(state.expAvgSq.get("two")![3], Infinity); // the overflow case was exercised
+});
+
+Deno.test("moments split over several WebAssembly memories update each tensor as the JS loop", () => {
+  // A group cap of CHUNK + 4 elements of moments: [5], [CHUNK + 1], [3, 0] and [2·CHUNK] (alone,
+  // over the cap) land in four memories.
+  const sizes = [5, CHUNK + 1, 3, 0, 2 * CHUNK];
+  const moments = new WasmMoments(sizes, { groupBytes: 8 * (CHUNK + 4) });
+  const rng = new Rng(5);
+  const random = (n: number) => Float32Array.from({ length: n }, () => rng.next() - 0.5);
+  const ps = sizes.map(random), ref = ps.map((p) => p.slice());
+  const ms = sizes.map((n) => new Float32Array(n)), vs = sizes.map((n) => new Float32Array(n));
+  for (let t = 1; t <= 2; t++) {
+    const s = { b1: 0.9, b2: 0.999, eps: 1e-8, stepSize: 0.01 / (1 - 0.9 ** t), decay: 0.999 };
+    const scalars = { ...s, bc2Sqrt: Math.sqrt(1 - 0.999 ** t) };
+    sizes.forEach((n, k) => {
+      const g = random(n);
+      moments.update(k, ps[k], g, scalars);
+      mainLoop(ref[k], g, ms[k], vs[k], scalars);
+    });
+  }
+  sizes.forEach((n, k) => {
+    assert.deepEqual(ps[k], ref[k], `p of tensor ${k}`);
+    assert.deepEqual(moments.expAvg(k), ms[k], `m of tensor ${k}`);
+    assert.deepEqual(moments.expAvgSq(k), vs[k], `v of tensor ${k}`);
+    assert.equal(moments.expAvg(k).length, n);
+  });
+  assert.throws(() => new WasmMoments([MAX_TENSOR_ELEMENTS + 1]), RangeError);
+});
+
 Deno.test("AdamW rejects missing gradients and malformed state with clear errors", () => {
+  assert.throws(
+    () => new AdamW([{ name: "huge", shape: [MAX_TENSOR_ELEMENTS + 1] }], { lr: 0.1 }),
+    /huge has 5368/,
+  );
   const opt = new AdamW(specs, { lr: 0.1 });
   const params = new Map([["w", new Float32Array(4)], ["b", new Float32Array(2)]]);
   assert.throws(
