@@ -106,22 +106,31 @@ export function buildAnalyzerPrompt(
       `Response: ${shorten(step.response, maxFieldChars)}`,
       `Action valid: ${step.valid ? "yes" : "no"}`,
     );
-    if (feedback && step.feedback !== undefined) {
-      lines.push(`Effect: ${shorten(step.feedback, maxFieldChars)}`);
-    }
+    const effect = feedback ? effectText(step.feedback) : "";
+    if (effect !== "") lines.push(`Effect: ${shorten(effect, maxFieldChars)}`);
   }
   return lines.join("\n");
 }
 
 /**
+ * A step's feedback as one line: runs of whitespace (line breaks included: an HTTP environment may
+ * send several lines) become one space, the ends trimmed; "" for none or only whitespace.
+ */
+function effectText(feedback: string | undefined): string {
+  return feedback === undefined ? "" : feedback.replace(/\s+/g, " ").trim();
+}
+
+/**
  * The environment's feedback of `steps` in order, consecutive repeats merged (`walked left, 2
- * times; pushed the box up`); steps without feedback (invalid actions) are skipped. "" for none.
+ * times; pushed the box up`); steps without feedback (invalid actions) or with only whitespace
+ * are skipped. "" for none.
  */
 function effectRuns(steps: readonly Trajectory["steps"][number][], maxChars?: number): string {
   const runs: { text: string; n: number }[] = [];
   for (const step of steps) {
-    if (step.feedback === undefined) continue;
-    const text = shorten(step.feedback, maxChars);
+    const effect = effectText(step.feedback);
+    if (effect === "") continue;
+    const text = shorten(effect, maxChars);
     const last = runs[runs.length - 1];
     if (last?.text === text) last.n++;
     else runs.push({ text, n: 1 });

@@ -140,6 +140,17 @@ Deno.test("the analyzer prompt shows the environment's feedback as Effect lines,
   assert.ok(!plain.includes("Effect"));
 });
 
+Deno.test("blank feedback leaves no Effect line and multi-line feedback stays on one line", () => {
+  const effects = ["  ", "walked left", "walked\nleft", "", "pushed the box\r\n  up\t", " \n "];
+  const t = trajectory(true, effects.length);
+  t.steps.forEach((step, k) => step.feedback = effects[k]);
+  const lines = buildAnalyzerPrompt(t, { maxSteps: 3 }).split("\n");
+  // blank feedback is no feedback: the two "walked left" merge across the blank step
+  assert.ok(lines.includes("Earlier effects: walked left, 2 times"));
+  assert.deepEqual(lines.filter((l) => l.startsWith("Effect")), ["Effect: pushed the box up"]);
+  assert.ok(!lines.some((l) => l === "left" || l.trim() === "up"));
+});
+
 Deno.test("the Earlier effects line stays within max(max steps, 8) × max field chars however long the episode", () => {
   // An environment whose every step says something new (here, where the player went): 198 runs
   // that nothing merges. Unbounded, the line alone was 198 × ~20 chars for a 2-step window.
