@@ -188,14 +188,15 @@ export class Policy {
    * the same input (`distinctSamples`) are scored once; each gets its own arrays.
    */
   async score(input: Sample[]): Promise<TokenScores> {
-    const { distinct, slot } = distinctSamples(input);
-    if (distinct.length === input.length) return await this.#scoreEach(input);
-    return spreadScores(await this.#scoreEach(distinct.map((i) => input[i])), slot);
+    // checked and expanded before dropping twins, so an error names the caller's sample index
+    const samples = prepareSamples(input, this.config);
+    const { distinct, slot } = distinctSamples(samples);
+    if (distinct.length === samples.length) return await this.#scoreEach(samples);
+    return spreadScores(await this.#scoreEach(distinct.map((i) => samples[i])), slot);
   }
 
-  /** `score` of every sample, duplicates included. */
-  async #scoreEach(input: Sample[]): Promise<TokenScores> {
-    const samples = prepareSamples(input, this.config);
+  /** `score` of every sample, duplicates included; `samples` already `prepareSamples`d. */
+  async #scoreEach(samples: Sample[]): Promise<TokenScores> {
     const out: TokenScores = {
       logprobs: new Array(samples.length),
       entropy: new Array(samples.length),

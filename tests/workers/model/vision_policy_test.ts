@@ -145,6 +145,31 @@ Deno.test("greedy generation with images picks the arg-max of the full forward, 
   await policy.release();
 });
 
+Deno.test("a sample's bad images are reported under its own index when equal samples come before it", async () => {
+  // samples 0 and 1 are the same input (scored once): the error must still name sample 2
+  const twin: Sample = { prompt: [1, 5], response: [3] };
+  const text = new Policy(TINY_LLAMA, randomParameters(TINY_LLAMA, 1));
+  const vision = new Policy(TINY_VL, randomParameters(TINY_VL, 1));
+  for (const score of ["score", "scoreSharedPrefixes"] as const) {
+    const call = (p: Policy, bad: Sample) =>
+      score === "score"
+        ? p.score([twin, { ...twin }, bad])
+        : p.scoreSharedPrefixes([twin, { ...twin }, bad], [[0, 1]]);
+    await assert.rejects(
+      () => call(text, { prompt: [1, 4], response: [2], images: [A] }),
+      /images of sample 2 as the model must have a vision_config/,
+      score,
+    );
+    await assert.rejects(
+      () => call(vision, { prompt: [1, IMG, 4], response: [2], images: [A, B] }),
+      /Cannot pack sample 2 as its prompt must hold/,
+      score,
+    );
+  }
+  await text.release();
+  await vision.release();
+});
+
 Deno.test("a builtin:tiny-vl model saved as a Hugging Face folder loads back with identical log-probs", async () => {
   const model = createBuiltinTinyVl({ vocabulary: ["red", "blue", "colour"], seed: 3 });
   const dir = await Deno.makeTempDir();
