@@ -18,7 +18,7 @@
  */
 import type { Parameters, ParameterSpec } from "./config.ts";
 import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
-import { MAX_TENSOR_ELEMENTS, WasmMoments } from "./_adamw_wasm.ts";
+import { type AdamWScalars, MAX_TENSOR_ELEMENTS, WasmMoments } from "./_adamw_wasm.ts";
 
 /** Thrown on mismatched parameters/gradients/state or invalid hyper-parameters. */
 export class OptimizerError extends Error {
@@ -36,6 +36,12 @@ export interface AdamWOptions {
   eps?: number;
   /** Decoupled weight decay λ (per unit lr), applied to tensors with 2+ dimensions only. */
   weightDecay?: number;
+  /**
+   * Tensors of more elements than this are updated by the plain JS loop, with their moments in
+   * JS memory (same bits, ~2× slower); default `MAX_TENSOR_ELEMENTS` (~537M, the most one
+   * WebAssembly memory holds: a 7B model's embedding can be larger). Lower only in tests.
+   */
+  maxKernelElements?: number;
 }
 
 /** Optimizer state: completed step count and per-parameter moment estimates (float32). */
@@ -55,14 +61,16 @@ export class AdamW {
   readonly eps: number;
   readonly weightDecay: number;
   #step = 0;
-  /** m and v by parameter name: views into `#moments` (WebAssembly memory). */
+  /** m and v by parameter name: views into `#moments` (WebAssembly memory), or JS arrays. */
   #m = new Map<string, Float32Array>();
   #v = new Map<string, Float32Array>();
   #moments: WasmMoments;
+  /** Per spec, its index in `#moments`, or −1 for a tensor the JS loop updates. */
+  #kernelIndex: number[];
 
   /**
    * @throws {OptimizerError} on a non-finite or negative lr/eps/weightDecay, betas outside [0, 1),
-   *   or a tensor of more than `MAX_TENSOR_ELEMENTS` (~537M) elements.
+   *   or `maxKernelElements` not an integer in [0, `MAX_TENSOR_ELEMENTS`].
    */
   constructor(specs: ParameterSpec[], opts: AdamWOptions) {
     this.specs = specs;
@@ -81,19 +89,21 @@ export class AdamW {
         `Cannot create AdamW as betas must be in [0, 1): current value is [${this.betas}]`,
       );
     }
-    const sizes = specs.map((s) => s.shape.reduce((a, b) => a * b, 1));
-    const big = sizes.findIndex((n) => n > MAX_TENSOR_ELEMENTS);
-    if (big >= 0) {
+    const most = opts.maxKernelElements ?? MAX_TENSOR_ELEMENTS;
+    if (!Number.isInteger(most) || most < 0 || most > MAX_TENSOR_ELEMENTS) {
       throw new OptimizerError(
-        `Cannot create AdamW as a tensor must have at most ${MAX_TENSOR_ELEMENTS} elements: ${
-          specs[big].name
-        } has ${sizes[big]}`,
+        `Cannot create AdamW as maxKernelElements must be an integer in [0, ${MAX_TENSOR_ELEMENTS}]: current value is ${most}`,
       );
     }
-    this.#moments = new WasmMoments(sizes);
+    const sizes = specs.map((s) => s.shape.reduce((a, b) => a * b, 1));
+    const inKernel = sizes.filter((n) => n <= most);
+    let next = 0;
+    this.#kernelIndex = sizes.map((n) => (n <= most ? next++ : -1));
+    this.#moments = new WasmMoments(inKernel);
     specs.forEach((s, k) => {
-      this.#m.set(s.name, this.#moments.expAvg(k));
-      this.#v.set(s.name, this.#moments.expAvgSq(k));
+      const w = this.#kernelIndex[k];
+      this.#m.set(s.name, w >= 0 ? this.#moments.expAvg(w) : new Float32Array(sizes[k]));
+      this.#v.set(s.name, w >= 0 ? this.#moments.expAvgSq(w) : new Float32Array(sizes[k]));
     });
   }
 
@@ -116,7 +126,9 @@ export class AdamW {
     const scalars = { b1, b2, eps: this.eps, stepSize: lr / bc1, bc2Sqrt, decay: 1 };
     this.specs.forEach((s, k) => {
       scalars.decay = s.shape.length >= 2 ? 1 - lr * this.weightDecay : 1;
-      this.#moments.update(k, params.get(s.name)!, grads.get(s.name)!, scalars);
+      const p = params.get(s.name)!, g = grads.get(s.name)!, w = this.#kernelIndex[k];
+      if (w >= 0) this.#moments.update(w, p, g, scalars);
+      else updateInJs(p, g, this.#m.get(s.name)!, this.#v.get(s.name)!, scalars);
     });
   }
 
@@ -171,6 +183,26 @@ export class AdamW {
       this.#v.get(s.name)!.set(state.expAvgSq.get(s.name)!);
     }
     this.#step = state.step;
+  }
+}
+
+/**
+ * The per-element update in plain JS (float64 operations, float32 stores), for tensors too large
+ * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`).
+ */
+function updateInJs(
+  p: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  s: AdamWScalars,
+): void {
+  const { b1, b2, stepSize, bc2Sqrt, decay, eps } = s;
+  for (let i = 0; i < p.length; i++) {
+    const gi = g[i];
+    m[i] = b1 * m[i] + (1 - b1) * gi;
+    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+    p[i] = p[i] * decay - stepSize * m[i] / (Math.sqrt(v[i]) / bc2Sqrt + eps);
   }
 }
 

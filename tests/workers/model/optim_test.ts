@@ -122,53 +122,62 @@ function mainLoop(
   }
 }
 
-Deno.test("AdamW's WebAssembly update equals the float64 JS loop bit for bit, chunk edges included", () => {
-  // Lengths below, at and across the kernel's chunk, odd tails, both decayed and 1-D tensors.
-  const mySpecs: ParameterSpec[] = [
-    { name: "one", shape: [1] },
-    { name: "odd", shape: [7] },
-    { name: "chunk", shape: [2, CHUNK / 2] },
-    { name: "across", shape: [3, 1367] }, // 4,101 = CHUNK + 5
-    { name: "two", shape: [2 * CHUNK + 3] },
-  ];
-  const rng = new Rng(11);
-  const random = (n: number, scale: number) =>
-    Float32Array.from({ length: n }, () => scale * (rng.next() - 0.5));
-  const sizes = mySpecs.map((s) => s.shape.reduce((a, b) => a * b, 1));
-  const p0 = new Map(mySpecs.map((s, k) => [s.name, random(sizes[k], 2)]));
-  const gradsAt = (step: number) =>
-    new Map(mySpecs.map((s, k) => {
-      const g = random(sizes[k], 10 ** (step - 3));
-      // Zero, subnormal, huge (g² overflows float32 in v) and negative-zero gradients.
-      g.set([0, 1e-40, 3e30, -0].slice(0, g.length - 1), 1); // after a random g[0]
-      return [s.name, g];
-    }));
-  const hyper = { lr: 0.003, betas: [0.85, 0.99] as [number, number], eps: 1e-7, wd: 0.1 };
-  const opt = new AdamW(mySpecs, { ...hyper, weightDecay: hyper.wd });
-  const params = new Map([...p0].map(([k, v]) => [k, v.slice()]));
-  const ref = new Map([...p0].map(([k, v]) => [k, v.slice()]));
-  const m = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
-  const v = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
-  const [b1, b2] = hyper.betas;
-  for (let t = 1; t <= 3; t++) {
-    const grads = gradsAt(t), lr = hyper.lr * t;
-    opt.step(params, grads, lr);
-    const stepSize = lr / (1 - b1 ** t), bc2Sqrt = Math.sqrt(1 - b2 ** t);
-    for (const s of mySpecs) {
-      const decay = s.shape.length >= 2 ? 1 - lr * hyper.wd : 1;
-      const [p, g, mi, vi] = [ref, grads, m, v].map((x) => x.get(s.name)!);
-      mainLoop(p, g, mi, vi, { b1, b2, eps: hyper.eps, stepSize, bc2Sqrt, decay });
+for (const maxKernelElements of [undefined, CHUNK]) {
+  const where = maxKernelElements === undefined
+    ? "WebAssembly update"
+    : "update with the tensors over the kernel's limit in JS";
+  Deno.test(`AdamW's ${where} equals the float64 JS loop bit for bit, chunk edges included`, () => {
+    // Lengths below, at and across the kernel's chunk, odd tails, both decayed and 1-D tensors.
+    const mySpecs: ParameterSpec[] = [
+      { name: "one", shape: [1] },
+      { name: "odd", shape: [7] },
+      { name: "chunk", shape: [2, CHUNK / 2] },
+      { name: "across", shape: [3, 1367] }, // 4,101 = CHUNK + 5
+      { name: "two", shape: [2 * CHUNK + 3] },
+    ];
+    const rng = new Rng(11);
+    const random = (n: number, scale: number) =>
+      Float32Array.from({ length: n }, () => scale * (rng.next() - 0.5));
+    const sizes = mySpecs.map((s) => s.shape.reduce((a, b) => a * b, 1));
+    const p0 = new Map(mySpecs.map((s, k) => [s.name, random(sizes[k], 2)]));
+    const gradsAt = (step: number) =>
+      new Map(mySpecs.map((s, k) => {
+        const g = random(sizes[k], 10 ** (step - 3));
+        // Zero, subnormal, huge (g² overflows float32 in v) and negative-zero gradients.
+        g.set([0, 1e-40, 3e30, -0].slice(0, g.length - 1), 1); // after a random g[0]
+        return [s.name, g];
+      }));
+    const hyper = { lr: 0.003, betas: [0.85, 0.99] as [number, number], eps: 1e-7, wd: 0.1 };
+    const opt = new AdamW(mySpecs, { ...hyper, weightDecay: hyper.wd, maxKernelElements });
+    const params = new Map([...p0].map(([k, v]) => [k, v.slice()]));
+    const ref = new Map([...p0].map(([k, v]) => [k, v.slice()]));
+    const m = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
+    const v = new Map(mySpecs.map((s, k) => [s.name, new Float32Array(sizes[k])]));
+    const [b1, b2] = hyper.betas;
+    for (let t = 1; t <= 3; t++) {
+      const grads = gradsAt(t), lr = hyper.lr * t;
+      opt.step(params, grads, lr);
+      const stepSize = lr / (1 - b1 ** t), bc2Sqrt = Math.sqrt(1 - b2 ** t);
+      for (const s of mySpecs) {
+        const decay = s.shape.length >= 2 ? 1 - lr * hyper.wd : 1;
+        const [p, g, mi, vi] = [ref, grads, m, v].map((x) => x.get(s.name)!);
+        mainLoop(p, g, mi, vi, { b1, b2, eps: hyper.eps, stepSize, bc2Sqrt, decay });
+      }
     }
-  }
-  const state = opt.state();
-  for (const s of mySpecs) {
-    assert.deepEqual(params.get(s.name), ref.get(s.name), s.name);
-    assert.deepEqual(state.expAvg.get(s.name), m.get(s.name), `${s.name} exp_avg`);
-    assert.deepEqual(state.expAvgSq.get(s.name), v.get(s.name), `${s.name} exp_avg_sq`);
-    assert.notDeepEqual(params.get(s.name), p0.get(s.name)); // it did move
-  }
-  assert.equal(state.expAvgSq.get("two")![3], Infinity); // the overflow case was exercised
-});
+    const state = opt.state();
+    for (const s of mySpecs) {
+      assert.deepEqual(params.get(s.name), ref.get(s.name), s.name);
+      assert.deepEqual(state.expAvg.get(s.name), m.get(s.name), `${s.name} exp_avg`);
+      assert.deepEqual(state.expAvgSq.get(s.name), v.get(s.name), `${s.name} exp_avg_sq`);
+      assert.notDeepEqual(params.get(s.name), p0.get(s.name)); // it did move
+    }
+    assert.equal(state.expAvgSq.get("two")![3], Infinity); // the overflow case was exercised
+    // a state round trip keeps both kinds of tensor
+    const again = new AdamW(mySpecs, { ...hyper, weightDecay: hyper.wd, maxKernelElements });
+    again.load(state);
+    assert.deepEqual(again.state(), state);
+  });
+}
 
 Deno.test("moments split over several WebAssembly memories update each tensor as the JS loop", () => {
   // A group cap of CHUNK + 4 elements of moments: [5], [CHUNK + 1], [3, 0] and [2·CHUNK] (alone,
@@ -199,8 +208,8 @@ Deno.test("moments split over several WebAssembly memories update each tensor as
 
 Deno.test("AdamW rejects missing gradients and malformed state with clear errors", () => {
   assert.throws(
-    () => new AdamW([{ name: "huge", shape: [MAX_TENSOR_ELEMENTS + 1] }], { lr: 0.1 }),
-    /huge has 5368/,
+    () => new AdamW(specs, { lr: 0.1, maxKernelElements: MAX_TENSOR_ELEMENTS + 1 }),
+    /maxKernelElements must be an integer in \[0, 536866816\]: current value is 536866817/,
   );
   const opt = new AdamW(specs, { lr: 0.1 });
   const params = new Map([["w", new Float32Array(4)], ["b", new Float32Array(2)]]);
