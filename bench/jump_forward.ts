@@ -13,7 +13,9 @@
  * skills `judgeSkill` finds truthful. `--checkpoint` is an HF model folder (config.json,
  * model.safetensors, tokenizer.json), e.g. a warm-up cached by `bench:learn --warmup-cache DIR`
  * (`DIR/<hash>`); without it a fresh builtin:tiny (random weights: timing only). Machines are
- * shared: compare ratios within one run. Run by hand; never in CI.
+ * shared: compare ratios within one run. Run by hand; never in CI. Configurations in the output:
+ * `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4 whitespace bytes between the object's
+ * tokens, before 2026-12-02; 0: none, the default now), `off`/`on` jump-forward.
  */
 import { parseArgs } from "node:util";
 import * as ort from "onnxruntime-node";
@@ -42,6 +44,12 @@ const { values: args } = parseArgs({
   options: { checkpoint: { type: "string" }, reps: { type: "string", default: "5" } },
 });
 const reps = Number(args.reps);
+if (!(Number.isInteger(reps) && reps >= 1)) {
+  console.error(
+    `Cannot run the bench as --reps must be an integer ≥ 1: current value is ${args.reps}`,
+  );
+  Deno.exit(2);
+}
 const spec = parseJobSpec(DEMO_PRESETS.sokoban);
 const env = await resolveEnvironment("sokoban");
 const model = args.checkpoint

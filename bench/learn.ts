@@ -397,7 +397,7 @@ console.log([...summaryTable(summary), ...signalSummary(signal)].join("\n"));
 console.log(
   `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
-  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn.svg, metrics.jsonl`,
+  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn_signal.csv, learn.svg, metrics.jsonl`,
 );
 
 /** The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag). */
