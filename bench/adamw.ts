@@ -11,7 +11,7 @@
 import { parseArgs } from "node:util";
 import { cpuUsage } from "node:process";
 import { type Parameters, parameterSpecs } from "../workers/model/config.ts";
-import { AdamW } from "../workers/model/optim.ts";
+import { AdamW, updateInJs } from "../workers/model/optim.ts";
 import { Rng } from "../workers/model/sampling.ts";
 import type { AdamWScalars } from "../workers/model/_adamw_wasm.ts";
 import { CONFIGS } from "./_engine_configs.ts";
@@ -45,16 +45,8 @@ type Kernel = (
   k: AdamWScalars,
 ) => void;
 
-/** main's loop (84c4cd2), verbatim apart from the scalars' source: the reference for bits. */
-const mainLoop: Kernel = (p, g, m, v, k) => {
-  const { b1, b2, stepSize, bc2Sqrt, decay } = k;
-  for (let i = 0; i < p.length; i++) {
-    const gi = g[i];
-    m[i] = b1 * m[i] + (1 - b1) * gi;
-    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-    p[i] = p[i] * decay - stepSize * m[i] / (Math.sqrt(v[i]) / bc2Sqrt + k.eps);
-  }
-};
+/** main's loop (84c4cd2; now AdamW's path for tensors too large for the kernel): the reference for bits. */
+const mainLoop: Kernel = updateInJs;
 
 /** Hoisted constants, moments kept in locals (rounded as the store rounds): same bits. */
 const tightLoop: Kernel = (p, g, m, v, k) => {

@@ -188,9 +188,10 @@ export class AdamW {
 
 /**
  * The per-element update in plain JS (float64 operations, float32 stores), for tensors too large
- * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`).
+ * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`; the
+ * reference of `bench/adamw.ts`). p, g, m, v: (n,) float32; m, v and p updated in place.
  */
-function updateInJs(
+export function updateInJs(
   p: Float32Array,
   g: Float32Array,
   m: Float32Array,
