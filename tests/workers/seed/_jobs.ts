@@ -278,8 +278,10 @@ export class FixedAnalyzer extends TextPolicy {
 
 /**
  * A `SeedTrainer` for `spec` as a job builds one, without the job: θ and the environment given,
- * no reference policy, AdamW at `lr` (default 1e-3) over θ's base parameters, `Rng(1)`, and
- * `library` (default an empty one of job `job-1`).
+ * no reference policy, AdamW with default `lr` (1e-3) over θ's base parameters, `Rng(1)`, and
+ * `library` (default an empty one of job `job-1`). The trainer steps AdamW at the spec's
+ * learning rate (`optim.lr` and its schedule), so `lr` does not keep θ fixed: a test that needs
+ * the same θ twice builds two policies.
  */
 export function testTrainer(
   spec: JobSpec,
