@@ -230,12 +230,15 @@ export class Policy {
    * per group instead of once per sample. Groups are taken in turn while their caches fit
    * `opts.cacheBytes` (default {@link PREFIX_CACHE_BYTES}), so memory stays bounded for large
    * models. Vision models and samples with images fall back to `score`.
+   * @throws {PolicyError} when a group holds an index that is not a sample's, or a sample is in
+   *   two groups.
    */
   async scoreSharedPrefixes(
     input: Sample[],
     groups: readonly (readonly number[])[],
     opts: { cacheBytes?: number } = {},
   ): Promise<TokenScores> {
+    checkGroups(groups, input.length);
     if (
       input.length === 0 || this.config.vision_config ||
       input.some((s) => (s.images?.length ?? 0) > 0)
@@ -678,6 +681,23 @@ function sharedPrefixes(input: Sample[], groups: readonly (readonly number[])[])
     return n;
   });
   return { groupOf, prefixLength, members };
+}
+
+/** Throws PolicyError unless every index of `groups` is a sample's (< n) and in one group only. */
+function checkGroups(groups: readonly (readonly number[])[], n: number): void {
+  const seen = new Uint8Array(n);
+  groups.forEach((g, k) =>
+    g.forEach((i) => {
+      if (!(Number.isInteger(i) && i >= 0 && i < n) || seen[i]) {
+        throw new PolicyError(
+          `Cannot score shared prefixes as group ${k} must hold sample indices in [0, ${n}), each in one group: current value is ${i}${
+            Number.isInteger(i) && i >= 0 && i < n ? " (already in a group)" : ""
+          }`,
+        );
+      }
+      seen[i] = 1;
+    })
+  );
 }
 
 /**

@@ -114,6 +114,27 @@ Deno.test("equal samples are scored once and each gets its own copy of the same 
   }
 });
 
+Deno.test("shared-prefix scoring names a group index that is no sample's or is in two groups", async () => {
+  const c = TINY_LLAMA;
+  const { samples } = prefixedSamples(c.vocab_size);
+  const policy = new Policy(c, randomParameters(c, 3));
+  // with and without repeated samples (the second path drops repeats before grouping)
+  for (const input of [samples, [...samples, samples[0]]]) {
+    await assert.rejects(
+      () => policy.scoreSharedPrefixes(input, [[0, 1], [input.length]]),
+      new RegExp(
+        `group 1 must hold sample indices in \\[0, ${input.length}\\).*value is ${input.length}$`,
+      ),
+    );
+    await assert.rejects(
+      () => policy.scoreSharedPrefixes(input, [[0, 1], [1, 2]]),
+      /group 1 .* current value is 1 \(already in a group\)/,
+    );
+    await assert.rejects(() => policy.scoreSharedPrefixes(input, [[-1]]), PolicyError);
+  }
+  await policy.release();
+});
+
 Deno.test("shared-prefix scoring reads a LoRA adapter (non-zero B) as score does", async () => {
   const c = TINY_QWEN;
   const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, target_modules: [...LORA_MODULES] };
