@@ -37,6 +37,16 @@ async function run(
   return { code, out, err };
 }
 
+/** Submits a sokoban job through the CLI (its spec written in `dir`) and claims it as a worker. */
+async function submitAndClaim(dir: string) {
+  await Deno.writeTextFile(
+    `${dir}/spec.json`,
+    JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
+  );
+  const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+  return { id, job: await claimAs(fx.db, id) };
+}
+
 Deno.test("the CLI submits a spec file, shows its status, lists and cancels it over HTTP", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -60,12 +70,7 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
 Deno.test("the CLI downloads the latest checkpoint and verifies every file's sha256", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.writeTextFile(
-      `${dir}/spec.json`,
-      JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
-    );
-    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
-    const job = await claimAs(fx.db, id);
+    const { id, job } = await submitAndClaim(dir);
     const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
     const weights = new Uint8Array(70_000).map((_, i) => (i * 31) % 251);
     await saveCheckpoint(fx.db, fx.store, writer, {
@@ -95,14 +100,9 @@ Deno.test("the CLI downloads the latest checkpoint and verifies every file's sha
 Deno.test("the CLI downloads a job's skill library, the latest or a given step, to stdout or a file", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.writeTextFile(
-      `${dir}/spec.json`,
-      JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
-    );
-    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+    const { id, job } = await submitAndClaim(dir);
     const none = await run(["skills", id]).catch((e) => e);
     assert.match(String(none), /HTTP 404: Cannot find a skill library of job/);
-    const job = await claimAs(fx.db, id);
     const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
     const library = (step: number, texts: string[]) => ({
       version: 1,
@@ -139,12 +139,7 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
 Deno.test("the CLI follows a job's events until it finishes and exits 0 when it succeeded", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    await Deno.writeTextFile(
-      `${dir}/spec.json`,
-      JSON.stringify({ env: { id: "sokoban" }, priority: 1000 }),
-    );
-    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
-    const job = await claimAs(fx.db, id);
+    const { id, job } = await submitAndClaim(dir);
     await setProgress(fx.db, fenceOf(job), { stage: "rollout", step: 2, totalSteps: 4, etaS: 30 });
     await appendEvent(fx.db, fenceOf(job), "stage", { stage: "rollout" });
     const following = run(["follow", id]);
