@@ -1,5 +1,6 @@
 /**
- * Process facts from /proc for tests that check which processes a signal left alive (Linux only).
+ * Process facts from /proc for tests that check which processes a signal left alive (Linux only),
+ * and a child's structured log.
  */
 
 /** Fields of /proc/PID/stat after "(comm) ": the state letter and the parent pid. */
@@ -28,4 +29,21 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** One structured log record: its message and whatever fields it carried. */
+export type LogRecord = { msg: string } & Record<string, unknown>;
+
+/**
+ * A child's stderr read to its end, one JSON log record per line (a line that is not JSON becomes
+ * `{ msg: line }`, e.g. a runtime's own warning).
+ */
+export async function logRecords(child: Deno.ChildProcess): Promise<LogRecord[]> {
+  return (await new Response(child.stderr).text()).split("\n").filter(Boolean).map((l) => {
+    try {
+      return JSON.parse(l);
+    } catch {
+      return { msg: l };
+    }
+  });
 }

@@ -10,6 +10,7 @@ import {
 } from "../../../jobs/mod.ts";
 import { createLogger, HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
+import { logRecords } from "../../_harness/proc.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 
 const HANDLER = new URL("./_blocking_handler.ts", import.meta.url);
@@ -41,14 +42,6 @@ Deno.test("handlers in compute processes", async (t) => {
       stdout: "null",
       stderr: "piped",
     }).spawn();
-  const logsOf = async (child: Deno.ChildProcess) =>
-    (await new Response(child.stderr).text()).split("\n").filter(Boolean).map((l) => {
-      try {
-        return JSON.parse(l);
-      } catch {
-        return { msg: l };
-      }
-    });
   try {
     await t.step(
       "a step that blocks its process for three leases keeps the lease and is never requeued",
@@ -78,7 +71,7 @@ Deno.test("handlers in compute processes", async (t) => {
         assert.deepEqual(statuses, ["queued", "running", "succeeded"], "never requeued");
         const metrics = await listMetrics(db, job.id);
         assert.deepEqual(metrics.map((m) => [m.step, m.values.attempt]), [[1, 0], [2, 0]]);
-        const logs = await logsOf(child);
+        const logs = await logRecords(child);
         assert.ok(!logs.some((l) => /blocked the event loop|lease lost/.test(l.msg)));
       },
     );
@@ -113,7 +106,7 @@ Deno.test("handlers in compute processes", async (t) => {
         }
         // The control loop is alive and the spinning compute process is gone: the process drains and exits.
         assert.equal((await child.status).code, 0);
-        const logs = await logsOf(child);
+        const logs = await logRecords(child);
         assert.ok(logs.some((l) => l.msg === "job cancelled" && l.jobId === job.id));
       },
     );

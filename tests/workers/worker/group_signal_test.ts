@@ -10,7 +10,7 @@ import { cancelJob, getJob, type Job, listMetrics, submitJob } from "../../../jo
 import { SAME_PRESS_MS } from "../../../jobs/mod.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
-import { childrenOf, isAlive } from "../../_harness/proc.ts";
+import { childrenOf, isAlive, logRecords } from "../../_harness/proc.ts";
 
 Deno.test("a signal to the worker's whole process group drains it", async (t) => {
   const { db, url, close } = await openTestDatabase();
@@ -36,20 +36,12 @@ Deno.test("a signal to the worker's whole process group drains it", async (t) =>
       stderr: "piped",
       detached: true,
     }).spawn();
-  const logsOf = async (child: Deno.ChildProcess) =>
-    (await new Response(child.stderr).text()).split("\n").filter(Boolean).map((l) => {
-      try {
-        return JSON.parse(l);
-      } catch {
-        return { msg: l };
-      }
-    });
 
   /** Runs a job, sends `signal` to the group (`times` deliveries, 5 ms apart) after step 1. */
   const drainsOn = async (signal: "SIGINT" | "SIGTERM", times: number) => {
     const { job } = await submitJob(db, { tenantId, spec: testSpec({ steps: 40 }) });
     const child = spawnWorker();
-    const logs = logsOf(child);
+    const logs = logRecords(child);
     try {
       await waitUntil(async () => (await listMetrics(db, job.id)).length >= 1);
       assert.ok((await listMetrics(db, job.id)).length >= 1, "step 1 was committed");
@@ -96,7 +88,7 @@ Deno.test("a signal to the worker's whole process group drains it", async (t) =>
         // Step 2 spins forever: only the second signal ends this worker.
         const { job } = await submitJob(db, { tenantId, spec: testSpec({ steps: 3 }) });
         const child = spawnWorker("0,-1");
-        const logs = logsOf(child);
+        const logs = logRecords(child);
         let compute: number | undefined;
         try {
           await waitUntil(async () => (await listMetrics(db, job.id)).length >= 1);
