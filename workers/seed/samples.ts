@@ -15,6 +15,7 @@ import {
   type AdvantageSample,
   type RewardSource,
   sampleScores,
+  stepPenalties,
   stepRewards,
 } from "./advantage.ts";
 import { checkNumber, SeedOptionError } from "./errors.ts";
@@ -36,8 +37,8 @@ export interface TurnSample extends AdvantageSample {
   action: string;
   /** Whether the action was parsed and admissible. */
   valid: boolean;
-  /** Index of the task in the rollout batch (0..B−1): the GRPO group of the trajectory. */
-  taskIndex: number;
+  /** The task's id (the same task drawn twice has one id and two `taskIndex`es). */
+  taskId: string;
   /** Copy of the task (0..G−1). */
   copyIndex: number;
   /** Whether the sample's trajectory was won. */
@@ -63,7 +64,8 @@ export interface BuildSamplesOptions {
 
 /**
  * Turns rollout trajectories into samples, one per turn in trajectory order, with scores
- * s_i = R − p·[invalid] and advantages from the chosen estimator (grouped by task id).
+ * s_i = R − p·[invalid] and advantages from the chosen estimator (grouped by rollout group,
+ * `taskIndex`: one group per drawn task, as the reference code's `uid`).
  */
 export function buildSamples(
   trajectories: readonly RolloutTrajectory[],
@@ -73,6 +75,7 @@ export function buildSamples(
   for (const trajectory of trajectories) {
     const scores = sampleScores(trajectory, options);
     const rewards = stepRewards(trajectory, options);
+    const penalties = stepPenalties(trajectory, options);
     trajectory.steps.forEach((step, turn) => {
       samples.push({
         index: samples.length,
@@ -91,6 +94,7 @@ export function buildSamples(
         won: trajectory.won,
         score: scores[turn],
         stepReward: rewards[turn],
+        stepPenalty: penalties[turn],
         advantage: 0,
       });
     });

@@ -13,8 +13,8 @@
  * - `teacher_gap_advantage_corr`: Pearson correlation, over samples with a teacher signal, of the
  *   sample's mean Δ (over its tokens) with its advantage A. Positive when the skill raises the
  *   probability of good actions and lowers that of bad ones.
- * - `zero_advantage_group_share`: share of GRPO groups (samples sharing a task id, see
- *   advantage.ts) whose advantages are all zero: such a group gives no policy-gradient signal.
+ * - `zero_advantage_group_share`: share of GRPO groups (samples of one rollout group, `taskIndex`,
+ *   see advantage.ts) whose advantages are all zero: such a group gives no policy-gradient signal.
  * - `skills_judged`, `skill_well_formed_rate`, `skill_truthful_rate`: of this step's parsed
  *   skills, the share the environment's reference-analyzer grammar accepts and the share equal to
  *   the reference analysis of the same trajectory (`judgeSkill`, workers/envs/skill_judge.ts).
@@ -43,8 +43,8 @@ export const SIGNAL_METRIC_NAMES = [
 
 /** The fields of a training sample (samples.ts `TurnSample`) these metrics read. */
 export interface SignalSample {
-  /** GRPO group key (samples of one task form one group). */
-  taskId: string;
+  /** GRPO group key: the rollout group's index in the batch (one per drawn task). */
+  taskIndex: number;
   /** Whether the sample's trajectory was won. */
   won: boolean;
   /** Advantage A of the sample (broadcast to its tokens). */
@@ -122,13 +122,20 @@ export function teacherGapMetrics(
 }
 
 /**
- * Share of GRPO groups (by task id) in which every sample's advantage is 0 (|A| ≤ 1e-9; the
- * estimators write exact zeros for all-equal groups); undefined when there are no samples.
+ * Largest |A| counted as zero by `zeroAdvantageGroupShare`: a group of equal scores gets
+ * (s − mean)/(0 + 1e-6), the float rounding of its mean over 1e-6 (advantage.ts), far below this.
+ */
+export const ZERO_ADVANTAGE = 1e-4;
+
+/**
+ * Share of GRPO groups (by `taskIndex`) in which every sample's advantage is zero
+ * (|A| ≤ {@link ZERO_ADVANTAGE}); undefined when there are no samples.
  */
 export function zeroAdvantageGroupShare(samples: readonly SignalSample[]): number | undefined {
-  const allZero = new Map<string, boolean>();
+  const allZero = new Map<number, boolean>();
   for (const s of samples) {
-    allZero.set(s.taskId, (allZero.get(s.taskId) ?? true) && Math.abs(s.advantage) <= 1e-9);
+    const zero = Math.abs(s.advantage) <= ZERO_ADVANTAGE;
+    allZero.set(s.taskIndex, (allZero.get(s.taskIndex) ?? true) && zero);
   }
   if (allZero.size === 0) return undefined;
   return [...allZero.values()].filter((z) => z).length / allZero.size;

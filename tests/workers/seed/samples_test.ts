@@ -85,7 +85,9 @@ Deno.test("each turn becomes one sample with its prompt, response, score and adv
   const mean = 19.9 / 3;
   const expected = [10 - mean, 9.9 - mean, -mean, 0, 0];
   samples.forEach((s, i) => assert.ok(Math.abs(s.advantage - expected[i]) < 1e-12));
-  assert.deepEqual(samples.map((s) => s.stepReward), [0, 10 - 0.1, 0, 0, 0]);
+  // r_t without the penalty; p on the invalid turn apart (GiGPO subtracts it after discounting)
+  assert.deepEqual(samples.map((s) => s.stepReward), [0, 10, 0, 0, 0]);
+  assert.deepEqual(samples.map((s) => s.stepPenalty), [0, 0.1, 0, 0, 0]);
 });
 
 Deno.test("an unknown estimator is rejected", () => {

@@ -16,12 +16,12 @@ import {
 const close = (a: number | undefined, b: number) =>
   assert.ok(a !== undefined && Math.abs(a - b) < 1e-9, `${a} ≠ ${b}`);
 
-/** Two groups: task a (one won, one lost sample), task b (all advantages 0). */
+/** Two rollout groups: 0 (one won, one lost sample), 1 (all advantages 0). */
 const SAMPLES = [
-  { taskId: "a", won: true, advantage: 1 },
-  { taskId: "a", won: false, advantage: -1 },
-  { taskId: "b", won: false, advantage: 0 },
-  { taskId: "b", won: true, advantage: 0 },
+  { taskIndex: 0, won: true, advantage: 1 },
+  { taskIndex: 0, won: false, advantage: -1 },
+  { taskIndex: 1, won: false, advantage: 0 },
+  { taskIndex: 1, won: true, advantage: 0 },
 ];
 const GAPS = [[0.2, 0.4], [-0.1], null, [0.5, 0.5, 0.5, 0.5]];
 
@@ -59,11 +59,11 @@ Deno.test("undefined signal metrics are left out, never NaN or a made-up 0", () 
   assert.throws(() => teacherGapMetrics(SAMPLES, GAPS.slice(1)), /one entry per sample/);
 });
 
-Deno.test("the all-zero-advantage share counts groups by task, not samples", () => {
+Deno.test("the all-zero-advantage share counts rollout groups, not samples", () => {
   close(zeroAdvantageGroupShare(SAMPLES), 0.5);
-  const three = [...SAMPLES, { taskId: "c", won: false, advantage: 0 }];
+  const three = [...SAMPLES, { taskIndex: 2, won: false, advantage: 0 }];
   close(zeroAdvantageGroupShare(three), 2 / 3);
-  close(zeroAdvantageGroupShare([{ taskId: "a", won: true, advantage: 1e-12 }]), 1);
+  close(zeroAdvantageGroupShare([{ taskIndex: 0, won: true, advantage: 1e-9 }]), 1);
   assert.equal(zeroAdvantageGroupShare([]), undefined);
 });
 
