@@ -325,7 +325,7 @@ const TURN_ANCHORS = ["Now it's your turn to", "Now it's your turn"];
  *
  *     **Episode-Level Skill**
  *     Refer to this episode-level skill when deciding what action to take in the current episode:
- *     [<skill on one line>]
+ *     [<skill, stripped>]
  */
 export function skillBlock(skill: string): string {
   return `${SKILL_HEADING}\n${SKILL_INSTRUCTION}\n[${skill}]`;
@@ -338,19 +338,20 @@ export function skillBlock(skill: string): string {
  * first `Now it's your turn`; with a blank line on each side (the whitespace around the insertion
  * point is replaced by it); (3) else appended after a blank line. The rest of the prompt is kept
  * byte for byte (the reference also strips the whole observation first; our prompts are already
- * trimmed and the ordinary prompt is not stripped, so neither is the teacher's). The skill's
- * whitespace runs become single spaces. Throws `SkillError` when it has no letter or digit.
+ * trimmed and the ordinary prompt is not stripped, so neither is the teacher's). The skill is
+ * stripped of leading and trailing whitespace only, as the reference's `str(body).strip()`: a
+ * line break inside it stays. Throws `SkillError` when it has no letter or digit.
  */
 export function insertSkill(prompt: string, skill: string): string {
-  const oneLine = skill.replace(/\s+/g, " ").trim();
-  if (!meaningful(oneLine)) {
+  const stripped = skill.trim();
+  if (!meaningful(stripped)) {
     throw new SkillError(
       `Cannot insert a skill as it must contain a letter or digit: current value is ${
         JSON.stringify(skill)
       }`,
     );
   }
-  const block = skillBlock(oneLine);
+  const block = skillBlock(stripped);
   const around = (at: number) => {
     const prefix = prompt.slice(0, at).trimEnd(), suffix = prompt.slice(at).trimStart();
     if (prefix && suffix) return `${prefix}\n\n${block}\n\n${suffix}`;

@@ -335,7 +335,7 @@ const BLOCK = [
 ];
 
 Deno.test("the skill block follows the task line after a blank line and ends with one", () => {
-  const out = insertSkill(policyPrompt, "  Push boxes\n up first. ");
+  const out = insertSkill(policyPrompt, "  Push boxes up first. \n");
   assert.equal(
     out,
     [
@@ -347,6 +347,15 @@ Deno.test("the skill block follows the task line after a blank line and ends wit
       "Your last 2 steps: up, left",
       "Now it's your turn to take an action.",
     ].join("\n"),
+  );
+});
+
+Deno.test("the skill is only stripped: a line break inside it stays, as the reference's strip()", () => {
+  // seed/prompting.py `_format_skill_section`: body_text = str(body).strip()
+  const out = insertSkill("Your task is to: x", "\t Push boxes\n up first. \n");
+  assert.equal(
+    out,
+    ["Your task is to: x", "", ...BLOCK.slice(0, 2), "[Push boxes", " up first.]"].join("\n"),
   );
 });
 
