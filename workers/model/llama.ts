@@ -332,8 +332,28 @@ function causalBias(g: Graph, mask: Value, b: number, t: number): Value {
 }
 
 /**
- * Log-probs of the targets and entropy at the R scored positions, each (R,). Only those
- * positions go through the LM head and the vocabulary softmax (prompts are not scored).
+ * Logits divided by the sampling temperature T (`logits / T`, as the reference code's actor does
+ * in every log-prob pass: verl `dp_actor.py` `_forward_micro_batch`, `logits.div_(temperature)`),
+ * so log-probs and entropy are those of the distribution the tokens were sampled from. T = 1
+ * leaves the graph unchanged. (…, V) → (…, V).
+ */
+function tempered(g: Graph, logits: Value, temperature: number): Value {
+  return temperature === 1 ? logits : g.div(logits, g.scalar(temperature)); // (…, V)
+}
+
+/** Throws DecoderConfigError unless T is a finite number > 0. */
+function checkTemperature(temperature: number): void {
+  if (!(Number.isFinite(temperature) && temperature > 0)) {
+    throw new DecoderConfigError(
+      `Cannot build a scoring graph as the temperature must be a finite number > 0: current value is ${temperature}`,
+    );
+  }
+}
+
+/**
+ * Log-probs of the targets and entropy at the R scored positions, each (R,), of softmax(logits /
+ * T). Only those positions go through the LM head and the vocabulary softmax (prompts are not
+ * scored).
  */
 function tokenStats(
   g: Graph,
@@ -341,6 +361,7 @@ function tokenStats(
   p: Map<string, Value>,
   bucket: Bucket,
   adapter?: LoraGraph,
+  temperature = 1,
 ) {
   const { batch: b, length: t, tokens: r } = bucket;
   const ids = g.input("input_ids", [b, t], { dtype: "int64" });
@@ -358,7 +379,8 @@ function tokenStats(
   }
   const { hidden } = decoder(g, c, p, { ids, positions, bias, image, adapter });
   const scored = g.gather(g.reshape(hidden, [b * t, c.hidden_size]), index); // (R, C)
-  const { logp, picked } = nn.logSoftmaxPick(g, lmHead(g, c, p, scored), targets); // (R, V), (R,)
+  const logits = tempered(g, lmHead(g, c, p, scored), temperature); // (R, V)
+  const { logp, picked } = nn.logSoftmaxPick(g, logits, targets); // (R, V), (R,)
   return { logp: picked, entropy: nn.entropy(g, logp) }; // (R,)
 }
 
@@ -366,7 +388,9 @@ function tokenStats(
  * The train graph of one bucket for `objective` (objective.ts). Inputs: `input_ids`,
  * `position_ids` (B, T) int64, `attention_mask` (B, T) float; `token_index`, `targets` (R,)
  * int64 and `loss_mask` (R,) float (batch.ts); the objective's token inputs (R,) float, its
- * scalar inputs and counts (scalars); every parameter. Outputs: the objective's outputs (scalars,
+ * scalar inputs (scalars) and counts ((R,) float: each token's divisor, objective.ts); every
+ * parameter. ℓθ and H are those of softmax(logits / `temperature`) (default 1). Outputs: the
+ * objective's outputs (scalars,
  * `loss` among them), `logprobs` and `token_entropy` (R,), and `grad.<name>` (d loss / d
  * parameter) per parameter. With `lora` (lora.ts), also the adapter's parameters, and only they
  * get gradients (the base parameters are inputs without `grad.` outputs); with LoRA dropout > 0,
@@ -376,13 +400,15 @@ function tokenStats(
 export function buildTrainGraph(
   c: DecoderConfig,
   bucket: Bucket,
-  opts: { objective: AnyObjective; dtype?: FloatType; lora?: LoraConfig },
+  opts: { objective: AnyObjective; dtype?: FloatType; lora?: LoraConfig; temperature?: number },
 ): Graph {
   const objective = opts.objective;
+  const temperature = opts.temperature ?? 1;
+  checkTemperature(temperature);
   const g = new G(`train_${objective.name}`, opts.dtype ?? "float32");
   const p = parameterInputs(g, c, !opts.lora, !!bucket.images);
   const adapter = opts.lora && adapterInputs(g, c, opts.lora, true);
-  const { logp, entropy } = tokenStats(g, c, p, bucket, adapter);
+  const { logp, entropy } = tokenStats(g, c, p, bucket, adapter, temperature);
   const shape = [bucket.tokens];
   const mask = g.input("loss_mask", shape);
   const inputs: Record<string, Value> = {};
@@ -398,9 +424,8 @@ export function buildTrainGraph(
     inputs[name] = g.input(name, dims);
   };
   for (const name of objective.tokenInputs) declare(name, shape); // (R,)
-  for (const name of [...objective.scalarInputs, ...Object.keys(objective.counts)]) {
-    declare(name, []);
-  }
+  for (const name of objective.scalarInputs) declare(name, []);
+  for (const name of Object.keys(objective.counts)) declare(name, shape); // (R,) divisors
   const outputs = objective.build(g, { logp, entropy, mask }, inputs);
   for (const name of Object.keys(objective.outputs)) g.output(outputs[name], name);
   g.output(logp, "logprobs");
@@ -412,18 +437,20 @@ export function buildTrainGraph(
 
 /**
  * The score graph of one bucket: inputs as `train` without losses → `logprobs`, `token_entropy`
- * (R,). With `lora`, also the adapter's parameters (no dropout: scoring is evaluation).
+ * (R,) of softmax(logits / `temperature`) (default 1). With `lora`, also the adapter's parameters
+ * (no dropout: scoring is evaluation).
  */
 export function buildScoreGraph(
   c: DecoderConfig,
   bucket: Bucket,
-  dtype: FloatType = "float32",
-  lora?: LoraConfig,
+  opts: { dtype?: FloatType; lora?: LoraConfig; temperature?: number } = {},
 ): Graph {
-  const g = new G("score", dtype);
+  const temperature = opts.temperature ?? 1;
+  checkTemperature(temperature);
+  const g = new G("score", opts.dtype ?? "float32");
   const p = parameterInputs(g, c, false, !!bucket.images);
-  const adapter = lora && adapterInputs(g, c, lora, false);
-  const { logp, entropy } = tokenStats(g, c, p, bucket, adapter);
+  const adapter = opts.lora && adapterInputs(g, c, opts.lora, false);
+  const { logp, entropy } = tokenStats(g, c, p, bucket, adapter, temperature);
   g.output(logp, "logprobs");
   g.output(entropy, "token_entropy");
   return g;
@@ -436,13 +463,15 @@ export function buildScoreGraph(
  * `attention_mask` (B, P + T) float over cached and new keys (1 = attend); `past.<l>.key|value`
  * (B, Hkv, P, D) as the decode graph's `new.<l>.*`; `token_index`, `targets` (R,) int64 (flat
  * B·T positions and the tokens there, batch.ts); every decoder parameter. Outputs: `logprobs`
- * and `token_entropy` (R,), as the score graph's. Text-only (no image inputs). With `lora`, also
- * the adapter's parameters (no dropout).
+ * and `token_entropy` (R,), as the score graph's (at `temperature`, default 1). Text-only (no
+ * image inputs). With `lora`, also the adapter's parameters (no dropout).
  */
 export function buildPrefixScoreGraph(
   c: DecoderConfig,
-  opts: { dtype?: FloatType; lora?: LoraConfig } = {},
+  opts: { dtype?: FloatType; lora?: LoraConfig; temperature?: number } = {},
 ): Graph {
+  const temperature = opts.temperature ?? 1;
+  checkTemperature(temperature);
   const g = new G("score_prefixed", opts.dtype ?? "float32");
   const p = parameterInputs(g, c, false);
   const adapter = opts.lora && adapterInputs(g, c, opts.lora, false);
@@ -454,7 +483,7 @@ export function buildPrefixScoreGraph(
   const { hidden } = decoder(g, c, p, { ids, positions, bias, past, adapter }); // (B, T, C)
   const flat = g.reshape(hidden, ["B*T", c.hidden_size]); // (B·T, C)
   const scored = g.gather(flat, index); // (R, C)
-  const logp = g.logSoftmax(lmHead(g, c, p, scored), -1); // (R, V)
+  const logp = g.logSoftmax(tempered(g, lmHead(g, c, p, scored), temperature), -1); // (R, V)
   g.output(nn.pickLogProbs(g, logp, targets), "logprobs"); // (R,)
   g.output(nn.entropy(g, logp), "token_entropy"); // (R,)
   return g;

@@ -5,12 +5,16 @@
  * and named scalar outputs. The model knows no objective's meaning: it declares the inputs the
  * objective names, feeds them by name and sums what comes back.
  *
- * Micro-batching: `Policy.trainStep` may split a step into several onnxruntime calls. Every
- * output of an objective (the loss included) must therefore be a sum over this call's tokens
- * divided by a count over the whole step — one of the objective's `counts`, which the policy
- * computes over all samples of the step and feeds as scalar inputs. The calls' outputs and
- * gradients then simply add (weight 1), which is exact for any split and any number of
- * different denominators.
+ * Counts and micro-batches: `Policy.trainStep` may split a step into several onnxruntime calls.
+ * Every output of an objective (the loss included) must therefore be a sum over this call's
+ * tokens, each divided by its count — one of the objective's `counts`, which the policy computes
+ * over the step's samples and feeds per token ((R,): every token gets its own divisor). The calls'
+ * outputs and gradients then simply add (weight 1), which is exact for any split and any number
+ * of different denominators. A step of one micro-batch feeds every token N, the count over the
+ * whole step (a token mean over the step); a step of M micro-batches (`TrainStepOptions.
+ * microBatches`) feeds each token M·N_m, the count of its micro-batch times M, so every output is
+ * the mean over micro-batches of their token means: the reference code's gradient accumulation
+ * (verl `dp_actor.py`: each micro-batch's token-mean loss divided by the number of micro-batches).
  */
 import type { Graph, Value } from "../engine/mod.ts";
 
@@ -42,7 +46,7 @@ export interface OutputSpec<C extends string = string> {
  * - `T`: per-token float inputs (R,), fed from each sample's `inputs[name]` (a number is
  *   broadcast to every response token of the sample);
  * - `S`: scalar float inputs (coefficients), fed once per step;
- * - `C`: token counts over the whole step, fed as scalars (see module doc);
+ * - `C`: token counts, fed per token as each token's divisor (see module doc);
  * - `O`: scalar outputs, `loss` among them.
  */
 export interface TrainObjective<
@@ -59,8 +63,9 @@ export interface TrainObjective<
   readonly scalarInputs: readonly S[];
   /**
    * Each count by name → the per-token input that selects its tokens (those where it is > 0),
-   * or null for every response token. The policy feeds max(1, count), so an empty count makes
-   * its sums 0, not NaN; the result reports the true count.
+   * or null for every response token. The policy feeds M·max(1, count of the token's micro-batch)
+   * (see module doc), so an empty count makes its sums 0, not NaN; the result reports the true
+   * count over the step.
    */
   readonly counts: Readonly<Record<C, T | null>>;
   /**
@@ -116,15 +121,19 @@ export function stepMeans<O extends string, C extends string>(
   return means;
 }
 
-/** Σ x·mask / count, with `count` a scalar graph input: a mean whose calls add up. */
+/**
+ * Σ x·mask / count, with `count` a graph input: per token (R,), each token's divisor (module
+ * doc), or a scalar. A mean whose calls add up. (R,) → ().
+ */
 export function sumOver(g: Graph, x: Value, mask: Value, count: Value): Value {
   const axes = [...x.shape.keys()];
-  return g.div(g.reduceSum(g.mul(x, mask), axes, false), count); // ()
+  return g.reduceSum(g.div(g.mul(x, mask), count), axes, false); // ()
 }
 
 /**
  * Supervised fine-tuning: the negative log-likelihood of the response tokens, as a token mean
- * over the step's response tokens: loss = −Σ mask·ℓθ / response_tokens.
+ * over the step's response tokens (or the mean of micro-batches' token means): loss =
+ * −Σ mask·ℓθ / response_tokens.
  */
 export const TOKEN_NLL: TrainObjective<never, never, "response_tokens", never> = {
   name: "token_nll",

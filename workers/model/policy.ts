@@ -6,9 +6,14 @@
  * and micro-batches of at most `maxTokensPerCall` padded tokens (so each `run()` stays short),
  * and per-token results come back per sample with one entry per response token. A train step
  * evaluates a training objective (objective.ts) given by the caller: the objective's counts are
- * computed over all samples of the step and fed to every call, so each call returns sums over
- * its tokens divided by step-wide counts, and the calls' outputs and gradients add with weight 1
- * (exact for any split).
+ * computed over the step's samples (or over each of its micro-batches, `microBatches`) and fed
+ * to every call as per-token divisors, so each call returns sums over its tokens divided by those
+ * counts, and the calls' outputs and gradients add with weight 1 (exact for any split: how the
+ * samples are packed into calls for memory never changes the result).
+ *
+ * Temperature: every pass that scores tokens (`score`, `scoreSharedPrefixes`, `trainStep`) takes
+ * a `temperature` T and computes ℓ and H of softmax(logits / T), as the reference code's actor
+ * does in each of its log-prob passes (default 1: the logits as they are).
  *
  * Vision models (a config with `vision_config`): samples may carry `images`, one per `<image>`
  * placeholder of the prompt (expanded here with `expandImageTokens`). A micro-batch with images
@@ -116,6 +121,21 @@ export interface TrainStepOptions {
    * without LoRA dropout.
    */
   dropoutSeed?: number;
+  /**
+   * The step's micro-batches: a partition of the sample indices (each index in exactly one).
+   * Every count is taken within a micro-batch and every output is the mean, over the M
+   * micro-batches, of the micro-batch's own token means: (1/M)·Σ_m Σ_{t∈m} x_t / N_m (objective.ts,
+   * module doc). Default: one micro-batch of every sample (a token mean over the step).
+   */
+  microBatches?: readonly (readonly number[])[];
+  /** Temperature T: ℓθ and H of softmax(logits / T) (default 1; finite, > 0). */
+  temperature?: number;
+}
+
+/** Options of {@link Policy.score}. */
+export interface ScoreOptions {
+  /** Temperature T: ℓ and H of softmax(logits / T) (default 1; finite, > 0). */
+  temperature?: number;
 }
 
 /**
@@ -184,29 +204,32 @@ export class Policy {
   }
 
   /**
-   * Per-token log-probs and entropies of each sample's response (no gradient). Samples that are
-   * the same input (`distinctSamples`) are scored once; each gets its own arrays.
+   * Per-token log-probs and entropies of each sample's response (no gradient), at
+   * `opts.temperature` (default 1). Samples that are the same input (`distinctSamples`) are
+   * scored once; each gets its own arrays.
    */
-  async score(input: Sample[]): Promise<TokenScores> {
+  async score(input: Sample[], opts: ScoreOptions = {}): Promise<TokenScores> {
     // checked and expanded before dropping twins, so an error names the caller's sample index
     const samples = prepareSamples(input, this.config);
+    const t = temperatureOf(opts.temperature);
     const { distinct, slot } = distinctSamples(samples);
-    if (distinct.length === samples.length) return await this.#scoreEach(samples);
-    return spreadScores(await this.#scoreEach(distinct.map((i) => samples[i])), slot);
+    if (distinct.length === samples.length) return await this.#scoreEach(samples, t);
+    return spreadScores(await this.#scoreEach(distinct.map((i) => samples[i]), t), slot);
   }
 
   /** `score` of every sample, duplicates included; `samples` already `prepareSamples`d. */
-  async #scoreEach(samples: Sample[]): Promise<TokenScores> {
+  async #scoreEach(samples: Sample[], temperature: number): Promise<TokenScores> {
     const out: TokenScores = {
       logprobs: new Array(samples.length),
       entropy: new Array(samples.length),
     };
     for (const group of this.plan(samples, true)) {
       const packed = this.pack(samples, group);
+      const lora = this.opts.lora;
       const session = await this.session(
-        "score",
+        `score${temperatureKey(temperature)}`,
         packed.bucket,
-        () => buildScoreGraph(this.config, packed.bucket, "float32", this.opts.lora).toModel(),
+        () => buildScoreGraph(this.config, packed.bucket, { lora, temperature }).toModel(),
       );
       const r = await session.run({
         ...this.parameterFeeds(this.specsOf(packed)),
@@ -229,20 +252,22 @@ export class Policy {
    * float rounding (different matmul shapes: |Δ| ~1e-6), at the cost of the shared prefix once
    * per group instead of once per sample. Groups are taken in turn while their caches fit
    * `opts.cacheBytes` (default {@link PREFIX_CACHE_BYTES}), so memory stays bounded for large
-   * models. Vision models and samples with images fall back to `score`.
+   * models. Vision models and samples with images fall back to `score`. At `opts.temperature`
+   * (default 1), as `score`.
    * @throws {PolicyError} when a group holds an index that is not a sample's, or a sample is in
    *   two groups.
    */
   async scoreSharedPrefixes(
     input: Sample[],
     groups: readonly (readonly number[])[],
-    opts: { cacheBytes?: number } = {},
+    opts: { cacheBytes?: number } & ScoreOptions = {},
   ): Promise<TokenScores> {
     checkGroups(groups, input.length);
+    const temperature = temperatureOf(opts.temperature);
     if (
       input.length === 0 || this.config.vision_config ||
       input.some((s) => (s.images?.length ?? 0) > 0)
-    ) return await this.score(input);
+    ) return await this.score(input, { temperature });
     const { distinct, slot } = distinctSamples(input);
     if (distinct.length < input.length) {
       // each input once, in the group of its first sample (a later equal sample leaves its group)
@@ -273,7 +298,7 @@ export class Policy {
         length: prefixLength[groupOf[i]],
         cache: caches[groupOf[i] - a],
       });
-      await this.scoreSuffixes(input, samples, prefixOf, out);
+      await this.scoreSuffixes(input, samples, { prefixOf, temperature }, out);
       a = e;
     }
     return out;
@@ -281,23 +306,23 @@ export class Policy {
 
   /**
    * Scores samples `indices` of `input` over their prefixes' caches (`prefixOf`: the prefix's
-   * length in tokens and its cache): only each prompt's tokens after its prefix are fed, with
-   * positions continuing the prefix's. Writes into `out` at the samples' indices.
+   * length in tokens and its cache) at `temperature`: only each prompt's tokens after its prefix
+   * are fed, with positions continuing the prefix's. Writes into `out` at the samples' indices.
    */
   private async scoreSuffixes(
     input: Sample[],
     indices: number[],
-    prefixOf: (i: number) => { length: number; cache: PrefixCache },
+    opts: { prefixOf: (i: number) => { length: number; cache: PrefixCache }; temperature: number },
     out: TokenScores,
   ): Promise<void> {
-    const c = this.config;
+    const c = this.config, { prefixOf, temperature } = opts;
     const suffixes: Sample[] = indices.map((i) => ({
       prompt: input[i].prompt.slice(prefixOf(i).length),
       response: input[i].response,
     }));
     const session = await this.sessions.get(
-      `score_prefixed:${this.key}`,
-      () => buildPrefixScoreGraph(c, { lora: this.opts.lora }).toModel(),
+      `score_prefixed${temperatureKey(temperature)}:${this.key}`,
+      () => buildPrefixScoreGraph(c, { lora: this.opts.lora, temperature }).toModel(),
     );
     const parameters = this.inferenceFeeds();
     for (const group of this.plan(suffixes, true)) {
@@ -424,8 +449,9 @@ export class Policy {
 
   /**
    * One loss + gradient evaluation of `objective` over `samples`, with its scalar inputs from
-   * `scalars` by name. Throws PolicyError naming an input that is missing or has the wrong
-   * number of values.
+   * `scalars` by name, its counts per micro-batch (`options.microBatches`) and ℓθ, H at
+   * `options.temperature`. Throws PolicyError naming an input that is missing or has the wrong
+   * number of values, or micro-batches that are not a partition of the samples.
    */
   async trainStep<X extends AnyObjective>(
     objective: X,
@@ -444,29 +470,40 @@ export class Policy {
         );
       }
     }
+    const temperature = temperatureOf(options.temperature);
+    const micro = options.microBatches ?? [samples.map((_, i) => i)];
+    checkPartition(micro, samples.length);
+    // Each count over the step (reported) and each sample's divisor M·max(1, N_m) (fed per token).
     const counts = {} as Record<string, number>;
+    const divisors = {} as Record<string, Float64Array>;
     for (
       const [name, selector] of Object.entries(objective.counts as Record<string, string | null>)
     ) {
-      counts[name] = samples.reduce((n, s) => n + selectedTokens(s, selector), 0);
+      counts[name] = 0;
+      divisors[name] = new Float64Array(samples.length);
+      for (const batch of micro) {
+        const n = batch.reduce((k, i) => k + selectedTokens(samples[i], selector), 0);
+        counts[name] += n;
+        for (const i of batch) divisors[name][i] = micro.length * Math.max(1, n);
+      }
     }
     const outputs = Object.fromEntries(Object.keys(objective.outputs).map((k) => [k, 0]));
     const grads: Parameters = new Map();
     const logprobs: Float32Array[] = new Array(samples.length);
     const scalar = (v: number) => tensor("float32", Float32Array.of(v), []);
-    const scalarFeeds = Object.fromEntries([
-      ...Object.entries(scalars as Record<string, number>).map(([k, v]) => [k, scalar(v)]),
-      ...Object.entries(counts).map(([k, n]) => [k, scalar(Math.max(1, n))]),
-    ]);
+    const scalarFeeds = Object.fromEntries(
+      Object.entries(scalars as Record<string, number>).map(([k, v]) => [k, scalar(v)]),
+    );
     const lora = this.opts.lora;
     let call = 0;
     for (const group of this.plan(samples)) {
       const packed = this.pack(samples, group);
       const rows = group.map((i) => samples[i]);
       const session = await this.session(
-        `train_${objective.name}`,
+        `train_${objective.name}${temperatureKey(temperature)}`,
         packed.bucket,
-        () => buildTrainGraph(this.config, packed.bucket, { objective, lora }).toModel(),
+        () =>
+          buildTrainGraph(this.config, packed.bucket, { objective, lora, temperature }).toModel(),
       );
       if (lora && lora.dropout > 0) {
         const seed = ((options.dropoutSeed ?? 0) + call) >>> 0;
@@ -479,6 +516,12 @@ export class Policy {
           packed.bucket.tokens,
         ]),
       ]));
+      for (const [name, d] of Object.entries(divisors)) {
+        const values = packTokens(packed, group.map((i) => d[i]));
+        // the bucket's unused slots (mask 0) get divisor 1, not 0: 0/1, never 0/0
+        for (let k = 0; k < values.length; k++) if (values[k] === 0) values[k] = 1;
+        tokenFeeds[name] = tensor("float32", values, [packed.bucket.tokens]);
+      }
       const r = await session.run({
         ...this.parameterFeeds(this.specsOf(packed)),
         ...this.baseFeeds(packed),
@@ -681,6 +724,51 @@ function sharedPrefixes(input: Sample[], groups: readonly (readonly number[])[])
     return n;
   });
   return { groupOf, prefixLength, members };
+}
+
+/** The temperature of a scoring pass: 1 when absent; PolicyError unless finite and > 0. */
+function temperatureOf(t: number | undefined): number {
+  const value = t ?? 1;
+  if (!(Number.isFinite(value) && value > 0)) {
+    throw new PolicyError(
+      `Cannot score tokens as the temperature must be a finite number > 0: current value is ${value}`,
+    );
+  }
+  return value;
+}
+
+/** The session-name suffix of a temperature: "" at 1 (the graph is unchanged), else `@T<t>`. */
+function temperatureKey(t: number): string {
+  return t === 1 ? "" : `@T${t}`;
+}
+
+/** Throws PolicyError unless `batches` holds each of 0..n−1 exactly once, none of them empty. */
+function checkPartition(batches: readonly (readonly number[])[], n: number): void {
+  const seen = new Uint8Array(n);
+  let count = 0;
+  batches.forEach((b, k) => {
+    if (b.length === 0 && n > 0) {
+      throw new PolicyError(
+        `Cannot run a train step as micro-batch ${k} must hold at least one sample: it is empty`,
+      );
+    }
+    b.forEach((i) => {
+      if (!(Number.isInteger(i) && i >= 0 && i < n) || seen[i]) {
+        throw new PolicyError(
+          `Cannot run a train step as micro-batch ${k} must hold sample indices in [0, ${n}), each in one micro-batch: current value is ${i}`,
+        );
+      }
+      seen[i] = 1;
+      count++;
+    });
+  });
+  if (count !== n) {
+    throw new PolicyError(
+      `Cannot run a train step as the micro-batches must hold every sample: ${
+        n - count
+      } of ${n} are in none`,
+    );
+  }
 }
 
 /** Throws PolicyError unless every index of `groups` is a sample's (< n) and in one group only. */

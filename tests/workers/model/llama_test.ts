@@ -23,10 +23,10 @@ const SAMPLES: Sample[] = [
  * Whole-model check in float64: d loss / d θ from the train graph against central differences
  * on the largest-gradient coordinate and 3 random coordinates of every parameter.
  */
-async function checkModel(c: DecoderConfig, coefs?: SeedCoefficients) {
+async function checkModel(c: DecoderConfig, coefs?: SeedCoefficients, temperature?: number) {
   const bucket = { batch: 2, length: 8, tokens: 16 }; // 8 scored tokens + 8 unused slots
   const objective = coefs ? SEED_OBJECTIVE : TOKEN_NLL;
-  const g = buildTrainGraph(c, bucket, { objective, dtype: "float64" });
+  const g = buildTrainGraph(c, bucket, { objective, dtype: "float64", temperature });
   const session = await createSession(g.toModel());
   const packed = packSamples(SAMPLES, bucket, 0);
   const dims = [2, 8], rDims = [16];
@@ -46,7 +46,8 @@ async function checkModel(c: DecoderConfig, coefs?: SeedCoefficients) {
     targets: tensor("int64", packed.targets, rDims),
     attention_mask: tensor("float64", Float64Array.from(packed.attentionMask), dims),
     loss_mask: tensor("float64", Float64Array.from(packed.lossMask), rDims),
-    response_tokens: tensor("float64", Float64Array.of(8), []),
+    // counts are per-token divisors (R,): every token of this one-micro-batch step divides by 8
+    response_tokens: tensor("float64", new Float64Array(16).fill(8), rDims),
   };
   if (coefs) {
     // advantages of both signs; old log-probs spread so ratios fall inside and outside the clip
@@ -55,7 +56,11 @@ async function checkModel(c: DecoderConfig, coefs?: SeedCoefficients) {
     feeds.teacher_logprobs = perToken(() => -3 * rnd());
     feeds.ref_logprobs = perToken(() => -2.4 + (rnd() - 0.5));
     feeds.opd_mask = tensor("float64", Float64Array.from(packTokens(packed, [1, 0])), rDims);
-    feeds.teacher_tokens = tensor("float64", Float64Array.of(SAMPLES[0].response.length), []);
+    feeds.teacher_tokens = tensor(
+      "float64",
+      new Float64Array(16).fill(SAMPLES[0].response.length),
+      rDims,
+    );
     for (const [n, v] of Object.entries(coefs)) {
       feeds[n] = tensor("float64", Float64Array.of(v), []);
     }
@@ -114,16 +119,17 @@ Deno.test("the SFT train graph's gradients match float64 finite differences (Lla
 
 Deno.test("the SEED train graph's gradients match float64 finite differences (β = 0 makes the gate constant)", async () => {
   // With β = 0 the stop-gradient gate is σ(0), so the loss FD sees is the loss autodiff
-  // differentiates.
+  // differentiates. Temperature 0.7: ℓθ and H of softmax(logits / 0.7).
   await checkModel(TINY_LLAMA, {
     ...SPEC_COEFFICIENTS,
-    clip_ratio: 0.2,
+    clip_ratio_low: 0.2,
+    clip_ratio_high: 0.28,
     dual_clip: 3,
     gate_beta: 0,
     opd_coef: 0.5,
     kl_coef: 0.3,
     entropy_coef: 0.1,
-  });
+  }, 0.7);
 });
 
 Deno.test("a config whose query heads do not group over its KV heads fails at build time", () => {

@@ -55,7 +55,7 @@ function feeds(
     targets: tensor("int64", packed.targets, rDims),
     attention_mask: tensor("float64", Float64Array.from(packed.attentionMask), dims),
     loss_mask: tensor("float64", Float64Array.from(packed.lossMask), rDims),
-    response_tokens: tensor("float64", Float64Array.of(8), []),
+    response_tokens: tensor("float64", new Float64Array(16).fill(8), rDims), // per-token divisors
   };
   for (const s of specs) {
     out[s.name] = tensor("float64", Float64Array.from(params.get(s.name)!), s.shape);

@@ -48,7 +48,7 @@ Deno.test("the whole model's loss through an image sample has float64-exact grad
     loss_mask: tensor("float64", Float64Array.from(p.lossMask), rDims),
     pixel_values: tensor("float64", Float64Array.from(p.pixelValues!), [4, 4, 48]),
     merge_index: tensor("int64", p.mergeIndex!, dims),
-    response_tokens: tensor("float64", Float64Array.of(6), []),
+    response_tokens: tensor("float64", new Float64Array(8).fill(6), rDims), // per-token divisors
   };
   const params = new Map(
     [...randomParameters(c, 5)].map(([k, v]) => [k, Float64Array.from(v)]),
