@@ -61,6 +61,26 @@ export type LoraTargetModule = (typeof LORA_TARGET_MODULES)[number];
 export const MAX_ENV_OPTIONS_CHARS = 16_384;
 
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
+
+/**
+ * `optim.loss_aggregation` values: `micro_batch_token_mean` (token means per micro-batch, averaged
+ * over micro-batches) or `token_mean` (one token mean over the mini-batch).
+ */
+export const LOSS_AGGREGATIONS = ["micro_batch_token_mean", "token_mean"] as const;
+/** A loss aggregation (see {@link LOSS_AGGREGATIONS}). */
+export type LossAggregation = (typeof LOSS_AGGREGATIONS)[number];
+
+/**
+ * The message of an unknown `optim` field that was renamed: `clip_ratio` became
+ * `clip_ratio_low` and `clip_ratio_high` (stored specs that hold it still load:
+ * {@link parseStoredJobSpec}); other unknown fields keep zod's message.
+ */
+function renamedOptimField(issue: { code?: string; keys?: readonly string[] }) {
+  if (issue.code === "unrecognized_keys" && issue.keys?.includes("clip_ratio")) {
+    return "Cannot use optim.clip_ratio as it was replaced by optim.clip_ratio_low and optim.clip_ratio_high (the lower and upper ε of the PPO clip): set those instead";
+  }
+  return undefined;
+}
 const num = (min: number, max: number) => z.number().min(min).max(max);
 
 /**
@@ -252,13 +272,15 @@ export const JobSpecSchema = z.object({
      */
     analyzer_feedback: z.boolean().default(true),
   }).strict().prefault({}),
-  optim: z.object({
+  optim: z.strictObject({
     /** AdamW learning rate (peak, for schedules). */
     lr: z.number().positive().max(1).default(1e-4),
     /** AdamW decoupled weight decay. */
     weight_decay: num(0, 1).default(0),
-    /** ε of the PPO clip. */
-    clip_ratio: num(0, 1).default(0.2),
+    /** ε_low of the PPO clip: the ratio is clipped below at 1 − clip_ratio_low. */
+    clip_ratio_low: num(0, 1).default(0.2),
+    /** ε_high of the PPO clip: the ratio is clipped above at 1 + clip_ratio_high. */
+    clip_ratio_high: num(0, 10).default(0.2),
     /** c of the dual clip (applies when A < 0); must be > 1. */
     dual_clip: z.number().gt(1).max(100).default(3),
     entropy_coef: num(0, 10).default(0.001),
@@ -267,13 +289,26 @@ export const JobSpecSchema = z.object({
     ppo_epochs: int(1, 64).default(1),
     /** Samples per optimizer step. */
     mini_batch_size: int(1, 65_536).default(64),
+    /**
+     * How each optimizer step averages its loss. `micro_batch_token_mean` (the reference code's
+     * gradient accumulation): every term is a token mean within each micro-batch of
+     * `micro_batch_size` samples, and the step minimises the mean of the micro-batches' losses.
+     * `token_mean`: one token mean over the whole mini-batch.
+     */
+    loss_aggregation: z.enum(LOSS_AGGREGATIONS).default("micro_batch_token_mean"),
+    /**
+     * Samples per micro-batch of `micro_batch_token_mean` (the reference launchers'
+     * `ppo_micro_batch_size_per_gpu`, 8 for Sokoban); the last one of a mini-batch may be
+     * smaller. How the worker splits its computation for memory does not depend on it.
+     */
+    micro_batch_size: int(1, 65_536).default(8),
     /** Global gradient-norm clip. */
     max_grad_norm: num(0, 1e6).default(1),
     /** Learning-rate schedule over `steps`. */
     lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("constant"),
     /** Linear warm-up steps of `warmup` and `cosine`. */
     warmup_steps: int(0, 100_000).default(0),
-  }).strict().prefault({}),
+  }, { error: renamedOptimField }).prefault({}),
   warmup: z.object({
     /** Policy SFT on expert demonstrations. */
     policy: WarmupStage(64, 2, 1e-3).extend({
@@ -370,4 +405,29 @@ export function maxTurnsOf(
  */
 export function parseJobSpec(input: unknown): JobSpec {
   return JobSpecSchema.parse(input);
+}
+
+/**
+ * Parses a spec as stored with a job, accepting the fields of earlier versions of the schema that
+ * a new submit refuses: `optim.clip_ratio` (one ε) becomes `clip_ratio_low` and
+ * `clip_ratio_high` where those are absent; such a spec predates `optim.loss_aggregation` and
+ * ran with one token mean per mini-batch, so it keeps `token_mean` unless it says otherwise (a
+ * resumed job keeps its loss). The input is not modified.
+ * @throws z.ZodError with field paths when the stored spec is invalid under both schemas.
+ */
+export function parseStoredJobSpec(stored: unknown): JobSpec {
+  const optim = (stored as { optim?: unknown } | null)?.optim;
+  if (typeof optim !== "object" || optim === null || !Object.hasOwn(optim, "clip_ratio")) {
+    return JobSpecSchema.parse(stored);
+  }
+  const { clip_ratio, ...rest } = optim as Record<string, unknown>;
+  return JobSpecSchema.parse({
+    ...(stored as Record<string, unknown>),
+    optim: {
+      clip_ratio_low: clip_ratio,
+      clip_ratio_high: clip_ratio,
+      loss_aggregation: "token_mean",
+      ...rest,
+    },
+  });
 }

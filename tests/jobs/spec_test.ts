@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { JobSpecSchema, maxTurnsOf, parseJobSpec } from "../../jobs/spec.ts";
+import { JobSpecSchema, maxTurnsOf, parseJobSpec, parseStoredJobSpec } from "../../jobs/spec.ts";
 
 const issuesOf = (input: unknown) =>
   JobSpecSchema.safeParse(input).error?.issues.map((i) => i.path.join(".")) ?? [];
@@ -14,7 +14,10 @@ Deno.test("an env id alone is a complete job spec with the documented defaults",
   assert.equal(spec.advantage.invalid_action_penalty, 0.1);
   assert.equal(spec.seed.opd_coef, 0.01);
   assert.equal(spec.seed.gate_beta, 5);
-  assert.equal(spec.optim.clip_ratio, 0.2);
+  assert.equal(spec.optim.clip_ratio_low, 0.2);
+  assert.equal(spec.optim.clip_ratio_high, 0.2);
+  assert.equal(spec.optim.loss_aggregation, "micro_batch_token_mean");
+  assert.equal(spec.optim.micro_batch_size, 8);
   assert.equal(spec.optim.dual_clip, 3);
   assert.equal(spec.optim.entropy_coef, 0.001);
   assert.equal(spec.optim.kl_coef, 0.01);
@@ -119,4 +122,33 @@ Deno.test("warmup.policy.skill_epochs is at most warmup.policy.epochs and absent
     issuesOf({ env: { id: "sokoban" }, warmup: { policy: { epochs: 2, skill_epochs: 3 } } }),
     ["warmup.policy.skill_epochs"],
   );
+});
+
+Deno.test("a new spec with optim.clip_ratio is refused with a message naming its replacements", () => {
+  const r = JobSpecSchema.safeParse({ env: { id: "sokoban" }, optim: { clip_ratio: 0.2 } });
+  assert.equal(r.success, false);
+  const [issue] = r.error!.issues;
+  assert.equal(issue.path.join("."), "optim");
+  assert.match(
+    issue.message,
+    /optim\.clip_ratio .*optim\.clip_ratio_low and optim\.clip_ratio_high/,
+  );
+  // other unknown optim fields keep zod's own message
+  assert.match(issuesOf({ env: { id: "x" }, optim: { foo: 1 } }).join(), /optim/);
+});
+
+Deno.test("a stored spec with the old clip_ratio loads with both bounds and its old token-mean loss", () => {
+  const stored = { env: { id: "sokoban" }, optim: { clip_ratio: 0.15, lr: 1e-3 } };
+  const spec = parseStoredJobSpec(stored);
+  assert.equal(spec.optim.clip_ratio_low, 0.15);
+  assert.equal(spec.optim.clip_ratio_high, 0.15);
+  assert.equal(spec.optim.loss_aggregation, "token_mean");
+  assert.equal(spec.optim.lr, 1e-3);
+  assert.deepEqual(stored.optim, { clip_ratio: 0.15, lr: 1e-3 }, "the input is not modified");
+  // a current spec reads as parseJobSpec reads it
+  assert.deepEqual(
+    parseStoredJobSpec({ env: { id: "sokoban" } }),
+    parseJobSpec({ env: { id: "sokoban" } }),
+  );
+  assert.throws(() => parseStoredJobSpec({ env: { id: "sokoban" }, optim: { clip_ratio: 2 } }));
 });

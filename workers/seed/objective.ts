@@ -4,23 +4,30 @@
  * This is the only implementation of the loss: `tests/workers/seed/_objective_oracle.ts` is a
  * float64 hand computation the graph is compared with, nothing more.
  *
- * Names: one table per kind of input, and each name is the JobSpec's (`optim.clip_ratio` is the
- * graph input `clip_ratio`). Defaults live only in the JobSpec schema (jobs/spec.ts).
+ * Names: one table per kind of input, and each name is the JobSpec's (`optim.clip_ratio_low` is
+ * the graph input `clip_ratio_low`). Defaults live only in the JobSpec schema (jobs/spec.ts).
  *
- * Per response token (ℓ are natural-log probabilities of the sampled token):
- *   r = exp(ℓθ − ℓold);  pg = −min(r·A, clip(r, 1−ε, 1+ε)·A), and for A < 0 pg = min(pg, −c·A);
+ * Per response token (ℓ are natural-log probabilities of the sampled token, all at the rollout
+ * temperature: softmax(logits / T), the trainer's concern):
+ *   r = exp(ℓθ − ℓold);  pg = −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A), and for A < 0
+ *   pg = min(pg, −c·A);
  *   Δ = ℓT − sg(ℓθ);  g = sg(σ(β·Δ));  opd = g·(ℓT − ℓθ)  (tokens with a teacher signal only);
- *   x = clip(ℓref − ℓθ, −20, 20);  k3 = min(exp(x) − x − 1, 10)   (verl's `low_var_kl` bounds).
+ *   x = ℓref − ℓθ;  k3 = clamp(exp(min(x, 20)) − min(x, 20) − 1, −10, 10).
+ * These are the reference code's (github.com/lljcic2024-boop/agent_rl at 2cf2fad,
+ * `verl/trainer/ppo/core_algos.py`): `compute_policy_loss` (dual-clip, `clip_ratio_c`),
+ * `compute_opd_loss` and `kl_penalty(…, "low_var_kl")`, which clamps only the final k3 to ±10.
+ * The one addition, min(x, 20), changes no value and no gradient where theirs is finite: k3 ≥ 10
+ * for every x ≥ 2.62, so both give 10 with zero gradient there; it only keeps exp from
+ * overflowing at x > 88 (float32), where theirs gets +∞, a NaN gradient and a skipped step.
  * Aggregation (token means; N = response tokens, N_T = response tokens with a teacher signal,
- * both over the whole mini-batch):
+ * each over the tokens one count covers — the mini-batch, or each micro-batch with
+ * `optim.loss_aggregation: "micro_batch_token_mean"`, whose means are then averaged: the model's
+ * per-token divisors, workers/model/objective.ts):
  *   loss = Σpg/N − entropy_coef·ΣH/N + opd_coef·Σopd/N_T + kl_coef·Σk3/N.
- * L_opd is a token mean over the teacher tokens only, as the reference code's
- * `verl/trainer/ppo/core_algos.py` `compute_opd_loss` (`agg_loss(opd_loss_mat,
- * loss_mask=opd_mask, "token-mean")`, github.com/lljcic2024-boop/agent_rl at 2cf2fad): λ_opd does
- * not shrink with the share of trajectories whose analysis parsed.
- * The KL bounds matter: without them one token whose ℓθ fell far below ℓref gave exp(ℓref − ℓθ)
- * in the thousands, a gradient norm of 99 and a policy that answered 99.8% invalid actions for two
- * updates (the demo, 2026-11-30); a bounded token contributes 10 and no gradient.
+ * L_opd is a token mean over the teacher tokens only, as `compute_opd_loss` (`agg_loss(
+ * opd_loss_mat, loss_mask=opd_mask, "token-mean")`); a micro-batch without teacher tokens adds 0
+ * to the mean over micro-batches, so the effective λ_opd shrinks with the share of micro-batches
+ * that hold none (as theirs).
  * Minimising +λ·L_opd has ∂/∂ℓθ = −λ·g/N_T < 0: it raises ℓθ toward ℓT where the teacher is more
  * confident.
  */
@@ -45,15 +52,17 @@ export const SEED_TOKEN_INPUTS = [
 
 /** Coefficients (scalar inputs) of the SEED objective, named as in the JobSpec. */
 export const SEED_COEFFICIENTS = [
-  /** ε of the PPO ratio clip (`optim.clip_ratio`). */
-  "clip_ratio",
+  /** ε_low of the PPO ratio clip: r ≥ 1 − ε_low (`optim.clip_ratio_low`). */
+  "clip_ratio_low",
+  /** ε_high of the PPO ratio clip: r ≤ 1 + ε_high (`optim.clip_ratio_high`). */
+  "clip_ratio_high",
   /** c > 1 of the dual clip for A < 0 (`optim.dual_clip`). */
   "dual_clip",
   /** β of the gate σ(β·Δ) (`seed.gate_beta`). */
   "gate_beta",
   /** λ_opd (`seed.opd_coef`; the run plan makes it 0 without analysis). */
   "opd_coef",
-  /** Weight of the bounded k3 KL to π_ref (`optim.kl_coef`). */
+  /** Weight of the clamped k3 KL to π_ref (`optim.kl_coef`). */
   "kl_coef",
   /** Weight of the entropy bonus (`optim.entropy_coef`). */
   "entropy_coef",
@@ -86,7 +95,7 @@ export const SEED_OUTPUTS = {
   pg_loss: { over: "response_tokens", kind: "loss" },
   /** L_opd: mean of g·(ℓT − ℓθ) over teacher tokens. */
   opd_loss: { over: "teacher_tokens", kind: "loss" },
-  /** Token mean of the bounded k3. */
+  /** Token mean of the clamped k3. */
   kl_loss: { over: "response_tokens", kind: "loss" },
   /** Token mean of the policy's entropy H (nats). */
   entropy: { over: "response_tokens", kind: "statistic" },
@@ -100,10 +109,13 @@ export const SEED_OUTPUTS = {
   delta_mean: { over: "teacher_tokens", kind: "statistic" },
 } as const satisfies Record<string, OutputSpec<keyof typeof COUNTS>>;
 
-/** |ℓref − ℓθ| is clipped to this before k3 (verl `low_var_kl`). */
-export const KL_GAP_BOUND = 20;
-/** Each token's k3 is capped at this (verl `low_var_kl`). */
+/** Each token's k3 is clamped to [−this, this] (verl `kl_penalty`, `low_var_kl`, at 2cf2fad). */
 export const KL_TOKEN_BOUND = 10;
+/**
+ * ℓref − ℓθ is capped at this before exp (module doc): above 2.62 nats k3 is clamped to 10 with
+ * zero gradient anyway, so the cap only keeps exp finite.
+ */
+export const KL_GAP_CAP = 20;
 
 /** The SEED objective (see module doc); GRPO is this objective with `opd_coef` 0. */
 export const SEED_OBJECTIVE: TrainObjective<
@@ -133,8 +145,7 @@ function seedTerms(
 
   const a = x.advantages;
   const ratio = g.exp(g.sub(t.logp, x.old_logprobs)); // (R,)
-  const eps = x.clip_ratio;
-  const clipped = nn.clip(g, ratio, g.sub(one, eps), g.add(one, eps)); // (R,)
+  const clipped = nn.clip(g, ratio, g.sub(one, x.clip_ratio_low), g.add(one, x.clip_ratio_high)); // (R,)
   const pg1 = g.neg(g.mul(a, ratio)); // −r·A
   const pg2 = g.neg(g.mul(a, clipped)); // −clip(r)·A
   const pgClip = nn.maximum(g, pg1, pg2); // −min(r·A, clip(r)·A)
@@ -146,13 +157,13 @@ function seedTerms(
   const delta = g.sub(x.teacher_logprobs, g.stopGradient(t.logp)); // Δ = ℓT − sg(ℓθ)
   const gate = g.stopGradient(g.sigmoid(g.mul(x.gate_beta, delta))); // g = sg(σ(βΔ))
 
-  const refGap = nn.clip(
+  const refGap = nn.minimum(g, g.sub(x.ref_logprobs, t.logp), g.scalar(KL_GAP_CAP)); // (R,)
+  const k3 = nn.clip(
     g,
-    g.sub(x.ref_logprobs, t.logp),
-    g.scalar(-KL_GAP_BOUND),
-    g.scalar(KL_GAP_BOUND),
+    g.sub(g.sub(g.exp(refGap), refGap), one),
+    g.scalar(-KL_TOKEN_BOUND),
+    g.scalar(KL_TOKEN_BOUND),
   ); // (R,)
-  const k3 = nn.minimum(g, g.sub(g.sub(g.exp(refGap), refGap), one), g.scalar(KL_TOKEN_BOUND)); // (R,)
 
   const pg = overTokens(pgTok), opd = overTeacher(g.mul(gate, gap));
   const kl = overTokens(k3), entropy = overTokens(t.entropy);
@@ -179,7 +190,8 @@ function seedTerms(
 export function seedCoefficients(spec: JobSpec, plan: RunPlan): SeedCoefficients {
   const { optim, seed } = spec;
   return {
-    clip_ratio: optim.clip_ratio,
+    clip_ratio_low: optim.clip_ratio_low,
+    clip_ratio_high: optim.clip_ratio_high,
     dual_clip: optim.dual_clip,
     gate_beta: seed.gate_beta,
     opd_coef: plan.opd_coef,

@@ -7,6 +7,10 @@
  *
  * Randomness: every draw of a step comes from the trainer's `Rng` (task seed, sampling seeds,
  * mini-batch shuffles), whose state is checkpointed, so a resumed job repeats the exact draws.
+ *
+ * Temperature: every pass that scores the rollout's tokens (ℓ_old, ℓ_ref, ℓ_T and the update's
+ * ℓθ and entropy) uses softmax(logits / T) at the rollout temperature T (`scoringTemperature`),
+ * as the reference code's actor does in each of them.
  */
 import { type JobSpec, maxTurnsOf } from "../../jobs/mod.ts";
 import type { AsyncEnvironment, SkillAnalysis } from "../envs/mod.ts";
@@ -187,6 +191,29 @@ export function checkAnalyzerBudget(
   }
 }
 
+/**
+ * The temperature the RL passes score tokens at (module doc): `rollout.temperature`, or 1 for
+ * greedy rollouts (temperature 0), whose tokens were not sampled from any softmax (the reference
+ * code would divide by 0).
+ */
+export function scoringTemperature(spec: JobSpec): number {
+  return spec.rollout.temperature > 0 ? spec.rollout.temperature : 1;
+}
+
+/**
+ * The micro-batches of one mini-batch (sample positions within it): consecutive runs of
+ * `optim.micro_batch_size` under `micro_batch_token_mean` (the last may be smaller), else one
+ * micro-batch of all (`token_mean`). Shape (⌈n / size⌉, ≤ size).
+ */
+export function microBatchesOf(n: number, optim: JobSpec["optim"]): number[][] {
+  const size = optim.loss_aggregation === "token_mean" ? Math.max(n, 1) : optim.micro_batch_size;
+  const out: number[][] = [];
+  for (let a = 0; a < n; a += size) {
+    out.push(Array.from({ length: Math.min(size, n - a) }, (_, k) => a + k));
+  }
+  return out;
+}
+
 /** Runs SEED/GRPO updates (see module doc). */
 export class SeedTrainer {
   constructor(readonly parts: TrainerParts) {}
@@ -348,12 +375,13 @@ export class SeedTrainer {
    * prompt keeps its `<image>`.
    */
   async #rescore(samples: TurnSample[], skills: Map<string, string | null>) {
-    const { theta, reference } = this.parts;
+    const { theta, reference, spec } = this.parts;
+    const temperature = scoringTemperature(spec);
     const plain: Sample[] = samples.map((s) =>
       theta.sample(s.prompt, s.responseIds ?? s.response, false, s.images)
     );
-    const old = await theta.policy.score(plain);
-    const ref = reference ? await reference.score(plain) : old;
+    const old = await theta.policy.score(plain, { temperature });
+    const ref = reference ? await reference.score(plain, { temperature }) : old;
     const prompts = teacherPrompts(samples, skills);
     const teacherIdx = prompts.flatMap((p, i) => (p === null ? [] : [i]));
     // A trajectory's teacher prompts share their task line and skill block (insertSkill puts it
@@ -369,6 +397,7 @@ export class SeedTrainer {
     const teacher = await theta.policy.scoreSharedPrefixes(
       teacherIdx.map((i) => ({ ...plain[i], prompt: theta.promptIds(prompts[i]!) })),
       [...byTrajectory.values()],
+      { temperature },
     );
     // 0 when no pass ran (GRPO, or no analysis parsed).
     const teacherSeconds = teacherIdx.length > 0 ? (performance.now() - started) / 1000 : 0;
@@ -412,8 +441,10 @@ export class SeedTrainer {
 
   /**
    * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
-   * the scheduled lr. Each output of the objective becomes a metric of the same name: its mean
-   * over the step's mini-batches, weighted by the count the objective averages it over.
+   * the scheduled lr. Each mini-batch's loss aggregates as `optim.loss_aggregation` says (its
+   * micro-batches, `microBatchesOf`), its log-probs and entropy at the rollout temperature. Each
+   * output of the objective becomes a metric of the same name: its mean over the step's
+   * mini-batches, weighted by the count the objective averages it over.
    */
   async #update(step: number, rl: SeedSample[], replay: Sample[], signal?: AbortSignal) {
     const { spec, plan, theta, optimizer, rng } = this.parts;
@@ -444,7 +475,11 @@ export class SeedTrainer {
           SEED_OBJECTIVE,
           batch.map((i) => rl[i]),
           coefficients,
-          dropout(),
+          {
+            ...dropout(),
+            microBatches: microBatchesOf(batch.length, o),
+            temperature: scoringTemperature(spec),
+          },
         );
         if (r.tokens === 0) continue;
         if (replay.length > 0) {

@@ -21,7 +21,7 @@ import {
   FenceLostError,
   fenceOf,
   type Job,
-  JobSpecSchema,
+  parseStoredJobSpec,
   type Reaper,
   releaseJob,
   startReaper,
@@ -237,7 +237,8 @@ export class Worker {
           }`,
         );
       }
-      const spec = JobSpecSchema.parse(job.spec);
+      // a stored spec may hold fields of an earlier schema (jobs/spec.ts, parseStoredJobSpec)
+      const spec = parseStoredJobSpec(job.spec);
       const ctx = createJobContext({
         db,
         store,

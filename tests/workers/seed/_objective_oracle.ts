@@ -53,17 +53,19 @@ export function sigmoid(x: number): number {
 
 /**
  * One token's clipped policy-gradient loss and d/dℓθ: r = exp(ℓθ − ℓold);
- * pg = max(−r·A, −clip(r, 1−ε, 1+ε)·A), and for A < 0, min(pg, −c·A).
+ * pg = max(−r·A, −clip(r, 1−ε_low, 1+ε_high)·A), and for A < 0, min(pg, −c·A) (the reference
+ * code's `compute_policy_loss`).
  */
 export function pgToken(
   logp: number,
   oldLogp: number,
   advantage: number,
-  c: { clip_ratio: number; dual_clip: number },
+  c: { clip_ratio_low: number; clip_ratio_high: number; dual_clip: number },
 ): { value: number; grad: number; clipped: boolean; dual: boolean } {
   const r = Math.exp(logp - oldLogp);
   const unclipped = -r * advantage;
-  const clippedValue = -Math.min(Math.max(r, 1 - c.clip_ratio), 1 + c.clip_ratio) * advantage;
+  const bounded = Math.min(Math.max(r, 1 - c.clip_ratio_low), 1 + c.clip_ratio_high);
+  const clippedValue = -bounded * advantage;
   const clipped = clippedValue > unclipped;
   // The unclipped branch carries the gradient d(−r·A)/dℓ = −r·A; the clipped one is constant.
   let value = clipped ? clippedValue : unclipped;
@@ -90,12 +92,12 @@ export function oracle(t: OracleTokens, c: SeedCoefficients): OracleResult {
     pg += p.value;
     if (p.clipped) clip++;
     if (p.dual) dual++;
+    // The reference code's `kl_penalty(…, "low_var_kl")`: clamp(exp(x) − x − 1, −10, 10).
     const x = t.ref_logprobs[i] - logp;
-    const xc = Math.min(Math.max(x, -20), 20);
-    const k3 = Math.exp(xc) - xc - 1;
-    kl += Math.min(k3, 10);
-    // d k3 / dℓθ = −(exp(x) − 1) inside both bounds, else 0.
-    const klGrad = Math.abs(x) < 20 && k3 < 10 ? -(Math.exp(x) - 1) : 0;
+    const k3 = Math.exp(x) - x - 1;
+    kl += Math.min(Math.max(k3, -10), 10);
+    // d k3 / dℓθ = −(exp(x) − 1) inside the clamp, else 0.
+    const klGrad = Math.abs(k3) < 10 ? -(Math.exp(x) - 1) : 0;
     ent += t.entropy[i];
     grad[i] = (p.grad + c.kl_coef * klGrad) / N;
     if (t.opd_mask[i] > 0) {
