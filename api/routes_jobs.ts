@@ -13,6 +13,7 @@ import {
   type JobSpec,
   JobSpecSchema,
   modelEnvIssues,
+  skillSourceIssues,
   submitJob,
 } from "../jobs/mod.ts";
 import { NotFoundError, UnprocessableError } from "./errors.ts";
@@ -40,7 +41,9 @@ export function jobIdOf(c: Context): string {
  * 422 when `env` does not fit the environment list (jobs/env_catalog.ts `envSpecIssues`): an
  * unknown `env.id`, or `env.options` that break the environment's options schema; or when a
  * text-only `model.base` would be shown that environment's images (`modelEnvIssues`; `root`
- * answers the base a `job:` reference was trained from, see spec_refs.ts `rootModelBase`).
+ * answers the base a `job:` reference was trained from, see spec_refs.ts `rootModelBase`); or when
+ * `seed.skill_source` is `reference` on an environment without a reference analyzer
+ * (`skillSourceIssues`).
  */
 async function checkEnv(
   envs: EnvsProvider,
@@ -51,6 +54,15 @@ async function checkEnv(
   const entries = await envs();
   const errors = envSpecIssues(entries, env);
   if (errors.length === 0) {
+    const oracle = skillSourceIssues(entries, spec);
+    if (oracle.length > 0) {
+      throw new UnprocessableError(
+        `Cannot queue the job as seed.skill_source "reference" needs an environment with a reference analyzer: ${
+          oracle[0].message
+        }`,
+        { errors: oracle },
+      );
+    }
     const base = await root();
     const label = base === spec.model.base ? base : `${spec.model.base} (trained from ${base})`;
     const model = modelEnvIssues(entries, { base, env, label });

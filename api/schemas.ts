@@ -200,6 +200,8 @@ export const EnvInfo = z.object({
   families: z.array(z.string()).optional(),
   /** Default turn limit per episode (JobSpec `env.max_turns`). */
   default_max_turns: z.number().int().optional(),
+  /** Whether it has a reference analyzer (JobSpec `seed.skill_source: "reference"` needs `true`). */
+  reference_analyzer: z.boolean().optional(),
 }).catchall(z.unknown());
 /** The wire type of {@link EnvInfo}. */
 export type EnvInfo = z.infer<typeof EnvInfo>;

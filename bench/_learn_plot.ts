@@ -1,11 +1,19 @@
 /**
  * `learn.svg` of `deno task bench:learn`: one panel per (env, split), success rate against
- * training samples, a mean curve per method with its 95% t-interval over seeds as a band
+ * training samples, a mean curve per arm with its 95% t-interval over seeds as a band
  * (no band with one seed). Hand-written SVG, no dependencies.
  */
 import type { MeanRow } from "./_learn_report.ts";
 
-const COLORS: Record<string, string> = { grpo: "#d62728", seed: "#1f77b4" };
+/** Colours of the known arms (bench/_learn_arms.ts); any other arm takes one of `SPARE`. */
+const COLORS: Record<string, string> = {
+  grpo: "#d62728",
+  seed: "#1f77b4",
+  gigpo: "#ff7f0e",
+  "seed-gigpo": "#2ca02c",
+  "seed-oracle": "#9467bd",
+};
+const SPARE = ["#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 const SPLITS = ["test_seen", "test_unseen"];
 
 /** Escapes text for an SVG text node or attribute. */
@@ -15,6 +23,8 @@ const esc = (s: string) =>
 /** The SVG document for `means` (see module doc); rows are envs, columns splits. */
 export function learnPlot(means: readonly MeanRow[], seeds: number): string {
   const envs = [...new Set(means.map((m) => m.env))];
+  const arms = [...new Set(means.map((m) => m.arm))];
+  const colorOf = (arm: string) => COLORS[arm] ?? SPARE[arms.indexOf(arm) % SPARE.length];
   const W = 420, H = 260, pad = 44;
   const maxSamples = Math.max(1, ...means.map((m) => m.samples));
   const x = (s: number) => pad + (s / maxSamples) * (W - 2 * pad);
@@ -24,12 +34,12 @@ export function learnPlot(means: readonly MeanRow[], seeds: number): string {
   envs.forEach((env, row) => {
     SPLITS.forEach((split, col) => {
       const parts: string[] = [];
-      for (const method of ["grpo", "seed"]) {
+      for (const arm of arms) {
         const pts = means
-          .filter((m) => m.env === env && m.split === split && m.method === method)
+          .filter((m) => m.env === env && m.split === split && m.arm === arm)
           .sort((a, b) => a.samples - b.samples);
         if (!pts.length) continue;
-        const color = COLORS[method];
+        const color = colorOf(arm);
         if (pts.every((p) => Number.isFinite(p.success.half))) {
           const band = [
             ...pts.map((p) => pt(p.samples, p.success.high)),
@@ -71,7 +81,7 @@ export function learnPlot(means: readonly MeanRow[], seeds: number): string {
   });
   const legendY = envs.length * H + 16;
   const legend = `<text x="10" y="${legendY}" font-size="12">` +
-    `<tspan fill="${COLORS.grpo}">GRPO</tspan> · <tspan fill="${COLORS.seed}">SEED</tspan>: ` +
+    arms.map((a) => `<tspan fill="${colorOf(a)}">${esc(a)}</tspan>`).join(" · ") + ": " +
     `mean success rate over ${seeds} seed(s); band: 95% t-interval over seeds</text>`;
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W * SPLITS.length}" height="${
     envs.length * H + 24

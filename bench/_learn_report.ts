@@ -1,8 +1,9 @@
 /**
  * Summaries of `deno task bench:learn` over seeds (pure; statistics in bench/_learn_stats.ts):
- * per (env, method, step, split) the mean success over seeds with a 95% t-interval, the paired
- * difference SEED − GRPO per (env, step, split), the samples SEED needs to reach GRPO's final
- * mean success, seconds per update, and the CSV and table text written from them.
+ * per (env, arm, step, split) the mean success over seeds with a 95% t-interval, the paired
+ * difference arm − baseline per (env, arm, step, split) for every arm but the baseline (`--baseline`,
+ * default `grpo`), the samples each arm needs to reach the baseline's final mean success, seconds
+ * per update, and the CSV and table text written from them.
  */
 import {
   type Interval,
@@ -13,10 +14,12 @@ import {
   wilsonInterval,
 } from "./_learn_stats.ts";
 
-/** One evaluation of one run: a seed's `method` job on `env`, at update `step`. */
+/** One evaluation of one run: a seed's `arm` job on `env`, at update `step`. */
 export interface SeedRow {
   env: string;
-  /** `grpo` or `seed`. */
+  /** The arm (bench/_learn_arms.ts: `grpo`, `gigpo`, `seed`, `seed-gigpo`, `seed-oracle`). */
+  arm: string;
+  /** The arm's JobSpec method. */
   method: string;
   /** The jobs' `random_seed` (the warm-up's too). */
   seed: number;
@@ -38,7 +41,7 @@ export interface SeedRow {
  */
 export interface RunTiming {
   env: string;
-  method: string;
+  arm: string;
   seed: number;
   secondsPerUpdate: number;
   /**
@@ -52,10 +55,10 @@ export interface RunTiming {
   parseRate: number | null;
 }
 
-/** Mean over seeds of one (env, method, step, split). */
+/** Mean over seeds of one (env, arm, step, split). */
 export interface MeanRow {
   env: string;
-  method: string;
+  arm: string;
   step: number;
   samples: number;
   split: string;
@@ -63,30 +66,34 @@ export interface MeanRow {
   score: number;
 }
 
-/** Paired difference SEED − GRPO of one (env, step, split), over seeds that ran both. */
+/** Paired difference arm − baseline of one (env, step, split), over seeds that ran both. */
 export interface DiffRow {
   env: string;
+  arm: string;
+  baseline: string;
   step: number;
   samples: number;
   split: string;
   diff: Interval;
 }
 
-/** Samples SEED needs to reach GRPO's final mean success on one (env, split). */
+/** Samples `arm` needs to reach the baseline's final mean success on one (env, split). */
 export interface ReachRow {
   env: string;
   split: string;
-  grpoFinal: number;
-  /** GRPO's samples at its final evaluation. */
-  grpoSamples: number;
-  /** null: SEED's mean curve never reached it ("not reached"). */
-  seedSamples: number | null;
+  arm: string;
+  baseline: string;
+  baselineFinal: number;
+  /** The baseline's samples at its final evaluation. */
+  baselineSamples: number;
+  /** null: the arm's mean curve never reached it ("not reached"). */
+  armSamples: number | null;
 }
 
-/** Per (env, method): seconds per update over seeds. */
+/** Per (env, arm): seconds per update over seeds. */
 export interface TimingRow {
   env: string;
-  method: string;
+  arm: string;
   secondsPerUpdate: Interval;
   /** Per phase: the mean over seeds of the runs' mean seconds per update (runs that split it). */
   phaseSeconds: Record<string, number>;
@@ -96,6 +103,10 @@ export interface TimingRow {
 
 /** Everything printed and written at the end of a run (or after each job, for a partial run). */
 export interface LearnSummary {
+  /** The arm the differences are taken from. */
+  baseline: string;
+  /** Arms in order of first appearance. */
+  arms: string[];
   means: MeanRow[];
   diffs: DiffRow[];
   reach: ReachRow[];
@@ -115,13 +126,21 @@ function groupBy<T>(items: readonly T[], keyOf: (t: T) => string): Map<string, T
   return out;
 }
 
-/** Aggregates per-seed rows and timings (see module doc); order follows first appearance. */
-export function summarize(rows: readonly SeedRow[], timings: readonly RunTiming[]): LearnSummary {
+/**
+ * Aggregates per-seed rows and timings (see module doc); order follows first appearance.
+ * `baseline` (default `grpo`) is the arm the paired differences and samples-to-reach compare with.
+ */
+export function summarize(
+  rows: readonly SeedRow[],
+  timings: readonly RunTiming[],
+  baseline = "grpo",
+): LearnSummary {
+  const arms = [...new Set([...rows.map((r) => r.arm), ...timings.map((t) => t.arm)])];
   const means: MeanRow[] = [];
-  for (const g of groupBy(rows, (r) => key(r.env, r.method, r.step, r.split)).values()) {
+  for (const g of groupBy(rows, (r) => key(r.env, r.arm, r.step, r.split)).values()) {
     means.push({
       env: g[0].env,
-      method: g[0].method,
+      arm: g[0].arm,
       step: g[0].step,
       samples: g[0].samples,
       split: g[0].split,
@@ -129,39 +148,48 @@ export function summarize(rows: readonly SeedRow[], timings: readonly RunTiming[
       score: mean(g.map((r) => r.score)),
     });
   }
+  const others = arms.filter((a) => a !== baseline);
   const diffs: DiffRow[] = [];
   for (const g of groupBy(rows, (r) => key(r.env, r.step, r.split)).values()) {
-    const bySeed = (method: string) =>
-      new Map(g.filter((r) => r.method === method).map((r) => [r.seed, r.success_rate]));
-    const diff = pairedDifference(bySeed("seed"), bySeed("grpo"));
-    if (diff.n === 0) continue;
-    diffs.push({ env: g[0].env, step: g[0].step, samples: g[0].samples, split: g[0].split, diff });
+    const bySeed = (arm: string) =>
+      new Map(g.filter((r) => r.arm === arm).map((r) => [r.seed, r.success_rate]));
+    for (const arm of others) {
+      const diff = pairedDifference(bySeed(arm), bySeed(baseline));
+      if (diff.n === 0) continue;
+      const { env, step, samples, split } = g[0];
+      diffs.push({ env, arm, baseline, step, samples, split, diff });
+    }
   }
   const reach: ReachRow[] = [];
   for (const g of groupBy(means, (m) => key(m.env, m.split)).values()) {
-    const grpo = g.filter((m) => m.method === "grpo").sort((a, b) => a.step - b.step);
-    const seed = g.filter((m) => m.method === "seed");
-    if (!grpo.length || !seed.length) continue;
-    const final = grpo.at(-1)!;
-    reach.push({
-      env: final.env,
-      split: final.split,
-      grpoFinal: final.success.mean,
-      grpoSamples: final.samples,
-      seedSamples: samplesToReach(
-        seed.map((m) => ({ samples: m.samples, value: m.success.mean })),
-        final.success.mean,
-      ),
-    });
+    const base = g.filter((m) => m.arm === baseline).sort((a, b) => a.step - b.step);
+    if (!base.length) continue;
+    const final = base.at(-1)!;
+    for (const arm of others) {
+      const curve = g.filter((m) => m.arm === arm);
+      if (!curve.length) continue;
+      reach.push({
+        env: final.env,
+        split: final.split,
+        arm,
+        baseline,
+        baselineFinal: final.success.mean,
+        baselineSamples: final.samples,
+        armSamples: samplesToReach(
+          curve.map((m) => ({ samples: m.samples, value: m.success.mean })),
+          final.success.mean,
+        ),
+      });
+    }
   }
   const timing: TimingRow[] = [];
-  for (const g of groupBy(timings, (t) => key(t.env, t.method)).values()) {
+  for (const g of groupBy(timings, (t) => key(t.env, t.arm)).values()) {
     const rates = g.map((t) => t.parseRate).filter((p): p is number => p !== null);
     const split = g.map((t) => t.phaseSeconds).filter((p) => p !== undefined);
     const phases = [...new Set(split.flatMap((p) => Object.keys(p)))];
     timing.push({
       env: g[0].env,
-      method: g[0].method,
+      arm: g[0].arm,
       secondsPerUpdate: tInterval(g.map((t) => t.secondsPerUpdate)),
       phaseSeconds: Object.fromEntries(
         phases.map((ph) => [ph, mean(split.map((p) => p[ph] ?? 0))]),
@@ -169,7 +197,7 @@ export function summarize(rows: readonly SeedRow[], timings: readonly RunTiming[
       parseRate: rates.length ? mean(rates) : null,
     });
   }
-  return { means, diffs, reach, timing };
+  return { baseline, arms, means, diffs, reach, timing };
 }
 
 /** Number as CSV/table text: fixed `digits`, empty (CSV) or `n/a` (table) when not finite. */
@@ -177,17 +205,20 @@ export const fix = (x: number | undefined, digits: number, missing = ""): string
   x !== undefined && Number.isFinite(x) ? x.toFixed(digits) : missing;
 
 /**
- * `learn.csv`: one row per (env, method, seed, step, split) with that seed's Wilson 95% interval
+ * `learn.csv`: one row per (env, arm, seed, step, split) with that seed's Wilson 95% interval
  * over its evaluation episodes (`ci_kind` wilson_binomial, `n` = episodes), then rows with
  * `seed` = `mean`: the mean over seeds with the 95% t-interval over seeds (`ci_kind`
  * t_over_seeds, `n` = seeds).
  */
 export function seedCsv(rows: readonly SeedRow[], means: readonly MeanRow[]): string {
-  const header = "env,method,seed,step,samples,split,success_rate,score,n,ci_low,ci_high,ci_kind";
+  const header =
+    "env,arm,method,seed,step,samples,split,success_rate,score,n,ci_low,ci_high,ci_kind";
+  const methodOf = new Map(rows.map((r) => [r.arm, r.method]));
   const perSeed = rows.map((r) => {
     const [lo, hi] = wilsonInterval(Math.round(r.success_rate * r.episodes), r.episodes);
     return [
       r.env,
+      r.arm,
       r.method,
       r.seed,
       r.step,
@@ -204,7 +235,8 @@ export function seedCsv(rows: readonly SeedRow[], means: readonly MeanRow[]): st
   const meanRows = means.map((m) =>
     [
       m.env,
-      m.method,
+      m.arm,
+      methodOf.get(m.arm) ?? "",
       "mean",
       m.step,
       m.samples,
@@ -220,14 +252,19 @@ export function seedCsv(rows: readonly SeedRow[], means: readonly MeanRow[]): st
   return [header, ...perSeed, ...meanRows].join("\n") + "\n";
 }
 
-/** `learn_diff.csv`: the paired difference SEED − GRPO per (env, step, split) with its t-interval. */
+/**
+ * `learn_diff.csv`: the paired difference arm − baseline per (env, arm, step, split) with its
+ * t-interval over seeds (`diff`, success rate in [−1, 1]).
+ */
 export function diffCsv(diffs: readonly DiffRow[]): string {
-  const header = "env,step,samples,split,n_seeds,seed_minus_grpo,ci_low,ci_high";
+  const header = "env,arm,baseline,step,samples,split,n_seeds,diff,ci_low,ci_high";
   return [
     header,
     ...diffs.map((d) =>
       [
         d.env,
+        d.arm,
+        d.baseline,
         d.step,
         d.samples,
         d.split,
@@ -259,7 +296,9 @@ export function phaseTable(
   grpo: Readonly<Record<string, number>>,
   seed: Readonly<Record<string, number>>,
   env: string,
+  labels: { base: string; arm: string } = { base: "GRPO", arm: "SEED" },
 ): string[] {
+  const { base: B, arm: A } = labels;
   const names = [...new Set([...Object.keys(grpo), ...Object.keys(seed)])];
   const phases = names.filter((n) => !(n in SEED_PARTS));
   const total = (p: Readonly<Record<string, number>>) =>
@@ -271,7 +310,7 @@ export function phaseTable(
     } |`;
   const lines = [
     "",
-    "| env | phase | GRPO s/update | SEED s/update | SEED − GRPO | SEED ÷ GRPO |",
+    `| env | phase | ${B} s/update | ${A} s/update | ${A} − ${B} | ${A} ÷ ${B} |`,
     "| --- | --- | --- | --- | --- | --- |",
   ];
   for (const ph of phases) {
@@ -287,9 +326,9 @@ export function phaseTable(
   const all = total(seed);
   lines.push(
     "",
-    `${env}: SEED's own work (analyze + teacher pass + analyzer replay) ${fix(own, 2)} s of ${
+    `${env}: ${A}'s own work (analyze + teacher pass + analyzer replay) ${fix(own, 2)} s of ${
       fix(all, 2)
-    } s per update; inside the SEED run, SEED ÷ (the same updates without it) ${
+    } s per update; inside the ${A} run, ${A} ÷ (the same updates without it) ${
       fix(all > own ? all / (all - own) : NaN, 2, "n/a")
     }`,
   );
@@ -303,63 +342,79 @@ const pct = (i: Interval | undefined) =>
 /** The final report as Markdown lines (tables, then samples-to-reach and timing lines). */
 export function summaryTable(s: LearnSummary): string[] {
   const seeds = Math.max(0, ...s.means.map((m) => m.success.n));
+  const B = s.baseline;
+  const others = s.arms.filter((a) => a !== B);
   const out = [
     `Mean success over ${seeds} seed(s), ± = half-width of the 95% t-interval over seeds ` +
     `(each seed's own binomial 95% interval over its evaluation episodes is separate: ` +
-    `learn.csv, ci_kind wilson_binomial). SEED − GRPO is paired by seed (same warm-up, same ` +
+    `learn.csv, ci_kind wilson_binomial). arm − ${B} is paired by seed (same warm-up, same ` +
     `evaluation tasks), in points.`,
     "",
-    "| env | split | step | samples | GRPO | SEED | SEED − GRPO [95% interval] |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
+    `| env | split | step | samples | ${s.arms.join(" | ")} | ${
+      others.map((a) => `${a} − ${B} [95% interval]`).join(" | ")
+    } |`,
+    `|${" --- |".repeat(4 + s.arms.length + others.length)}`,
   ];
-  const find = (env: string, method: string, step: number, split: string) =>
-    s.means.find((m) =>
-      m.env === env && m.method === method && m.step === step && m.split === split
-    )?.success;
-  const envOrder = [...new Set(s.diffs.map((d) => d.env))];
-  const ordered = [...s.diffs].sort((a, b) =>
-    envOrder.indexOf(a.env) - envOrder.indexOf(b.env) || a.split.localeCompare(b.split) ||
-    a.step - b.step
-  );
-  for (const d of ordered) {
-    const diff = `${fix(100 * d.diff.mean, 1, "n/a")} [${fix(100 * d.diff.low, 1, "n/a")}, ${
-      fix(100 * d.diff.high, 1, "n/a")
-    }]`;
+  const find = (env: string, arm: string, step: number, split: string) =>
+    s.means.find((m) => m.env === env && m.arm === arm && m.step === step && m.split === split)
+      ?.success;
+  const diffOf = (env: string, arm: string, step: number, split: string) => {
+    const d = s.diffs.find((d) =>
+      d.env === env && d.arm === arm && d.step === step && d.split === split
+    )?.diff;
+    return d
+      ? `${fix(100 * d.mean, 1, "n/a")} [${fix(100 * d.low, 1, "n/a")}, ${
+        fix(100 * d.high, 1, "n/a")
+      }]`
+      : "—";
+  };
+  const envOrder = [...new Set(s.means.map((m) => m.env))];
+  const cells = [...new Map(s.means.map((m) => [key(m.env, m.split, m.step), m])).values()]
+    .sort((a, b) =>
+      envOrder.indexOf(a.env) - envOrder.indexOf(b.env) || a.split.localeCompare(b.split) ||
+      a.step - b.step
+    );
+  for (const c of cells) {
     out.push(
-      `| ${d.env} | ${d.split} | ${d.step} | ${d.samples} | ${
-        pct(find(d.env, "grpo", d.step, d.split))
-      } | ${pct(find(d.env, "seed", d.step, d.split))} | ${diff} |`,
+      `| ${c.env} | ${c.split} | ${c.step} | ${c.samples} | ${
+        s.arms.map((a) => pct(find(c.env, a, c.step, c.split))).join(" | ")
+      } | ${others.map((a) => diffOf(c.env, a, c.step, c.split)).join(" | ")} |`,
     );
   }
   out.push("");
   for (const r of s.reach) {
-    const reached = r.seedSamples === null
-      ? `not reached within ${r.grpoSamples} samples`
-      : r.seedSamples === 0
+    const reached = r.armSamples === null
+      ? `not reached within ${r.baselineSamples} samples`
+      : r.armSamples === 0
       ? `0 samples (already at step 0, the shared warm-up)`
-      : `${Math.round(r.seedSamples)} samples (${
-        fix((100 * r.seedSamples) / r.grpoSamples, 0, "n/a")
-      }% of GRPO's ${r.grpoSamples})`;
+      : `${Math.round(r.armSamples)} samples (${
+        fix((100 * r.armSamples) / r.baselineSamples, 0, "n/a")
+      }% of ${r.baseline}'s ${r.baselineSamples})`;
     out.push(
-      `${r.env} ${r.split}: SEED reaches GRPO's final ${
-        fix(100 * r.grpoFinal, 1)
+      `${r.env} ${r.split}: ${r.arm} reaches ${r.baseline}'s final ${
+        fix(100 * r.baselineFinal, 1)
       }% (mean curve, interpolated) at ${reached}`,
     );
   }
+  const sec = (i: Interval) => `${fix(i.mean, 2)} s ±${fix(i.half, 2, "n/a")}`;
   for (const env of new Set(s.timing.map((t) => t.env))) {
-    const g = s.timing.find((t) => t.env === env && t.method === "grpo");
-    const e = s.timing.find((t) => t.env === env && t.method === "seed");
-    if (!g || !e) continue;
-    const sec = (i: Interval) => `${fix(i.mean, 2)} s ±${fix(i.half, 2, "n/a")}`;
+    const mine = s.timing.filter((t) => t.env === env);
+    const base = mine.find((t) => t.arm === B);
     out.push(
-      `${env}: seconds per update GRPO ${sec(g.secondsPerUpdate)}, SEED ${
-        sec(e.secondsPerUpdate)
-      } (ratio of means SEED ÷ GRPO ${
-        fix(e.secondsPerUpdate.mean / g.secondsPerUpdate.mean, 2)
-      }); SEED analyzer parse rate ${e.parseRate === null ? "—" : fix(e.parseRate, 2)}`,
+      `${env}: seconds per update ${
+        mine.map((t) =>
+          `${t.arm} ${sec(t.secondsPerUpdate)}${
+            base && t !== base
+              ? ` (÷ ${B} ${fix(t.secondsPerUpdate.mean / base.secondsPerUpdate.mean, 2)})`
+              : ""
+          }${t.parseRate === null ? "" : `, analyzer parse rate ${fix(t.parseRate, 2)}`}`
+        ).join("; ")
+      }`,
     );
-    if (Object.keys(e.phaseSeconds).length > 0) {
-      out.push(...phaseTable(g.phaseSeconds, e.phaseSeconds, env));
+    if (!base) continue;
+    for (const t of mine) {
+      if (t === base || !("analyze" in t.phaseSeconds)) continue;
+      out.push(...phaseTable(base.phaseSeconds, t.phaseSeconds, env, { base: B, arm: t.arm }));
     }
   }
   return out;

@@ -1,6 +1,6 @@
 /**
  * SEED's signal per update in `deno task bench:learn` (pure): the per-step signal metrics of each
- * SEED run (workers/seed/signal_metrics.ts, plus the analyzer parse rate), written as
+ * run of a SEED-method arm (`seed`, `seed-gigpo`, `seed-oracle`) (workers/seed/signal_metrics.ts, plus the analyzer parse rate), written as
  * `learn_signal.csv`, and the lines that check them against issue 12's targets — mean Δ on won
  * trajectories' tokens ≥ +0.1 nats and corr(Δ, A) > 0 at every step, ≥ 99% of analyses parsed,
  * and skill well-formedness / truthfulness at the last step.
@@ -28,6 +28,9 @@ export type SignalMetric = typeof SIGNAL_METRICS[number];
 /** The signal metrics of one update (`step` ≥ 1) of one run; a metric the step lacks is absent. */
 export interface SignalRow {
   env: string;
+  /** The bench arm (bench/_learn_arms.ts). */
+  arm: string;
+  /** The arm's JobSpec method. */
   method: string;
   seed: number;
   step: number;
@@ -36,7 +39,7 @@ export interface SignalRow {
 
 /** The signal rows of one run from its metrics by step (steps ≥ 1; step 0 has no update). */
 export function signalRows(
-  run: { env: string; method: string; seed: number },
+  run: { env: string; arm: string; method: string; seed: number },
   metrics: ReadonlyMap<number, Record<string, number>>,
 ): SignalRow[] {
   const out: SignalRow[] = [];
@@ -51,14 +54,20 @@ export function signalRows(
   return out;
 }
 
-/** `learn_signal.csv`: one row per (env, method, seed, step), one column per signal metric. */
+/** `learn_signal.csv`: one row per (env, arm, seed, step), one column per signal metric. */
 export function signalCsv(rows: readonly SignalRow[]): string {
-  const header = ["env", "method", "seed", "step", ...SIGNAL_METRICS].join(",");
+  const header = ["env", "arm", "method", "seed", "step", ...SIGNAL_METRICS].join(",");
   return [
     header,
     ...rows.map((r) =>
-      [r.env, r.method, r.seed, r.step, ...SIGNAL_METRICS.map((k) => fix(r.values[k], 4, ""))]
-        .join(",")
+      [
+        r.env,
+        r.arm,
+        r.method,
+        r.seed,
+        r.step,
+        ...SIGNAL_METRICS.map((k) => fix(r.values[k], 4, "")),
+      ].join(",")
     ),
   ].join("\n") + "\n";
 }
@@ -76,20 +85,22 @@ function perSeedMeans(rows: readonly SignalRow[], metric: SignalMetric): Interva
 }
 
 /**
- * The signal report as text lines, per env of the SEED runs: for each metric the mean over steps
+ * The signal report as text lines, per (env, arm) of the SEED-method runs: for each metric the mean over steps
  * (per seed, then the mean over seeds ± the 95% t-interval's half-width), the share of steps that
  * meet the per-step targets, and the last step's skill quality.
  */
 export function signalSummary(rows: readonly SignalRow[]): string[] {
   const out: string[] = [];
   const seedRows = rows.filter((r) => r.method === "seed");
-  for (const env of new Set(seedRows.map((r) => r.env))) {
-    const mine = seedRows.filter((r) => r.env === env);
+  const runs = new Map(seedRows.map((r) => [`${r.env}\u0000${r.arm}`, r]));
+  for (const { env, arm } of runs.values()) {
+    const mine = seedRows.filter((r) => r.env === env && r.arm === arm);
+    const label = `${env} ${arm === "seed" ? "SEED" : arm}`;
     const parts = SIGNAL_METRICS.map((k) => {
       const i = perSeedMeans(mine, k);
       return i === null ? null : `${k} ${fix(i.mean, 3)} ±${fix(i.half, 3, "n/a")}`;
     }).filter((p) => p !== null);
-    out.push(`${env} SEED signal, mean over steps then seeds: ${parts.join("; ")}`);
+    out.push(`${label} signal, mean over steps then seeds: ${parts.join("; ")}`);
     const share = (test: (r: SignalRow) => boolean | null) => {
       const judged = mine.map(test).filter((x) => x !== null);
       return judged.length === 0 ? "—" : `${judged.filter(Boolean).length}/${judged.length} steps`;
@@ -112,7 +123,7 @@ export function signalSummary(rows: readonly SignalRow[]): string[] {
       return xs.length ? fix(xs.reduce((a, b) => a + b, 0) / xs.length, 2) : "—";
     };
     out.push(
-      `${env} SEED targets: Δ won ≥ 0.1 at ${won}; corr(Δ, A) > 0 at ${corr}; parse ≥ 0.99 at ${parsed}; ` +
+      `${label} targets: Δ won ≥ 0.1 at ${won}; corr(Δ, A) > 0 at ${corr}; parse ≥ 0.99 at ${parsed}; ` +
         `step ${lastStep} (mean over ${last.length} seed(s)): well-formed ${
           lastMean("skill_well_formed_rate")
         }, truthful ${lastMean("skill_truthful_rate")} (won ${

@@ -1,33 +1,36 @@
 /**
- * `deno task bench:learn`: SEED vs GRPO learning curves over seeds (README.md, Benchmarks).
+ * `deno task bench:learn`: learning curves of the paper's arms over seeds (bench/README.md).
  *
  * For each seed and environment (sokoban and household by default; `sokoban-demo` and
  * `household-demo` are the tuned presets of jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
  * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the text
  * render of the same game): one warm-up job (`sft`: policy SFT and analyzer SFT) makes a
- * checkpoint; a `grpo` and a `seed` job then both start from it (`job:<warm-up>@0`,
+ * checkpoint; one RL job per arm of `--arms` (default `grpo,seed`; bench/_learn_arms.ts: `grpo`,
+ * `gigpo`, `seed`, `seed-gigpo`, `seed-oracle`) then starts from it (`job:<warm-up>@0`,
  * `warmup.skip`), with that seed as `random_seed` and the same B, G and steps (so the same
  * samples, steps × B × G episodes, and the same evaluation tasks), evaluating test_seen and
- * test_unseen every `--eval-every` steps. The jobs run in process on the real trainer handler
+ * test_unseen every `--eval-every` steps. The `--baseline` arm (default `grpo`, one of `--arms`)
+ * runs first; every other arm is reported as its paired difference from it. The jobs run in process on the real trainer handler
  * (no database or store: see bench/_memory_context.ts).
  *
  * Seeds run outermost, so a run stopped early has every env at fewer seeds. After each job a
  * progress line goes to stderr and the outputs are rewritten:
- * - `<out>/learn.csv`: per (env, method, seed, step, split) success_rate and score with that
+ * - `<out>/learn.csv`: per (env, arm, seed, step, split) success_rate and score with that
  *   seed's Wilson 95% interval over its evaluation episodes, then rows with seed=`mean`: the mean
  *   over seeds with the 95% t-interval over seeds;
- * - `<out>/learn_diff.csv`: SEED − GRPO per (env, step, split), paired by seed, with its
+ * - `<out>/learn_diff.csv`: arm − baseline per (env, arm, step, split), paired by seed, with its
  *   95% t-interval;
  * - `<out>/learn.svg`: one panel per (env, split), mean curves with interval bands;
- * - `<out>/learn_signal.csv`: per (env, method, seed, update) SEED's signal metrics — Δ on won and
+ * - `<out>/learn_signal.csv`: per (env, arm, seed, update) SEED's signal metrics — Δ on won and
  *   lost trajectories' tokens, corr(Δ, A), the share of all-zero-advantage groups, the analyzer
  *   parse rate, skill well-formedness and truthfulness (bench/_learn_signal.ts);
- * - `<out>/metrics.jsonl`: every RL job's metrics, one line per (env, method, seed, step), so two
+ * - `<out>/metrics.jsonl`: every RL job's metrics, one line per (env, arm, seed, step), so two
  *   runs (e.g. before and after a change) can be diffed metric by metric.
- * At the end a Markdown table, the samples SEED needs to reach GRPO's final mean success, and
- * seconds per update of each method go to stdout. Statistics: bench/_learn_stats.ts.
+ * At the end a Markdown table, the samples each arm needs to reach the baseline's final mean
+ * success, and seconds per update of each arm go to stdout. Statistics: bench/_learn_stats.ts.
  *
- *     deno task bench:learn [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
+ *     deno task bench:learn [--arms grpo,seed] [--baseline grpo]
+ *       [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
  *       [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
  *       [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
  *       [--base-extra '{"seed":{"analyzer_max_steps":20}}'] [--warmup-cache DIR]
@@ -35,7 +38,8 @@
  * `--seeds N` runs seeds `--seed` … `--seed`+N−1; `--seed-list` names them. `--opd-coef` sets
  * λ_opd (`seed.opd_coef`) of the RL jobs; `--extra` is a JSON object deep-merged into every RL
  * job's spec (objects merge, other values replace; not `method`, `random_seed` or `model`), so
- * variants compare without editing code. Neither changes the warm-up; `--base-extra` is merged the
+ * variants compare without editing code; an arm's own field (e.g. `seed-gigpo`'s
+ * `advantage.estimator`) is merged after it and wins. Neither changes the warm-up; `--base-extra` is merged the
  * same way into every job's spec, the warm-up's included (for settings the warm-up reads too, such
  * as the analyzer's window; it changes the warm-up cache key). `--warmup-cache DIR` keeps
  * each warm-up's step-0 checkpoint under DIR, keyed by the SHA-256 of its spec, and later runs
@@ -61,6 +65,7 @@ import {
 } from "./_learn_report.ts";
 import { learnPlot } from "./_learn_plot.ts";
 import { signalCsv, type SignalRow, signalRows, signalSummary } from "./_learn_signal.ts";
+import { ARMS, parseArms } from "./_learn_arms.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -78,6 +83,8 @@ const { values: args } = parseArgs({
     extra: { type: "string" },
     "base-extra": { type: "string" },
     "warmup-cache": { type: "string" },
+    arms: { type: "string", default: "grpo,seed" },
+    baseline: { type: "string", default: "grpo" },
   },
 });
 
@@ -111,6 +118,18 @@ if (seeds.length === 0) usage("Cannot run as --seeds/--seed-list must name at le
 if (new Set(seeds).size !== seeds.length) {
   usage(`Cannot use --seed-list as its seeds must differ: current value is ${args["seed-list"]}`);
 }
+/** The arms in run order: the baseline first (each other arm's log line then has its difference). */
+const { arms, baseline } = (() => {
+  try {
+    const parsed = parseArms(args.arms, args.baseline);
+    return {
+      ...parsed,
+      arms: [parsed.baseline, ...parsed.arms.filter((a) => a !== parsed.baseline)],
+    };
+  } catch (error) {
+    usage((error as Error).message);
+  }
+})();
 const steps = intFlag("steps", args.steps), evalEvery = intFlag("eval-every", args["eval-every"]);
 const warmupEpisodes = intFlag("warmup-episodes", args["warmup-episodes"]);
 const evalEpisodes = intFlag("eval-episodes", args["eval-episodes"]);
@@ -245,23 +264,24 @@ function warmupSpec(name: string, seed: number): JobSpecInput {
   return { ...baseSpec(name, seed), eval: { episodes: 1, splits: ["test_seen"], temperature: 1 } };
 }
 
-/** The `method` job of bench env `name` at `seed`, from warm-up job `warmupId`. */
-function rlSpec(name: string, seed: number, method: string, warmupId: string): JobSpecInput {
-  return deepMerge(
+/** The job of `arm` on bench env `name` at `seed`, from warm-up job `warmupId`. */
+function rlSpec(name: string, seed: number, arm: string, warmupId: string): JobSpecInput {
+  const withExtra = deepMerge(
     {
       ...baseSpec(name, seed),
-      method,
+      method: ARMS[arm].method,
       model: { base: `job:${warmupId}@0` },
       steps,
       eval_every: evalEvery,
     } as Record<string, unknown>,
     deepMerge({ warmup: { skip: true } }, rlExtra),
-  ) as JobSpecInput;
+  );
+  return deepMerge(withExtra, ARMS[arm].spec) as JobSpecInput;
 }
 
 // Every spec and env id is validated before the first job, so a typo costs seconds, not a warm-up.
 for (const name of envNames) {
-  for (const method of ["sft", "grpo", "seed"]) {
+  for (const method of ["sft", ...arms]) {
     const spec = method === "sft"
       ? warmupSpec(name, seeds[0])
       : rlSpec(name, seeds[0], method, crypto.randomUUID());
@@ -286,7 +306,7 @@ const metricLines: string[] = [];
 const shelf: CheckpointShelf = new Map();
 const handler = createSeedHandler();
 const t0 = performance.now();
-const totalJobs = seeds.length * envNames.length * 3;
+const totalJobs = seeds.length * envNames.length * (1 + arms.length);
 let jobsDone = 0;
 const log = (msg: string) =>
   console.error(
@@ -295,7 +315,8 @@ const log = (msg: string) =>
 const pct = (x: number | undefined) => x === undefined ? "—" : `${(100 * x).toFixed(1)}%`;
 await Deno.mkdir(args.out, { recursive: true });
 /** The run's settings, on stderr at the start and on stdout at the end (a variant's record). */
-const settings = `seeds ${seeds.join(",")}; envs ${envNames.join(",")}; steps ${steps}, ` +
+const settings = `arms ${arms.join(",")} (baseline ${baseline}); seeds ${seeds.join(",")}; ` +
+  `envs ${envNames.join(",")}; steps ${steps}, ` +
   `eval every ${evalEvery}; RL overrides ${JSON.stringify(rlExtra)}; every job's overrides ` +
   JSON.stringify(baseExtra);
 console.error(`bench:learn: ${settings}`);
@@ -310,8 +331,9 @@ for (const seed of seeds) {
     }
     log(`${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached}` : "done"}`);
     const runIds: string[] = [];
-    for (const method of ["grpo", "seed"]) {
-      const run = memoryContext(rlSpec(envId, seed, method, warm.ctx.jobId), { shelf });
+    for (const arm of arms) {
+      const method = ARMS[arm].method;
+      const run = memoryContext(rlSpec(envId, seed, arm, warm.ctx.jobId), { shelf });
       await handler(run.ctx);
       runIds.push(run.ctx.jobId);
       const { tasks_per_step: b, group_size: g } = run.ctx.spec.rollout;
@@ -338,6 +360,7 @@ for (const seed of seeds) {
           if (sr === undefined) continue;
           mine.push({
             env: envId,
+            arm,
             method,
             seed,
             step,
@@ -351,9 +374,9 @@ for (const seed of seeds) {
       }
       rows.push(...mine);
       for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
-        metricLines.push(JSON.stringify({ env: envId, method, seed, step, metrics: m }));
+        metricLines.push(JSON.stringify({ env: envId, arm, method, seed, step, metrics: m }));
       }
-      signal.push(...signalRows({ env: envId, method, seed }, run.metrics));
+      signal.push(...signalRows({ env: envId, arm, method, seed }, run.metrics));
       const secondsPerUpdate = stepSeconds.reduce((a, b) => a + b, 0) /
         Math.max(1, stepSeconds.length);
       const parseRate = parseRates.length
@@ -362,28 +385,27 @@ for (const seed of seeds) {
       const phaseSeconds = Object.fromEntries(
         Object.entries(phaseSums).map(([k, v]) => [k, v / Math.max(1, stepSeconds.length)]),
       );
-      timings.push({ env: envId, method, seed, secondsPerUpdate, phaseSeconds, parseRate });
+      timings.push({ env: envId, arm, seed, secondsPerUpdate, phaseSeconds, parseRate });
       const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
-      // SEED runs second: its line adds this seed's difference at the last step.
-      const grpoLast = (split: string) =>
+      // The baseline runs first: every other arm's line adds this seed's difference at the last step.
+      const baseLast = (split: string) =>
         rows.findLast((r) =>
-          r.env === envId && r.seed === seed && r.method === "grpo" && r.split === split
+          r.env === envId && r.seed === seed && r.arm === baseline && r.split === split
         );
       const diff = (split: string) => {
-        const a = last(split), b = grpoLast(split);
+        const a = last(split), b = baseLast(split);
         return a && b ? `${(100 * (a.success_rate - b.success_rate)).toFixed(1)}` : "—";
       };
       log(
-        `${envId} seed ${seed} ${method}: ${secondsPerUpdate.toFixed(1)} s/update (${
+        `${envId} seed ${seed} ${arm}: ${secondsPerUpdate.toFixed(1)} s/update (${
           Object.entries(phaseSeconds).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(", ")
         }); step ${last("test_seen")?.step} test_seen ${
           pct(last("test_seen")?.success_rate)
         }, test_unseen ${pct(last("test_unseen")?.success_rate)}${
-          method === "seed"
-            ? `; SEED − GRPO ${diff("test_seen")} / ${diff("test_unseen")} points; ` +
-              `analyzer parse rate ${parseRate === null ? "—" : parseRate.toFixed(2)}`
+          arm !== baseline
+            ? `; ${arm} − ${baseline} ${diff("test_seen")} / ${diff("test_unseen")} points`
             : ""
-        }`,
+        }${parseRate === null ? "" : `; analyzer parse rate ${parseRate.toFixed(2)}`}`,
       );
       await writeOutputs();
     }
@@ -440,7 +462,7 @@ async function warmupToCache(spec: JobSpecInput, jobId: string): Promise<void> {
 
 /** Rewrites the CSVs and the plot from everything measured so far; returns the summary. */
 async function writeOutputs() {
-  const s = summarize(rows, timings);
+  const s = summarize(rows, timings, baseline);
   await Deno.writeTextFile(`${args.out}/learn.csv`, seedCsv(rows, s.means));
   await Deno.writeTextFile(`${args.out}/learn_diff.csv`, diffCsv(s.diffs));
   await Deno.writeTextFile(`${args.out}/learn.svg`, learnPlot(s.means, seeds.length));

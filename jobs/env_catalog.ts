@@ -29,6 +29,8 @@ export type EnvCatalogEntry = {
   families: string[];
   /** Default turn limit per episode (JobSpec `env.max_turns`). */
   default_max_turns: number;
+  /** Whether it has a reference analyzer (JobSpec `seed.skill_source: "reference"` needs one). */
+  reference_analyzer: boolean;
 };
 
 /** The `GET /v1/envs` body: `{ envs: [...] }`. */
@@ -58,6 +60,8 @@ export interface EnvCheckEntry {
   options_schema?: Record<string, unknown>;
   /** The options used when none are given (read by {@link modelEnvIssues}). */
   defaults?: Record<string, unknown>;
+  /** Whether it has a reference analyzer (read by {@link skillSourceIssues}). */
+  reference_analyzer?: boolean;
 }
 
 const compiled = new Map<string, z.ZodType>();
@@ -153,5 +157,27 @@ export function modelEnvIssues(
     code: "model_without_image_encoder",
     message:
       `${label} has no image encoder and ${env.id} renders images here (env.options.render "image"): use builtin:tiny-vl, or env.options.render "text"`,
+  }];
+}
+
+/**
+ * Checks at submit time that a job asking for oracle skills (`seed.skill_source: "reference"`)
+ * runs on an environment with a reference analyzer: an entry that does not say
+ * `reference_analyzer: true` (a deployment's own environment list may leave it out) is one issue
+ * at `seed.skill_source` (code `no_reference_analyzer`). Every built-in environment has one. An
+ * unlisted or `http(s)://` id, or an empty list, is left to {@link envSpecIssues} and the worker.
+ */
+export function skillSourceIssues(
+  entries: readonly EnvCheckEntry[],
+  spec: { env: EnvRef; seed: { skill_source: string } },
+): EnvIssue[] {
+  if (spec.seed.skill_source !== "reference" || isHttpEnvRef(spec.env.id)) return [];
+  const entry = entries.find((e) => e.id === spec.env.id);
+  if (!entry || entry.reference_analyzer === true) return [];
+  return [{
+    path: "seed.skill_source",
+    code: "no_reference_analyzer",
+    message:
+      `${spec.env.id} lists no reference analyzer to write oracle skills: use seed.skill_source "policy"`,
   }];
 }

@@ -97,6 +97,7 @@ export {
   envSpecIssues,
   isHttpEnvRef,
   modelEnvIssues,
+  skillSourceIssues,
 } from "./env_catalog.ts";
 export {
   type CheckpointFileInput,

@@ -133,7 +133,7 @@ export const jobs = pgTable("jobs", {
   check("jobs_attempt_nonnegative", sql`${t.attempt} >= 0`),
   check("jobs_attempt_within_max", sql`${t.attempt} < ${t.maxAttempts}`),
   check("jobs_max_attempts_range", sql`${t.maxAttempts} between 1 and 100`),
-  check("jobs_method_known", sql`${t.method} in ('seed', 'grpo', 'sft')`),
+  check("jobs_method_known", sql`${t.method} in ('seed', 'grpo', 'gigpo', 'sft')`),
   check("jobs_device_known", sql`${t.device} in ('cpu', 'gpu')`),
   check("jobs_error_length", sql`${t.error} is null or length(${t.error}) <= 4000`),
   // The claim's order, restricted to the rows it can take.

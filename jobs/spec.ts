@@ -8,10 +8,22 @@
  */
 import { z } from "zod";
 
-/** Training methods. `grpo` is the SEED pipeline with λ_opd = 0 and no analysis; `sft` only warms up. */
-export const METHODS = ["seed", "grpo", "sft"] as const;
+/**
+ * Training methods, the paper's arms (workers/seed/README.md, Arms): `grpo` episode-level
+ * advantages only; `gigpo` episode- and step-level advantages (GiGPO); `seed` episode-level
+ * advantages plus L_opd (SEED as the authors' launchers run it); `sft` only warms up. `grpo` and
+ * `gigpo` are the SEED pipeline with λ_opd = 0 and no analysis.
+ */
+export const METHODS = ["seed", "grpo", "gigpo", "sft"] as const;
 /** A training method (see {@link METHODS}). */
 export type Method = (typeof METHODS)[number];
+
+/** Advantage estimators (JobSpec `advantage.estimator`; workers/seed/advantage.ts). */
+export const ESTIMATORS = ["grpo", "gigpo"] as const;
+/** Group normalisations (JobSpec `advantage.norm`). */
+export const NORMS = ["mean_std", "mean"] as const;
+/** Who writes the skills of a `seed` job (JobSpec `seed.skill_source`). */
+export const SKILL_SOURCES = ["policy", "reference"] as const;
 
 /** Devices a job can require; a worker only claims jobs of its own device. */
 export const DEVICES = ["cpu", "gpu"] as const;
@@ -150,13 +162,12 @@ const WarmupStage = (episodes: number, epochs: number, lr: number) =>
     batch_size: int(1, 4096).default(16),
   }).strict();
 
-/**
- * The JobSpec schema. Parse with `JobSpecSchema.parse(input)` (throws `z.ZodError` with field
- * paths) or `.safeParse`. Defaults suit the small CPU models trained here; the paper's 3B settings
- * are lr 1e-6, B = 16, G = 8, 150 updates.
- */
-export const JobSpecSchema = z.object({
-  /** `seed` (default), `grpo` (λ_opd = 0, no analysis) or `sft` (warm-up only). */
+/** The JobSpec's fields (see {@link JobSpecSchema}, which adds the cross-field rules). */
+const JobSpecObject = z.object({
+  /**
+   * `seed` (default), `grpo` (episode-level, λ_opd = 0, no analysis), `gigpo` (episode + step
+   * level, λ_opd = 0, no analysis) or `sft` (warm-up only). Picks the `advantage` defaults.
+   */
   method: z.enum(METHODS).default("seed"),
   model: z.object({
     /**
@@ -216,13 +227,17 @@ export const JobSpecSchema = z.object({
     /** Response token budget per turn. */
     max_new_tokens: int(1, 4096).default(64),
   }).strict().prefault({}),
+  /**
+   * Fields left out take the method's and environment's defaults ({@link armDefaults}: the
+   * authors' launchers); a field given here wins.
+   */
   advantage: z.object({
     /** `grpo` (pooled per task) or `gigpo` (adds the step-level anchor-state term). */
-    estimator: z.enum(["grpo", "gigpo"]).default("grpo"),
+    estimator: z.enum(ESTIMATORS).optional(),
     /** `mean_std`: (s − mean)/(std + 1e-6); `mean`: s − mean. */
-    norm: z.enum(["mean_std", "mean"]).default("mean_std"),
+    norm: z.enum(NORMS).optional(),
     /** p: score subtracted from a sample whose action was invalid. */
-    invalid_action_penalty: num(0, 100).default(0.1),
+    invalid_action_penalty: num(0, 100).optional(),
     /** Discount of the GiGPO step-level return. */
     gamma: num(0, 1).default(0.95),
     /** Episode reward R: `success` = 10·won; `score` = the env's score (sum of step rewards). */
@@ -235,6 +250,13 @@ export const JobSpecSchema = z.object({
     gate_beta: num(0, 1000).default(5),
     /** Which trajectories the analyzer summarises into skills (`none`: no analysis, no OPD). */
     analyze: z.enum(["all", "failed_only", "none"]).default("all"),
+    /**
+     * Who writes each analysed trajectory's skill: `policy` (the analyzer, θ_old; the paper's
+     * SEED) or `reference` (the environment's reference analyzer: an oracle skill, no analyzer
+     * warm-up or replay). SEED with `reference` − GRPO is the most skills can give this policy
+     * (workers/seed/README.md, Arms). Only for method `seed` with `analyze` other than `none`.
+     */
+    skill_source: z.enum(SKILL_SOURCES).default("policy"),
     /** Token budget of one analysis (greedy). */
     analyzer_max_new_tokens: int(1, 4096).default(192),
     /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
@@ -382,10 +404,95 @@ export const JobSpecSchema = z.object({
   }).strict().prefault({}),
 }).strict();
 
-/** A parsed JobSpec with every default filled in. */
-export type JobSpec = z.output<typeof JobSpecSchema>;
+/** What the object schema parses to: `advantage` fields may still be absent (filled below). */
+type SpecFields = z.output<typeof JobSpecObject>;
+/** A parsed JobSpec with every default filled in (`advantage` from {@link armDefaults}). */
+export type JobSpec = Omit<SpecFields, "advantage"> & {
+  advantage: Required<SpecFields["advantage"]>;
+};
 /** What a client may send: every field with a default is optional. */
-export type JobSpecInput = z.input<typeof JobSpecSchema>;
+export type JobSpecInput = z.input<typeof JobSpecObject>;
+/** The advantage settings an arm picks (see {@link armDefaults}). */
+export type ArmAdvantage = Pick<
+  JobSpec["advantage"],
+  "estimator" | "norm" | "invalid_action_penalty"
+>;
+
+/**
+ * Group normalisation of the authors' GiGPO launchers by environment id (examples/gigpo_trainer/
+ * run_{sokoban,ezpoints}.sh `mode="mean_norm"`, run_{alfworld,webshop,search}.sh
+ * `GIGPO_MODE=mean_std_norm`); other environments take `mean`, the GiGPO paper's setting.
+ */
+const GIGPO_NORM: Readonly<Record<string, JobSpec["advantage"]["norm"]>> = {
+  sokoban: "mean",
+  ezpoints: "mean",
+  household: "mean_std",
+  webshop: "mean_std",
+  search: "mean_std",
+};
+
+/**
+ * The advantage settings of an arm when the spec leaves them out, as the authors' launchers
+ * (agent_rl 2cf2fad, examples/seed_trainer/_common/*.sh, examples/grpo_trainer/*.sh,
+ * examples/gigpo_trainer/*.sh) run each method:
+ * - estimator: `gigpo` for method `gigpo`, else `grpo` (their SEED and GRPO launchers set
+ *   `step_advantage_w` 0: the episode-level advantage only); `estimator` (when the user set it)
+ *   replaces it, so `seed` on GiGPO takes GiGPO's normalisation;
+ * - norm: episode-level (`grpo`) `mean` for webshop (`SEED_MODE=mean_norm`, `GIGPO_MODE=mean_norm`)
+ *   and `mean_std` elsewhere; `gigpo` per {@link GIGPO_NORM};
+ * - invalid_action_penalty p: 0.01 for search, 0.1 elsewhere (`invalid_action_penalty_coef`).
+ * Environment ids are the built-in ones (household stands for ALFWorld); any other id takes the
+ * values of the unnamed rows.
+ */
+export function armDefaults(
+  method: Method,
+  envId: string,
+  estimator?: JobSpec["advantage"]["estimator"],
+): ArmAdvantage {
+  const est = estimator ?? (method === "gigpo" ? "gigpo" : "grpo");
+  return {
+    estimator: est,
+    norm: est === "gigpo" ? GIGPO_NORM[envId] ?? "mean" : envId === "webshop" ? "mean" : "mean_std",
+    invalid_action_penalty: envId === "search" ? 0.01 : 0.1,
+  };
+}
+
+/**
+ * The JobSpec schema. Parse with `JobSpecSchema.parse(input)` (throws `z.ZodError` with field
+ * paths) or `.safeParse`. Defaults suit the small CPU models trained here; the paper's 3B settings
+ * are lr 1e-6, B = 16, G = 8, 150 updates. `advantage` fields left out are filled from
+ * {@link armDefaults} of the spec's method and environment.
+ */
+export const JobSpecSchema = JobSpecObject.superRefine((spec, ctx) => {
+  if (spec.seed.skill_source === "reference" && spec.method !== "seed") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["seed", "skill_source"],
+      message:
+        `Cannot use seed.skill_source "reference" as it needs method "seed": current method is ${spec.method}`,
+    });
+  }
+  if (spec.seed.skill_source === "reference" && spec.seed.analyze === "none") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["seed", "skill_source"],
+      message:
+        `Cannot use seed.skill_source "reference" as seed.analyze must not be "none" (no trajectory would get a skill)`,
+    });
+  }
+}).overwrite((spec) => {
+  const arm = armDefaults(spec.method, spec.env.id, spec.advantage.estimator);
+  const a = spec.advantage;
+  return {
+    ...spec,
+    advantage: {
+      ...a,
+      estimator: arm.estimator,
+      norm: a.norm ?? arm.norm,
+      invalid_action_penalty: a.invalid_action_penalty ?? arm.invalid_action_penalty,
+    },
+  };
+}) as unknown as z.ZodType<JobSpec, JobSpecInput>;
 
 /**
  * The turn limit a job's episodes run with: `env.max_turns` when the spec sets it, else the

@@ -68,7 +68,7 @@ function commentBefore(lines: string[], i: number): string | undefined {
 export function fieldComments(source: string): Map<string, string> {
   const lines = source.split("\n");
   const out = new Map<string, string>();
-  const start = lines.findIndex((l) => l.startsWith("export const JobSpecSchema"));
+  const start = lines.findIndex((l) => l.startsWith("const JobSpecObject"));
   const stack: string[] = [];
   lines.forEach((line, i) => {
     const m = line.match(/^(\s*)([a-z_]+): /);

@@ -98,6 +98,65 @@ Deno.test("an app given an empty env list checks no env ids or options", async (
   });
 });
 
+Deno.test("seed.skill_source reference is a 422 on an env that lists no reference analyzer", async () => {
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    envs: () => [
+      { id: "custom", splits: [] },
+      { id: "graded", splits: [], reference_analyzer: true },
+    ],
+  });
+  const post = (json: unknown) => req(app, "POST", "/v1/jobs", { key: fx.keyA, json });
+  const before = await jobCount();
+  const res = await post({ env: { id: "custom" }, seed: { skill_source: "reference" } });
+  assert.equal(res.status, 422, await res.clone().text());
+  const body = await res.json();
+  assert.equal(body.errors[0].path, "seed.skill_source");
+  assert.equal(body.errors[0].code, "no_reference_analyzer");
+  assert.match(body.detail, /seed\.skill_source/);
+  assert.equal(await jobCount(), before);
+  // The same env with the policy's skills, and an env that lists one, are queued.
+  assert.equal((await post({ env: { id: "custom" } })).status, 201);
+  const graded = await post({ env: { id: "graded" }, seed: { skill_source: "reference" } });
+  assert.equal(graded.status, 201, await graded.clone().text());
+});
+
+Deno.test("every built-in env lists a reference analyzer and takes oracle skills", async () => {
+  assert.ok(ENV_CATALOG.envs.every((e) => e.reference_analyzer === true));
+  const res = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { env: { id: "household" }, seed: { skill_source: "reference" } },
+  });
+  assert.equal(res.status, 201, await res.clone().text());
+  assert.equal((await res.json()).spec.seed.skill_source, "reference");
+});
+
+Deno.test("a stored job spec carries its arm's advantage defaults, a user's field kept", async () => {
+  const post = async (json: unknown) => {
+    const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json });
+    assert.equal(res.status, 201, await res.clone().text());
+    return (await res.json()).spec.advantage;
+  };
+  const gigpo = await post({ method: "gigpo", env: { id: "sokoban" } });
+  assert.deepEqual([gigpo.estimator, gigpo.norm, gigpo.invalid_action_penalty], [
+    "gigpo",
+    "mean",
+    0.1,
+  ]);
+  const seed = await post({ env: { id: "webshop" }, advantage: { invalid_action_penalty: 1 } });
+  assert.deepEqual([seed.estimator, seed.norm, seed.invalid_action_penalty], ["grpo", "mean", 1]);
+  const bad = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { method: "grpo", env: { id: "sokoban" }, seed: { skill_source: "reference" } },
+  });
+  assert.equal(bad.status, 400);
+  assert.deepEqual((await bad.json()).errors.map((e: { path: string }) => e.path), [
+    "seed.skill_source",
+  ]);
+});
+
 Deno.test({
   name: "close the envs route fixture",
   fn: () => fx.close(),

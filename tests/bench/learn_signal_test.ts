@@ -21,7 +21,7 @@ function run(seed: number, won: number[], corr: number[]) {
       loss: 3,
     })
   );
-  return signalRows({ env: "sokoban", method: "seed", seed }, metrics);
+  return signalRows({ env: "sokoban", arm: "seed", method: "seed", seed }, metrics);
 }
 
 Deno.test("signal rows skip step 0 and keep only the signal metrics", () => {
@@ -32,12 +32,12 @@ Deno.test("signal rows skip step 0 and keep only the signal metrics", () => {
   const csv = signalCsv(rows).trim().split("\n");
   assert.equal(
     csv[0],
-    "env,method,seed,step,teacher_gap_won_mean,teacher_gap_lost_mean,old_logprob_won_mean," +
+    "env,arm,method,seed,step,teacher_gap_won_mean,teacher_gap_lost_mean,old_logprob_won_mean," +
       "teacher_gap_advantage_corr," +
       "zero_advantage_group_share,analyzer_parse_rate,skill_well_formed_rate,skill_truthful_rate," +
       "skill_truthful_won_rate,skill_truthful_lost_rate",
   );
-  assert.equal(csv[2], "sokoban,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,");
+  assert.equal(csv[2], "sokoban,seed,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,");
 });
 
 Deno.test("the signal summary counts the steps that meet each target and averages the last step", () => {

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { JobSpecSchema, maxTurnsOf, parseJobSpec, parseStoredJobSpec } from "../../jobs/spec.ts";
+import {
+  armDefaults,
+  JobSpecSchema,
+  maxTurnsOf,
+  parseJobSpec,
+  parseStoredJobSpec,
+} from "../../jobs/spec.ts";
 
 const issuesOf = (input: unknown) =>
   JobSpecSchema.safeParse(input).error?.issues.map((i) => i.path.join(".")) ?? [];
@@ -151,4 +157,83 @@ Deno.test("a stored spec with the old clip_ratio loads with both bounds and its 
     parseJobSpec({ env: { id: "sokoban" } }),
   );
   assert.throws(() => parseStoredJobSpec({ env: { id: "sokoban" }, optim: { clip_ratio: 2 } }));
+});
+
+Deno.test("each method's advantage defaults are the authors' launcher settings for its environment", () => {
+  const adv = (method: string, env: string) => {
+    const { estimator, norm, invalid_action_penalty } = parseJobSpec({ method, env: { id: env } })
+      .advantage;
+    return [estimator, norm, invalid_action_penalty];
+  };
+  // seed and grpo: episode-level; mean-only on webshop; p 0.01 on search.
+  for (const method of ["seed", "grpo"]) {
+    assert.deepEqual(adv(method, "sokoban"), ["grpo", "mean_std", 0.1]);
+    assert.deepEqual(adv(method, "household"), ["grpo", "mean_std", 0.1]);
+    assert.deepEqual(adv(method, "ezpoints"), ["grpo", "mean_std", 0.1]);
+    assert.deepEqual(adv(method, "webshop"), ["grpo", "mean", 0.1]);
+    assert.deepEqual(adv(method, "search"), ["grpo", "mean_std", 0.01]);
+    assert.deepEqual(adv(method, "my-env"), ["grpo", "mean_std", 0.1]);
+  }
+  // gigpo: episode + step level; mean-only where their GiGPO launchers say so.
+  assert.deepEqual(adv("gigpo", "sokoban"), ["gigpo", "mean", 0.1]);
+  assert.deepEqual(adv("gigpo", "ezpoints"), ["gigpo", "mean", 0.1]);
+  assert.deepEqual(adv("gigpo", "household"), ["gigpo", "mean_std", 0.1]);
+  assert.deepEqual(adv("gigpo", "search"), ["gigpo", "mean_std", 0.01]);
+  assert.deepEqual(adv("gigpo", "my-env"), ["gigpo", "mean", 0.1]);
+  assert.deepEqual(armDefaults("seed", "webshop"), {
+    estimator: "grpo",
+    norm: "mean",
+    invalid_action_penalty: 0.1,
+  });
+});
+
+Deno.test("advantage fields the user sets win over the arm's defaults, field by field", () => {
+  // seed on GiGPO: the estimator set, the rest from GiGPO's row.
+  const onGigpo = parseJobSpec({ env: { id: "sokoban" }, advantage: { estimator: "gigpo" } });
+  assert.equal(onGigpo.method, "seed");
+  assert.deepEqual(
+    [onGigpo.advantage.estimator, onGigpo.advantage.norm, onGigpo.advantage.invalid_action_penalty],
+    ["gigpo", "mean", 0.1],
+  );
+  const own = parseJobSpec({
+    method: "gigpo",
+    env: { id: "search" },
+    advantage: { norm: "mean_std", invalid_action_penalty: 1, gamma: 0.9 },
+  }).advantage;
+  assert.deepEqual(own, {
+    estimator: "gigpo",
+    norm: "mean_std",
+    invalid_action_penalty: 1,
+    gamma: 0.9,
+    reward_source: "success",
+  });
+  assert.equal(
+    parseJobSpec({ env: { id: "search" }, advantage: { invalid_action_penalty: 0 } }).advantage
+      .invalid_action_penalty,
+    0,
+  );
+  // A parsed spec parses to itself (the worker parses the stored spec again).
+  assert.deepEqual(parseJobSpec(onGigpo), onGigpo);
+});
+
+Deno.test("seed.skill_source is policy by default; reference needs method seed with analysis", () => {
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).seed.skill_source, "policy");
+  const oracle = parseJobSpec({ env: { id: "sokoban" }, seed: { skill_source: "reference" } });
+  assert.equal(oracle.seed.skill_source, "reference");
+  const sokoban = { id: "sokoban" };
+  assert.deepEqual(issuesOf({ env: sokoban, seed: { skill_source: "oracle" } }), [
+    "seed.skill_source",
+  ]);
+  for (const method of ["grpo", "gigpo", "sft"]) {
+    assert.deepEqual(issuesOf({ method, env: sokoban, seed: { skill_source: "reference" } }), [
+      "seed.skill_source",
+    ]);
+  }
+  assert.deepEqual(
+    issuesOf({ env: sokoban, seed: { skill_source: "reference", analyze: "none" } }),
+    ["seed.skill_source"],
+  );
+  assert.deepEqual(issuesOf({ env: sokoban, method: "gigpo", advantage: { norm: "max" } }), [
+    "advantage.norm",
+  ]);
 });

@@ -18,6 +18,8 @@ export interface EnvCatalogEntry {
   families: string[];
   /** Default turn limit per episode (JobSpec `env.max_turns`). */
   default_max_turns: number;
+  /** Whether it has a reference analyzer (JobSpec `seed.skill_source: "reference"` needs one). */
+  reference_analyzer: boolean;
 }
 
 /** The `GET /v1/envs` body: `{ envs: [...] }`. */
@@ -44,6 +46,7 @@ export function catalogEntryOf(env: Environment): EnvCatalogEntry {
     })),
     families: [...env.families],
     default_max_turns: env.defaultMaxTurns,
+    reference_analyzer: typeof env.referenceAnalysis === "function",
   };
 }
 

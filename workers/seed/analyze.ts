@@ -7,7 +7,7 @@
  */
 import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
 import { SeedOptionError } from "./errors.ts";
-import type { SkillLibrary } from "./skill_library.ts";
+import type { SkillLibrary, SkillSource } from "./skill_library.ts";
 import type { AnalyzeMode, TurnSample } from "./samples.ts";
 import { selectForAnalysis } from "./samples.ts";
 import {
@@ -95,6 +95,27 @@ export async function analyzeTrajectories<T extends Trajectory & { id: string }>
   return { analyses, analyzed: selected.length, parsed, raw };
 }
 
+/**
+ * The oracle analyze step (JobSpec `seed.skill_source: "reference"`): the environment's reference
+ * analyzer (`referenceAnalysis`, a truthful skill: the workflow of a won trajectory, the actual
+ * mistake of a lost one) writes the skill of every trajectory `mode` selects. Same result shape as
+ * {@link analyzeTrajectories}; every analysis parses, and `raw` holds each one's JSON text.
+ */
+export async function referenceAnalyses<T extends Trajectory & { id: string }>(
+  trajectories: readonly T[],
+  options: { mode: AnalyzeMode; analyze: (trajectory: T) => Promise<SkillAnalysis> },
+): Promise<AnalyzeResult> {
+  const selected = selectForAnalysis(trajectories, options.mode);
+  const analyses = new Map<string, SkillAnalysis | null>();
+  const raw = new Map<string, string>();
+  for (const t of selected) {
+    const a = await options.analyze(t);
+    analyses.set(t.id, a);
+    raw.set(t.id, JSON.stringify(a));
+  }
+  return { analyses, analyzed: selected.length, parsed: selected.length, raw };
+}
+
 /** The skill text per trajectory id (null where the analysis failed), for `teacherMask`. */
 export function skillsByTrajectory(
   analyses: ReadonlyMap<string, SkillAnalysis | null>,
@@ -129,6 +150,8 @@ export function recordSkills(
     trajectories: readonly (Trajectory & { id: string })[];
     analyses: ReadonlyMap<string, SkillAnalysis | null>;
     meanGaps?: ReadonlyMap<string, number>;
+    /** Who wrote the skills (JobSpec `seed.skill_source`); default `policy`. */
+    source?: SkillSource;
   },
 ): number {
   let added = 0;
@@ -142,6 +165,7 @@ export function recordSkills(
       trajectoryId: t.id,
       success: t.won,
       meanTeacherGap: input.meanGaps?.get(t.id) ?? null,
+      source: input.source ?? "policy",
     }, analysis.episode_summary);
     if (result.added) added++;
   }

@@ -4,7 +4,10 @@
  * - `seed`: warm up the policy and the analyzer, then RL updates with analysis, teacher
  *   re-scoring and λ_opd = `seed.opd_coef` (with `seed.analyze: "none"` it is GRPO: no analysis,
  *   no analyzer warm-up, λ_opd = 0);
- * - `grpo`: warm up the policy only, then RL updates without analysis, λ_opd = 0;
+ *   With `seed.skill_source: "reference"` the environment's reference analyzer writes the skills:
+ *   no analyzer warm-up and no analyzer replay (the policy's analyzer is never read);
+ * - `grpo` and `gigpo`: warm up the policy only, then RL updates without analysis, λ_opd = 0
+ *   (they differ only in their `advantage` defaults, jobs/spec.ts `armDefaults`);
  * - `sft`: the warm-up stages only (policy and analyzer), no updates.
  * π_ref exists for RL methods with `optim.kl_coef` > 0 (it is the warm-up checkpoint).
  */
@@ -23,6 +26,10 @@ export interface RunPlan {
   analysis: boolean;
   /** Which trajectories the analyzer reads when `analysis` is on. */
   analyze: "all" | "failed_only";
+  /** Who writes the skills when `analysis` is on (JobSpec `seed.skill_source`). */
+  skillSource: "policy" | "reference";
+  /** Whether the analyzer replay SFT term joins the update (analysis by the policy only). */
+  analyzerReplay: boolean;
   /** The λ_opd of the update: `seed.opd_coef` with analysis, else 0 (GRPO). */
   opd_coef: number;
   /** Whether a reference policy π_ref is kept for the KL term. */
@@ -33,7 +40,8 @@ export interface RunPlan {
 export function runPlan(spec: JobSpec): RunPlan {
   const rl = spec.method !== "sft";
   const analysis = spec.method === "seed" && spec.seed.analyze !== "none";
-  const analyzerWarmup = spec.method === "sft" || analysis;
+  const skillSource = spec.seed.skill_source;
+  const analyzerWarmup = spec.method === "sft" || (analysis && skillSource === "policy");
   return {
     steps: rl ? spec.steps : 0,
     warmup: spec.warmup.skip
@@ -43,6 +51,8 @@ export function runPlan(spec: JobSpec): RunPlan {
       : ["warmup_policy"],
     analysis,
     analyze: spec.seed.analyze === "failed_only" ? "failed_only" : "all",
+    skillSource,
+    analyzerReplay: analysis && skillSource === "policy",
     opd_coef: analysis ? spec.seed.opd_coef : 0,
     reference: rl && spec.optim.kl_coef > 0,
   };

@@ -10,6 +10,9 @@
 import { z } from "zod";
 import { checkNumber, SkillError } from "./errors.ts";
 
+/** Who wrote a skill: the policy's analyzer, or the environment's reference analyzer (oracle). */
+export type SkillSource = "policy" | "reference";
+
 /** Where one sighting of a skill came from. */
 export interface SkillProvenance {
   jobId: string;
@@ -23,6 +26,11 @@ export interface SkillProvenance {
   success: boolean;
   /** Mean teacher gap Δ = ℓ_T − ℓ_old over the trajectory's response tokens (nats); null if not re-scored. */
   meanTeacherGap: number | null;
+  /**
+   * Who wrote it (JobSpec `seed.skill_source`); absent in libraries written before it was kept,
+   * which were all the policy's.
+   */
+  source?: SkillSource;
 }
 
 /** One de-duplicated skill. */
@@ -66,6 +74,7 @@ const provenanceJson = z.object({
   trajectory_id: z.string().max(500),
   success: z.boolean(),
   mean_teacher_gap: z.number().nullable(),
+  source: z.enum(["policy", "reference"]).optional(),
 });
 
 const skillJson = z.object({
@@ -229,6 +238,7 @@ export class SkillLibrary {
           trajectory_id: p.trajectoryId,
           success: p.success,
           mean_teacher_gap: p.meanTeacherGap,
+          ...(p.source !== undefined ? { source: p.source } : {}),
         })),
       })),
     };
@@ -280,6 +290,7 @@ export class SkillLibrary {
           trajectoryId: p.trajectory_id,
           success: p.success,
           meanTeacherGap: p.mean_teacher_gap,
+          ...(p.source !== undefined ? { source: p.source } : {}),
         })),
       });
     }

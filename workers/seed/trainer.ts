@@ -28,6 +28,7 @@ import {
 import {
   analyzeTrajectories,
   recordSkills,
+  referenceAnalyses,
   skillsByTrajectory,
   teacherPrompts,
 } from "./analyze.ts";
@@ -176,7 +177,7 @@ export function checkAnalyzerBudget(
   env: Pick<AsyncEnvironment, "skillPatterns">,
 ): void {
   const plan = runPlan(spec);
-  if (!plan.analysis || !spec.seed.analyzer_constrained) return;
+  if (!plan.analysis || plan.skillSource === "reference" || !spec.seed.analyzer_constrained) return;
   const schemas = analyzerSchemas(spec, env);
   const used = plan.analyze === "failed_only" ? [schemas.lost] : [schemas.won, schemas.lost];
   const budget = spec.seed.analyzer_max_new_tokens;
@@ -257,6 +258,7 @@ export class SeedTrainer {
       trajectories: trajectories.list,
       analyses: analysis.analyses,
       meanGaps,
+      source: plan.skillSource,
     });
     // Δ on won vs lost tokens, corr(Δ, A), all-zero groups, skill quality (signal_metrics.ts).
     const signalStats = await signalMetrics({
@@ -272,7 +274,7 @@ export class SeedTrainer {
     signal?.throwIfAborted();
 
     await onStage("update");
-    const replay = plan.analysis ? await this.#analyzerReplay(trajectories.list) : [];
+    const replay = plan.analyzerReplay ? await this.#analyzerReplay(trajectories.list) : [];
     const update = await timer.time("update", () => this.#update(step, scored.rl, replay, signal));
 
     const base = stepMetrics({
@@ -292,6 +294,8 @@ export class SeedTrainer {
       teacher_samples: withTeacher.length,
       ...(gapTokens > 0 ? { teacher_gap_mean: gapSum / gapTokens } : {}),
       skill_library_size: this.parts.library.size,
+      // Skills written by the environment's reference analyzer (seed.skill_source "reference").
+      reference_analyses: plan.analysis && plan.skillSource === "reference" ? analysis.analyzed : 0,
       // SEED's own work inside the rescore and update phases (0 for GRPO), wall seconds.
       teacher_pass_seconds: scored.teacherSeconds,
       analyzer_replay_seconds: update.replaySeconds,
@@ -349,16 +353,22 @@ export class SeedTrainer {
   async #analyze(trajectories: RolloutTrajectory[]) {
     const { spec, plan, theta, env } = this.parts;
     let tokens = 0;
-    const r = await analyzeTrajectories(trajectories, {
-      mode: plan.analyze,
-      prompt: analyzerPromptOptions(spec.seed),
-      generate: async (prompts, analysed) => {
-        const won = analysed.map((t) => t.won);
-        const g = await theta.generate(prompts, analyzerGenerateOptions(spec, env, won));
-        tokens += g.tokens;
-        return g.texts;
-      },
-    });
+    // The oracle arm: the environment's reference analyzer writes every skill (no decoding).
+    const r = plan.skillSource === "reference"
+      ? await referenceAnalyses(trajectories, {
+        mode: plan.analyze,
+        analyze: (t) => env.referenceAnalysis(t),
+      })
+      : await analyzeTrajectories(trajectories, {
+        mode: plan.analyze,
+        prompt: analyzerPromptOptions(spec.seed),
+        generate: async (prompts, analysed) => {
+          const won = analysed.map((t) => t.won);
+          const g = await theta.generate(prompts, analyzerGenerateOptions(spec, env, won));
+          tokens += g.tokens;
+          return g.texts;
+        },
+      });
     if (!spec.seed.analyzer_summary) {
       // Free text may still carry one (a summary written first, or a layout the stops miss):
       // the job asked for none, so the library and the dumps carry none (JobSpec doc).

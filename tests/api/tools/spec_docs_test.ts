@@ -33,7 +33,7 @@ Deno.test("every JobSpec field is documented with a type, a default or requiredn
   assert.equal(byPath.get("env.id")?.default, "**required**");
   assert.equal(byPath.get("rollout.group_size")?.default, "`8`");
   assert.equal(byPath.get("rollout.group_size")?.bounds, "1–64");
-  assert.equal(byPath.get("method")?.type, "`seed` \\| `grpo` \\| `sft`");
+  assert.equal(byPath.get("method")?.type, "`seed` \\| `grpo` \\| `gigpo` \\| `sft`");
 });
 
 Deno.test("comments inside a helper apply to every field built from it", () => {

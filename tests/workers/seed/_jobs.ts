@@ -17,6 +17,7 @@ import {
   listCheckpoints,
   listEvents,
   listMetrics,
+  METHODS,
   parseJobSpec,
   readCheckpointFile,
   submitJob,
@@ -109,7 +110,7 @@ export function trainerRegistry(
     return registry;
   }
   const handler = wrap(createSeedHandler(options));
-  for (const m of ["seed", "grpo", "sft"]) registry.register(m, handler);
+  for (const m of METHODS) registry.register(m, handler);
   return registry;
 }
 

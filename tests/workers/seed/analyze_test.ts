@@ -141,6 +141,7 @@ Deno.test("the analyzer runs once over the failed trajectories and counts what p
     trajectoryId: "b0g1",
     success: false,
     meanTeacherGap: 0.3,
+    source: "policy",
   }]);
 });
 

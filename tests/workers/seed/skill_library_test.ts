@@ -100,3 +100,21 @@ Deno.test("malformed or duplicated stored libraries are rejected", () => {
 Deno.test("an empty skill is not added", () => {
   assert.throws(() => new SkillLibrary("j").add(" ?! ", sighting(1, "t", true, null)), SkillError);
 });
+
+Deno.test("a sighting's source (policy or reference analyzer) survives the stored form", () => {
+  const library = new SkillLibrary("job-1");
+  library.add("push up", { ...sighting(1, "t1", true, null), source: "reference" });
+  library.add("push up", { ...sighting(2, "t2", true, null), source: "policy" });
+  library.add("push up", sighting(3, "t3", true, null));
+  const json = library.toJSON(3);
+  assert.deepEqual(json.skills[0].provenance.map((p) => p.source), [
+    "reference",
+    "policy",
+    undefined,
+  ]);
+  const restored = SkillLibrary.fromJSON(JSON.parse(JSON.stringify(json)));
+  assert.deepEqual(
+    restored.get("push up")!.provenance.map((p) => p.source),
+    ["reference", "policy", undefined],
+  );
+});

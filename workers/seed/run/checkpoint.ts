@@ -22,6 +22,7 @@
  * resumes on the base named by `model.base` (resolved again) with the adapter read back.
  */
 import { z } from "zod";
+import { METHODS } from "../../../jobs/mod.ts";
 import {
   type AdamWState,
   ADAPTER_FILES,
@@ -50,7 +51,7 @@ export const TRAINER_STATE_FILE = "trainer_state.json";
 const trainerStateSchema = z.object({
   version: z.literal(1),
   job_id: z.string(),
-  method: z.enum(["seed", "grpo", "sft"]),
+  method: z.enum(METHODS),
   env_id: z.string(),
   step: z.number().int().min(0),
   total_steps: z.number().int().min(0),

@@ -25,7 +25,7 @@
  * folder (checkpoint.ts), and a resumed run resolves `model.base` again and reads the adapter
  * onto it.
  */
-import { type JobSpec, maxTurnsOf } from "../../../jobs/mod.ts";
+import { type JobSpec, maxTurnsOf, METHODS } from "../../../jobs/mod.ts";
 import { type AsyncEnvironment, resolveEnvironment } from "../../envs/mod.ts";
 import type { EngineOptions } from "../../engine/mod.ts";
 import {
@@ -134,7 +134,7 @@ export function createHandler(options: SeedHandlerOptions = {}): JobHandler {
 }
 
 /**
- * Registers the handler for `seed`, `grpo` and `sft` (default: the worker's registry), to run in
+ * Registers the handler for every JobSpec method (`seed`, `grpo`, `gigpo`, `sft`) (default: the worker's registry), to run in
  * a compute process; `options` must be plain data (it is copied into the child).
  */
 export function registerSeedHandlers(
@@ -142,7 +142,7 @@ export function registerSeedHandlers(
   options: SeedHandlerOptions = {},
 ): void {
   const module = new URL(import.meta.url);
-  for (const method of ["seed", "grpo", "sft"]) registry.register(method, { module, options });
+  for (const method of METHODS) registry.register(method, { module, options });
 }
 
 async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunState> {
