@@ -90,7 +90,6 @@ const SPEC = {
     analyzer_max_new_tokens: 24,
     analyzer_max_steps: 2,
     analyzer_max_field_chars: 64,
-    skill_grammar: "free",
   },
   warmup: {
     policy: { episodes: 2, epochs: 1, batch_size: 8 },

@@ -78,8 +78,6 @@ async function runJob(variant: "lora" | "full", layers: number) {
     seed: {
       analyzer_max_new_tokens: 32,
       analyzer_max_steps: 2,
-      analyzer_replay_samples: 1,
-      skill_grammar: "free",
     },
     warmup: { skip: true },
     optim: { lr: 1e-4, mini_batch_size: 8 },

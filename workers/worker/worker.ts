@@ -21,7 +21,7 @@ import {
   FenceLostError,
   fenceOf,
   type Job,
-  JobSpecSchema,
+  parseStoredJobSpec,
   type Reaper,
   releaseJob,
   startReaper,
@@ -237,7 +237,7 @@ export class Worker {
           }`,
         );
       }
-      const spec = JobSpecSchema.parse(job.spec);
+      const spec = parseStoredJobSpec(job.spec);
       const ctx = createJobContext({
         db,
         store,
