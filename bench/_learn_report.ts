@@ -47,8 +47,8 @@ export interface RunTiming {
   /**
    * Mean seconds per update of each phase, by name (`seconds_<phase>` of the step metrics without
    * the prefix, `eval` excluded; they add up to `secondsPerUpdate`), and of SEED's own work inside
-   * two of them ({@link SEED_PARTS}: `teacher_pass`, `analyzer_replay`, from the step metrics
-   * `teacher_pass_seconds` and `analyzer_replay_seconds`). Absent: not split.
+   * one of them ({@link SEED_PARTS}: `teacher_pass`, from the step metric
+   * `teacher_pass_seconds`). Absent: not split.
    */
   phaseSeconds?: Readonly<Record<string, number>>;
   /** Mean analyzer parse rate over updates; null when nothing was analysed (GRPO). */
@@ -280,17 +280,15 @@ export function diffCsv(diffs: readonly DiffRow[]): string {
 /** SEED's own work inside a phase (a `phaseSeconds` key) → the phase that holds it. */
 export const SEED_PARTS: Readonly<Record<string, string>> = {
   teacher_pass: "rescore",
-  analyzer_replay: "update",
 };
 
 /**
  * Seconds per update by phase, GRPO beside SEED (means over seeds), as Markdown lines, then the
  * SEED run's own split. SEED − GRPO per phase says where SEED's extra time goes (analyze is
- * SEED's alone; rescore holds its teacher pass, update its analyzer replay, each shown under its
- * phase). The runs are sequential, so on a loaded machine the phases both do (rollout, the old
+ * SEED's alone; rescore holds its teacher pass, shown under its phase). The runs are sequential, so on a loaded machine the phases both do (rollout, the old
  * and reference passes, the RL update) move between them too; the last line compares inside the
  * SEED run alone: its seconds per update over the same run without SEED's own work (analyze,
- * teacher pass, analyzer replay), the GRPO-equivalent cost at the same moment.
+ * teacher pass), the GRPO-equivalent cost at the same moment.
  */
 export function phaseTable(
   grpo: Readonly<Record<string, number>>,
@@ -322,11 +320,11 @@ export function phaseTable(
     }
   }
   lines.push(row("total", total(grpo), total(seed)));
-  const own = (seed.analyze ?? 0) + (seed.teacher_pass ?? 0) + (seed.analyzer_replay ?? 0);
+  const own = (seed.analyze ?? 0) + (seed.teacher_pass ?? 0);
   const all = total(seed);
   lines.push(
     "",
-    `${env}: ${A}'s own work (analyze + teacher pass + analyzer replay) ${fix(own, 2)} s of ${
+    `${env}: ${A}'s own work (analyze + teacher pass) ${fix(own, 2)} s of ${
       fix(all, 2)
     } s per update; inside the ${A} run, ${A} ÷ (the same updates without it) ${
       fix(all > own ? all / (all - own) : NaN, 2, "n/a")

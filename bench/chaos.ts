@@ -87,10 +87,9 @@ const SPEC = {
   env: { id: "sokoban", max_turns: 3, history: 0 },
   rollout: { tasks_per_step: 2, group_size: 2, max_new_tokens: 6 },
   seed: {
-    analyzer_max_new_tokens: 24,
+    analyzer_max_new_tokens: 48,
     analyzer_max_steps: 2,
     analyzer_max_field_chars: 64,
-    skill_grammar: "free",
   },
   warmup: {
     policy: { episodes: 2, epochs: 1, batch_size: 8 },

@@ -79,7 +79,6 @@ const prompts = trajectories.map((t) =>
   buildAnalyzerPrompt(t, {
     maxSteps: spec.seed.analyzer_max_steps,
     maxFieldChars: spec.seed.analyzer_max_field_chars,
-    feedback: spec.seed.analyzer_feedback,
   })
 );
 const won = trajectories.map((t) => t.won);
@@ -112,7 +111,7 @@ const configs = [
   { name: "ws0 on", maxWhitespace: 0, jumpForward: true }, // the default since
 ];
 const schemasOf = (maxWhitespace: number): JsonObjectSchema[] => {
-  const patterns = env.skillPatterns!, summary = spec.seed.analyzer_summary;
+  const patterns = env.skillPatterns!, summary = false;
   const won_ = analysisSchema({ skillPattern: patterns.won, summary, maxWhitespace });
   const lost = analysisSchema({ skillPattern: patterns.lost, summary, maxWhitespace });
   return won.map((w) => (w ? won_ : lost));

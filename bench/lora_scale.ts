@@ -76,10 +76,8 @@ async function runJob(variant: "lora" | "full", layers: number) {
     env: { id: "sokoban", max_turns: 2, history: 0 },
     rollout: { tasks_per_step: 1, group_size: 2, max_new_tokens: 4 },
     seed: {
-      analyzer_max_new_tokens: 32,
+      analyzer_max_new_tokens: 48,
       analyzer_max_steps: 2,
-      analyzer_replay_samples: 1,
-      skill_grammar: "free",
     },
     warmup: { skip: true },
     optim: { lr: 1e-4, mini_batch_size: 8 },

@@ -28,7 +28,7 @@
  *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory
  *   (bench/analyzer_probe.ts on seed 1's warm-up: "push it left then up" for 97 of 124, truthful
  *   0 of 124); 768 more × 3 epochs made
- *   32 of 112 won and 7 of 16 lost skills truthful. With the Effect lines (seed.analyzer_feedback)
+ *   32 of 112 won and 7 of 16 lost skills truthful. With the Effect lines (now always shown)
  *   the window is 1 step: the earlier moves are in one `Earlier effects:` line (42 of 122 and 2 of
  *   6 truthful at 1 step vs 32/112 and 7/16 at 3, SFT 191 vs 269 s). Over seeds 1,2,3 (bench:learn,
  *   README, Algorithm, step 3): truthful 39.5% vs 12.6% of trajectories, analysis 1.27 vs 1.80 s
@@ -53,23 +53,17 @@
  *   evaluations 36 s; updates ~16 s each at 55–89% rollout success), with 12 on a quiet machine
  *   10 min 3 s (263 + 106 s warm-up, 176 s of updates, 36 s of evaluations).
  *
- * - No analyzer replay (`seed.analyzer_replay_samples` 0; the JobSpec default is 8): it was added
- *   to keep skills readable through RL, and the skill grammar (`seed.skill_grammar` "env") now does
- *   that by construction. bench:learn over seeds 1,2,3 (8 updates × 64 episodes from the same
- *   warm-ups, 100 evaluation episodes per split; 2026-12-02, `--extra
- *   '{"seed":{"analyzer_replay_samples":0}}'`) against the same run with it: skills well-formed
- *   100% in both, truthful 12% of trajectories over all updates in both (21% vs 16% at step 8),
- *   corr(Δ, A) > 0 at 24 vs 23 of 24 updates (mean +0.21 in both), Δ on won tokens −0.015 vs
- *   −0.011 nats, SEED − GRPO at step 8 −3.3 [−19.9, 13.2] vs −3.0 [−10.5, 4.5] (test_seen) and
- *   +2.7 [−1.1, 6.5] vs +3.3 [−2.9, 9.6] (test_unseen); the replay cost 2.2 s of a 16.0 s update.
- *   Measured on Sokoban only; household inherits it untested.
+ * - No analyzer replay (retired field `seed.analyzer_replay_samples`; its code is gone): it was
+ *   added to keep skills readable through RL, and the skill grammar does that by construction.
+ *   bench:learn over seeds 1,2,3 (8 updates × 64 episodes, 100 evaluation episodes per split;
+ *   2026-12-02): skills well-formed 100% and truthful 12% with and without it; SEED − GRPO at
+ *   step 8 within each other's intervals; the replay cost 2.2 s of a 16.0 s update.
  *
  * `analyzer_max_new_tokens` is 96 because the reference analyses run to ~74 tokens for Sokoban.
- * `analyzer_summary` is false in both presets: only the skill reaches the loss, and at this model
- * size the summaries were word salad shown in the dashboard. It saves less than hoped: 17 of ~150
- * generated tokens per analysis, analyze 2.09 → 1.96 s per update (seed 1, 2 updates, one run
- * each; the phase is mostly the analysis prompts' prefill). The analyzer warm-up still trains on
- * skill-then-summary targets.
+ * RL-time analyses decode the skill alone, no summary (retired field `seed.analyzer_summary`):
+ * only the skill reaches the loss, and at this model size the summaries were word salad shown in
+ * the dashboard; analyze 2.09 → 1.96 s per update (seed 1, 2 updates). The analyzer warm-up still
+ * trains on skill-then-summary targets.
  * `analyzer_max_steps` (1 for sokoban since 2026-12-02, see above; 3 before and for household)
  * departs from the reference code (its analyzer reads the whole trajectory): with 20 (every step
  * of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
@@ -129,8 +123,6 @@ const SHARED = {
     warmup_steps: 2,
   },
   analyzerWarmup: { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
-  /** SEED settings beyond the analyzer's lengths: no analyzer replay, no summary (module doc). */
-  seed: { analyzer_replay_samples: 0, analyzer_summary: false },
   schedule: {
     steps: 10,
     eval_every: 5,
@@ -141,7 +133,6 @@ const SHARED = {
 } satisfies {
   optim: JobSpecInput["optim"];
   analyzerWarmup: NonNullable<JobSpecInput["warmup"]>["analyzer"];
-  seed: JobSpecInput["seed"];
   schedule: Partial<JobSpecInput>;
 };
 
@@ -161,7 +152,6 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 8 },
     seed: {
-      ...SHARED.seed,
       analyzer_max_new_tokens: 96,
       analyzer_max_steps: 1,
       analyzer_max_field_chars: 200,
@@ -188,7 +178,6 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 16 },
     seed: {
-      ...SHARED.seed,
       analyzer_max_new_tokens: 192,
       analyzer_max_steps: 3,
       analyzer_max_field_chars: 200,

@@ -259,40 +259,10 @@ const JobSpecObject = z.object({
     skill_source: z.enum(SKILL_SOURCES).default("policy"),
     /** Token budget of one analysis (greedy). */
     analyzer_max_new_tokens: int(1, 4096).default(192),
-    /** Analyzer decodes under the analysis JSON schema: every analysis parses (README). */
-    analyzer_constrained: z.boolean().default(true),
-    /**
-     * RL-time analyses write `episode_summary` after the skill. Only the skill reaches the loss
-     * (the teacher prompt), so `false` decodes `{"episode_skill": "…"}` alone and saves the
-     * summary's decode steps; library entries store `"summary": ""`, dumps `"summary": null`.
-     * Analyzer warm-up and replay targets keep it in every case.
-     */
-    analyzer_summary: z.boolean().default(true),
-    /**
-     * `env`: with `analyzer_constrained`, the skill is also held to the environment's skill
-     * grammar where it has one (built-in sokoban and household): every skill is a sentence its
-     * reference analyzer could write, a workflow for a won trajectory and a failure sentence for a
-     * lost one (README, The analyzer). `free`: any text.
-     */
-    skill_grammar: z.enum(["env", "free"]).default("env"),
-    /**
-     * Analyzer replay: trajectories of each update, labelled by the environment's reference
-     * analyzer, whose analyzer SFT loss is added to the update (keeps skills readable through RL).
-     */
-    analyzer_replay_samples: int(0, 4096).default(8),
-    /** Weight of the analyzer replay's token-mean NLL in the update loss (0 turns it off). */
-    analyzer_replay_coef: num(0, 100).default(0.5),
     /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
     analyzer_max_steps: int(1, 200).default(8),
     /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
     analyzer_max_field_chars: int(16, 100_000).default(600),
-    /**
-     * Show the environment's per-step feedback (what the action did) to the analyzer as `Effect:`
-     * lines, the omitted steps' as one `Earlier effects:` line (≤ max(`analyzer_max_steps`, 8) ×
-     * `analyzer_max_field_chars` chars). `false`: the reference code's prompt. No change for
-     * environments without feedback (README, Algorithm, step 3).
-     */
-    analyzer_feedback: z.boolean().default(true),
   }).strict().prefault({}),
   optim: z.strictObject({
     /** AdamW learning rate (peak, for schedules). */
@@ -515,26 +485,49 @@ export function parseJobSpec(input: unknown): JobSpec {
 }
 
 /**
- * Parses a spec as stored with a job, accepting the fields of earlier versions of the schema that
- * a new submit refuses: `optim.clip_ratio` (one ε) becomes `clip_ratio_low` and
- * `clip_ratio_high` where those are absent; such a spec predates `optim.loss_aggregation` and
- * ran with one token mean per mini-batch, so it keeps `token_mean` unless it says otherwise (a
- * resumed job keeps its loss). The input is not modified.
+/**
+ * JobSpec fields that existed once and are read no more: the measured departures that became
+ * fixed behaviour (jobs/README.md, Retired fields). A stored spec written before their removal
+ * still runs: `parseStoredJobSpec` drops them; a new submit that sets one is refused (400).
+ */
+export const RETIRED_SEED_FIELDS = [
+  "analyzer_constrained",
+  "analyzer_summary",
+  "skill_grammar",
+  "analyzer_feedback",
+  "analyzer_replay_samples",
+  "analyzer_replay_coef",
+] as const;
+
+/**
+ * Parses a spec as stored with a job (the defaulted output of `parseJobSpec` at submit time,
+ * possibly written by an earlier release), accepting the fields of earlier schemas that a new
+ * submit refuses: the fields of {@link RETIRED_SEED_FIELDS} are dropped; `optim.clip_ratio` (one
+ * ε) becomes `clip_ratio_low` and `clip_ratio_high` where those are absent, and such a spec
+ * predates `optim.loss_aggregation` and ran with one token mean per mini-batch, so it keeps
+ * `token_mean` unless it says otherwise (a resumed job keeps its loss). The input is not modified.
  * @throws z.ZodError with field paths when the stored spec is invalid under both schemas.
  */
 export function parseStoredJobSpec(stored: unknown): JobSpec {
-  const optim = (stored as { optim?: unknown } | null)?.optim;
-  if (typeof optim !== "object" || optim === null || !Object.hasOwn(optim, "clip_ratio")) {
+  if (stored === null || typeof stored !== "object" || Array.isArray(stored)) {
     return JobSpecSchema.parse(stored);
   }
-  const { clip_ratio, ...rest } = optim as Record<string, unknown>;
-  return JobSpecSchema.parse({
-    ...(stored as Record<string, unknown>),
-    optim: {
+  const spec = { ...stored } as Record<string, unknown>;
+  const seed = spec.seed;
+  if (seed !== null && typeof seed === "object" && !Array.isArray(seed)) {
+    const kept = { ...seed } as Record<string, unknown>;
+    for (const field of RETIRED_SEED_FIELDS) delete kept[field];
+    spec.seed = kept;
+  }
+  const optim = spec.optim;
+  if (typeof optim === "object" && optim !== null && Object.hasOwn(optim, "clip_ratio")) {
+    const { clip_ratio, ...rest } = optim as Record<string, unknown>;
+    spec.optim = {
       clip_ratio_low: clip_ratio,
       clip_ratio_high: clip_ratio,
       loss_aggregation: "token_mean",
       ...rest,
-    },
-  });
+    };
+  }
+  return JobSpecSchema.parse(spec);
 }

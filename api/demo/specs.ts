@@ -76,7 +76,6 @@ export const SEARCH_SEED: JobSpecInput = {
     analyzer_max_new_tokens: 160,
     analyzer_max_steps: 4,
     analyzer_max_field_chars: 400,
-    analyzer_summary: false,
   },
   warmup: SHORT_WARMUP,
   eval: { episodes: 48, temperature: 1 },

@@ -103,27 +103,19 @@ Deno.test("summarize averages each phase's seconds over seeds", () => {
 });
 
 Deno.test("phaseTable puts SEED's own work under its phase and compares inside the SEED run", () => {
-  const grpo = { rollout: 5, rescore: 10, update: 15, teacher_pass: 0.001, analyzer_replay: 0 };
-  const seed = {
-    rollout: 5,
-    analyze: 6,
-    rescore: 14,
-    teacher_pass: 4,
-    update: 20,
-    analyzer_replay: 5,
-  };
+  const grpo = { rollout: 5, rescore: 10, update: 15, teacher_pass: 0.001 };
+  const seed = { rollout: 5, analyze: 6, rescore: 14, teacher_pass: 4, update: 20 };
   const lines = phaseTable(grpo, seed, "sokoban");
   assert.ok(lines.includes("| sokoban | rescore | 10.00 | 14.00 | 4.00 | 1.40 |"));
   assert.ok(lines.includes("| sokoban | rescore: teacher pass | 0.00 | 4.00 | 4.00 | n/a |"));
-  assert.ok(lines.includes("| sokoban | update: analyzer replay | 0.00 | 5.00 | 5.00 | n/a |"));
   assert.ok(lines.includes("| sokoban | analyze | 0.00 | 6.00 | 6.00 | n/a |"));
   // Totals over phases only (parts are inside them): 30 and 5 + 6 + 14 + 20 = 45.
   assert.ok(lines.includes("| sokoban | total | 30.00 | 45.00 | 15.00 | 1.50 |"));
-  // Own work 6 + 4 + 5 = 15 of 45: 45 / 30 = 1.50.
+  // Own work 6 + 4 = 10 of 45: 45 / 35 = 1.29.
   assert.equal(
     lines.at(-1),
-    "sokoban: SEED's own work (analyze + teacher pass + analyzer replay) 15.00 s of 45.00 s per " +
-      "update; inside the SEED run, SEED ÷ (the same updates without it) 1.50",
+    "sokoban: SEED's own work (analyze + teacher pass) 10.00 s of 45.00 s per " +
+      "update; inside the SEED run, SEED ÷ (the same updates without it) 1.29",
   );
 });
 

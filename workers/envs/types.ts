@@ -184,8 +184,7 @@ export interface Environment {
   judgeSkill?(trajectory: Trajectory, skill: string): SkillJudgement;
   /**
    * Optional: the reference analyzer's skill sentences as literal text, split by outcome (regular
-   * patterns, see {@link SkillPatterns}); with `seed.skill_grammar: "env"` the analyzer decodes a
-   * won trajectory's `episode_skill` under `won` and a lost one's under `lost`, so every skill is
+   * patterns, see {@link SkillPatterns}); the analyzer decodes a won trajectory's `episode_skill` under `won` and a lost one's under `lost`, so every skill is
    * well-formed by construction and of the kind its outcome calls for.
    */
   readonly skillPatterns?: SkillPatterns;

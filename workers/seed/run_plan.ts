@@ -5,7 +5,7 @@
  *   re-scoring and λ_opd = `seed.opd_coef` (with `seed.analyze: "none"` it is GRPO: no analysis,
  *   no analyzer warm-up, λ_opd = 0);
  *   With `seed.skill_source: "reference"` the environment's reference analyzer writes the skills:
- *   no analyzer warm-up and no analyzer replay (the policy's analyzer is never read);
+ *   no analyzer warm-up (the policy's analyzer is never read);
  * - `grpo` and `gigpo`: warm up the policy only, then RL updates without analysis, λ_opd = 0
  *   (they differ only in their `advantage` defaults, jobs/spec.ts `armDefaults`);
  * - `sft`: the warm-up stages only (policy and analyzer), no updates.
@@ -28,8 +28,6 @@ export interface RunPlan {
   analyze: "all" | "failed_only";
   /** Who writes the skills when `analysis` is on (JobSpec `seed.skill_source`). */
   skillSource: "policy" | "reference";
-  /** Whether the analyzer replay SFT term joins the update (analysis by the policy only). */
-  analyzerReplay: boolean;
   /** The λ_opd of the update: `seed.opd_coef` with analysis, else 0 (GRPO). */
   opd_coef: number;
   /** Whether a reference policy π_ref is kept for the KL term. */
@@ -52,7 +50,6 @@ export function runPlan(spec: JobSpec): RunPlan {
     analysis,
     analyze: spec.seed.analyze === "failed_only" ? "failed_only" : "all",
     skillSource,
-    analyzerReplay: analysis && skillSource === "policy",
     opd_coef: analysis ? spec.seed.opd_coef : 0,
     reference: rl && spec.optim.kl_coef > 0,
   };

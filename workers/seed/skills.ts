@@ -32,13 +32,10 @@ export interface AnalyzerPromptOptions {
 export function analyzerPromptOptions(seed: {
   analyzer_max_steps: number;
   analyzer_max_field_chars: number;
-  analyzer_feedback: boolean;
 }): AnalyzerPromptOptions {
-  return {
-    maxSteps: seed.analyzer_max_steps,
-    maxFieldChars: seed.analyzer_max_field_chars,
-    feedback: seed.analyzer_feedback,
-  };
+  // Effect lines always: skills truthful on 39.5% vs 12.6% of trajectories without them
+  // (bench/RESULTS.md, 2026-12-02).
+  return { maxSteps: seed.analyzer_max_steps, maxFieldChars: seed.analyzer_max_field_chars };
 }
 
 /** Shortens `text` to at most `max` chars by cutting its middle (head and tail both matter). */
@@ -250,8 +247,8 @@ export interface AnalysisSchemaOptions extends ParseSkillOptions {
   /** An environment's skill grammar (literal text) the skill must be a sentence of. */
   skillPattern?: SkillPattern;
   /**
-   * Whether the object has `episode_summary` after the skill (JobSpec `seed.analyzer_summary`).
-   * Default true. Without it the object closes right after the skill, so generation stops there.
+   * Whether the object has `episode_summary` after the skill: true (the default) for warm-up
+   * targets, false for RL-time analyses (`analyzerSchemas`). Without it the object closes right after the skill, so generation stops there.
    */
   summary?: boolean;
   /**

@@ -57,24 +57,6 @@ import {
 export const ACTION_STOP = "</action>";
 
 /**
- * Stop string of an analysis decoded without its schema (`seed.analyzer_constrained: false`):
- * the end of `{"episode_skill": "…", "episode_summary": "…"}`. Constrained decoding stops when
- * the object closes instead.
- */
-export const ANALYSIS_STOP = '"}';
-
-/**
- * Further stop strings of an analysis decoded without its schema when the job wants no summary
- * (`seed.analyzer_summary: false`): the summary's key where it follows a closed string value, as
- * after the skill in `analysisTarget`'s order (`","episode_summary`, the warm-up's form) or the
- * prompt's (`", "episode_summary`). The text then ends in an unclosed object whose closed
- * `"episode_skill": "…"` pair the lenient parser reads. Not the bare key: an answer that writes
- * the summary first (the paper's order) or quotes the key inside its skill (`\"episode_summary`)
- * would be cut before its skill and lose it; those, and other layouts, run to `ANALYSIS_STOP`.
- */
-export const SUMMARY_KEY_STOPS: readonly string[] = ['","episode_summary', '", "episode_summary'];
-
-/**
  * `text` without any {@link IMAGE_PLACEHOLDER}, removed until none is left: one pass of
  * `replaceAll` turned `<im<image>age>` into `<image>`, which a later prompt quoting the text
  * (a skill, a search echoed by the env) would read as an image slot without an image.

@@ -23,7 +23,6 @@ import {
   type Rng,
   type Sample,
   stepMeans,
-  TOKEN_NLL,
 } from "../model/mod.ts";
 import {
   analyzeTrajectories,
@@ -46,19 +45,8 @@ import { signalMetrics } from "./signal_metrics.ts";
 import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
-import {
-  analysisSchema,
-  analysisTarget,
-  analyzerPromptOptions,
-  buildAnalyzerPrompt,
-} from "./skills.ts";
-import {
-  ACTION_STOP,
-  ANALYSIS_STOP,
-  SUMMARY_KEY_STOPS,
-  type TextGenerateOptions,
-  type TextPolicy,
-} from "./text_policy.ts";
+import { analysisSchema, analyzerPromptOptions } from "./skills.ts";
+import { ACTION_STOP, type TextGenerateOptions, type TextPolicy } from "./text_policy.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -110,54 +98,44 @@ export interface StepOutcome {
 
 /**
  * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`) for trajectories of these
- * outcomes (`won[i]` of prompt i): under the analysis schema (every answer parses; the skill held
- * to the environment's grammar for that outcome per `seed.skill_grammar`; no summary field when
- * `seed.analyzer_summary` is false) unless `seed.analyzer_constrained` is false, then free text
- * cut at `ANALYSIS_STOP` (and, without the summary, at `SUMMARY_KEY_STOPS`). Evaluation or any
- * other caller of the analyzer uses the same options.
+ * outcomes (`won[i]` of prompt i): under the analysis schema of `analyzerSchemas`, so every
+ * answer parses. Evaluation or any other caller of the analyzer uses the same options.
  */
 export function analyzerGenerateOptions(
   spec: JobSpec,
   env: Pick<AsyncEnvironment, "skillPatterns">,
   won: readonly boolean[],
 ): TextGenerateOptions {
-  // the analyzer prompts of one outcome begin with the same instructions: prefilled once
-  const base = {
+  const schemas = analyzerSchemas(spec, env);
+  return {
     maxNewTokens: spec.seed.analyzer_max_new_tokens,
     temperature: 0,
     seed: 0,
+    // the analyzer prompts of one outcome begin with the same instructions: prefilled once
     sharePrefixes: true,
+    schema: won.map((w) => (w ? schemas.won : schemas.lost)),
   };
-  if (!spec.seed.analyzer_constrained) {
-    const stop = spec.seed.analyzer_summary
-      ? [ANALYSIS_STOP]
-      : [ANALYSIS_STOP, ...SUMMARY_KEY_STOPS];
-    return { ...base, stop };
-  }
-  const schemas = analyzerSchemas(spec, env);
-  return { ...base, schema: won.map((w) => (w ? schemas.won : schemas.lost)) };
 }
 
 /**
- * The analysis schemas of a job by outcome: the skill held to the environment's skill grammar
- * for a won or a lost trajectory (`skillPatterns`) when `seed.skill_grammar` is `env` and the
- * environment has one, else free text for both; with the summary field unless
- * `seed.analyzer_summary` is false. The one place RL-time analysis schemas are built (generation
- * and `checkAnalyzerBudget` both read it).
+ * The RL-time analysis schemas by outcome: `{"episode_skill": "…"}` alone (only the skill reaches
+ * the loss; the summary's decode steps are saved), the skill held to the environment's skill
+ * grammar for a won or a lost trajectory (`skillPatterns`) where it has one, else free text for
+ * both (workers/seed/README.md, Departures). The one place RL-time analysis schemas are built
+ * (generation and `checkAnalyzerBudget` both read it).
  */
 export function analyzerSchemas(
-  spec: JobSpec,
+  _spec: JobSpec,
   env: Pick<AsyncEnvironment, "skillPatterns">,
 ): { won: JsonObjectSchema; lost: JsonObjectSchema } {
-  const summary = spec.seed.analyzer_summary;
-  const patterns = spec.seed.skill_grammar === "env" ? env.skillPatterns : undefined;
+  const patterns = env.skillPatterns;
   if (!patterns) {
-    const free = analysisSchema({ summary });
+    const free = analysisSchema({ summary: false });
     return { won: free, lost: free };
   }
   return {
-    won: analysisSchema({ skillPattern: patterns.won, summary }),
-    lost: analysisSchema({ skillPattern: patterns.lost, summary }),
+    won: analysisSchema({ skillPattern: patterns.won, summary: false }),
+    lost: analysisSchema({ skillPattern: patterns.lost, summary: false }),
   };
 }
 
@@ -165,8 +143,8 @@ export function analyzerSchemas(
  * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
  * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
  * ~20 for builtin tokenizers; more under an environment's skill grammar, with builtin tokenizers
- * Sokoban's 47 (won) and 34 (lost), household's 52 and 75; fewer without the summary field,
- * `seed.analyzer_summary: false`), for each outcome the job analyses (`seed.analyze`), under the
+ * Sokoban's 47 (won) and 34 (lost), household's 52 and 75, with the summary field; fewer
+ * without it, as RL-time analyses are), for each outcome the job analyses (`seed.analyze`), under the
  * schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders (indexes
  * the vocabulary once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
@@ -177,7 +155,7 @@ export function checkAnalyzerBudget(
   env: Pick<AsyncEnvironment, "skillPatterns">,
 ): void {
   const plan = runPlan(spec);
-  if (!plan.analysis || plan.skillSource === "reference" || !spec.seed.analyzer_constrained) return;
+  if (!plan.analysis || plan.skillSource === "reference") return;
   const schemas = analyzerSchemas(spec, env);
   const used = plan.analyze === "failed_only" ? [schemas.lost] : [schemas.won, schemas.lost];
   const budget = spec.seed.analyzer_max_new_tokens;
@@ -274,8 +252,7 @@ export class SeedTrainer {
     signal?.throwIfAborted();
 
     await onStage("update");
-    const replay = plan.analyzerReplay ? await this.#analyzerReplay(trajectories.list) : [];
-    const update = await timer.time("update", () => this.#update(step, scored.rl, replay, signal));
+    const update = await timer.time("update", () => this.#update(step, scored.rl, signal));
 
     const base = stepMetrics({
       trajectories: trajectories.list,
@@ -298,7 +275,6 @@ export class SeedTrainer {
       reference_analyses: plan.analysis && plan.skillSource === "reference" ? analysis.analyzed : 0,
       // SEED's own work inside the rescore and update phases (0 for GRPO), wall seconds.
       teacher_pass_seconds: scored.teacherSeconds,
-      analyzer_replay_seconds: update.replaySeconds,
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
       ...signalStats,
@@ -369,11 +345,6 @@ export class SeedTrainer {
           return g.texts;
         },
       });
-    if (!spec.seed.analyzer_summary) {
-      // Free text may still carry one (a summary written first, or a layout the stops miss):
-      // the job asked for none, so the library and the dumps carry none (JobSpec doc).
-      for (const [id, a] of r.analyses) if (a) r.analyses.set(id, { ...a, episode_summary: "" });
-    }
     return { ...r, tokens };
   }
 
@@ -426,37 +397,13 @@ export class SeedTrainer {
   }
 
   /**
-   * Analyzer replay (this service's departure from the paper; README.md, Algorithm, step 5): up to
-   * `seed.analyzer_replay_samples` of this step's trajectories, drawn with the trainer's Rng, as
-   * (analyzer prompt → the environment's reference analysis) SFT samples. Their token-mean NLL,
-   * weighted by `seed.analyzer_replay_coef`, is added to every update of the shared weights, so RL
-   * does not wear away the analyzer's skill-writing (without it the demo's skills turned into word
-   * salad within 16 updates). Empty when either setting is 0.
-   */
-  async #analyzerReplay(trajectories: RolloutTrajectory[]): Promise<Sample[]> {
-    const { spec, env, theta, rng } = this.parts;
-    const n = Math.min(spec.seed.analyzer_replay_samples, trajectories.length);
-    if (n === 0 || spec.seed.analyzer_replay_coef === 0) return [];
-    const pool = [...trajectories];
-    const out: Sample[] = [];
-    for (let i = 0; i < n; i++) {
-      const j = i + rng.nextInt(pool.length - i);
-      [pool[i], pool[j]] = [pool[j], pool[i]];
-      const reference = await env.referenceAnalysis(pool[i]);
-      const prompt = buildAnalyzerPrompt(pool[i], analyzerPromptOptions(spec.seed));
-      out.push(theta.sample(prompt, analysisTarget(reference), true));
-    }
-    return out;
-  }
-
-  /**
    * `ppo_epochs` × mini-batches of `Policy.trainStep` on the SEED objective, clipped, AdamW at
    * the scheduled lr. Each mini-batch's loss aggregates as `optim.loss_aggregation` says (its
    * micro-batches, `microBatchesOf`), its log-probs and entropy at the rollout temperature. Each
    * output of the objective becomes a metric of the same name: its mean over the step's
    * mini-batches, weighted by the count the objective averages it over.
    */
-  async #update(step: number, rl: SeedSample[], replay: Sample[], signal?: AbortSignal) {
+  async #update(step: number, rl: SeedSample[], signal?: AbortSignal) {
     const { spec, plan, theta, optimizer, rng } = this.parts;
     const o = spec.optim;
     const lr = learningRate(step - 1, {
@@ -468,7 +415,7 @@ export class SeedTrainer {
     const coefficients = seedCoefficients(spec, plan);
     const outputs = Object.keys(SEED_OUTPUTS) as (keyof typeof SEED_OUTPUTS)[];
     const sums: Record<string, number> = {}, counts: Record<string, number> = {};
-    let tokens = 0, optimizerSteps = 0, gradNorm = 0, replayLoss = 0, replaySeconds = 0;
+    let tokens = 0, optimizerSteps = 0, gradNorm = 0;
     const epochs = miniBatches(rl.length, {
       miniBatchSize: o.mini_batch_size,
       epochs: o.ppo_epochs,
@@ -492,18 +439,6 @@ export class SeedTrainer {
           },
         );
         if (r.tokens === 0) continue;
-        if (replay.length > 0) {
-          // loss += analyzer_replay_coef · NLL(replay): the gradients add.
-          const started = performance.now();
-          const sft = await theta.policy.trainStep(TOKEN_NLL, replay, {}, dropout());
-          const c = spec.seed.analyzer_replay_coef;
-          for (const [name, g] of sft.grads) {
-            const acc = r.grads.get(name)!;
-            for (let k = 0; k < acc.length; k++) acc[k] += c * g[k];
-          }
-          replayLoss += sft.outputs.loss;
-          replaySeconds += (performance.now() - started) / 1000;
-        }
         const norm = o.max_grad_norm > 0 ? clipGradNorm(r.grads, o.max_grad_norm) : 0;
         optimizer.step(theta.policy.params, r.grads, lr);
         for (const name of outputs) {
@@ -523,7 +458,6 @@ export class SeedTrainer {
       ...stepMeans(SEED_OUTPUTS, sums, counts),
     };
     stats.grad_norm = optimizerSteps > 0 ? gradNorm / optimizerSteps : 0;
-    stats.analyzer_replay_loss = optimizerSteps > 0 ? replayLoss / optimizerSteps : 0;
-    return { stats, tokens, replaySeconds };
+    return { stats, tokens };
   }
 }

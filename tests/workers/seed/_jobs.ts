@@ -59,16 +59,15 @@ import {
 
 /**
  * A spec small enough for a test (each job a few seconds). `overrides` replace top-level blocks,
- * except `seed`, whose fields merge into the base's. The skill is free text (`skill_grammar:
- * "free"`): Sokoban's grammar needs ≥ 47 analyzer tokens with the builtin tokenizer, and the
- * tests of the grammar set it themselves (trainer_teacher_test.ts).
+ * except `seed`, whose fields merge into the base's. The analyzer's budget holds Sokoban's
+ * shortest skill-only object under its skill grammar with the builtin tokenizer
+ * (trainer_teacher_test.ts checks the bound).
  */
 export function tinySpec(overrides: Record<string, unknown> = {}): JobSpecInput {
   const seed = {
-    analyzer_max_new_tokens: 24,
+    analyzer_max_new_tokens: 48,
     analyzer_max_steps: 2,
     analyzer_max_field_chars: 64,
-    skill_grammar: "free",
     ...(overrides.seed as Record<string, unknown> | undefined),
   };
   return {

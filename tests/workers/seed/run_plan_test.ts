@@ -12,7 +12,6 @@ Deno.test("a seed job analyses, distils with its opd_coef, keeps π_ref and warm
     analysis: true,
     analyze: "failed_only",
     skillSource: "policy",
-    analyzerReplay: true,
     opd_coef: 0.5,
     reference: true,
   });
@@ -50,7 +49,6 @@ Deno.test("a seed job with reference skills analyses and distils without analyze
   const p = plan({ method: "seed", seed: { opd_coef: 0.5, skill_source: "reference" } });
   assert.equal(p.analysis, true);
   assert.equal(p.skillSource, "reference");
-  assert.equal(p.analyzerReplay, false);
   assert.equal(p.opd_coef, 0.5);
   assert.deepEqual(p.warmup, ["warmup_policy"]);
 });

@@ -570,7 +570,7 @@ Deno.test("without the summary the analysis schema admits the skill alone and no
     ]
   ) assert.equal(admits(off, text), false, text);
   assert.equal(admits(analysisSchema(), '{"episode_skill":"push up"}'), false);
-  // free text cut at the summary's key (SUMMARY_KEY_STOPS) still yields its skill
+  // an unclosed object whose skill pair is closed still yields its skill
   assert.deepEqual(parseSkillAnalysis('{"episode_skill": "push up", "episode_summary'), {
     episode_skill: "push up",
     episode_summary: "",

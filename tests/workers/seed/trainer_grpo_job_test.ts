@@ -21,7 +21,6 @@ Deno.test("grpo jobs through the worker", async (t) => {
       assert.equal(metrics.get(2)!.analyzed, 0);
       // No teacher pass and no analyzer replay ran: none of SEED's own work.
       assert.equal(metrics.get(2)!.teacher_pass_seconds, 0);
-      assert.equal(metrics.get(2)!.analyzer_replay_seconds, 0);
       assert.ok(!("analyzer_parse_rate" in metrics.get(2)!));
       assert.ok(!("warmup_analyzer_samples" in metrics.get(0)!));
       assert.equal(await getSkillLibrary(db, job.id), null);

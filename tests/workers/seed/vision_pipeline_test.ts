@@ -243,7 +243,7 @@ Deno.test("a SEED step on images re-scores with the skill and the image, and upd
     // No analyzer replay: every recorded update row is then a turn sample.
     tinySpec({
       env: { id: "ezpoints", max_turns: 3, history: 1 },
-      seed: { opd_coef: 1, analyzer_replay_samples: 0 },
+      seed: { opd_coef: 1 },
     }),
   );
   const env = ezpoints();

@@ -109,7 +109,7 @@ export interface DumpedStep {
 
 /**
  * A trajectory's analysis as dumped (`skill`/`summary` null when the answer did not parse;
- * `summary` also null when it had none, e.g. under `seed.analyzer_summary: false`).
+ * `summary` also null when it had none, as RL-time analyses have).
  */
 export interface DumpedAnalysis {
   skill: string | null;
