@@ -168,7 +168,16 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     optim: SHARED.optim,
     warmup: {
-      policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
+      policy: {
+        episodes: 400,
+        epochs: 20,
+        lr: 2e-3,
+        lr_schedule: "cosine",
+        batch_size: 32,
+        target_success: 0.45,
+        check_every: 56,
+        check_episodes: 64,
+      },
       analyzer: { ...SHARED.analyzerWarmup, episodes: 512, epochs: 3 },
     },
     ...SHARED.schedule,
