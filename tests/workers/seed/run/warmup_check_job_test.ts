@@ -34,7 +34,8 @@ Deno.test("warm-up checks", async (t) => {
     const events = await listEvents(h.db, job.id, { limit: 1000 });
     const data = (type: string) =>
       events.filter((e) => e.type === type).map((e) => e.data as Record<string, unknown>);
-    return { metrics: (await metricsByStep(h.db, job.id)).get(0)!, data };
+    const weights = await h.file(job.id, 0, "model.safetensors");
+    return { metrics: (await metricsByStep(h.db, job.id)).get(0)!, data, weights };
   };
 
   await t.step("a target that the first check reaches stops the policy stage there", async () => {
@@ -67,6 +68,14 @@ Deno.test("warm-up checks", async (t) => {
       assert.equal(metrics.warmup_policy_stopped_at_target, 0);
     },
   );
+
+  await t.step("checks without a target leave the warmed weights bit-identical", async () => {
+    const checked = await run({});
+    const unchecked = await run({ check_every: 0, check_episodes: 0 });
+    assert.ok(checked.weights.length > 0);
+    assert.deepEqual(checked.weights, unchecked.weights);
+    assert.equal(unchecked.data("warmup_check").length, 0);
+  });
 
   await t.step("the skill check after the warm-up is one event and step-0 metrics", async () => {
     const { metrics, data } = await run({ target_success: 0 });
