@@ -8,6 +8,10 @@
  *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/preset.ts sokoban   # every step's metrics
  *     PRESET_SKILLS_OUT=skills.json deno run -A bench/preset.ts sokoban  # the last skill library
  *     PRESET_TRAJECTORIES_OUT=t.json deno run -A bench/preset.ts sokoban # eval and rollout dumps
+ *     PRESET_THREADS=1 deno run -A bench/preset.ts sokoban   # onnxruntime threads (default 2)
+ *
+ * The thread count changes onnxruntime's float reductions, so a run at 1 thread stands in for
+ * another CPU's kernels (README.md, "What to expect").
  */
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { createSeedHandler } from "../workers/seed/run/handler.ts";
@@ -50,7 +54,13 @@ if (trajectoriesOut) {
     return commitStep(step, commit);
   };
 }
-await createSeedHandler()(run.ctx);
+const threads = Number(Deno.env.get("PRESET_THREADS") ?? "2");
+if (!Number.isInteger(threads) || threads < 1) {
+  throw new Error(
+    `Cannot run as PRESET_THREADS must be an integer ≥ 1: current value is ${threads}`,
+  );
+}
+await createSeedHandler({ engine: { threads } })(run.ctx);
 if (trajectoriesOut) await Deno.writeTextFile(trajectoriesOut, JSON.stringify(dumps));
 const steps = [...run.metrics.keys()].sort((a, b) => a - b);
 const last = steps.at(-1)!;
@@ -58,6 +68,7 @@ const pick = (m: Record<string, number>) =>
   Object.fromEntries(Object.entries(m).filter(([k]) => /^eval\/[a-z_]+\/success_rate$/.test(k)));
 console.log(JSON.stringify({
   wall_s: Number(since()),
+  threads,
   loadavg: Deno.loadavg(),
   step0: pick(run.metrics.get(0)!),
   [`step${last}`]: pick(run.metrics.get(last)!),

@@ -24,6 +24,12 @@
  *   37/31, 37/32 — the same within the seed spread, in two thirds of the time
  *   (`PRESET_OVERRIDES='{"method":"sft","random_seed":S,"steps":2,"eval_every":2,…}' deno run -A
  *   bench/preset.ts sokoban`).
+ * - since 2026-12-06 the policy warm-up stops at the first held-out check ≥ 45% (64 train tasks
+ *   every 56 steps, `target_success`), lr 2e-3 decayed by cosine over at most 20 epochs, skills
+ *   mixed into every epoch (`skill_epochs` absent: a stage that stops early would skip a last
+ *   skill phase). Seeds 11–15 at 2 threads and 11–13 at 1 (bench/RESULTS.md): every run left the
+ *   plateau after 336–672 steps, test_seen 43–68% (the fixed 784 steps above ranged ~16–97%); the
+ *   skill check found skills read on 1 of 8 runs.
  * - analyzer warm-up 512 trajectories × 3 epochs since 2026-12-02 (household keeps 192 × 2): with
  *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory
  *   (bench/analyzer_probe.ts on seed 1's warm-up: "push it left then up" for 97 of 124, truthful
@@ -158,7 +164,16 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     },
     optim: SHARED.optim,
     warmup: {
-      policy: { episodes: 400, epochs: 14, skill_epochs: 4, lr: 2e-3, batch_size: 32 },
+      policy: {
+        episodes: 400,
+        epochs: 20,
+        lr: 2e-3,
+        lr_schedule: "cosine",
+        batch_size: 32,
+        target_success: 0.45,
+        check_every: 56,
+        check_episodes: 64,
+      },
       analyzer: { ...SHARED.analyzerWarmup, episodes: 512, epochs: 3 },
     },
     ...SHARED.schedule,

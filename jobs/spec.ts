@@ -322,10 +322,37 @@ const JobSpecObject = z.object({
        * prompt, so the policy first learns to act and then to read a skill. Absent: all of them.
        */
       skill_epochs: int(0, 100).optional(),
+      /**
+       * Learning-rate schedule over the stage's planned optimizer steps (`epochs` passes):
+       * `constant`, or `cosine` (half-cosine from `lr` to 0; with `target_success` the stage may
+       * stop before the end).
+       */
+      lr_schedule: z.enum(["constant", "cosine"]).default("constant"),
+      /**
+       * Held-out success at which the stage stops (0–1), checked every `check_every` optimizer
+       * steps on `check_episodes` train tasks that rollouts never draw; `epochs` is then the most
+       * it trains. Absent: the stage runs every epoch.
+       */
+      target_success: num(0, 1).optional(),
+      /** Optimizer steps between held-out success checks (`warmup_check` events); 0 = none. */
+      check_every: int(0, 100_000).default(0),
+      /**
+       * Episodes of each held-out check, and of the skill check after the warm-up
+       * (`warmup_skill_check`: success and Δ log-prob with the reference skill in the prompt vs
+       * without); 0 = no checks.
+       */
+      check_episodes: int(0, 1024).default(0),
     }).refine((p) => p.skill_epochs === undefined || p.skill_epochs <= p.epochs, {
       path: ["skill_epochs"],
       message: "Cannot use warmup.policy.skill_epochs as it must be at most warmup.policy.epochs",
-    }).prefault({}),
+    }).refine(
+      (p) => p.target_success === undefined || (p.check_every > 0 && p.check_episodes > 0),
+      {
+        path: ["target_success"],
+        message:
+          "Cannot use warmup.policy.target_success as warmup.policy.check_every and check_episodes must be > 0",
+      },
+    ).prefault({}),
     /**
      * Analyzer SFT on (trajectory → skill) pairs of the warmed policy's trajectories, labelled by
      * the environment's reference analyzer, or by an LLM (`annotator`).

@@ -139,6 +139,22 @@ export function eventLine(msg: SseMessage, seenStages: Set<string>): string | nu
         }${score}${n}`;
       }
       return `eval: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
+    case "warmup_check":
+      if (typeof data.success === "number") {
+        const target = typeof data.target === "number" ? ` (target ${percent(data.target)})` : "";
+        return `warm-up check at SFT step ${data.done}/${data.total}: held-out success ${
+          percent(data.success)
+        }${target}`;
+      }
+      return `warmup_check: ${JSON.stringify(data)}`;
+    case "warmup_skill_check":
+      if (typeof data.success === "number" && typeof data.success_with_skill === "number") {
+        const delta = typeof data.delta_lost === "number" ? data.delta_lost.toFixed(3) : "?";
+        return `skill check: success ${percent(data.success)} without a skill, ${
+          percent(data.success_with_skill)
+        } with the reference skill; Δ log-prob on lost turns ${delta} nats/token`;
+      }
+      return `warmup_skill_check: ${JSON.stringify(data)}`;
     default:
       return `${msg.event}: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
   }

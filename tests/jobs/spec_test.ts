@@ -236,4 +236,26 @@ Deno.test("seed.skill_source is policy by default; reference needs method seed w
   assert.deepEqual(issuesOf({ env: sokoban, method: "gigpo", advantage: { norm: "max" } }), [
     "advantage.norm",
   ]);
+Deno.test("warmup.policy checks are off by default and a target_success needs checks to reach it", () => {
+  const policy = (p: Record<string, unknown>) => ({
+    env: { id: "sokoban" },
+    warmup: { policy: p },
+  });
+  const parsed = parseJobSpec(policy({})).warmup.policy;
+  assert.equal(parsed.target_success, undefined);
+  assert.equal(parsed.check_every, 0);
+  assert.equal(parsed.check_episodes, 0);
+  assert.equal(parsed.lr_schedule, "constant");
+  const checked = { target_success: 0.45, check_every: 56, check_episodes: 64 };
+  assert.equal(parseJobSpec(policy(checked)).warmup.policy.target_success, 0.45);
+  assert.deepEqual(issuesOf(policy({ ...checked, check_every: 0 })), [
+    "warmup.policy.target_success",
+  ]);
+  assert.deepEqual(issuesOf(policy({ ...checked, check_episodes: 0 })), [
+    "warmup.policy.target_success",
+  ]);
+  assert.deepEqual(issuesOf(policy({ ...checked, target_success: 1.5 })), [
+    "warmup.policy.target_success",
+  ]);
+  assert.deepEqual(issuesOf(policy({ lr_schedule: "linear" })), ["warmup.policy.lr_schedule"]);
 });

@@ -44,6 +44,7 @@ export * from "./metrics.ts";
 export * from "./signal_metrics.ts";
 export * from "./text_policy.ts";
 export * from "./warmup.ts";
+export * from "./warmup_skill_check.ts";
 export * from "./evaluate.ts";
 export * from "./trainer.ts";
 export * from "./run/mod.ts";

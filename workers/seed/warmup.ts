@@ -21,7 +21,7 @@ import type {
   Task,
   Trajectory,
 } from "../envs/mod.ts";
-import { AdamW, clipGradNorm, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
+import { AdamW, clipGradNorm, learningRate, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
 import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
 import {
@@ -51,6 +51,16 @@ export interface SftOptions {
   signal?: AbortSignal;
   /** Called after each optimizer step with (done, total) steps and the step's loss. */
   onStep?: (done: number, total: number, loss: number) => void | Promise<void>;
+  /**
+   * `constant` (default), or `cosine`: lr · ½(1 + cos(π·k/total)) at optimizer step k of the
+   * planned `total` (to 0 at the end of the last phase; workers/model/optim.ts `learningRate`).
+   */
+  lrSchedule?: "constant" | "cosine";
+  /**
+   * Called after every `every`-th optimizer step (not after the last one) with (done, total):
+   * when it resolves true the stage stops there (held-out success reached its target).
+   */
+  check?: { every: number; run: (done: number, total: number) => Promise<boolean> };
 }
 
 /** What an SFT stage did. */
@@ -62,13 +72,15 @@ export interface SftReport {
   firstLoss: number;
   lastLoss: number;
   tokens: number;
+  /** True when `check` stopped the stage before its planned steps. */
+  stoppedEarly: boolean;
 }
 
 /**
  * Supervised fine-tuning of `text.policy` in place: the phases in order, each `epochs` shuffled
- * passes over its samples, with one AdamW (fresh state, no weight decay, constant lr) across all
- * of them, on the token-mean NLL of the responses, with gradient clipping. A phase of no samples
- * or no epochs is skipped.
+ * passes over its samples, with one AdamW (fresh state, no weight decay, lr by `lrSchedule`)
+ * across all of them, on the token-mean NLL of the responses, with gradient clipping. A phase of
+ * no samples or no epochs is skipped. `check` may stop it early.
  */
 export async function sftTrain(
   text: TextPolicy,
@@ -81,6 +93,7 @@ export async function sftTrain(
     firstLoss: NaN,
     lastLoss: NaN,
     tokens: 0,
+    stoppedEarly: false,
   };
   if (options.lr === 0) return report;
   const { policy } = text;
@@ -103,12 +116,26 @@ export async function sftTrain(
       const r = await policy.trainStep(TOKEN_NLL, batch.map((i) => samples[i]), {}, dropout);
       const loss = r.outputs.loss;
       if (options.maxGradNorm > 0) clipGradNorm(r.grads, options.maxGradNorm);
-      optimizer.step(policy.params, r.grads);
+      const lr = learningRate(report.optimizerSteps, {
+        kind: options.lrSchedule ?? "constant",
+        lr: options.lr,
+        warmupSteps: 0,
+        totalSteps: total,
+      });
+      optimizer.step(policy.params, r.grads, lr);
       report.optimizerSteps++;
       report.tokens += r.tokens;
       if (report.optimizerSteps === 1) report.firstLoss = loss;
       report.lastLoss = loss;
       await options.onStep?.(report.optimizerSteps, total, loss);
+      const { check } = options;
+      if (
+        check && check.every > 0 && report.optimizerSteps % check.every === 0 &&
+        report.optimizerSteps < total && await check.run(report.optimizerSteps, total)
+      ) {
+        report.stoppedEarly = true;
+        return report;
+      }
     }
   }
   return report;
@@ -254,7 +281,7 @@ export async function correctiveSteps(
  * action and the 0-based turn; it returns the action to take), with each turn's prompt as
  * rollouts build it.
  */
-async function expertEpisode(
+export async function expertEpisode(
   env: AsyncEnvironment,
   task: Task,
   options: WarmupDataOptions,

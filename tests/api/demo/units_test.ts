@@ -138,6 +138,17 @@ Deno.test("events print once per stage, never for step summaries, and evals with
     eventLine(msg("status", { status: "failed", error: "boom" }), seen),
     "status: failed (boom)",
   );
+  assert.equal(
+    eventLine(msg("warmup_check", { done: 112, total: 1120, success: 0.328, target: 0.45 }), seen),
+    "warm-up check at SFT step 112/1120: held-out success 33% (target 45%)",
+  );
+  assert.equal(
+    eventLine(
+      msg("warmup_skill_check", { success: 0.5, success_with_skill: 0.625, delta_lost: -0.4213 }),
+      seen,
+    ),
+    "skill check: success 50% without a skill, 63% with the reference skill; Δ log-prob on lost turns -0.421 nats/token",
+  );
 });
 
 Deno.test("evaluation points pair step 0 (before RL) with the last evaluated step", () => {

@@ -11,6 +11,10 @@ export const SEED_USE = {
   eval: 3,
   trainer: 4,
   lora: 5,
+  /** The held-out tasks of the warm-up's success checks. */
+  warmupCheck: 6,
+  /** The tasks and sampling of the skill check after the warm-up. */
+  skillCheck: 7,
 } as const;
 
 /** A uint32 seed for `use` derived from `randomSeed` (multiplicative hashing, 32-bit). */

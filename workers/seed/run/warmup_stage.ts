@@ -17,10 +17,13 @@ import type { RunPlan } from "../run_plan.ts";
 import type { Trajectory } from "../../envs/mod.ts";
 import { annotateTrajectories, type AnnotationReport, AnnotatorError } from "../annotator.ts";
 import { analyzerPromptOptions } from "../skills.ts";
+import { evaluate } from "../evaluate.ts";
+import { skillCheck } from "../warmup_skill_check.ts";
 import {
   analyzerSamples,
   expertSamples,
   parseWarmupData,
+  type SftOptions,
   type SftPhase,
   type SftReport,
   sftTrain,
@@ -68,6 +71,7 @@ export async function runWarmup(
     phases: SftPhase[],
     seed: number,
     extra: Record<string, number>,
+    sft: Pick<SftOptions, "lrSchedule" | "check"> = {},
   ): Promise<SftReport> => {
     const progress = throttled(
       2000,
@@ -82,6 +86,7 @@ export async function runWarmup(
       seed,
       signal: ctx.signal,
       onStep: (done, total) => progress(done, total),
+      ...sft,
     });
     const seconds = (performance.now() - started) / 1000;
     const metrics = {
@@ -116,13 +121,15 @@ export async function runWarmup(
     { samples: [...experts.ordinary, ...userPolicy], epochs: epochs - skillEpochs },
     { samples: policyData, epochs: skillEpochs },
   ];
-  await stage("warmup_policy", spec.warmup.policy, policyPhases, policySeed, {
+  const checks = heldOutChecks(run);
+  const policyReport = await stage("warmup_policy", spec.warmup.policy, policyPhases, policySeed, {
     episodes: spec.warmup.policy.episodes,
     expert_won: experts.won,
     skill_samples: experts.skilled,
     corrective_samples: experts.corrective,
     user_samples: user.policy.length,
-  });
+  }, { lrSchedule: spec.warmup.policy.lr_schedule, check: checks.check });
+  Object.assign(out, checks.metrics(policyReport));
 
   const analyzer = plan.warmup.includes("warmup_analyzer");
   if (analyzer && (spec.warmup.analyzer.episodes > 0 || user.analyzer.length > 0)) {
@@ -165,7 +172,99 @@ export async function runWarmup(
       },
     );
   }
+  if (spec.warmup.policy.check_episodes > 0) Object.assign(out, await warmupSkillCheck(run));
   return out;
+}
+
+/**
+ * The held-out success checks of the policy stage (`warmup.policy.check_every`,
+ * `check_episodes`, `target_success`): every `check_every` optimizer steps the policy plays the
+ * same `check_episodes` train tasks (their own seed, never drawn by rollouts) once each at the
+ * rollout temperature; each check is a `warmup_check` event, and the stage stops at the first
+ * check at or above `target_success`. `metrics` gives `warmup_policy_checks`,
+ * `warmup_policy_check_success` (the last check's) and `warmup_policy_stopped_at_target` (0/1).
+ */
+function heldOutChecks(run: WarmupRun) {
+  const { ctx, spec, env, theta } = run;
+  const cfg = spec.warmup.policy;
+  let checks = 0, last = NaN;
+  const seed = derivedSeed(spec.random_seed, SEED_USE.warmupCheck);
+  const check = cfg.check_every > 0 && cfg.check_episodes > 0
+    ? {
+      every: cfg.check_every,
+      run: async (done: number, total: number) => {
+        const { splits } = await evaluate(theta, {
+          env,
+          envOptions: spec.env.options,
+          splits: ["train"],
+          episodes: cfg.check_episodes,
+          temperature: spec.rollout.temperature,
+          maxTurns: maxTurnsOf(spec, env),
+          historyLength: spec.env.history,
+          maxNewTokens: spec.rollout.max_new_tokens,
+          seed,
+          signal: ctx.signal,
+        });
+        checks++;
+        last = splits[0].success_rate;
+        const reached = cfg.target_success !== undefined && last >= cfg.target_success;
+        await ctx.emit("warmup_check", {
+          stage: "warmup_policy",
+          done,
+          total,
+          success: last,
+          episodes: splits[0].episodes,
+          ...(cfg.target_success !== undefined ? { target: cfg.target_success } : {}),
+          reached,
+        });
+        return reached;
+      },
+    }
+    : undefined;
+  return {
+    check,
+    metrics: (report: SftReport): Record<string, number> =>
+      checks === 0 ? {} : {
+        warmup_policy_checks: checks,
+        warmup_policy_check_success: last,
+        warmup_policy_stopped_at_target: report.stoppedEarly ? 1 : 0,
+      },
+  };
+}
+
+/**
+ * The skill check after the warm-up (../warmup_skill_check.ts) on `warmup.policy.check_episodes`
+ * tasks: a `warmup_skill_check` event and the metrics `warmup_skill_check_success`,
+ * `…_success_with_skill`, `…_delta_lost` (nats per token), `…_lost_scored`, `…_lost_tokens` and
+ * `…_seconds`.
+ */
+async function warmupSkillCheck(run: WarmupRun): Promise<Record<string, number>> {
+  const { ctx, spec, env, theta } = run;
+  const started = performance.now();
+  const r = await skillCheck(theta, {
+    env,
+    envOptions: spec.env.options,
+    episodes: spec.warmup.policy.check_episodes,
+    temperature: spec.rollout.temperature,
+    maxTurns: maxTurnsOf(spec, env),
+    historyLength: spec.env.history,
+    maxNewTokens: spec.rollout.max_new_tokens,
+    seed: derivedSeed(spec.random_seed, SEED_USE.skillCheck),
+    signal: ctx.signal,
+  });
+  const metrics = {
+    episodes: r.episodes,
+    success: r.success,
+    success_with_skill: r.successWithSkill,
+    delta_lost: r.deltaLost,
+    lost_scored: r.lostScored,
+    lost_tokens: r.lostTokens,
+    seconds: (performance.now() - started) / 1000,
+  };
+  await ctx.emit("warmup_skill_check", metrics);
+  return Object.fromEntries(
+    Object.entries(metrics).map(([k, v]) => [`warmup_skill_check_${k}`, v]),
+  );
 }
 
 /**
