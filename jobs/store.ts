@@ -237,6 +237,53 @@ export class ArtifactStore {
   }
 
   /**
+   * Uploads a file from disk without holding it whole ({@link putStream}: parts of
+   * {@link multipartBytes}, so memory is bounded by one part whatever the file's size, and time is
+   * linear in it). Returns size and SHA-256 (computed as it is read).
+   */
+  async putFile(
+    key: string,
+    path: string,
+    options: { contentType?: string } = {},
+  ): Promise<StoredObject> {
+    const file = await Deno.open(path, { read: true });
+    // The readable closes the file when it ends or is cancelled (putStream returns early).
+    return await this.putStream(key, file.readable, options);
+  }
+
+  /**
+   * Downloads an object to a file without holding it whole, verifying it against `sha256` when
+   * given (the file is removed on a mismatch).
+   * @throws IntegrityError when the bytes do not hash to `sha256`.
+   * @throws the SDK's `NoSuchKey` when the object does not exist.
+   */
+  async getToFile(
+    key: string,
+    path: string,
+    options: { sha256?: string } = {},
+  ): Promise<{ bytes: number; sha256: string }> {
+    const body = await this.getStream(key);
+    const hash = createHash("sha256");
+    let bytes = 0;
+    const file = await Deno.open(path, { write: true, create: true, truncate: true });
+    try {
+      for await (const chunk of body) {
+        hash.update(chunk);
+        bytes += chunk.byteLength;
+        for (let at = 0; at < chunk.byteLength;) at += await file.write(chunk.subarray(at));
+      }
+    } finally {
+      file.close();
+    }
+    const sha256 = hash.digest("hex");
+    if (options.sha256 !== undefined && sha256 !== options.sha256) {
+      await Deno.remove(path).catch(() => {});
+      throw new IntegrityError(key, options.sha256, sha256);
+    }
+    return { bytes, sha256 };
+  }
+
+  /**
    * Reads an object whole. With `sha256`, verifies it.
    * @throws IntegrityError when the bytes do not hash to `sha256`.
    * @throws the SDK's `NoSuchKey` when the object does not exist.
