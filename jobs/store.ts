@@ -46,6 +46,11 @@ export interface StoreOptions {
   dataDir?: string;
   /** Objects of at least this many bytes go multipart; also the part size (≥ 5 MiB). */
   multipartBytes?: number;
+  /**
+   * The folder of the embedded s3rver serving this store (set by openStore for the embedded
+   * server): where the sweeper finds multipart uploads s3rver cannot list (jobs/sweeper.ts).
+   */
+  localDirectory?: string;
 }
 
 /** What an upload stored. */
@@ -69,6 +74,8 @@ export class ArtifactStore {
   readonly bucket: string;
   /** Multipart threshold and part size in bytes. */
   readonly multipartBytes: number;
+  /** See {@link StoreOptions.localDirectory}. */
+  readonly localDirectory?: string;
   #client: S3Client;
   #endpoint: string;
   #options: StoreOptions & {
@@ -90,6 +97,7 @@ export class ArtifactStore {
     },
   ) {
     this.bucket = options.bucket;
+    this.localDirectory = options.localDirectory;
     this.multipartBytes = Math.max(
       5 * 1024 * 1024,
       options.multipartBytes ?? DEFAULT_MULTIPART_BYTES,
@@ -351,6 +359,31 @@ export class ArtifactStore {
     return keys.sort();
   }
 
+  /** Objects under a prefix (all pages) with size and last-modified time, sorted by key. */
+  async listObjects(prefix: string): Promise<{ key: string; bytes: number; lastModified: Date }[]> {
+    const out: { key: string; bytes: number; lastModified: Date }[] = [];
+    let token: string | undefined;
+    do {
+      const res = await this.send<{
+        Contents?: { Key?: string; Size?: number; LastModified?: Date }[];
+        NextContinuationToken?: string;
+      }>(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      for (const o of res.Contents ?? []) {
+        if (o.Key) {
+          out.push({
+            key: o.Key,
+            bytes: o.Size ?? 0,
+            lastModified: o.LastModified ?? new Date(0),
+          });
+        }
+      }
+      token = res.NextContinuationToken;
+    } while (token);
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
   /** Deletes an object (no error when it is absent). */
   async delete(key: string): Promise<void> {
     await this.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
@@ -401,6 +434,7 @@ export async function openStore(options: StoreOptions = {}): Promise<ArtifactSto
       bucket,
       region,
       credentials: { ...local.credentials },
+      localDirectory: localStoreDir(dataDir),
       rediscover: async () => (await ensureLocalS3(dataDir)).endpoint,
       stopLocal: () => local.stop(),
     });
