@@ -2,7 +2,13 @@
  * What `createApp` needs: the database, the artifact store, and optional hooks. The API never
  * imports workers/: the environment list and the semantic check of a spec come in as functions.
  */
-import { type Database, ENV_CATALOG, type JobSpec, type SecretCipher } from "../jobs/mod.ts";
+import {
+  type Database,
+  ENV_CATALOG,
+  type JobSpec,
+  type SecretCipher,
+  type SweepTotals,
+} from "../jobs/mod.ts";
 import type { ArtifactStore } from "../jobs/store.ts";
 import type { ErrorMapper } from "./errors.ts";
 import type { EnvInfo } from "./schemas.ts";
@@ -57,6 +63,8 @@ export interface AppOptions {
   secretCipher?: SecretCipher;
   /** Checks uploaded models; without it `POST /v1/models` answers 501. */
   checkModel?: ModelCheck;
+  /** The orphan sweeper's counters, shown on `/metrics` as `seed_orphan_*` (jobs/sweeper.ts). */
+  sweeperTotals?: SweepTotals;
   /** Limits of `POST /v1/models` (api/model_upload.ts defaults: 64 GiB, 64 MiB small files). */
   modelUploadLimits?: Partial<ModelUploadLimits>;
   /** Largest request body, bytes (default 1 MiB; `POST /v1/models` has its own limits). */

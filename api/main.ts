@@ -11,7 +11,17 @@
  * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
  * Architecture). A deployment with other environments passes an `envs` provider to `createApp`.
  */
-import { onStopSignals, openDatabase, openStore } from "../jobs/mod.ts";
+import {
+  type ArtifactStore,
+  type Database,
+  DEFAULT_SWEEP_GRACE_MS,
+  DEFAULT_SWEEP_INTERVAL_MS,
+  onStopSignals,
+  openDatabase,
+  openStore,
+  startSweeper,
+  type Sweeper,
+} from "../jobs/mod.ts";
 import { checkUploadedModel } from "../workers/model/upload_check.ts";
 import { createApp } from "./app.ts";
 import type { ModelCheck } from "./deps.ts";
@@ -46,13 +56,52 @@ export interface RunningApi {
   stop(graceMs?: number): Promise<void>;
 }
 
+/**
+ * The orphan sweeper of jobs/sweeper.ts on the timer of `SWEEPER_INTERVAL_MS` (default 1 h; 0
+ * turns it off) with the grace of `SWEEPER_GRACE_MS` (default 24 h); each sweep that removed
+ * something, and each that failed, is one log line.
+ */
+function startApiSweeper(db: Database, store: ArtifactStore): Sweeper | undefined {
+  const ms = (name: string, fallback: number) => {
+    const raw = Deno.env.get(name);
+    const value = raw === undefined || raw === "" ? fallback : Number(raw);
+    if (!Number.isInteger(value) || value < 0) {
+      throw new RangeError(
+        `Cannot start the API as ${name} must be a non-negative integer of milliseconds: current value is ${raw}`,
+      );
+    }
+    return value;
+  };
+  const intervalMs = ms("SWEEPER_INTERVAL_MS", DEFAULT_SWEEP_INTERVAL_MS);
+  const graceMs = ms("SWEEPER_GRACE_MS", DEFAULT_SWEEP_GRACE_MS);
+  if (intervalMs === 0) return undefined;
+  const log = (level: string, msg: string, fields: Record<string, unknown>) =>
+    console.error(JSON.stringify({ level, msg, ...fields }));
+  return startSweeper(db, store, {
+    intervalMs,
+    graceMs,
+    onSwept: (r) => {
+      if (r.objects + r.multipartUploads > 0) log("info", "orphan objects removed", { ...r });
+    },
+    onError: (e) =>
+      log("warn", "orphan sweep failed; retrying at the next interval", { e: String(e) }),
+  });
+}
+
 /** Opens db and store and serves the API; `port` 0 picks a free one. */
 export async function serveApi(
   options: { hostname?: string; port?: number; maxBodyBytes?: number } = {},
 ): Promise<RunningApi> {
   const db = await openDatabase();
   const store = await openStore();
-  const app = createApp({ db, store, maxBodyBytes: options.maxBodyBytes, checkModel });
+  const sweeper = startApiSweeper(db, store);
+  const app = createApp({
+    db,
+    store,
+    maxBodyBytes: options.maxBodyBytes,
+    checkModel,
+    sweeperTotals: sweeper?.totals,
+  });
   const server = Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 8787,
@@ -65,6 +114,7 @@ export async function serveApi(
       const grace = new Promise<void>((resolve) => timer = setTimeout(resolve, graceMs));
       await Promise.race([server.shutdown(), grace]);
       clearTimeout(timer);
+      await sweeper?.stop();
       await store.close();
       await db.close();
     },

@@ -3,7 +3,11 @@
  * holding its weights: small files (JSON, text) are buffered whole, each `.safetensors` file is
  * streamed to the store (multipart above the store's part size, jobs/store.ts `putStream`) while
  * its header is captured for the model check. Files the service does not use (README, LICENSE,
- * `.bin` weights, …) are skipped and listed.
+ * `.bin` weights, …) are skipped: counted, and the first {@link MAX_SKIPPED_LISTED} named, so an
+ * archive of many entries costs no memory per entry. Every kept `.json` file that parses is held
+ * to the request bodies' limits (api/json_limits.ts: depth, U+0000, lone surrogates) and refused
+ * with a 422 naming it otherwise: its contents reach the database (`config.json`) or a job.
+ * Every object an upload wrote is deleted before its error is thrown.
  */
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
@@ -11,6 +15,10 @@ import { extract as tarExtract } from "tar-stream";
 import type { ArtifactStore, CheckpointFile } from "../jobs/mod.ts";
 import { FILE_NAME_PATTERN } from "../jobs/mod.ts";
 import { BadRequestError, PayloadTooLargeError, UnprocessableError } from "./errors.ts";
+import { jsonLimitIssue } from "./json_limits.ts";
+
+/** How many skipped entry names an upload's answer lists (all are counted). */
+export const MAX_SKIPPED_LISTED = 100;
 
 /** Size limits of an upload, bytes. */
 export interface ModelUploadLimits {
@@ -41,8 +49,10 @@ export interface ModelUpload {
   safetensors: Map<string, { header: Record<string, unknown>; dataBytes: number }>;
   /** Every kept file as stored. */
   files: CheckpointFile[];
-  /** Names skipped (not used by the service). */
+  /** The first {@link MAX_SKIPPED_LISTED} entry names skipped (not used by the service). */
   skipped: string[];
+  /** How many entries were skipped in all. */
+  skippedCount: number;
   /** Hex SHA-256 of the whole archive. */
   sha256: string;
 }
@@ -158,8 +168,15 @@ export async function readModelUpload(
     safetensors: new Map(),
     files: [],
     skipped: [],
+    skippedCount: 0,
     sha256: "",
   };
+  const skip = (entryName: string) => {
+    out.skippedCount++;
+    if (out.skipped.length < MAX_SKIPPED_LISTED) out.skipped.push(entryName);
+  };
+  /** Keys written so far (a file is written before its checks end): deleted on any error. */
+  const written = new Set<string>();
   const extract = tarExtract();
   const source = Readable.from(counted());
   let sourceError: unknown;
@@ -176,10 +193,11 @@ export async function readModelUpload(
     for (const [name, { entryName }] of tentative) {
       const file = out.files.find((f) => f.name === name)!;
       if (store) await store.delete(file.key);
+      written.delete(file.key);
       out.files.splice(out.files.indexOf(file), 1);
       out.small.delete(name);
       out.safetensors.delete(name);
-      out.skipped.push(entryName);
+      skip(entryName);
     }
     tentative.clear();
   };
@@ -194,7 +212,7 @@ export async function readModelUpload(
         !(place!.folder !== undefined &&
           (tentative.get(name)?.folder ?? place!.folder) !== place!.folder);
       if (!keep || out.files.length >= limits.files) {
-        if (entry.header.type !== "directory") out.skipped.push(entry.header.name);
+        if (entry.header.type !== "directory") skip(entry.header.name);
         for await (const _ of entry) { /* skipped: drain */ }
         continue;
       }
@@ -215,12 +233,15 @@ export async function readModelUpload(
             yield chunk as Uint8Array;
           }
         })();
+        if (store) written.add(key);
         const stored = store ? await store.putStream(key, chunks) : await drain(chunks);
         out.safetensors.set(name, head.result(stored.bytes));
         out.files.push({ name, key, bytes: stored.bytes, sha256: stored.sha256 });
       } else {
         const bytes = await readSmall(entry, name, limits.smallFileBytes);
+        if (name.endsWith(".json")) checkStorableJson(name, bytes);
         out.small.set(name, bytes);
+        if (store) written.add(key);
         const stored = store
           ? await store.put(key, bytes, {
             contentType: name.endsWith(".json") ? "application/json" : undefined,
@@ -231,7 +252,7 @@ export async function readModelUpload(
     }
     layout.finish();
   } catch (e) {
-    if (store) await Promise.all(out.files.map((f) => store.delete(f.key).catch(() => {})));
+    if (store) await Promise.all([...written].map((k) => store.delete(k).catch(() => {})));
     const cause = sourceError ?? e;
     if (
       cause instanceof PayloadTooLargeError || cause instanceof BadRequestError ||
@@ -248,7 +269,7 @@ export async function readModelUpload(
     });
   }
   if (total === 0) throw emptyUploadError();
-  if (out.files.length === 0 && out.skipped.length === 0) {
+  if (out.files.length === 0 && out.skippedCount === 0) {
     const message = "must be a tar archive holding the model folder's files: it holds none";
     throw new BadRequestError(`Cannot read the upload as the request body ${message}`, {
       errors: [{ path: "body", code: "empty", message }],
@@ -256,6 +277,27 @@ export async function readModelUpload(
   }
   out.sha256 = hash.digest("hex");
   return out;
+}
+
+/**
+ * Holds a kept JSON file to the request bodies' limits (api/json_limits.ts). A file that does not
+ * parse is left to the model check, which names what it needs of it.
+ * @throws UnprocessableError at `{name}:{path in the document}` for a nesting past the depth limit,
+ *   a U+0000 or a lone surrogate.
+ */
+function checkStorableJson(name: string, bytes: Uint8Array): void {
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return;
+  }
+  const issue = jsonLimitIssue(value);
+  if (!issue) return;
+  const where = issue.path === "" ? "it" : issue.path;
+  throw new UnprocessableError(`Cannot accept ${name} as ${where}: ${issue.message}`, {
+    errors: [{ path: `${name}:${issue.path || "-"}`, code: issue.code, message: issue.message }],
+  });
 }
 
 /** Hashes and counts chunks without storing them. */

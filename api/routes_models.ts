@@ -98,7 +98,11 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
       Promise.all(upload.files.map((f) => options.store.delete(f.key).catch(() => {})));
     if (earlier) {
       if (!sameUpload(earlier, { sha256: upload.sha256, name })) throw keyReused(key!, earlier);
-      return c.json({ ...modelView(earlier), skipped_files: upload.skipped }, 200);
+      return c.json({
+        ...modelView(earlier),
+        skipped_files: upload.skipped,
+        skipped_file_count: upload.skippedCount,
+      }, 200);
     }
     let checked;
     try {
@@ -137,7 +141,11 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
     if (!result.created) await discard(); // a concurrent retry with the same key won
     c.header("location", `/v1/models/${result.model.id}`);
     return c.json(
-      { ...modelView(result.model), skipped_files: upload.skipped },
+      {
+        ...modelView(result.model),
+        skipped_files: upload.skipped,
+        skipped_file_count: upload.skippedCount,
+      },
       result.created ? 201 : 200,
     );
   });

@@ -5,7 +5,7 @@
  */
 import { HeadBucketCommand } from "@aws-sdk/client-s3";
 import { Hono } from "hono";
-import { JOB_STATUSES } from "../jobs/mod.ts";
+import { JOB_STATUSES, sweeperMetricsText } from "../jobs/mod.ts";
 import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf } from "./deps.ts";
 import { UnavailableError } from "./errors.ts";
@@ -58,7 +58,8 @@ export function systemRoutes(options: AppOptions): Hono {
   });
   app.get("/metrics", async (c) => {
     const [counts, stats] = await Promise.all([jobCountsByStatus(db), queueStats(db)]);
-    return c.body(prometheusText(counts, stats), 200, {
+    const sweeper = options.sweeperTotals ? sweeperMetricsText(options.sweeperTotals) : "";
+    return c.body(prometheusText(counts, stats) + sweeper, 200, {
       "content-type": "text/plain; version=0.0.4; charset=utf-8",
     });
   });

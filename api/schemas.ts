@@ -170,7 +170,12 @@ export const ModelView = z.object({
 export type ModelView = z.infer<typeof ModelView>;
 
 /** `POST /v1/models`: the model and the archive entries it skipped (not used by the service). */
-export const ModelUploadView = ModelView.extend({ skipped_files: z.array(z.string()) });
+export const ModelUploadView = ModelView.extend({
+  /** The first 100 archive entries skipped (not used by the service), in archive order. */
+  skipped_files: z.array(z.string()),
+  /** How many entries were skipped in all. */
+  skipped_file_count: z.number().int(),
+});
 
 /** `GET /v1/models`: the tenant's models, newest first. */
 export const ModelList = z.object({ models: z.array(ModelView) });

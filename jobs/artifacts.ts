@@ -61,12 +61,14 @@ const SQL = {
   listSkills: `select * from skill_libraries where job_id = $1::uuid order by step`,
 } as const;
 
-/** A file to put in a checkpoint. */
-export interface CheckpointFileInput {
-  /** File name, e.g. `model.safetensors` (see `FILE_NAME_PATTERN` in keys.ts). */
-  name: string;
-  bytes: Uint8Array;
-}
+/**
+ * A file to put in a checkpoint: its bytes, or the path of a file on disk (uploaded in parts,
+ * never held whole: jobs/store.ts `putFile`). `name` is the file name, e.g. `model.safetensors`
+ * (see `FILE_NAME_PATTERN` in keys.ts).
+ */
+export type CheckpointFileInput =
+  | { name: string; bytes: Uint8Array }
+  | { name: string; path: string };
 
 /** Who writes: the fence plus the job's tenant (for the key layout). */
 export interface Writer {
@@ -99,7 +101,9 @@ export async function uploadCheckpoint(
   const stored: CheckpointFile[] = [];
   for (const f of files) {
     const key = checkpointKey(tenantId, fence.jobId, step, f.name, { attempt: fence.attempt });
-    const { bytes, sha256 } = await store.put(key, f.bytes);
+    const { bytes, sha256 } = "path" in f
+      ? await store.putFile(key, f.path)
+      : await store.put(key, f.bytes);
     stored.push({ name: f.name, key, bytes, sha256 });
   }
   const prefix = checkpointPrefix(tenantId, fence.jobId, step, { attempt: fence.attempt });

@@ -65,6 +65,17 @@ export {
   type ReaperOptions,
   startReaper,
 } from "./reaper.ts";
+export {
+  DEFAULT_SWEEP_GRACE_MS,
+  DEFAULT_SWEEP_INTERVAL_MS,
+  startSweeper,
+  type Sweeper,
+  sweeperMetricsText,
+  type SweepOptions,
+  sweepOrphans,
+  type SweepResult,
+  type SweepTotals,
+} from "./sweeper.ts";
 export { createWakeup, type WakeReason, type Wakeup } from "./wakeup.ts";
 export { ensureLocalS3, LOCAL_S3_CREDENTIALS, type LocalS3, startLocalS3 } from "./embedded/mod.ts";
 export {

@@ -46,6 +46,11 @@ export interface StoreOptions {
   dataDir?: string;
   /** Objects of at least this many bytes go multipart; also the part size (≥ 5 MiB). */
   multipartBytes?: number;
+  /**
+   * The folder of the embedded s3rver serving this store (set by openStore for the embedded
+   * server): where the sweeper finds multipart uploads s3rver cannot list (jobs/sweeper.ts).
+   */
+  localDirectory?: string;
 }
 
 /** What an upload stored. */
@@ -69,6 +74,8 @@ export class ArtifactStore {
   readonly bucket: string;
   /** Multipart threshold and part size in bytes. */
   readonly multipartBytes: number;
+  /** See {@link StoreOptions.localDirectory}. */
+  readonly localDirectory?: string;
   #client: S3Client;
   #endpoint: string;
   #options: StoreOptions & {
@@ -90,6 +97,7 @@ export class ArtifactStore {
     },
   ) {
     this.bucket = options.bucket;
+    this.localDirectory = options.localDirectory;
     this.multipartBytes = Math.max(
       5 * 1024 * 1024,
       options.multipartBytes ?? DEFAULT_MULTIPART_BYTES,
@@ -237,6 +245,53 @@ export class ArtifactStore {
   }
 
   /**
+   * Uploads a file from disk without holding it whole ({@link putStream}: parts of
+   * {@link multipartBytes}, so memory is bounded by one part whatever the file's size, and time is
+   * linear in it). Returns size and SHA-256 (computed as it is read).
+   */
+  async putFile(
+    key: string,
+    path: string,
+    options: { contentType?: string } = {},
+  ): Promise<StoredObject> {
+    const file = await Deno.open(path, { read: true });
+    // The readable closes the file when it ends or is cancelled (putStream returns early).
+    return await this.putStream(key, file.readable, options);
+  }
+
+  /**
+   * Downloads an object to a file without holding it whole, verifying it against `sha256` when
+   * given (the file is removed on a mismatch).
+   * @throws IntegrityError when the bytes do not hash to `sha256`.
+   * @throws the SDK's `NoSuchKey` when the object does not exist.
+   */
+  async getToFile(
+    key: string,
+    path: string,
+    options: { sha256?: string } = {},
+  ): Promise<{ bytes: number; sha256: string }> {
+    const body = await this.getStream(key);
+    const hash = createHash("sha256");
+    let bytes = 0;
+    const file = await Deno.open(path, { write: true, create: true, truncate: true });
+    try {
+      for await (const chunk of body) {
+        hash.update(chunk);
+        bytes += chunk.byteLength;
+        for (let at = 0; at < chunk.byteLength;) at += await file.write(chunk.subarray(at));
+      }
+    } finally {
+      file.close();
+    }
+    const sha256 = hash.digest("hex");
+    if (options.sha256 !== undefined && sha256 !== options.sha256) {
+      await Deno.remove(path).catch(() => {});
+      throw new IntegrityError(key, options.sha256, sha256);
+    }
+    return { bytes, sha256 };
+  }
+
+  /**
    * Reads an object whole. With `sha256`, verifies it.
    * @throws IntegrityError when the bytes do not hash to `sha256`.
    * @throws the SDK's `NoSuchKey` when the object does not exist.
@@ -304,6 +359,31 @@ export class ArtifactStore {
     return keys.sort();
   }
 
+  /** Objects under a prefix (all pages) with size and last-modified time, sorted by key. */
+  async listObjects(prefix: string): Promise<{ key: string; bytes: number; lastModified: Date }[]> {
+    const out: { key: string; bytes: number; lastModified: Date }[] = [];
+    let token: string | undefined;
+    do {
+      const res = await this.send<{
+        Contents?: { Key?: string; Size?: number; LastModified?: Date }[];
+        NextContinuationToken?: string;
+      }>(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      for (const o of res.Contents ?? []) {
+        if (o.Key) {
+          out.push({
+            key: o.Key,
+            bytes: o.Size ?? 0,
+            lastModified: o.LastModified ?? new Date(0),
+          });
+        }
+      }
+      token = res.NextContinuationToken;
+    } while (token);
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
   /** Deletes an object (no error when it is absent). */
   async delete(key: string): Promise<void> {
     await this.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
@@ -354,6 +434,7 @@ export async function openStore(options: StoreOptions = {}): Promise<ArtifactSto
       bucket,
       region,
       credentials: { ...local.credentials },
+      localDirectory: localStoreDir(dataDir),
       rediscover: async () => (await ensureLocalS3(dataDir)).endpoint,
       stopLocal: () => local.stop(),
     });

@@ -570,6 +570,71 @@ Deno.test("hidden files and a flat archive's subfolders are skipped and listed, 
   await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyB });
 });
 
+Deno.test("thousands of skipped entries are counted, the first 100 listed, and none is kept in the answer", async () => {
+  const folder = new Map(files);
+  for (let i = 0; i < 3000; i++) folder.set(`notes/n${i}.txt`, new Uint8Array(0));
+  // notes/ files lie in a subfolder of a flat archive: skipped.
+  const res = await upload(await tarOf(folder), {}, fx.keyB);
+  assert.equal(res.status, 201, await res.clone().text());
+  const model = await res.json();
+  assert.equal(model.skipped_file_count, 3000);
+  assert.equal(model.skipped_files.length, 100);
+  assert.deepEqual(model.skipped_files.slice(0, 2), ["notes/n0.txt", "notes/n1.txt"]);
+  ModelUploadView.strict().parse(model);
+  await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyB });
+});
+
+Deno.test("a config.json or tokenizer file nested 100 000 deep, with a NUL or a lone surrogate is a 422 naming the file, and nothing is stored", async () => {
+  const before = await stored(fx.tenantB.id);
+  const configText = new TextDecoder().decode(files.get("config.json")!);
+  /** config.json with `"extra": <raw JSON text>` added before its closing brace. */
+  const configWith = (raw: string) =>
+    new TextEncoder().encode(configText.replace(/}\s*$/, `, "extra": ${raw}}`));
+  const deep = "[".repeat(100_000) + "]".repeat(100_000);
+  const cases: [string, Uint8Array, string, string][] = [
+    ["config.json", configWith(deep), "too_deep", "config.json:extra"],
+    ["config.json", configWith(`"a\\u0000b"`), "invalid_string", "config.json:extra"],
+    ["config.json", configWith(`{"k": "\\ud800"}`), "invalid_string", "config.json:extra.k"],
+    [
+      "tokenizer_config.json",
+      new TextEncoder().encode(`{"eos_token": "\\udc00x"}`),
+      "invalid_string",
+      "tokenizer_config.json:eos_token",
+    ],
+  ];
+  for (const [name, bytes, code, path] of cases) {
+    const res = await upload(await tarOf(new Map([...files, [name, bytes]])), {}, fx.keyB);
+    const text = await res.clone().text();
+    assert.equal(res.status, 422, text);
+    const problem = await res.json();
+    assert.equal(problem.errors[0].code, code, text);
+    assert.equal(problem.errors[0].path.slice(0, path.length), path, text);
+    assert.match(problem.detail, new RegExp(`^Cannot accept ${name.replace(".", "\\.")} as`));
+  }
+  assert.deepEqual(await stored(fx.tenantB.id), before);
+});
+
+Deno.test("a safetensors file whose header is not JSON or is cut short is a 422 and its object is deleted", async () => {
+  const before = await stored(fx.tenantB.id);
+  const weights = files.get("model.safetensors")!;
+  const notJson = weights.slice();
+  notJson[8] = 0x7e; // "~": the header's first byte
+  const header = Number(new DataView(weights.buffer, weights.byteOffset).getBigUint64(0, true));
+  const cut = weights.slice(0, 8 + Math.floor(header / 2));
+  for (const [bytes, detail] of [[notJson, /header must be JSON/], [cut, /truncated/]] as const) {
+    // The weights come first so that they are stored before the upload fails.
+    const folder = new Map([
+      ["model.safetensors", bytes],
+      ...[...files].filter(([k]) => k !== "model.safetensors"),
+    ]);
+    const res = await upload(await tarOf(folder), {}, fx.keyB);
+    const text = await res.clone().text();
+    assert.equal(res.status, 422, text);
+    assert.match((await res.json()).detail, detail);
+    assert.deepEqual(await stored(fx.tenantB.id), before, text);
+  }
+});
+
 Deno.test("a wrong content type is a 415, an unreadable archive a 400", async () => {
   const json = await upload(archive, { "content-type": "application/json" });
   assert.equal(json.status, 415);

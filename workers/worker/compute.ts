@@ -9,7 +9,14 @@
  * is busy in synchronous code (measured with Deno 2.9: the thread kept spinning, and kept the
  * process from exiting), so a cancelled step could go on burning the CPU the next job needs.
  *
- * The two talk over a Unix socket in a fresh temporary folder (stdout stays the handler's). A
+ * Large state never crosses the socket as one message (workers/worker/README.md, "State
+ * transfer"): the run's temporary folder (`$TMPDIR/seed-compute-{worker pid}-*`, removed when the
+ * run stops) is also its scratch folder. The child writes checkpoint files there and sends their
+ * paths; this side uploads them in parts (jobs/store.ts `putFile`). A resume or model read is
+ * downloaded there, verified, and its path sent back (`getToFile`). Memory on this side is one
+ * upload part, and the event loop that heartbeats never parses a large frame.
+ *
+ * The two talk over a Unix socket in that folder (stdout stays the handler's). A
  * worker killed with SIGKILL closes the socket; the child exits when it next reads it, that is
  * when the onnxruntime call in progress returns. Calls arriving after `stop()` are not served,
  * so nothing the child computes after a cancel or a lost fence is written.
@@ -21,8 +28,8 @@
  * process of a cgroup.) A worker that exits (`Deno.exit`, e.g. on a second Ctrl-C) kills its
  * live children on the way out.
  */
-import { join } from "node:path";
-import type { HandlerOutcome, JobContext, ResumePoint } from "./handler.ts";
+import { dirname, join, resolve } from "node:path";
+import type { HandlerOutcome, JobContext, ResumePoint, StepCommit } from "./handler.ts";
 import {
   type CallOp,
   type FromProcess,
@@ -30,6 +37,7 @@ import {
   readFrames,
   type ToProcess,
   toWire,
+  type WireFile,
   type WirePoint,
   writeFrame,
 } from "./_compute_protocol.ts";
@@ -59,6 +67,12 @@ export function startComputeProcess(
   let stopped = false;
   let child: Deno.ChildProcess | undefined;
   let writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  let dir: string | undefined;
+  const removeDir = () => {
+    try {
+      if (dir) Deno.removeSync(dir, { recursive: true });
+    } catch { /* already gone */ }
+  };
   const stop = () => {
     if (stopped) return;
     stopped = true;
@@ -67,6 +81,7 @@ export function startComputeProcess(
       child?.kill("SIGKILL");
     } catch { /* already exited */ }
     writer?.close().catch(() => {});
+    removeDir();
   };
   // In its own process group the child no longer dies with the worker's group: kill it when
   // the worker process exits.
@@ -76,15 +91,17 @@ export function startComputeProcess(
   };
   let draining = false;
   const done = (async (): Promise<HandlerOutcome | void> => {
-    const dir = await Deno.makeTempDir({ prefix: "seed-compute-" });
-    const path = join(dir, "socket");
+    const scratch = await Deno.makeTempDir({ prefix: `seed-compute-${Deno.pid}-` });
+    dir = scratch;
+    if (stopped) removeDir();
+    const path = join(scratch, "socket");
     let conn: Deno.Conn;
     const listener = Deno.listen({ transport: "unix", path });
     try {
       if (stopped) return await never();
       child = new Deno.Command(Deno.execPath(), {
         args: ["run", "-A", "--config", CONFIG.pathname, ENTRY.pathname],
-        env: { SEED_COMPUTE_SOCKET: path },
+        env: { SEED_COMPUTE_SOCKET: path, SEED_COMPUTE_SCRATCH: scratch },
         stdin: "null",
         stdout: "inherit",
         stderr: "inherit",
@@ -97,7 +114,7 @@ export function startComputeProcess(
       conn = await Promise.race([listener.accept(), exited]);
     } finally {
       listener.close();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await Deno.remove(path).catch(() => {});
     }
     if (stopped) {
       conn.close();
@@ -114,7 +131,13 @@ export function startComputeProcess(
       saveTrajectories: ctx.saveTrajectories !== undefined,
       executionProvider: ctx.executionProvider,
     });
-    return await serveCalls(conn, ctx, { post, stop, isStopped: () => stopped, child });
+    return await serveCalls(conn, ctx, {
+      post,
+      stop,
+      isStopped: () => stopped,
+      child,
+      scratch,
+    });
   })();
   return {
     done,
@@ -138,9 +161,23 @@ async function serveCalls(
     stop(): void;
     isStopped(): boolean;
     child: Deno.ChildProcess;
+    /** The run's scratch folder (see module doc). */
+    scratch: string;
   },
 ): Promise<HandlerOutcome | void> {
-  const { post, stop, child } = io;
+  const { post, stop, child, scratch } = io;
+  /** The child's files, each checked to lie in the scratch folder. */
+  const inScratch = (files: WireFile[]): WireFile[] => {
+    for (const f of files) {
+      if (typeof f?.path !== "string" || dirname(resolve(f.path)) !== scratch) {
+        throw new RangeError(
+          `Cannot upload checkpoint file ${f?.name} as its path must lie in the run's scratch folder ${scratch}: current value is ${f?.path}`,
+        );
+      }
+    }
+    return files.map((f) => ({ name: f.name, path: f.path }));
+  };
+  let reads = 0;
   const points = new Map<number, ResumePoint>();
   const wirePoint = (p: ResumePoint | null): WirePoint | null => {
     if (!p) return null;
@@ -157,14 +194,19 @@ async function serveCalls(
         return await ctx.recordMetrics(a[0], a[1]);
       case "setProgress":
         return await ctx.setProgress(a[0]);
+      // The run's context (context.ts) hands checkpoint files to jobs/, which uploads a file
+      // given by path in parts (CheckpointFileInput): the bytes never enter this process whole.
       case "saveCheckpoint":
-        return await ctx.saveCheckpoint(a[0], a[1]);
+        return await ctx.saveCheckpoint(a[0], inScratch(a[1]) as never);
       case "saveSkills":
         return await ctx.saveSkills(a[0], a[1], a[2]);
       case "saveTrajectories":
         return await ctx.saveTrajectories!(a[0]);
-      case "commitStep":
-        return await ctx.commitStep(a[0], a[1]);
+      case "commitStep": {
+        const commit = a[1] as StepCommit & { checkpoint?: WireFile[] };
+        const files = commit.checkpoint && inScratch(commit.checkpoint);
+        return await ctx.commitStep(a[0], { ...commit, checkpoint: files as never });
+      }
       case "stepRecord":
         return await ctx.stepRecord(a[0]);
       case "latestCheckpoint":
@@ -186,7 +228,11 @@ async function serveCalls(
       case "readPoint": {
         const point = points.get(a[0]);
         if (!point) throw new RangeError(`Cannot read from checkpoint handle ${a[0]}: unknown`);
-        return await point.read(a[1]);
+        // Downloaded to a file the child reads (and removes): its path is the reply.
+        const path = join(scratch, `read-${++reads}`);
+        if (point.readToFile) await point.readToFile(a[1], path);
+        else await Deno.writeFile(path, await point.read(a[1]));
+        return path;
       }
     }
   };

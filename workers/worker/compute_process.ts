@@ -2,7 +2,8 @@
  * Entry of a compute process (started by compute.ts, which passes the path of its Unix socket in
  * `SEED_COMPUTE_SOCKET`): imports the handler module named in the `start` message, builds a
  * {@link JobContext} whose every write and read is a call to the control loop (which makes it
- * under the fence), runs the handler, and reports how it ended. The process never touches the
+ * under the fence), runs the handler, and reports how it ended. Checkpoint files and reads of
+ * stored files pass through the run's scratch folder (`SEED_COMPUTE_SCRATCH`), never the socket. The process never touches the
  * database or the store itself, and exits as soon as it finds the socket closed (its worker
  * is gone). It ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
  */
@@ -10,11 +11,13 @@ import type { HandlerOutcome, JobContext, JobHandler, ResumePoint } from "./hand
 import type { Logger, LogLevel } from "./logger.ts";
 import {
   type CallOp,
+  FrameTooLargeError,
   type FromProcess,
   fromWire,
   readFrames,
   type ToProcess,
   toWire,
+  type WireFile,
   type WirePoint,
   writeFrame,
 } from "./_compute_protocol.ts";
@@ -29,18 +32,62 @@ const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Err
 let nextId = 1;
 let draining = false;
 const conn = await Deno.connect({ transport: "unix", path: Deno.env.get("SEED_COMPUTE_SOCKET")! });
+/** The run's scratch folder (compute.ts): checkpoint files and reads move through it. */
+const scratch = Deno.env.get("SEED_COMPUTE_SCRATCH")!;
 const writer = conn.writable.getWriter();
 let writing: Promise<void> = Promise.resolve();
-const send = (m: FromProcess) => {
-  writing = writing.then(() => writeFrame(writer, m)).catch(() => Deno.exit(1));
+/**
+ * Queues a message. A message over the frame limit is not sent and `onTooLarge` gets the error
+ * (the call fails with it); any other write failure means the socket is gone: exit.
+ */
+const send = (m: FromProcess, onTooLarge?: (e: Error) => void) => {
+  writing = writing.then(() => writeFrame(writer, m)).catch((e) => {
+    if (e instanceof FrameTooLargeError && onTooLarge) onTooLarge(e);
+    else Deno.exit(1);
+  });
 };
 
 function call<T>(op: CallOp, ...args: unknown[]): Promise<T> {
   const id = nextId++;
   return new Promise<T>((resolve, reject) => {
     pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-    send({ kind: "call", id, op, args });
+    send({ kind: "call", id, op, args }, (e) => {
+      pending.delete(id);
+      reject(e);
+    });
   });
+}
+
+let written = 0;
+/**
+ * Writes checkpoint files to the scratch folder and runs `fn` with their paths (the control loop
+ * uploads them from there); the files are removed when `fn` settles.
+ */
+async function withFiles<T>(
+  files: { name: string; bytes: Uint8Array }[],
+  fn: (wire: WireFile[]) => Promise<T>,
+): Promise<T> {
+  const wire: WireFile[] = [];
+  try {
+    for (const f of files) {
+      const path = `${scratch}/write-${++written}`;
+      wire.push({ name: f.name, path });
+      await Deno.writeFile(path, f.bytes);
+    }
+    return await fn(wire);
+  } finally {
+    await Promise.all(wire.map((f) => Deno.remove(f.path).catch(() => {})));
+  }
+}
+
+/** Reads a file the control loop downloaded for us (its path is the reply), then removes it. */
+async function readFromScratch(handle: number, name: string): Promise<Uint8Array> {
+  const path = await call<string>("readPoint", handle, name);
+  try {
+    return await Deno.readFile(path);
+  } finally {
+    await Deno.remove(path).catch(() => {});
+  }
 }
 
 function relayLogger(bound: Record<string, unknown>): Logger {
@@ -59,7 +106,7 @@ const point = (w: WirePoint | null): ResumePoint | null =>
   w && {
     step: w.step,
     files: w.files,
-    read: (name) => call<Uint8Array>("readPoint", w.handle, name),
+    read: (name) => readFromScratch(w.handle, name),
   };
 
 async function start(
@@ -92,10 +139,15 @@ async function start(
     emit: (type, data) => call("emit", type, data),
     recordMetrics: (step, values) => call("recordMetrics", step, values),
     setProgress: (progress) => call("setProgress", progress),
-    saveCheckpoint: (step, files) => call("saveCheckpoint", step, files),
+    saveCheckpoint: (step, files) => withFiles(files, (wire) => call("saveCheckpoint", step, wire)),
     saveSkills: (step, json, count) => call("saveSkills", step, json, count),
     saveTrajectories: m.saveTrajectories ? (dump) => call("saveTrajectories", dump) : undefined,
-    commitStep: (step, commit) => call("commitStep", step, commit),
+    commitStep: (step, commit) =>
+      withFiles(
+        commit.checkpoint ?? [],
+        (wire) =>
+          call("commitStep", step, commit.checkpoint ? { ...commit, checkpoint: wire } : commit),
+      ),
     stepRecord: (step) => call("stepRecord", step),
     latestCheckpoint: async () => point(await call<WirePoint | null>("latestCheckpoint")),
     checkpointAt: async (step) => point(await call<WirePoint | null>("checkpointAt", step)),

@@ -7,6 +7,7 @@ import {
   appendEvent,
   type ArtifactStore,
   type Checkpoint,
+  type CheckpointFile,
   commitStep,
   type Database,
   type Fence,
@@ -91,14 +92,28 @@ export function createJobContext(state: RunState): JobContext {
     }
   };
 
+  const retried = <T>(fn: () => Promise<T>) => withRetry(fn, { signal: state.signal });
+  /** Downloads the file `name` of `files` to `path`, verified against its SHA-256. */
+  const fileReader =
+    (files: CheckpointFile[], what: string) => async (name: string, path: string) => {
+      const f = files.find((x) => x.name === name);
+      if (!f) {
+        throw new RangeError(
+          `Cannot read ${name} from ${what} as it must be one of: ${
+            files.map((x) => x.name).join(", ")
+          }`,
+        );
+      }
+      await retried(() => store.getToFile(f.key, path, { sha256: f.sha256 }));
+    };
   const resumePoint = (ck: Checkpoint | null): ResumePoint | null =>
     ck && {
       step: ck.step,
       files: ck.files,
       read: (name) =>
         withRetry(() => readCheckpointFile(store, ck, name), { signal: state.signal }),
+      readToFile: fileReader(ck.files, `checkpoint ${ck.step}`),
     };
-  const retried = <T>(fn: () => Promise<T>) => withRetry(fn, { signal: state.signal });
   const artifacts: ArtifactReader = {
     async checkpoint(jobId, step) {
       if (!/^[0-9a-f-]{36}$/.test(jobId)) return null;
@@ -118,6 +133,7 @@ export function createJobContext(state: RunState): JobContext {
           const f = m.files.find((x) => x.name === name)!;
           return retried(() => store.get(f.key, { sha256: f.sha256 }));
         },
+        readToFile: fileReader(m.files, `model ${modelId}`),
       };
     },
     async readObject(bucket, key) {

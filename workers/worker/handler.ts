@@ -44,6 +44,12 @@ export interface ResumePoint {
   files: CheckpointFile[];
   /** Reads one file, verified against its SHA-256 (IntegrityError on mismatch). */
   read(name: string): Promise<Uint8Array>;
+  /**
+   * Downloads one file to `path` without holding it whole, verified like `read` (the file is
+   * removed on a mismatch). Optional: the worker's context has it (compute.ts hands resume reads
+   * to its compute process this way); a context without it is read with `read`.
+   */
+  readToFile?(name: string, path: string): Promise<void>;
 }
 
 /** Thrown when a handler asks for an artifact it may not read (another tenant's, another bucket). */

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import {
   cancelJob,
   getJob,
   type Job,
+  listCheckpoints,
   listEvents,
   listMetrics,
   startReaper,
@@ -73,6 +75,49 @@ Deno.test("handlers in compute processes", async (t) => {
         assert.deepEqual(metrics.map((m) => [m.step, m.values.attempt]), [[1, 0], [2, 0]]);
         const logs = await logRecords(child);
         assert.ok(!logs.some((l) => /blocked the event loop|lease lost/.test(l.msg)));
+      },
+    );
+
+    await t.step(
+      "a step whose checkpoint is 100 MB commits it and reads it back under a 1.5 s lease, never late and never requeued",
+      async () => {
+        const stateBytes = 100 * 1024 * 1024;
+        const { job } = await submitJob(db, { tenantId, spec: testSpec({ steps: 2 }) });
+        const reaper = startReaper(db, { intervalMs: 100 });
+        const child = spawnWorker({
+          WORKER_LEASE_MS: "1500",
+          REAPER_INTERVAL_MS: "200",
+          BLOCK_MS: "0",
+          STATE_BYTES: String(stateBytes),
+        });
+        try {
+          const after = await waitFor(
+            job,
+            (j) => j.status === "succeeded" || j.status === "failed",
+            120_000,
+          );
+          assert.equal(after.status, "succeeded", after.error ?? "");
+          assert.equal(after.attempt, 0, "no attempt was spent");
+        } finally {
+          await reaper.stop();
+          child.kill("SIGTERM");
+        }
+        assert.equal((await child.status).code, 0);
+        const statuses = (await listEvents(db, job.id)).filter((e) => e.type === "status")
+          .map((e) => (e.data as { status: string }).status);
+        assert.deepEqual(statuses, ["queued", "running", "succeeded"], "never requeued");
+        const checkpoints = await listCheckpoints(db, job.id);
+        assert.deepEqual(checkpoints.map((c) => [c.step, c.bytes]), [
+          [1, stateBytes],
+          [2, stateBytes],
+        ]);
+        const want = createHash("sha256").update(new Uint8Array(stateBytes).fill(2)).digest("hex");
+        assert.equal(checkpoints[1].files[0].sha256, want);
+        const logs = await logRecords(child);
+        assert.ok(!logs.some((l) => /blocked the event loop|lease lost/.test(l.msg)));
+        const scratch = [...Deno.readDirSync(Deno.env.get("TMPDIR") ?? "/tmp")]
+          .filter((e) => e.name.startsWith(`seed-compute-${child.pid}-`));
+        assert.deepEqual(scratch, [], "the run's scratch folder is removed");
       },
     );
 
