@@ -236,6 +236,8 @@ Deno.test("seed.skill_source is policy by default; reference needs method seed w
   assert.deepEqual(issuesOf({ env: sokoban, method: "gigpo", advantage: { norm: "max" } }), [
     "advantage.norm",
   ]);
+});
+
 Deno.test("warmup.policy checks are off by default and a target_success needs checks to reach it", () => {
   const policy = (p: Record<string, unknown>) => ({
     env: { id: "sokoban" },
