@@ -3,11 +3,12 @@
  * holding its weights: small files (JSON, text) are buffered whole, each `.safetensors` file is
  * streamed to the store (multipart above the store's part size, jobs/store.ts `putStream`) while
  * its header is captured for the model check. Files the service does not use (README, LICENSE,
- * `.bin` weights, …) are skipped: counted, and the first {@link MAX_SKIPPED_LISTED} named, so an
- * archive of many entries costs no memory per entry. Every kept `.json` file that parses is held
- * to the request bodies' limits (api/json_limits.ts: depth, U+0000, lone surrogates) and refused
- * with a 422 naming it otherwise: its contents reach the database (`config.json`) or a job.
- * Every object an upload wrote is deleted before its error is thrown.
+ * `.bin` weights, a checkpoint's `optimizer.safetensors` and `trainer_state.json`, …) are skipped:
+ * counted, and the first {@link MAX_SKIPPED_LISTED} named, so an archive of many entries costs no
+ * memory per entry. Every kept `.json` file that parses is held to the request bodies' limits
+ * (api/json_limits.ts: depth, U+0000, lone surrogates) and refused with a 422 naming it otherwise:
+ * its contents reach the database (`config.json`) or a job. Every object an upload wrote is
+ * deleted before its error is thrown.
  */
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
@@ -42,6 +43,20 @@ const MAX_HEADER_BYTES = 100_000_000;
 
 /** Small files kept (buffered whole); every `*.safetensors` file is kept too. */
 const SMALL_FILES = /^(?:[\w.-]+\.json|merges\.txt|[\w.-]+\.jinja|tokenizer\.model)$/;
+
+/**
+ * Files of a training run's checkpoint that are no part of the model: the optimizer's moments
+ * (`optimizer.safetensors`, as large as the weights or twice) and the trainer's state
+ * (`trainer_state.json`). A job checkpoint uploaded as a model keeps its weights and tokenizer;
+ * these are skipped and listed with the other skipped files.
+ */
+const TRAINING_STATE_FILES = new Set(["optimizer.safetensors", "trainer_state.json"]);
+
+/** Whether `name` (a file name in the folder) is a model file the upload keeps. */
+function isModelFile(name: string): boolean {
+  return !TRAINING_STATE_FILES.has(name) &&
+    (name.endsWith(".safetensors") || SMALL_FILES.test(name));
+}
 
 /** What the archive held. */
 export interface ModelUpload {
@@ -206,7 +221,7 @@ export async function readModelUpload(
       const place = layout.place(entry.header);
       if (layout.flat && tentative.size > 0) await dropTentative();
       const name = place?.name ?? null;
-      const keep = name !== null && (name.endsWith(".safetensors") || SMALL_FILES.test(name)) &&
+      const keep = name !== null && isModelFile(name) &&
         // A second folder's file of that name: two top-level folders (refused at the end) or
         // two subfolders of a flat archive (both dropped once its top-level file arrives).
         !(place!.folder !== undefined &&

@@ -49,12 +49,15 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const step = stepOf(c.req.param("step"), job.id);
     const ckpt = await checkpointAt(options, job.id, step);
     const folder = `step-${step}`;
-    const body = tarStream(ckpt.files.map((f) => ({
-      name: `${folder}/${f.name}`,
-      bytes: f.bytes,
-      sha256: f.sha256,
-      open: () => store.getStream(f.key),
-    })));
+    const body = tarStream(
+      ckpt.files.map((f) => ({
+        name: `${folder}/${f.name}`,
+        bytes: f.bytes,
+        sha256: f.sha256,
+        open: () => store.getStream(f.key),
+      })),
+      { mtime: ckpt.createdAt },
+    );
     return new Response(body, {
       headers: {
         "content-type": "application/x-tar",

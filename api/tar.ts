@@ -41,7 +41,16 @@ export function sha256Sums(sources: readonly Pick<TarSource, "name" | "sha256">[
   return sources.map((s) => `${s.sha256}  ${s.name}\n`).join("");
 }
 
-function waitEntry(pack: Pack, header: { name: string; size: number }): {
+/** Options of {@link tarStream}. */
+export interface TarOptions {
+  /**
+   * Modification time of every entry (e.g. when the checkpoint was committed); default the Unix
+   * epoch, which `tar -x` then sets on every extracted file.
+   */
+  mtime?: Date;
+}
+
+function waitEntry(pack: Pack, header: { name: string; size: number; mtime: Date }): {
   sink: ReturnType<Pack["entry"]>;
   done: Promise<void>;
 } {
@@ -52,7 +61,7 @@ function waitEntry(pack: Pack, header: { name: string; size: number }): {
     reject = rej;
   });
   const sink = pack.entry(
-    { ...header, mode: 0o644, mtime: new Date(0), type: "file" },
+    { ...header, mode: 0o644, type: "file" },
     (err) => err ? reject(err) : resolve(),
   );
   sink.on("error", () => {}); // the pack's own error reaches the reader
@@ -60,8 +69,8 @@ function waitEntry(pack: Pack, header: { name: string; size: number }): {
   return { sink, done };
 }
 
-async function writeSource(pack: Pack, source: TarSource): Promise<void> {
-  const { sink, done } = waitEntry(pack, { name: source.name, size: source.bytes });
+async function writeSource(pack: Pack, source: TarSource, mtime: Date): Promise<void> {
+  const { sink, done } = waitEntry(pack, { name: source.name, size: source.bytes, mtime });
   const hash = createHash("sha256");
   let seen = 0;
   for await (const chunk of await source.open()) {
@@ -91,17 +100,21 @@ async function writeSource(pack: Pack, source: TarSource): Promise<void> {
  * Cancelling the stream (client gone) stops reading objects. Errors: {@link ChecksumMismatchError}
  * or the source's own read error, surfaced as a stream error.
  */
-export function tarStream(sources: readonly TarSource[]): ReadableStream<Uint8Array> {
+export function tarStream(
+  sources: readonly TarSource[],
+  options: TarOptions = {},
+): ReadableStream<Uint8Array> {
   const pack = tarPack();
+  const mtime = options.mtime ?? new Date(0);
   let cancelled = false;
   const produce = async () => {
     const sums = new TextEncoder().encode(sha256Sums(sources));
-    const first = waitEntry(pack, { name: "SHA256SUMS", size: sums.byteLength });
+    const first = waitEntry(pack, { name: "SHA256SUMS", size: sums.byteLength, mtime });
     first.sink.end(sums);
     await first.done;
     for (const source of sources) {
       if (cancelled) return;
-      await writeSource(pack, source);
+      await writeSource(pack, source, mtime);
     }
     pack.finalize();
   };

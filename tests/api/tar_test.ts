@@ -74,3 +74,21 @@ Deno.test("a reader that cancels mid-object stops the archive reading that objec
   await sourceClosed;
   assert.ok(yielded < total / 65536, `read ${yielded} chunks of ${total / 65536}`);
 });
+
+Deno.test("every entry carries the archive's mtime (a checkpoint's commit time), not 1970", async () => {
+  const { extract } = await import("tar-stream");
+  const file = source("step-1/a.txt", new TextEncoder().encode("hello"));
+  const when = new Date("2026-12-06T18:00:00Z");
+  const x = extract();
+  const entries: [string, number][] = [];
+  const reading = (async () => {
+    for await (const e of x) {
+      entries.push([e.header.name, e.header.mtime!.getTime()]);
+      for await (const _ of e) { /* drain */ }
+    }
+  })();
+  for await (const chunk of tarStream([file], { mtime: when })) x.write(chunk);
+  x.end(null);
+  await reading;
+  assert.deepEqual(entries, [["SHA256SUMS", when.getTime()], ["step-1/a.txt", when.getTime()]]);
+});

@@ -356,6 +356,42 @@ const jsonBytes = (value: unknown) =>
   new TextEncoder().encode(JSON.stringify(value, null, 2) + "\n");
 
 /**
+ * Fields that `transformers` and `peft` hold as Python floats: written with a decimal point even
+ * when whole (`8.0`, `1000000.0`), as Python's `json` writes them. Read back as an int, Llama 3's
+ * `rope_scaling.factor` and `low_freq_factor`/`high_freq_factor` fail `transformers`'
+ * `_validate_llama3_parameters` `isinstance(x, float)` checks (a warning in
+ * modeling_rope_utils.py).
+ */
+const FLOAT_FIELDS = new Set([
+  "attention_dropout",
+  "factor",
+  "high_freq_factor",
+  "initializer_range",
+  "lora_dropout",
+  "low_freq_factor",
+  "rms_norm_eps",
+  "rope_theta",
+  "temperature",
+  "top_p",
+]);
+
+/**
+ * A config file's bytes as Python's `json.dumps(indent=2)` writes them for its floats: whole
+ * numbers in {@link FLOAT_FIELDS} keep a `.0`.
+ */
+export function configJsonBytes(value: unknown): Uint8Array {
+  const mark = "\u0000float:";
+  const text = JSON.stringify(
+    value,
+    (key, v) => FLOAT_FIELDS.has(key) && Number.isInteger(v) ? `${mark}${v}` : v,
+    2,
+  );
+  return new TextEncoder().encode(
+    text.replace(/"\\u0000float:(-?\d+)"/g, "$1.0") + "\n",
+  );
+}
+
+/**
  * Serialises a model into the files of a Hugging Face directory (name → bytes).
  * @throws {HfFormatError} when a parameter is missing or has the wrong size, or the config cannot
  *   be saved (see `configToJson`).
@@ -369,11 +405,11 @@ export function saveHfDirectory(
   const files = new Map<string, Uint8Array>();
   files.set(
     HF_FILES.config,
-    jsonBytes(configToJson(c, TORCH_DTYPES[dtype], model.sourceConfig ?? null)),
+    configJsonBytes(configToJson(c, TORCH_DTYPES[dtype], model.sourceConfig ?? null)),
   );
   files.set(
     HF_FILES.generationConfig,
-    jsonBytes(
+    configJsonBytes(
       model.generationConfig ?? {
         bos_token_id: c.bos_token_id,
         eos_token_id: c.eos_token_id,

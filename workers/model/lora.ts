@@ -23,6 +23,7 @@
 import { type Graph, intAttr, nn, type Value } from "../engine/mod.ts";
 import { type DecoderConfig, type Parameters, type ParameterSpec } from "./config.ts";
 import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
+import { configJsonBytes } from "./hf.ts";
 import { Rng } from "./sampling.ts";
 
 /** Projections an adapter can target (PEFT's module names in Llama/Qwen decoders). */
@@ -281,6 +282,14 @@ function dropoutMask(g: Graph, x: Value, p: number, seed: Value, salt: number): 
   });
 }
 
+/**
+ * Key of `adapter_model.safetensors`' `__metadata__` holding the service's reference of the base
+ * (`builtin:tiny`, `model:<id>`, `job:<id>@<step>`), which jobs and the inference server resolve;
+ * `adapter_config.json`'s `base_model_name_or_path` holds the base's own name (what PEFT and
+ * `transformers` resolve), so the folder loads as it is.
+ */
+export const ADAPTER_BASE_METADATA = "seed_base_model";
+
 /** `adapter_config.json` as PEFT writes it for a LoRA adapter on a causal LM. */
 export function adapterConfigJson(lora: LoraConfig, baseModel: string): Record<string, unknown> {
   return {
@@ -308,7 +317,9 @@ export function adapterConfigJson(lora: LoraConfig, baseModel: string): Record<s
 
 /**
  * A PEFT adapter folder's files: `adapter_config.json` and `adapter_model.safetensors` (F32,
- * PEFT's names) from the adapter tensors of `params`.
+ * PEFT's names) from the adapter tensors of `params`. `baseModel` is the service's reference of
+ * the base (kept in the weights' metadata, {@link ADAPTER_BASE_METADATA}); `baseName` the name
+ * PEFT is given as `base_model_name_or_path` (default `baseModel`).
  * @throws LoraError when an adapter tensor is missing.
  */
 export function saveAdapter(
@@ -316,24 +327,27 @@ export function saveAdapter(
   lora: LoraConfig,
   params: Parameters,
   baseModel: string,
+  baseName: string = baseModel,
 ): Map<string, Uint8Array> {
   const tensors = new Map<string, Tensor>();
   for (const s of loraParameterSpecs(c, lora)) {
     tensors.set(`${PEFT_PREFIX}${s.name}`, { shape: s.shape, data: mustGet(params, s.name) });
   }
-  const config = new TextEncoder().encode(
-    JSON.stringify(adapterConfigJson(lora, baseModel), null, 2) + "\n",
-  );
+  const config = configJsonBytes(adapterConfigJson(lora, baseName));
+  const metadata = { format: "pt", [ADAPTER_BASE_METADATA]: baseModel };
   return new Map([
     [ADAPTER_FILES.config, config],
-    [ADAPTER_FILES.weights, writeSafetensors(tensors, { metadata: { format: "pt" } })],
+    [ADAPTER_FILES.weights, writeSafetensors(tensors, { metadata })],
   ]);
 }
 
 /** An adapter read from a PEFT folder. */
 export interface LoadedAdapter {
   lora: LoraConfig;
-  /** `base_model_name_or_path` of its config. */
+  /**
+   * The service's reference of the base: the weights' {@link ADAPTER_BASE_METADATA}, else (an
+   * adapter written before it, or by PEFT) `base_model_name_or_path` of its config.
+   */
   baseModel: string;
   /** Adapter tensors by the service's names (without PEFT's prefix). */
   parameters: Parameters;
@@ -383,5 +397,21 @@ export function readAdapter(
     }
     parameters.set(s.name, t.data);
   }
-  return { lora, baseModel: String(json.base_model_name_or_path ?? ""), parameters };
+  return {
+    lora,
+    baseModel: file.metadata[ADAPTER_BASE_METADATA] ??
+      String(json.base_model_name_or_path ?? ""),
+    parameters,
+  };
+}
+
+/**
+ * The service's reference of an adapter's base from its files' bytes (see
+ * {@link LoadedAdapter.baseModel}); "" when neither file names one.
+ */
+export function adapterBaseReference(configBytes: Uint8Array, weightBytes: Uint8Array): string {
+  const meta = readSafetensors(weightBytes).metadata[ADAPTER_BASE_METADATA];
+  if (meta) return meta;
+  const json = JSON.parse(new TextDecoder().decode(configBytes)) as Record<string, unknown>;
+  return String(json.base_model_name_or_path ?? "");
 }

@@ -10,6 +10,7 @@ import { type DecoderConfig, parameterCount, parameterSpecs } from "./config.ts"
 import { configFromJson, HF_FILES, HfFormatError } from "./hf.ts";
 import { elementCount, parseShardIndex } from "./safetensors.ts";
 import { parseJsonObject, Tokenizer } from "./tokenizer.ts";
+import tokenizerProbe from "./tokenizer_probe.json" with { type: "json" };
 
 /** An upload that cannot become a model; `file` and `field` say where (field may be "-"). */
 export class ModelFileError extends Error {
@@ -68,7 +69,8 @@ function fieldOf(message: string): string {
  * shape × dtype, the tensors' data tiling the data section with no gap, overlap or trailing
  * bytes); every parameter the config needs present
  * with its exact shape and dtype F32/F16/BF16; `tokenizer.json` that loads with no more tokens
- * than `vocab_size`; the optional JSON files parse.
+ * than `vocab_size` and that spells every probe text ({@link checkTokenizerSpells}); the optional
+ * JSON files parse.
  * @throws {ModelFileError} naming the file and the field of the first problem.
  */
 export function checkUploadedModel(files: UploadedModelFiles): CheckedModel {
@@ -329,5 +331,56 @@ function checkTokenizer(small: ReadonlyMap<string, Uint8Array>, config: DecoderC
       `Cannot use the upload as tokenizer.json must have at most vocab_size (${config.vocab_size}, config.json) tokens: current value is ${tokenizer.vocabSize}`,
     );
   }
+  checkTokenizerSpells(tokenizer);
   return tokenizer.vocabSize;
+}
+
+/** One text a tokenizer must spell, and where jobs show it (tokenizer_probe.json). */
+export interface TokenizerProbeText {
+  source: string;
+  text: string;
+}
+
+/**
+ * The texts every job shows a model (`deno task gen:tokenizer-probe` writes them): each built-in
+ * environment's first prompt and an analyzer prompt, the analysis schema's JSON object, the
+ * teacher's skill block.
+ */
+export const TOKENIZER_PROBE_TEXTS: readonly TokenizerProbeText[] = tokenizerProbe.texts;
+
+/** A text without whitespace, NFKC-normalised: what a tokenizer must give back unchanged. */
+const spelled = (text: string) => text.normalize("NFKC").replace(/\s+/gu, "");
+
+/**
+ * Checks that `tokenizer` spells each of `texts` (default {@link TOKENIZER_PROBE_TEXTS}): the
+ * text encoded (no special tokens) and decoded again keeps every character other than
+ * whitespace (compared NFKC-normalised, so a tokenizer that normalises Unicode, merges spaces or
+ * cleans up spaces before punctuation passes). A tokenizer whose vocabulary lacks a character the
+ * environments write (a toy vocabulary, a byte-level one with bytes missing) fails here rather
+ * than in a job, where the prompt encodes to nothing or the analysis schema cannot be spelled.
+ * @throws {ModelFileError} at `tokenizer.json` / `model.vocab`, naming the first text it cannot
+ *   spell, the first character lost and what the text decodes to.
+ */
+export function checkTokenizerSpells(
+  tokenizer: Tokenizer,
+  texts: readonly TokenizerProbeText[] = TOKENIZER_PROBE_TEXTS,
+): void {
+  for (const { source, text } of texts) {
+    const back = tokenizer.decode(tokenizer.encode(text, { addSpecialTokens: false }));
+    const want = spelled(text), got = spelled(back);
+    if (want === got) continue;
+    let at = 0;
+    while (at < want.length && want[at] === got[at]) at++;
+    const lost = String.fromCodePoint(want.codePointAt(at) ?? 0x20);
+    const cut = (s: string) => JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
+    throw new ModelFileError(
+      HF_FILES.tokenizer,
+      "model.vocab",
+      `Cannot use the upload as tokenizer.json must spell every text jobs show the model: it cannot spell ${source} ${
+        cut(text)
+      }, which loses ${JSON.stringify(lost)} (non-space character ${at + 1}) and decodes as ${
+        cut(back)
+      }`,
+    );
+  }
 }

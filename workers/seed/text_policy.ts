@@ -51,6 +51,7 @@ import {
   stopTokenIdsOf,
   tokenBytes,
   Tokenizer,
+  TokenizerError,
 } from "../model/mod.ts";
 
 /** Stop string of an action response. */
@@ -133,12 +134,20 @@ export class TextPolicy {
    * Token ids of `prompt` in the prompt form: `prompt` + `PROMPT_SUFFIX` ("\n"), or the chat
    * template's rendering of one user message holding `prompt` (memoised: prompts repeat within
    * a step).
+   * @throws {TokenizerError} when the tokenizer encodes the prompt to no token at all.
    */
   promptIds(prompt: string): number[] {
     let ids = this.#prompts.get(prompt);
     if (!ids) {
       const text = renderPrompt(this.tokenizer, this.form, [{ role: "user", content: prompt }]);
       ids = encodePrompt(this.tokenizer, this.form, text);
+      if (ids.length === 0) {
+        throw new TokenizerError(
+          `Cannot encode a prompt as the model's tokenizer (tokenizer.json) must spell it: it encodes ${
+            JSON.stringify(prompt.length > 80 ? `${prompt.slice(0, 80)}…` : prompt)
+          } to 0 tokens (its vocabulary lacks the prompt's characters)`,
+        );
+      }
       if (this.#prompts.size > 20_000) this.#prompts.clear();
       this.#prompts.set(prompt, ids);
     }
@@ -178,15 +187,24 @@ export class TextPolicy {
   /**
    * The constrained decoder of `schema` for this tokenizer and model width (built on first use,
    * then reused: building indexes the vocabulary).
-   * @throws {ConstraintError} when the vocabulary cannot spell an object of the schema.
+   * @throws {TokenizerError} when the vocabulary cannot spell an object of the schema (the
+   *   ConstraintError as its cause).
    */
   jsonDecoder(schema: JsonObjectSchema): JsonConstrainedDecoder {
     const key = JSON.stringify(schema);
     let decoder = this.#decoders.get(key);
     if (!decoder) {
-      decoder = new JsonConstrainedDecoder(tokenBytes(this.tokenizer), schema, {
-        vocabSize: this.policy.config.vocab_size,
-      });
+      try {
+        decoder = new JsonConstrainedDecoder(tokenBytes(this.tokenizer), schema, {
+          vocabSize: this.policy.config.vocab_size,
+        });
+      } catch (e) {
+        if (!(e instanceof ConstraintError)) throw e;
+        throw new TokenizerError(
+          `Cannot decode the analysis as the model's tokenizer (tokenizer.json) must spell its JSON object: ${e.message}`,
+          { cause: e },
+        );
+      }
       this.#decoders.set(key, decoder);
     }
     return decoder;

@@ -5,7 +5,7 @@
  * |--------|------------------------|-----------------------------------------------------------|
  * | POST   | /v1/chat/completions   | `chat.completion`, or `chat.completion.chunk` SSE          |
  * | POST   | /v1/completions        | `text_completion` (also as SSE chunks)                    |
- * | GET    | /v1/models             | `{object: "list", data: [model]}`: the tenant's checkpoints |
+ * | GET    | /v1/models             | `{object: "list", data: [model]}`: checkpoints and uploads |
  * | GET    | /v1/models/{model}     | one model                                                 |
  * | GET    | /healthz               | `{ok, active, waiting}`                                   |
  *
@@ -20,7 +20,12 @@
  */
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { type ArtifactStore, type Database, listTenantCheckpoints } from "../../jobs/mod.ts";
+import {
+  type ArtifactStore,
+  type Database,
+  listModels,
+  listTenantCheckpoints,
+} from "../../jobs/mod.ts";
 import { countImageTokens } from "../model/mod.ts";
 import { apiKeyAuth, type ServeAuthEnv } from "./auth.ts";
 import type { DecodeEngine } from "./engine.ts";
@@ -113,14 +118,17 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
       }
       data.push(modelObject(`job:${r.jobId}@${r.step}`, r.createdAt, tenant.name));
     }
+    for (const m of await listModels(opts.db, tenant.id)) {
+      data.push(modelObject(`model:${m.id}`, m.createdAt, tenant.name));
+    }
     return c.json({ object: "list", data });
   });
 
   app.get("/v1/models/:model", async (c) => {
     const tenant = c.get("tenant");
     const name = c.req.param("model");
-    const ck = await opts.registry.checkpoint(tenant.id, name);
-    return c.json(modelObject(name, ck.createdAt, tenant.name));
+    const source = await opts.registry.resolve(tenant.id, name);
+    return c.json(modelObject(name, source.createdAt, tenant.name));
   });
 
   app.post("/v1/chat/completions", async (c) => {
@@ -128,7 +136,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     if (!body.success) throw fromZod(body.error);
     const r = body.data;
     const tenant = c.get("tenant");
-    const held = await opts.registry.acquire(await opts.registry.checkpoint(tenant.id, r.model));
+    const held = await opts.registry.acquire(await opts.registry.resolve(tenant.id, r.model));
     return await holding(held, async (model, takeHold) => {
       let messages = chatMessages(r.messages);
       const skill = r.skills === undefined ? undefined : await pickSkill(
@@ -143,6 +151,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
       const p = prepare(model, encodePrompt(model, text, "chat"), {
         ...r,
         max_tokens: r.max_completion_tokens ?? r.max_tokens,
+        logprobs: r.logprobs ? (r.top_logprobs ?? 0) : null,
       }, { defaultMaxTokens: opts.defaultMaxTokens, promptParam: "messages" });
       if (skill !== undefined) p.skill = skill;
       return respond(c, opts.engine, { ...p, takeHold }, "chat");
@@ -154,7 +163,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     if (!body.success) throw fromZod(body.error);
     const r = body.data;
     const tenant = c.get("tenant");
-    const held = await opts.registry.acquire(await opts.registry.checkpoint(tenant.id, r.model));
+    const held = await opts.registry.acquire(await opts.registry.resolve(tenant.id, r.model));
     return await holding(held, async (model, takeHold) => {
       let prompt = Array.isArray(r.prompt) ? r.prompt[0] : r.prompt;
       // Checked before a skill is inserted: a skill alone is not the user's prompt.
@@ -226,6 +235,12 @@ async function pickSkill(
   option: SkillsOption,
   task: string | null,
 ): Promise<UsedSkill | null> {
+  if (model.jobId === null) {
+    throw badRequest(
+      `Cannot use skills as the model must be a job's checkpoint (job:<id>): ${model.id} is an uploaded model, which has no skill library`,
+      "skills",
+    );
+  }
   const { step, library } = await registry.skillLibrary(
     model.jobId,
     option === "library" ? undefined : option.step,
@@ -276,6 +291,9 @@ function prepare(
     stop?: string | string[] | null;
     stream?: boolean | null;
     stream_options?: { include_usage?: boolean } | null;
+    /** Alternatives per token when log-probs are asked for; null/undefined: none. */
+    logprobs?: number | null;
+    return_tokens_as_token_ids?: boolean | null;
   },
   opts: {
     defaultMaxTokens?: number;
@@ -320,5 +338,8 @@ function prepare(
     stop: r.stop == null ? [] : typeof r.stop === "string" ? [r.stop] : r.stop,
     stream: r.stream ?? false,
     includeUsage: r.stream_options?.include_usage ?? false,
+    logprobs: r.logprobs == null
+      ? null
+      : { top: r.logprobs, tokenIds: r.return_tokens_as_token_ids ?? false },
   };
 }

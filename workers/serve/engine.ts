@@ -70,13 +70,25 @@ export interface DecodeModel {
 /** Why a choice ended: OpenAI's `stop`/`length`, or ours. */
 export type EngineFinish = "stop" | "length" | "cancelled" | "error";
 
+/**
+ * The log-probabilities of one sampled token under the model (log-softmax of its raw logits:
+ * before temperature and top-p, as the trainer scores tokens, `Policy.score`).
+ */
+export interface TokenLogprob {
+  /** ln p(token). */
+  logprob: number;
+  /** The `DecodeRequest.topLogprobs` most likely tokens, most likely first: [id, ln p]. */
+  top: [number, number][];
+}
+
 /** Where one choice's tokens go. */
 export interface ChoiceSink {
   /**
-   * A sampled token that is not an end-of-sequence token. Return true to end the choice here
-   * (a stop string appeared in its text).
+   * A sampled token that is not an end-of-sequence token, with its log-probs when the request
+   * asked for them (`topLogprobs`). Return true to end the choice here (a stop string appeared
+   * in its text).
    */
-  token(id: number): boolean;
+  token(id: number, logprob?: TokenLogprob): boolean;
   /**
    * The choice ended, after `tokens` generated tokens (an ending EOS counted); `error` carries
    * the cause of an `error`. Called once.
@@ -96,6 +108,11 @@ export interface DecodeRequest {
   seed: number;
   /** Token ids that end a choice (not passed to the sink). */
   eosTokenIds: readonly number[];
+  /**
+   * Report each token's log-prob and this many most likely alternatives (0–20) to the sinks;
+   * undefined: none.
+   */
+  topLogprobs?: number;
   choices: ChoiceSink[];
   /** Aborted when the client goes away: the request's sequences leave at the next step. */
   signal?: AbortSignal;
@@ -486,7 +503,14 @@ export class DecodeEngine {
         r.p.tokens++;
         r.last = token;
         if (req.eosTokenIds.includes(token)) this.#endRow(r, "stop");
-        else if (req.choices[r.choice].token(token)) this.#endRow(r, "stop");
+        else if (
+          req.choices[r.choice].token(
+            token,
+            req.topLogprobs === undefined
+              ? undefined
+              : tokenLogprob(r.logits, token, req.topLogprobs),
+          )
+        ) this.#endRow(r, "stop");
         else if (r.count >= req.maxNewTokens) this.#endRow(r, "length");
       } catch (e) {
         if (!r.done) this.#endRow(r, "error", e);
@@ -569,6 +593,31 @@ function gatherRows(parts: { cache: KvCache; rows: number[] }[], rows: readonly 
     only.rows.every((r, i) => r === i)
   ) return only.cache;
   return KvCache.gather(parts, drop);
+}
+
+/**
+ * ln softmax(logits)[token] and the `k` largest entries of ln softmax(logits) ([id, ln p], most
+ * likely first; ties by lower id), computed in float64 from the float32 logits (V,).
+ */
+export function tokenLogprob(logits: Float32Array, token: number, k: number): TokenLogprob {
+  let max = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+  let sum = 0;
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
+  const logZ = max + Math.log(sum);
+  const top: [number, number][] = [];
+  if (k > 0) {
+    // one pass keeping the k best in a sorted list (k ≤ 20)
+    for (let i = 0; i < logits.length; i++) {
+      const v = logits[i];
+      if (top.length === k && v <= top[k - 1][1]) continue;
+      let at = top.length;
+      while (at > 0 && top[at - 1][1] < v) at--;
+      top.splice(at, 0, [i, v]);
+      if (top.length > k) top.pop();
+    }
+  }
+  return { logprob: logits[token] - logZ, top: top.map(([i, v]) => [i, v - logZ]) };
 }
 
 /**

@@ -9,13 +9,14 @@
  * SEED_API_KEY=seed_… deno task serve:example --model job:<id> \
  *   [--serve http://127.0.0.1:8788/v1] [--env-url http://127.0.0.1:8790] \
  *   [--split test_seen] [--seed 0] [--options '{"prompt":"compact"}'] [--temperature 0] \
- *   [--max-turns 10] [--history 2] [--skills]
+ *   [--max-turns 10] [--history 0] [--skills]
  * ```
  *
  * Each turn: the environment renders its prompt (`POST /v1/prompt`, the same turn prompt the
  * trainer builds), the model answers one user message holding it (stop at `</action>`), the
  * environment parses the action (`POST /v1/parse`) and steps (`POST /v1/episodes/{id}/step`).
- * `--options` must be the job's `env.options` so the prompts are the ones it was trained on.
+ * `--options` must be the job's `env.options` and `--history` its `env.history` (the demo's Sokoban
+ * job trains with 0, the default) so the prompts are the ones it was trained on.
  */
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
@@ -23,7 +24,7 @@ import OpenAI from "openai";
 const USAGE = `usage: SEED_API_KEY=seed_… deno task serve:example --model job:<id>
   [--serve http://127.0.0.1:8788/v1] [--env-url http://127.0.0.1:8790] [--split test_seen]
   [--seed 0] [--options '{"prompt":"compact"}'] [--temperature 0] [--max-turns 10]
-  [--history 2] [--skills]`;
+  [--history 0] [--skills]`;
 /** Parses the command line; a bad option prints its reason and the usage, and exits with 2. */
 function parseCommandLine() {
   try {
@@ -38,7 +39,7 @@ function parseCommandLine() {
         options: { type: "string", default: "{}" },
         temperature: { type: "string", default: "0" },
         "max-turns": { type: "string", default: "10" },
-        history: { type: "string", default: "2" },
+        history: { type: "string", default: "0" },
         skills: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },

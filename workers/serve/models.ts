@@ -8,10 +8,14 @@
  * checkpoint too large for one ONNX protobuf (over `CONSTANT_WEIGHT_BYTES`) falls back to one
  * session per config with the weights as inputs.
  *
- * Model names: `job:<id>` (the job's latest checkpoint, looked up at each request) or
- * `job:<id>@<step>`. Only the requesting tenant's jobs resolve; another tenant's job reads as
- * missing (404), as in the job API. A checkpoint whose object fails its SHA-256 is refused
- * (IntegrityError → 502) and not cached, so it is never served.
+ * Model names: `job:<id>` (the job's latest checkpoint, looked up at each request),
+ * `job:<id>@<step>`, or `model:<id>` (a model the tenant uploaded, `POST /v1/models`, served as
+ * uploaded). A LoRA job's checkpoint that holds only its adapter is served as its base with the
+ * adapter merged in at load, the base resolved as the trainer resolves it
+ * (workers/seed/run/model_source.ts: builtin models from the checkpoint's trainer state, uploaded
+ * models, a chain of `job:` adapters). Only the requesting tenant's jobs and models resolve;
+ * another tenant's read as missing (404), as in the job API. A file whose object fails its
+ * SHA-256 is refused (IntegrityError → 502) and not cached, so it is never served.
  *
  * A request holds its checkpoint from lookup to its last token ({@link ModelRegistry.acquire}):
  * a checkpoint the LRU drops while requests still decode on it keeps its session until the last
@@ -24,16 +28,24 @@ import {
   type Database,
   getCheckpoint,
   getJob,
+  getModel,
   getSkillLibrary,
   latestCheckpoint,
+  type Model,
   readCheckpointFile,
   readSkillLibrary,
 } from "../../jobs/mod.ts";
+import { resolveEnvironment } from "../envs/mod.ts";
+import { resolveModel } from "../seed/run/model_source.ts";
+import type { ArtifactReader, ResumePoint } from "../worker/handler.ts";
 import { createSession, type SessionCache, tensor } from "../engine/mod.ts";
 import {
+  ADAPTER_FILES,
   buildDecodeGraph,
   type DecoderConfig,
   decoderParameterSpecs,
+  HF_FILES,
+  type HfModel,
   loadHfDirectory,
   type Parameters,
   type PromptForm,
@@ -47,12 +59,14 @@ import { badRequest, modelNotFound } from "./errors.ts";
 /** How chat messages become a prompt (workers/model/chat_template.ts). */
 export type { PromptForm };
 
-/** A loaded checkpoint, ready to decode. */
+/** A loaded checkpoint or uploaded model, ready to decode. */
 export interface ServedModel extends DecodeModel {
-  /** `job:<id>@<step>`: the checkpoint that answered. */
+  /** `job:<id>@<step>` (the checkpoint that answered) or `model:<id>`. */
   id: string;
-  jobId: string;
-  step: number;
+  /** The job of a checkpoint; null for an uploaded model. */
+  jobId: string | null;
+  /** The checkpoint's step; null for an uploaded model. */
+  step: number | null;
   tokenizer: Tokenizer;
   /**
    * `chat_template` when the tokenizer has a chat template of its own; `plain` for builtin
@@ -61,35 +75,41 @@ export interface ServedModel extends DecodeModel {
    * trainer decides it.
    */
   promptForm: PromptForm;
-  /** When the checkpoint was committed. */
+  /** When the checkpoint was committed or the model uploaded. */
   createdAt: Date;
 }
 
-/** A parsed model name. */
-export interface ModelRef {
-  jobId: string;
-  /** Undefined: the latest checkpoint. */
-  step?: number;
-}
+/** A parsed model name: a job's checkpoint (latest when `step` is undefined) or an upload. */
+export type ModelRef =
+  | { kind: "job"; jobId: string; step?: number }
+  | { kind: "model"; modelId: string };
 
-const MODEL_NAME =
-  /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(\d{1,9}))?$/;
+const UUID = "([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})";
+const JOB_NAME = new RegExp(`^job:${UUID}(?:@(\\d{1,9}))?$`);
+const UPLOAD_NAME = new RegExp(`^model:${UUID}$`);
 
 /**
- * Parses `job:<id>` or `job:<id>@<step>`.
+ * Parses `job:<id>`, `job:<id>@<step>` or `model:<id>`.
  * @throws ServeError 404 (OpenAI's `model_not_found`) for any other name.
  */
 export function parseModelName(name: string): ModelRef {
-  const m = MODEL_NAME.exec(name);
+  const upload = UPLOAD_NAME.exec(name);
+  if (upload) return { kind: "model", modelId: upload[1] };
+  const m = JOB_NAME.exec(name);
   if (!m) {
     throw modelNotFound(
       `The model ${
         JSON.stringify(name.slice(0, 200))
-      } does not exist: models are named job:<job id> or job:<job id>@<step>`,
+      } does not exist: models are named job:<job id>, job:<job id>@<step> or model:<model id>`,
     );
   }
-  return { jobId: m[1], step: m[2] === undefined ? undefined : Number(m[2]) };
+  return { kind: "job", jobId: m[1], step: m[2] === undefined ? undefined : Number(m[2]) };
 }
+
+/** What a model name resolved to for a tenant: a committed checkpoint or an uploaded model. */
+export type ServedSource =
+  | { kind: "checkpoint"; tenantId: string; checkpoint: Checkpoint; createdAt: Date }
+  | { kind: "model"; tenantId: string; model: Model; createdAt: Date };
 
 /**
  * Largest parameter size (bytes) built into a session as constants: an ONNX model is one
@@ -180,13 +200,22 @@ export class ModelRegistry {
   }
 
   /**
-   * The committed checkpoint a model name means for `tenantId`.
-   * @throws ServeError 404 when the name is malformed, the job is not this tenant's, or it has
-   *   no checkpoint (at that step).
+   * The committed checkpoint or uploaded model a model name means for `tenantId`.
+   * @throws ServeError 404 when the name is malformed, the job or model is not this tenant's, or
+   *   the job has no checkpoint (at that step).
    */
-  async checkpoint(tenantId: string, name: string): Promise<Checkpoint> {
+  async resolve(tenantId: string, name: string): Promise<ServedSource> {
     const ref = parseModelName(name);
     const { db } = this.opts;
+    if (ref.kind === "model") {
+      const model = await getModel(db, tenantId, ref.modelId);
+      if (!model) {
+        throw modelNotFound(
+          `The model ${name} does not exist: no uploaded model ${ref.modelId} for this key`,
+        );
+      }
+      return { kind: "model", tenantId, model, createdAt: model.createdAt };
+    }
     const job = await getJob(db, { tenantId, jobId: ref.jobId });
     if (!job) {
       throw modelNotFound(`The model ${name} does not exist: no job ${ref.jobId} for this key`);
@@ -201,20 +230,23 @@ export class ModelRegistry {
         }`,
       );
     }
-    return ck;
+    return { kind: "checkpoint", tenantId, checkpoint: ck, createdAt: ck.createdAt };
   }
 
   /**
-   * The loaded model of a committed checkpoint (loading it on a miss), held until `release` is
+   * The loaded model of a checkpoint or upload (loading it on a miss), held until `release` is
    * called: the caller calls it once the request's last choice has ended, or when it fails
    * before reaching the engine.
    * @throws IntegrityError when a stored file fails its SHA-256; HfFormatError for an unusable
-   *   checkpoint; ServeError 400 (`lora_adapter_only`) for a LoRA checkpoint without merged
-   *   weights. None is cached.
+   *   folder; ModelSourceError or LoraError for an adapter whose base cannot be loaded. None is
+   *   cached.
    */
-  async acquire(ck: Checkpoint): Promise<HeldModel> {
+  async acquire(source: ServedSource): Promise<HeldModel> {
     // a rerun of a step replaces its row: the attempt and time tell the versions apart
-    const key = `${ck.jobId}@${ck.step}/${ck.attempt}/${ck.createdAt.getTime()}`;
+    const ck = source.kind === "checkpoint" ? source.checkpoint : null;
+    const key = ck
+      ? `${ck.jobId}@${ck.step}/${ck.attempt}/${ck.createdAt.getTime()}`
+      : `model:${source.kind === "model" ? source.model.id : ""}`;
     let entry = this.#models.get(key);
     if (entry) {
       this.#models.delete(key);
@@ -224,7 +256,7 @@ export class ModelRegistry {
       // the engine batches by this key — one batch must never mix the two copies' sessions (the
       // evicted copy's session is released when its last request ends).
       const copy = `${key}#${++this.#loads}`;
-      entry = { model: this.#read(ck, copy), holders: 0, evicted: false, freed: false };
+      entry = { model: this.#read(source, copy), holders: 0, evicted: false, freed: false };
       const failed = entry;
       entry.model.catch(() => {
         if (this.#models.get(key) === failed) this.#models.delete(key);
@@ -280,29 +312,80 @@ export class ModelRegistry {
     await model?.release?.().catch(() => {});
   }
 
-  async #read(ck: Checkpoint, key: string): Promise<ServedModel> {
-    const names = new Set(ck.files.map((f) => f.name));
-    if (names.has("adapter_config.json") && !names.has("config.json")) {
-      throw badRequest(
-        `Cannot serve job:${ck.jobId}@${ck.step} as the checkpoint must hold full weights: it holds only a LoRA adapter (a job with model.lora.save_merged writes merged weights too)`,
-        "model",
-        "lora_adapter_only",
-      );
+  async #read(source: ServedSource, key: string): Promise<ServedModel> {
+    const { store } = this.opts;
+    let hf: HfModel, id: string, jobId: string | null = null, step: number | null = null;
+    if (source.kind === "model") {
+      const m = source.model;
+      id = `model:${m.id}`;
+      hf = await loadHfDirectory((name) => {
+        const f = m.files.find((x) => x.name === name);
+        return f ? store.get(f.key, { sha256: f.sha256 }) : Promise.resolve(null);
+      });
+    } else {
+      const ck = source.checkpoint;
+      id = `job:${ck.jobId}@${ck.step}`;
+      jobId = ck.jobId;
+      step = ck.step;
+      const names = new Set(ck.files.map((f) => f.name));
+      if (names.has(ADAPTER_FILES.config) && !names.has(HF_FILES.config)) {
+        hf = await this.#mergedAdapter(source.tenantId, ck);
+      } else {
+        hf = await loadHfDirectory((name) =>
+          names.has(name) ? readCheckpointFile(store, ck, name) : Promise.resolve(null)
+        );
+      }
     }
-    const hf = await loadHfDirectory((name) =>
-      names.has(name) ? readCheckpointFile(this.opts.store, ck, name) : Promise.resolve(null)
-    );
     const tokenizer = new Tokenizer(hf.tokenizer);
     const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
     return {
       ...decode,
-      id: `job:${ck.jobId}@${ck.step}`,
-      jobId: ck.jobId,
-      step: ck.step,
+      id,
+      jobId,
+      step,
       tokenizer,
       promptForm: promptFormOf(tokenizer),
-      createdAt: ck.createdAt,
+      createdAt: source.createdAt,
     };
+  }
+
+  /**
+   * An adapter-only LoRA checkpoint as its base with the adapter merged in, resolved as the
+   * trainer resolves a `job:<id>@<step>` base (model_source.ts `resolveModel`), reading only the
+   * tenant's own checkpoints and uploads.
+   */
+  async #mergedAdapter(tenantId: string, ck: Checkpoint): Promise<HfModel> {
+    const { db, store } = this.opts;
+    const point = (c: Checkpoint | null): ResumePoint | null =>
+      c && { step: c.step, files: c.files, read: (name) => readCheckpointFile(store, c, name) };
+    const artifacts: ArtifactReader = {
+      async checkpoint(jobId, step) {
+        if (!/^[0-9a-f-]{36}$/.test(jobId) || !(await getJob(db, { tenantId, jobId }))) return null;
+        return point(
+          step === undefined
+            ? await latestCheckpoint(db, jobId)
+            : await getCheckpoint(db, jobId, step),
+        );
+      },
+      async model(modelId) {
+        const m = await getModel(db, tenantId, modelId);
+        return m && {
+          files: m.files,
+          read: (name: string) => {
+            const f = m.files.find((x) => x.name === name)!;
+            return store.get(f.key, { sha256: f.sha256 });
+          },
+        };
+      },
+      // s3:// bases are read by workers only: the inference server reads no bucket keys
+      readObject: () => Promise.resolve(null),
+    };
+    const job = await getJob(db, { tenantId, jobId: ck.jobId });
+    // the job's environment (builtin bases take their vocabulary from it; an adapter's trainer
+    // state names its own when it differs)
+    const spec = job?.spec as { env?: { id?: unknown } } | undefined;
+    const env = await resolveEnvironment(String(spec?.env?.id ?? "sokoban"));
+    return await resolveModel(`job:${ck.jobId}@${ck.step}`, { env, seed: 0, artifacts });
   }
 
   /**

@@ -4,11 +4,20 @@
  * stream of chunks (`chat.completion.chunk` / `text_completion`) that ends with `data: [DONE]`;
  * with `include_usage`, a last chunk before it has no choices and the `usage`. A stream whose
  * client goes away, or a request whose client goes away while it waits, is cancelled in the
- * engine. The `skill` extension field is on the JSON body and on every chunk.
+ * engine. The `skill` extension field is on the JSON body and on every chunk. Asked for, each
+ * choice carries its tokens' log-probs (logprobs.ts); a stream chunk carries those of the tokens
+ * whose text it brings (a token that completes no character yet goes with the next chunk).
  */
 import type { Context } from "hono";
 import { stopTokenIdsOf } from "../model/mod.ts";
-import { type ChoiceSink, type DecodeEngine, type EngineFinish, QueueFullError } from "./engine.ts";
+import {
+  type ChoiceSink,
+  type DecodeEngine,
+  type EngineFinish,
+  QueueFullError,
+  type TokenLogprob,
+} from "./engine.ts";
+import { type LogprobRequest, LogprobWriter } from "./logprobs.ts";
 import { badRequest, queueFull, toErrorResponse } from "./errors.ts";
 import type { ServedModel } from "./models.ts";
 import { ChoiceText } from "./text.ts";
@@ -41,6 +50,8 @@ export interface Prepared {
   stop: string[];
   stream: boolean;
   includeUsage: boolean;
+  /** Log-probs asked for (chat `logprobs`/`top_logprobs`, completions `logprobs`), else null. */
+  logprobs: LogprobRequest | null;
   /** Present (maybe null) when the request asked for skills. */
   skill?: UsedSkill | null;
   /**
@@ -62,14 +73,50 @@ class Answer {
   readonly texts: ChoiceText[];
   readonly abort = new AbortController();
   readonly extra: { skill?: UsedSkill | null };
+  /** Writes log-prob entries when the request asked for them. */
+  readonly logprobs: LogprobWriter | null;
+  /** Per choice: the tokens and their log-probs not yet sent (all of them for a JSON answer). */
+  readonly pending: { ids: number[]; lps: TokenLogprob[]; offset: number }[];
 
   constructor(readonly p: Prepared, readonly kind: "chat" | "completion", clientGone: AbortSignal) {
     this.id = `${kind === "chat" ? "chatcmpl" : "cmpl"}-${crypto.randomUUID()}`;
     const decode = (ids: number[]) => p.model.tokenizer.decode(ids, { skipSpecialTokens: true });
     this.texts = Array.from({ length: p.n }, () => new ChoiceText(decode, p.stop));
     this.extra = p.skill !== undefined ? { skill: p.skill } : {};
+    this.logprobs = p.logprobs ? new LogprobWriter(p.model.tokenizer, p.logprobs) : null;
+    this.pending = Array.from({ length: p.n }, () => ({ ids: [], lps: [], offset: 0 }));
     if (clientGone.aborted) this.abort.abort();
     clientGone.addEventListener("abort", () => this.abort.abort(), { once: true });
+  }
+
+  /** Keeps a token's log-probs for choice `i` (when asked for). */
+  keep(i: number, id: number, lp: TokenLogprob | undefined): void {
+    if (!this.logprobs || !lp) return;
+    this.pending[i].ids.push(id);
+    this.pending[i].lps.push(lp);
+  }
+
+  /** The `logprobs` field of choice `i` holding its kept tokens, which are then cleared. */
+  take(i: number): unknown {
+    const w = this.logprobs;
+    if (!w) return null;
+    const p = this.pending[i];
+    const out = this.kind === "chat"
+      ? { content: p.ids.map((id, k) => w.chat(id, p.lps[k])), refusal: null }
+      : w.completion(p.ids, p.lps, p.offset);
+    if (this.kind === "completion") {
+      const c = out as { text_offset: number[]; tokens: string[] };
+      p.offset = c.text_offset.length === 0
+        ? p.offset
+        : c.text_offset.at(-1)! + this.#textLength(p.ids.at(-1)!);
+    }
+    p.ids = [];
+    p.lps = [];
+    return out;
+  }
+
+  #textLength(id: number): number {
+    return new TextDecoder().decode(new Uint8Array(this.logprobs!.token(id).bytes ?? [])).length;
   }
 
   usage(completion: number) {
@@ -91,7 +138,7 @@ class Answer {
     let release: (() => void) | undefined = undefined;
     // every choice's sink hears `finish` exactly once: after the last, the checkpoint may go
     const counted = sinks.map((s): ChoiceSink => ({
-      token: (id) => s.token(id),
+      token: (id, lp) => s.token(id, lp),
       finish: (reason, info) => {
         try {
           s.finish(reason, info);
@@ -108,6 +155,7 @@ class Answer {
         sampling: { greedy: p.greedy, temperature: p.temperature, topP: p.topP },
         seed: p.seed,
         eosTokenIds: stopTokenIdsOf(p.model.tokenizer, p.model.promptForm),
+        topLogprobs: p.logprobs?.top,
         choices: counted,
         signal: this.abort.signal,
       });
@@ -149,7 +197,10 @@ async function respondJson(c: Context, engine: DecodeEngine, a: Answer): Promise
   a.submit(
     engine,
     texts.map((t, i) => ({
-      token: (token) => t.push(token).stopped,
+      token: (token, lp) => {
+        a.keep(i, token, lp);
+        return t.push(token).stopped;
+      },
       finish: (reason, { tokens, error }) => {
         if (reason === "error" || reason === "cancelled") {
           results[i].reject(error ?? new Error(`The request was ${reason}`));
@@ -165,10 +216,10 @@ async function respondJson(c: Context, engine: DecodeEngine, a: Answer): Promise
       ? {
         index,
         message: { role: "assistant", content: d.text, refusal: null },
-        logprobs: null,
+        logprobs: a.take(index),
         finish_reason: d.finishReason,
       }
-      : { index, text: d.text, logprobs: null, finish_reason: d.finishReason }
+      : { index, text: d.text, logprobs: a.take(index), finish_reason: d.finishReason }
   );
   return c.json({
     id: a.id,
@@ -197,15 +248,20 @@ function respondStream(engine: DecodeEngine, a: Answer): Response {
       closed = true; // the client went away
     }
   };
-  const chunk = (index: number, delta: string | null, finish: "stop" | "length" | null) => {
+  const chunk = (
+    index: number,
+    delta: string | null,
+    finish: "stop" | "length" | null,
+    logprobs: unknown = null,
+  ) => {
     const choice = kind === "chat"
       ? {
         index,
         delta: delta === null ? {} : { content: delta },
-        logprobs: null,
+        logprobs,
         finish_reason: finish,
       }
-      : { index, text: delta ?? "", logprobs: null, finish_reason: finish };
+      : { index, text: delta ?? "", logprobs, finish_reason: finish };
     return {
       id,
       object,
@@ -248,9 +304,10 @@ function respondStream(engine: DecodeEngine, a: Answer): Response {
   a.submit(
     engine,
     texts.map((t, i) => ({
-      token(token) {
+      token(token, lp) {
+        a.keep(i, token, lp);
         const step = t.push(token);
-        if (step.delta) send(chunk(i, step.delta, null));
+        if (step.delta) send(chunk(i, step.delta, null, a.take(i)));
         return step.stopped;
       },
       finish(reason, { tokens, error }) {
@@ -260,7 +317,8 @@ function respondStream(engine: DecodeEngine, a: Answer): Response {
           send(err.body());
         } else if (reason !== "cancelled") {
           const rest = t.finish();
-          if (rest) send(chunk(i, rest, null));
+          const left = a.pending[i].ids.length > 0;
+          if (rest || left) send(chunk(i, rest, null, a.take(i)));
           send(chunk(i, kind === "chat" ? null : "", finishReason(reason)));
         }
         if (--live === 0) {

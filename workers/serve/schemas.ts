@@ -2,11 +2,15 @@
  * Request bodies of the inference server (OpenAI's chat-completions and completions shapes), as
  * zod schemas: validated once where they enter, with bounded sizes. Fields OpenAI defines that
  * this server does not implement are refused with a 400 naming them when set to anything but
- * their no-op value (`logprobs: true`, `tools`, a non-zero penalty, …), never silently ignored;
- * unknown fields are refused too, as OpenAI does.
+ * their no-op value (`tools`, a non-zero penalty, `echo`, …), never silently ignored; unknown
+ * fields are refused too, as OpenAI does.
  *
- * Our extension: `skills` (`"library"` or `{"step": N}`) asks for the job's best skill for the
- * prompt's task to be put into the prompt (see skill_choice.ts).
+ * Log-probs as OpenAI takes them: chat `logprobs: true` with `top_logprobs` 0–20; completions
+ * `logprobs` 0–20 (the number of alternatives; OpenAI allows up to 5, vLLM more).
+ *
+ * Extensions: `skills` (`"library"` or `{"step": N}`) asks for the job's best skill for the
+ * prompt's task to be put into the prompt (see skill_choice.ts); `return_tokens_as_token_ids`
+ * (vLLM's) writes each log-prob token as `token_id:<id>`.
  */
 import { z } from "zod";
 
@@ -16,6 +20,8 @@ export const MAX_TEXT_CHARS = 200_000;
 export const MAX_MESSAGES = 256;
 /** Most choices (`n`) per request. */
 export const MAX_CHOICES = 16;
+/** Most alternatives per token (`top_logprobs`, completions' `logprobs`), as OpenAI's chat. */
+export const MAX_TOP_LOGPROBS = 20;
 
 const text = z.string().max(MAX_TEXT_CHARS);
 
@@ -69,8 +75,8 @@ const sampling = {
   presence_penalty: noop(z.number(), "penalties"),
   frequency_penalty: noop(z.number(), "penalties"),
   logit_bias: noop(z.record(z.string(), z.number()), "logit_bias"),
-  logprobs: noop(z.union([z.boolean(), z.number()]), "log-probs"),
   skills: SkillsOptionSchema.optional(),
+  return_tokens_as_token_ids: z.boolean().nullable().optional(),
 };
 
 /** `POST /v1/chat/completions`. */
@@ -78,17 +84,22 @@ export const ChatRequestSchema = z.object({
   ...sampling,
   messages: z.array(message).min(1).max(MAX_MESSAGES),
   max_completion_tokens: z.number().int().min(1).max(1_000_000).nullable().optional(),
-  top_logprobs: noop(z.number(), "log-probs"),
+  logprobs: z.boolean().nullable().optional(),
+  top_logprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullable().optional(),
   tools: noop(z.array(z.unknown()), "tools"),
   tool_choice: noop(z.unknown(), "tools"),
   response_format: noop(z.unknown(), "only text responses"),
   parallel_tool_calls: z.boolean().optional(),
-}).strict();
+}).strict().refine((r) => r.top_logprobs == null || r.logprobs === true, {
+  message: "top_logprobs requires logprobs: true",
+  path: ["top_logprobs"],
+});
 
 /** `POST /v1/completions` (one prompt string, or an array of exactly one). */
 export const CompletionRequestSchema = z.object({
   ...sampling,
   prompt: z.union([text, z.array(text).length(1)]),
+  logprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullable().optional(),
   echo: noop(z.boolean(), "echo"),
   best_of: z.number().int().min(1).max(1).nullable().optional(),
   suffix: noop(z.string(), "suffix"),

@@ -39,7 +39,7 @@ export function signInView(root) {
     h(
       "p",
       { class: "muted" },
-      "Paste an API key (deno task keys -- create TENANT). It is kept in this tab's session storage only.",
+      "Paste an API key (deno task keys create --tenant NAME). It is kept in this tab's session storage only.",
     ),
     h("label", { for: "api-key" }, "API key"),
     input,

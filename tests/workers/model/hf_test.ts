@@ -3,6 +3,7 @@ import { type DecoderConfig, parameterSpecs } from "../../../workers/model/confi
 import { randomParameters, TINY_LLAMA3, TINY_QWEN3 } from "./_tiny.ts";
 import {
   configFromJson,
+  configJsonBytes,
   configToJson,
   type FileReader,
   hfFolderReader,
@@ -406,4 +407,22 @@ Deno.test("incomplete or inconsistent directories fail with clear errors", async
     () => configToJson({ ...tiny.config, attention_bias: true }),
     /attention_bias must be false/,
   );
+});
+
+Deno.test("config.json writes Llama 3's rope_scaling and the other float fields as Python writes floats", () => {
+  const text = new TextDecoder().decode(
+    configJsonBytes(configToJson(configFromJson(LLAMA32_CONFIG), "bfloat16")),
+  );
+  for (
+    const line of [
+      '"factor": 32.0,',
+      '"high_freq_factor": 4.0,',
+      '"low_freq_factor": 1.0,',
+      '"original_max_position_embeddings": 8192',
+      '"rope_theta": 500000.0,',
+      '"attention_dropout": 0.0,',
+      '"vocab_size": 128256',
+    ]
+  ) assert.ok(text.includes(line), line);
+  assert.deepEqual(JSON.parse(text).rope_scaling, LLAMA32_CONFIG.rope_scaling);
 });

@@ -4,6 +4,7 @@ import { type DecoderConfig, parameterSpecs } from "../../../workers/model/confi
 import { buildTrainGraph } from "../../../workers/model/llama.ts";
 import {
   ADAPTER_FILES,
+  adapterBaseReference,
   initLoraParameters,
   LORA_DROPOUT_SEED,
   LORA_MODULES,
@@ -317,4 +318,25 @@ Deno.test("a LoRA policy trains only the adapter: its gradients and AdamW state 
   assert.equal(tuned[0], SAMPLES[1].response[0], `greedy after SFT: ${tuned}`);
   assert.notDeepEqual(tuned, off);
   await policy.release();
+});
+
+Deno.test("an adapter names its base's own name for PEFT and keeps the service's reference in the weights' metadata", () => {
+  const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, target_modules: ["q_proj"] };
+  const params = new Map([...randomParameters(TINY_LLAMA, 1, 0.1)]);
+  for (const [k, v] of initLoraParameters(TINY_LLAMA, lora, 2)) params.set(k, v);
+  const files = saveAdapter(TINY_LLAMA, lora, params, "model:0b5e", "Qwen/Qwen3-0.6B");
+  const config = JSON.parse(new TextDecoder().decode(files.get("adapter_config.json")!));
+  assert.equal(config.base_model_name_or_path, "Qwen/Qwen3-0.6B");
+  assert.match(
+    new TextDecoder().decode(files.get("adapter_config.json")!),
+    /"lora_dropout": 0\.0,/,
+  );
+  const weights = files.get("adapter_model.safetensors")!;
+  assert.deepEqual(readSafetensors(weights).metadata, {
+    format: "pt",
+    seed_base_model: "model:0b5e",
+  });
+  const read = readAdapter(TINY_LLAMA, files.get("adapter_config.json")!, weights);
+  assert.equal(read.baseModel, "model:0b5e");
+  assert.equal(adapterBaseReference(files.get("adapter_config.json")!, weights), "model:0b5e");
 });

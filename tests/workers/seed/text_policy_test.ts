@@ -10,6 +10,7 @@ import {
   Policy,
   TOKEN_NLL,
   Tokenizer,
+  TokenizerError,
 } from "../../../workers/model/mod.ts";
 import { TextPolicy, withoutImagePlaceholders } from "../../../workers/seed/text_policy.ts";
 import {
@@ -124,6 +125,35 @@ Deno.test("one schema per prompt: each text is an object of its own prompt's sch
   await assert.rejects(
     text.generate(prompts, { maxNewTokens: 64, temperature: 0, seed: 0, schema: [push] }),
     (e: Error) => e instanceof ConstraintError && e.message.includes("one schema per prompt (3)"),
+  );
+  await policy.release();
+});
+
+Deno.test("a tokenizer that cannot spell the prompt or the analysis object fails with a TokenizerError naming tokenizer.json", async () => {
+  const tok = new Tokenizer({
+    tokenizerJson: {
+      version: "1.0",
+      model: {
+        type: "BPE",
+        vocab: Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`t${i}`, i])),
+        merges: [],
+      },
+    },
+    tokenizerConfig: null,
+  });
+  const policy = smallPolicy(tok, 3);
+  const text = new TextPolicy(policy, tok);
+  assert.throws(
+    () => text.promptIds("Push the box onto the target."),
+    (e: Error) =>
+      e instanceof TokenizerError && e.message.includes("tokenizer (tokenizer.json) must spell") &&
+      e.message.includes('"Push the box onto the target."'),
+  );
+  assert.throws(
+    () => text.jsonDecoder(analysisSchema()),
+    (e: Error) =>
+      e instanceof TokenizerError && e.cause instanceof ConstraintError &&
+      /tokenizer \(tokenizer.json\) must spell its JSON object: .*episode_skill/.test(e.message),
   );
   await policy.release();
 });

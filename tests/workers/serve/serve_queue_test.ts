@@ -145,7 +145,7 @@ async function evictWhileDecoding() {
     /** Holds a checkpoint a moment to count its session's releases. */
     const spy = async (step: number) => {
       const held = await registry.acquire(
-        await registry.checkpoint(fx.tenantA.id, `job:${twoSteps}@${step}`),
+        await registry.resolve(fx.tenantA.id, `job:${twoSteps}@${step}`),
       );
       const session = held.model.session, release = session.release.bind(session);
       const calls = { n: 0 };
@@ -207,7 +207,7 @@ async function reloadWhileDecoding() {
     });
     /** Loads step 2, evicting whatever copy of step 0 the LRU holds. */
     const evictStep0 = async () =>
-      (await registry.acquire(await registry.checkpoint(fx.tenantA.id, `job:${twoSteps}@2`)))
+      (await registry.acquire(await registry.resolve(fx.tenantA.id, `job:${twoSteps}@2`)))
         .release();
     const stream = await s.client.chat.completions.create({ ...req(60), stream: true });
     let text = "", second: Promise<OpenAI.ChatCompletion> | undefined;

@@ -10,13 +10,7 @@ import { getCheckpoint, revokeKey } from "../../../jobs/mod.ts";
 import { insertSkill } from "../../../workers/seed/skills.ts";
 import { ACTION_STOP } from "../../../workers/seed/text_policy.ts";
 import { type RunningServer, startServer } from "../../../workers/serve/main.ts";
-import {
-  createBuiltinTiny,
-  initLoraParameters,
-  type LoraConfig,
-} from "../../../workers/model/mod.ts";
-import { builtinVocabulary } from "../../../workers/seed/run/model_source.ts";
-import { jobWithCheckpoints, saveJob, startServeFixture, trainerPolicy } from "./_fixture.ts";
+import { jobWithCheckpoints, startServeFixture, trainerPolicy } from "./_fixture.ts";
 
 const fx = await startServeFixture();
 const SKILLS = [
@@ -417,26 +411,6 @@ Deno.test("the inference server", async (t) => {
         assert.equal(slash.headers.get("allow"), null);
         assert.match((await slash.json()).error.message, /Unknown request URL/);
       }
-    });
-
-    await t.step("a LoRA checkpoint without merged weights is a 400 naming the fix", async () => {
-      const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, target_modules: ["q_proj"] };
-      const model = createBuiltinTiny({ vocabulary: await builtinVocabulary(fx.env), seed: 3 });
-      for (const [k, v] of initLoraParameters(model.config, lora, 1)) model.parameters.set(k, v);
-      const job = await saveJob(fx.db, fx.s3.store, fx.tenantA.id, [{ step: 0, model }], [], {
-        lora,
-        baseModel: "builtin:tiny",
-        saveMerged: false,
-      });
-      const e = await apiError(
-        a.chat.completions.create({
-          model: `job:${job}`,
-          messages: [{ role: "user", content: "x" }],
-        }),
-      );
-      assert.equal(e.status, 400);
-      assert.equal(e.code, "lora_adapter_only");
-      assert.match(e.message, /save_merged/);
     });
 
     await t.step("a checkpoint whose object was corrupted is refused, not served", async () => {

@@ -26,6 +26,7 @@ import { METHODS } from "../../../jobs/mod.ts";
 import {
   type AdamWState,
   ADAPTER_FILES,
+  adapterBaseReference,
   type HfModel,
   loadHfDirectory,
   type LoraConfig,
@@ -78,8 +79,16 @@ export class CheckpointError extends Error {
 /** A LoRA job's adapter as a checkpoint holds it. */
 export interface CheckpointAdapter {
   lora: LoraConfig;
-  /** `adapter_config.json`'s `base_model_name_or_path`: the job's `model.base`. */
+  /**
+   * The job's `model.base` (a `job:<id>` pinned to a step): kept in the adapter weights' metadata
+   * (lora.ts `ADAPTER_BASE_METADATA`), which jobs and the server resolve.
+   */
   baseModel: string;
+  /**
+   * `adapter_config.json`'s `base_model_name_or_path`: the base's own name (its config's
+   * `_name_or_path`), what PEFT resolves; default `baseModel`.
+   */
+  baseName?: string;
   /** Also write the merged full weights as a Hugging Face folder. */
   saveMerged: boolean;
 }
@@ -101,7 +110,7 @@ export function checkpointFiles(
     for (const [name, bytes] of m) files.push({ name, bytes });
   };
   if (adapter) {
-    add(saveAdapter(c, adapter.lora, model.parameters, adapter.baseModel));
+    add(saveAdapter(c, adapter.lora, model.parameters, adapter.baseModel, adapter.baseName));
     if (adapter.saveMerged) {
       const parameters = mergeLora(c, model.parameters, adapter.lora, parameterSpecs(c));
       add(saveHfDirectory({ ...model, parameters }));
@@ -169,21 +178,22 @@ export async function readCheckpoint(
 }
 
 /**
- * The base a LoRA checkpoint's adapter was trained on: its `adapter_config.json`'s
- * `base_model_name_or_path` (the job's `model.base`, with a `job:<id>` pinned to a step).
- * @throws CheckpointError when the checkpoint holds no adapter config or it names no base.
+ * The base a LoRA checkpoint's adapter was trained on (the job's `model.base`, with a `job:<id>`
+ * pinned to a step): the adapter weights' `seed_base_model` metadata, else (a checkpoint written
+ * before it) `adapter_config.json`'s `base_model_name_or_path`.
+ * @throws CheckpointError when the checkpoint holds no adapter or it names no base.
  */
 export async function adapterBase(point: ResumePoint): Promise<string> {
-  const has = point.files.some((f) => f.name === ADAPTER_FILES.config);
-  const json = has
-    ? JSON.parse(new TextDecoder().decode(await point.read(ADAPTER_FILES.config)))
-    : {};
-  const base = json.base_model_name_or_path;
-  if (typeof base !== "string" || base === "") {
+  const has = (name: string) => point.files.some((f) => f.name === name);
+  const base = has(ADAPTER_FILES.config) && has(ADAPTER_FILES.weights)
+    ? adapterBaseReference(
+      await point.read(ADAPTER_FILES.config),
+      await point.read(ADAPTER_FILES.weights),
+    )
+    : "";
+  if (base === "") {
     throw new CheckpointError(
-      `Cannot resume a LoRA job from checkpoint ${point.step} as its ${ADAPTER_FILES.config} must name base_model_name_or_path: current value is ${
-        JSON.stringify(base)
-      }`,
+      `Cannot resume a LoRA job from checkpoint ${point.step} as its adapter must name its base (${ADAPTER_FILES.weights} metadata seed_base_model or ${ADAPTER_FILES.config} base_model_name_or_path): it names none`,
     );
   }
   return base;

@@ -104,11 +104,23 @@ export function loraOf(spec: JobSpec): LoraConfig | undefined {
     { rank: l.rank, alpha: l.alpha, dropout: l.dropout, target_modules: l.target_modules };
 }
 
-/** How a LoRA job's checkpoints hold its adapter on `baseName` (undefined for full fine-tuning). */
-function checkpointAdapter(spec: JobSpec, baseName: string): CheckpointAdapter | undefined {
+/**
+ * How a LoRA job's checkpoints hold its adapter on `baseName` (undefined for full fine-tuning):
+ * PEFT is given the base's own name, its config's `_name_or_path` when it has one.
+ */
+function checkpointAdapter(
+  spec: JobSpec,
+  baseName: string,
+  model: HfModel,
+): CheckpointAdapter | undefined {
   const lora = loraOf(spec);
-  return lora &&
-    { lora, baseModel: baseName, saveMerged: spec.model.lora?.save_merged ?? false };
+  const own = model.sourceConfig?._name_or_path;
+  return lora && {
+    lora,
+    baseModel: baseName,
+    baseName: typeof own === "string" && own !== "" ? own : baseName,
+    saveMerged: spec.model.lora?.save_merged ?? false,
+  };
 }
 
 /** The handler (see module doc). */
@@ -399,7 +411,12 @@ async function checkpointParts(run: RunState, step: number, total: number) {
   };
   const optimizer = step > 0 ? run.optimizer.state() : null;
   return {
-    checkpoint: checkpointFiles(run.model, optimizer, state, checkpointAdapter(spec, run.baseName)),
+    checkpoint: checkpointFiles(
+      run.model,
+      optimizer,
+      state,
+      checkpointAdapter(spec, run.baseName, run.model),
+    ),
     skills: run.plan.analysis
       ? { json: run.library.toJSON(step), skillCount: run.library.size }
       : undefined,

@@ -23,6 +23,7 @@ import { promptTemplateVocabulary, vocabularyOf } from "../../envs/prompt.ts";
 import { resolveEnvironment } from "../../envs/mod.ts";
 import {
   ADAPTER_FILES,
+  adapterBaseReference,
   createBuiltinTiny,
   createBuiltinTinyVl,
   type DecoderConfig,
@@ -191,9 +192,7 @@ async function mergedAdapter(
       `Cannot load model ${ref} as its LoRA checkpoint must hold ${ADAPTER_FILES.config}, ${ADAPTER_FILES.weights} and trainer_state.json: one is missing`,
     );
   }
-  const baseName = String(
-    JSON.parse(new TextDecoder().decode(configBytes)).base_model_name_or_path ?? "",
-  );
+  const baseName = adapterBaseReference(configBytes, weightBytes);
   const state = JSON.parse(new TextDecoder().decode(stateBytes)) as {
     env_id?: string;
     random_seed?: number;
