@@ -73,10 +73,11 @@ export type EngineFinish = "stop" | "length" | "cancelled" | "error";
 /** Where one choice's tokens go. */
 export interface ChoiceSink {
   /**
-   * A sampled token that is not an end-of-sequence token. Return true to end the choice here
+   * A sampled token that is not an end-of-sequence token, with the row's logits (V,) it was
+   * drawn from (valid during the call only; for log-probs). Return true to end the choice here
    * (a stop string appeared in its text).
    */
-  token(id: number): boolean;
+  token(id: number, logits: Float32Array): boolean;
   /**
    * The choice ended, after `tokens` generated tokens (an ending EOS counted); `error` carries
    * the cause of an `error`. Called once.
@@ -486,7 +487,7 @@ export class DecodeEngine {
         r.p.tokens++;
         r.last = token;
         if (req.eosTokenIds.includes(token)) this.#endRow(r, "stop");
-        else if (req.choices[r.choice].token(token)) this.#endRow(r, "stop");
+        else if (req.choices[r.choice].token(token, r.logits)) this.#endRow(r, "stop");
         else if (r.count >= req.maxNewTokens) this.#endRow(r, "length");
       } catch (e) {
         if (!r.done) this.#endRow(r, "error", e);

@@ -12,6 +12,7 @@ import { type ChoiceSink, type DecodeEngine, type EngineFinish, QueueFullError }
 import { badRequest, queueFull, toErrorResponse } from "./errors.ts";
 import type { ServedModel } from "./models.ts";
 import { ChoiceText } from "./text.ts";
+import { TokenLog, type TokenLogOptions } from "./token_ids.ts";
 
 /** The skill put into a prompt, as reported in the response's `skill` field. */
 export interface UsedSkill {
@@ -41,6 +42,8 @@ export interface Prepared {
   stop: string[];
   stream: boolean;
   includeUsage: boolean;
+  /** Completions with `logprobs` / `return_tokens_as_token_ids` (token_ids.ts; JSON only). */
+  tokenLog?: TokenLogOptions;
   /** Present (maybe null) when the request asked for skills. */
   skill?: UsedSkill | null;
   /**
@@ -91,7 +94,7 @@ class Answer {
     let release: (() => void) | undefined = undefined;
     // every choice's sink hears `finish` exactly once: after the last, the checkpoint may go
     const counted = sinks.map((s): ChoiceSink => ({
-      token: (id) => s.token(id),
+      token: (id, logits) => s.token(id, logits),
       finish: (reason, info) => {
         try {
           s.finish(reason, info);
@@ -146,10 +149,14 @@ export function respond(
 async function respondJson(c: Context, engine: DecodeEngine, a: Answer): Promise<Response> {
   const { p, kind, texts } = a;
   const results = texts.map(() => Promise.withResolvers<ChoiceResult>());
+  const logs = p.tokenLog ? texts.map(() => new TokenLog()) : null;
   a.submit(
     engine,
     texts.map((t, i) => ({
-      token: (token) => t.push(token).stopped,
+      token: (token, logits) => {
+        logs?.[i].push(token, logits);
+        return t.push(token).stopped;
+      },
       finish: (reason, { tokens, error }) => {
         if (reason === "error" || reason === "cancelled") {
           results[i].reject(error ?? new Error(`The request was ${reason}`));
@@ -168,7 +175,12 @@ async function respondJson(c: Context, engine: DecodeEngine, a: Answer): Promise
         logprobs: null,
         finish_reason: d.finishReason,
       }
-      : { index, text: d.text, logprobs: null, finish_reason: d.finishReason }
+      : {
+        index,
+        text: d.text,
+        logprobs: logLogprobs(p, logs?.[index]),
+        finish_reason: d.finishReason,
+      }
   );
   return c.json({
     id: a.id,
@@ -287,4 +299,11 @@ function respondStream(engine: DecodeEngine, a: Answer): Response {
       connection: "keep-alive",
     },
   });
+}
+
+/** A completion choice's `logprobs` field (token_ids.ts), null when not asked for. */
+function logLogprobs(p: Prepared, log: TokenLog | undefined) {
+  if (!log || !p.tokenLog) return null;
+  const json = log.toJson(p.tokenLog.asIds, (id) => p.model.tokenizer.decode([id]));
+  return p.tokenLog.logprobs ? json : { ...json, token_logprobs: null, top_logprobs: null };
 }

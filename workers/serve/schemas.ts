@@ -9,6 +9,7 @@
  * prompt's task to be put into the prompt (see skill_choice.ts).
  */
 import { z } from "zod";
+import { MAX_PROMPT_IDS } from "./token_ids.ts";
 
 /** Longest prompt or message text accepted (characters). */
 export const MAX_TEXT_CHARS = 200_000;
@@ -85,10 +86,22 @@ export const ChatRequestSchema = z.object({
   parallel_tool_calls: z.boolean().optional(),
 }).strict();
 
-/** `POST /v1/completions` (one prompt string, or an array of exactly one). */
+/** A prompt as token ids (token_ids.ts): never re-tokenized. */
+const promptIds = z.array(z.number().int().min(0).max(2 ** 31 - 1)).min(1).max(MAX_PROMPT_IDS);
+
+/**
+ * `POST /v1/completions`: one prompt string, or an array of exactly one; or token ids (a list, or
+ * a list of exactly one list). `logprobs: 0` and `return_tokens_as_token_ids` as vLLM has them
+ * (token_ids.ts).
+ */
 export const CompletionRequestSchema = z.object({
   ...sampling,
-  prompt: z.union([text, z.array(text).length(1)]),
+  prompt: z.union([text, z.array(text).length(1), promptIds, z.array(promptIds).length(1)]),
+  logprobs: z.number().int().nullable().optional().refine(
+    (v) => v === undefined || v === null || v === 0,
+    { message: "is supported at 0 only (each sampled token's log-prob, no alternatives)" },
+  ),
+  return_tokens_as_token_ids: z.boolean().nullable().optional(),
   echo: noop(z.boolean(), "echo"),
   best_of: z.number().int().min(1).max(1).nullable().optional(),
   suffix: noop(z.string(), "suffix"),
