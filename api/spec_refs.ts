@@ -102,7 +102,7 @@ export async function rootModelBase(
 
 /**
  * Throws {@link UnprocessableError} (422) when `warmup.analyzer.annotator` (or an endpoint of
- * `rollout.engine`, the same rules at `rollout.engine.endpoints.<i>.base_url` and
+ * `rollout.engine`, the same rules at `rollout.engine.endpoints[i].base_url` and
  * `….api_key_secret`) names a
  * `credential_secret` the tenant has not stored (`…annotator.credential_secret`), or a
  * `base_url` the URL rules refuse (`…annotator.base_url`: internal hosts the operator did not
@@ -128,7 +128,7 @@ export async function checkAnnotator(
   if (engine !== "local") {
     engine.endpoints.forEach((e, i) =>
       uses.push({
-        at: `rollout.engine.endpoints.${i}`,
+        at: `rollout.engine.endpoints[${i}]`,
         baseUrl: e.base_url,
         secretField: "api_key_secret",
         secret: e.api_key_secret,

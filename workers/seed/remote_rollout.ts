@@ -152,11 +152,11 @@ export class RemoteRolloutEngine {
   /** Counters since the last {@link takeStats}. */
   #stats: RemoteStepStats = { requests: 0, reruns: 0, staleRefused: 0, endpointFailures: 0 };
 
-  /** @throws OutboundUrlError naming `rollout.engine.endpoints.<i>.base_url`. */
+  /** @throws OutboundUrlError naming `rollout.engine.endpoints[i].base_url`. */
   constructor(readonly opts: RemoteEngineOptions) {
     opts.endpoints.forEach((e, i) =>
       checkAnnotatorUrl(e.baseUrl, {
-        field: `rollout.engine.endpoints.${i}.base_url`,
+        field: `rollout.engine.endpoints[${i}].base_url`,
         allowedHosts: opts.allowedHosts,
       })
     );
