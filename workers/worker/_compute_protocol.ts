@@ -40,7 +40,8 @@ export type CallOp =
   | "artifacts.checkpoint"
   | "artifacts.readObject"
   | "artifacts.model"
-  | "secret";
+  | "secret"
+  | "publishRolloutPolicy";
 
 /** Control loop → compute process. */
 export type ToProcess =

@@ -16,7 +16,7 @@ import {
   RemoteRolloutEngine,
   rowSeed,
 } from "../../../workers/seed/remote_rollout.ts";
-import { policyPublisher } from "../../../workers/seed/run/publish_policy.ts";
+import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
 import { type RunningServer, startServer } from "../../../workers/serve/main.ts";
 import { openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
@@ -89,10 +89,7 @@ async function trainer(
     allowedHosts: ["127.0.0.1"],
   });
   const publish = policyPublisher({
-    store: f.store,
-    tenantId: f.tenantId,
-    jobId: crypto.randomUUID(),
-    attempt: 1,
+    upload: storeUpload(f.store, { tenantId: f.tenantId, jobId: crypto.randomUUID(), attempt: 1 }),
     model: { ...model, parameters: policy.params },
   });
   return { trainer: new SeedTrainer({ ...base.parts, remote: { engine, publish } }), theta };

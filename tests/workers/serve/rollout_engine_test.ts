@@ -14,7 +14,7 @@ import {
   Tokenizer,
 } from "../../../workers/model/mod.ts";
 import { TextPolicy } from "../../../workers/seed/mod.ts";
-import { policyPublisher } from "../../../workers/seed/run/publish_policy.ts";
+import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
 import { startServer } from "../../../workers/serve/main.ts";
 import { tinySokobanPolicy } from "../seed/_jobs.ts";
 import { startServeFixture } from "./_fixture.ts";
@@ -32,10 +32,11 @@ Deno.test("the server loads policies by name and answers token-id prompts with t
   }
   const params = new Map([...model.parameters, ...adapter]);
   const publish = policyPublisher({
-    store: f.s3.store,
-    tenantId: f.tenantA.id,
-    jobId: crypto.randomUUID(),
-    attempt: 1,
+    upload: storeUpload(f.s3.store, {
+      tenantId: f.tenantA.id,
+      jobId: crypto.randomUUID(),
+      attempt: 1,
+    }),
     model: { ...model, parameters: params },
     lora: { config: LORA, baseModel: "builtin:tiny" },
   });

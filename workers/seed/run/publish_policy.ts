@@ -19,12 +19,16 @@ import {
 } from "../../model/mod.ts";
 import type { PublishedPolicy } from "../remote_rollout.ts";
 
-/** Where and what to publish. */
+/** Uploads a folder (`v<k>` or `base`) of files and returns its `s3://…/` URI. */
+export type PolicyUpload = (
+  folder: string,
+  files: { name: string; bytes: Uint8Array }[],
+) => Promise<string>;
+
+/** What to publish. */
 export interface PolicyPublisherOptions {
-  store: ArtifactStore;
-  tenantId: string;
-  jobId: string;
-  attempt: number;
+  /** The job context's `publishRolloutPolicy`, or {@link storeUpload}. */
+  upload: PolicyUpload;
   /**
    * θ as a Hugging Face model; its `parameters` are the live ones (a LoRA job's hold the base
    * tensors and the adapter's).
@@ -34,35 +38,43 @@ export interface PolicyPublisherOptions {
   lora?: { config: LoraConfig; baseModel: string };
 }
 
+/** An upload straight to a store, at the key layout of the module doc (the worker's context does the same). */
+export function storeUpload(
+  store: ArtifactStore,
+  job: { tenantId: string; jobId: string; attempt: number },
+): PolicyUpload {
+  return async (folder, files) => {
+    const prefix = `${
+      jobPrefix(job.tenantId, job.jobId)
+    }rollout-policy/${folder}/attempt-${job.attempt}/`;
+    for (const f of files) await store.put(prefix + f.name, f.bytes);
+    return `s3://${store.bucket}/${prefix}`;
+  };
+}
+
 /**
- * A `publish(version)` for the trainer (`TrainerParts.remote.publish`): writes the version's
- * folder and returns where it lies (`s3://<bucket>/<prefix>/`).
+ * A `publish(version)` for the trainer (`TrainerParts.remote.publish`): uploads the version's
+ * folder and returns where it lies.
  */
 export function policyPublisher(
   opts: PolicyPublisherOptions,
 ): (version: number) => Promise<PublishedPolicy> {
-  const { store, model, lora } = opts;
-  const root = `${jobPrefix(opts.tenantId, opts.jobId)}rollout-policy/`;
-  const attempt = `attempt-${opts.attempt}/`;
-  const uri = (prefix: string) => `s3://${store.bucket}/${prefix}`;
-  const put = async (prefix: string, files: Map<string, Uint8Array>) => {
-    for (const [name, bytes] of files) await store.put(prefix + name, bytes);
-  };
+  const { upload, model, lora } = opts;
+  const list = (m: Map<string, Uint8Array>) => [...m].map(([name, bytes]) => ({ name, bytes }));
   let basePath: string | undefined;
   return async (version) => {
-    const prefix = `${root}v${version}/${attempt}`;
     const c = model.config;
     if (!lora) {
-      await put(prefix, saveHfDirectory(model));
-      return { kind: "checkpoint", path: uri(prefix) };
+      return {
+        kind: "checkpoint",
+        path: await upload(`v${version}`, list(saveHfDirectory(model))),
+      };
     }
     if (!basePath) {
       const base = new Map(parameterSpecs(c).map((s) => [s.name, model.parameters.get(s.name)!]));
-      const at = `${root}base/${attempt}`;
-      await put(at, saveHfDirectory({ ...model, parameters: base }));
-      basePath = uri(at);
+      basePath = await upload("base", list(saveHfDirectory({ ...model, parameters: base })));
     }
-    await put(prefix, saveAdapter(c, lora.config, model.parameters, lora.baseModel));
-    return { kind: "lora", path: uri(prefix), basePath };
+    const adapter = saveAdapter(c, lora.config, model.parameters, lora.baseModel);
+    return { kind: "lora", path: await upload(`v${version}`, list(adapter)), basePath };
   };
 }
