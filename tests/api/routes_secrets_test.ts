@@ -201,13 +201,22 @@ Deno.test("rollout.engine endpoints follow the annotator's URL and secret rules,
       "rollout.engine.endpoints[1].api_key_secret",
     ]);
   });
+  const put = await req(fx.app, "PUT", "/v1/secrets/serve-key", {
+    key: fx.keyB,
+    json: { value: "k-1" },
+  });
+  assert.equal(put.status, 201);
   await withAllowed("127.0.0.1:8788", async () => {
     const listed = await req(fx.app, "POST", "/v1/jobs", {
       key: fx.keyB,
-      json: job({ base_url: "http://127.0.0.1:8788" }),
+      json: job({ base_url: "http://127.0.0.1:8788", api_key_secret: "serve-key" }),
     });
     assert.equal(listed.status, 201, await listed.text());
   });
+  // the queued job keeps the secret it names
+  const busy = await req(fx.app, "DELETE", "/v1/secrets/serve-key", { key: fx.keyB });
+  assert.equal(busy.status, 409);
+  assert.match((await busy.json()).detail, /api_key_secret/);
   const bad = await req(fx.app, "POST", "/v1/jobs", {
     key: fx.keyB,
     json: job({ base_url: "not a url" }),
