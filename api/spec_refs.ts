@@ -101,7 +101,9 @@ export async function rootModelBase(
 }
 
 /**
- * Throws {@link UnprocessableError} (422) when `warmup.analyzer.annotator` names a
+ * Throws {@link UnprocessableError} (422) when `warmup.analyzer.annotator` (or an endpoint of
+ * `rollout.engine`, the same rules at `rollout.engine.endpoints[i].base_url` and
+ * `….api_key_secret`) names a
  * `credential_secret` the tenant has not stored (`…annotator.credential_secret`), or a
  * `base_url` the URL rules refuse (`…annotator.base_url`: internal hosts the operator did not
  * list in `SEED_ANNOTATOR_ALLOWED_HOSTS`, the service's own endpoints; jobs/outbound_url.ts).
@@ -112,26 +114,43 @@ export async function checkAnnotator(
   spec: JobSpec,
   ctx: { tenantId: string },
 ): Promise<void> {
+  const uses: { at: string; baseUrl: string; secretField: string; secret?: string }[] = [];
   const annotator = spec.warmup.analyzer.annotator;
-  if (!annotator) return;
-  const issues: FieldIssue[] = [];
-  try {
-    checkAnnotatorUrl(annotator.base_url);
-  } catch (e) {
-    if (!(e instanceof OutboundUrlError)) throw e;
-    issues.push({
-      path: "warmup.analyzer.annotator.base_url",
-      code: "url_refused",
-      message: e.message,
+  if (annotator) {
+    uses.push({
+      at: "warmup.analyzer.annotator",
+      baseUrl: annotator.base_url,
+      secretField: "credential_secret",
+      secret: annotator.credential_secret,
     });
   }
-  if (!(await getSecretInfo(db, ctx.tenantId, annotator.credential_secret))) {
-    issues.push({
-      path: "warmup.analyzer.annotator.credential_secret",
-      code: "unknown_secret",
-      message:
-        `Cannot use secret ${annotator.credential_secret} as it must be a secret of this tenant (PUT /v1/secrets/{name})`,
-    });
+  const engine = spec.rollout.engine;
+  if (engine !== "local") {
+    engine.endpoints.forEach((e, i) =>
+      uses.push({
+        at: `rollout.engine.endpoints[${i}]`,
+        baseUrl: e.base_url,
+        secretField: "api_key_secret",
+        secret: e.api_key_secret,
+      })
+    );
+  }
+  const issues: FieldIssue[] = [];
+  for (const use of uses) {
+    try {
+      checkAnnotatorUrl(use.baseUrl, { field: `${use.at}.base_url` });
+    } catch (e) {
+      if (!(e instanceof OutboundUrlError)) throw e;
+      issues.push({ path: `${use.at}.base_url`, code: "url_refused", message: e.message });
+    }
+    if (use.secret !== undefined && !(await getSecretInfo(db, ctx.tenantId, use.secret))) {
+      issues.push({
+        path: `${use.at}.${use.secretField}`,
+        code: "unknown_secret",
+        message:
+          `Cannot use secret ${use.secret} as it must be a secret of this tenant (PUT /v1/secrets/{name})`,
+      });
+    }
   }
   if (issues.length === 0) return;
   throw new UnprocessableError(

@@ -243,17 +243,23 @@ export function checkOutboundUrl(rawUrl: string, rules: OutboundUrlRules): URL {
 export const ANNOTATOR_HOSTS_VARIABLE = "SEED_ANNOTATOR_ALLOWED_HOSTS";
 
 /**
- * Checks an annotator base URL (`warmup.analyzer.annotator.base_url`): public hosts pass;
+ * Checks an annotator base URL (`warmup.analyzer.annotator.base_url`; also the rule of
+ * `rollout.engine.endpoints[i].base_url`): public hosts pass;
  * internal ones only when listed in `allowedHosts` (default `SEED_ANNOTATOR_ALLOWED_HOSTS`); the
  * service's own endpoints never (see the module doc).
  * @throws OutboundUrlError naming the field.
  */
 export function checkAnnotatorUrl(
   rawUrl: string,
-  opts: { allowedHosts?: readonly string[]; deniedUrls?: readonly string[] } = {},
+  opts: {
+    allowedHosts?: readonly string[];
+    deniedUrls?: readonly string[];
+    /** The field named in errors (default the annotator's; rollout endpoints pass theirs). */
+    field?: string;
+  } = {},
 ): URL {
   return checkOutboundUrl(rawUrl, {
-    field: "warmup.analyzer.annotator.base_url",
+    field: opts.field ?? "warmup.analyzer.annotator.base_url",
     allowedHosts: opts.allowedHosts ?? hostListFromEnv(ANNOTATOR_HOSTS_VARIABLE) ?? [],
     mode: "internal",
     variable: ANNOTATOR_HOSTS_VARIABLE,

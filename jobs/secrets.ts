@@ -125,21 +125,26 @@ const SQL = {
     where tenant_id = $1::uuid and name = $2::text`,
   /**
    * deleteSecret: deletes one secret unless a queued, running or cancelling job of the tenant
-   * names it as its annotator's credential (those rows locked FOR SHARE, so a racing submit
+   * names it as its annotator's credential or a rollout endpoint's `api_key_secret` (those rows
+   * locked FOR SHARE, so a racing submit
    * either sees the secret or is seen here); returns its name.
    */
   deleteSecret: `with users as (
       select id from jobs
       where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
-        and spec->'warmup'->'analyzer'->'annotator'->>'credential_secret' = $2::text
+        and (spec->'warmup'->'analyzer'->'annotator'->>'credential_secret' = $2::text
+          or spec->'rollout'->'engine'->'endpoints'
+            @> jsonb_build_array(jsonb_build_object('api_key_secret', $2::text)))
       for share)
     delete from tenant_secrets where tenant_id = $1::uuid and name = $2::text
       and not exists (select 1 from users)
     returning name`,
-  /** secretUsers: ids of the tenant's active jobs whose annotator names the secret. */
+  /** secretUsers: ids of the tenant's active jobs whose annotator or rollout endpoint names it. */
   secretUsers: `select id from jobs
     where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
-      and spec->'warmup'->'analyzer'->'annotator'->>'credential_secret' = $2::text
+      and (spec->'warmup'->'analyzer'->'annotator'->>'credential_secret' = $2::text
+        or spec->'rollout'->'engine'->'endpoints'
+          @> jsonb_build_array(jsonb_build_object('api_key_secret', $2::text)))
     order by queued_at limit 10`,
 } as const;
 

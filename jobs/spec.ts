@@ -150,6 +150,50 @@ const Annotator = z.object({
   max_retries: int(0, 10).default(2),
 }).strict();
 
+/** Most endpoints of `rollout.engine`. */
+export const MAX_ROLLOUT_ENDPOINTS = 64;
+
+/**
+ * One OpenAI-compatible inference endpoint of `rollout.engine` (workers/seed/README.md, "Remote
+ * rollout engines"). The URL rules are the annotator's (`checkAnnotatorUrl` with this field's
+ * path: public hosts; internal ones only when listed in `SEED_ANNOTATOR_ALLOWED_HOSTS`), checked at
+ * submit by the API and again by the worker.
+ */
+const RolloutEndpoint = z.object({
+  /** Base URL of the server, e.g. `http://10.0.0.5:8000` (requests go to `…/v1/completions`). */
+  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
+    message: "Cannot use this base_url as it must be an absolute http(s) URL",
+  }),
+  /**
+   * Name under which the job's policy versions are loaded there: version k (the policy after k
+   * updates) is `<model>-v<k>`. For vLLM LoRA jobs the served base model is the one vLLM started
+   * with; for our server a full checkpoint is loaded under this name first.
+   */
+  model: z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]*$/, {
+    message:
+      "Cannot use this model name as it must start with a letter or digit and hold only letters, digits and . _ : / -",
+  }),
+  /** Tenant secret (`PUT /v1/secrets/{name}`) holding the endpoint's API key (a bearer token). */
+  api_key_secret: z.string().regex(ID_PATTERN, {
+    message: "Cannot use this api_key_secret as it must match ^[a-z][a-z0-9_-]{0,63}$",
+  }).optional(),
+}).strict();
+
+/**
+ * `rollout.engine`: `"local"` (the worker's own decode) or OpenAI-compatible endpoints that
+ * generate the rollouts, kept on the current policy after every update.
+ */
+const RolloutEngine = z.union([
+  z.literal("local"),
+  z.object({
+    endpoints: z.array(RolloutEndpoint).min(1).max(MAX_ROLLOUT_ENDPOINTS),
+    /** Requests in flight at once on each endpoint. */
+    max_in_flight_per_endpoint: int(1, 1024).default(16),
+    /** Per-request timeout, seconds; a request past it is re-run on another endpoint. */
+    timeout_s: int(1, 3600).default(120),
+  }).strict(),
+]);
+
 const WarmupStage = (episodes: number, epochs: number, lr: number) =>
   z.object({
     /** Demonstrations (policy) or annotated trajectories (analyzer) to train on. */
@@ -226,6 +270,11 @@ const JobSpecObject = z.object({
     temperature: num(0, 2).default(1),
     /** Response token budget per turn. */
     max_new_tokens: int(1, 4096).default(64),
+    /**
+     * Who generates the rollouts: `local` (the worker, default) or `{ endpoints: [{ base_url,
+     * model, api_key_secret? }], max_in_flight_per_endpoint, timeout_s }`.
+     */
+    engine: RolloutEngine.default("local"),
   }).strict().prefault({}),
   /**
    * Fields left out take the method's and environment's defaults ({@link armDefaults}: the
@@ -407,6 +456,8 @@ type SpecFields = z.output<typeof JobSpecObject>;
 export type JobSpec = Omit<SpecFields, "advantage"> & {
   advantage: Required<SpecFields["advantage"]>;
 };
+/** `rollout.engine` when it names endpoints (see the JobSpec). */
+export type RemoteRolloutEngine = Exclude<z.output<typeof RolloutEngine>, "local">;
 /** What a client may send: every field with a default is optional. */
 export type JobSpecInput = z.input<typeof JobSpecObject>;
 /** The advantage settings an arm picks (see {@link armDefaults}). */

@@ -178,6 +178,53 @@ Deno.test("a secret in use is kept; deleted, it is gone and new jobs naming it a
   assert.equal(res.status, 422);
 });
 
+Deno.test("rollout.engine endpoints follow the annotator's URL and secret rules, 422s naming the endpoint's field", async () => {
+  const job = (endpoint: Record<string, unknown>) => ({
+    env: { id: "sokoban" },
+    rollout: {
+      engine: {
+        endpoints: [
+          { base_url: "https://vllm.example.com", model: "policy" },
+          { base_url: "https://vllm2.example.com", model: "policy", ...endpoint },
+        ],
+      },
+    },
+  });
+  await withAllowed(undefined, async () => {
+    const loopback = await req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyB,
+      json: job({ base_url: "http://127.0.0.1:8788", api_key_secret: "nope" }),
+    });
+    assert.equal(loopback.status, 422);
+    assert.deepEqual((await loopback.json()).errors.map((e: { path: string }) => e.path), [
+      "rollout.engine.endpoints[1].base_url",
+      "rollout.engine.endpoints[1].api_key_secret",
+    ]);
+  });
+  const put = await req(fx.app, "PUT", "/v1/secrets/serve-key", {
+    key: fx.keyB,
+    json: { value: "k-1" },
+  });
+  assert.equal(put.status, 201);
+  await withAllowed("127.0.0.1:8788", async () => {
+    const listed = await req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyB,
+      json: job({ base_url: "http://127.0.0.1:8788", api_key_secret: "serve-key" }),
+    });
+    assert.equal(listed.status, 201, await listed.text());
+  });
+  // the queued job keeps the secret it names
+  const busy = await req(fx.app, "DELETE", "/v1/secrets/serve-key", { key: fx.keyB });
+  assert.equal(busy.status, 409);
+  assert.match((await busy.json()).detail, /api_key_secret/);
+  const bad = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyB,
+    json: job({ base_url: "not a url" }),
+  });
+  assert.equal(bad.status, 400);
+  assert.equal((await bad.json()).errors[0].path, "rollout.engine.endpoints[1].base_url");
+});
+
 Deno.test("close the fixture", async () => {
   await fx.close();
 });

@@ -261,3 +261,28 @@ Deno.test("warmup.policy checks are off by default and a target_success needs ch
   ]);
   assert.deepEqual(issuesOf(policy({ lr_schedule: "linear" })), ["warmup.policy.lr_schedule"]);
 });
+
+Deno.test("rollout.engine is local by default, or endpoints with bounded in-flight requests", () => {
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).rollout.engine, "local");
+  const spec = parseJobSpec({
+    env: { id: "sokoban" },
+    rollout: { engine: { endpoints: [{ base_url: "https://a.example.com", model: "policy" }] } },
+  });
+  assert.deepEqual(spec.rollout.engine, {
+    endpoints: [{ base_url: "https://a.example.com", model: "policy" }],
+    max_in_flight_per_endpoint: 16,
+    timeout_s: 120,
+  });
+  const refused = (engine: unknown) => issuesOf({ env: { id: "sokoban" }, rollout: { engine } });
+  assert.ok(refused("vllm").includes("rollout.engine"));
+  assert.ok(refused({ endpoints: [] }).includes("rollout.engine.endpoints"));
+  assert.ok(
+    refused({ endpoints: [{ base_url: "x", model: "p" }] }).includes(
+      "rollout.engine.endpoints.0.base_url",
+    ),
+  );
+  assert.ok(
+    refused({ endpoints: [{ base_url: "https://a.example.com", model: "p", key: "k" }] })
+      .some((p: string) => p.startsWith("rollout.engine")),
+  );
+});

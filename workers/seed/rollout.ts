@@ -101,6 +101,13 @@ export interface RolloutStep extends TrajectoryStep {
   responseIds?: number[];
   /** The images of the prompt's `<image>` placeholders, in order; absent for text prompts. */
   images?: ObservationImage[];
+  /**
+   * Remote engines: the engine's log-prob of each sampled id (the first ids of `responseIds`),
+   * compared with the trainer's θ_old in the step's `rollout/logprob_*` metrics.
+   */
+  samplingLogprobs?: number[];
+  /** Remote engines: the policy version (updates done) that produced the response. */
+  policyVersion?: number;
 }
 
 /** A finished rollout episode: a `Trajectory` with ids, group position and per-turn prompts. */
@@ -120,6 +127,12 @@ export interface RolloutTrajectory extends Trajectory {
 export interface PolicyResponses {
   texts: string[];
   responseIds: number[][];
+  /** A remote engine's log-prob of each sampled id (remote_rollout.ts), per response. */
+  logprobs?: number[][];
+  /** The policy version (updates done) that produced each response. */
+  versions?: number[];
+  /** Tokens generated. */
+  tokens?: number;
 }
 
 /**
@@ -261,6 +274,8 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
     const answer = await stage(turn, "run the policy", () => policy(prompts, images));
     const responses = Array.isArray(answer) ? answer : answer?.texts;
     const ids = Array.isArray(answer) ? undefined : answer?.responseIds;
+    const logprobs = Array.isArray(answer) ? undefined : answer?.logprobs;
+    const versions = Array.isArray(answer) ? undefined : answer?.versions;
     if (
       !Array.isArray(responses) || responses.length !== prompts.length ||
       (ids !== undefined && ids.length !== prompts.length)
@@ -291,6 +306,8 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
         observation: e.observation.text,
         response: responses[i],
         ...(ids ? { responseIds: ids[i] } : {}),
+        ...(logprobs ? { samplingLogprobs: logprobs[i] } : {}),
+        ...(versions ? { policyVersion: versions[i] } : {}),
         action: actions[i] ?? "",
         valid: result?.valid ?? false,
         reward: result?.reward ?? 0,

@@ -31,7 +31,7 @@ import {
   skillsByTrajectory,
   teacherPrompts,
 } from "./analyze.ts";
-import { SeedOptionError } from "./errors.ts";
+import { RolloutError, SeedOptionError } from "./errors.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
 import {
   SEED_OBJECTIVE,
@@ -42,7 +42,8 @@ import {
 } from "./objective.ts";
 import { type RunPlan, runPlan } from "./run_plan.ts";
 import { signalMetrics } from "./signal_metrics.ts";
-import { type RolloutTrajectory, runRollouts } from "./rollout.ts";
+import { type BatchPolicy, type RolloutTrajectory, runRollouts } from "./rollout.ts";
+import { logprobGap, type PublishedPolicy, type RemoteRolloutEngine } from "./remote_rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
 import { analysisSchema, analyzerPromptOptions } from "./skills.ts";
@@ -61,6 +62,15 @@ export interface TrainerParts {
   optimizer: AdamW;
   rng: Rng;
   library: SkillLibrary;
+  /**
+   * `rollout.engine` endpoints (remote_rollout.ts): before each step's rollouts the policy is
+   * published (`publish(version)`, version = updates done) and loaded on every endpoint, which
+   * then generate the rollouts. Absent: the local decode.
+   */
+  remote?: {
+    engine: RemoteRolloutEngine;
+    publish(version: number): Promise<PublishedPolicy>;
+  };
 }
 
 /** Called when a phase starts (progress and stage events). */
@@ -247,6 +257,9 @@ export class SeedTrainer {
       trajectories: trajectories.list,
       analyses: analysis.analyses,
     });
+    const engineGap = this.parts.remote
+      ? this.#engineGap(samples, trajectories.list, scored.old)
+      : {};
     const gapTokens = gaps.reduce((n, g) => n + (g?.length ?? 0), 0);
     const gapSum = gaps.reduce((n, g) => n + (g?.reduce((a, b) => a + b, 0) ?? 0), 0);
     signal?.throwIfAborted();
@@ -278,6 +291,7 @@ export class SeedTrainer {
       advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
         Math.max(1, samples.length),
       ...signalStats,
+      ...engineGap,
     };
     // Per-token teacher gaps of the re-scored turns, for the trajectory dump.
     const tokenGaps: TokenGap[] = samples.flatMap((s, i) => {
@@ -294,8 +308,33 @@ export class SeedTrainer {
     return { metrics, trajectories: trajectories.list, teacher };
   }
 
+  /**
+   * Remote engines: the step's `rollout/…` counters and the gap between the engine's sampling
+   * log-probs and θ_old (`logprobGap`). Every turn must come from version `step − 1`.
+   * @throws RolloutError when a turn carries another version (the engine refuses those).
+   */
+  #engineGap(samples: TurnSample[], list: RolloutTrajectory[], old: ArrayLike<number>[]) {
+    const byId = new Map(list.map((t) => [t.id, t]));
+    const engine = samples.map((s) => byId.get(s.trajectoryId)!.steps[s.turn].samplingLogprobs);
+    const stats = this.parts.remote!.engine.takeStats();
+    const gap = logprobGap(engine, old);
+    return {
+      "rollout/engine_requests": stats.requests,
+      "rollout/engine_reruns": stats.reruns,
+      "rollout/stale_refused": stats.staleRefused,
+      "rollout/endpoint_failures": stats.endpointFailures,
+      ...(gap
+        ? {
+          "rollout/logprob_abs_diff_mean": gap.absMean,
+          "rollout/logprob_abs_diff_max": gap.absMax,
+          "rollout/engine_kl": gap.kl,
+        }
+        : {}),
+    };
+  }
+
   async #rollout(step: number, seed: number, signal?: AbortSignal) {
-    const { spec, env, theta } = this.parts;
+    const { spec, env, theta, remote } = this.parts;
     const tasks = await env.sampleTasks(
       "train",
       spec.rollout.tasks_per_step,
@@ -311,19 +350,60 @@ export class SeedTrainer {
       historyLength: spec.env.history,
       idPrefix: `step-${step}/`,
       signal,
-      policy: async (prompts, images) => {
-        const g = await theta.generate(prompts, {
-          maxNewTokens: spec.rollout.max_new_tokens,
-          temperature: spec.rollout.temperature,
-          seed: (seed + 0x9e3779b1 * ++turn) >>> 0,
-          stop: [ACTION_STOP],
-          images,
-        });
-        tokens += g.tokens;
-        return { texts: g.texts, responseIds: g.responseIds };
-      },
+      policy: remote
+        ? await this.#remotePolicy(step, seed, signal, (n) => tokens += n)
+        : async (prompts, images) => {
+          const g = await theta.generate(prompts, {
+            maxNewTokens: spec.rollout.max_new_tokens,
+            temperature: spec.rollout.temperature,
+            seed: (seed + 0x9e3779b1 * ++turn) >>> 0,
+            stop: [ACTION_STOP],
+            images,
+          });
+          tokens += g.tokens;
+          return { texts: g.texts, responseIds: g.responseIds };
+        },
     });
+    if (remote) {
+      const stale = list.flatMap((t) => t.steps).find((s) => s.policyVersion !== step - 1);
+      if (stale) {
+        throw new RolloutError(
+          `Cannot train step ${step} on a response of policy version ${stale.policyVersion} as every rollout must come from version ${
+            step - 1
+          }`,
+          { turn: 0 },
+        );
+      }
+    }
     return { list, tokens };
+  }
+
+  /**
+   * The remote engine's policy for step `step`: publishes version `step − 1` and loads it on the
+   * endpoints (unless they hold it), then samples each turn with the seed the local decode would
+   * use (remote_rollout.ts `rowSeed`).
+   */
+  async #remotePolicy(
+    step: number,
+    seed: number,
+    signal: AbortSignal | undefined,
+    count: (tokens: number) => void,
+  ): Promise<BatchPolicy> {
+    const { spec, theta } = this.parts;
+    const { engine, publish } = this.parts.remote!;
+    if (engine.version !== step - 1) await engine.sync(step - 1, await publish(step - 1), signal);
+    let turn = 0;
+    const inner = engine.policy(theta, {
+      maxNewTokens: spec.rollout.max_new_tokens,
+      temperature: spec.rollout.temperature,
+      stop: [ACTION_STOP],
+      signal,
+    }, () => (seed + 0x9e3779b1 * ++turn) >>> 0);
+    return async (prompts, images) => {
+      const r = await inner(prompts, images);
+      if (!Array.isArray(r)) count(r.tokens ?? 0);
+      return r;
+    };
   }
 
   async #analyze(trajectories: RolloutTrajectory[]) {

@@ -8,6 +8,7 @@
  * | GET    | /v1/models             | `{object: "list", data: [model]}`: checkpoints and uploads |
  * | GET    | /v1/models/{model}     | one model                                                 |
  * | GET    | /healthz               | `{ok, active, waiting}`                                   |
+ * | POST   | /v1/load_checkpoint, /v1/load_lora_adapter, /v1/unload_lora_adapter | lora_admin.ts |
  *
  * Every /v1 route needs a job-API key (auth.ts); errors are `{error: {message, type, param,
  * code}}` (errors.ts), mapped in one `onError`. Streams end with `data: [DONE]`; with
@@ -36,6 +37,8 @@ import { ChatRequestSchema, CompletionRequestSchema, type SkillsOption } from ".
 import { chooseSkill } from "./skill_choice.ts";
 import { type Prepared, respond, type UsedSkill } from "./respond.ts";
 import { insertSkill } from "../seed/skills.ts";
+import { ADMIN_ROUTES, mountLoraAdmin, type NamedModels } from "./lora_admin.ts";
+import { checkPromptIds } from "./token_ids.ts";
 
 /** What the app serves with. */
 export interface ServeAppOptions {
@@ -43,6 +46,8 @@ export interface ServeAppOptions {
   store: ArtifactStore;
   engine: DecodeEngine;
   registry: ModelRegistry;
+  /** Models loaded by name at runtime (lora_admin.ts); absent: no such routes. */
+  named?: NamedModels;
   /** Key lookups are cached this long (ms, default 2000; 0 in tests). */
   authCacheMs?: number;
   /** Largest request body (bytes, default 1 MiB). */
@@ -61,6 +66,7 @@ const ROUTE_METHODS: readonly [RegExp, string][] = [
   [/^\/v1\/completions$/, "POST"],
   [/^\/v1\/models(\/[^/]+)?$/, "GET"],
   [/^\/healthz$/, "GET"],
+  ...ADMIN_ROUTES.map((p): [RegExp, string] => [new RegExp(`^${p}$`), "POST"]),
 ];
 
 /** Builds the app (see module doc). */
@@ -106,6 +112,11 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     }),
   );
   app.use("/v1/*", apiKeyAuth(opts.db, { cacheMs: opts.authCacheMs }));
+  if (opts.named) mountLoraAdmin(app, opts.named);
+  /** The model a request names: a model loaded by name, else a job checkpoint. */
+  const acquire = async (tenantId: string, name: string) =>
+    opts.named?.acquire(tenantId, name) ??
+      await opts.registry.acquire(await opts.registry.resolve(tenantId, name));
 
   app.get("/v1/models", async (c) => {
     const tenant = c.get("tenant");
@@ -136,7 +147,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     if (!body.success) throw fromZod(body.error);
     const r = body.data;
     const tenant = c.get("tenant");
-    const held = await opts.registry.acquire(await opts.registry.resolve(tenant.id, r.model));
+    const held = await acquire(tenant.id, r.model);
     return await holding(held, async (model, takeHold) => {
       let messages = chatMessages(r.messages);
       const skill = r.skills === undefined ? undefined : await pickSkill(
@@ -163,9 +174,24 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     if (!body.success) throw fromZod(body.error);
     const r = body.data;
     const tenant = c.get("tenant");
-    const held = await opts.registry.acquire(await opts.registry.resolve(tenant.id, r.model));
+    const held = await acquire(tenant.id, r.model);
+    const ids = typeof r.prompt === "string" ? null : r.prompt.flat();
+    if (ids && typeof ids[0] === "number") {
+      // a token-id prompt (token_ids.ts): decoded as given
+      if (r.skills !== undefined) {
+        throw badRequest("Invalid request: skills need a text prompt", "skills");
+      }
+      return await holding(held, (model, takeHold) => {
+        const prompt = checkPromptIds(ids as number[], model.config.vocab_size);
+        const p = prepare(model, prompt, r, {
+          defaultMaxTokens: opts.defaultMaxTokens,
+          promptParam: "prompt",
+        });
+        return respond(c, opts.engine, { ...p, takeHold }, "completion");
+      });
+    }
     return await holding(held, async (model, takeHold) => {
-      let prompt = Array.isArray(r.prompt) ? r.prompt[0] : r.prompt;
+      let prompt = Array.isArray(r.prompt) ? r.prompt[0] as string : r.prompt;
       // Checked before a skill is inserted: a skill alone is not the user's prompt.
       if (prompt === "") throw badRequest("Invalid request: prompt must not be empty", "prompt");
       const skill = r.skills === undefined

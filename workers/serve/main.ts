@@ -21,6 +21,7 @@ import { createLogger } from "../worker/mod.ts";
 import { createServeApp } from "./app.ts";
 import { DecodeEngine, type DecodeEngineOptions } from "./engine.ts";
 import { ModelRegistry } from "./models.ts";
+import { NamedModels } from "./lora_admin.ts";
 
 const EnvSchema = z.object({
   SERVE_HOST: z.string().min(1).default("127.0.0.1"),
@@ -80,11 +81,13 @@ export function startServer(options: StartOptions): RunningServer {
     sessions,
     maxModels: c.SERVE_MAX_MODELS,
   });
+  const named = new NamedModels({ store: options.store, sessions });
   const app = createServeApp({
     db: options.db,
     store: options.store,
     engine,
     registry,
+    named,
     authCacheMs: options.authCacheMs,
     defaultMaxTokens: c.SERVE_DEFAULT_MAX_TOKENS,
   });
@@ -100,6 +103,7 @@ export function startServer(options: StartOptions): RunningServer {
       await server.shutdown();
       await engine.idle();
       await registry.close();
+      await named.close();
       await sessions.release();
     },
   };

@@ -13,6 +13,7 @@
  * (vLLM's) writes each log-prob token as `token_id:<id>`.
  */
 import { z } from "zod";
+import { MAX_PROMPT_IDS } from "./token_ids.ts";
 
 /** Longest prompt or message text accepted (characters). */
 export const MAX_TEXT_CHARS = 200_000;
@@ -95,10 +96,16 @@ export const ChatRequestSchema = z.object({
   path: ["top_logprobs"],
 });
 
-/** `POST /v1/completions` (one prompt string, or an array of exactly one). */
+/** A prompt as token ids (token_ids.ts): never re-tokenized. */
+const promptIds = z.array(z.number().int().min(0).max(2 ** 31 - 1)).min(1).max(MAX_PROMPT_IDS);
+
+/**
+ * `POST /v1/completions`: one prompt string, or an array of exactly one; or token ids (a list, or
+ * a list of exactly one list), as vLLM takes them (token_ids.ts).
+ */
 export const CompletionRequestSchema = z.object({
   ...sampling,
-  prompt: z.union([text, z.array(text).length(1)]),
+  prompt: z.union([text, z.array(text).length(1), promptIds, z.array(promptIds).length(1)]),
   logprobs: z.number().int().min(0).max(MAX_TOP_LOGPROBS).nullable().optional(),
   echo: noop(z.boolean(), "echo"),
   best_of: z.number().int().min(1).max(1).nullable().optional(),

@@ -43,7 +43,8 @@ export type CallOp =
   | "artifacts.checkpoint"
   | "artifacts.readObject"
   | "artifacts.model"
-  | "secret";
+  | "secret"
+  | "publishRolloutPolicy";
 
 /**
  * A checkpoint file as the compute process hands it over: written to `path` in the run's scratch

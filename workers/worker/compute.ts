@@ -222,6 +222,11 @@ async function serveCalls(
         const model = ctx.artifacts.model ? await ctx.artifacts.model(a[0]) : null;
         return wirePoint(model && { ...model, step: 0 });
       }
+      case "publishRolloutPolicy":
+        if (!ctx.publishRolloutPolicy) {
+          throw new RangeError("Cannot publish a rollout policy as this run has no store");
+        }
+        return await ctx.publishRolloutPolicy(a[0], a[1]);
       case "secret":
         if (!ctx.secret) throw new RangeError("Cannot read a secret as this run has no database");
         return await ctx.secret(a[0]);

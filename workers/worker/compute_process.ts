@@ -152,6 +152,7 @@ async function start(
     latestCheckpoint: async () => point(await call<WirePoint | null>("latestCheckpoint")),
     checkpointAt: async (step) => point(await call<WirePoint | null>("checkpointAt", step)),
     secret: (name) => call("secret", name),
+    publishRolloutPolicy: (folder, files) => call("publishRolloutPolicy", folder, files),
     artifacts: {
       checkpoint: async (jobId, step) =>
         point(await call<WirePoint | null>("artifacts.checkpoint", jobId, step)),

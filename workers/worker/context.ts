@@ -15,6 +15,7 @@ import {
   getCheckpoint,
   getJob,
   getModel,
+  jobPrefix,
   type Job,
   type JobProgress,
   type JobSpec,
@@ -208,6 +209,23 @@ export function createJobContext(state: RunState): JobContext {
       return resumePoint(await retried(() => getCheckpoint(db, job.id, step)));
     },
     artifacts,
+    async publishRolloutPolicy(folder, files) {
+      if (!/^(v(0|[1-9][0-9]{0,8})|base)$/.test(folder)) {
+        throw new RangeError(
+          `Cannot publish a rollout policy as its folder must be v<step> or base: current value is ${folder}`,
+        );
+      }
+      const prefix = `${
+        jobPrefix(job.tenantId, job.id)
+      }rollout-policy/${folder}/attempt-${state.fence.attempt}/`;
+      for (const f of files) {
+        if (!/^[A-Za-z0-9._-]{1,128}$/.test(f.name)) {
+          throw new RangeError(`Cannot publish ${f.name} as its name must be a plain file name`);
+        }
+        await retried(() => store.put(prefix + f.name, f.bytes));
+      }
+      return `s3://${store.bucket}/${prefix}`;
+    },
     async secret(name) {
       const cipher = state.secretCipher ??= secretCipherFromEnv();
       return await retried(() => readSecretValue(db, cipher, job.tenantId, name));

@@ -138,6 +138,16 @@ export interface JobContext {
    * @throws SecretKeyError when it does not decrypt under the worker's secrets key.
    */
   secret?(name: string): Promise<string | null>;
+  /**
+   * Uploads a policy folder for remote rollout engines (workers/seed/README.md, "Remote rollout
+   * engines") under `tenants/<t>/jobs/<j>/rollout-policy/<folder>/attempt-<n>/` and returns its
+   * `s3://bucket/…/` URI. `folder` is `v<k>` or `base`. Optional: contexts without a store omit it.
+   * @throws RangeError for another folder name.
+   */
+  publishRolloutPolicy?(
+    folder: string,
+    files: { name: string; bytes: Uint8Array }[],
+  ): Promise<string>;
   /** Uploads the skill library JSON of a step and commits its row. */
   saveSkills(step: number, json: unknown, skillCount?: number): Promise<SkillLibrary>;
   /**

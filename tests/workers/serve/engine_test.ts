@@ -317,9 +317,9 @@ Deno.test("running streams keep decoding while a long prompt is prefilled in win
     let started!: () => void;
     const threeTokens = new Promise<void>((r) => (started = r));
     const sink: ChoiceSink = {
-      token: (id) => {
+      token: (id, logits) => {
         if (running.tokens.length === 2) started();
-        return running.sink.token(id);
+        return running.sink.token(id, logits);
       },
       finish: (r, info) => running.sink.finish(r, info),
     };
@@ -334,9 +334,9 @@ Deno.test("running streams keep decoding while a long prompt is prefilled in win
       prompt: long,
       maxNewTokens: 5,
       choices: [{
-        token: (id) => {
+        token: (id, logits) => {
           if (atFirst < 0) atFirst = running.tokens.length;
-          return joined.sink.token(id);
+          return joined.sink.token(id, logits);
         },
         finish: (r, info) => joined.sink.finish(r, info),
       }],

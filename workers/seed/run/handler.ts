@@ -65,6 +65,9 @@ import { checkAnalyzerBudget, SeedTrainer } from "../trainer.ts";
 import { type RunPlan, runPlan } from "../run_plan.ts";
 import { STEP_EVENT_METRICS } from "../metrics.ts";
 import { runWarmup } from "./warmup_stage.ts";
+import { SeedOptionError } from "../errors.ts";
+import { policyPublisher } from "./publish_policy.ts";
+import { RemoteRolloutEngine } from "../remote_rollout.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
 
 /** Options of {@link createSeedHandler}. */
@@ -308,6 +311,7 @@ async function train(run: RunState): Promise<HandlerOutcome> {
     optimizer: run.optimizer,
     rng: run.rng,
     library: run.library,
+    remote: await remoteEngine(run),
   });
   for (let step = run.step + 1; step <= total; step++) {
     ctx.signal.throwIfAborted();
@@ -346,6 +350,48 @@ async function train(run: RunState): Promise<HandlerOutcome> {
   }
   await ctx.setProgress({ stage: "done", step: total, totalSteps: total, etaS: 0 });
   return "succeeded";
+}
+
+/**
+ * The remote rollout engine of `rollout.engine` (workers/seed/README.md, "Remote rollout
+ * engines"), or undefined for the local decode. Keys are read from the tenant's secrets.
+ * @throws SeedOptionError naming the endpoint's `api_key_secret` when the tenant lacks it, or when
+ *   the context cannot publish policies; OutboundUrlError for a refused `base_url`.
+ */
+async function remoteEngine(run: RunState) {
+  const { ctx, spec } = run;
+  const engine = spec.rollout.engine;
+  if (engine === "local") return undefined;
+  if (!ctx.publishRolloutPolicy) {
+    throw new SeedOptionError(
+      "Cannot use rollout.engine endpoints as this worker must be able to publish the policy to the object store: it cannot",
+      { option: "rollout.engine", value: "endpoints" },
+    );
+  }
+  const endpoints = [];
+  for (const [i, e] of engine.endpoints.entries()) {
+    const apiKey = e.api_key_secret ? await ctx.secret?.(e.api_key_secret) : null;
+    if (e.api_key_secret && !apiKey) {
+      throw new SeedOptionError(
+        `Cannot use rollout.engine.endpoints[${i}] as its api_key_secret must name a secret of this tenant: ${e.api_key_secret} is missing`,
+        { option: `rollout.engine.endpoints[${i}].api_key_secret`, value: e.api_key_secret },
+      );
+    }
+    endpoints.push({ baseUrl: e.base_url, model: e.model, apiKey: apiKey ?? null });
+  }
+  const lora = loraOf(spec);
+  return {
+    engine: new RemoteRolloutEngine({
+      endpoints,
+      maxInFlight: engine.max_in_flight_per_endpoint,
+      timeoutMs: engine.timeout_s * 1000,
+    }),
+    publish: policyPublisher({
+      upload: (folder, files) => ctx.publishRolloutPolicy!(folder, files),
+      model: { ...run.model, parameters: run.theta.policy.params },
+      lora: lora && { config: lora, baseModel: run.baseName },
+    }),
+  };
 }
 
 /** The fields of the per-step `step` event. */

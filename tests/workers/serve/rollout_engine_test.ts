@@ -1,0 +1,133 @@
+/**
+ * The server as a rollout engine, over real HTTP on a real port: token-id prompts, `logprobs: 0`
+ * with `return_tokens_as_token_ids` (vLLM's shapes), models loaded by name at runtime
+ * (`/v1/load_checkpoint`, vLLM's `/v1/load_lora_adapter` and `/v1/unload_lora_adapter`), each
+ * checked against the trainer's own score pass on the same weights.
+ */
+import assert from "node:assert/strict";
+import {
+  initLoraParameters,
+  type LoraConfig,
+  mergeLora,
+  parameterSpecs,
+  Policy,
+  Tokenizer,
+} from "../../../workers/model/mod.ts";
+import { TextPolicy } from "../../../workers/seed/mod.ts";
+import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
+import { startServer } from "../../../workers/serve/main.ts";
+import { tinySokobanPolicy } from "../seed/_jobs.ts";
+import { startServeFixture } from "./_fixture.ts";
+
+const LORA: LoraConfig = { rank: 4, alpha: 8, dropout: 0, target_modules: ["q_proj", "v_proj"] };
+
+Deno.test("the server loads policies by name and answers token-id prompts with the trainer's log-probs", async () => {
+  const f = await startServeFixture();
+  const server = startServer({ db: f.db, store: f.s3.store, SERVE_PORT: 0, authCacheMs: 0 });
+  const { model, policy } = await tinySokobanPolicy();
+  // an adapter whose B is not 0, so that merging it changes the answers
+  const adapter = initLoraParameters(model.config, LORA, 7);
+  for (const [name, t] of adapter) {
+    if (name.includes("lora_B")) t.forEach((_, i) => t[i] = 0.05 * Math.sin(i + 1));
+  }
+  const params = new Map([...model.parameters, ...adapter]);
+  const publish = policyPublisher({
+    upload: storeUpload(f.s3.store, {
+      tenantId: f.tenantA.id,
+      jobId: crypto.randomUUID(),
+      attempt: 1,
+    }),
+    model: { ...model, parameters: params },
+    lora: { config: LORA, baseModel: "builtin:tiny" },
+  });
+  const merged = new Policy(
+    model.config,
+    mergeLora(model.config, params, LORA, parameterSpecs(model.config)),
+    { threads: 1 },
+  );
+  const url = `http://127.0.0.1:${server.port}`;
+  const post = (path: string, body: unknown, key = f.keyA) =>
+    fetch(url + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  const prompt = theta.promptIds(f.prompt);
+  const complete = async (name: string, key = f.keyA) => {
+    const res = await post("/v1/completions", {
+      model: name,
+      prompt,
+      max_tokens: 8,
+      temperature: 1,
+      seed: 11,
+      logprobs: 0,
+      return_tokens_as_token_ids: true,
+    }, key);
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    const v1 = await publish(1);
+    assert.equal(v1.kind, "lora");
+    // the base, then the adapter merged onto it, as the rollout engine loads them
+    let res = await post("/v1/load_checkpoint", {
+      model_name: "p",
+      checkpoint_path: v1.basePath,
+    });
+    assert.equal(res.status, 200, await res.text());
+    res = await post("/v1/load_lora_adapter", {
+      lora_name: "p-v1",
+      lora_path: v1.path,
+      base_model_name: "p",
+    });
+    assert.equal(await res.text(), "Success: LoRA adapter 'p-v1' added successfully.");
+
+    for (const [name, reference] of [["p", policy], ["p-v1", merged]] as const) {
+      const { status, body } = await complete(name);
+      assert.equal(status, 200, JSON.stringify(body));
+      assert.equal(body.model, name);
+      const lp = body.choices[0].logprobs;
+      const ids = lp.tokens.map((t: string) => Number(/^token_id:(\d+)$/.exec(t)![1]));
+      assert.ok(ids.length > 0);
+      const score = await reference.score([{ prompt, response: ids }]);
+      lp.token_logprobs.forEach((x: number, k: number) => {
+        assert.ok(Math.abs(x - score.logprobs[0][k]) < 1e-4, `${name} token ${k}`);
+      });
+      if (name === "p-v1") {
+        // the adapter changed the model: the base scores these tokens otherwise
+        const base = await policy.score([{ prompt, response: ids }]);
+        assert.ok(base.logprobs[0].some((x, k) => Math.abs(x - lp.token_logprobs[k]) > 1e-3));
+      }
+    }
+
+    // vLLM's answers: a taken name is a 400, an unknown one a 404
+    res = await post("/v1/load_lora_adapter", { lora_name: "p-v1", lora_path: v1.path });
+    assert.equal(res.status, 400);
+    assert.match((await res.json()).error.message, /already been loaded/);
+    // another tenant neither sees the name nor reads the path
+    assert.equal((await complete("p-v1", f.keyB)).status, 404);
+    res = await post("/v1/load_checkpoint", {
+      model_name: "q",
+      checkpoint_path: v1.basePath,
+    }, f.keyB);
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.param, "checkpoint_path");
+    // bad input names the field
+    res = await post("/v1/completions", { model: "p", prompt: [1, 10 ** 6], logprobs: 0 });
+    assert.equal((await res.json()).error.param, "prompt");
+    res = await post("/v1/completions", { model: "p", prompt: [1, 2], logprobs: 2 });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.param, "logprobs");
+
+    res = await post("/v1/unload_lora_adapter", { lora_name: "p-v1" });
+    assert.equal(res.status, 200, await res.text());
+    assert.equal((await complete("p-v1")).status, 404);
+    res = await post("/v1/unload_lora_adapter", { lora_name: "p-v1" });
+    assert.equal(res.status, 404);
+  } finally {
+    await merged.release();
+    await policy.release();
+    await server.stop();
+    await f.close();
+  }
+});

@@ -1,0 +1,274 @@
+/**
+ * Models loaded by name at runtime, so a trainer can keep this server on its current policy
+ * (workers/serve/README.md, "Remote rollout engines"):
+ *
+ * | method | path                      | body                                   | answer              |
+ * |--------|---------------------------|----------------------------------------|---------------------|
+ * | POST   | /v1/load_checkpoint       | `{model_name, checkpoint_path}`        | 200 text; replaces  |
+ * | POST   | /v1/load_lora_adapter     | `{lora_name, lora_path, base_model_name?}` | 200 text; 400 if loaded |
+ * | POST   | /v1/unload_lora_adapter   | `{lora_name}`                          | 200 text; 404 if not |
+ *
+ * `load_lora_adapter` / `unload_lora_adapter` take vLLM's JSON shapes and answer as vLLM does
+ * (`Success: LoRA adapter '<name>' added successfully.`); `load_checkpoint` is ours (vLLM's
+ * OpenAI server has no full-weight reload). Paths are folders of this server's object store,
+ * `s3://<bucket>/tenants/<tenant id>/…/` (ending in `/`): a Hugging Face model folder, or a PEFT
+ * adapter folder (`adapter_config.json`, `adapter_model.safetensors`). A tenant reaches only its
+ * own prefix and its own names. An adapter is merged (W + (α/r)·B·A) onto a full model loaded
+ * earlier by name: `base_model_name` (our extension, since vLLM serves one base), else the
+ * adapter config's `base_model_name_or_path`. `unload_lora_adapter` unloads any named model.
+ *
+ * A request names a loaded model in `model`; the answer's `model` is that name. Named models live
+ * in memory until unloaded or the server stops; a request holding one keeps its session alive
+ * past an unload until its last token.
+ */
+import type { Hono } from "hono";
+import { z } from "zod";
+import type { ArtifactStore } from "../../jobs/mod.ts";
+import type { SessionCache } from "../engine/mod.ts";
+import {
+  ADAPTER_FILES,
+  type HfModel,
+  loadHfDirectory,
+  mergeLora,
+  parameterSpecs,
+  promptFormOf,
+  readAdapter,
+  Tokenizer,
+} from "../model/mod.ts";
+import type { ServeAuthEnv } from "./auth.ts";
+import { badRequest, fromZod, ServeError } from "./errors.ts";
+import { decodeModel, type HeldModel, type ServedModel } from "./models.ts";
+
+/** Paths of this module's routes (for the app's 405 table). */
+export const ADMIN_ROUTES = [
+  "/v1/load_checkpoint",
+  "/v1/load_lora_adapter",
+  "/v1/unload_lora_adapter",
+] as const;
+
+const name = z.string().min(1).max(200);
+const path = z.string().min(1).max(2048);
+
+const LoadCheckpointSchema = z.object({ model_name: name, checkpoint_path: path }).strict();
+const LoadAdapterSchema = z.object({
+  lora_name: name,
+  lora_path: path,
+  base_model_name: name.optional(),
+  /** vLLM's field: replace an adapter of that name (accepted for compatibility). */
+  load_inplace: z.boolean().optional(),
+}).strict();
+const UnloadAdapterSchema = z.object({
+  lora_name: name,
+  lora_int_id: z.number().int().optional(),
+}).strict();
+
+/** One named model and the requests holding it. */
+interface Entry {
+  model: ServedModel;
+  /** Full weights (null for a merged adapter: an adapter applies to a full model only). */
+  hf: HfModel | null;
+  holders: number;
+  unloaded: boolean;
+  freed: boolean;
+}
+
+/** Models loaded by name, per tenant (see module doc). */
+export class NamedModels {
+  readonly #tenants = new Map<string, Map<string, Entry>>();
+  #loads = 0;
+
+  constructor(private readonly opts: { store: ArtifactStore; sessions: SessionCache }) {}
+
+  /** The tenant's model named `name`, held until `release` (null: no such name). */
+  acquire(tenantId: string, modelName: string): HeldModel | null {
+    const entry = this.#tenants.get(tenantId)?.get(modelName);
+    if (!entry) return null;
+    entry.holders++;
+    let released = false;
+    return {
+      model: entry.model,
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.holders--;
+        void this.#free(entry);
+      },
+    };
+  }
+
+  /**
+   * Loads a Hugging Face folder under `modelName` (replacing a model of that name).
+   * @throws ServeError 400 for a path outside the tenant's prefix; HfFormatError for a folder
+   *   that is no model.
+   */
+  async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
+    const read = this.#reader(tenantId, at, "checkpoint_path");
+    const hf = await loadHfDirectory(await read);
+    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf);
+  }
+
+  /**
+   * Loads a PEFT adapter under `loraName`, merged onto the tenant's full model `baseName`
+   * (default: the adapter's `base_model_name_or_path`).
+   * @throws ServeError 400 when the name is taken (unless `inplace`), the base is not loaded or
+   *   the path is outside the tenant's prefix; LoraError for an adapter that does not fit.
+   */
+  async loadAdapter(
+    tenantId: string,
+    loraName: string,
+    at: string,
+    options: { baseName?: string; inplace?: boolean } = {},
+  ): Promise<void> {
+    if (!options.inplace && this.#tenants.get(tenantId)?.has(loraName)) {
+      throw badRequest(`The lora adapter '${loraName}' has already been loaded.`, "lora_name");
+    }
+    const read = await this.#reader(tenantId, at, "lora_path");
+    const [config, weights] = await Promise.all([
+      read(ADAPTER_FILES.config),
+      read(ADAPTER_FILES.weights),
+    ]);
+    if (!config || !weights) {
+      throw badRequest(
+        `Cannot load the adapter as lora_path must hold ${ADAPTER_FILES.config} and ${ADAPTER_FILES.weights}: it does not`,
+        "lora_path",
+      );
+    }
+    const declared = JSON.parse(new TextDecoder().decode(config)).base_model_name_or_path;
+    const baseName = options.baseName ?? String(declared ?? "");
+    const base = this.#tenants.get(tenantId)?.get(baseName);
+    if (!base?.hf) {
+      throw badRequest(
+        `Cannot load the adapter as its base model must be a full model loaded by name (POST /v1/load_checkpoint): ${
+          JSON.stringify(baseName)
+        } is not`,
+        options.baseName !== undefined ? "base_model_name" : "lora_path",
+      );
+    }
+    const c = base.hf.config;
+    const adapter = readAdapter(c, config, weights);
+    const params = new Map([...base.hf.parameters, ...adapter.parameters]);
+    const merged = mergeLora(c, params, adapter.lora, parameterSpecs(c));
+    const model = await this.#served(loraName, { ...base.hf, parameters: merged });
+    this.#set(tenantId, loraName, model, null);
+  }
+
+  /** Unloads a named model; false when the tenant has none of that name. */
+  unload(tenantId: string, modelName: string): boolean {
+    const models = this.#tenants.get(tenantId);
+    const entry = models?.get(modelName);
+    if (!entry) return false;
+    models!.delete(modelName);
+    entry.unloaded = true;
+    void this.#free(entry);
+    return true;
+  }
+
+  /** Releases every session (at shutdown, once no request is in flight). */
+  async close(): Promise<void> {
+    for (const models of this.#tenants.values()) {
+      for (const entry of models.values()) {
+        entry.unloaded = true;
+        entry.holders = 0;
+        await this.#free(entry);
+      }
+    }
+    this.#tenants.clear();
+  }
+
+  #set(tenantId: string, modelName: string, model: ServedModel, hf: HfModel | null): void {
+    let models = this.#tenants.get(tenantId);
+    if (!models) this.#tenants.set(tenantId, models = new Map());
+    const old = models.get(modelName);
+    models.set(modelName, { model, hf, holders: 0, unloaded: false, freed: false });
+    if (old) {
+      old.unloaded = true;
+      void this.#free(old);
+    }
+  }
+
+  async #free(entry: Entry): Promise<void> {
+    if (!entry.unloaded || entry.holders > 0 || entry.freed) return;
+    entry.freed = true;
+    await entry.model.release?.().catch(() => {});
+  }
+
+  async #served(modelName: string, hf: HfModel): Promise<ServedModel> {
+    const tokenizer = new Tokenizer(hf.tokenizer);
+    const key = `named:${modelName}#${++this.#loads}`;
+    const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
+    return {
+      ...decode,
+      id: modelName,
+      jobId: "",
+      step: -1,
+      tokenizer,
+      promptForm: promptFormOf(tokenizer),
+      createdAt: new Date(),
+    };
+  }
+
+  /**
+   * A reader of the folder `at` (`s3://<bucket>/tenants/<tenant id>/…/`).
+   * @throws ServeError 400 at `param` for another bucket, another tenant's prefix or an empty
+   *   folder.
+   */
+  async #reader(tenantId: string, at: string, param: string) {
+    const { store } = this.opts;
+    const own = `s3://${store.bucket}/tenants/${tenantId}/`;
+    if (!at.startsWith(own) || !at.endsWith("/") || at.includes("/../") || at.includes("//", 5)) {
+      throw badRequest(
+        `Cannot load ${param} as it must be a folder under ${own} (ending in /, no .. or empty segment): current value is ${
+          JSON.stringify(at.slice(0, 300))
+        }`,
+        param,
+      );
+    }
+    const prefix = at.slice(`s3://${store.bucket}/`.length);
+    const keys = new Set(await store.list(prefix));
+    if (keys.size === 0) {
+      throw badRequest(`Cannot load ${param} as the folder must hold files: it is empty`, param);
+    }
+    return (file: string) =>
+      keys.has(prefix + file) ? store.get(prefix + file) : Promise.resolve(null);
+  }
+}
+
+/** Mounts the routes of the module doc on `app` (after its auth middleware). */
+export function mountLoraAdmin(app: Hono<ServeAuthEnv>, named: NamedModels): void {
+  const body = async <T extends z.ZodType>(c: { req: { text(): Promise<string> } }, s: T) => {
+    let json: unknown;
+    try {
+      json = JSON.parse(await c.req.text());
+    } catch (e) {
+      throw badRequest(`We could not parse the JSON body of your request: ${e}`, null);
+    }
+    const r = s.safeParse(json);
+    if (!r.success) throw fromZod(r.error);
+    return r.data as z.output<T>;
+  };
+  app.post("/v1/load_checkpoint", async (c) => {
+    const r = await body(c, LoadCheckpointSchema);
+    await named.loadCheckpoint(c.get("tenant").id, r.model_name, r.checkpoint_path);
+    return c.text(`Success: checkpoint '${r.model_name}' loaded successfully.`);
+  });
+  app.post("/v1/load_lora_adapter", async (c) => {
+    const r = await body(c, LoadAdapterSchema);
+    await named.loadAdapter(c.get("tenant").id, r.lora_name, r.lora_path, {
+      baseName: r.base_model_name,
+      inplace: r.load_inplace,
+    });
+    return c.text(`Success: LoRA adapter '${r.lora_name}' added successfully.`);
+  });
+  app.post("/v1/unload_lora_adapter", async (c) => {
+    const r = await body(c, UnloadAdapterSchema);
+    if (!named.unload(c.get("tenant").id, r.lora_name)) {
+      throw new ServeError(
+        404,
+        "invalid_request_error",
+        `The lora adapter '${r.lora_name}' cannot be found.`,
+        { param: "lora_name", code: "model_not_found" },
+      );
+    }
+    return c.text(`Success: LoRA adapter '${r.lora_name}' removed successfully.`);
+  });
+}
