@@ -75,6 +75,12 @@ export interface AppOptions {
   sse?: { pollMs?: number; keepaliveMs?: number };
   /** Maps domain errors of jobs/ to problems (in addition to the built-in mapping). */
   mapError?: ErrorMapper;
+  /**
+   * Operator key of `GET /metrics` (its counts span every tenant): the request must carry
+   * `Authorization: Bearer <key>`. Absent (api/main.ts: `SEED_METRICS_TOKEN` unset), `/metrics`
+   * answers 404.
+   */
+  metricsToken?: string;
   /** Structured log sink for 5xx errors (default: `console.error` of one JSON line). */
   log?: (record: Record<string, unknown>) => void;
 }

@@ -101,6 +101,7 @@ export async function serveApi(
     maxBodyBytes: options.maxBodyBytes,
     checkModel,
     sweeperTotals: sweeper?.totals,
+    metricsToken: Deno.env.get("SEED_METRICS_TOKEN") || undefined,
   });
   const server = Deno.serve({
     hostname: options.hostname ?? "127.0.0.1",
@@ -124,7 +125,12 @@ export async function serveApi(
 if (import.meta.main) {
   const port = Number(Deno.env.get("PORT") ?? 8787);
   const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
-  const api = await serveApi({ hostname, port });
+  const api = await serveApi({ hostname, port }).catch((e) => {
+    // A bad setting (e.g. S3_BUCKET) or a dependency that refuses: one line, no stack trace.
+    const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    console.error(JSON.stringify({ level: "error", msg: "the api cannot start", error }));
+    Deno.exit(1);
+  });
   console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
   onStopSignals({
     first: () => {

@@ -390,10 +390,13 @@ export function openApiDocument(): Json {
       },
       "/metrics": {
         get: {
-          security: [],
-          summary: "Prometheus metrics: jobs by state, queue wait, active workers",
+          summary:
+            "Prometheus metrics: jobs by state, queue wait, active workers (over every tenant). " +
+            "Needs the operator key SEED_METRICS_TOKEN as a bearer token; 404 when none is set",
           responses: {
             "200": ok("Prometheus text", { "text/plain": { schema: { type: "string" } } }),
+            "401": problem("The operator key is missing or wrong"),
+            "404": problem("No operator key is configured"),
           },
         },
       },

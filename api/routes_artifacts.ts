@@ -49,12 +49,16 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const step = stepOf(c.req.param("step"), job.id);
     const ckpt = await checkpointAt(options, job.id, step);
     const folder = `step-${step}`;
+    // The store is checked before the first byte: the first file is opened here, so a store
+    // that is down answers 503 + Retry-After (app.ts) instead of a 200 cut short. A failure
+    // after this point can only cut the connection (the tar's end is missing: README, "Downloads").
+    const first = ckpt.files.length ? await store.getStream(ckpt.files[0].key) : undefined;
     const body = tarStream(
-      ckpt.files.map((f) => ({
+      ckpt.files.map((f, i) => ({
         name: `${folder}/${f.name}`,
         bytes: f.bytes,
         sha256: f.sha256,
-        open: () => store.getStream(f.key),
+        open: () => i === 0 && first ? Promise.resolve(first) : store.getStream(f.key),
       })),
       { mtime: ckpt.createdAt },
     );

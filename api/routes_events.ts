@@ -49,7 +49,7 @@ export function eventRoutes(options: AppOptions): Hono<AuthEnv> {
         },
       },
       after,
-      options.sse,
+      { ...options.sse, log: options.log },
     );
     return new Response(body, {
       headers: {

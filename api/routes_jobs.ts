@@ -144,7 +144,12 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
         const stop = await db.listen(JOB_EVENTS_CHANNEL, () => wake());
         return () => void stop().catch(() => {});
       },
-    }, { event: "jobs", pollMs: options.sse?.pollMs, keepaliveMs: options.sse?.keepaliveMs });
+    }, {
+      event: "jobs",
+      pollMs: options.sse?.pollMs,
+      keepaliveMs: options.sse?.keepaliveMs,
+      log: options.log,
+    });
     return new Response(body, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",

@@ -1,14 +1,16 @@
 /**
  * Unauthenticated operational routes: `/healthz` (the process answers), `/readyz` (database and
- * store reachable), `/metrics` (Prometheus text, counts over all tenants, no tenant data) and
+ * store reachable), `/metrics` (Prometheus text, counts over all tenants, no tenant data; behind the operator key
+ * `SEED_METRICS_TOKEN`, 404 without one) and
  * `/openapi.json`; plus the authenticated `GET /v1/envs`.
  */
+import { timingSafeEqual } from "node:crypto";
 import { HeadBucketCommand } from "@aws-sdk/client-s3";
 import { Hono } from "hono";
 import { JOB_STATUSES, sweeperMetricsText } from "../jobs/mod.ts";
 import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf } from "./deps.ts";
-import { UnavailableError } from "./errors.ts";
+import { NotFoundError, UnauthorizedError, UnavailableError } from "./errors.ts";
 import { openApiDocument } from "./openapi.ts";
 import { jobCountsByStatus, queueStats } from "./queries.ts";
 
@@ -34,6 +36,21 @@ export function prometheusText(
   return lines.join("\n") + "\n";
 }
 
+/**
+ * `/metrics` shows every tenant's job counts, so only an operator reads it: 404 when no operator
+ * key is configured, 401 unless the request carries it as a bearer token (compared in constant time).
+ */
+function checkMetricsToken(token: string | undefined, authorization: string | undefined): void {
+  if (!token) throw new NotFoundError("Cannot find /metrics as no operator key is configured");
+  const given = new TextEncoder().encode(authorization?.match(/^Bearer (.+)$/i)?.[1] ?? "");
+  const wanted = new TextEncoder().encode(token);
+  if (given.byteLength !== wanted.byteLength || !timingSafeEqual(given, wanted)) {
+    throw new UnauthorizedError(
+      "Cannot serve /metrics as the request must carry the operator key (SEED_METRICS_TOKEN) as a bearer token",
+    );
+  }
+}
+
 /** Routes at the root: healthz, readyz, metrics, openapi.json. */
 export function systemRoutes(options: AppOptions): Hono {
   const { db, store } = options;
@@ -57,6 +74,7 @@ export function systemRoutes(options: AppOptions): Hono {
     return c.json({ status: "ready" });
   });
   app.get("/metrics", async (c) => {
+    checkMetricsToken(options.metricsToken, c.req.header("authorization"));
     const [counts, stats] = await Promise.all([jobCountsByStatus(db), queueStats(db)]);
     const sweeper = options.sweeperTotals ? sweeperMetricsText(options.sweeperTotals) : "";
     return c.body(prometheusText(counts, stats) + sweeper, 200, {

@@ -5,9 +5,10 @@
  * `job_events`: a submit, a status change or an event of any job) and at least every `pollMs`
  * (progress updates send no NOTIFY); an unchanged snapshot sends nothing, and an idle stream a
  * `: keepalive` comment every `keepaliveMs`. The stream never ends by itself: the client closes
- * it (or the server stops). A failed read ends it with `event: error` (clients reconnect).
+ * it (or the server stops). A failed read ends it with `event: error`: a generic message and an
+ * error id, the detail in the server log (`streamErrorEvent`); clients reconnect.
  */
-import { formatSse, wakeableSleep } from "./sse.ts";
+import { formatSse, streamErrorEvent, wakeableSleep } from "./sse.ts";
 
 /** What {@link snapshotStream} reads. */
 export interface SnapshotSource {
@@ -25,6 +26,8 @@ export interface SnapshotOptions {
   keepaliveMs?: number;
   /** SSE event name (default `snapshot`). */
   event?: string;
+  /** Server log of a stream's internal error (see `streamErrorEvent`). */
+  log?: (record: Record<string, unknown>) => void;
 }
 
 const encoder = new TextEncoder();
@@ -65,7 +68,7 @@ export function snapshotStream(
           await sleep(Math.min(pollMs, keepaliveMs));
         }
       } catch (error) {
-        send(formatSse({ event: "error", data: JSON.stringify({ detail: String(error) }) }));
+        send(streamErrorEvent(error, options.log));
       } finally {
         unsubscribe?.();
         if (!closed) {

@@ -23,8 +23,9 @@ const S3_URI = /^s3:\/\/([^/]+)\/(.*)$/;
 
 /**
  * Throws {@link UnprocessableError} (422, field path `model.base` or `warmup.data`) when the spec
- * names a job that is not the tenant's (unknown or another tenant's: the same answer), or an
- * object of the service's bucket `serviceBucket` outside `tenants/{tenantId}/`.
+ * names a job that is not the tenant's (unknown or another tenant's: the same answer), an object
+ * of the service's bucket `serviceBucket` outside `tenants/{tenantId}/`, or an object of another
+ * bucket (the worker reads only `serviceBucket`, so such a job could only fail).
  */
 export async function checkSpecRefs(
   db: Database,
@@ -39,7 +40,15 @@ export async function checkSpecRefs(
   ];
   for (const [path, value] of s3Refs) {
     const m = value === undefined ? null : S3_URI.exec(value);
-    if (m && m[1] === ctx.serviceBucket && !m[2].startsWith(ownPrefix)) {
+    if (m && m[1] !== ctx.serviceBucket) {
+      // The worker reads only the service's bucket (workers/worker/context.ts): refused here too,
+      // instead of a job that is queued and then fails.
+      issues.push({
+        path,
+        code: "other_bucket",
+        message: `s3:// URIs must name the service's bucket ${ctx.serviceBucket}, not ${m[1]}`,
+      });
+    } else if (m && !m[2].startsWith(ownPrefix)) {
       issues.push({
         path,
         code: "foreign_object",

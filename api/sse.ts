@@ -42,6 +42,35 @@ export interface SseOptions {
   keepaliveMs?: number;
   /** Events per database read (default 500). */
   pageSize?: number;
+  /** Server log of a stream's internal error (default: one JSON line on stderr). */
+  log?: (record: Record<string, unknown>) => void;
+}
+
+/**
+ * The `event: error` that ends a stream on an internal error (a database outage, a bug): a
+ * generic message and an `error_id`, never the error itself (it may hold SQL text and its
+ * parameters). The detail goes to the server log under the same id; the client reconnects.
+ */
+export function streamErrorEvent(
+  error: unknown,
+  log: (record: Record<string, unknown>) => void = (r) => console.error(JSON.stringify(r)),
+): string {
+  const errorId = crypto.randomUUID();
+  log({
+    level: "error",
+    msg: "event stream failed",
+    error_id: errorId,
+    error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    stack: error instanceof Error ? error.stack : undefined,
+  });
+  return formatSse({
+    event: "error",
+    data: JSON.stringify({
+      detail:
+        "The stream stopped on an internal error; reconnect (with Last-Event-ID) to resume. Quote error_id to the operator.",
+      error_id: errorId,
+    }),
+  });
 }
 
 const encoder = new TextEncoder();
@@ -92,7 +121,8 @@ export function formatSse(event: { id?: number | string; event?: string; data: s
 /**
  * Returns the SSE body stream starting after `afterId`. It ends when the job is terminal or the
  * client goes away (stream cancelled). Database errors end the stream with an `event: error`
- * (the client reconnects with its Last-Event-ID).
+ * carrying a generic message and an error id ({@link streamErrorEvent}; the client reconnects with
+ * its Last-Event-ID).
  */
 export function sseStream(
   source: EventSource,
@@ -137,7 +167,7 @@ export function sseStream(
           await sleep(Math.min(pollMs, keepaliveMs));
         }
       } catch (error) {
-        send(formatSse({ event: "error", data: JSON.stringify({ detail: String(error) }) }));
+        send(streamErrorEvent(error, options.log));
       } finally {
         unsubscribe?.();
         if (!closed) {

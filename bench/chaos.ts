@@ -20,9 +20,14 @@
  * - every checkpoint step has its skill library;
  * - no job was held by two live workers at once: no lease reaped while its worker was alive
  *   (from the status events and the workers' exit times), no "lease lost" in any worker's log;
+ * - no worker exited without a signal from the bench, and no worker's log has an uncaught error
+ *   (a worker that dies anyway is replaced at once, so the remaining jobs still run);
  * - API answers ≥ 500 other than 503 (must be 0), and 503s (each with `Retry-After`);
  * - seconds from cancel to `cancelled` (p50 / max);
  * - the longest phase of any step (from the metrics) beside the lease.
+ *
+ * It creates `--log-dir` when missing, and stops everything it started (workers, API, S3 server,
+ * its Postgres cluster by pid) on every exit: normal, a signal, or a crash of the bench itself.
  *
  * Exits 1 when a check fails. Not a test: it runs for minutes (the defaults aim at < 15 min on
  * 2 cores); `--jobs 3 --steps 1 --db-outages 1 --db-outage-s 3-4 --s3-outage-s 3-4
@@ -38,6 +43,7 @@ import {
   listCheckpoints,
   listEvents,
   listMetrics,
+  type LocalS3,
   openDatabase,
   startLocalS3,
 } from "../jobs/mod.ts";
@@ -104,10 +110,61 @@ const SPEC = {
 };
 
 // --- the service --------------------------------------------------------------------------
+const logDir = args["log-dir"];
+if (logDir) await Deno.mkdir(logDir, { recursive: true });
 const pg = await startPostgres();
-const db: Database = await openDatabase({ url: pg.url, maxConnections: 4 });
 const s3Dir = await Deno.makeTempDir({ prefix: "seed-chaos-s3-" });
-let s3 = await startLocalS3({ directory: s3Dir });
+let s3: LocalS3 | undefined;
+/** What stopAll must stop besides the cluster, workers and S3 server, once it is started. */
+const started: { api?: Deno.ChildProcess; db?: Database } = {};
+let done = false;
+
+/**
+ * Stops everything this bench started — workers, API, S3 server, the Postgres cluster (by its
+ * pid) — whether it ends normally, by a signal, or by a crash. Idempotent.
+ */
+let stopping: Promise<void> | undefined;
+const workers = new Map<string, WorkerProcess>();
+function stopAll(): Promise<void> {
+  done = true;
+  stopping ??= (async () => {
+    const kill = (c: Deno.ChildProcess | undefined) => {
+      try {
+        c?.kill("SIGKILL");
+      } catch { /* already exited */ }
+    };
+    for (const w of workers.values()) if (w.exitedAt === undefined) kill(w.child);
+    kill(started.api);
+    await Promise.allSettled([...workers.values()].map((w) => w.child.status));
+    await started.api?.status.catch(() => {});
+    await started.db?.close().catch(() => {});
+    await s3?.stop().catch(() => {});
+    await pg.stop();
+    await Deno.remove(s3Dir, { recursive: true }).catch(() => {});
+  })();
+  return stopping;
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  Deno.addSignalListener(signal, () => {
+    console.log(`${signal}: stopping what the bench started`);
+    stopAll().finally(() => Deno.exit(130));
+  });
+}
+const crashed = (e: unknown) => {
+  console.log(`the bench crashed: ${e instanceof Error ? e.stack : e}`);
+  stopAll().finally(() => Deno.exit(2));
+};
+globalThis.addEventListener("unhandledrejection", (event) => {
+  event.preventDefault();
+  crashed(event.reason);
+});
+globalThis.addEventListener("error", (event) => {
+  event.preventDefault();
+  crashed(event.error);
+});
+
+const db: Database = started.db = await openDatabase({ url: pg.url, maxConnections: 4 });
+s3 = await startLocalS3({ directory: s3Dir });
 const s3Port = s3.port;
 const env = {
   DATABASE_URL: pg.url,
@@ -119,7 +176,7 @@ const env = {
 };
 await ensureTenant(db, "chaos");
 const { key } = await createKey(db, "chaos");
-const apiChild = new Deno.Command(Deno.execPath(), {
+const apiChild = started.api = new Deno.Command(Deno.execPath(), {
   args: ["run", "-A", "api/main.ts"],
   env: { ...env, PORT: "0" },
   stdout: "null",
@@ -147,8 +204,11 @@ interface WorkerProcess {
   /** The signal the bench sent it, and when. */
   signalled?: { signal: string; at: number };
   leaseLost: number;
+  /** Lines with "Uncaught" in its log (an unhandled error). */
+  uncaught: number;
+  /** Its exit code when it exited without a signal from this bench. */
+  diedOnItsOwn?: number;
 }
-const workers = new Map<string, WorkerProcess>();
 let workerCount = 0;
 function spawnWorker(): WorkerProcess {
   const id = `chaos-w${++workerCount}`;
@@ -164,18 +224,27 @@ function spawnWorker(): WorkerProcess {
     stdout: "null",
     stderr: "piped",
   }).spawn();
-  const w: WorkerProcess = { id, child, startedAt: Date.now(), leaseLost: 0 };
+  const w: WorkerProcess = { id, child, startedAt: Date.now(), leaseLost: 0, uncaught: 0 };
   (async () => {
-    const file = args["log-dir"]
-      ? await Deno.open(`${args["log-dir"]}/${id}.log`, { create: true, write: true })
+    const file = logDir
+      ? await Deno.open(`${logDir}/${id}.log`, { create: true, write: true })
       : undefined;
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
       w.leaseLost += chunk.split("lease lost").length - 1;
+      w.uncaught += chunk.split("Uncaught").length - 1;
       await file?.write(new TextEncoder().encode(chunk));
     }
     file?.close();
   })();
-  child.status.then(() => w.exitedAt = Date.now());
+  child.status.then((status) => {
+    w.exitedAt = Date.now();
+    // A worker that ends by itself (not by this bench's signal) is a defect the checks report;
+    // a replacement keeps the fleet at its size so that the remaining jobs still run.
+    if (w.signalled || done) return;
+    w.diedOnItsOwn = status.code;
+    log(`${id} exited by itself (code ${status.code}); starting a replacement`);
+    spawnWorker();
+  });
   workers.set(id, w);
   return w;
 }
@@ -214,7 +283,6 @@ while (jobIds.length < N_JOBS) {
   else await sleep(500);
 }
 log(`${N_JOBS} jobs submitted; ${N_WORKERS} workers; lease ${LEASE_MS} ms`);
-let done = false;
 const statuses = new Map<string, string>();
 const deadline = T0 + Number(args["max-minutes"]) * 60_000;
 
@@ -421,13 +489,18 @@ check(metricsExact === (byStatus.get("succeeded") ?? 0), "each step's metrics ex
 check(archivesValid === checkpoints, `every checkpoint's SHA256SUMS valid (${checkpoints})`);
 check(skillsPresent === checkpoints, "every checkpoint step has its skill library");
 check(reapedAlive === 0 && leaseLost === 0, "no job held by two live workers at once");
+const diedOnTheirOwn = [...workers.values()].filter((w) => w.diedOnItsOwn !== undefined);
+const uncaught = [...workers.values()].reduce((s, w) => s + w.uncaught, 0);
+check(
+  diedOnTheirOwn.length === 0 && uncaught === 0,
+  `no worker died by itself (${
+    diedOnTheirOwn.map((w) => `${w.id} code ${w.diedOnItsOwn}`).join(", ") || "none"
+  }; ${uncaught} uncaught errors in the logs)`,
+);
 check(answers.other5xx === 0 && answers.noRetryAfter === 0, "API 5xx during outages: only 503");
 if (failures.length) console.log(failures.slice(0, 20).join("\n"));
 
 apiChild.kill("SIGTERM");
 await apiChild.status;
-await db.close();
-await s3.stop();
-await pg.stop();
-await Deno.remove(s3Dir, { recursive: true }).catch(() => {});
+await stopAll();
 Deno.exit(failures.length ? 1 : 0);

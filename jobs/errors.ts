@@ -69,3 +69,17 @@ export class IntegrityError extends Error {
     this.actual = actual;
   }
 }
+
+/**
+ * A setting read at start (an environment variable) is invalid. Its message is the one line a
+ * process prints before it exits: the variable, the rule, and the value it has.
+ */
+export class ConfigurationError extends Error {
+  /** The variable, e.g. `S3_BUCKET`. */
+  readonly variable: string;
+  constructor(variable: string, rule: string, value: unknown) {
+    super(`Cannot start as ${variable} must be ${rule}: current value is ${JSON.stringify(value)}`);
+    this.name = "ConfigurationError";
+    this.variable = variable;
+  }
+}

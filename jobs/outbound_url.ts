@@ -106,10 +106,29 @@ const INTERNAL_V4 = ([
 ] as [string, number][]).map(([a, bits]) => [ipv4(a)!, bits] as const);
 
 /**
+ * The eight 16-bit groups of an IPv6 address as WHATWG URL parsing writes it (lowercase hex, `::`
+ * for the longest zero run, an embedded IPv4 already turned into two groups); undefined when
+ * `a` is not one.
+ */
+function ipv6Groups(a: string): number[] | undefined {
+  const halves = a.split("::");
+  if (halves.length > 2) return undefined;
+  const parse = (part: string) =>
+    (part ? part.split(":") : []).map((x) => /^[0-9a-f]{1,4}$/.test(x) ? parseInt(x, 16) : NaN);
+  const head = parse(halves[0]), tail = halves.length === 2 ? parse(halves[1]) : [];
+  const fill = 8 - head.length - tail.length;
+  if (fill < 0 || (halves.length === 1 && fill !== 0)) return undefined;
+  const groups = [...head, ...Array(halves.length === 2 ? fill : 0).fill(0), ...tail];
+  return groups.length === 8 && groups.every((x) => !Number.isNaN(x)) ? groups : undefined;
+}
+
+/**
  * True for a host (as WHATWG URL parsing writes it: IPv6 in brackets) that reaches this machine
  * or a private network: loopback names ({@link isLoopbackHost}), the IPv4 blocks of RFC 6890 that
  * are not public (10/8, 172.16/12, 192.168/16, 100.64/10, 169.254/16, …), IPv6 unspecified,
- * loopback, unique-local (fc00::/7), link-local (fe80::/10) and IPv4-mapped internal addresses,
+ * loopback, unique-local (fc00::/7), link-local (fe80::/10), site-local (fec0::/10), multicast,
+ * and every form that embeds an internal IPv4 address (IPv4-compatible `[::127.0.0.1]`, mapped
+ * `[::ffff:127.0.0.1]`, translated `[::ffff:0:127.0.0.1]`, NAT64 `[64:ff9b::127.0.0.1]`, 6to4),
  * and names without a dot or under `.localhost`, `.local`, `.internal`, `.lan`, `.home.arpa`
  * (resolved by internal DNS). Public names that resolve to internal addresses are not caught
  * here; the worker resolves them before connecting (workers/seed/annotator.ts).
@@ -122,14 +141,25 @@ export function isInternalHost(host: string): boolean {
     return INTERNAL_V4.some(([base, bits]) => (v4 >>> (32 - bits)) === (base >>> (32 - bits)));
   }
   if (h.startsWith("[")) {
-    const a = h.slice(1, -1);
-    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
-    if (mapped) {
-      const hi = parseInt(mapped[1], 16), lo = parseInt(mapped[2], 16);
-      return isInternalHost(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+    const g = ipv6Groups(h.slice(1, -1));
+    if (!g) return true; // not an address we can read: refuse rather than guess
+    const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+    const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+    // Forms that carry an IPv4 address in their last 32 bits, judged by that address:
+    // IPv4-compatible ::a.b.c.d (incl. :: and ::1), mapped ::ffff:a.b.c.d, translated
+    // ::ffff:0:a.b.c.d (RFC 2765), and NAT64 64:ff9b::a.b.c.d (RFC 6052).
+    if (
+      zeros(0, 6) || (zeros(0, 5) && g[5] === 0xffff) ||
+      (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) ||
+      (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6))
+    ) {
+      return (zeros(0, 8) || (zeros(0, 7) && g[7] === 1)) || isInternalHost(v4(g[6], g[7]));
     }
-    return a === "::" || a === "::1" || /^f[cd][0-9a-f]{0,2}:/.test(a) ||
-      /^fe[89ab][0-9a-f]:/.test(a);
+    if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return true; // local-use NAT64 (RFC 8215)
+    if (g[0] === 0x2002) return isInternalHost(v4(g[1], g[2])); // 6to4 (RFC 3056)
+    // Unique-local fc00::/7, link-local fe80::/10, site-local fec0::/10 (RFC 3879), multicast.
+    return (g[0] & 0xfe00) === 0xfc00 || (g[0] & 0xffc0) === 0xfe80 ||
+      (g[0] & 0xffc0) === 0xfec0 || (g[0] & 0xff00) === 0xff00;
   }
   return !h.includes(".") || /\.(localhost|local|internal|lan|home\.arpa)$/.test(h);
 }

@@ -366,7 +366,10 @@ export async function getJob(
  * @param options.now fake clock for tests: reap leases that expired before this instant.
  * @param options.limit at most this many jobs per call (default 100).
  * @param options.reachableSince when the caller could reach the database again after an outage
- *   (on the database's clock): leases get one more lease length from then (see SQL.reap).
+ *   (on the database's clock): leases get two more lease lengths, at least 10 s, from then (see
+ *   SQL.reap). A `cancelling` job whose worker is gone is finalised (→ `cancelled`) by the same
+ *   statement once its lease has expired; it needs a reaper running somewhere (every worker runs
+ *   one), so with no worker alive it waits for the next worker to start.
  */
 export async function reapExpiredLeases(
   db: Queryable,

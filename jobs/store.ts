@@ -26,7 +26,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { dataDirFromEnv } from "./db.ts";
-import { IntegrityError } from "./errors.ts";
+import { ConfigurationError, IntegrityError } from "./errors.ts";
 import { ensureLocalS3 } from "./embedded/mod.ts";
 import { regroup, uploadMultipart } from "./_multipart.ts";
 
@@ -402,15 +402,26 @@ function isConnectionRefused(e: unknown): boolean {
     /ECONNREFUSED|Connection refused/i.test(String(err?.message ?? ""));
 }
 
+/** S3's rule for bucket names (besides "no two dots in a row"), checked before any request. */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
 /**
  * Opens the store named by `options` or the environment (see module doc) and creates the bucket
  * when missing. Without an endpoint, finds or starts the data folder's embedded server.
+ * @throws ConfigurationError when the bucket name breaks S3's naming rule (before any I/O).
  */
 export async function openStore(options: StoreOptions = {}): Promise<ArtifactStore> {
   const env = (name: string) => Deno.env.get(name) || undefined;
   const endpoint = options.endpoint ?? env("S3_ENDPOINT");
   const bucket = options.bucket ?? env("S3_BUCKET") ?? "seed";
   const region = options.region ?? env("S3_REGION") ?? "us-east-1";
+  if (!BUCKET_NAME.test(bucket) || bucket.includes("..")) {
+    throw new ConfigurationError(
+      "S3_BUCKET",
+      "3–63 lowercase letters, digits, dots or hyphens, starting and ending with a letter or digit",
+      bucket,
+    );
+  }
   let store: ArtifactStore;
   if (endpoint) {
     const accessKeyId = options.accessKeyId ?? env("S3_ACCESS_KEY_ID");

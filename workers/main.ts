@@ -18,7 +18,14 @@
  * reason of each.
  */
 import { z } from "zod";
-import { onStopSignals, openDatabase, openStore } from "../jobs/mod.ts";
+import {
+  type ArtifactStore,
+  type Database,
+  isTransient,
+  onStopSignals,
+  openDatabase,
+  openStore,
+} from "../jobs/mod.ts";
 import { chooseExecutionProvider, type ProviderChoice } from "./engine/mod.ts";
 import { registerSeedHandlers } from "./seed/run/handler.ts";
 import {
@@ -26,46 +33,129 @@ import {
   errorFields,
   type Logger,
   readableError,
+  untilReachable,
   Worker,
   type WorkerConfig,
   workerConfigFromEnv,
 } from "./worker/mod.ts";
 
-/** Runs a worker with the given handler registrations already made; resolves on exit. */
-export async function main(): Promise<void> {
+/** How long a stopping worker gives its connections to close before it exits anyway, in ms. */
+export const EXIT_DEADLINE_MS = 10_000;
+
+/**
+ * Runs a worker with the given handler registrations already made, then exits the process: 0
+ * after a drain, 1 when it cannot start (one log line saying why) or crashed.
+ *
+ * A database or store that cannot be reached at start is waited for (tries 50 ms … 1 s apart,
+ * `untilReachable`), never a reason to exit; a stop signal meanwhile exits at once. After the
+ * worker stops, the store and the database are closed within {@link EXIT_DEADLINE_MS} and the
+ * process exits even if a connection is still open (a connection the driver reopened during an
+ * outage must not keep a drained worker alive).
+ */
+export async function main(): Promise<never> {
   const log = createLogger({ service: "worker" });
-  let config: WorkerConfig, executionProvider: ProviderChoice | undefined;
-  try {
-    config = workerConfigFromEnv();
-    executionProvider = await chooseProvider(config.executionProviders, config.device, log);
-  } catch (e) {
-    // A bad variable or no usable provider: say why on one line and exit, no stack trace.
+  const exitAfterStart: (e: unknown) => never = (e) => {
+    // A bad variable, no usable provider, a migration that fails: one line, no stack trace.
     const message = e instanceof z.ZodError
       ? `Cannot start the worker as its environment must be valid: ${z.prettifyError(e)}`
       : readableError(e);
     log.error("the worker cannot start", { error: message });
     Deno.exit(1);
+  };
+  let config: WorkerConfig, executionProvider: ProviderChoice | undefined;
+  try {
+    config = workerConfigFromEnv();
+    executionProvider = await chooseProvider(config.executionProviders, config.device, log);
+  } catch (e) {
+    exitAfterStart(e);
   }
-  const db = await openDatabase();
-  const store = await openStore();
-  const worker = new Worker({ db, store, ...config, executionProvider, logger: log });
+  ignoreIdleConnectionErrors(log);
+  const starting = new AbortController();
+  // Set once the database and store are open; a signal before that ends the wait instead.
+  const started: { worker?: Worker } = {};
   const removeSignals = onStopSignals({
-    first: () => worker.drain(),
+    first: () => started.worker ? started.worker.drain() : starting.abort(),
     again: () => {
       log.warn("second signal: exiting now");
       Deno.exit(130);
     },
   });
+  const waitFor = (what: string) => (error: unknown, attempt: number, delayMs: number) => {
+    // The first failure and then one line about every 30 s (tries are at most 1 s apart).
+    if (attempt === 1 || attempt % 30 === 0) {
+      log.warn(`${what} is unreachable; waiting for it`, {
+        ...errorFields(error),
+        attempt,
+        delayMs,
+      });
+    }
+  };
+  let db: Database | undefined, store: ArtifactStore | undefined;
+  try {
+    db = await untilReachable(() => openDatabase(), {
+      signal: starting.signal,
+      onWait: waitFor("the database"),
+    });
+    store = await untilReachable(() => openStore(), {
+      signal: starting.signal,
+      onWait: waitFor("the artifact store"),
+    });
+  } catch (e) {
+    if (!starting.signal.aborted) exitAfterStart(e);
+    log.info("stopped before the database and the store were reachable");
+    await closeWithin(EXIT_DEADLINE_MS, [store?.close(), db?.close()], log);
+    Deno.exit(0);
+  }
+  const worker = new Worker({ db, store, ...config, executionProvider, logger: log });
+  started.worker = worker;
+  if (starting.signal.aborted) worker.drain();
+  let code = 0;
   try {
     await worker.run();
   } catch (e) {
     log.error("worker crashed", errorFields(e));
-    throw e;
+    code = 1;
   } finally {
     removeSignals();
-    await store.close();
-    await db.close();
   }
+  await closeWithin(EXIT_DEADLINE_MS, [store.close(), db.close()], log);
+  Deno.exit(code);
+}
+
+/**
+ * Waits for `closing` to settle, at most `ms`; logs (and gives up on) a close that fails or does
+ * not finish in time.
+ */
+async function closeWithin(
+  ms: number,
+  closing: (Promise<void> | undefined)[],
+  log: Logger,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<"late">((resolve) => timer = setTimeout(() => resolve("late"), ms));
+  const settled = Promise.allSettled(closing).then((results) => {
+    for (const r of results) {
+      if (r.status === "rejected") log.warn("closing a connection failed", errorFields(r.reason));
+    }
+  });
+  if (await Promise.race([settled, deadline]) === "late") {
+    log.warn("connections did not close in time; exiting anyway", { deadlineMs: ms });
+  }
+  clearTimeout(timer);
+}
+
+/**
+ * An idle pooled connection that the database or store resets (a restart, an outage) surfaces as
+ * a rejection nobody awaits (e.g. `ConnectionReset` from the driver's socket). It is logged, not
+ * fatal: the driver opens a new connection for the next statement, and every statement that
+ * failed is retried by its caller. Any other unhandled rejection still ends the process.
+ */
+function ignoreIdleConnectionErrors(log: Logger): void {
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    if (!isTransient(event.reason)) return;
+    event.preventDefault();
+    log.warn("a connection failed while idle; it will be reopened", errorFields(event.reason));
+  });
 }
 
 /**

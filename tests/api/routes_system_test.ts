@@ -24,7 +24,8 @@ Deno.test("/metrics exposes jobs by state, queue wait and active workers as Prom
   await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: { env: { id: "sokoban" } } });
   const job = await runningJob(fx, fx.keyB);
   assert.ok(fenceOf(job).workerId);
-  const res = await req(fx.app, "GET", "/metrics");
+  const app = createApp({ db: fx.db, store: fx.store, authCacheMs: 0, metricsToken: "op-key" });
+  const res = await req(app, "GET", "/metrics", { headers: { authorization: "Bearer op-key" } });
   assert.match(res.headers.get("content-type")!, /^text\/plain; version=0\.0\.4/);
   const text = await res.text();
   assert.match(text, /^seed_jobs\{state="queued"\} 1$/m);

@@ -72,3 +72,25 @@ Deno.test("internal hosts as URL parsing writes them", () => {
   assert.equal(isInternalHost("[2001:db8::1]"), false);
   assert.equal(isInternalHost("example.com"), false);
 });
+
+Deno.test("every IPv6 form that embeds an internal IPv4 address, and site-local, is refused", () => {
+  for (
+    const url of [
+      "http://[::127.0.0.1]/v1",
+      "http://[::ffff:0:127.0.0.1]/v1",
+      "http://[64:ff9b::127.0.0.1]/v1",
+      "http://[64:ff9b::10.0.0.1]/v1",
+      "http://[::ffff:192.168.1.1]/v1",
+      "http://[2002:7f00:1::]/v1",
+      "http://[fec0::1]/v1",
+      "http://[feff::1]/v1",
+      "http://[64:ff9b:1::8.8.8.8]/v1",
+    ]
+  ) {
+    assert.equal(isInternalHost(new URL(url).hostname), true, url);
+    assert.throws(() => checkAnnotatorUrl(url, none), OutboundUrlError, url);
+  }
+  for (const url of ["http://[64:ff9b::8.8.8.8]/v1", "http://[2606:4700:4700::1111]/v1"]) {
+    assert.equal(isInternalHost(new URL(url).hostname), false, url);
+  }
+});

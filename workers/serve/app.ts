@@ -241,8 +241,25 @@ function modelObject(id: string, created: Date, owner: string) {
   };
 }
 
-/** The body as JSON; a 400 naming the parse error when it is not. */
+/** `application/json` or a `+json` type, with any parameters (as the job API accepts). */
+const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
+
+/**
+ * The body as JSON: a 415 unless it is sent as JSON (the job API answers the same), a 400 naming
+ * the parse error when it does not parse.
+ */
 async function readJson(c: Context): Promise<unknown> {
+  const type = c.req.header("content-type");
+  if (type === undefined || !JSON_MEDIA_TYPE.test(type.trim())) {
+    throw new ServeError(
+      415,
+      "invalid_request_error",
+      `Cannot read the request body as its Content-Type must be application/json: current value is ${
+        JSON.stringify(type ?? null)
+      }`,
+      { code: "unsupported_media_type" },
+    );
+  }
   const text = await c.req.text();
   try {
     return JSON.parse(text);

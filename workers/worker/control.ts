@@ -5,6 +5,8 @@
  * answered within max(lease / 3, 2 s) — and at once when a cancel is announced on
  * `CANCEL_CHANNEL` (the heartbeat's answer stays the authority; a lost notification is caught
  * by the next regular beat). It reports a cancel or a lost fence once, then stops beating.
+ * Heartbeats that resume after a gap longer than the lease (an outage, a stalled event loop) are
+ * logged as a warning with the gap.
  */
 import {
   CANCEL_CHANNEL,
@@ -46,6 +48,7 @@ export async function startControlLoop(options: ControlOptions): Promise<Control
   let timer: ReturnType<typeof setTimeout> | undefined;
   let beat: Promise<void> = Promise.resolve();
   let dueAt = Date.now() + intervalMs;
+  let lastBeatAt = Date.now();
   const schedule = (ms: number) => {
     clearTimeout(timer);
     if (!beating) return;
@@ -66,6 +69,13 @@ export async function startControlLoop(options: ControlOptions): Promise<Control
     inFlight = true;
     let nextMs = intervalMs;
     beat = withTimeout(heartbeat(db, fence, leaseMs), answerMs).then(({ cancelRequested }) => {
+      // A gap past the lease (an outage, a stalled event loop): the lease had expired meanwhile,
+      // and only the reaper's outage grace kept the job from being requeued.
+      const gapMs = Date.now() - lastBeatAt;
+      lastBeatAt = Date.now();
+      if (gapMs > leaseMs) {
+        log.warn("heartbeats resumed after a gap longer than the lease", { gapMs, leaseMs });
+      }
       if (cancelRequested && beating) {
         beating = false;
         log.info("cancel requested");

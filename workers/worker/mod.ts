@@ -24,7 +24,13 @@ export {
   type StepCommit,
 } from "./handler.ts";
 export { createLogger, errorFields, type Logger, type LogLevel, type LogSink } from "./logger.ts";
-export { isTransient, type RetryOptions, withRetry } from "./retry.ts";
+export {
+  isTransient,
+  type ReachOptions,
+  type RetryOptions,
+  untilReachable,
+  withRetry,
+} from "./retry.ts";
 export {
   DEFAULT_LEASE_MS,
   DEFAULT_POLL_MS,

@@ -35,3 +35,56 @@ export async function withRetry<T>(fn: () => Promise<T>, options: RetryOptions =
     }
   }
 }
+
+/** Options of {@link untilReachable}. */
+export interface ReachOptions {
+  /** First wait in milliseconds (default 50), doubled up to {@link ReachOptions.maxDelayMs}. */
+  initialDelayMs?: number;
+  /** Longest wait between tries in milliseconds (default 1 000). */
+  maxDelayMs?: number;
+  /** Stops waiting (the last error is thrown) when aborted. */
+  signal?: AbortSignal;
+  /** Called before each wait with the failure, the try number (1-based) and the wait in ms. */
+  onWait?: (error: unknown, attempt: number, delayMs: number) => void;
+}
+
+/**
+ * Runs `fn` until it resolves, waiting out an outage however long it lasts: a transient failure
+ * (a refused or reset connection, {@link isTransient}) is retried after 50 ms, 100 ms, … up to 1 s
+ * between tries (a dependency that comes back is used within a second). Anything else — a bad
+ * configuration, a failed migration — is thrown at once. Used where a worker starts (database and
+ * store) and where it resubscribes, so that an outage is a wait and never an exit.
+ * @throws the last error when `signal` aborts, or the first error that is not transient.
+ */
+export async function untilReachable<T>(
+  fn: () => Promise<T>,
+  options: ReachOptions = {},
+): Promise<T> {
+  const maxDelayMs = options.maxDelayMs ?? 1_000;
+  let delay = options.initialDelayMs ?? 50;
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isTransient(e) || options.signal?.aborted) throw e;
+      options.onWait?.(e, attempt, delay);
+      const aborted = await sleep(delay, options.signal);
+      if (aborted) throw e;
+      delay = Math.min(maxDelayMs, delay * 2);
+    }
+  }
+}
+
+/** Waits `ms`; resolves true at once when `signal` aborts first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (aborted: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(aborted);
+    };
+    const onAbort = () => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -20,12 +20,14 @@ import {
   type Fence,
   FenceLostError,
   fenceOf,
+  isTransient,
   type Job,
   parseStoredJobSpec,
   type Reaper,
   releaseJob,
   startReaper,
   succeedJob,
+  type Wakeup,
 } from "../../jobs/mod.ts";
 import { z } from "zod";
 import type { ProviderChoice } from "../engine/mod.ts";
@@ -34,7 +36,7 @@ import { createJobContext } from "./context.ts";
 import { startControlLoop } from "./control.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
-import { withRetry } from "./retry.ts";
+import { untilReachable, withRetry } from "./retry.ts";
 
 /** Default lease: 30 s (heartbeat every 10 s). */
 export const DEFAULT_LEASE_MS = 30_000;
@@ -66,6 +68,23 @@ export interface WorkerOptions {
   logger?: Logger;
   /** How long transient database/S3 failures are retried, in ms (default 60 000). */
   retryForMs?: number;
+}
+
+/** How long a stopping worker waits for its subscription and reaper to stop, in ms. */
+const STOP_DEADLINE_MS = 5_000;
+
+/** Waits for `work` to settle, at most `ms`; a rejection goes to `onError`. */
+async function settleWithin(
+  ms: number,
+  work: (Promise<unknown> | undefined)[],
+  onError: (e: unknown) => void,
+): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settled = Promise.allSettled(work).then((results) => {
+    for (const r of results) if (r.status === "rejected") onError(r.reason);
+  });
+  await Promise.race([settled, new Promise((resolve) => timer = setTimeout(resolve, ms))]);
+  clearTimeout(timer);
 }
 
 /** How one claimed job ended, from this worker's point of view. */
@@ -162,7 +181,22 @@ export class Worker {
         onError: (e) => this.#log.warn("reaper scan failed", errorFields(e)),
       })
       : undefined;
-    const wakeup = await createWakeup(db, this.device);
+    // The subscription is retried like a connection: a database that is down now is waited for.
+    let wakeup: Wakeup | undefined;
+    try {
+      wakeup = await untilReachable(() => createWakeup(db, this.device), {
+        signal: this.#stop.signal,
+        onWait: (e, attempt) => {
+          if (attempt === 1) {
+            this.#log.warn("cannot subscribe to new work; retrying", errorFields(e));
+          }
+        },
+      });
+    } catch (e) {
+      await reaper?.stop();
+      if (this.#draining) return this.#log.info("worker stopped");
+      throw e;
+    }
     this.#log.info("worker started", {
       device: this.device,
       leaseMs: this.leaseMs,
@@ -171,9 +205,11 @@ export class Worker {
     try {
       while (!this.#draining) {
         const result = await this.runOnce().catch((e) => {
-          this.#log.error(
+          // An outage is expected and retried: a warning without the stack; anything else is an error.
+          const transient = isTransient(e);
+          this.#log[transient ? "warn" : "error"](
             "claiming or finishing a job failed; retrying after the poll interval",
-            errorFields(e),
+            transient ? { error: readableError(e) } : errorFields(e),
           );
           return null;
         });
@@ -182,8 +218,12 @@ export class Worker {
         }
       }
     } finally {
-      await wakeup.close();
-      await reaper?.stop();
+      // Bounded: during an outage a close waits for a connection that may not come back soon.
+      await settleWithin(
+        STOP_DEADLINE_MS,
+        [wakeup.close(), reaper?.stop()],
+        (e) => this.#log.warn("stopping the wake-up or the reaper failed", errorFields(e)),
+      );
       this.#log.info("worker stopped");
     }
   }

@@ -395,6 +395,21 @@ Deno.test("the inference server", async (t) => {
       assert.equal(wrong.status, 405);
       assert.equal(wrong.headers.get("allow"), "POST");
       assert.match((await wrong.json()).error.message, /takes only POST/);
+      // A JSON body sent under another Content-Type is a 415, as the job API answers.
+      for (const type of ["text/plain", undefined]) {
+        const plain = await fetch(`${baseURL}/chat/completions`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${fx.keyA}`,
+            ...(type ? { "content-type": type } : {}),
+          },
+          body: new Blob([JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] })]),
+        });
+        const problem = await plain.json();
+        assert.equal(plain.status, 415, JSON.stringify(problem));
+        assert.equal(problem.error.code, "unsupported_media_type");
+        assert.match(problem.error.message, /Content-Type must be application\/json/);
+      }
       // A trailing slash is another URL (the router matches exact paths): a 404, never a 405
       // that says the URL takes the very method the request used.
       for (
