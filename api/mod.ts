@@ -1,5 +1,5 @@
 /**
- * The HTTP API server (README.md, "HTTP API (v1)"): a stateless Hono app over `jobs/`, run as
+ * The HTTP API server (api/README.md, "HTTP API (v1)"): a stateless Hono app over `jobs/`, run as
  * `deno task api` (`main.ts`), any number of copies behind a load balancer.
  *
  * - `app.ts` builds the app (`createApp(options)`, `deps.ts` says what it needs): body limit,
@@ -16,8 +16,8 @@
  *
  * The server files at this folder's top level import `jobs/` and each other, never `workers/`
  * and never the folders beside them that use the server: `client/` (HTTP client, CLI), `demo/`
- * (`deno task demo`) and `tools/` (key admin, docs generator). Adding a route: README.md,
- * Extending.
+ * (`deno task demo`) and `tools/` (key admin, docs generator). Adding a route: api/README.md,
+ * "Adding a route".
  */
 export { createApp, DEFAULT_MAX_BODY_BYTES } from "./app.ts";
 export type { AppOptions, ArtifactReader, EnvsProvider, SpecCheck } from "./deps.ts";

@@ -1,5 +1,5 @@
 /**
- * `deno task bench:learn`: SEED vs GRPO learning curves over seeds (README.md, Benchmarks).
+ * `deno task bench:learn`: SEED vs GRPO learning curves over seeds (bench/README.md).
  *
  * For each seed and environment (sokoban and household by default; `sokoban-demo` and
  * `household-demo` are the tuned presets of jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and

@@ -18,7 +18,7 @@
  * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
  * (user + system, all its threads, from /proc) per completion token, which a loaded machine
  * inflates much less than wall time. With `--compare DIR` (another checkout of this repository,
- * e.g. `git worktree add /tmp/base main`) a second server runs from DIR and every row is measured
+ * e.g. `git clone --branch main . /tmp/base`) a second server runs from DIR and every row is measured
  * on both, one right after the other, so their ratio is taken under the same load. Each server
  * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve trained checkpoints"):
  * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.

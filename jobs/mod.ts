@@ -15,7 +15,7 @@
  *   upload first, the row commits).
  * - `embedded/`: the embedded database and object store (see `jobs/embedded/mod.ts`).
  *
- * The queue's guarantees are in README.md, "The queue: lease, heartbeat, fence".
+ * The queue's guarantees are in jobs/README.md, "The queue: lease, heartbeat, fence".
  */
 export * from "./spec.ts";
 export * from "./schema.ts";

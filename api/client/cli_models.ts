@@ -1,6 +1,6 @@
 /**
  * `seed models …`: upload a Hugging Face model folder, list, show and delete uploaded models
- * (README.md, "Bring your own model").
+ * (api/README.md, "Bring your own model").
  *
  *   models upload DIR [--name N] [--idempotency-key K] [--json]   prints the model id
  *   models list [--json]                                          newest first

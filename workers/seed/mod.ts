@@ -1,6 +1,6 @@
 /**
  * The SEED algorithm (Wu et al. 2026, arXiv 2607.14777) and the job run around it. The formulas,
- * step by step, are in README.md, Algorithm. The algorithm is the files of this folder; the run's
+ * step by step, are in workers/seed/README.md, Algorithm. The algorithm is the files of this folder; the run's
  * plumbing is `run/` (its `mod.ts` says why), and no algorithm file imports `run/`. Each step's
  * code:
  *

@@ -1,5 +1,5 @@
 /**
- * Warm-up (README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on expert
+ * Warm-up (workers/seed/README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on expert
  * demonstrations of the job's environment (policy SFT), then on analyses of its own trajectories
  * written by the environment's reference analyzer (analyzer SFT), so that it can both act and
  * write parseable hindsight skills (or by an LLM annotator, as the paper does). The model after warm-up is the reference policy π_ref.

@@ -1,5 +1,5 @@
 /**
- * Sanity of the image placeholder wiring (README.md, "Vision tasks"): on a task where the image
+ * Sanity of the image placeholder wiring (workers/envs/README.md, "Vision tasks"): on a task where the image
  * carries no information the text lacks, the image path and the text path must give the same
  * results.
  *

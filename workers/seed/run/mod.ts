@@ -12,7 +12,7 @@
  *   an S3 folder), and the start-up check that the model fits the environment;
  * - `seeds.ts`: one random stream per use, all from the job's `random_seed`.
  *
- * Why this layout: the algorithm is what the folder is for and what README.md, Algorithm, cites
+ * Why this layout: the algorithm is what the folder is for and what workers/seed/README.md, Algorithm, cites
  * step by step, so it keeps the top of `workers/seed/`; the plumbing, which depends on the job
  * store, the worker loop and the artifact layout, sits one folder down. Direction: this folder
  * imports the algorithm (`../*.ts`), `jobs/`, `workers/worker/`, `workers/model/`,

@@ -1,5 +1,5 @@
 /**
- * Trajectory dumps (README.md, "Trajectories and evaluations"): at every update the trainer's
+ * Trajectory dumps (workers/seed/README.md, "Trajectories and evaluations"): at every update the trainer's
  * rollouts, and at every evaluation the per-split results with the eval trajectories, are written
  * as one JSON object each through `ctx.saveTrajectories` (jobs/trajectories.ts: attempt-scoped
  * keys, the row under the fence is the commit point). An observation that carries an image is
@@ -32,7 +32,7 @@
  * answer did not parse, summary also when it had none; `raw` is that answer), and on each
  * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
  * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in
- * nats (README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
+ * nats (workers/seed/README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
  * Turns and trajectories without them have no such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
