@@ -31,7 +31,7 @@ import { createBuiltinTiny, type HfModel, Tokenizer } from "../workers/model/mod
 import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { startPostgres } from "../tests/_harness/postgres.ts";
-import { saveJob } from "../tests/workers/serve/_fixture.ts";
+import { saveJob } from "../tests/_harness/saved_job.ts";
 
 const args = parseArgs({
   args: Deno.args,

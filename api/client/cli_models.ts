@@ -7,7 +7,7 @@
  *   models get ID [--json]                                        architecture, size, files
  *   models delete ID                                              refused while a job uses it
  */
-import type { CliIo } from "./cli.ts";
+import type { CliIo } from "./cli_io.ts";
 import type { ModelInfo, SeedClient } from "./client.ts";
 import { folderTar, listModelFolder } from "./model_folder.ts";
 import { formatBytes, PlainProgress, renderBar } from "./progress.ts";

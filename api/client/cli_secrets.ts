@@ -8,7 +8,7 @@
  *
  * The value is read from stdin, never argv: arguments are visible to every user in `ps`.
  */
-import type { CliIo } from "./cli.ts";
+import type { CliIo } from "./cli_io.ts";
 import type { SeedClient } from "./client.ts";
 
 /** Usage lines of the `secrets` commands (part of the CLI's usage text). */

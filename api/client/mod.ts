@@ -18,7 +18,8 @@ export {
   type SseMessage,
   type UploadModelOptions,
 } from "./client.ts";
-export { type CliIo, cliMain } from "./cli.ts";
+export { cliMain } from "./cli.ts";
+export type { CliIo } from "./cli_io.ts";
 export { ArchiveError, type ExtractedFile, extractVerified } from "./extract.ts";
 export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from "./model_folder.ts";
 export {

@@ -10,4 +10,4 @@
  * Direction: these import the server's modules; no server file imports them.
  */
 export { keysMain } from "./keys.ts";
-export { regeneratedReadme, renderSpecReference, SpecDocsError } from "./spec_docs.ts";
+export { generatedSpecDocument, renderSpecReference, SpecDocsError } from "./spec_docs.ts";

@@ -27,12 +27,11 @@ import {
 import { numImageTokens, Policy, type Sample, Tokenizer } from "../../../workers/model/mod.ts";
 import {
   type BatchPolicy,
-  probeFirstTurn,
-  resolveModel,
   type RolloutTrajectory,
   runRollouts,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { probeFirstTurn, resolveModel } from "../../../workers/seed/run/mod.ts";
 
 const OPTIONS = { render: "image", relative_positions: true };
 

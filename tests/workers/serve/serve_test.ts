@@ -16,7 +16,8 @@ import {
   type LoraConfig,
 } from "../../../workers/model/mod.ts";
 import { builtinVocabulary } from "../../../workers/seed/run/model_source.ts";
-import { jobWithCheckpoints, saveJob, startServeFixture, trainerPolicy } from "./_fixture.ts";
+import { saveJob } from "../../_harness/saved_job.ts";
+import { jobWithCheckpoints, startServeFixture, trainerPolicy } from "./_fixture.ts";
 
 const fx = await startServeFixture();
 const SKILLS = [

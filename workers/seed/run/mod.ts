@@ -17,8 +17,8 @@
  * store, the worker loop and the artifact layout, sits one folder down. Direction: this folder
  * imports the algorithm (`../*.ts`), `jobs/`, `workers/worker/`, `workers/model/`,
  * `workers/envs/` and `workers/engine/`; no file of the algorithm imports it, so the algorithm can
- * be read, tested and reused without a job, a database or an object store. `workers/seed/mod.ts`
- * re-exports this surface.
+ * be read, tested and reused without a job, a database or an object store. This is the run's
+ * public surface; `workers/seed/mod.ts`, the algorithm's, does not re-export it (tests/layering.ts).
  */
 export * from "./seeds.ts";
 export * from "./model_source.ts";
