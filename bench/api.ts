@@ -12,7 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { createKey } from "../api/api_keys.ts";
+import { createKey } from "../jobs/api_keys.ts";
 import {
   claimJob,
   type Database,

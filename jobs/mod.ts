@@ -134,6 +134,7 @@ export {
   stepRecord,
 } from "./step_commit.ts";
 export { isTransient } from "./transient.ts";
+export { SSE_HEADERS } from "./sse_headers.ts";
 export { onStopSignals, SAME_PRESS_MS, type StopSignalHandlers } from "./stop_signals.ts";
 export {
   deleteSecret,

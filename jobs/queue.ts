@@ -366,7 +366,8 @@ export async function getJob(
  * @param options.now fake clock for tests: reap leases that expired before this instant.
  * @param options.limit at most this many jobs per call (default 100).
  * @param options.reachableSince when the caller could reach the database again after an outage
- *   (on the database's clock): leases get one more lease length from then (see SQL.reap).
+ *   (on the database's clock): no lease is reaped until two lease lengths, and at least 10 s,
+ *   have passed since then (see SQL.reap).
  */
 export async function reapExpiredLeases(
   db: Queryable,

@@ -13,7 +13,7 @@
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { createKey } from "../../api/api_keys.ts";
+import { createKey } from "../../jobs/api_keys.ts";
 import {
   claimJob,
   type ClaimOptions,

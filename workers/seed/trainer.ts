@@ -48,7 +48,7 @@ import {
   buildAnalyzerPrompt,
 } from "./skills.ts";
 import {
-  ACTION_STOP,
+  actionPolicy,
   ANALYSIS_STOP,
   SUMMARY_KEY_STOPS,
   type TextGenerateOptions,
@@ -295,7 +295,7 @@ export class SeedTrainer {
       seed,
       spec.env.options,
     );
-    let turn = 0, tokens = 0;
+    let tokens = 0;
     const list = await runRollouts({
       env,
       tasks,
@@ -304,17 +304,13 @@ export class SeedTrainer {
       historyLength: spec.env.history,
       idPrefix: `step-${step}/`,
       signal,
-      policy: async (prompts, images) => {
-        const g = await theta.generate(prompts, {
-          maxNewTokens: spec.rollout.max_new_tokens,
-          temperature: spec.rollout.temperature,
-          seed: (seed + 0x9e3779b1 * ++turn) >>> 0,
-          stop: [ACTION_STOP],
-          images,
-        });
-        tokens += g.tokens;
-        return { texts: g.texts, responseIds: g.responseIds };
-      },
+      policy: actionPolicy(theta, {
+        maxNewTokens: spec.rollout.max_new_tokens,
+        temperature: spec.rollout.temperature,
+        seed,
+        keepIds: true,
+        onTokens: (n) => tokens += n,
+      }),
     });
     return { list, tokens };
   }

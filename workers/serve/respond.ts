@@ -7,6 +7,7 @@
  * engine. The `skill` extension field is on the JSON body and on every chunk.
  */
 import type { Context } from "hono";
+import { SSE_HEADERS } from "../../jobs/mod.ts";
 import { stopTokenIdsOf } from "../model/mod.ts";
 import { type ChoiceSink, type DecodeEngine, type EngineFinish, QueueFullError } from "./engine.ts";
 import { badRequest, queueFull, toErrorResponse } from "./errors.ts";
@@ -280,11 +281,5 @@ function respondStream(engine: DecodeEngine, a: Answer): Response {
       send(first);
     });
   }
-  return new Response(body, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-    },
-  });
+  return new Response(body, { headers: SSE_HEADERS });
 }

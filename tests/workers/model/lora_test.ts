@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { LORA_TARGET_MODULES } from "../../../jobs/spec.ts";
 import { createSession, Graph, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { buildTrainGraph } from "../../../workers/model/llama.ts";
@@ -317,4 +318,8 @@ Deno.test("a LoRA policy trains only the adapter: its gradients and AdamW state 
   assert.equal(tuned[0], SAMPLES[1].response[0], `greedy after SFT: ${tuned}`);
   assert.notDeepEqual(tuned, off);
   await policy.release();
+});
+
+Deno.test("the JobSpec's LoRA target modules are exactly the projections the model can adapt", () => {
+  assert.deepEqual([...LORA_TARGET_MODULES], [...LORA_MODULES]);
 });

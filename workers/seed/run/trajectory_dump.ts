@@ -37,7 +37,6 @@
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
 import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../../envs/mod.ts";
-import type { JobContext } from "../../worker/handler.ts";
 import type { SplitEval } from "../evaluate.ts";
 import type { StepTeacher } from "../trainer.ts";
 
@@ -295,27 +294,4 @@ export function evalDump(
     trajectories: d.trajectories,
   };
   return { step, kind: "eval", json, trajectoryCount: kept.length, images: d.images };
-}
-
-/** Writes the rollout dump of update `step` (nothing when the context keeps no artifacts). */
-export async function saveRolloutDump(
-  ctx: JobContext,
-  step: number,
-  trajectories: readonly DumpTrajectory[],
-  teacher?: DumpTeacher,
-): Promise<void> {
-  if (!ctx.saveTrajectories) return;
-  await ctx.saveTrajectories(
-    rolloutDump(ctx.jobId, step, trajectories, DEFAULT_DUMP_LIMITS, teacher),
-  );
-}
-
-/** Writes the eval dump (`eval/step-N`) of `step` (nothing when the context keeps no artifacts). */
-export async function saveEvalDump(
-  ctx: JobContext,
-  step: number,
-  evaluation: { splits: readonly SplitEval[]; trajectories: readonly DumpTrajectory[] },
-): Promise<void> {
-  if (!ctx.saveTrajectories) return;
-  await ctx.saveTrajectories(evalDump(ctx.jobId, step, evaluation));
 }
