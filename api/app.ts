@@ -1,5 +1,5 @@
 /**
- * The HTTP API (README.md, "HTTP API (v1)") as a Hono app, without a server: tests call
+ * The HTTP API (api/README.md, "HTTP API (v1)") as a Hono app, without a server: tests call
  * `app.request()`, `api/main.ts` serves it with `Deno.serve`.
  *
  * One `onError` maps every thrown error to `application/problem+json` (handlers never catch).

@@ -3,6 +3,7 @@
  * CSV). Both check the job belongs to the tenant first (404 otherwise).
  */
 import { Hono } from "hono";
+import { SSE_HEADERS } from "../jobs/sse_headers.ts";
 import type { AuthEnv } from "./auth.ts";
 import { toCsv } from "./csv.ts";
 import type { AppOptions } from "./deps.ts";
@@ -52,11 +53,7 @@ export function eventRoutes(options: AppOptions): Hono<AuthEnv> {
       { ...options.sse, log: options.log },
     );
     return new Response(body, {
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache, no-transform",
-        "x-accel-buffering": "no",
-      },
+      headers: SSE_HEADERS,
     });
   });
 

@@ -4,6 +4,7 @@
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { SSE_HEADERS } from "../jobs/sse_headers.ts";
 import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
 import {
@@ -151,11 +152,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
       log: options.log,
     });
     return new Response(body, {
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache, no-transform",
-        "x-accel-buffering": "no",
-      },
+      headers: SSE_HEADERS,
     });
   });
 

@@ -1,5 +1,5 @@
 /**
- * Model routes (README.md, "Bring your own model"): `POST /v1/models` uploads a Hugging Face
+ * Model routes (api/README.md, "Bring your own model"): `POST /v1/models` uploads a Hugging Face
  * folder as a tar stream (`content-type: application/x-tar`; `?name=` labels it; idempotent with
  * `Idempotency-Key`), `GET /v1/models`, `GET /v1/models/{id}`, `DELETE /v1/models/{id}` (409 while
  * a queued or running job names it). An upload is validated (AppOptions `checkModel`) before its

@@ -1,5 +1,5 @@
 /**
- * Trajectory routes (README.md, "Trajectories and evaluations"): the rollouts and evaluation
+ * Trajectory routes (workers/seed/README.md, "Trajectories and evaluations"): the rollouts and evaluation
  * episodes a job dumped at each step (jobs/trajectories.ts), with links to their observation
  * images. As in routes_artifacts.ts, object keys come only from the job's committed rows (never
  * from the request), so a tenant reaches only its own objects, and every object read is checked

@@ -8,7 +8,7 @@
  * it (or the server stops). A failed read ends it with `event: error`: a generic message and an
  * error id, the detail in the server log (`streamErrorEvent`); clients reconnect.
  */
-import { formatSse, streamErrorEvent, wakeableSleep } from "./sse.ts";
+import { formatSse, liveSseStream } from "./sse.ts";
 
 /** What {@link snapshotStream} reads. */
 export interface SnapshotSource {
@@ -30,56 +30,24 @@ export interface SnapshotOptions {
   log?: (record: Record<string, unknown>) => void;
 }
 
-const encoder = new TextEncoder();
-
 /** Returns the SSE body stream (see module doc). */
 export function snapshotStream(
   source: SnapshotSource,
   options: SnapshotOptions = {},
 ): ReadableStream<Uint8Array> {
-  const pollMs = options.pollMs ?? 1_000;
-  const keepaliveMs = options.keepaliveMs ?? 15_000;
   const event = options.event ?? "snapshot";
-  let closed = false;
-  let unsubscribe: (() => void) | undefined;
-  const { wake, sleep, clear } = wakeableSleep();
-
-  return new ReadableStream<Uint8Array>({
-    async start(controller) {
-      const send = (text: string) => {
-        if (!closed) controller.enqueue(encoder.encode(text));
-      };
-      let last: string | undefined;
-      let sentAt = Date.now();
-      try {
-        if (source.subscribe) unsubscribe = await source.subscribe(wake);
-        send("retry: 1000\n\n");
-        while (!closed) {
-          clear(); // this read sees everything committed before it
-          const snapshot = await source.read();
-          if (snapshot !== last) {
-            send(formatSse({ event, data: snapshot }));
-            last = snapshot;
-            sentAt = Date.now();
-          } else if (Date.now() - sentAt >= keepaliveMs) {
-            send(": keepalive\n\n");
-            sentAt = Date.now();
-          }
-          await sleep(Math.min(pollMs, keepaliveMs));
-        }
-      } catch (error) {
-        send(streamErrorEvent(error, options.log));
-      } finally {
-        unsubscribe?.();
-        if (!closed) {
-          closed = true;
-          controller.close();
-        }
-      }
+  let last: string | undefined;
+  return liveSseStream({
+    subscribe: source.subscribe?.bind(source),
+    async tick() {
+      const snapshot = await source.read();
+      if (snapshot === last) return { messages: [] };
+      last = snapshot;
+      return { messages: [formatSse({ event, data: snapshot })] };
     },
-    cancel() {
-      closed = true;
-      wake();
-    },
+  }, {
+    pollMs: options.pollMs ?? 1_000,
+    keepaliveMs: options.keepaliveMs ?? 15_000,
+    log: options.log,
   });
 }

@@ -118,20 +118,41 @@ export function formatSse(event: { id?: number | string; event?: string; data: s
   return out + "\n";
 }
 
+/** What one read of a live stream gives {@link liveSseStream}. */
+export interface SseTick {
+  /** Formatted SSE messages to send, in order. */
+  messages: string[];
+  /** True when the stream is over (after these messages). */
+  done?: boolean;
+  /** True when more is ready: read again at once, without sleeping. */
+  more?: boolean;
+}
+
+/** What drives {@link liveSseStream}. */
+export interface LiveSseSource {
+  /** One read: the messages to send now. */
+  tick(): Promise<SseTick>;
+  /** Optional wake-up: calls `wake` when a read may find more; returns an unsubscribe function. */
+  subscribe?(wake: () => void): Promise<() => void> | (() => void);
+}
+
 /**
- * Returns the SSE body stream starting after `afterId`. It ends when the job is terminal or the
- * client goes away (stream cancelled). Database errors end the stream with an `event: error`
- * carrying a generic message and an error id ({@link streamErrorEvent}; the client reconnects with
- * its Last-Event-ID).
+ * The one loop of the service's live SSE streams (a job's events, the job list): sends
+ * `retry: 1000`, then reads (`tick`) and sends until `done` or the client goes away, sleeping
+ * between reads until a wake-up or `pollMs`, with a `: keepalive` comment after `keepaliveMs`
+ * without a message. A failed read ends the stream with an `event: error` carrying a generic
+ * message and an error id ({@link streamErrorEvent}; the detail goes to `log`); clients reconnect.
  */
-export function sseStream(
-  source: EventSource,
-  afterId: number,
-  options: SseOptions = {},
+export function liveSseStream(
+  source: LiveSseSource,
+  options: {
+    pollMs: number;
+    keepaliveMs: number;
+    /** Server log of a failed read's detail (see {@link streamErrorEvent}). */
+    log?: (record: Record<string, unknown>) => void;
+  },
 ): ReadableStream<Uint8Array> {
-  const pollMs = options.pollMs ?? 500;
-  const keepaliveMs = options.keepaliveMs ?? 15_000;
-  const pageSize = options.pageSize ?? 500;
+  const { pollMs, keepaliveMs } = options;
   let closed = false;
   let unsubscribe: (() => void) | undefined;
   const { wake, sleep, clear } = wakeableSleep();
@@ -141,25 +162,17 @@ export function sseStream(
       const send = (text: string) => {
         if (!closed) controller.enqueue(encoder.encode(text));
       };
-      let after = afterId;
       let idleSince = Date.now();
       try {
         if (source.subscribe) unsubscribe = await source.subscribe(wake);
         send("retry: 1000\n\n");
         while (!closed) {
           clear(); // this read sees everything committed before it
-          const terminal = await source.isTerminal();
-          const events = await source.page(after, pageSize);
-          for (const e of events) {
-            send(formatSse({ id: e.id, event: e.type, data: JSON.stringify(e) }));
-            after = e.id;
-          }
-          if (events.length === pageSize) continue;
-          if (terminal) {
-            send(formatSse({ event: "end", data: JSON.stringify({ last_event_id: after }) }));
-            break;
-          }
-          if (events.length > 0) idleSince = Date.now();
+          const tick = await source.tick();
+          tick.messages.forEach(send);
+          if (tick.done) break;
+          if (tick.more) continue;
+          if (tick.messages.length > 0) idleSince = Date.now();
           else if (Date.now() - idleSince >= keepaliveMs) {
             send(": keepalive\n\n");
             idleSince = Date.now();
@@ -180,6 +193,41 @@ export function sseStream(
       closed = true;
       wake();
     },
+  });
+}
+
+/**
+ * Returns the SSE body stream starting after `afterId`. It ends when the job is terminal or the
+ * client goes away (stream cancelled). Database errors end the stream with an `event: error`
+ * carrying a generic message and an error id (the client reconnects with its Last-Event-ID).
+ */
+export function sseStream(
+  source: EventSource,
+  afterId: number,
+  options: SseOptions = {},
+): ReadableStream<Uint8Array> {
+  const pageSize = options.pageSize ?? 500;
+  let after = afterId;
+  return liveSseStream({
+    subscribe: source.subscribe?.bind(source),
+    async tick() {
+      const terminal = await source.isTerminal(); // read before the page: see module doc
+      const events = await source.page(after, pageSize);
+      const messages = events.map((e) =>
+        formatSse({ id: e.id, event: e.type, data: JSON.stringify(e) })
+      );
+      if (events.length > 0) after = events[events.length - 1].id;
+      if (events.length === pageSize) return { messages, more: true };
+      if (terminal) {
+        messages.push(formatSse({ event: "end", data: JSON.stringify({ last_event_id: after }) }));
+        return { messages, done: true };
+      }
+      return { messages };
+    },
+  }, {
+    pollMs: options.pollMs ?? 500,
+    keepaliveMs: options.keepaliveMs ?? 15_000,
+    log: options.log,
   });
 }
 

@@ -83,13 +83,6 @@ export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.output
   return result.data;
 }
 
-/** Validates the path parameters of the matched route. */
-export function parseParams<S extends z.ZodType>(c: Context, schema: S): z.output<S> {
-  const result = schema.safeParse(c.req.param());
-  if (!result.success) throw validationError("path", result.error);
-  return result.data;
-}
-
 /**
  * The `Idempotency-Key` header (`POST /v1/jobs`, `POST /v1/models`): absent, or 1–255 visible
  * ASCII characters.

@@ -1,7 +1,8 @@
 /**
  * SEED's signal per update in `deno task bench:learn` (pure): the per-step signal metrics of each
- * run of a SEED-method arm (`seed`, `seed-gigpo`, `seed-oracle`) (workers/seed/signal_metrics.ts, plus the analyzer parse rate), written as
- * `learn_signal.csv`, and the lines that check them against issue 12's targets — mean Δ on won
+ * run of a SEED-method arm (`seed`, `seed-gigpo`, `seed-oracle`) (workers/seed/signal_metrics.ts,
+ * plus the analyzer parse rate), written as `learn_signal.csv`, and the lines that check them
+ * against SEED's per-update targets — mean Δ on won
  * trajectories' tokens ≥ +0.1 nats and corr(Δ, A) > 0 at every step, ≥ 99% of analyses parsed,
  * and skill well-formedness / truthfulness at the last step.
  */

@@ -7,12 +7,12 @@
  * `GET /v1/jobs/{id}` and `POST /v1/jobs` with autocannon at `--rate` requests/s for
  * `--duration` s each and prints p50/p99 latency and throughput. Then queues `--jobs` jobs and
  * times N concurrent claim loops (jobs/ `claimJob`, the worker's SKIP LOCKED statement) for each
- * N of `--workers`. Goals (README.md, Benchmarks): GET p99 < 10 ms at 500 req/s; ≥ 1,000 claims/s.
+ * N of `--workers`. Goals (bench/README.md): GET p99 < 10 ms at 500 req/s; ≥ 1,000 claims/s.
  * Not a test: numbers depend on the machine; compare runs on one machine only.
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { createKey } from "../api/api_keys.ts";
+import { createKey } from "../jobs/api_keys.ts";
 import {
   claimJob,
   type Database,

@@ -35,7 +35,7 @@
  * short smoke run.
  */
 import { parseArgs } from "node:util";
-import { createKey, ensureTenant } from "../api/api_keys.ts";
+import { createKey, ensureTenant } from "../jobs/api_keys.ts";
 import { extractVerified } from "../api/client/extract.ts";
 import {
   type Database,

@@ -9,7 +9,7 @@
  * for the same model in PyTorch (bench/engine_torch.py under /usr/bin/python3), their ratio, and
  * achieved GFLOP/s beside the machine's fp32 FMA peak (bench/peak.c). Medians of `repeats`.
  * Not a test: numbers vary with machine load; compare the ratios within one run. With `--ep cuda`
- * or `--ep webgpu` our side runs on that provider (bench/gpu_check.sh) while PyTorch and the
+ * or `--ep webgpu` our side runs on that provider (bench/tools/gpu_check.sh) while PyTorch and the
  * peak stay on the CPU: those ratios then compare a GPU with the CPU, and `--no-torch` skips them.
  */
 import { parseArgs } from "node:util";

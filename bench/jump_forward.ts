@@ -34,10 +34,10 @@ import {
   analysisSchema,
   buildAnalyzerPrompt,
   parseSkillAnalysis,
-  resolveModel,
   runRollouts,
   TextPolicy,
 } from "../workers/seed/mod.ts";
+import { resolveModel } from "../workers/seed/run/mod.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

@@ -18,7 +18,7 @@
  * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
  * (user + system, all its threads, from /proc) per completion token, which a loaded machine
  * inflates much less than wall time. With `--compare DIR` (another checkout of this repository,
- * e.g. `git worktree add /tmp/base main`) a second server runs from DIR and every row is measured
+ * e.g. `git clone --branch main . /tmp/base`) a second server runs from DIR and every row is measured
  * on both, one right after the other, so their ratio is taken under the same load. Each server
  * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve trained checkpoints"):
  * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.
@@ -31,7 +31,7 @@ import { createBuiltinTiny, type HfModel, Tokenizer } from "../workers/model/mod
 import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { startPostgres } from "../tests/_harness/postgres.ts";
-import { saveJob } from "../tests/workers/serve/_fixture.ts";
+import { saveJob } from "../tests/_harness/saved_job.ts";
 
 const args = parseArgs({
   args: Deno.args,

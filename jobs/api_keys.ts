@@ -121,3 +121,41 @@ export async function resolveKey(
     .where(and(eq(apiKeys.hash, hashKey(key)), isNull(apiKeys.revokedAt)));
   return row;
 }
+
+/** Why an `Authorization` header did not name an active key. */
+export type BearerKeyFailure = "missing" | "malformed" | "unknown";
+
+/** The outcome of checking one `Authorization` header. */
+export type BearerKeyCheck = { tenant: TenantRef } | { failure: BearerKeyFailure };
+
+/** Most keys {@link bearerKeyChecker} keeps in its cache; a full cache is cleared. */
+const MAX_CACHED_KEYS = 10_000;
+
+/**
+ * The one check of a bearer API key, shared by the job API (api/auth.ts) and the inference server
+ * (workers/serve/auth.ts), which differ only in how they answer a failure. The returned function
+ * reads `Authorization: Bearer seed_…` (scheme case-insensitive) and resolves the key's tenant;
+ * lookups are cached per key hash for `cacheMs` milliseconds (default 2,000; 0 = no cache), so a
+ * revoked key stops working within that time on every process.
+ */
+export function bearerKeyChecker(
+  db: Database,
+  options: { cacheMs?: number } = {},
+): (authorization: string | undefined) => Promise<BearerKeyCheck> {
+  const cacheMs = options.cacheMs ?? 2_000;
+  const cache = new Map<string, { tenant: TenantRef | undefined; until: number }>();
+  return async (authorization) => {
+    if (!authorization) return { failure: "missing" };
+    const m = authorization.match(/^Bearer\s+(\S+)\s*$/i);
+    if (!m || !API_KEY_PATTERN.test(m[1])) return { failure: "malformed" };
+    const hash = hashKey(m[1]);
+    const now = Date.now();
+    let hit = cache.get(hash);
+    if (!hit || hit.until < now) {
+      hit = { tenant: await resolveKey(db, m[1]), until: now + cacheMs };
+      if (cache.size >= MAX_CACHED_KEYS) cache.clear();
+      if (cacheMs > 0) cache.set(hash, hit);
+    }
+    return hit.tenant ? { tenant: hit.tenant } : { failure: "unknown" };
+  };
+}

@@ -4,7 +4,7 @@
  */
 
 /**
- * The `(job_id, attempt, worker_id)` triple every worker write carries (README.md, "The queue:
+ * The `(job_id, attempt, worker_id)` triple every worker write carries (jobs/README.md, "The queue:
  * lease, heartbeat, fence").
  */
 export interface Fence {

@@ -1,5 +1,5 @@
 /**
- * Object key layout (README.md, "Checkpoints and skill libraries" and "Trajectories and
+ * Object key layout (workers/seed/README.md, "Checkpoints and skill libraries" and "Trajectories and
  * evaluations"). Every key of a job lives under its tenant and job, so a tenant's objects never
  * share a prefix with another's:
  *

@@ -15,7 +15,7 @@
  *   upload first, the row commits).
  * - `embedded/`: the embedded database and object store (see `jobs/embedded/mod.ts`).
  *
- * The queue's guarantees are in README.md, "The queue: lease, heartbeat, fence".
+ * The queue's guarantees are in jobs/README.md, "The queue: lease, heartbeat, fence".
  */
 export * from "./spec.ts";
 export * from "./schema.ts";
@@ -146,6 +146,7 @@ export {
   stepRecord,
 } from "./step_commit.ts";
 export { isTransient } from "./transient.ts";
+export { SSE_HEADERS } from "./sse_headers.ts";
 export { onStopSignals, SAME_PRESS_MS, type StopSignalHandlers } from "./stop_signals.ts";
 export {
   deleteSecret,

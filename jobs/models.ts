@@ -1,5 +1,5 @@
 /**
- * Uploaded models (README.md, "Bring your own model"): rows of the `models` table, tenant-scoped.
+ * Uploaded models (api/README.md, "Bring your own model"): rows of the `models` table, tenant-scoped.
  * The API uploads a folder's files under {@link modelPrefix} first and commits the row last
  * (`commitModel`); a row is only ever written for a folder that passed validation.
  */

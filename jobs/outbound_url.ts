@@ -1,5 +1,5 @@
 /**
- * Rules for URLs a user names and the service then contacts (README.md, "Outbound URLs"): HTTP
+ * Rules for URLs a user names and the service then contacts (workers/seed/README.md, "Outbound URLs"): HTTP
  * environments (workers/envs/http/client.ts) and the analyzer warm-up's LLM annotator
  * (`warmup.analyzer.annotator.base_url`). Shared by the API (checked at submit, a 422 naming the
  * field) and the workers (checked again before every request).

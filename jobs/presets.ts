@@ -1,9 +1,9 @@
 /**
  * Job presets for the demo (`deno task demo`): specs sized to finish in minutes on 2 CPU cores. They
  * live in jobs/ because both the demo client (api/demo/specs.ts) and the trainer's bench
- * (bench/preset.ts) use them, and api/ may not import workers/ (README.md, Architecture).
+ * (bench/tools/preset.ts) use them, and api/ may not import workers/ (README.md, Architecture).
  *
- * sokoban (builtin:tiny, method seed), tuned on 2026-11-30 with `deno run -A bench/preset.ts` and
+ * sokoban (builtin:tiny, method seed), tuned on 2026-11-30 with `deno run -A bench/tools/preset.ts` and
  * warm-up/RL sweeps on the shared 2-core machine:
  * - env options `relative_positions` + `prompt: "compact"`: without them builtin:tiny's policy SFT
  *   stays at the format-only plateau (direction at chance) for the whole budget.
@@ -15,7 +15,7 @@
  *   one at 0.10 (42%/36% after warm-up): longer helps but does not remove the variance.
  * - in the last 4 of the 14 epochs half of the demonstrations carry their episode's reference skill
  *   in the prompt (`warmup.policy.skill_share` 0.5, the JobSpec default, and `skill_epochs` 4;
- *   bench/skill_probe.ts): without it the skill in the teacher prompt moved ℓ_T by nothing and an
+ *   the skill probe, bench/RESULTS.md): without it the skill in the teacher prompt moved ℓ_T by nothing and an
  *   oracle skill lowered success. With the skill mixed in from the first epoch (2026-12-01) the
  *   policy warm-up took 333 s instead of ~220 s (the skill block makes half the prompts ~60% longer)
  *   and the demo 13 min; success after warm-up, seeds 7/1/2/3 (200 episodes per split, test_seen /
@@ -23,7 +23,7 @@
  *   bench:learn run, 100 episodes, code before the composite ops); last 4 epochs 52/66, 44/47,
  *   37/31, 37/32 — the same within the seed spread, in two thirds of the time
  *   (`PRESET_OVERRIDES='{"method":"sft","random_seed":S,"steps":2,"eval_every":2,…}' deno run -A
- *   bench/preset.ts sokoban`).
+ *   bench/tools/preset.ts sokoban`).
  * - since 2026-12-06 the policy warm-up stops at the first held-out check ≥ 45% (64 train tasks
  *   every 56 steps, `target_success`), lr 2e-3 decayed by cosine over at most 20 epochs, skills
  *   mixed into every epoch (`skill_epochs` absent: a stage that stops early would skip a last
@@ -32,12 +32,12 @@
  *   skill check found skills read on 1 of 8 runs.
  * - analyzer warm-up 512 trajectories × 3 epochs since 2026-12-02 (household keeps 192 × 2): with
  *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory
- *   (bench/analyzer_probe.ts on seed 1's warm-up: "push it left then up" for 97 of 124, truthful
+ *   (the analyzer probe (bench/RESULTS.md) on seed 1's warm-up: "push it left then up" for 97 of 124, truthful
  *   0 of 124); 768 more × 3 epochs made
  *   32 of 112 won and 7 of 16 lost skills truthful. With the Effect lines (now always shown)
  *   the window is 1 step: the earlier moves are in one `Earlier effects:` line (42 of 122 and 2 of
  *   6 truthful at 1 step vs 32/112 and 7/16 at 3, SFT 191 vs 269 s). Over seeds 1,2,3 (bench:learn,
- *   README, Algorithm, step 3): truthful 39.5% vs 12.6% of trajectories, analysis 1.27 vs 1.80 s
+ *   workers/seed/README.md, Algorithm, step 3): truthful 39.5% vs 12.6% of trajectories, analysis 1.27 vs 1.80 s
  *   per update, the analyzer warm-up ~100 s longer. Before:
  *   analyzer warm-up 192 trajectories × 2 epochs (~124 steps; it was 64 × 6, the same steps on a
  *   third of the distinct analyses: at RL step 1, seeds 7/1, skills well-formed 45%/13% vs
@@ -73,17 +73,17 @@
  * `analyzer_max_steps` (1 for sokoban since 2026-12-02, see above; 3 before and for household)
  * departs from the reference code (its analyzer reads the whole trajectory): with 20 (every step
  * of a 20-turn episode; seed 7, 10 updates, 2026-12-01,
- * `PRESET_OVERRIDES='{"seed":{"analyzer_max_steps":20}}'`, a helper's jobs beside it) the analyzer
+ * `PRESET_OVERRIDES='{"seed":{"analyzer_max_steps":20}}'`, other jobs beside it) the analyzer
  * warm-up took 449 s instead of ~80 s and analysis 20–42 s per update, for skills truthful on
  * 0–19% (mean 7%) of trajectories instead of 0%, well-formed 57% (61% at 3 steps), Δ on won tokens
  * mean −0.13 (−0.05) and corr(Δ, A) mean +0.17 (+0.24): the skills began with the right pushes and
  * ended in salad. Not worth five times the demo's analysis time at this model size. With the skill
  * grammar, over seeds 1,2,3 (bench:learn `--base-extra '{"seed":{"analyzer_max_steps":20}}'`,
- * 2026-12-02; README, Algorithm, step 3): truthful 13% vs 12% at 3 steps, corr(Δ, A) > 0 at 17 vs
+ * 2026-12-02; workers/seed/README.md, Algorithm, step 3): truthful 13% vs 12% at 3 steps, corr(Δ, A) > 0 at 17 vs
  * 24 of 24 updates, analysis 23.8 s per update vs ~2 s. Still not worth it (both before the
  * Effect lines).
  *
- * household (builtin:tiny, method seed), tuned on 2026-12-01 with `deno run -A bench/preset.ts
+ * household (builtin:tiny, method seed), tuned on 2026-12-01 with `deno run -A bench/tools/preset.ts
  * spec.json` (method `sft`, warm-up only, 100 evaluation episodes per split at temperature 1,
  * seed 7, policy warm-up 400 expert episodes × 8 epochs, the last 3 with skills, lr 2e-3, batch
  * 32, `rollout.max_new_tokens` 16, unless said; shared 2-core machine, load 2–3.3):
@@ -104,7 +104,7 @@
  *   another room. Without `status_line` (same families, samples and 776 steps, 220 s, last loss
  *   0.081) 11% / 15%: the policy cannot tell what it holds or where to search next.
  * - This preset as bench:learn's warm-up job runs it, seed 1 (`PRESET_OVERRIDES='{"method":"sft",
- *   "random_seed":1,"eval":{"episodes":100}}' deno run -A bench/preset.ts household`): policy
+ *   "random_seed":1,"eval":{"episodes":100}}' deno run -A bench/tools/preset.ts household`): policy
  *   warm-up 792 steps in 246 s (last loss 0.047), analyzer warm-up 120 steps in 74 s (its 192
  *   rollouts won 22%; last loss 0.27), then 19% / 30%. The warm-up's outcome varies by seed as
  *   sokoban's does (seed 7: 51% / 46%). With 12 epochs instead of 8 (1,188 steps, last loss 0.031;
@@ -118,7 +118,7 @@ import type { JobSpecInput } from "./spec.ts";
 
 /**
  * The RL, analyzer warm-up, SEED and schedule settings both presets use: tuned on Sokoban (module doc),
- * copied to household untuned (README, bench:learn: both methods lose points there with them).
+ * copied to household untuned (bench/RESULTS.md, bench:learn: both methods lose points there with them).
  */
 const SHARED = {
   optim: {
@@ -143,7 +143,7 @@ const SHARED = {
 };
 
 /**
- * Tuned JobSpecs by environment id (see module doc; measured numbers in the README): `sokoban`
+ * Tuned JobSpecs by environment id (see module doc; measured numbers in bench/RESULTS.md): `sokoban`
  * is the demo's, `household` is bench:learn's `household-demo`.
  */
 export const DEMO_PRESETS: Record<string, JobSpecInput> = {

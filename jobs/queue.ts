@@ -1,5 +1,5 @@
 /**
- * The queue (README.md, "The queue: lease, heartbeat, fence"), River style: one named, commented
+ * The queue (jobs/README.md, "The queue: lease, heartbeat, fence"), River style: one named, commented
  * SQL statement per operation, bind parameters only, and every transition guarded on the current
  * state — and, for a worker's writes, on its fence `(job_id, attempt, worker_id)` — so that late or
  * duplicate writes change nothing. Each transition writes a `status` event in the same statement.

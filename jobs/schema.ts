@@ -89,7 +89,7 @@ export interface JobProgress {
   [key: string]: unknown;
 }
 
-/** Jobs: the queue itself (README.md, "The queue: lease, heartbeat, fence"). */
+/** Jobs: the queue itself (jobs/README.md, "The queue: lease, heartbeat, fence"). */
 export const jobs = pgTable("jobs", {
   id: uuid("id").primaryKey().defaultRandom(),
   tenantId: uuid("tenant_id").notNull().references(() => tenants.id, { onDelete: "cascade" }),

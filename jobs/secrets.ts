@@ -1,5 +1,5 @@
 /**
- * Tenant secrets (README.md, "Secrets"): named values a tenant stores once (`PUT
+ * Tenant secrets (workers/seed/README.md, "Secrets"): named values a tenant stores once (`PUT
  * /v1/secrets/{name}`) and a JobSpec names, e.g. an LLM annotator's API key. Values are encrypted
  * at rest with AES-256-GCM under the service's secrets key ({@link SecretCipher}); the tenant id
  * and the name are the associated data, so a row moved to another tenant or name does not

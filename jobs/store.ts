@@ -1,5 +1,5 @@
 /**
- * The artifact store (key layout: README.md, "Checkpoints and skill libraries") on
+ * The artifact store (key layout: workers/seed/README.md, "Checkpoints and skill libraries") on
  * `@aws-sdk/client-s3`, configured for any S3-compatible server: path-style; checksums only when
  * required (with the SDK's default, streamed uploads are sent aws-chunked and s3rver stores the
  * chunk framing inside the object); bytes or Node streams as bodies (the SDK's Node handler

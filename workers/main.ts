@@ -14,7 +14,7 @@
  *
  * A worker whose providers (`WORKER_EXECUTION_PROVIDERS`, default cuda, webgpu, cpu for
  * `WORKER_DEVICE=gpu`) are more than `cpu` probes them once, before it opens anything, and runs
- * every job on the first that loads (README, "GPU workers"); when none loads it exits with the
+ * every job on the first that loads (workers/engine/README.md, "GPU workers"); when none loads it exits with the
  * reason of each.
  */
 import { z } from "zod";

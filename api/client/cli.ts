@@ -19,6 +19,7 @@ import { PlainProgress, renderBar } from "./progress.ts";
 import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
+import type { CliIo } from "./cli_io.ts";
 
 const USAGE = `Usage: deno task seed -- <command> [options]
   submit SPEC.json [--idempotency-key K] [--json]
@@ -32,17 +33,6 @@ const USAGE = `Usage: deno task seed -- <command> [options]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY`;
-
-/** Where the CLI writes: stdout for results, stderr for messages and the progress bar. */
-export interface CliIo {
-  out(text: string): void;
-  err(text: string): void;
-  /** True when stderr is a terminal (the bar redraws in place). */
-  tty: boolean;
-  env: (name: string) => string | undefined;
-  /** Reads all of stdin as text (`secrets put`). */
-  stdin?: () => Promise<string>;
-}
 
 const encoder = new TextEncoder();
 const denoIo: CliIo = {

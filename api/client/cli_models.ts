@@ -1,13 +1,13 @@
 /**
  * `seed models …`: upload a Hugging Face model folder, list, show and delete uploaded models
- * (README.md, "Bring your own model").
+ * (api/README.md, "Bring your own model").
  *
  *   models upload DIR [--name N] [--idempotency-key K] [--json]   prints the model id
  *   models list [--json]                                          newest first
  *   models get ID [--json]                                        architecture, size, files
  *   models delete ID                                              refused while a job uses it
  */
-import type { CliIo } from "./cli.ts";
+import type { CliIo } from "./cli_io.ts";
 import type { ModelInfo, SeedClient } from "./client.ts";
 import { folderTar, listModelFolder } from "./model_folder.ts";
 import { formatBytes, PlainProgress, renderBar } from "./progress.ts";

@@ -1,5 +1,5 @@
 /**
- * `seed secrets …`: tenant secrets (README.md, "LLM annotator for the analyzer warm-up"), e.g.
+ * `seed secrets …`: tenant secrets (workers/seed/README.md, "LLM annotator for the analyzer warm-up"), e.g.
  * the API key a JobSpec's `warmup.analyzer.annotator.credential_secret` names.
  *
  *   secrets put NAME       stores the value read from stdin (one trailing newline dropped)
@@ -8,7 +8,7 @@
  *
  * The value is read from stdin, never argv: arguments are visible to every user in `ps`.
  */
-import type { CliIo } from "./cli.ts";
+import type { CliIo } from "./cli_io.ts";
 import type { SeedClient } from "./client.ts";
 
 /** Usage lines of the `secrets` commands (part of the CLI's usage text). */

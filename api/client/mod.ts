@@ -7,7 +7,7 @@
  *
  * Direction: this folder imports the server's wire types (`api/errors.ts`: the problem+json body)
  * and nothing else of `api/`; no server file imports it. Everything here speaks HTTP to a running
- * API, so it works against any deployment of it (see README.md, "Command-line client").
+ * API, so it works against any deployment of it (see api/README.md, "Command-line client").
  */
 export {
   ApiError,
@@ -18,7 +18,8 @@ export {
   type SseMessage,
   type UploadModelOptions,
 } from "./client.ts";
-export { type CliIo, cliMain } from "./cli.ts";
+export { cliMain } from "./cli.ts";
+export type { CliIo } from "./cli_io.ts";
 export { ArchiveError, type ExtractedFile, extractVerified } from "./extract.ts";
 export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from "./model_folder.ts";
 export {

@@ -11,7 +11,7 @@
  * - `summary.ts`: downloads the checkpoint archive and skill library and prints the summary with
  *   the curl commands of this run.
  *
- * README.md, "On a fresh machine", says what to expect from a run.
+ * README.md, "Quick start", says what to expect from a run.
  */
 export { type DemoArgs, DemoJobFailedError, parseDemoArgs, runDemo } from "./main.ts";
 export {

@@ -12,7 +12,7 @@ export const DEMO_ENVS = ["sokoban", "household", "webshop", "search"] as const;
 export type DemoEnv = (typeof DEMO_ENVS)[number];
 
 /**
- * Methods the demo can run (`grpo` = the same pipeline without skills; README.md, Algorithm,
+ * Methods the demo can run (`grpo` = the same pipeline without skills; workers/seed/README.md, Algorithm,
  * "Methods").
  */
 export const DEMO_METHODS = ["seed", "grpo"] as const;

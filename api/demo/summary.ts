@@ -391,7 +391,7 @@ export function renderSummary(input: SummaryInput): string {
     );
   }
   lines.push(
-    `  # chat with the trained checkpoint (OpenAI-compatible, model job:${job.id}; README, Serving):`,
+    `  # chat with the trained checkpoint (OpenAI-compatible, model job:${job.id}; workers/serve/README.md, Serving):`,
     `  SEED_DATA_DIR=${sh(input.dataDir)} npx -y deno@2.9.6 task serve`,
   );
   lines.push(

@@ -8,7 +8,7 @@
  */
 import { parseArgs } from "node:util";
 import { openDatabase } from "../../jobs/db.ts";
-import { createKey, listKeys, revokeKey } from "../api_keys.ts";
+import { createKey, listKeys, revokeKey } from "../../jobs/api_keys.ts";
 
 const USAGE = `Usage:
   deno task keys create --tenant NAME [--name LABEL]

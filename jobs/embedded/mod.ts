@@ -16,7 +16,7 @@
  *   of the machine cannot connect to either server.
  *
  * Direction: this folder imports `jobs/postgres.ts` and `jobs/schema.ts` only; `jobs/db.ts` and
- * `jobs/store.ts` import it. README.md, "Running in production", says how the sharing behaves.
+ * `jobs/store.ts` import it. jobs/README.md, "Running in production", says how the sharing behaves.
  */
 export { EmbeddedDatabaseBusyError, openPglite } from "./pglite.ts";
 export {

@@ -3,7 +3,7 @@
  * two tenants with a key each, and the app from `createApp`. `req` sends a request through `app.request()`.
  */
 import type { Hono } from "hono";
-import { createKey, ensureTenant, type TenantRef } from "../../api/api_keys.ts";
+import { createKey, ensureTenant, type TenantRef } from "../../jobs/api_keys.ts";
 import { createApp } from "../../api/app.ts";
 import type { AppOptions } from "../../api/deps.ts";
 import type { ArtifactStore } from "../../jobs/store.ts";

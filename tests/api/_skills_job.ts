@@ -18,13 +18,13 @@ import {
 import { getEnvironment, toAsyncEnvironment } from "../../workers/envs/mod.ts";
 import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../workers/model/mod.ts";
 import {
-  resolveModel,
   runPlan,
   SeedTrainer,
   SkillLibrary,
   type TextGenerateOptions,
   TextPolicy,
 } from "../../workers/seed/mod.ts";
+import { resolveModel } from "../../workers/seed/run/mod.ts";
 import { DEFAULT_DUMP_LIMITS, rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
 import { tinySpec } from "../workers/seed/_jobs.ts";
 import type { ApiFixture } from "./_fixture.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createKey, hashKey, listKeys, resolveKey, revokeKey } from "../../api/api_keys.ts";
+import { createKey, hashKey, listKeys, resolveKey, revokeKey } from "../../jobs/api_keys.ts";
 import { req, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { createKey } from "../../api/api_keys.ts";
+import { createKey } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
 import { checkModel } from "../../api/main.ts";
 import { TINY_QWEN3_NAME, tinyQwen3Files } from "../../workers/model/tiny_qwen3.ts";

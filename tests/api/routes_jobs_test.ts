@@ -206,7 +206,7 @@ Deno.test("a job: base trained from builtin:tiny is refused on an image env too,
 });
 
 Deno.test("GET /v1/jobs pages newest first with a cursor, filters by status and bounds limit", async () => {
-  const key = (await import("../../api/api_keys.ts")).createKey;
+  const key = (await import("../../jobs/api_keys.ts")).createKey;
   const { key: k } = await key(fx.db, `pager-${crypto.randomUUID()}`);
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) {

@@ -112,8 +112,8 @@ Deno.test("optim.dual_clip must be greater than 1, as documented", async () => {
   assert.equal(await jobCount(), before);
   const json = { env: { id: "sokoban" }, optim: { dual_clip: 1.01 } };
   assert.equal((await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json })).status, 201);
-  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
-  assert.match(readme, /\| `optim\.dual_clip` +\| number +\| `3` +\| > 1, ≤ 100 /);
+  const reference = await Deno.readTextFile(new URL("../../jobs/SPEC.md", import.meta.url));
+  assert.match(reference, /\| `optim\.dual_clip` +\| number +\| `3` +\| > 1, ≤ 100 /);
 });
 
 Deno.test("a retired seed field is a 400 naming it and stores nothing; a stored spec that holds one still parses", async () => {

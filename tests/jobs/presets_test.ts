@@ -13,10 +13,10 @@ Deno.test("every demo preset is a valid JobSpec for its environment", () => {
   }
 });
 
-Deno.test("the README's fuller JobSpec example is the demo preset, verbatim", async () => {
-  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
+Deno.test("the JobSpec reference's fuller example is the demo preset, verbatim", async () => {
+  const doc = await Deno.readTextFile(new URL("../../jobs/SPEC.md", import.meta.url));
   assert.ok(
-    readme.includes("```json\n" + JSON.stringify(DEMO_PRESETS.sokoban, null, 2) + "\n```"),
-    "README.md's example differs from jobs/presets.ts: paste JSON.stringify(DEMO_PRESETS.sokoban, null, 2)",
+    doc.includes("```json\n" + JSON.stringify(DEMO_PRESETS.sokoban, null, 2) + "\n```"),
+    "jobs/SPEC.md's example differs from jobs/presets.ts: run `deno task docs:spec`",
   );
 });

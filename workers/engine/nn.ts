@@ -5,7 +5,7 @@
  * (autodiff.ts): the same forward nodes, and a backward of 4 (SiLU) and 8 (RMSNorm with its
  * gain) ops over the activations instead of 6 and 13. With `logSoftmaxPick` that cut the
  * elements the 23.5M benchmark model's train step reads and writes outside its GEMMs by 14%
- * (bench/engine_profile.ts; README, "Where a train step's time goes").
+ * (bench/tools/engine_profile.ts; bench/RESULTS.md, "Where a train step's time goes").
  */
 import type { Graph, Value } from "./graph.ts";
 import { isStatic } from "./shape.ts";

@@ -115,10 +115,6 @@ export function tensorProto(
 export function intAttr(name: string, i: number): Attribute {
   return { name, i, type: 2 };
 }
-/** Float attribute. */
-export function floatAttr(name: string, f: number): Attribute {
-  return { name, f, type: 1 };
-}
 /** String attribute (UTF-8). */
 export function stringAttr(name: string, s: string): Attribute {
   return { name, s: new TextEncoder().encode(s), type: 3 };

@@ -56,7 +56,7 @@ export class ProviderUnavailableError extends Error {
 
 const MISSING: Record<ExecutionProvider, string> = {
   cpu: "the onnxruntime-node native binding must load (run with --allow-ffi)",
-  cuda: "the CUDA provider libraries must be installed (README, GPU workers: " +
+  cuda: "the CUDA provider libraries must be installed (workers/engine/README.md, GPU workers: " +
     "ONNXRUNTIME_NODE_INSTALL=cuda12 with onnxruntime-node's script/install.js; CUDA 12 and cuDNN 9)",
   webgpu: "a WebGPU adapter must be available (a GPU with a Vulkan driver)",
 };
@@ -84,7 +84,7 @@ export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.S
  * cached sessions: a reduced demo job peaked at 8.8 GB RSS with 32 sessions, 3.3 GB with 6; a
  * demo-sized job (bench/memory.ts) at 4.8 GB with 8. With the arena and memory pattern off (the
  * default now) and Policy's smaller calls, a cached session holds little beyond its graph and the
- * same job peaked at 0.6 GB (README, Benchmarks), so the cache size is about build time only.
+ * same job peaked at 0.6 GB (bench/README.md, Benchmarks), so the cache size is about build time only.
  */
 export const DEFAULT_MAX_SESSIONS = 8;
 

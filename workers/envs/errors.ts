@@ -106,3 +106,26 @@ export function checkSampleArgs(split: string, count: number, seed: number): voi
     );
   }
 }
+
+/**
+ * Thrown when an environment cannot read an observation text it is handed (an expert's or the
+ * reference analyzer's input, e.g. over HTTP): the input is wrong, so the env server answers 400.
+ */
+export class ObservationParseError extends Error {
+  /** @param message "Cannot parse observation as X must be Y: current value is V". */
+  constructor(message: string) {
+    super(message);
+    this.name = "ObservationParseError";
+  }
+}
+
+/** Thrown when `step` is called before `reset`. */
+export class EpisodeNotStartedError extends Error {
+  /** @param taskId the task of the episode. */
+  constructor(taskId: string) {
+    super(
+      `Cannot step episode of ${taskId} as reset() must be called first: current value is none`,
+    );
+    this.name = "EpisodeNotStartedError";
+  }
+}

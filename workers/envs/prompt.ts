@@ -73,7 +73,7 @@ export type CompactPromptInput = Omit<TurnPromptInput, "systemLine" | "formatHin
  * the expert demonstrations). About a third of the tokens of {@link buildTurnPrompt} for Sokoban
  * (66 vs 190 for a 6×6 room with relative positions): with builtin:tiny, policy SFT on the
  * compact prompt leaves the format-only loss plateau after ~300 optimizer steps, on the full prompt
- * it did not within 450 (bench/sft_probe.ts; README "Sokoban for small models").
+ * it did not within 450 (the SFT probe in bench/RESULTS.md; workers/envs/workers/envs/README.md, "Sokoban for small models").
  * @throws PromptInputError on the same malformed inputs as {@link buildTurnPrompt}.
  */
 export function buildCompactPrompt(input: CompactPromptInput): string {

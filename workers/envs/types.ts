@@ -12,7 +12,7 @@
  */
 
 /**
- * The one interface every environment implements (README.md, Environments; Extending, "A new
+ * The one interface every environment implements (workers/envs/README.md; Extending, "A new
  * environment"), built-in or served over HTTP.
  *
  * An environment draws tasks deterministically by split and seed; an episode is created from a
@@ -113,7 +113,7 @@ export interface TrajectoryStep {
   feedback?: string;
 }
 
-/** A whole episode, for the analyzer (README.md, Algorithm, step 3). */
+/** A whole episode, for the analyzer (workers/seed/README.md, Algorithm, step 3). */
 export interface Trajectory {
   task: Task;
   steps: TrajectoryStep[];
@@ -122,7 +122,7 @@ export interface Trajectory {
   score: number;
 }
 
-/** The JSON the analyzer (policy or reference) returns (README.md, Algorithm, step 3). */
+/** The JSON the analyzer (policy or reference) returns (workers/seed/README.md, Algorithm, step 3). */
 export interface SkillAnalysis {
   episode_summary: string;
   episode_skill: string;

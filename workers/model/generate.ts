@@ -30,7 +30,13 @@ import type * as ort from "onnxruntime-node";
 import { tensor, yieldToEventLoop } from "../engine/mod.ts";
 import type { DecoderConfig } from "./config.ts";
 import { countImageTokens, expandImageTokens, numImageTokens, type RgbImage } from "./image.ts";
-import { Rng, sampleToken, stopStringHit, type TokenConstraint } from "./sampling.ts";
+import {
+  choiceRng,
+  type Rng,
+  sampleToken,
+  stopStringHit,
+  type TokenConstraint,
+} from "./sampling.ts";
 import { KvCache } from "./kv_cache.ts";
 
 /** Options of `generate`. */
@@ -200,7 +206,7 @@ async function generateGroup(
   const seqs: Sequence[] = indices.map((i) => ({
     index: i,
     limit: limits[i],
-    rng: new Rng(((opts.seed ?? 0) * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
+    rng: choiceRng(opts.seed ?? 0, i),
     tokens: [],
     fed: 0,
     constraint: opts.constraint?.(i) ?? null,

@@ -180,7 +180,7 @@ export function configFromJson(json: unknown): DecoderConfig {
   if (heads % kvHeads !== 0) {
     throw unsupported(`num_key_value_heads must divide num_attention_heads (${heads})`, kvHeads);
   }
-  // Qwen2's head_dim is hidden_size / heads (README.md, Architectures; `configToJson` refuses to
+  // Qwen2's head_dim is hidden_size / heads (workers/model/README.md, Architectures; `configToJson` refuses to
   // save another): a head_dim that disagrees is refused here, naming it, not later as a weight
   // shape or at save time.
   if (qwen && c.head_dim != null && c.head_dim * heads !== c.hidden_size) {

@@ -26,18 +26,25 @@ import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts
 import { configJsonBytes } from "./hf.ts";
 import { Rng } from "./sampling.ts";
 
-/** Projections an adapter can target (PEFT's module names in Llama/Qwen decoders). */
-export const LORA_MODULES = [
-  "q_proj",
-  "k_proj",
-  "v_proj",
-  "o_proj",
-  "gate_proj",
-  "up_proj",
-  "down_proj",
-] as const;
+/**
+ * The projections an adapter can target (PEFT's module names in Llama/Qwen decoders), each with
+ * the block of a decoder layer it sits in. The JobSpec's `model.lora.target_modules` enum
+ * (`LORA_TARGET_MODULES`, jobs/spec.ts) must list the same names: tests/workers/model/lora_test.ts
+ * ties the two.
+ */
+const MODULE_GROUPS = {
+  q_proj: "self_attn",
+  k_proj: "self_attn",
+  v_proj: "self_attn",
+  o_proj: "self_attn",
+  gate_proj: "mlp",
+  up_proj: "mlp",
+  down_proj: "mlp",
+} as const;
 /** A projection an adapter can target. */
-export type LoraModule = (typeof LORA_MODULES)[number];
+export type LoraModule = keyof typeof MODULE_GROUPS;
+/** Every projection an adapter can target, in a decoder layer's order. */
+export const LORA_MODULES: readonly LoraModule[] = Object.keys(MODULE_GROUPS) as LoraModule[];
 
 /** An adapter's hyper-parameters (JobSpec `model.lora`). */
 export interface LoraConfig {
@@ -77,7 +84,7 @@ export function loraScale(lora: LoraConfig): number {
 
 /** Where a module sits in a layer: `self_attn` or `mlp`. */
 function moduleGroup(m: LoraModule): "self_attn" | "mlp" {
-  return m === "gate_proj" || m === "up_proj" || m === "down_proj" ? "mlp" : "self_attn";
+  return MODULE_GROUPS[m];
 }
 
 /** (out, in) of a targeted projection's weight, as in `decoderParameterSpecs`. */

@@ -14,7 +14,7 @@
  * Arithmetic: every operation in float64, each of m, v and p rounded to float32 when stored (the
  * per-element loop runs as a WebAssembly SIMD kernel over moments kept in WebAssembly memory,
  * `_adamw_wasm.ts`, bit-identical to the plain JS loop it replaced and faster on the 23.5M bench
- * model, `bench/adamw.ts`).
+ * model, `bench/tools/adamw.ts`).
  */
 import type { Parameters, ParameterSpec } from "./config.ts";
 import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
@@ -189,7 +189,7 @@ export class AdamW {
 /**
  * The per-element update in plain JS (float64 operations, float32 stores), for tensors too large
  * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`; the
- * reference of `bench/adamw.ts`). p, g, m, v: (n,) float32; m, v and p updated in place.
+ * reference of `bench/tools/adamw.ts`). p, g, m, v: (n,) float32; m, v and p updated in place.
  */
 export function updateInJs(
   p: Float32Array,

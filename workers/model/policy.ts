@@ -143,7 +143,7 @@ export interface ScoreOptions {
  * A call's activations grow with its tokens (≈ 150–220 KB per token for builtin:tiny, more with
  * longer buckets), and they are the worker's peak memory: 8,192-token calls made a demo-sized job
  * peak at 4.8 GB with onnxruntime's arena on; 2,048 with the arena off kept it at 0.6 GB, with no
- * loss of speed measured (bench/memory.ts, README Benchmarks).
+ * loss of speed measured (bench/memory.ts, bench/README.md Benchmarks).
  */
 export const MAX_TOKENS_PER_CALL = 2048;
 

@@ -246,3 +246,13 @@ export function stopStringHit(text: string, stops: string[]): number {
   }
   return hit;
 }
+
+/**
+ * The random stream of choice `i` (0, 1, …) of a generation seeded with `seed`:
+ * `Rng((seed · 0x9e3779b1 + i · 0x85ebca6b) mod 2^32)`. The one formula of the trainer's
+ * `generate` (generate.ts) and the inference server's decode loop (workers/serve/engine.ts):
+ * equal seeds give equal draws in both, whichever other sequences share the batch.
+ */
+export function choiceRng(seed: number, i: number): Rng {
+  return new Rng((seed * 0x9e3779b1 + i * 0x85ebca6b) >>> 0);
+}

@@ -12,7 +12,7 @@
  * (the lowest byte that lowers the distance by one), so the shortest completion from any state is
  * known; states that cannot reach acceptance are removed (no transition enters them). Transitions
  * are stored per state (CSR), ~15 bytes a state: the household skill grammar's 637k states take
- * 11 MB and compile in 1.3–1.9 s (README, "The analyzer (structured generation)").
+ * 11 MB and compile in 1.3–1.9 s (workers/model/README.md, "The analyzer (structured generation)").
  */
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The image encoder of a vision-language policy as ONNX graph pieces (README.md, "Vision tasks":
+ * The image encoder of a vision-language policy as ONNX graph pieces (workers/envs/README.md, "Vision tasks":
  * patchify → linear projection → a few transformer blocks → projection to the decoder width):
  *
  *   patches (N, P, C·p·p) → patch linear + learned position embeddings (N, P, Dv)

@@ -1,7 +1,7 @@
 /**
  * Lenient recovery of JSON objects from model output (internal to workers/seed).
  *
- * A small policy acting as analyzer (README.md, Algorithm, step 3) writes JSON with prose around
+ * A small policy acting as analyzer (workers/seed/README.md, Algorithm, step 3) writes JSON with prose around
  * it, inside ```json fences, with trailing commas, single quotes, bare keys, raw newlines or stray
  * double quotes inside strings. These helpers find every top-level `{…}` slice and parse it
  * strictly first, then after a conservative repair. Nothing here throws.

@@ -1,5 +1,5 @@
 /**
- * The analyze step and its hand-offs (README.md, Algorithm, steps 3, 4 and 6), independent of the
+ * The analyze step and its hand-offs (workers/seed/README.md, Algorithm, steps 3, 4 and 6), independent of the
  * model: batch the analyzer prompts into one generation call, parse each answer, build the
  * skill-augmented teacher prompts for re-scoring, and record parsed skills in the library.
  * Generation is a function argument (θ_old, greedy, `analyzer_max_new_tokens`), like the policy of
@@ -124,7 +124,7 @@ export function skillsByTrajectory(
 }
 
 /**
- * Teacher prompts (N,) for re-scoring (README.md, Algorithm, step 4): sample i's ordinary prompt
+ * Teacher prompts (N,) for re-scoring (workers/seed/README.md, Algorithm, step 4): sample i's ordinary prompt
  * with its trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed
  * skill (teacher mask 0: no teacher pass is needed for it).
  */
@@ -139,7 +139,7 @@ export function teacherPrompts(
 }
 
 /**
- * Adds every parsed skill of this step to the library with provenance (README.md, Algorithm, step
+ * Adds every parsed skill of this step to the library with provenance (workers/seed/README.md, Algorithm, step
  * 6). `meanGaps` holds the mean teacher gap Δ per trajectory id (see `meanPerTrajectory`); missing
  * ids get null. Returns how many skills were new to the library.
  */

@@ -1,5 +1,5 @@
 /**
- * The LLM annotator of the analyzer warm-up (README.md, "LLM annotator"; the paper fine-tunes its
+ * The LLM annotator of the analyzer warm-up (workers/seed/README.md, "LLM annotator"; the paper fine-tunes its
  * analyzer on trajectories annotated by a stronger model): each trajectory's analyzer prompt
  * (`buildAnalyzerPrompt`, the one θ_old answers during RL) is sent as the user message to an
  * OpenAI-compatible chat-completions endpoint (JobSpec `warmup.analyzer.annotator`) through the

@@ -10,7 +10,7 @@
 import type { AsyncEnvironment, Split, Task } from "../envs/mod.ts";
 import { type AsyncEnvironmentLike, type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { insertSkill } from "./skills.ts";
-import { ACTION_STOP, type TextPolicy } from "./text_policy.ts";
+import { actionPolicy, type TextPolicy } from "./text_policy.ts";
 
 /** Success figures of one way of playing a split. */
 export interface SplitOutcome {
@@ -121,7 +121,6 @@ export async function evaluate(
     const seed = (options.seed + 104729 * (k + 1)) >>> 0;
     const tasks = await options.env.sampleTasks(split, options.episodes, seed, options.envOptions);
     const play = async (env: AsyncEnvironmentLike, idPrefix: string) => {
-      let turn = 0;
       return await runRollouts({
         env,
         tasks,
@@ -130,17 +129,12 @@ export async function evaluate(
         historyLength: options.historyLength,
         signal: options.signal,
         idPrefix,
-        policy: async (prompts, images) => {
-          const g = await text.generate(prompts, {
-            maxNewTokens: options.maxNewTokens,
-            temperature: options.temperature,
-            seed: (seed + 31 * ++turn) >>> 0,
-            stop: [ACTION_STOP],
-            images,
-          });
-          tokensGenerated += g.tokens;
-          return g.texts;
-        },
+        policy: actionPolicy(text, {
+          maxNewTokens: options.maxNewTokens,
+          temperature: options.temperature,
+          seed,
+          onTokens: (n) => tokensGenerated += n,
+        }),
       });
     };
     const trajectories = await play(options.env, `eval/${split}/`);

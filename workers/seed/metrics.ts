@@ -1,6 +1,6 @@
 /**
  * Per-step metrics of the SEED trainer that do not depend on the model (every step writes a
- * metrics row; README.md, "Data flow of one job", step 3): success rate, mean reward, analyzer
+ * metrics row; jobs/README.md, "Data flow of one job", step 3): success rate, mean reward, analyzer
  * parse rate, skills added, tokens, seconds per named phase (the training step as named, timed
  * phases), and an ETA estimate.
  * Loss terms (pg/opd/kl, gate mean, entropy) come from the update and are merged by the trainer.

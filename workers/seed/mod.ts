@@ -1,8 +1,8 @@
 /**
- * The SEED algorithm (Wu et al. 2026, arXiv 2607.14777) and the job run around it. The formulas,
- * step by step, are in README.md, Algorithm. The algorithm is the files of this folder; the run's
- * plumbing is `run/` (its `mod.ts` says why), and no algorithm file imports `run/`. Each step's
- * code:
+ * The SEED algorithm (Wu et al. 2026, arXiv 2607.14777): the public surface of the algorithm,
+ * which loads no job plumbing. The formulas, step by step, are in workers/seed/README.md,
+ * Algorithm. The run's plumbing is `run/` with its own surface, `run/mod.ts` (not re-exported
+ * here; no algorithm file imports it: tests/layering.ts). Each step's code:
  *
  * - 1 rollout: `rollout.ts` (B tasks × G copies, multi-turn, batched generation);
  * - 2 advantage: `advantage.ts` (GRPO pooled, GiGPO; the `advantageEstimators` registry),
@@ -47,4 +47,3 @@ export * from "./warmup.ts";
 export * from "./warmup_skill_check.ts";
 export * from "./evaluate.ts";
 export * from "./trainer.ts";
-export * from "./run/mod.ts";

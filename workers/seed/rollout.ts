@@ -1,5 +1,5 @@
 /**
- * The multi-turn rollout loop (README.md, Algorithm, step 1), independent of the model: B tasks × G
+ * The multi-turn rollout loop (workers/seed/README.md, Algorithm, step 1), independent of the model: B tasks × G
  * copies are stepped together; each turn collects the prompts of all live episodes, makes ONE
  * batched policy call, parses each response's action and steps the environments. Episodes leave
  * when done; the loop ends when none is live or after `maxTurns`. Every turn keeps its prompt,

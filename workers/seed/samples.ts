@@ -1,5 +1,5 @@
 /**
- * From trajectories to training samples (README.md, Algorithm, steps 1–5): each turn is one sample
+ * From trajectories to training samples (workers/seed/README.md, Algorithm, steps 1–5): each turn is one sample
  * (prompt_i, response_i) with its score and advantage; the teacher mask says which samples get a
  * distillation signal; advantages broadcast to response tokens; `ppo_epochs` × shuffled
  * mini-batches partition the samples for the update.
@@ -21,7 +21,7 @@ import {
 import { checkNumber, SeedOptionError } from "./errors.ts";
 import type { ObservationImage, RolloutTrajectory } from "./rollout.ts";
 
-/** One training sample: one turn of one trajectory (README.md, Algorithm, step 1). */
+/** One training sample: one turn of one trajectory (workers/seed/README.md, Algorithm, step 1). */
 export interface TurnSample extends AdvantageSample {
   /** Position of the sample in the batch (0-based; rows of every (N, …) tensor). */
   index: number;
@@ -124,7 +124,7 @@ export function selectForAnalysis<T extends Trajectory>(
 }
 
 /**
- * Teacher mask (N,) of 0/1 (README.md, Algorithm, step 4): 1 when the sample's trajectory has a
+ * Teacher mask (N,) of 0/1 (workers/seed/README.md, Algorithm, step 4): 1 when the sample's trajectory has a
  * parsed, non-empty skill in `skills` (keyed by trajectory id); 0 when its analysis failed to parse
  * (null), or it was not analysed (absent, e.g. a won trajectory under `failed_only`). Masked
  * samples get no distillation signal (their L_opd tokens are excluded).
@@ -152,7 +152,7 @@ export interface TokenBroadcast {
 }
 
 /**
- * Broadcasts one value per sample (e.g. the advantage, README.md, Algorithm, step 2) to each of its
+ * Broadcasts one value per sample (e.g. the advantage, workers/seed/README.md, Algorithm, step 2) to each of its
  * response tokens. `tokenCounts[i]` is the response length of sample i in tokens. Throws
  * `SeedOptionError` when lengths differ, a count is negative, or a count exceeds `padTo`.
  */

@@ -1,5 +1,5 @@
 /**
- * The skill library (README.md, Algorithm, step 6): every parsed hindsight skill of a job with its
+ * The skill library (workers/seed/README.md, Algorithm, step 6): every parsed hindsight skill of a job with its
  * provenance, de-duplicated by normalised text, written with each checkpoint and read back on
  * resume. (SEED, Wu et al. 2026, arXiv 2607.14777, discards skills after re-scoring; keeping
  * them is this service's addition, for users to inspect and reuse.)

@@ -1,5 +1,5 @@
 /**
- * Hindsight skills (README.md, Algorithm, steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
+ * Hindsight skills (workers/seed/README.md, Algorithm, steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
  * Distillation", arXiv 2607.14777): the analyzer prompt the policy θ_old answers greedily, the
  * lenient parser of its JSON answer, the insertion of the skill into a turn's prompt for teacher
  * re-scoring, and the canonical target text for analyzer warm-up SFT.
@@ -47,13 +47,13 @@ function shorten(text: string, max: number | undefined): string {
 }
 
 /**
- * The analyzer prompt of README.md, Algorithm, step 3 (after the paper's episode-only analyzer):
+ * The analyzer prompt of workers/seed/README.md, Algorithm, step 3 (after the paper's episode-only analyzer):
  * asks for only JSON `{"episode_skill", "episode_summary"}` (skill first, see `analysisTarget`); on
  * success the skill is the workflow (core decision rule and action order that worked), on failure
  * the avoidance rule (core mistake and warning signs); one short policy-facing skill. Carries `Your
  * task is to: …`, `Outcome: success|failure`, and per step `Step k` (1-based turn) / `Observation:`
  * / `Response:` / `Action valid: yes|no`, then `Effect: …` where the environment gave feedback
- * (`TrajectoryStep.feedback`; this service's addition, see README.md, Algorithm, step 3). Steps
+ * (`TrajectoryStep.feedback`; this service's addition, see workers/seed/README.md, Algorithm, step 3). Steps
  * cut by `maxSteps` leave `(n earlier steps omitted)` and, with feedback, one `Earlier effects:`
  * line of theirs, shortened (head and tail kept) to max(`maxSteps`, 8) × `maxFieldChars` chars so
  * that the window bounds the prompt however long the episode (an environment whose every step says
@@ -180,7 +180,7 @@ function findAnalysis(obj: Record<string, unknown>, depth = 0): Record<string, u
 }
 
 /**
- * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently (README.md,
+ * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently (workers/seed/README.md,
  * Algorithm, step 3): ```json fences, prose around the object, trailing commas, single quotes where
  * unambiguous, bare keys, raw newlines; when several objects parse, the last one with a usable
  * skill wins; as a last resort a closed `"episode_skill": "…"` pair is read from unbalanced text.
@@ -269,7 +269,7 @@ export interface AnalysisSchemaOptions extends ParseSkillOptions {
  * U+201C/U+201D as `"`; escaped as `\u201c` they are fine). No whitespace between the object's
  * tokens by default (`maxWhitespace`), the compact form `analysisTarget` trains: the object's
  * punctuation and keys are then forced, so jump-forward decoding appends them undrawn (see
- * README, "The analyzer (structured generation)"). Every text this admits is
+ * workers/model/README.md, "The analyzer (structured generation)"). Every text this admits is
  * returned by `parseSkillAnalysis` as its strict JSON reading with whitespace collapsed (summary ""
  * without the field). With `skillPattern` (an environment's skill grammar as literal text) the
  * skill must also be one of its sentences, at most `maxSkillChars` bytes.

@@ -53,6 +53,7 @@ import {
   Tokenizer,
   TokenizerError,
 } from "../model/mod.ts";
+import type { BatchPolicy } from "./rollout.ts";
 
 /** Stop string of an action response. */
 export const ACTION_STOP = "</action>";
@@ -281,4 +282,51 @@ export class TextPolicy {
     if (g.finishReason === "stop") ids.push(this.endOfTurnId);
     return ids;
   }
+}
+
+/**
+ * The sampling seed of turn `turn` (1, 2, …) of a rollout sampled with `seed`:
+ * (seed + 0x9e3779b1 · turn) mod 2^32, one stream per turn (the golden-ratio stride spreads
+ * consecutive turns over the seed space). The one formula of the rollout policies of training,
+ * warm-up and evaluation ({@link actionPolicy}).
+ */
+export function turnSeed(seed: number, turn: number): number {
+  return (seed + 0x9e3779b1 * turn) >>> 0;
+}
+
+/** Options of {@link actionPolicy}. */
+export interface ActionPolicyOptions {
+  /** Most tokens of one response. */
+  maxNewTokens: number;
+  /** Sampling temperature (0: greedy). */
+  temperature: number;
+  /** The rollout's seed; turn t samples with `turnSeed(seed, t)`. */
+  seed: number;
+  /** Keep each response's token ids on its turn (what the trainer scores). Default false. */
+  keepIds?: boolean;
+  /** Told the number of tokens generated at each turn. */
+  onTokens?: (tokens: number) => void;
+}
+
+/**
+ * The batched policy of a rollout (`runRollouts`, rollout.ts) that samples each turn's action
+ * responses from `policy`, stopping at `</action>`, turn t seeded with `turnSeed(seed, t)`; the
+ * one adapter of training rollouts, warm-up trajectories and evaluation episodes.
+ */
+export function actionPolicy(
+  policy: TextPolicy,
+  options: ActionPolicyOptions,
+): BatchPolicy {
+  let turn = 0;
+  return async (prompts, images) => {
+    const g = await policy.generate(prompts, {
+      maxNewTokens: options.maxNewTokens,
+      temperature: options.temperature,
+      seed: turnSeed(options.seed, ++turn),
+      stop: [ACTION_STOP],
+      images,
+    });
+    options.onTokens?.(g.tokens);
+    return options.keepIds ? { texts: g.texts, responseIds: g.responseIds } : g.texts;
+  };
 }

@@ -47,7 +47,13 @@ import { logprobGap, type PublishedPolicy, type RemoteRolloutEngine } from "./re
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
 import type { SkillLibrary } from "./skill_library.ts";
 import { analysisSchema, analyzerPromptOptions } from "./skills.ts";
-import { ACTION_STOP, type TextGenerateOptions, type TextPolicy } from "./text_policy.ts";
+import {
+  ACTION_STOP,
+  actionPolicy,
+  type TextGenerateOptions,
+  type TextPolicy,
+  turnSeed,
+} from "./text_policy.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -341,7 +347,7 @@ export class SeedTrainer {
       seed,
       spec.env.options,
     );
-    let turn = 0, tokens = 0;
+    let tokens = 0;
     const list = await runRollouts({
       env,
       tasks,
@@ -352,17 +358,13 @@ export class SeedTrainer {
       signal,
       policy: remote
         ? await this.#remotePolicy(step, seed, signal, (n) => tokens += n)
-        : async (prompts, images) => {
-          const g = await theta.generate(prompts, {
-            maxNewTokens: spec.rollout.max_new_tokens,
-            temperature: spec.rollout.temperature,
-            seed: (seed + 0x9e3779b1 * ++turn) >>> 0,
-            stop: [ACTION_STOP],
-            images,
-          });
-          tokens += g.tokens;
-          return { texts: g.texts, responseIds: g.responseIds };
-        },
+        : actionPolicy(theta, {
+          maxNewTokens: spec.rollout.max_new_tokens,
+          temperature: spec.rollout.temperature,
+          seed,
+          keepIds: true,
+          onTokens: (n) => tokens += n,
+        }),
     });
     if (remote) {
       const stale = list.flatMap((t) => t.steps).find((s) => s.policyVersion !== step - 1);
@@ -398,7 +400,7 @@ export class SeedTrainer {
       temperature: spec.rollout.temperature,
       stop: [ACTION_STOP],
       signal,
-    }, () => (seed + 0x9e3779b1 * ++turn) >>> 0);
+    }, () => turnSeed(seed, ++turn));
     return async (prompts, images) => {
       const r = await inner(prompts, images);
       if (!Array.isArray(r)) count(r.tokens ?? 0);

@@ -1,5 +1,5 @@
 /**
- * Warm-up (README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on expert
+ * Warm-up (workers/seed/README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on expert
  * demonstrations of the job's environment (policy SFT), then on analyses of its own trajectories
  * written by the environment's reference analyzer (analyzer SFT), so that it can both act and
  * write parseable hindsight skills (or by an LLM annotator, as the paper does). The model after warm-up is the reference policy π_ref.
@@ -31,7 +31,7 @@ import {
   insertSkill,
   meaningful,
 } from "./skills.ts";
-import { ACTION_STOP, type TextPolicy } from "./text_policy.ts";
+import { ACTION_STOP, actionPolicy, type TextPolicy } from "./text_policy.ts";
 
 /** One phase of an SFT stage: `epochs` shuffled passes over `samples`. */
 export interface SftPhase {
@@ -348,7 +348,7 @@ export async function analyzerSamples(
   const { env } = options;
   if (options.episodes === 0) return { samples: [], won: 0, tokensGenerated: 0 };
   const tasks = await env.sampleTasks("train", options.episodes, options.seed, options.envOptions);
-  let turn = 0, tokensGenerated = 0;
+  let tokensGenerated = 0;
   const trajectories = await runRollouts({
     env,
     tasks,
@@ -357,17 +357,12 @@ export async function analyzerSamples(
     historyLength: options.historyLength,
     signal: options.signal,
     idPrefix: "warmup/",
-    policy: async (prompts, images) => {
-      const g = await text.generate(prompts, {
-        maxNewTokens: options.maxNewTokens,
-        temperature: options.temperature,
-        seed: (options.seed + 7919 * ++turn) >>> 0,
-        stop: [ACTION_STOP],
-        images,
-      });
-      tokensGenerated += g.tokens;
-      return g.texts;
-    },
+    policy: actionPolicy(text, {
+      maxNewTokens: options.maxNewTokens,
+      temperature: options.temperature,
+      seed: options.seed,
+      onTokens: (n) => tokensGenerated += n,
+    }),
   });
   let labels: (SkillAnalysis | null)[] = [];
   if (options.label) labels = await options.label(trajectories);

@@ -20,7 +20,7 @@
  * rebuilt with `KvCache.gather`, which also drops the oldest slots no row attends to.
  *
  * Sampling is that of the trainer's `generate` (workers/model/generate.ts): choice i of a request
- * with seed s draws from `Rng((s · 0x9e3779b1 + i · 0x85ebca6b) >>> 0)`, so its draws do not
+ * with seed s draws from `choiceRng(s, i)` (workers/model/sampling.ts), so its draws do not
  * depend on which other sequences share its batch (its logits may differ from a lone run in the
  * last float bits, as in any batched decode).
  */
@@ -28,10 +28,11 @@ import type * as ort from "onnxruntime-node";
 import { setImmediate } from "node:timers";
 import { tensor } from "../engine/mod.ts";
 import {
+  choiceRng,
   type DecoderConfig,
   KvCache,
   parameterCount,
-  Rng,
+  type Rng,
   type SampleOptions,
   sampleToken,
 } from "../model/mod.ts";
@@ -373,7 +374,7 @@ export class DecodeEngine {
         row: {
           p,
           choice: i,
-          rng: new Rng((p.req.seed * 0x9e3779b1 + i * 0x85ebca6b) >>> 0),
+          rng: choiceRng(p.req.seed, i),
           count: 0,
           last: -1,
           real: p.req.prompt.length,

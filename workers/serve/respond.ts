@@ -9,6 +9,7 @@
  * whose text it brings (a token that completes no character yet goes with the next chunk).
  */
 import type { Context } from "hono";
+import { SSE_HEADERS } from "../../jobs/mod.ts";
 import { stopTokenIdsOf } from "../model/mod.ts";
 import {
   type ChoiceSink,
@@ -338,11 +339,5 @@ function respondStream(engine: DecodeEngine, a: Answer): Response {
       send(first);
     });
   }
-  return new Response(body, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-    },
-  });
+  return new Response(body, { headers: SSE_HEADERS });
 }

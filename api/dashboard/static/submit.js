@@ -142,7 +142,7 @@ export async function submitView(root) {
     h(
       "p",
       { class: "muted" },
-      "Edit the JobSpec (see the README's JobSpec section); fields left out take their defaults.",
+      "Edit the JobSpec (see jobs/SPEC.md); fields left out take their defaults.",
     ),
     message,
     h(

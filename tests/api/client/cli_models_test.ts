@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import process from "node:process";
-import { type CliIo, cliMain } from "../../../api/client/cli.ts";
+import { cliMain } from "../../../api/client/cli.ts";
+import type { CliIo } from "../../../api/client/cli_io.ts";
 import { folderTar, listModelFolder } from "../../../api/client/model_folder.ts";
 import { formatBytes, renderBar } from "../../../api/client/progress.ts";
 import { serveApi } from "../../../api/main.ts";

@@ -7,7 +7,8 @@ import {
   setProgress,
   succeedJob,
 } from "../../../jobs/mod.ts";
-import { type CliIo, cliMain } from "../../../api/client/cli.ts";
+import { cliMain } from "../../../api/client/cli.ts";
+import type { CliIo } from "../../../api/client/cli_io.ts";
 import { serveApi } from "../../../api/main.ts";
 import { claimAs, startApiFixture } from "../_fixture.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { resolveKey } from "../../../api/api_keys.ts";
+import { resolveKey } from "../../../jobs/api_keys.ts";
 import { keysMain } from "../../../api/tools/keys.ts";
 import { startApiFixture } from "../_fixture.ts";
 

@@ -1,24 +1,22 @@
 import assert from "node:assert/strict";
 import {
   fieldComments,
-  README_URL,
-  regeneratedReadme,
-  replaceSpecSection,
-  SPEC_BEGIN,
-  SPEC_END,
+  generatedSpecDocument,
+  renderSpecDocument,
+  SPEC_DOC_URL,
   SPEC_SOURCE_URL,
-  SpecDocsError,
   specFields,
 } from "../../../api/tools/spec_docs.ts";
+import { DEMO_PRESETS } from "../../../jobs/presets.ts";
 
 const specSource = await Deno.readTextFile(SPEC_SOURCE_URL);
 
-Deno.test("README.md's JobSpec reference matches the schema (run `deno task docs:spec` when this fails)", async () => {
-  const readme = await Deno.readTextFile(README_URL);
-  const fresh = await regeneratedReadme(readme, specSource);
+Deno.test("jobs/SPEC.md matches the schema (run `deno task docs:spec` when this fails)", async () => {
+  const doc = await Deno.readTextFile(SPEC_DOC_URL);
+  const fresh = await generatedSpecDocument(specSource);
   assert.ok(
-    fresh === readme,
-    "README.md's JobSpec reference is stale: run `deno task docs:spec` and commit README.md",
+    fresh === doc,
+    "jobs/SPEC.md is stale: run `deno task docs:spec` and commit jobs/SPEC.md",
   );
 });
 
@@ -45,11 +43,7 @@ Deno.test("comments inside a helper apply to every field built from it", () => {
   assert.equal(policy.description, comments.get("*.epochs"));
 });
 
-Deno.test("the section between the markers is replaced and the rest is kept", () => {
-  const readme = `# T\n\n${SPEC_BEGIN}\nold\n${SPEC_END}\n\nafter\n`;
-  assert.equal(
-    replaceSpecSection(readme, "new"),
-    `# T\n\n${SPEC_BEGIN}\nnew\n${SPEC_END}\n\nafter\n`,
-  );
-  assert.throws(() => replaceSpecSection("# no markers", "x"), SpecDocsError);
+Deno.test("the reference's example is the demo preset, verbatim", () => {
+  const doc = renderSpecDocument(specSource);
+  assert.ok(doc.includes("```json\n" + JSON.stringify(DEMO_PRESETS.sokoban, null, 2) + "\n```"));
 });

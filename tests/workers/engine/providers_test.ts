@@ -8,7 +8,7 @@ import {
 } from "../../../workers/engine/mod.ts";
 
 // These tests create real onnxruntime sessions in real child processes. On a machine without a
-// GPU (CI, the development machines) cuda and webgpu cannot load; where one does load, the tests
+// GPU (CI, any machine without one) cuda and webgpu cannot load; where one does load, the tests
 // check the choice against it instead.
 
 Deno.test("the cpu provider passes the check graph against its float64 reference", async () => {

@@ -10,7 +10,7 @@ import type { Environment, Observation, Task, Trajectory } from "../../../worker
 import { compileTextPattern } from "../../../workers/model/mod.ts";
 
 /**
- * Word salad like that the demo's skill library was full of (README.md, "On a fresh machine": after
+ * Word salad like that the demo's skill library was full of (README.md, "Quick start": after
  * RL updates the skills are often garbled fragments).
  */
 const SALAD = "Never push a push a: a or or wall a a no target";

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { LORA_TARGET_MODULES } from "../../../jobs/spec.ts";
 import { createSession, Graph, tensor } from "../../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../../workers/model/config.ts";
 import { buildTrainGraph } from "../../../workers/model/llama.ts";
@@ -339,4 +340,8 @@ Deno.test("an adapter names its base's own name for PEFT and keeps the service's
   const read = readAdapter(TINY_LLAMA, files.get("adapter_config.json")!, weights);
   assert.equal(read.baseModel, "model:0b5e");
   assert.equal(adapterBaseReference(files.get("adapter_config.json")!, weights), "model:0b5e");
+});
+
+Deno.test("the JobSpec's LoRA target modules are exactly the projections the model can adapt", () => {
+  assert.deepEqual([...LORA_TARGET_MODULES], [...LORA_MODULES]);
 });

@@ -36,13 +36,13 @@ import {
   type Tokenizer,
 } from "../../../workers/model/mod.ts";
 import {
-  resolveModel,
   runPlan,
   SeedTrainer,
   SkillLibrary,
   type TextGenerateOptions,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { resolveModel } from "../../../workers/seed/run/mod.ts";
 import {
   createSeedHandler,
   registerSeedHandlers,

@@ -5,12 +5,12 @@ import {
   evalMetrics,
   evaluate,
   insertSkill,
-  resolveModel,
   skillChooser,
   SkillLibrary,
   type TextGenerateOptions,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { resolveModel } from "../../../workers/seed/run/mod.ts";
 
 /** The real tiny policy, recording every prompt it is given (in call order). */
 class RecordingPolicy extends TextPolicy {

@@ -23,18 +23,20 @@ import {
 import {
   buildAnalyzerPrompt,
   buildSamples,
-  builtinImageSize,
-  checkModelFitsEnv,
   expertSamples,
-  ModelSourceError,
   type ObservationImage,
-  probeFirstTurn,
-  resolveModel,
   runRollouts,
   SKILL_HEADING,
   teacherPrompts,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import {
+  builtinImageSize,
+  checkModelFitsEnv,
+  ModelSourceError,
+  probeFirstTurn,
+  resolveModel,
+} from "../../../workers/seed/run/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySpec } from "./_jobs.ts";
 
 const SOKOBAN_IMAGE = { render: "image" };

@@ -1,5 +1,5 @@
 /**
- * Sanity of the image placeholder wiring (README.md, "Vision tasks"): on a task where the image
+ * Sanity of the image placeholder wiring (workers/envs/README.md, "Vision tasks"): on a task where the image
  * carries no information the text lacks, the image path and the text path must give the same
  * results.
  *
@@ -27,12 +27,11 @@ import {
 import { numImageTokens, Policy, type Sample, Tokenizer } from "../../../workers/model/mod.ts";
 import {
   type BatchPolicy,
-  probeFirstTurn,
-  resolveModel,
   type RolloutTrajectory,
   runRollouts,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { probeFirstTurn, resolveModel } from "../../../workers/seed/run/mod.ts";
 
 const OPTIONS = { render: "image", relative_positions: true };
 

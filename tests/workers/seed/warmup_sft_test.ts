@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts";
 import { AdamW, clipGradNorm, Policy, TOKEN_NLL, Tokenizer } from "../../../workers/model/mod.ts";
-import { resolveModel, sftTrain, TextPolicy } from "../../../workers/seed/mod.ts";
+import { sftTrain, TextPolicy } from "../../../workers/seed/mod.ts";
+import { resolveModel } from "../../../workers/seed/run/mod.ts";
 
 const env = toAsyncEnvironment(getEnvironment("sokoban"));
 

@@ -7,11 +7,11 @@ import {
   correctiveSteps,
   expertSamples,
   insertSkill,
-  resolveModel,
   sftTrain,
   SKILL_HEADING,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { resolveModel } from "../../../workers/seed/run/mod.ts";
 
 const env = toAsyncEnvironment(getEnvironment("sokoban"));
 const envOptions = { relative_positions: true, prompt: "compact" };

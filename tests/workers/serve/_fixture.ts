@@ -5,21 +5,14 @@
  * the real fenced `saveCheckpoint`, with skill libraries saved the same way.
  */
 import {
-  type ArtifactStore,
-  claimJob,
   createKey,
   type Database,
   ensureTenant,
-  fenceOf,
   getCheckpoint,
-  parseJobSpec,
   readCheckpointFile,
-  saveCheckpoint,
-  saveSkillLibrary,
-  submitJob,
-  succeedJob,
   type TenantRef,
 } from "../../../jobs/mod.ts";
+import { saveJob } from "../../_harness/saved_job.ts";
 import type { AsyncEnvironment } from "../../../workers/envs/mod.ts";
 import { resolveEnvironment } from "../../../workers/envs/mod.ts";
 import {
@@ -29,7 +22,6 @@ import {
   Policy,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
-import { type CheckpointAdapter, checkpointFiles } from "../../../workers/seed/run/checkpoint.ts";
 import { builtinVocabulary, probeFirstTurn } from "../../../workers/seed/run/model_source.ts";
 import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
 import { TextPolicy } from "../../../workers/seed/text_policy.ts";
@@ -82,53 +74,8 @@ export interface SkillInput {
 }
 
 /**
- * Submits and claims a sokoban job of `tenantId`, saves each checkpoint (through the trainer's
- * checkpoint writer and the fenced `saveCheckpoint`) and skill library, and finishes the job.
- * With `adapter`, the checkpoints are a LoRA job's (each model's parameters hold the adapter too).
- * Returns the job id.
- */
-export async function saveJob(
-  db: Database,
-  store: ArtifactStore,
-  tenantId: string,
-  checkpoints: { step: number; model: HfModel }[],
-  libraries: { step: number; library: SkillLibrary }[] = [],
-  adapter?: CheckpointAdapter,
-): Promise<string> {
-  const { job } = await submitJob(db, {
-    tenantId,
-    spec: parseJobSpec({ env: { id: "sokoban" }, priority: 1000 }),
-  });
-  const claimed = await claimJob(db, { workerId: "w-serve-test", device: "cpu", leaseMs: 60_000 });
-  if (claimed?.id !== job.id) throw new Error(`Cannot claim job ${job.id}: got ${claimed?.id}`);
-  const writer = { fence: fenceOf(claimed), tenantId };
-  const last = Math.max(...checkpoints.map((c) => c.step));
-  for (const { step, model } of checkpoints) {
-    const files = checkpointFiles(model, null, {
-      version: 1,
-      job_id: job.id,
-      method: "seed",
-      env_id: "sokoban",
-      step,
-      total_steps: last,
-      random_seed: 0,
-      rng: { algorithm: "xoshiro128**", s: [1, 2, 3, 4] },
-      reference_step: 0,
-      skill_library: new SkillLibrary(job.id).toJSON(step),
-    }, adapter);
-    await saveCheckpoint(db, store, writer, { step, files });
-  }
-  for (const { step, library } of libraries) {
-    const json = { ...library.toJSON(step), job_id: job.id };
-    await saveSkillLibrary(db, store, writer, { step, json, skillCount: library.size });
-  }
-  await succeedJob(db, writer.fence);
-  return job.id;
-}
-
-/**
  * A job of `tenant` with a builtin:tiny checkpoint (weights seeded by `seed + step`) at each of
- * `steps` and a skill library at the steps of `skills` (see {@link saveJob}).
+ * `steps` and a skill library at the steps of `skills` (see `saveJob`, tests/_harness/saved_job.ts).
  */
 export async function jobWithCheckpoints(
   fx: ServeFixture,

@@ -21,7 +21,8 @@ import { builtinVocabulary } from "../../../workers/seed/run/model_source.ts";
 import { derivedSeed, SEED_USE } from "../../../workers/seed/run/seeds.ts";
 import { type RunningServer, startServer } from "../../../workers/serve/main.ts";
 import { encodePrompt, renderChat } from "../../../workers/serve/prompt.ts";
-import { jobWithCheckpoints, saveJob, startServeFixture, trainerPolicy } from "./_fixture.ts";
+import { jobWithCheckpoints, startServeFixture, trainerPolicy } from "./_fixture.ts";
+import { saveJob } from "../../_harness/saved_job.ts";
 
 const fx = await startServeFixture();
 const job = await jobWithCheckpoints(fx, fx.tenantA, { steps: [0], seed: 21 });

@@ -5,7 +5,7 @@
  * shorter than the outage — finish the job on its first attempt with every step once.
  */
 import assert from "node:assert/strict";
-import { createKey, ensureTenant } from "../../../api/api_keys.ts";
+import { createKey, ensureTenant } from "../../../jobs/api_keys.ts";
 import { createApp } from "../../../api/app.ts";
 import {
   listCheckpoints,

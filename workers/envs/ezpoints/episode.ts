@@ -15,7 +15,7 @@
  * `Current formula: 5 +` (`(empty)` at first). With `render: "image"` the image shows the cards.
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
-import { EpisodeNotStartedError } from "../sokoban/episode.ts";
+import { EpisodeNotStartedError, ObservationParseError } from "../errors.ts";
 import { type Card, cardFromName, cardName, cardValue, HAND_SIZE } from "./cards.ts";
 import {
   admissibleTokens,
@@ -53,15 +53,6 @@ export function observationText(hand: readonly Card[], tokens: readonly string[]
  * card once, an operator between numbers, at most cards − 1 open parentheses), far below this.
  */
 export const MAX_FORMULA_TOKENS = 64;
-
-/** Thrown when a text is not an EZPoints observation. */
-export class ObservationParseError extends Error {
-  /** @param message "Cannot parse observation as X must be Y: current value is V". */
-  constructor(message: string) {
-    super(message);
-    this.name = "ObservationParseError";
-  }
-}
 
 /**
  * Reads an observation text written by {@link observationText} back into hand and tokens.

@@ -8,7 +8,7 @@
  * `You are carrying: a apple 1. To search: cabinet 2, drawer 1.` (or `You are not carrying
  * anything.`, `To search: nothing.`): the held object and, in the room's order, the receptacles
  * whose contents the agent has not yet seen (desklamps hold nothing and are never listed). It is
- * the memory a policy without history needs to search a room (README, "household").
+ * the memory a policy without history needs to search a room (workers/envs/README.md, "household").
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
 import type { Goal, PlacedObject, Receptacle, Scenario } from "./world.ts";

@@ -9,9 +9,12 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
-import { EnvOptionsError, InvalidTaskError, TaskSamplingError } from "../errors.ts";
-import { ObservationParseError } from "../ezpoints/episode.ts";
-import { GridParseError } from "../sokoban/room.ts";
+import {
+  EnvOptionsError,
+  InvalidTaskError,
+  ObservationParseError,
+  TaskSamplingError,
+} from "../errors.ts";
 import type { Environment, Episode, Expert, StepResult } from "../types.ts";
 import { SPLITS } from "../types.ts";
 import {
@@ -290,7 +293,7 @@ export function createEnvApp(envs: readonly Environment[], options: EnvServerOpt
     }
     // An expert handed an observation its environment cannot have shown (`POST …/act`): the
     // request is wrong, not the server (a 5xx would also make the client retry it).
-    if (err instanceof GridParseError || err instanceof ObservationParseError) {
+    if (err instanceof ObservationParseError) {
       return problem(c, 400, err.name, err.message, [
         { path: "observation.text", message: err.message },
       ]);

@@ -8,6 +8,7 @@
  * text stays the grid, the truthful description the expert and the analyzer read.
  */
 import type { Episode, Observation, StepResult, Task } from "../types.ts";
+import { EpisodeNotStartedError } from "../errors.ts";
 import type { Level } from "./generate.ts";
 import { moveFeedback } from "./feedback.ts";
 import { renderSokobanImage } from "./render.ts";
@@ -29,17 +30,6 @@ export const STEP_REWARD = -0.1;
 export const BOX_REWARD = 1;
 /** Reward for solving the level. */
 export const SOLVE_REWARD = 10;
-
-/** Thrown when `step` is called before `reset`. */
-export class EpisodeNotStartedError extends Error {
-  /** @param taskId the task of the episode. */
-  constructor(taskId: string) {
-    super(
-      `Cannot step episode of ${taskId} as reset() must be called first: current value is none`,
-    );
-    this.name = "EpisodeNotStartedError";
-  }
-}
 
 /**
  * The direction named by an action text (case, surrounding spaces and punctuation ignored,

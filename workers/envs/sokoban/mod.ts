@@ -9,7 +9,7 @@
  * variant, see below). `relative_positions` and `prompt` exist for small models trained from
  * scratch (the demo): with builtin:tiny, policy SFT on compact prompts with relative positions
  * reaches ~65% success on test_seen after ~400 optimizer steps, while on the full grid-only
- * prompt it stays at chance (README "Sokoban for small models").
+ * prompt it stays at chance (workers/envs/README.md "Sokoban for small models").
  * Splits: `train` and `test_seen` draw `carved` layouts (different seeds), `test_unseen` draws
  * `pillared` layouts, which never occur in the other two (see generate.ts).
  *

@@ -6,6 +6,7 @@
  * `√` box on target, `P` player, `S` player on target. Rendered rows put one space between
  * cells so each cell is its own token.
  */
+import { ObservationParseError } from "../errors.ts";
 
 /** The four moves, also the admissible actions (in this order). */
 export const DIRECTIONS = ["up", "down", "left", "right"] as const;
@@ -51,7 +52,7 @@ export const SYMBOLS = {
 } as const;
 
 /** Thrown when a text grid cannot be read back into a room and state. */
-export class GridParseError extends Error {
+export class GridParseError extends ObservationParseError {
   /** @param message "Cannot parse grid as X must be Y: current value is V". */
   constructor(message: string) {
     super(message);

@@ -1,5 +1,5 @@
 /**
- * The job handler of methods `seed`, `grpo` and `sft` (README.md, "Data flow of one job", step 3):
+ * The job handler of methods `seed`, `grpo` and `sft` (jobs/README.md, "Data flow of one job", step 3):
  * sets the job up (environment, model from `model.base`, or the latest checkpoint when resuming),
  * warms up (policy SFT, then analyzer SFT for `seed` with analysis on and for `sft`), evaluates the
  * warm-up model as step 0, then runs `steps` updates with evaluation every `eval_every` and

@@ -1,5 +1,5 @@
 /**
- * Resolves a job's `model.base` (README.md, "The JobSpec") into a model:
+ * Resolves a job's `model.base` (jobs/SPEC.md) into a model:
  *
  * - `builtin:tiny` → `createBuiltinTiny` with a tokenizer whose vocabulary is the environment's
  *   words ∪ the turn-prompt template ∪ the analyzer prompt template and skill block (so analyzer

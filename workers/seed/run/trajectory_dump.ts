@@ -1,5 +1,5 @@
 /**
- * Trajectory dumps (README.md, "Trajectories and evaluations"): at every update the trainer's
+ * Trajectory dumps (workers/seed/README.md, "Trajectories and evaluations"): at every update the trainer's
  * rollouts, and at every evaluation the per-split results with the eval trajectories, are written
  * as one JSON object each through `ctx.saveTrajectories` (jobs/trajectories.ts: attempt-scoped
  * keys, the row under the fence is the commit point). An observation that carries an image is
@@ -32,12 +32,11 @@
  * answer did not parse, summary also when it had none; `raw` is that answer), and on each
  * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
  * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in
- * nats (README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
+ * nats (workers/seed/README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
  * Turns and trajectories without them have no such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
 import { encodePng, type RgbImage, type Task, type TrajectoryStep } from "../../envs/mod.ts";
-import type { JobContext } from "../../worker/handler.ts";
 import type { SplitEval } from "../evaluate.ts";
 import type { StepTeacher } from "../trainer.ts";
 
@@ -295,27 +294,4 @@ export function evalDump(
     trajectories: d.trajectories,
   };
   return { step, kind: "eval", json, trajectoryCount: kept.length, images: d.images };
-}
-
-/** Writes the rollout dump of update `step` (nothing when the context keeps no artifacts). */
-export async function saveRolloutDump(
-  ctx: JobContext,
-  step: number,
-  trajectories: readonly DumpTrajectory[],
-  teacher?: DumpTeacher,
-): Promise<void> {
-  if (!ctx.saveTrajectories) return;
-  await ctx.saveTrajectories(
-    rolloutDump(ctx.jobId, step, trajectories, DEFAULT_DUMP_LIMITS, teacher),
-  );
-}
-
-/** Writes the eval dump (`eval/step-N`) of `step` (nothing when the context keeps no artifacts). */
-export async function saveEvalDump(
-  ctx: JobContext,
-  step: number,
-  evaluation: { splits: readonly SplitEval[]; trajectories: readonly DumpTrajectory[] },
-): Promise<void> {
-  if (!ctx.saveTrajectories) return;
-  await ctx.saveTrajectories(evalDump(ctx.jobId, step, evaluation));
 }

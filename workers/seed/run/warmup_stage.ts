@@ -1,5 +1,5 @@
 /**
- * The warm-up stages of a job run (README.md, Algorithm, "Warm-up"), with progress and events:
+ * The warm-up stages of a job run (workers/seed/README.md, Algorithm, "Warm-up"), with progress and events:
  * `warmup_policy` (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer SFT on
  * the warmed policy's trajectories annotated by the reference analyzer or the LLM annotator of
  * `warmup.analyzer.annotator`, with the policy

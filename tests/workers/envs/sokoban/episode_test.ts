@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
-import {
-  directionOf,
-  EpisodeNotStartedError,
-  SokobanEpisode,
-} from "../../../../workers/envs/sokoban/episode.ts";
+import { EpisodeNotStartedError } from "../../../../workers/envs/errors.ts";
+import { directionOf, SokobanEpisode } from "../../../../workers/envs/sokoban/episode.ts";
 import type { Level } from "../../../../workers/envs/sokoban/generate.ts";
 import { parseGrid } from "../../../../workers/envs/sokoban/room.ts";
 import { sokobanEnvironment } from "../../../../workers/envs/sokoban/mod.ts";

@@ -1,10 +1,10 @@
-"""PEFT check (README, "LoRA adapters"), for a machine whose Python has torch, transformers and peft:
-loads the fixture of bench/peft_fixture.ts — the base folder with transformers, the adapter with
+"""PEFT check (workers/model/README.md, "LoRA adapters"), for a machine whose Python has torch, transformers and peft:
+loads the fixture of bench/tools/peft_fixture.ts — the base folder with transformers, the adapter with
 `PeftModel.from_pretrained`, the merged folder alone — and compares each one's per-token log-probs
 of the fixture's ids with the service's LoRA policy (expected.json). Prints one JSON line; exits 1
 when a difference exceeds 1e-4 (float32 both sides).
 
-Usage: python3 bench/peft_check.py DIR   (DIR as written by `deno run -A bench/peft_fixture.ts DIR`)
+Usage: python3 bench/tools/peft_check.py DIR   (DIR as written by `deno run -A bench/tools/peft_fixture.ts DIR`)
 """
 import json
 import sys

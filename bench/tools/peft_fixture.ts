@@ -1,27 +1,27 @@
 /**
- * Fixture for the PEFT check on a machine with `transformers` and `peft` (bench/peft_check.py):
- * `deno run -A bench/peft_fixture.ts [DIR]` (default `.bench-out/peft`) writes
+ * Fixture for the PEFT check on a machine with `transformers` and `peft` (bench/tools/peft_check.py):
+ * `deno run -A bench/tools/peft_fixture.ts [DIR]` (default `.bench-out/peft`) writes
  * - `base/`: a small Qwen2 (QKV bias, GQA, untied head) as this service saves a Hugging Face folder;
  * - `adapter/`: a LoRA adapter on all seven projections, as a LoRA job's checkpoint holds it
  *   (`adapter_config.json`, `adapter_model.safetensors` by PEFT's names), with random A and B;
  * - `merged/`: the merged weights W + (α/r)·B·A as `model.lora.save_merged` writes them;
  * - `expected.json`: token ids and the LoRA policy's per-token log-probs of them (float32 graphs).
- * Then, through the device tool: `run(command="python3 bench/peft_check.py .bench-out/peft",
- * carry=[".bench-out/peft"])`.
+ * Then, on a machine with `transformers` and `peft`:
+ * `python3 bench/tools/peft_check.py .bench-out/peft`.
  */
-import type { DecoderConfig } from "../workers/model/config.ts";
-import { saveHfDirectory, writeHfFolder } from "../workers/model/hf.ts";
-import { initParameters } from "../workers/model/init.ts";
+import type { DecoderConfig } from "../../workers/model/config.ts";
+import { saveHfDirectory, writeHfFolder } from "../../workers/model/hf.ts";
+import { initParameters } from "../../workers/model/init.ts";
 import {
   LORA_MODULES,
   type LoraConfig,
   loraParameterSpecs,
   mergeLora,
   saveAdapter,
-} from "../workers/model/lora.ts";
-import { parameterSpecs } from "../workers/model/config.ts";
-import { Policy } from "../workers/model/policy.ts";
-import { Rng } from "../workers/model/sampling.ts";
+} from "../../workers/model/lora.ts";
+import { parameterSpecs } from "../../workers/model/config.ts";
+import { Policy } from "../../workers/model/policy.ts";
+import { Rng } from "../../workers/model/sampling.ts";
 
 const dir = Deno.args[0] ?? ".bench-out/peft";
 const config: DecoderConfig = {

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# The GPU worker check, for a GPU machine lent by the device tool (README, "GPU workers").
+# The GPU worker check, run from the repository root on a GPU machine
+# (workers/engine/workers/engine/README.md, "GPU workers"). For a machine without Deno or registry access, first
+# run `bash bench/tools/gpu_pack.sh` where they are and copy `.gpu/` along with the repository.
 #
-# Here, once: `bash bench/gpu_pack.sh` (packs deno, the npm packages and the Vulkan loader into
-# .gpu/). Then through the device tool, from the repository root:
-#   run(command="bash bench/gpu_check.sh", carry=[".gpu"], timeout_s=580)
-#
-# On the machine it unpacks the carried deno and node_modules, installs the Vulkan loader, probes
-# cuda and webgpu as a WORKER_DEVICE=gpu worker does (bench/gpu_probe.ts), and for each provider
-# that loads: where onnxruntime places the model graphs' nodes (bench/gpu_placement.ts), the
+# On the machine it unpacks the packed deno and node_modules (when .gpu/ holds them), installs the
+# Vulkan loader, probes
+# cuda and webgpu as a WORKER_DEVICE=gpu worker does (bench/tools/gpu_probe.ts), and for each provider
+# that loads: where onnxruntime places the model graphs' nodes (bench/tools/gpu_placement.ts), the
 # engine test folder and the model parity test on that provider (SEED_TEST_EXECUTION_PROVIDER);
 # then `bench:engine --ep <provider>` beside `bench:engine` on the same machine's CPU, per size.
-# When no GPU provider loads, the engine tests run on the CPU so the carried toolchain is checked.
+# When no GPU provider loads, the engine tests run on the CPU so the packed toolchain is checked.
 # Each stage has its own time limit and the whole stops by GPU_CHECK_BUDGET_S (default 540 s).
-# Dry run on a machine without a GPU: GPU_CHECK_NO_GL=1 GPU_CHECK_AS_LOADED=cpu bash bench/gpu_check.sh
+# Dry run on a machine without a GPU: GPU_CHECK_NO_GL=1 GPU_CHECK_AS_LOADED=cpu bash bench/tools/gpu_check.sh
 #
-# Results in $OUT (the tool's folder; ./.bench-out/gpu elsewhere), at most 8 files:
+# Results in $OUT when set, else ./.bench-out/gpu, at most 8 files:
 #   summary.txt    the machine, each provider's check, each stage's exit code and seconds
 #   <ep>.txt       placement, tests and bench of each GPU provider that loaded (cuda, webgpu)
 #   cpu.txt        bench:engine on the CPU (or the CPU test run when no GPU provider loaded)
@@ -49,7 +48,7 @@ stage() {
   return "$rc"
 }
 
-# --- toolchain: deno and node_modules from .gpu/ (no registry is reachable there) -------------
+# --- toolchain: deno and node_modules from .gpu/ (for a machine without registry access) -------------
 unpack() { # ARCHIVE DEST
   if command -v xz >/dev/null; then
     tar -C "$2" -xJf "$1"
@@ -70,7 +69,7 @@ PY
 # the run (and put back at exit); tests run with --no-check (CI type-checks; @types are not packed).
 if [ ! -d node_modules/.deno ]; then
   if [ ! -f .gpu/node_modules.tar.xz ]; then
-    note "Cannot run the check as node_modules or .gpu/node_modules.tar.xz must exist: run bash bench/gpu_pack.sh here and carry .gpu"
+    note "Cannot run the check as node_modules or .gpu/node_modules.tar.xz must exist: run bash bench/tools/gpu_pack.sh and copy .gpu along"
     exit 2
   fi
   unpack .gpu/node_modules.tar.xz . && touch node_modules/.seed-gpu-pack
@@ -88,7 +87,7 @@ fi
 command -v deno >/dev/null || { note "Cannot run the check as deno must be on PATH or in .gpu/deno.tar.xz"; exit 2; }
 export DENO_DIR=${DENO_DIR:-/tmp/seed-deno-dir} DENO_NO_UPDATE_CHECK=1 NO_COLOR=1
 
-# --- Vulkan loader for WebGPU (Dawn); the NVIDIA ICD as the device README says -----------------
+# --- Vulkan loader for WebGPU (Dawn); the NVIDIA ICD where the driver put it -----------------
 # (GPU_CHECK_NO_GL=1 leaves / alone: for a dry run on a shared machine without a GPU.)
 if [ -z "${GPU_CHECK_NO_GL:-}" ]; then
   for f in .gpu/gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
@@ -107,21 +106,21 @@ if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nvidia_icd" ]; then export VK_DRIVER_
 } | tee -a "$OUT/summary.txt"
 
 # --- which providers load ----------------------------------------------------------------------
-stage "provider checks" 240 summary.txt deno run -A bench/gpu_probe.ts cuda webgpu
+stage "provider checks" 240 summary.txt deno run -A bench/tools/gpu_probe.ts cuda webgpu
 loaded=$(grep -h '"ok":true' "$OUT/summary.txt" | grep -oE '"provider":"(cuda|webgpu)"' | cut -d'"' -f4)
 # (GPU_CHECK_AS_LOADED=cpu runs the per-provider stages on the CPU: a dry run of this script.)
 loaded=${GPU_CHECK_AS_LOADED:-$loaded}
 
 for ep in $loaded; do
   stage "$ep: node placement of the train, score and decode graphs" 90 "$ep.txt" \
-    deno run -A bench/gpu_placement.ts --ep "$ep"
+    deno run -A bench/tools/gpu_placement.ts --ep "$ep"
   stage "$ep: engine tests and model parity test" 150 "$ep.txt" \
     env SEED_TEST_EXECUTION_PROVIDER="$ep" deno test -A --no-check \
     tests/workers/engine/ tests/workers/model/provider_parity_test.ts
 done
 
 if [ -z "$loaded" ]; then
-  note "no GPU provider loaded (reasons above); checking the carried toolchain on the CPU"
+  note "no GPU provider loaded (reasons above); checking the packed toolchain on the CPU"
   stage "cpu: engine tests" 120 cpu.txt deno test -A --no-check tests/workers/engine/
 else
   # bench:engine prints its table at the end: one run per model size, so that a size cut off by

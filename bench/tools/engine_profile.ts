@@ -1,5 +1,5 @@
 /**
- * Where a train step's time goes: `deno run -A bench/engine_profile.ts [--only small|medium]
+ * Where a train step's time goes: `deno run -A bench/tools/engine_profile.ts [--only small|medium]
  * [--steps 3] [--threads 2] [--top 25]`.
  *
  * Runs the bench/engine.ts train step of a config with onnxruntime's profiler on
@@ -10,15 +10,15 @@
  */
 import { parseArgs } from "node:util";
 import * as ort from "onnxruntime-node";
-import { SessionCache, sessionOptions } from "../workers/engine/mod.ts";
-import { type DecoderConfig, parameterSpecs } from "../workers/model/config.ts";
-import { Policy } from "../workers/model/policy.ts";
-import { TOKEN_NLL } from "../workers/model/objective.ts";
-import { AdamW } from "../workers/model/optim.ts";
-import { Rng } from "../workers/model/sampling.ts";
-import { initParameters } from "../workers/model/init.ts";
-import type { Sample } from "../workers/model/batch.ts";
-import { CONFIGS } from "./_engine_configs.ts";
+import { SessionCache, sessionOptions } from "../../workers/engine/mod.ts";
+import { type DecoderConfig, parameterSpecs } from "../../workers/model/config.ts";
+import { Policy } from "../../workers/model/policy.ts";
+import { TOKEN_NLL } from "../../workers/model/objective.ts";
+import { AdamW } from "../../workers/model/optim.ts";
+import { Rng } from "../../workers/model/sampling.ts";
+import { initParameters } from "../../workers/model/init.ts";
+import type { Sample } from "../../workers/model/batch.ts";
+import { CONFIGS } from "../_engine_configs.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,

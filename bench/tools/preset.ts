@@ -2,20 +2,20 @@
  * Runs one JobSpec in process (no database, no store) and prints its step-0 and final eval and
  * the wall time: the tool used to size `jobs/presets.ts`.
  *
- *     deno run -A bench/preset.ts sokoban            # the DEMO_PRESETS entry
- *     deno run -A bench/preset.ts spec.json          # any JobSpec file
- *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/preset.ts sokoban
- *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/preset.ts sokoban   # every step's metrics
- *     PRESET_SKILLS_OUT=skills.json deno run -A bench/preset.ts sokoban  # the last skill library
- *     PRESET_TRAJECTORIES_OUT=t.json deno run -A bench/preset.ts sokoban # eval and rollout dumps
- *     PRESET_THREADS=1 deno run -A bench/preset.ts sokoban   # onnxruntime threads (default 2)
+ *     deno run -A bench/tools/preset.ts sokoban            # the DEMO_PRESETS entry
+ *     deno run -A bench/tools/preset.ts spec.json          # any JobSpec file
+ *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/tools/preset.ts sokoban
+ *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/tools/preset.ts sokoban   # every step's metrics
+ *     PRESET_SKILLS_OUT=skills.json deno run -A bench/tools/preset.ts sokoban  # the last skill library
+ *     PRESET_TRAJECTORIES_OUT=t.json deno run -A bench/tools/preset.ts sokoban # eval and rollout dumps
+ *     PRESET_THREADS=1 deno run -A bench/tools/preset.ts sokoban   # onnxruntime threads (default 2)
  *
  * The thread count changes onnxruntime's float reductions, so a run at 1 thread stands in for
  * another CPU's kernels (README.md, "What to expect").
  */
-import { DEMO_PRESETS } from "../jobs/presets.ts";
-import { createSeedHandler } from "../workers/seed/run/handler.ts";
-import { memoryContext } from "./_memory_context.ts";
+import { DEMO_PRESETS } from "../../jobs/presets.ts";
+import { createSeedHandler } from "../../workers/seed/run/handler.ts";
+import { memoryContext } from "../_memory_context.ts";
 
 const arg = Deno.args[0] ?? "sokoban";
 const base = arg.endsWith(".json") ? JSON.parse(await Deno.readTextFile(arg)) : DEMO_PRESETS[arg];

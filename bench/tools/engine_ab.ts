@@ -1,6 +1,6 @@
 /**
  * A/B of the train step between two checkouts, in one process:
- * `deno run -A bench/engine_ab.ts --base DIR [--only medium|small] [--repeats 9] [--no-torch]`.
+ * `deno run -A bench/tools/engine_ab.ts --base DIR [--only medium|small] [--repeats 9] [--no-torch]`.
  *
  * DIR holds another version's `workers/` (e.g. `git archive main workers jobs | tar -x -C DIR`);
  * its Policy and AdamW are imported beside this checkout's. The same SFT step as bench/engine.ts
@@ -12,13 +12,13 @@
  * for caches and memory still moves it) and their ratios. Not a test: numbers vary with load.
  */
 import { parseArgs } from "node:util";
-import { type DecoderConfig, type Parameters, parameterSpecs } from "../workers/model/config.ts";
-import { Policy } from "../workers/model/policy.ts";
-import { AdamW } from "../workers/model/optim.ts";
-import { TOKEN_NLL } from "../workers/model/objective.ts";
-import { Rng } from "../workers/model/sampling.ts";
-import { initParameters } from "../workers/model/init.ts";
-import { CONFIGS } from "./_engine_configs.ts";
+import { type DecoderConfig, type Parameters, parameterSpecs } from "../../workers/model/config.ts";
+import { Policy } from "../../workers/model/policy.ts";
+import { AdamW } from "../../workers/model/optim.ts";
+import { TOKEN_NLL } from "../../workers/model/objective.ts";
+import { Rng } from "../../workers/model/sampling.ts";
+import { initParameters } from "../../workers/model/init.ts";
+import { CONFIGS } from "../_engine_configs.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -136,7 +136,7 @@ console.log(
 async function startTorch() {
   const child = new Deno.Command("/usr/bin/python3", {
     args: [
-      new URL("./engine_torch.py", import.meta.url).pathname,
+      new URL("../engine_torch.py", import.meta.url).pathname,
       JSON.stringify({ config: c, threads, train: { ...entry!.train, steps: 1 } }),
     ],
     stdin: "piped",

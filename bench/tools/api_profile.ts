@@ -1,12 +1,12 @@
 /**
- * `deno run -A bench/api_profile.ts` — in-process cost of one `GET /v1/jobs/{id}` and its parts
+ * `deno run -A bench/tools/api_profile.ts` — in-process cost of one `GET /v1/jobs/{id}` and its parts
  * (auth lookup, job select), sequential, no HTTP: separates handler cost from network and load.
  */
-import { createKey } from "../api/api_keys.ts";
-import { createApp } from "../api/app.ts";
-import { getJob } from "../api/queries.ts";
-import { openDatabase, openStore, startLocalS3 } from "../jobs/mod.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
+import { createKey } from "../../jobs/api_keys.ts";
+import { createApp } from "../../api/app.ts";
+import { getJob } from "../../api/queries.ts";
+import { openDatabase, openStore, startLocalS3 } from "../../jobs/mod.ts";
+import { startPostgres } from "../../tests/_harness/postgres.ts";
 
 const pg = await startPostgres();
 const dir = await Deno.makeTempDir();

@@ -2,7 +2,7 @@
  * `deno task bench:api-compare --baseline REV [--rounds 3] [--rate 500] [--duration 5]
  * [--connections 16] [--jobs 2000] [--workers 1,4,8]` — the API and queue numbers of
  * `bench:api`, for the working tree and for a baseline git revision, measured in one run on one
- * Postgres, interleaved round by round so that machine load hits both alike (README.md, Benchmarks:
+ * Postgres, interleaved round by round so that machine load hits both alike (bench/README.md:
  * compare ratios measured in one run). Prints the median over rounds of each number.
  *
  * The baseline's `api/`, `jobs/`, `migrations/` and `tests/_harness/` are extracted with
@@ -13,7 +13,7 @@
  */
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { createKey } from "../api/api_keys.ts";
+import { createKey } from "../../jobs/api_keys.ts";
 import {
   claimJob,
   type ClaimOptions,
@@ -22,8 +22,8 @@ import {
   openDatabase,
   startLocalS3,
   submitJob,
-} from "../jobs/mod.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
+} from "../../jobs/mod.ts";
+import { startPostgres } from "../../tests/_harness/postgres.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -41,7 +41,7 @@ if (!args.baseline) throw new Error("Cannot compare as --baseline must name a gi
 const rounds = Number(args.rounds);
 const jobsPerRun = Number(args.jobs);
 const workerCounts = args.workers!.split(",").map(Number);
-const root = new URL("..", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 
 /** Extracts the baseline revision's service folders next to a link to our node_modules. */
 async function extractBaseline(rev: string): Promise<string> {

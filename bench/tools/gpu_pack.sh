@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Packs what bench/gpu_check.sh needs on a lent device machine, which has no Deno, no npm
+# Packs what bench/tools/gpu_check.sh needs on a GPU machine that has no Deno, no npm
 # registry and no Vulkan loader, into .gpu/ (ignored through .git/info/exclude):
 #
 #   .gpu/deno.tar.xz          this machine's deno binary (x86-64 Linux)
 #   .gpu/node_modules.tar.xz  the npm packages the checked files import, linux-x64 binaries only
 #   .gpu/gl/*.deb             the Vulkan loader (libvulkan1, amd64) that WebGPU's Dawn opens
 #
-# Usage (in the repository that the device tool sends, with node_modules filled by a deno command):
-#   bash bench/gpu_pack.sh
-# then run bench/gpu_check.sh there with `.gpu` carried (README, "GPU workers"). About 45 MB in
-# all (deno ≈ 31 MB, onnxruntime ≈ 13 MB compressed): under the tool's 64 MiB with the repository.
+# Usage (in a checkout whose node_modules a deno command has filled):
+#   bash bench/tools/gpu_pack.sh
+# then copy the checkout with `.gpu` to the GPU machine and run bench/tools/gpu_check.sh there
+# (workers/engine/workers/engine/README.md, "GPU workers"). About 45 MB in all (deno ≈ 31 MB, onnxruntime ≈ 13 MB
+# compressed).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 exclude="$(git rev-parse --git-path info/exclude)"
@@ -18,9 +19,9 @@ grep -qxF '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
 rm -rf .gpu && mkdir -p .gpu/gl
 
 # The files gpu_check.sh runs; every npm package they import (with its dependencies) is packed.
-# (bench/gpu_placement.ts imports no more at run time; its type-only imports reach the database.)
+# (bench/tools/gpu_placement.ts imports no more at run time; its type-only imports reach the database.)
 FILES=(tests/workers/engine/*_test.ts tests/workers/model/provider_parity_test.ts
-  bench/engine.ts bench/gpu_probe.ts workers/engine/probe_main.ts)
+  bench/engine.ts bench/tools/gpu_probe.ts workers/engine/probe_main.ts)
 # `deno info` names a package "npm:/@scope/name@1.0.0[_peer…][/subpath]"; its folder is
 # "@scope+name@1.0.0".
 packages=$(for f in "${FILES[@]}"; do NO_COLOR=1 deno info "$f" || exit 1; done |
@@ -48,7 +49,7 @@ tar --exclude="$ort_bin/darwin" --exclude="$ort_bin/win32" --exclude="$ort_bin/l
   -cf - "${dirs[@]}" | xz -T0 -6 >.gpu/node_modules.tar.xz
 tar -C "$(dirname "$(readlink -f "$(command -v deno)")")" -cf - deno | xz -T0 -6 >.gpu/deno.tar.xz
 
-# The Vulkan loader as the device tool's README says (amd64 lists kept apart from the system's).
+# The Vulkan loader's Debian package (amd64 lists kept apart from the system's).
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 mkdir -p /tmp/amd64/partial
 # shellcheck disable=SC2086

@@ -1,5 +1,5 @@
 /**
- * `deno run -A bench/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct | --boards]` —
+ * `deno run -A bench/tools/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct | --boards]` —
  * where the inference server's decode loop spends its time, without HTTP: the engine
  * (workers/serve/engine.ts) decodes `streams` requests of the bench's sokoban prompt at once
  * (`--distinct`: each with a line of its own first; `--boards`: each the first turn of its own
@@ -11,14 +11,14 @@
  */
 import { cpuUsage } from "node:process";
 import { parseArgs } from "node:util";
-import { SessionCache } from "../workers/engine/mod.ts";
-import { resolveEnvironment } from "../workers/envs/mod.ts";
-import { createBuiltinTiny, KvCache, Tokenizer } from "../workers/model/mod.ts";
-import { boardPrompts, model24m } from "./_serve_model.ts";
-import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
-import { DecodeEngine } from "../workers/serve/engine.ts";
-import { decodeModel } from "../workers/serve/models.ts";
-import { ChoiceText } from "../workers/serve/text.ts";
+import { SessionCache } from "../../workers/engine/mod.ts";
+import { resolveEnvironment } from "../../workers/envs/mod.ts";
+import { createBuiltinTiny, KvCache, Tokenizer } from "../../workers/model/mod.ts";
+import { boardPrompts, model24m } from "../_serve_model.ts";
+import { builtinVocabulary, probeFirstTurn } from "../../workers/seed/run/model_source.ts";
+import { DecodeEngine } from "../../workers/serve/engine.ts";
+import { decodeModel } from "../../workers/serve/models.ts";
+import { ChoiceText } from "../../workers/serve/text.ts";
 
 const args = parseArgs({
   args: Deno.args,

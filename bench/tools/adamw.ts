@@ -1,20 +1,20 @@
 /**
  * AdamW's update alone, on a bench model's parameters (random weights, gradients and moments):
- * `deno run -A bench/adamw.ts [--only medium|small] [--steps 9]`.
+ * `deno run -A bench/tools/adamw.ts [--only medium|small] [--steps 9]`.
  *
  * Variants of the per-element loop run interleaved in one process (order rotated every step), each
  * on its own copy of the weights and moments with the same gradients, so load changes hit all alike.
  * Prints per variant the median wall time of a step (ms), ns per parameter, the speed-up over
  * main's loop, and how many float32 weights differ from main's loop after all steps (0 = the
- * variant is bit-identical). Not a test: numbers vary with load; run under `flock /work/cpu.lock`.
+ * variant is bit-identical). Not a test: numbers vary with load.
  */
 import { parseArgs } from "node:util";
 import { cpuUsage } from "node:process";
-import { type Parameters, parameterSpecs } from "../workers/model/config.ts";
-import { AdamW, updateInJs } from "../workers/model/optim.ts";
-import { Rng } from "../workers/model/sampling.ts";
-import type { AdamWScalars } from "../workers/model/_adamw_wasm.ts";
-import { CONFIGS } from "./_engine_configs.ts";
+import { type Parameters, parameterSpecs } from "../../workers/model/config.ts";
+import { AdamW, updateInJs } from "../../workers/model/optim.ts";
+import { Rng } from "../../workers/model/sampling.ts";
+import type { AdamWScalars } from "../../workers/model/_adamw_wasm.ts";
+import { CONFIGS } from "../_engine_configs.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
