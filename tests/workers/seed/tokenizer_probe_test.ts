@@ -3,7 +3,7 @@ import { TOKENIZER_PROBE_TEXTS } from "../../../workers/model/upload_check.ts";
 import {
   TOKENIZER_PROBE_PATH,
   tokenizerProbeText,
-} from "../../../workers/seed/write_tokenizer_probe.ts";
+} from "../../../workers/seed/run/write_tokenizer_probe.ts";
 
 Deno.test("the committed tokenizer_probe.json holds the texts jobs show a model now (else: deno task gen:tokenizer-probe)", async () => {
   const committed = await Deno.readTextFile(TOKENIZER_PROBE_PATH);

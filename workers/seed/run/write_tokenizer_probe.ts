@@ -7,12 +7,12 @@
  * The API never imports workers/envs or workers/seed, so the texts cross that boundary as this
  * generated file; tests/workers/seed/tokenizer_probe_test.ts fails when it is stale.
  */
-import { environmentIds, resolveEnvironment, type Trajectory } from "../envs/mod.ts";
-import { probeFirstTurn } from "./run/model_source.ts";
-import { analysisTarget, buildAnalyzerPrompt, skillBlock } from "./skills.ts";
+import { environmentIds, resolveEnvironment, type Trajectory } from "../../envs/mod.ts";
+import { probeFirstTurn } from "./model_source.ts";
+import { analysisTarget, buildAnalyzerPrompt, skillBlock } from "../skills.ts";
 
 /** Path of the generated file, relative to the repository root. */
-export const TOKENIZER_PROBE_PATH = new URL("../model/tokenizer_probe.json", import.meta.url);
+export const TOKENIZER_PROBE_PATH = new URL("../../model/tokenizer_probe.json", import.meta.url);
 
 /** One text to spell and where it comes from. */
 export interface ProbeText {
