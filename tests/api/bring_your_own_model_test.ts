@@ -19,10 +19,10 @@ import { tarOf } from "./_qwen3_model.ts";
 const SMALL = {
   rollout: { tasks_per_step: 1, group_size: 2, max_new_tokens: 4 },
   seed: {
-    analyzer_max_new_tokens: 24,
+    // room for household's longest-to-spell skill sentence under its grammar
+    analyzer_max_new_tokens: 96,
     analyzer_max_steps: 1,
     analyzer_max_field_chars: 32,
-    skill_grammar: "free",
   },
   warmup: {
     policy: { episodes: 1, epochs: 1, batch_size: 8 },
