@@ -3,9 +3,9 @@
  * (default http://127.0.0.1:8787) with the key in `SEED_API_KEY`.
  *
  *   submit SPEC.json [--idempotency-key K] [--json]   prints the new job id
- *   list [--status S[,S]] [--limit N]                 newest first
- *   status ID [--json]                                status, attempt, progress, latest metrics
- *   follow ID                                         live events + progress bar; exit 0 iff succeeded
+ *   list [--status S[,S]] [--limit N] [--cursor C]    newest first, a header row, one job a line
+ *   status ID [--json]                                status, progress, key metrics one a line
+ *   follow ID [--json]                                event lines + progress bar; exit 0 iff succeeded
  *   cancel ID
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
@@ -16,6 +16,7 @@
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { PlainProgress, renderBar } from "./progress.ts";
+import { eventLine } from "./events.ts";
 import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
@@ -23,9 +24,9 @@ import type { CliIo } from "./cli_io.ts";
 
 const USAGE = `Usage: deno task seed -- <command> [options]
   submit SPEC.json [--idempotency-key K] [--json]
-  list [--status S[,S]] [--limit N]
+  list [--status S[,S]] [--limit N] [--cursor C]
   status ID [--json]
-  follow ID
+  follow ID [--json]
   cancel ID
   download ID [--step N] [--out DIR]
   skills ID [--step N] [--out FILE]
@@ -45,29 +46,119 @@ const denoIo: CliIo = {
 
 type Job = {
   id: string;
+  /** A job's label, where the server records one. */
+  name?: string | null;
   status: string;
   attempt: number;
   max_attempts: number;
   method: string;
   created_at: string;
+  finished_at?: string | null;
   error: string | null;
   progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
   latest_metrics: Record<string, number> | null;
+  spec?: { model?: { base?: string } };
 };
 
+/**
+ * The metrics `status` shows (the rest are in `seed metrics ID`), in this order: success rates of
+ * training rollouts and of each evaluation split, then reward, loss, KL and the skill library.
+ */
+const KEY_METRICS = [
+  /^success_rate$/,
+  /^eval\/[^/]+\/success_rate$/,
+  /^eval\/[^/]+\/score$/,
+  /^reward(_mean)?$/,
+  /^loss$/,
+  /^kl$/,
+  /^skill_library_size$/,
+];
+
+/**
+ * A metric value for a person: integers as they are, others to 3 significant digits (1 decimal
+ * from 100 on), so `0.3750000001` reads `0.375` and `-0.00035` stays `-0.00035`.
+ */
+export function formatMetric(value: number): string {
+  if (Number.isInteger(value) || !Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 100) return value.toFixed(1);
+  return String(Number(value.toPrecision(3)));
+}
+
+/** A metric as `status` and `list` show it: success rates as whole percentages. */
+function metricText(name: string, value: number): string {
+  return /success_rate$/.test(name) ? `${Math.round(value * 100)}%` : formatMetric(value);
+}
+
+/** The key metrics of `metrics` (see {@link KEY_METRICS}), at most `max`, in that order. */
+function keyMetrics(metrics: Record<string, number>, max = 8): [string, number][] {
+  const out: [string, number][] = [];
+  for (const pattern of KEY_METRICS) {
+    for (const name of Object.keys(metrics).filter((n) => pattern.test(n)).sort()) {
+      if (out.length < max) out.push([name, metrics[name]]);
+    }
+  }
+  return out;
+}
+
 function describe(job: Job): string {
-  const lines = [
-    `job       ${job.id}`,
+  const lines = [`job       ${job.id}`];
+  if (job.name) lines.push(`name      ${job.name}`);
+  lines.push(
     `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
     `method    ${job.method}`,
-  ];
+  );
+  if (job.spec?.model?.base) lines.push(`model     ${job.spec.model.base}`);
   if (job.progress) lines.push(`progress  ${bar(job)}`);
-  if (job.latest_metrics) {
-    const m = Object.entries(job.latest_metrics).map(([k, v]) => `${k}=${v}`).join(" ");
-    lines.push(`metrics   ${m}`);
-  }
   if (job.error) lines.push(`error     ${job.error}`);
+  const metrics = job.latest_metrics ?? {};
+  const shown = keyMetrics(metrics);
+  const step = metrics.step;
+  if (shown.length > 0) {
+    lines.push(`metrics${step === undefined ? "" : ` at step ${step}`}:`);
+    const width = Math.max(...shown.map(([n]) => n.length));
+    for (const [name, value] of shown) {
+      lines.push(`  ${name.padEnd(width)}  ${metricText(name, value)}`);
+    }
+  }
+  const rest = Object.keys(metrics).length - shown.length - (step === undefined ? 0 : 1);
+  if (rest > 0) lines.push(`(${rest} more metrics: seed metrics ${job.id}; all fields: --json)`);
   return lines.join("\n") + "\n";
+}
+
+/** What a job came to, for `list`: its error when it failed, else its latest success rate. */
+function result(job: Job): string {
+  if (job.error) return job.error.length > 60 ? `${job.error.slice(0, 59)}…` : job.error;
+  const [first] = keyMetrics(job.latest_metrics ?? {}, 1);
+  if (!first) return "-";
+  return `${first[0]} ${metricText(first[0], first[1])}`;
+}
+
+/** `list`'s table: a header row, then one job a line (name and model `-` where none). */
+function listTable(jobs: Job[]): string {
+  const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED", "RESULT"]];
+  for (const j of jobs) {
+    const step = j.progress?.step;
+    const total = j.progress?.total_steps;
+    rows.push([
+      j.id,
+      j.name ?? "-",
+      j.spec?.model?.base ?? "-",
+      j.method,
+      j.status,
+      step === undefined ? "-" : total ? `${step}/${total}` : String(step),
+      j.created_at.slice(0, 19).replace("T", " "),
+      result(j),
+    ]);
+  }
+  return table(rows);
+}
+
+/** Rows as columns padded to their widest cell (the last column unpadded). */
+function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) =>
+    r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join("  ").trimEnd()
+  ).join("\n") + "\n";
 }
 
 function bar(job: Job): string {
@@ -80,7 +171,18 @@ function bar(job: Job): string {
   });
 }
 
-async function follow(client: SeedClient, id: string, io: CliIo): Promise<number> {
+/**
+ * `follow ID [--json]`: a readable line per notable event on stdout (`status: running`, `stage:
+ * rollout`, evaluations; see events.ts), or with `json` each event as it came, one JSON object a
+ * line (`{"id", "type", "attempt", "data", "created_at"}`); the progress bar on stderr. Exit 0 iff
+ * the job succeeded.
+ */
+async function follow(
+  client: SeedClient,
+  id: string,
+  opts: { json?: boolean },
+  io: CliIo,
+): Promise<number> {
   let job = await client.json<Job>(`/v1/jobs/${id}`);
   let shown = "";
   // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s).
@@ -104,11 +206,15 @@ async function follow(client: SeedClient, id: string, io: CliIo): Promise<number
   };
   draw();
   const timer = setInterval(refresh, 2000);
+  const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(id)) {
-      if (io.tty) io.err("\r\x1b[2K");
-      io.out(`${msg.id ?? ""}\t${msg.event}\t${msg.data}\n`);
-      shown = "";
+      const line = opts.json ? msg.data : eventLine(msg, seenStages);
+      if (line !== null) {
+        if (io.tty) io.err("\r\x1b[2K");
+        io.out(`${line}\n`);
+        shown = "";
+      }
       await refresh();
     }
   } finally {
@@ -193,6 +299,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       "idempotency-key": { type: "string" },
       json: { type: "boolean" },
       status: { type: "string" },
+      cursor: { type: "string" },
+      after: { type: "string" },
       limit: { type: "string" },
       step: { type: "string" },
       out: { type: "string" },
@@ -234,11 +342,13 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
       if (values.limit) q.set("limit", values.limit);
+      const cursor = values.cursor ?? values.after;
+      if (cursor) q.set("cursor", cursor);
       const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(`/v1/jobs?${q}`);
-      for (const j of page.jobs) {
-        io.out(`${j.id}\t${j.status}\t${j.method}\t${j.created_at}\t${j.progress ? bar(j) : ""}\n`);
-      }
-      if (page.next_cursor) io.err(`(more: --limit or the API's cursor=${page.next_cursor})\n`);
+      if (values.json) io.out(JSON.stringify(page, null, 2) + "\n");
+      else if (page.jobs.length > 0) io.out(listTable(page.jobs));
+      else io.err("no jobs\n");
+      if (page.next_cursor) io.err(`(more: seed list --cursor ${page.next_cursor})\n`);
       return 0;
     }
     case "status": {
@@ -247,7 +357,7 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return 0;
     }
     case "follow":
-      return await follow(client, encodeURIComponent(arg), io);
+      return await follow(client, encodeURIComponent(arg), values, io);
     case "cancel": {
       const job = await client.json<Job>(`${jobPath}/cancel`, { method: "POST" });
       io.out(`${job.id}\t${job.status}\n`);
@@ -272,14 +382,30 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   }
 }
 
+/**
+ * The message `seed` prints for an error: its own, and for an HTTP 401 where the key comes from
+ * (`SEED_API_KEY`, created with `deno task keys create --tenant NAME` or printed by the demo).
+ */
+export function errorMessage(error: unknown, env: (name: string) => string | undefined): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof ApiError && error.status === 401)) return message;
+  const why = env("SEED_API_KEY")
+    ? "the key in SEED_API_KEY is not one this API knows (or it was revoked)"
+    : "SEED_API_KEY is not set";
+  return `${message}\n${why}: export SEED_API_KEY=seed_… with a key of the API at ${
+    env("SEED_API_URL") || "http://127.0.0.1:8787"
+  } (\`deno task keys create --tenant NAME\` where it runs; \`deno task demo\` prints one)`;
+}
+
 if (import.meta.main) {
+  // `deno task seed` runs in the repository root and names the caller's folder INIT_CWD: paths
+  // given on the command line (SPEC.json, --out, a model folder) are the caller's.
+  const callerCwd = Deno.env.get("INIT_CWD");
+  if (callerCwd) Deno.chdir(callerCwd);
   try {
     Deno.exit(await cliMain(Deno.args));
   } catch (error) {
-    const message = error instanceof ApiError || error instanceof Error
-      ? error.message
-      : String(error);
-    console.error(`seed: ${message}`);
+    console.error(`seed: ${errorMessage(error, (n) => Deno.env.get(n))}`);
     Deno.exit(1);
   }
 }
