@@ -5,7 +5,7 @@
  * printed as plain lines (on change, and at most every `plainEveryMs` otherwise) when not.
  * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
  */
-import type { SeedClient } from "../client/mod.ts";
+import type { SeedClient, SseMessage } from "../client/mod.ts";
 import { eventLine, formatDuration, percent, PlainProgress, renderBar } from "../client/mod.ts";
 
 export { eventLine, percent };
@@ -85,6 +85,21 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
   if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
   if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
   return parts.filter((p) => p).join("  ") || state.status;
+}
+
+/**
+ * True for a `stage` event of the current stage and a `status` event of the current status
+ * without an error: the progress line shows those.
+ */
+function progressShows(msg: SseMessage, state: ProgressState): boolean {
+  let data: Record<string, unknown> | undefined;
+  try {
+    data = JSON.parse(msg.data)?.data;
+  } catch {
+    return false;
+  }
+  if (msg.event === "stage") return data?.stage === state.stage;
+  return msg.event === "status" && data?.status === state.status && !data?.error;
 }
 
 /** Where progress goes. */
@@ -179,12 +194,15 @@ export async function followJob(
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(jobId, { signal: options.signal })) {
-      const line = eventLine(msg, seenStages);
+      job = await refresh().catch(() => job);
+      // Off a terminal the progress line prints at each status and stage change: an event line
+      // for the current status or stage would show it twice (earlier ones, replayed, still print).
+      let line = eventLine(msg, seenStages);
+      if (!io.tty && progressShows(msg, state)) line = null;
       if (line !== null) {
         io.write(io.tty ? `\r\x1b[2K${line}\n` : `${line}\n`);
         if (io.tty) shown = "";
       }
-      job = await refresh().catch(() => job);
       draw(line !== null);
     }
   } finally {
