@@ -22,9 +22,9 @@ import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
 
-const USAGE = `Usage: deno task seed -- <command> [options]
+const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
   submit SPEC.json [--idempotency-key K] [--json]
-  list [--status S[,S]] [--limit N] [--cursor C]
+  list [--status S[,S]] [--limit N] [--cursor C] [--json]
   status ID [--json]
   follow ID [--json]
   cancel ID
@@ -33,7 +33,8 @@ const USAGE = `Usage: deno task seed -- <command> [options]
   metrics ID [--csv]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
-Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY`;
+Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY (deno task demo prints both)
+Install once: deno install -g -A -n seed --config deno.json api/client/cli.ts (repository root)`;
 
 const encoder = new TextEncoder();
 const denoIo: CliIo = {
@@ -383,18 +384,22 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
 }
 
 /**
- * The message `seed` prints for an error: its own, and for an HTTP 401 where the key comes from
- * (`SEED_API_KEY`, created with `deno task keys create --tenant NAME` or printed by the demo).
+ * The message `seed` prints for an error: its own, for an HTTP 401 where the key comes from
+ * (`SEED_API_KEY`, created with `deno task keys create --tenant NAME` or printed by the demo), and
+ * for an API it cannot reach, which `SEED_API_URL` it tried.
  */
 export function errorMessage(error: unknown, env: (name: string) => string | undefined): string {
   const message = error instanceof Error ? error.message : String(error);
+  const url = env("SEED_API_URL") || "http://127.0.0.1:8787";
+  if (error instanceof TypeError && /fetch|connect|request/i.test(message)) {
+    return `${message}: cannot reach the API at ${url} (set SEED_API_URL to where it listens; ` +
+      `\`deno task demo --keep\` prints it)`;
+  }
   if (!(error instanceof ApiError && error.status === 401)) return message;
   const why = env("SEED_API_KEY")
     ? "the key in SEED_API_KEY is not one this API knows (or it was revoked)"
     : "SEED_API_KEY is not set";
-  return `${message}\n${why}: export SEED_API_KEY=seed_… with a key of the API at ${
-    env("SEED_API_URL") || "http://127.0.0.1:8787"
-  } (\`deno task keys create --tenant NAME\` where it runs; \`deno task demo\` prints one)`;
+  return `${message}\n${why}: export SEED_API_KEY=seed_… with a key of the API at ${url} (\`deno task keys create --tenant NAME\` where it runs; \`deno task demo\` prints one)`;
 }
 
 if (import.meta.main) {

@@ -246,7 +246,7 @@ Deno.test("the CLI's list pages with the cursor it prints", async () => {
   }
 });
 
-Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from", async () => {
+Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from, a refused connection which URL", async () => {
   for (const key of [undefined, "seed_not-a-key"]) {
     const child = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", "api/client/cli.ts", "list"],
@@ -265,6 +265,20 @@ Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from", asy
     assert.match(err, /deno task keys create --tenant NAME/);
     assert.ok(err.includes(env.SEED_API_URL));
   }
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${closed.addr.port}`;
+  closed.close();
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "api/client/cli.ts", "list"],
+    env: { SEED_API_URL: url, SEED_API_KEY: "seed_x" },
+    clearEnv: true,
+    stderr: "piped",
+  }).output();
+  assert.equal(child.code, 1);
+  assert.match(
+    new TextDecoder().decode(child.stderr),
+    new RegExp(`cannot reach the API at ${url} \\(set SEED_API_URL`),
+  );
 });
 
 Deno.test("deno task seed reads paths from the caller's folder, not the repository root", async () => {
