@@ -136,7 +136,7 @@ function result(job: Job): string {
 
 /** `list`'s table: a header row, then one job a line (name and model `-` where none). */
 function listTable(jobs: Job[]): string {
-  const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED", "RESULT"]];
+  const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED (UTC)", "RESULT"]];
   for (const j of jobs) {
     const step = j.progress?.step;
     const total = j.progress?.total_steps;

@@ -62,7 +62,7 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
     assert.match(status.out, /status +queued \(attempt 0; at most 3 runs\)/);
     const list = await run(["list", "--status", "queued"]);
     const [header, row] = list.out.split("\n");
-    assert.match(header, /^ID +NAME +MODEL +METHOD +STATUS +STEP +CREATED +RESULT$/);
+    assert.match(header, /^ID +NAME +MODEL +METHOD +STATUS +STEP +CREATED \(UTC\) +RESULT$/);
     assert.match(
       row,
       new RegExp(`^${id} +- +builtin:tiny +seed +queued +- +\\d{4}-\\d\\d-\\d\\d `),
