@@ -3,9 +3,9 @@
  * (default http://127.0.0.1:8787) with the key in `SEED_API_KEY`.
  *
  *   submit SPEC.json [--idempotency-key K] [--json]   prints the new job id
- *   list [--status S[,S]] [--limit N]                 newest first
- *   status ID [--json]                                status, attempt, progress, latest metrics
- *   follow ID                                         live events + progress bar; exit 0 iff succeeded
+ *   list [--status S[,S]] [--limit N] [--cursor C]    newest first, a header row, one job a line
+ *   status ID [--json]                                status, progress, key metrics one a line
+ *   follow ID [--json]                                event lines + progress bar; exit 0 iff succeeded
  *   cancel ID
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
@@ -15,24 +15,27 @@
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
-import { PlainProgress, renderBar } from "./progress.ts";
+import { PlainProgress } from "./progress.ts";
+import { bar, describe, type Job, listTable } from "./cli_format.ts";
+import { eventLine } from "./events.ts";
 import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
 
-const USAGE = `Usage: deno task seed -- <command> [options]
+const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
   submit SPEC.json [--idempotency-key K] [--json]
-  list [--status S[,S]] [--limit N]
+  list [--status S[,S]] [--limit N] [--cursor C] [--json]
   status ID [--json]
-  follow ID
+  follow ID [--json]
   cancel ID
   download ID [--step N] [--out DIR]
   skills ID [--step N] [--out FILE]
   metrics ID [--csv]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
-Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY`;
+Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY (deno task demo prints both)
+Install once: deno install -g -A -n seed --config deno.json api/client/cli.ts (repository root)`;
 
 const encoder = new TextEncoder();
 const denoIo: CliIo = {
@@ -43,44 +46,18 @@ const denoIo: CliIo = {
   stdin: () => new Response(Deno.stdin.readable).text(),
 };
 
-type Job = {
-  id: string;
-  status: string;
-  attempt: number;
-  max_attempts: number;
-  method: string;
-  created_at: string;
-  error: string | null;
-  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
-  latest_metrics: Record<string, number> | null;
-};
-
-function describe(job: Job): string {
-  const lines = [
-    `job       ${job.id}`,
-    `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
-    `method    ${job.method}`,
-  ];
-  if (job.progress) lines.push(`progress  ${bar(job)}`);
-  if (job.latest_metrics) {
-    const m = Object.entries(job.latest_metrics).map(([k, v]) => `${k}=${v}`).join(" ");
-    lines.push(`metrics   ${m}`);
-  }
-  if (job.error) lines.push(`error     ${job.error}`);
-  return lines.join("\n") + "\n";
-}
-
-function bar(job: Job): string {
-  return renderBar({
-    status: job.status,
-    stage: job.progress?.stage,
-    step: job.progress?.step,
-    totalSteps: job.progress?.total_steps,
-    etaS: job.progress?.eta_s,
-  });
-}
-
-async function follow(client: SeedClient, id: string, io: CliIo): Promise<number> {
+/**
+ * `follow ID [--json]`: a readable line per notable event on stdout (`status: running`, `stage:
+ * rollout`, evaluations; see events.ts), or with `json` each event as it came, one JSON object a
+ * line (`{"id", "type", "attempt", "data", "created_at"}`); the progress bar on stderr. Exit 0 iff
+ * the job succeeded.
+ */
+async function follow(
+  client: SeedClient,
+  id: string,
+  opts: { json?: boolean },
+  io: CliIo,
+): Promise<number> {
   let job = await client.json<Job>(`/v1/jobs/${id}`);
   let shown = "";
   // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s).
@@ -104,11 +81,15 @@ async function follow(client: SeedClient, id: string, io: CliIo): Promise<number
   };
   draw();
   const timer = setInterval(refresh, 2000);
+  const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(id)) {
-      if (io.tty) io.err("\r\x1b[2K");
-      io.out(`${msg.id ?? ""}\t${msg.event}\t${msg.data}\n`);
-      shown = "";
+      const line = opts.json ? msg.data : eventLine(msg, seenStages);
+      if (line !== null) {
+        if (io.tty) io.err("\r\x1b[2K");
+        io.out(`${line}\n`);
+        shown = "";
+      }
       await refresh();
     }
   } finally {
@@ -193,6 +174,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       "idempotency-key": { type: "string" },
       json: { type: "boolean" },
       status: { type: "string" },
+      cursor: { type: "string" },
+      after: { type: "string" },
       limit: { type: "string" },
       step: { type: "string" },
       out: { type: "string" },
@@ -234,11 +217,13 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
       if (values.limit) q.set("limit", values.limit);
+      const cursor = values.cursor ?? values.after;
+      if (cursor) q.set("cursor", cursor);
       const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(`/v1/jobs?${q}`);
-      for (const j of page.jobs) {
-        io.out(`${j.id}\t${j.status}\t${j.method}\t${j.created_at}\t${j.progress ? bar(j) : ""}\n`);
-      }
-      if (page.next_cursor) io.err(`(more: --limit or the API's cursor=${page.next_cursor})\n`);
+      if (values.json) io.out(JSON.stringify(page, null, 2) + "\n");
+      else if (page.jobs.length > 0) io.out(listTable(page.jobs));
+      else io.err("no jobs\n");
+      if (page.next_cursor) io.err(`(more: seed list --cursor ${page.next_cursor})\n`);
       return 0;
     }
     case "status": {
@@ -247,7 +232,7 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return 0;
     }
     case "follow":
-      return await follow(client, encodeURIComponent(arg), io);
+      return await follow(client, encodeURIComponent(arg), values, io);
     case "cancel": {
       const job = await client.json<Job>(`${jobPath}/cancel`, { method: "POST" });
       io.out(`${job.id}\t${job.status}\n`);
@@ -272,14 +257,34 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   }
 }
 
+/**
+ * The message `seed` prints for an error: its own, for an HTTP 401 where the key comes from
+ * (`SEED_API_KEY`, created with `deno task keys create --tenant NAME` or printed by the demo), and
+ * for an API it cannot reach, which `SEED_API_URL` it tried.
+ */
+export function errorMessage(error: unknown, env: (name: string) => string | undefined): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const url = env("SEED_API_URL") || "http://127.0.0.1:8787";
+  if (error instanceof TypeError && /fetch|connect|request/i.test(message)) {
+    return `${message}: cannot reach the API at ${url} (set SEED_API_URL to where it listens; ` +
+      `\`deno task demo --keep\` prints it)`;
+  }
+  if (!(error instanceof ApiError && error.status === 401)) return message;
+  const why = env("SEED_API_KEY")
+    ? "the key in SEED_API_KEY is not one this API knows (or it was revoked)"
+    : "SEED_API_KEY is not set";
+  return `${message}\n${why}: export SEED_API_KEY=seed_… with a key of the API at ${url} (\`deno task keys create --tenant NAME\` where it runs; \`deno task demo\` prints one)`;
+}
+
 if (import.meta.main) {
+  // `deno task seed` runs in the repository root and names the caller's folder INIT_CWD: paths
+  // given on the command line (SPEC.json, --out, a model folder) are the caller's.
+  const callerCwd = Deno.env.get("INIT_CWD");
+  if (callerCwd) Deno.chdir(callerCwd);
   try {
     Deno.exit(await cliMain(Deno.args));
   } catch (error) {
-    const message = error instanceof ApiError || error instanceof Error
-      ? error.message
-      : String(error);
-    console.error(`seed: ${message}`);
+    console.error(`seed: ${errorMessage(error, (n) => Deno.env.get(n))}`);
     Deno.exit(1);
   }
 }

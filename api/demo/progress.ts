@@ -6,7 +6,9 @@
  * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
  */
 import type { SeedClient, SseMessage } from "../client/mod.ts";
-import { formatDuration, PlainProgress, renderBar } from "../client/mod.ts";
+import { eventLine, formatDuration, percent, PlainProgress, renderBar } from "../client/mod.ts";
+
+export { eventLine, percent };
 
 /** The job as `GET /v1/jobs/{id}` returns it (the fields the demo reads). */
 export interface JobWire {
@@ -62,11 +64,6 @@ export function skillsFound(metrics: MetricsWire): number | undefined {
   return added.reduce((sum, p) => sum + p.values.skills_added, 0);
 }
 
-/** Formats a rate in [0, 1] as a whole percentage. */
-export function percent(rate: number): string {
-  return `${Math.round(rate * 100)}%`;
-}
-
 /** The progress line for `state` at time `nowMs` (ETA counts down between server updates). */
 export function progressLine(state: ProgressState, nowMs: number = Date.now()): string {
   let etaS = state.etaS;
@@ -90,74 +87,19 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
   return parts.filter((p) => p).join("  ") || state.status;
 }
 
-function numericFields(data: unknown, prefix = ""): string[] {
-  if (data === null || typeof data !== "object") return [];
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
-    if (typeof v === "number") {
-      const shown = /success_rate$/.test(k) ? percent(v) : String(+v.toFixed(3));
-      out.push(`${prefix}${k}=${shown}`);
-    } else if (typeof v === "string" && k !== "stage") out.push(`${prefix}${k}=${v}`);
-    else if (v && typeof v === "object" && !Array.isArray(v)) {
-      out.push(...numericFields(v, `${prefix}${k}.`));
-    }
-  }
-  return out;
-}
-
 /**
- * The line to print for an event, or null for events the progress line already covers
- * (`step` summaries, repeated stages). `seenStages` is updated.
+ * True for a `stage` event of the current stage and a `status` event of the current status
+ * without an error: the progress line shows those.
  */
-export function eventLine(msg: SseMessage, seenStages: Set<string>): string | null {
-  let event: { type?: string; data?: Record<string, unknown> };
+function progressShows(msg: SseMessage, state: ProgressState): boolean {
+  let data: Record<string, unknown> | undefined;
   try {
-    event = JSON.parse(msg.data);
+    data = JSON.parse(msg.data)?.data;
   } catch {
-    return null;
+    return false;
   }
-  const data = event.data ?? {};
-  switch (msg.event) {
-    case "status":
-      return `status: ${data.status ?? JSON.stringify(data)}${
-        data.error ? ` (${data.error})` : ""
-      }`;
-    case "stage": {
-      const stage = String(data.stage ?? "");
-      if (seenStages.has(stage)) return null;
-      seenStages.add(stage);
-      return `stage: ${stage}`;
-    }
-    case "step":
-      return null;
-    case "eval":
-      if (typeof data.split === "string" && typeof data.success_rate === "number") {
-        const score = typeof data.score === "number" ? `  score ${+data.score.toFixed(3)}` : "";
-        const n = typeof data.episodes === "number" ? ` (${data.episodes} episodes)` : "";
-        return `eval at step ${data.step}: ${data.split} success ${
-          percent(data.success_rate)
-        }${score}${n}`;
-      }
-      return `eval: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
-    case "warmup_check":
-      if (typeof data.success === "number") {
-        const target = typeof data.target === "number" ? ` (target ${percent(data.target)})` : "";
-        return `warm-up check at SFT step ${data.done}/${data.total}: held-out success ${
-          percent(data.success)
-        }${target}`;
-      }
-      return `warmup_check: ${JSON.stringify(data)}`;
-    case "warmup_skill_check":
-      if (typeof data.success === "number" && typeof data.success_with_skill === "number") {
-        const delta = typeof data.delta_lost === "number" ? data.delta_lost.toFixed(3) : "?";
-        return `skill check: success ${percent(data.success)} without a skill, ${
-          percent(data.success_with_skill)
-        } with the reference skill; Δ log-prob on lost turns ${delta} nats/token`;
-      }
-      return `warmup_skill_check: ${JSON.stringify(data)}`;
-    default:
-      return `${msg.event}: ${numericFields(data).join("  ") || JSON.stringify(data)}`;
-  }
+  if (msg.event === "stage") return data?.stage === state.stage;
+  return msg.event === "status" && data?.status === state.status && !data?.error;
 }
 
 /** Where progress goes. */
@@ -252,12 +194,15 @@ export async function followJob(
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(jobId, { signal: options.signal })) {
-      const line = eventLine(msg, seenStages);
+      job = await refresh().catch(() => job);
+      // Off a terminal the progress line prints at each status and stage change: an event line
+      // for the current status or stage would show it twice (earlier ones, replayed, still print).
+      let line = eventLine(msg, seenStages);
+      if (!io.tty && progressShows(msg, state)) line = null;
       if (line !== null) {
         io.write(io.tty ? `\r\x1b[2K${line}\n` : `${line}\n`);
         if (io.tty) shown = "";
       }
-      job = await refresh().catch(() => job);
       draw(line !== null);
     }
   } finally {

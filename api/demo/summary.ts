@@ -235,7 +235,10 @@ function sh(s: string): string {
   return /^[A-Za-z0-9_./:@=-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The curl commands that repeat the demo by hand against `url` with `key` (exact values). */
+/**
+ * The curl commands that repeat the demo by hand against `url` with `key` (exact values), then
+ * the two variables the command-line client reads (`SEED_API_URL`, `SEED_API_KEY`) and one use.
+ */
 export function curlCommands(
   o: { url: string; key: string; jobId: string; step: number; specPath: string; skills?: boolean },
 ): string[] {
@@ -255,6 +258,9 @@ export function curlCommands(
     `# the final checkpoint, then check every file against SHA256SUMS`,
     `mkdir -p ckpt && curl -s ${job}/checkpoints/${o.step}/archive ${auth} | tar x -C ckpt && (cd ckpt && sha256sum -c SHA256SUMS)`,
     ...(o.skills === false ? [] : [`# the skill library`, `curl -s ${job}/skills ${auth}`]),
+    `# the same with the command-line client (api/README.md, Command-line client)`,
+    `export SEED_API_URL=${sh(o.url)} SEED_API_KEY=${sh(o.key)}`,
+    `npx -y deno@2.9.6 task seed -- status ${o.jobId}   # also: list, follow, metrics, download, skills`,
   ];
 }
 
@@ -355,7 +361,9 @@ export function renderSummary(input: SummaryInput): string {
   ];
   if (a.library) {
     lines.push(
-      `Skill library: ${a.library.skills.length} skills at step ${a.library.step}. Most seen:`,
+      `Skill library: ${a.library.skills.length} skill${
+        a.library.skills.length === 1 ? "" : "s"
+      } at step ${a.library.step}. Most seen:`,
     );
     const top = topSkills(a.library, 3);
     if (top.length === 0) lines.push("  (no skill parsed yet)");

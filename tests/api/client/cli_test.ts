@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   appendEvent,
   fenceOf,
+  recordMetrics,
   saveCheckpoint,
   saveSkillLibrary,
   setProgress,
@@ -60,7 +61,12 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
     assert.match(status.out, new RegExp(`job +${id}`));
     assert.match(status.out, /status +queued \(attempt 0; at most 3 runs\)/);
     const list = await run(["list", "--status", "queued"]);
-    assert.ok(list.out.includes(id));
+    const [header, row] = list.out.split("\n");
+    assert.match(header, /^ID +NAME +MODEL +METHOD +STATUS +STEP +CREATED \(UTC\) +RESULT$/);
+    assert.match(
+      row,
+      new RegExp(`^${id} +- +builtin:tiny +seed +queued +- +\\d{4}-\\d\\d-\\d\\d `),
+    );
     const cancel = await run(["cancel", id]);
     assert.equal(cancel.out.trim(), `${id}\tcancelled`);
   } finally {
@@ -147,10 +153,152 @@ Deno.test("the CLI follows a job's events until it finishes and exits 0 when it 
     await succeedJob(fx.db, fenceOf(job));
     const res = await following;
     assert.equal(res.code, 0, res.err);
-    const types = res.out.trim().split("\n").map((l) => l.split("\t")[1]);
-    assert.deepEqual(types, ["status", "status", "stage", "status"]);
+    assert.deepEqual(res.out.trim().split("\n"), [
+      "status: queued",
+      "status: running",
+      "stage: rollout",
+      "status: succeeded",
+    ]);
     assert.match(res.err, /\[#+-*\] 2\/4 {2}\w+ {2}rollout {2}ETA 30s/);
     assert.match(res.err, new RegExp(`job ${id} succeeded`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI follows with --json as one raw event object a line", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await appendEvent(fx.db, fenceOf(job), "stage", { stage: "rollout" });
+    const following = run(["follow", id, "--json"]);
+    await succeedJob(fx.db, fenceOf(job));
+    const res = await following;
+    assert.equal(res.code, 0, res.err);
+    const events = res.out.trim().split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(events.map((e) => e.type), ["status", "status", "stage", "status"]);
+    assert.deepEqual(events[2].data, { stage: "rollout" });
+    assert.equal(events[3].data.status, "succeeded");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's status shows the key metrics rounded, one a line, and --json all of them", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const values: Record<string, number> = {
+      step: 3,
+      success_rate: 0.3750000001,
+      "eval/test_seen/success_rate": 0.25,
+      loss: -0.000351234,
+      kl: 0.0123456789,
+      skill_library_size: 12,
+      seconds_rollout: 41.123456,
+      warmup_policy_first_loss: 7.114285588264465,
+    };
+    await recordMetrics(fx.db, fenceOf(job), 3, values);
+    const res = await run(["status", id]);
+    assert.equal(res.code, 0, res.err);
+    const metrics = res.out.slice(res.out.indexOf("metrics at step 3:")).split("\n");
+    assert.deepEqual(metrics, [
+      "metrics at step 3:",
+      "  success_rate                 38%",
+      "  eval/test_seen/success_rate  25%",
+      "  loss                         -0.000351",
+      "  kl                           0.0123",
+      "  skill_library_size           12",
+      `(2 more metrics: seed metrics ${id}; all fields: --json)`,
+      "",
+    ]);
+    assert.match(res.out, /^model +builtin:tiny$/m);
+    const json = await run(["status", id, "--json"]);
+    assert.deepEqual(JSON.parse(json.out).latest_metrics, values);
+    const list = await run(["list", "--limit", "1"]);
+    assert.match(list.out.split("\n")[1], / +running +- +.* +success_rate 38%$/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's list pages with the cursor it prints", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await run(["submit", `${dir}/spec.json`])).out.trim());
+    const first = await run(["list", "--limit", "2"]);
+    assert.deepEqual(first.out.trim().split("\n").slice(1).map((l) => l.split(" ")[0]), [
+      ids[2],
+      ids[1],
+    ]);
+    const cursor = first.err.match(/^\(more: seed list --cursor (\S+)\)$/m)?.[1];
+    assert.ok(cursor, first.err);
+    for (const option of ["--cursor", "--after"]) {
+      const next = await run(["list", "--limit", "1", option, cursor]);
+      assert.equal(next.code, 0, next.err);
+      assert.equal(next.out.trim().split("\n")[1].split(" ")[0], ids[0]);
+    }
+    for (const id of ids) await run(["cancel", id]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from, a refused connection which URL", async () => {
+  for (const key of [undefined, "seed_not-a-key"]) {
+    const child = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "api/client/cli.ts", "list"],
+      env: { SEED_API_URL: env.SEED_API_URL, ...(key ? { SEED_API_KEY: key } : {}) },
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(child.code, 1);
+    const err = new TextDecoder().decode(child.stderr);
+    assert.match(err, /HTTP 401/);
+    assert.match(
+      err,
+      key ? /the key in SEED_API_KEY is not one this API knows/ : /SEED_API_KEY is not set/,
+    );
+    assert.match(err, /deno task keys create --tenant NAME/);
+    assert.ok(err.includes(env.SEED_API_URL));
+  }
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${closed.addr.port}`;
+  closed.close();
+  const child = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "api/client/cli.ts", "list"],
+    env: { SEED_API_URL: url, SEED_API_KEY: "seed_x" },
+    clearEnv: true,
+    stderr: "piped",
+  }).output();
+  assert.equal(child.code, 1);
+  assert.match(
+    new TextDecoder().decode(child.stderr),
+    new RegExp(`cannot reach the API at ${url} \\(set SEED_API_URL`),
+  );
+});
+
+Deno.test("deno task seed reads paths from the caller's folder, not the repository root", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const child = await new Deno.Command(Deno.execPath(), {
+      args: ["task", "--config", `${Deno.cwd()}/deno.json`, "seed", "--", "submit", "spec.json"],
+      cwd: dir,
+      // A fresh environment: `deno task` keeps an INIT_CWD it inherits (the test runner's own).
+      clearEnv: true,
+      env: { ...env, PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? dir },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = new TextDecoder().decode(child.stderr);
+    assert.equal(child.code, 0, err);
+    const id = new TextDecoder().decode(child.stdout).trim();
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    await run(["cancel", id]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -136,6 +136,10 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
       assert.ok(run.stdout.includes(`${outDir}/${file}`), `the summary lists ${file}`);
     }
     assert.ok(run.stdout.includes(`curl -s http://127.0.0.1:`));
+    assert.match(
+      run.stdout,
+      /\n {2}export SEED_API_URL=http:\/\/127\.0\.0\.1:\d+ SEED_API_KEY=seed_\S+\n/,
+    );
     assert.ok(run.stdout.includes(`/v1/jobs/${job.id}/checkpoints/2/archive`));
     // How to serve the trained checkpoint on this run's data (a plain `task serve` sees none).
     assert.ok(run.stdout.includes(`SEED_DATA_DIR=${tmp}/data npx -y deno@2.9.6 task serve`));

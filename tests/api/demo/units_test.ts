@@ -180,7 +180,7 @@ Deno.test("top skills are the most seen, ties broken by the larger teacher gap",
   ]);
 });
 
-Deno.test("the curl commands carry this run's URL, key, job id and checkpoint step", () => {
+Deno.test("the curl commands and the CLI's two variables carry this run's URL, key, job id and checkpoint step", () => {
   const lines = curlCommands({
     url: "http://127.0.0.1:4321",
     key: "seed_k",
@@ -193,6 +193,8 @@ Deno.test("the curl commands carry this run's URL, key, job id and checkpoint st
   );
   assert.ok(lines.includes("/v1/jobs/j-1/checkpoints/6/archive"));
   assert.ok(lines.includes("-d @demo-output/spec.json"));
+  assert.ok(lines.includes("\nexport SEED_API_URL=http://127.0.0.1:4321 SEED_API_KEY=seed_k\n"));
+  assert.ok(lines.includes("\nnpx -y deno@2.9.6 task seed -- status j-1 "));
 });
 
 Deno.test("the summary's ± is the 95% interval of a success rate over the evaluated episodes", () => {

@@ -1,0 +1,135 @@
+/**
+ * What `seed status` and `seed list` print for a person (api/client/cli.ts): the job with a few
+ * key metrics rounded, one a line; the job list as a table with a header row.
+ */
+import { renderBar } from "./progress.ts";
+
+/** A job as `GET /v1/jobs/{id}` answers it (the fields the CLI reads). */
+export type Job = {
+  id: string;
+  /** A job's label, where the server records one. */
+  name?: string | null;
+  status: string;
+  attempt: number;
+  max_attempts: number;
+  method: string;
+  created_at: string;
+  finished_at?: string | null;
+  error: string | null;
+  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
+  latest_metrics: Record<string, number> | null;
+  spec?: { model?: { base?: string } };
+};
+
+/**
+ * The metrics `status` shows (the rest are in `seed metrics ID`), in this order: success rates of
+ * training rollouts and of each evaluation split, then reward, loss, KL and the skill library.
+ */
+const KEY_METRICS = [
+  /^success_rate$/,
+  /^eval\/[^/]+\/success_rate$/,
+  /^eval\/[^/]+\/score$/,
+  /^reward(_mean)?$/,
+  /^loss$/,
+  /^kl$/,
+  /^skill_library_size$/,
+];
+
+/**
+ * A metric value for a person: integers as they are, others to 3 significant digits (1 decimal
+ * from 100 on), so `0.3750000001` reads `0.375` and `-0.00035` stays `-0.00035`.
+ */
+export function formatMetric(value: number): string {
+  if (Number.isInteger(value) || !Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 100) return value.toFixed(1);
+  return String(Number(value.toPrecision(3)));
+}
+
+/** A metric as `status` and `list` show it: success rates as whole percentages. */
+function metricText(name: string, value: number): string {
+  return /success_rate$/.test(name) ? `${Math.round(value * 100)}%` : formatMetric(value);
+}
+
+/** The key metrics of `metrics` (see {@link KEY_METRICS}), at most `max`, in that order. */
+function keyMetrics(metrics: Record<string, number>, max = 8): [string, number][] {
+  const out: [string, number][] = [];
+  for (const pattern of KEY_METRICS) {
+    for (const name of Object.keys(metrics).filter((n) => pattern.test(n)).sort()) {
+      if (out.length < max) out.push([name, metrics[name]]);
+    }
+  }
+  return out;
+}
+
+/** `status`: the job, its model and progress, and its key metrics one a line. */
+export function describe(job: Job): string {
+  const lines = [`job       ${job.id}`];
+  if (job.name) lines.push(`name      ${job.name}`);
+  lines.push(
+    `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
+    `method    ${job.method}`,
+  );
+  if (job.spec?.model?.base) lines.push(`model     ${job.spec.model.base}`);
+  if (job.progress) lines.push(`progress  ${bar(job)}`);
+  if (job.error) lines.push(`error     ${job.error}`);
+  const metrics = job.latest_metrics ?? {};
+  const shown = keyMetrics(metrics);
+  const step = metrics.step;
+  if (shown.length > 0) {
+    lines.push(`metrics${step === undefined ? "" : ` at step ${step}`}:`);
+    const width = Math.max(...shown.map(([n]) => n.length));
+    for (const [name, value] of shown) {
+      lines.push(`  ${name.padEnd(width)}  ${metricText(name, value)}`);
+    }
+  }
+  const rest = Object.keys(metrics).length - shown.length - (step === undefined ? 0 : 1);
+  if (rest > 0) lines.push(`(${rest} more metrics: seed metrics ${job.id}; all fields: --json)`);
+  return lines.join("\n") + "\n";
+}
+
+/** What a job came to, for `list`: its error when it failed, else its latest success rate. */
+function result(job: Job): string {
+  if (job.error) return job.error.length > 60 ? `${job.error.slice(0, 59)}…` : job.error;
+  const [first] = keyMetrics(job.latest_metrics ?? {}, 1);
+  if (!first) return "-";
+  return `${first[0]} ${metricText(first[0], first[1])}`;
+}
+
+/** `list`'s table: a header row, then one job a line (name and model `-` where none). */
+export function listTable(jobs: Job[]): string {
+  const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED (UTC)", "RESULT"]];
+  for (const j of jobs) {
+    const step = j.progress?.step;
+    const total = j.progress?.total_steps;
+    rows.push([
+      j.id,
+      j.name ?? "-",
+      j.spec?.model?.base ?? "-",
+      j.method,
+      j.status,
+      step === undefined ? "-" : total ? `${step}/${total}` : String(step),
+      j.created_at.slice(0, 19).replace("T", " "),
+      result(j),
+    ]);
+  }
+  return table(rows);
+}
+
+/** Rows as columns padded to their widest cell (the last column unpadded). */
+function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) =>
+    r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join("  ").trimEnd()
+  ).join("\n") + "\n";
+}
+
+/** The job's progress bar (progress.ts). */
+export function bar(job: Job): string {
+  return renderBar({
+    status: job.status,
+    stage: job.progress?.stage,
+    step: job.progress?.step,
+    totalSteps: job.progress?.total_steps,
+    etaS: job.progress?.eta_s,
+  });
+}
