@@ -2,8 +2,8 @@
  * `deno task bench:chaos [--workers 3] [--jobs 20] [--steps 2] [--lease-ms 1000]
  * [--db-outages 2] [--db-outage-s 10-30] [--s3-outage-s 10-20] [--outage-gap-s 15-30]
  * [--kill-every-s 20] [--cancels 3] [--cancel-after-s 10-30] [--max-minutes 14] [--seed 1]
- * [--log-dir DIR]` (each worker's log in DIR/<worker id>.log) —
- * the service under an adversarial operator.
+ * [--log-dir DIR] [--model tiny|large] [--hidden 640]` (each worker's log in DIR/<worker id>.log)
+ * — the service under an adversarial operator.
  *
  * Starts a throwaway Postgres (tests/_harness/postgres.ts), an S3 server over a temporary
  * folder, the API (`api/main.ts`) and `--workers` worker processes (`workers/main.ts`, the real
@@ -11,7 +11,16 @@
  * through the API, and meanwhile: SIGKILLs or SIGTERMs (7:3) a random worker every
  * `--kill-every-s` (a replacement starts at once), stops Postgres `--db-outages` times for a
  * random `--db-outage-s` each, stops the S3 server once for `--s3-outage-s`, cancels `--cancels`
- * running jobs, and polls the API throughout. When every job is final (or `--max-minutes`), it
+ * running jobs, and polls the API throughout.
+ *
+ * `--model tiny` (default) trains `builtin:tiny`. `--model large` uploads a Qwen3-architecture model
+ * of width `--hidden` with random weights through `POST /v1/models` (bench/_chaos_model.ts; 640:
+ * ≈ 103 M parameters, so a full fine-tuning step's state — F32 weights and AdamW's two moments — is
+ * ≈ 1.2 GB) and trains it in full, so every checkpoint moves that state between compute process,
+ * control loop and store under the same chaos. Workers run bench/_chaos_worker.ts (the real worker
+ * plus a probe of its event loop's lateness and of its and its compute processes' peak RSS).
+ *
+ * When every job is final (or `--max-minutes`), it
  * prints and checks:
  *
  * - jobs succeeded / failed / cancelled;
@@ -24,7 +33,9 @@
  *   (a worker that dies anyway is replaced at once, so the remaining jobs still run);
  * - API answers ≥ 500 other than 503 (must be 0), and 503s (each with `Retry-After`);
  * - seconds from cancel to `cancelled` (p50 / max);
- * - the longest phase of any step (from the metrics) beside the lease.
+ * - the longest phase of any step (from the metrics) beside the lease;
+ * - heartbeat lateness: the worst lateness of a 50 ms timer on any worker's control loop, beside
+ *   the heartbeat interval (lease / 3), and the peak RSS of the workers and compute processes.
  *
  * It creates `--log-dir` when missing, and stops everything it started (workers, API, S3 server,
  * its Postgres cluster by pid) on every exit: normal, a signal, or a crash of the bench itself.
@@ -48,6 +59,8 @@ import {
   startLocalS3,
 } from "../jobs/mod.ts";
 import { startPostgres } from "../tests/_harness/postgres.ts";
+import { parameterCount } from "../workers/model/config.ts";
+import { largeQwen3Config, largeQwen3Tar } from "./_chaos_model.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -66,12 +79,20 @@ const args = parseArgs({
     "max-minutes": { type: "string", default: "14" },
     "log-dir": { type: "string" },
     seed: { type: "string", default: "1" },
+    model: { type: "string", default: "tiny" },
+    hidden: { type: "string", default: "640" },
   },
 }).values;
 const N_WORKERS = Number(args.workers);
 const N_JOBS = Number(args.jobs);
 const STEPS = Number(args.steps);
 const LEASE_MS = Number(args["lease-ms"]);
+if (args.model !== "tiny" && args.model !== "large") {
+  console.log(
+    `Cannot run the bench as --model must be tiny or large: current value is ${args.model}`,
+  );
+  Deno.exit(2);
+}
 const range = (s: string) => s.split("-").map(Number) as [number, number];
 
 /** mulberry32: a small seeded generator, so a run's schedule can be repeated. */
@@ -88,8 +109,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => console.log(`[${((Date.now() - T0) / 1000).toFixed(1)} s] ${msg}`);
 const T0 = Date.now();
 
-/** A tiny SEED job (builtin:tiny on sokoban), checkpointed every step. */
-const SPEC = {
+/** A tiny SEED job (builtin:tiny on sokoban, or the large model: see below), checkpointed every step. */
+const SPEC: Record<string, unknown> = {
   env: { id: "sokoban", max_turns: 3, history: 0 },
   rollout: { tasks_per_step: 2, group_size: 2, max_new_tokens: 6 },
   seed: {
@@ -208,12 +229,19 @@ interface WorkerProcess {
   uncaught: number;
   /** Its exit code when it exited without a signal from this bench. */
   diedOnItsOwn?: number;
+  /** From its `bench.lag` lines: worst event-loop lateness (ms), peak RSS (bytes). */
+  maxLateMs: number;
+  peakRssBytes: number;
+  computePeakRssBytes: number;
 }
+/** A `bench.lag` line of bench/_chaos_worker.ts (one JSON line, fields in this order). */
+const PROBE_LINE =
+  /"msg":"bench\.lag","maxLateMs":(\d+),"peakRssBytes":(\d+),"computePeakRssBytes":(\d+)/g;
 let workerCount = 0;
 function spawnWorker(): WorkerProcess {
   const id = `chaos-w${++workerCount}`;
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "workers/main.ts"],
+    args: ["run", "-A", "bench/_chaos_worker.ts"],
     env: {
       ...env,
       WORKER_ID: id,
@@ -224,7 +252,16 @@ function spawnWorker(): WorkerProcess {
     stdout: "null",
     stderr: "piped",
   }).spawn();
-  const w: WorkerProcess = { id, child, startedAt: Date.now(), leaseLost: 0, uncaught: 0 };
+  const w: WorkerProcess = {
+    id,
+    child,
+    startedAt: Date.now(),
+    leaseLost: 0,
+    uncaught: 0,
+    maxLateMs: 0,
+    peakRssBytes: 0,
+    computePeakRssBytes: 0,
+  };
   (async () => {
     const file = logDir
       ? await Deno.open(`${logDir}/${id}.log`, { create: true, write: true })
@@ -232,6 +269,11 @@ function spawnWorker(): WorkerProcess {
     for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
       w.leaseLost += chunk.split("lease lost").length - 1;
       w.uncaught += chunk.split("Uncaught").length - 1;
+      for (const m of chunk.matchAll(PROBE_LINE)) {
+        w.maxLateMs = Math.max(w.maxLateMs, Number(m[1]));
+        w.peakRssBytes = Math.max(w.peakRssBytes, Number(m[2]));
+        w.computePeakRssBytes = Math.max(w.computePeakRssBytes, Number(m[3]));
+      }
       await file?.write(new TextEncoder().encode(chunk));
     }
     file?.close();
@@ -272,6 +314,27 @@ async function api(path: string, init: RequestInit = {}): Promise<Response | und
     log(`API ${path} unreachable: ${e}`);
     return undefined;
   }
+}
+
+// --- the large model ------------------------------------------------------------------------
+if (args.model === "large") {
+  const hidden = Number(args.hidden);
+  const tar = await largeQwen3Tar(hidden);
+  const params = parameterCount(largeQwen3Config(hidden));
+  const res = await fetch(`${API}/v1/models?name=chaos-large`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/x-tar" },
+    body: new Uint8Array(tar),
+  });
+  if (res.status !== 201) {
+    throw new Error(`model upload answered ${res.status}: ${await res.text()}`);
+  }
+  SPEC.model = { base: (await res.json()).base };
+  log(
+    `uploaded a Qwen3 of width ${hidden}: ${(params / 1e6).toFixed(1)} M parameters, step state ${
+      (params * 12 / 1e9).toFixed(2)
+    } GB (F32 weights + AdamW moments)`,
+  );
 }
 
 // --- run -------------------------------------------------------------------------------------
@@ -480,6 +543,15 @@ console.log(
 );
 console.log(
   `longest phase ${longestPhaseS.toFixed(2)} s vs lease ${(LEASE_MS / 1000).toFixed(1)} s`,
+);
+const all = [...workers.values()];
+const maxOf = (f: (w: WorkerProcess) => number) => Math.max(0, ...all.map(f));
+console.log(
+  `heartbeat lateness: worst ${maxOf((w) => w.maxLateMs)} ms vs heartbeat interval ${
+    Math.round(LEASE_MS / 3)
+  } ms; peak RSS worker ${(maxOf((w) => w.peakRssBytes) / 1e9).toFixed(2)} GB, compute process ${
+    (maxOf((w) => w.computePeakRssBytes) / 1e9).toFixed(2)
+  } GB`,
 );
 check(
   (byStatus.get("succeeded") ?? 0) + (byStatus.get("cancelled") ?? 0) === N_JOBS,

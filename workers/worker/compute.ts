@@ -14,7 +14,8 @@
  * run stops) is also its scratch folder. The child writes checkpoint files there and sends their
  * paths; this side uploads them in parts (jobs/store.ts `putFile`). A resume or model read is
  * downloaded there, verified, and its path sent back (`getToFile`). Memory on this side is one
- * upload part, and the event loop that heartbeats never parses a large frame.
+ * upload part, and the event loop that heartbeats never parses a large frame. A worker killed with
+ * SIGKILL leaves its folder behind; the next worker to start removes it (_scratch.ts).
  *
  * The two talk over a Unix socket in that folder (stdout stays the handler's). A
  * worker killed with SIGKILL closes the socket; the child exits when it next reads it, that is
@@ -29,6 +30,7 @@
  * live children on the way out.
  */
 import { dirname, join, resolve } from "node:path";
+import { scratchPrefix } from "./_scratch.ts";
 import type { HandlerOutcome, JobContext, ResumePoint, StepCommit } from "./handler.ts";
 import {
   type CallOp,
@@ -91,7 +93,7 @@ export function startComputeProcess(
   };
   let draining = false;
   const done = (async (): Promise<HandlerOutcome | void> => {
-    const scratch = await Deno.makeTempDir({ prefix: `seed-compute-${Deno.pid}-` });
+    const scratch = await Deno.makeTempDir({ prefix: scratchPrefix(Deno.pid) });
     dir = scratch;
     if (stopped) removeDir();
     const path = join(scratch, "socket");

@@ -37,6 +37,7 @@ import { startControlLoop } from "./control.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
 import { untilReachable, withRetry } from "./retry.ts";
+import { removeStaleScratch } from "./_scratch.ts";
 
 /** Default lease: 30 s (heartbeat every 10 s). */
 export const DEFAULT_LEASE_MS = 30_000;
@@ -170,6 +171,9 @@ export class Worker {
   /** Claims and runs jobs until {@link drain}. Resolves when the current job (if any) is done. */
   async run(): Promise<void> {
     const { db } = this.#opts;
+    // Scratch folders of workers killed on this machine before they could remove them.
+    const stale = await removeStaleScratch();
+    if (stale.length) this.#log.info("removed stale scratch folders", { paths: stale });
     const reaperMs = this.#opts.reaperIntervalMs ?? 5_000;
     const reaper: Reaper | undefined = reaperMs > 0
       ? startReaper(db, {
