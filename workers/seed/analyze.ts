@@ -7,7 +7,7 @@
  */
 import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
 import { SeedOptionError } from "./errors.ts";
-import type { SkillLibrary, SkillSource } from "./skill_library.ts";
+import type { SkillLibrary, SkillSource } from "../skills/mod.ts";
 import type { AnalyzeMode, TurnSample } from "./samples.ts";
 import { selectForAnalysis } from "./samples.ts";
 import {
@@ -16,11 +16,11 @@ import {
   insertSkill,
   parseSkillAnalysis,
   type ParseSkillOptions,
-} from "./skills.ts";
+} from "../skills/mod.ts";
 
 /**
  * A batched text generator: one completion per prompt, in the same order; `trajectories[i]` is
- * the trajectory prompt i analyses (its outcome picks the skill grammar, see trainer.ts).
+ * the trajectory prompt i analyses (its outcome picks the skill grammar, see workers/skills/generation.ts).
  */
 export type BatchGenerate = (
   prompts: string[],

@@ -8,7 +8,7 @@ import {
   skillsByTrajectory,
   teacherPrompts,
 } from "../../../workers/seed/analyze.ts";
-import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
+import { SkillLibrary } from "../../../workers/skills/mod.ts";
 import { SeedOptionError } from "../../../workers/seed/errors.ts";
 
 /** Rolls out 2 corridor tasks × 2 copies: copy 0 walks right (wins), copy 1 walks left (fails). */

@@ -8,7 +8,7 @@
  * and uses snake_case field names; it is validated with zod on the way in.
  */
 import { z } from "zod";
-import { checkNumber, SkillError } from "./errors.ts";
+import { checkNumber, SkillError } from "../seed/errors.ts";
 
 /** Who wrote a skill: the policy's analyzer, or the environment's reference analyzer (oracle). */
 export type SkillSource = "policy" | "reference";
