@@ -7,9 +7,10 @@
  * - 1 rollout: `rollout.ts` (B tasks × G copies, multi-turn, batched generation);
  * - 2 advantage: `advantage.ts` (GRPO pooled, GiGPO; the `advantageEstimators` registry),
  *   `samples.ts` (one sample per turn, scores, teacher mask, mini-batches);
- * - 3 analyze and 4 re-score: `analyze.ts` (the batched analyze step and the teacher prompts);
- *   the analyzer prompt, lenient parse, analysis schema, generation settings and skill insertion
- *   live in workers/skills (`../skills/mod.ts`, shared with the server; not re-exported here);
+ * - 3 analyze and 4 re-score: `analyze.ts` (the batched analyze step);
+ *   the analyzer prompt, lenient parse, analysis schema, generation settings, skill insertion and
+ *   the teacher prompts live in workers/skills (`../skills/mod.ts`, shared with the server; not
+ *   re-exported here);
  * - 5 update: `objective.ts` (the SEED objective, the only implementation of the loss, which the
  *   model builds its train graph from), `trainer.ts` (orchestrates the phases and calls
  *   `Policy.trainStep` with that objective);

@@ -24,13 +24,7 @@ import {
   type Sample,
   stepMeans,
 } from "../model/mod.ts";
-import {
-  analyzeTrajectories,
-  recordSkills,
-  referenceAnalyses,
-  skillsByTrajectory,
-  teacherPrompts,
-} from "./analyze.ts";
+import { analyzeTrajectories, referenceAnalyses } from "./analyze.ts";
 import { RolloutError } from "./errors.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
 import {
@@ -48,7 +42,10 @@ import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from ".
 import {
   analyzerGenerateOptions,
   analyzerPromptOptions,
+  recordSkills,
   type SkillLibrary,
+  skillsByTrajectory,
+  teacherPrompts,
 } from "../skills/mod.ts";
 import { ACTION_STOP, actionPolicy, type TextPolicy, turnSeed } from "./text_policy.ts";
 

@@ -6,9 +6,11 @@
  *
  * - `prompt.ts`: the analyzer prompt, the lenient parse of its answer (`_lenient_json.ts`), the
  *   analysis schema of constrained decoding, the skill block and its insertion into a turn's
- *   prompt (`insertSkill`) or into chat messages (`withSkill`);
+ *   prompt (`insertSkill`, the re-scoring step's `teacherPrompts`) or into chat messages
+ *   (`withSkill`);
  * - `generation.ts`: the analyzer's generation settings at RL time and the budget check;
- * - `library.ts`: the skill library with provenance (stored with each checkpoint);
+ * - `library.ts`: the skill library with provenance (stored with each checkpoint; a step's skills
+ *   go in with `recordSkills`);
  * - `choice.ts`: which library skill to give the policy, by family at evaluation and by words at
  *   inference.
  */

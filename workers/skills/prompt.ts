@@ -372,6 +372,29 @@ export function insertSkill(prompt: string, skill: string): string {
   return prompt ? `${prompt}\n\n${block}` : block;
 }
 
+/** The skill text per trajectory id (null where the analysis failed), for `teacherMask`. */
+export function skillsByTrajectory(
+  analyses: ReadonlyMap<string, SkillAnalysis | null>,
+): Map<string, string | null> {
+  return new Map([...analyses].map(([id, a]) => [id, a?.episode_skill ?? null]));
+}
+
+/**
+ * Teacher prompts (N,) for re-scoring (workers/seed/README.md, Algorithm, step 4): sample i's
+ * (a `TurnSample` of workers/seed/samples.ts) ordinary prompt
+ * with its trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed
+ * skill (teacher mask 0: no teacher pass is needed for it).
+ */
+export function teacherPrompts(
+  samples: readonly { prompt: string; trajectoryId: string }[],
+  skills: ReadonlyMap<string, string | null>,
+): (string | null)[] {
+  return samples.map((s) => {
+    const skill = skills.get(s.trajectoryId);
+    return typeof skill === "string" && skill.trim() !== "" ? insertSkill(s.prompt, skill) : null;
+  });
+}
+
 /*
  * Skills at inference (the server's `skills` extension): the chosen skill goes into chat messages
  * as re-scoring puts it into a turn's prompt (`insertSkill`): right after the `Your task is to:`

@@ -25,10 +25,9 @@ import {
   expertSamples,
   type ObservationImage,
   runRollouts,
-  teacherPrompts,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
-import { buildAnalyzerPrompt, SKILL_HEADING } from "../../../workers/skills/mod.ts";
+import { buildAnalyzerPrompt, SKILL_HEADING, teacherPrompts } from "../../../workers/skills/mod.ts";
 import {
   builtinImageSize,
   checkModelFitsEnv,
