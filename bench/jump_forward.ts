@@ -29,14 +29,8 @@ import {
   Policy,
   Tokenizer,
 } from "../workers/model/mod.ts";
-import {
-  ACTION_STOP,
-  analysisSchema,
-  buildAnalyzerPrompt,
-  parseSkillAnalysis,
-  runRollouts,
-  TextPolicy,
-} from "../workers/seed/mod.ts";
+import { ACTION_STOP, runRollouts, TextPolicy } from "../workers/seed/mod.ts";
+import { analysisSchema, buildAnalyzerPrompt, parseSkillAnalysis } from "../workers/skills/mod.ts";
 import { resolveModel } from "../workers/seed/run/mod.ts";
 
 const { values: args } = parseArgs({

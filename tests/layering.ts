@@ -65,7 +65,7 @@ export const PRODUCT_LAYERS: Layer[] = [
     role: "`deno task serve`: OpenAI-compatible inference over checkpoints",
     imports: [
       "workers/seed/run",
-      "workers/seed",
+      "workers/skills",
       "workers/model",
       "workers/envs",
       "workers/envs/shared",
@@ -80,6 +80,8 @@ export const PRODUCT_LAYERS: Layer[] = [
     role: "the job plumbing of a run: handler, warm-up stages, checkpoints, dumps",
     imports: [
       "workers/seed",
+      "workers/seed/errors",
+      "workers/skills",
       "workers/model",
       "workers/envs",
       "workers/envs/shared",
@@ -97,8 +99,28 @@ export const PRODUCT_LAYERS: Layer[] = [
   {
     name: "workers/seed",
     paths: ["workers/seed/"],
-    role: "the algorithm: rollout, advantages, analyzer, skills, objective, trainer, warm-up",
-    imports: ["workers/model", "workers/envs", "workers/envs/shared", "workers/engine", "jobs"],
+    role: "the algorithm: rollout, advantages, analyze step, objective, trainer, warm-up",
+    imports: [
+      "workers/seed/errors",
+      "workers/skills",
+      "workers/model",
+      "workers/envs",
+      "workers/envs/shared",
+      "workers/engine",
+      "jobs",
+    ],
+  },
+  {
+    name: "workers/skills",
+    paths: ["workers/skills/"],
+    role: "skill prompt, analysis parse and schema, analyzer generation settings, library, choice",
+    imports: ["workers/seed/errors", "workers/model", "workers/envs/shared", "jobs"],
+  },
+  {
+    name: "workers/seed/errors",
+    paths: ["workers/seed/errors.ts"],
+    role: "the error classes of the algorithm and the skills",
+    imports: [],
   },
   {
     name: "workers/model",

@@ -15,7 +15,7 @@ import {
 } from "../../jobs/mod.ts";
 import type { HfModel } from "../../workers/model/mod.ts";
 import { type CheckpointAdapter, checkpointFiles } from "../../workers/seed/run/checkpoint.ts";
-import { SkillLibrary } from "../../workers/seed/skill_library.ts";
+import { SkillLibrary } from "../../workers/skills/mod.ts";
 
 /**
  * Submits and claims a sokoban job of `tenantId`, saves each checkpoint (through the trainer's

@@ -20,10 +20,10 @@ import { AdamW, parameterSpecs, Policy, Rng, Tokenizer } from "../../workers/mod
 import {
   runPlan,
   SeedTrainer,
-  SkillLibrary,
   type TextGenerateOptions,
   TextPolicy,
 } from "../../workers/seed/mod.ts";
+import { SkillLibrary } from "../../workers/skills/mod.ts";
 import { resolveModel } from "../../workers/seed/run/mod.ts";
 import { DEFAULT_DUMP_LIMITS, rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
 import { tinySpec } from "../workers/seed/_jobs.ts";

@@ -21,7 +21,7 @@ import {
   succeedJob,
 } from "../../jobs/mod.ts";
 import { parseJobSpec } from "../../jobs/mod.ts";
-import { SkillLibrary } from "../../workers/seed/skill_library.ts";
+import { SkillLibrary } from "../../workers/skills/mod.ts";
 import { rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
 import { launchChromium } from "../_harness/chromium.ts";
 import { imageTrajectories } from "../workers/seed/run/_image_trajectories.ts";

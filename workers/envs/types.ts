@@ -84,7 +84,7 @@ export interface StepResult {
    * Optional: one short sentence saying what the action did (Sokoban: `pushed the box up`,
    * `walked left into a wall and changed nothing`), for environments whose observations do not
    * say it themselves (a grid shows the new state, not the move). The analyzer prompt shows it as
-   * the step's `Effect:` line (workers/seed/skills.ts); `buildTurnPrompt` never shows it to the
+   * the step's `Effect:` line (workers/skills/prompt.ts); `buildTurnPrompt` never shows it to the
    * policy (an environment's own `buildPrompt` gets it back in `history` and may).
    */
   feedback?: string;

@@ -13,8 +13,8 @@
  *
  * Arithmetic: every operation in float64, each of m, v and p rounded to float32 when stored (the
  * per-element loop runs as a WebAssembly SIMD kernel over moments kept in WebAssembly memory,
- * `_adamw_wasm.ts`, bit-identical to the plain JS loop it replaced and faster on the 23.5M bench
- * model, `bench/tools/adamw.ts`).
+ * `_adamw_wasm.ts`, bit-identical to the plain JS loop it replaced and 1.8–2× faster on the 23.5M
+ * bench model, bench/RESULTS.md "Where a train step's time goes").
  */
 import type { Parameters, ParameterSpec } from "./config.ts";
 import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
@@ -188,8 +188,8 @@ export class AdamW {
 
 /**
  * The per-element update in plain JS (float64 operations, float32 stores), for tensors too large
- * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`; the
- * reference of `bench/tools/adamw.ts`). p, g, m, v: (n,) float32; m, v and p updated in place.
+ * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`;
+ * tests/workers/model/optim_test.ts checks the two agree). p, g, m, v: (n,) float32; m, v and p updated in place.
  */
 export function updateInJs(
   p: Float32Array,

@@ -1,26 +1,25 @@
 /**
- * The analyze step and its hand-offs (workers/seed/README.md, Algorithm, steps 3, 4 and 6), independent of the
- * model: batch the analyzer prompts into one generation call, parse each answer, build the
- * skill-augmented teacher prompts for re-scoring, and record parsed skills in the library.
+ * The analyze step (workers/seed/README.md, Algorithm, step 3), independent of the model: batch
+ * the analyzer prompts into one generation call and parse each answer (or let the environment's
+ * reference analyzer write them). What follows from an analysis (the teacher prompts of step 4,
+ * the library of step 6) is workers/skills' (`teacherPrompts`, `recordSkills`).
  * Generation is a function argument (θ_old, greedy, `analyzer_max_new_tokens`), like the policy of
  * `runRollouts`.
  */
 import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
 import { SeedOptionError } from "./errors.ts";
-import type { SkillLibrary, SkillSource } from "./skill_library.ts";
-import type { AnalyzeMode, TurnSample } from "./samples.ts";
+import type { AnalyzeMode } from "./samples.ts";
 import { selectForAnalysis } from "./samples.ts";
 import {
   type AnalyzerPromptOptions,
   buildAnalyzerPrompt,
-  insertSkill,
   parseSkillAnalysis,
   type ParseSkillOptions,
-} from "./skills.ts";
+} from "../skills/mod.ts";
 
 /**
  * A batched text generator: one completion per prompt, in the same order; `trajectories[i]` is
- * the trajectory prompt i analyses (its outcome picks the skill grammar, see trainer.ts).
+ * the trajectory prompt i analyses (its outcome picks the skill grammar, see workers/skills/generation.ts).
  */
 export type BatchGenerate = (
   prompts: string[],
@@ -114,60 +113,4 @@ export async function referenceAnalyses<T extends Trajectory & { id: string }>(
     raw.set(t.id, JSON.stringify(a));
   }
   return { analyses, analyzed: selected.length, parsed: selected.length, raw };
-}
-
-/** The skill text per trajectory id (null where the analysis failed), for `teacherMask`. */
-export function skillsByTrajectory(
-  analyses: ReadonlyMap<string, SkillAnalysis | null>,
-): Map<string, string | null> {
-  return new Map([...analyses].map(([id, a]) => [id, a?.episode_skill ?? null]));
-}
-
-/**
- * Teacher prompts (N,) for re-scoring (workers/seed/README.md, Algorithm, step 4): sample i's ordinary prompt
- * with its trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed
- * skill (teacher mask 0: no teacher pass is needed for it).
- */
-export function teacherPrompts(
-  samples: readonly Pick<TurnSample, "prompt" | "trajectoryId">[],
-  skills: ReadonlyMap<string, string | null>,
-): (string | null)[] {
-  return samples.map((s) => {
-    const skill = skills.get(s.trajectoryId);
-    return typeof skill === "string" && skill.trim() !== "" ? insertSkill(s.prompt, skill) : null;
-  });
-}
-
-/**
- * Adds every parsed skill of this step to the library with provenance (workers/seed/README.md, Algorithm, step
- * 6). `meanGaps` holds the mean teacher gap Δ per trajectory id (see `meanPerTrajectory`); missing
- * ids get null. Returns how many skills were new to the library.
- */
-export function recordSkills(
-  library: SkillLibrary,
-  input: {
-    step: number;
-    trajectories: readonly (Trajectory & { id: string })[];
-    analyses: ReadonlyMap<string, SkillAnalysis | null>;
-    meanGaps?: ReadonlyMap<string, number>;
-    /** Who wrote the skills (JobSpec `seed.skill_source`); default `policy`. */
-    source?: SkillSource;
-  },
-): number {
-  let added = 0;
-  for (const t of input.trajectories) {
-    const analysis = input.analyses.get(t.id);
-    if (!analysis) continue;
-    const result = library.add(analysis.episode_skill, {
-      step: input.step,
-      taskId: t.task.id,
-      family: t.task.family,
-      trajectoryId: t.id,
-      success: t.won,
-      meanTeacherGap: input.meanGaps?.get(t.id) ?? null,
-      source: input.source ?? "policy",
-    }, analysis.episode_summary);
-    if (result.added) added++;
-  }
-  return added;
 }

@@ -22,7 +22,11 @@ import {
   OutboundUrlError,
 } from "../../jobs/mod.ts";
 import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
-import { type AnalyzerPromptOptions, buildAnalyzerPrompt, parseSkillAnalysis } from "./skills.ts";
+import {
+  type AnalyzerPromptOptions,
+  buildAnalyzerPrompt,
+  parseSkillAnalysis,
+} from "../skills/mod.ts";
 
 /** The JobSpec's `warmup.analyzer.annotator` (defaults filled in). */
 export type AnnotatorSpec = NonNullable<JobSpec["warmup"]["analyzer"]["annotator"]>;

@@ -7,13 +7,14 @@
  * - 1 rollout: `rollout.ts` (B tasks × G copies, multi-turn, batched generation);
  * - 2 advantage: `advantage.ts` (GRPO pooled, GiGPO; the `advantageEstimators` registry),
  *   `samples.ts` (one sample per turn, scores, teacher mask, mini-batches);
- * - 3 analyze and 4 re-score: `skills.ts` (analyzer prompt, lenient parse, skill insertion),
- *   `analyze.ts` (the batched analyze step and the teacher prompts), `_lenient_json.ts`;
+ * - 3 analyze and 4 re-score: `analyze.ts` (the batched analyze step);
+ *   the analyzer prompt, lenient parse, analysis schema, generation settings, skill insertion and
+ *   the teacher prompts live in workers/skills (`../skills/mod.ts`, shared with the server; not
+ *   re-exported here);
  * - 5 update: `objective.ts` (the SEED objective, the only implementation of the loss, which the
  *   model builds its train graph from), `trainer.ts` (orchestrates the phases and calls
  *   `Policy.trainStep` with that objective);
- * - 6 skills: `skill_library.ts`; `skill_choice.ts` (the library skill given to the policy at
- *   evaluation under `eval.skills: "library"`);
+ * - 6 skills: the library and the choice of a library skill at evaluation, in workers/skills;
  * - warm-up and evaluation: `warmup.ts` (demonstrations, analyzer annotations, SFT steps),
  *   `evaluate.ts`;
  * - metrics: `metrics.ts` (per-step metrics), `signal_metrics.ts` (is there a distillation
@@ -32,10 +33,7 @@
  */
 export * from "./errors.ts";
 export * from "./advantage.ts";
-export * from "./skills.ts";
 export * from "./analyze.ts";
-export * from "./skill_library.ts";
-export * from "./skill_choice.ts";
 export * from "./samples.ts";
 export * from "./objective.ts";
 export * from "./run_plan.ts";

@@ -1,7 +1,8 @@
 /**
  * One SEED (or GRPO) update as named, timed phases (README.md, Algorithm, steps 1–5): rollout →
  * advantage → analyze → rescore → update. The trainer only orchestrates; the math lives in the
- * phase modules (rollout.ts, samples.ts/advantage.ts, analyze.ts/skills.ts) and in the SEED
+ * phase modules (rollout.ts, samples.ts/advantage.ts, analyze.ts and workers/skills, which also
+ * holds the analyzer's generation settings) and in the SEED
  * objective (objective.ts) the model's train graph is built from (`Policy.trainStep`). What the
  * method means (analysis, λ_opd, π_ref) comes from the run plan (run_plan.ts).
  *
@@ -17,21 +18,14 @@ import type { AsyncEnvironment, SkillAnalysis } from "../envs/mod.ts";
 import {
   type AdamW,
   clipGradNorm,
-  type JsonObjectSchema,
   learningRate,
   type Policy,
   type Rng,
   type Sample,
   stepMeans,
 } from "../model/mod.ts";
-import {
-  analyzeTrajectories,
-  recordSkills,
-  referenceAnalyses,
-  skillsByTrajectory,
-  teacherPrompts,
-} from "./analyze.ts";
-import { RolloutError, SeedOptionError } from "./errors.ts";
+import { analyzeTrajectories, referenceAnalyses } from "./analyze.ts";
+import { RolloutError } from "./errors.ts";
 import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
 import {
   SEED_OBJECTIVE,
@@ -40,20 +34,20 @@ import {
   seedInputs,
   type SeedSample,
 } from "./objective.ts";
-import { type RunPlan, runPlan } from "./run_plan.ts";
+import type { RunPlan } from "./run_plan.ts";
 import { signalMetrics } from "./signal_metrics.ts";
 import { type BatchPolicy, type RolloutTrajectory, runRollouts } from "./rollout.ts";
 import { logprobGap, type PublishedPolicy, type RemoteRolloutEngine } from "./remote_rollout.ts";
 import { buildSamples, meanPerTrajectory, miniBatches, type TurnSample } from "./samples.ts";
-import type { SkillLibrary } from "./skill_library.ts";
-import { analysisSchema, analyzerPromptOptions } from "./skills.ts";
 import {
-  ACTION_STOP,
-  actionPolicy,
-  type TextGenerateOptions,
-  type TextPolicy,
-  turnSeed,
-} from "./text_policy.ts";
+  analyzerGenerateOptions,
+  analyzerPromptOptions,
+  recordSkills,
+  type SkillLibrary,
+  skillsByTrajectory,
+  teacherPrompts,
+} from "../skills/mod.ts";
+import { ACTION_STOP, actionPolicy, type TextPolicy, turnSeed } from "./text_policy.ts";
 
 /** What the trainer works with. */
 export interface TrainerParts {
@@ -110,80 +104,6 @@ export interface StepOutcome {
   trajectories: RolloutTrajectory[];
   /** The step's analyses and teacher gaps, for its rollout dump (run/trajectory_dump.ts). */
   teacher: StepTeacher;
-}
-
-/**
- * How the analyzer generates (θ_old, greedy, `analyzer_max_new_tokens`) for trajectories of these
- * outcomes (`won[i]` of prompt i): under the analysis schema of `analyzerSchemas`, so every
- * answer parses. Evaluation or any other caller of the analyzer uses the same options.
- */
-export function analyzerGenerateOptions(
-  spec: JobSpec,
-  env: Pick<AsyncEnvironment, "skillPatterns">,
-  won: readonly boolean[],
-): TextGenerateOptions {
-  const schemas = analyzerSchemas(spec, env);
-  return {
-    maxNewTokens: spec.seed.analyzer_max_new_tokens,
-    temperature: 0,
-    seed: 0,
-    // the analyzer prompts of one outcome begin with the same instructions: prefilled once
-    sharePrefixes: true,
-    schema: won.map((w) => (w ? schemas.won : schemas.lost)),
-  };
-}
-
-/**
- * The RL-time analysis schemas by outcome: `{"episode_skill": "…"}` alone (only the skill reaches
- * the loss; the summary's decode steps are saved), the skill held to the environment's skill
- * grammar for a won or a lost trajectory (`skillPatterns`) where it has one, else free text for
- * both (workers/seed/README.md, Departures). The one place RL-time analysis schemas are built
- * (generation and `checkAnalyzerBudget` both read it).
- */
-export function analyzerSchemas(
-  _spec: JobSpec,
-  env: Pick<AsyncEnvironment, "skillPatterns">,
-): { won: JsonObjectSchema; lost: JsonObjectSchema } {
-  const patterns = env.skillPatterns;
-  if (!patterns) {
-    const free = analysisSchema({ summary: false });
-    return { won: free, lost: free };
-  }
-  return {
-    won: analysisSchema({ skillPattern: patterns.won, summary: false }),
-    lost: analysisSchema({ skillPattern: patterns.lost, summary: false }),
-  };
-}
-
-/**
- * Fails early when the analyzer's budget cannot hold the shortest analysis object with this
- * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
- * ~20 for builtin tokenizers; more under an environment's skill grammar, with builtin tokenizers
- * Sokoban's 47 (won) and 34 (lost), household's 52 and 75, with the summary field; fewer
- * without it, as RL-time analyses are), for each outcome the job analyses (`seed.analyze`), under the
- * schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders (indexes
- * the vocabulary once).
- * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
- */
-export function checkAnalyzerBudget(
-  spec: JobSpec,
-  theta: TextPolicy,
-  env: Pick<AsyncEnvironment, "skillPatterns">,
-): void {
-  const plan = runPlan(spec);
-  if (!plan.analysis || plan.skillSource === "reference") return;
-  const schemas = analyzerSchemas(spec, env);
-  const used = plan.analyze === "failed_only" ? [schemas.lost] : [schemas.won, schemas.lost];
-  const budget = spec.seed.analyzer_max_new_tokens;
-  for (const schema of used) {
-    const decoder = theta.jsonDecoder(schema);
-    if (budget < decoder.minTokens) {
-      throw new SeedOptionError(
-        `Cannot analyze trajectories as seed.analyzer_max_new_tokens must be ≥ ${decoder.minTokens} (the tokens of ${decoder.exampleObject()} with this tokenizer) under constrained decoding: current value is ${budget}`,
-        { option: "seed.analyzer_max_new_tokens", value: budget },
-      );
-    }
-  }
 }
 
 /**

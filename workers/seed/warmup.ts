@@ -30,7 +30,7 @@ import {
   buildAnalyzerPrompt,
   insertSkill,
   meaningful,
-} from "./skills.ts";
+} from "../skills/mod.ts";
 import { ACTION_STOP, actionPolicy, type TextPolicy } from "./text_policy.ts";
 
 /** One phase of an SFT stage: `epochs` shuffled passes over `samples`. */

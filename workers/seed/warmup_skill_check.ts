@@ -16,7 +16,7 @@
  */
 import type { AsyncEnvironment, Task } from "../envs/mod.ts";
 import { evaluate } from "./evaluate.ts";
-import { insertSkill, meaningful } from "./skills.ts";
+import { insertSkill, meaningful } from "../skills/mod.ts";
 import type { TextPolicy } from "./text_policy.ts";
 import { expertEpisode } from "./warmup.ts";
 

@@ -32,11 +32,10 @@ import { apiKeyAuth, type ServeAuthEnv } from "./auth.ts";
 import type { DecodeEngine } from "./engine.ts";
 import { badRequest, fromZod, ServeError, toErrorResponse } from "./errors.ts";
 import type { HeldModel, ModelRegistry, ServedModel } from "./models.ts";
-import { chatMessages, encodePrompt, renderChat, taskOf, withSkill } from "./prompt.ts";
+import { chatMessages, encodePrompt, renderChat } from "./prompt.ts";
 import { ChatRequestSchema, CompletionRequestSchema, type SkillsOption } from "./schemas.ts";
-import { chooseSkill } from "./skill_choice.ts";
 import { type Prepared, respond, type UsedSkill } from "./respond.ts";
-import { insertSkill } from "../seed/skills.ts";
+import { chooseSkill, insertSkill, taskOf, withSkill } from "../skills/mod.ts";
 import { ADMIN_ROUTES, mountLoraAdmin, type NamedModels } from "./lora_admin.ts";
 import { checkPromptIds } from "./token_ids.ts";
 

@@ -52,7 +52,7 @@ import {
   promptFormOf,
   Tokenizer,
 } from "../model/mod.ts";
-import { SkillLibrary } from "../seed/skill_library.ts";
+import { SkillLibrary } from "../skills/mod.ts";
 import type { DecodeModel } from "./engine.ts";
 import { badRequest, modelNotFound } from "./errors.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Request → prompt text → token ids, and skills at inference.
+ * Request → prompt text → token ids.
  *
  * Chat messages become a prompt in the checkpoint's own form ({@link ServedModel.promptForm}),
  * rendered and encoded by the implementation the trainer uses (workers/model/chat_template.ts):
@@ -15,14 +15,10 @@
  *
  * A completions `prompt` is encoded as it is (with the tokenizer's special tokens, e.g. a BOS).
  *
- * Skills (`skills` extension field): the chosen skill (skill_choice.ts) is inserted as re-scoring
- * inserts it into a turn's prompt (workers/seed/skills.ts `insertSkill`): right after the
- * `Your task is to:` line, into the first message that has one (for chat models the block thus
- * stays inside that message, never a message of its own), else into the last user message.
+ * Skills (`skills` extension field): the chosen skill goes into the messages as re-scoring puts it
+ * into a turn's prompt (workers/skills, `withSkill`).
  */
-import { TASK_LINE_PREFIX } from "../envs/prompt.ts";
 import { type ChatMessage, encodePrompt as encodeRendered, renderPrompt } from "../model/mod.ts";
-import { insertSkill } from "../seed/skills.ts";
 import type { ServedModel } from "./models.ts";
 import { type ChatRequestMessage, messageText } from "./schemas.ts";
 
@@ -49,25 +45,4 @@ export function encodePrompt(
   kind: "chat" | "completion",
 ): number[] {
   return encodeRendered(model.tokenizer, kind === "chat" ? model.promptForm : "plain", text);
-}
-
-/** The task of a prompt: the rest of its first `Your task is to:` line, or null. */
-export function taskOf(text: string): string | null {
-  const line = text.split("\n").find((l) => l.includes(TASK_LINE_PREFIX.trim()));
-  if (line === undefined) return null;
-  return line.slice(line.indexOf(TASK_LINE_PREFIX.trim()) + TASK_LINE_PREFIX.trim().length)
-    .trim();
-}
-
-/** The index of the message a skill goes into (see module doc); -1 when there is none. */
-export function skillMessageIndex(messages: readonly ChatMessage[]): number {
-  const withTask = messages.findIndex((m) => taskOf(m.content) !== null);
-  if (withTask >= 0) return withTask;
-  return messages.findLastIndex((m) => m.role === "user");
-}
-
-/** `messages` with `skill` inserted into message {@link skillMessageIndex}. */
-export function withSkill(messages: readonly ChatMessage[], skill: string): ChatMessage[] {
-  const at = skillMessageIndex(messages);
-  return messages.map((m, i) => (i === at ? { ...m, content: insertSkill(m.content, skill) } : m));
 }

@@ -28,7 +28,7 @@ export interface UsedSkill {
   text: string;
   /** Step of the library it came from. */
   library_step: number;
-  /** Share of the task's content words in the skill (skill_choice.ts). */
+  /** Share of the task's content words in the skill (workers/skills/choice.ts). */
   relevance: number;
   times_seen: number;
   success_count: number;

@@ -9,7 +9,7 @@
  * `logprobs` 0–20 (the number of alternatives; OpenAI allows up to 5, vLLM more).
  *
  * Extensions: `skills` (`"library"` or `{"step": N}`) asks for the job's best skill for the
- * prompt's task to be put into the prompt (see skill_choice.ts); `return_tokens_as_token_ids`
+ * prompt's task to be put into the prompt (see workers/skills/choice.ts); `return_tokens_as_token_ids`
  * (vLLM's) writes each log-prob token as `token_id:<id>`.
  */
 import { z } from "zod";

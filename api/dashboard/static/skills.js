@@ -9,7 +9,7 @@ import { h, replace } from "./dom.js";
 import { num } from "./format.js";
 
 /**
- * The library's de-duplication key (workers/seed/skill_library.ts `normalizeSkill`): lowercase,
+ * The library's de-duplication key (workers/skills/library.ts `normalizeSkill`): lowercase,
  * whitespace collapsed, punctuation, symbols and spaces stripped at both ends.
  * @param {string} text
  */

@@ -32,7 +32,7 @@ import {
   type TrajectoryStep,
 } from "../../../workers/envs/mod.ts";
 import { maxTurnsOf } from "../../../jobs/mod.ts";
-import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
+import { SkillLibrary } from "../../../workers/skills/mod.ts";
 import type { JobContext, JobHandler } from "../../../workers/worker/mod.ts";
 
 /** mulberry32: a small seeded PRNG returning floats in [0, 1). */

@@ -38,10 +38,10 @@ import {
 import {
   runPlan,
   SeedTrainer,
-  SkillLibrary,
   type TextGenerateOptions,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { SkillLibrary } from "../../../workers/skills/mod.ts";
 import { resolveModel } from "../../../workers/seed/run/mod.ts";
 import {
   createSeedHandler,

@@ -2,13 +2,13 @@ import assert from "node:assert/strict";
 import { Corridor, corridorTask } from "./_corridor.ts";
 import { asAsync, runRollouts } from "../../../workers/seed/rollout.ts";
 import { buildSamples, teacherMask } from "../../../workers/seed/samples.ts";
+import { analyzeTrajectories } from "../../../workers/seed/analyze.ts";
 import {
-  analyzeTrajectories,
   recordSkills,
+  SkillLibrary,
   skillsByTrajectory,
   teacherPrompts,
-} from "../../../workers/seed/analyze.ts";
-import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
+} from "../../../workers/skills/mod.ts";
 import { SeedOptionError } from "../../../workers/seed/errors.ts";
 
 /** Rolls out 2 corridor tasks × 2 copies: copy 0 walks right (wins), copy 1 walks left (fails). */

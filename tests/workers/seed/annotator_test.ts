@@ -12,7 +12,7 @@ import {
   type AnnotatorSpec,
   scrub,
 } from "../../../workers/seed/annotator.ts";
-import { buildAnalyzerPrompt } from "../../../workers/seed/skills.ts";
+import { buildAnalyzerPrompt } from "../../../workers/skills/mod.ts";
 import { type ChatAnswer, startChatServer } from "./_chat_server.ts";
 
 const KEY = "sk-test-7f3c9a1e55b2";

@@ -4,12 +4,10 @@ import { Policy, Tokenizer } from "../../../workers/model/mod.ts";
 import {
   evalMetrics,
   evaluate,
-  insertSkill,
-  skillChooser,
-  SkillLibrary,
   type TextGenerateOptions,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { insertSkill, skillChooser, SkillLibrary } from "../../../workers/skills/mod.ts";
 import { resolveModel } from "../../../workers/seed/run/mod.ts";
 
 /** The real tiny policy, recording every prompt it is given (in call order). */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { getSkillLibrary, readSkillLibrary } from "../../../jobs/mod.ts";
-import { skillLibraryJson } from "../../../workers/seed/mod.ts";
+import { skillLibraryJson } from "../../../workers/skills/mod.ts";
 import { metricsByStep, ONE_THREAD, openJobHarness, runOne, tinySpec } from "./_jobs.ts";
 
 Deno.test("a seed job with seed.skill_source reference distils from the environment's reference skills", async () => {

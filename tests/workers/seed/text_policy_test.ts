@@ -13,11 +13,7 @@ import {
   TokenizerError,
 } from "../../../workers/model/mod.ts";
 import { TextPolicy, withoutImagePlaceholders } from "../../../workers/seed/text_policy.ts";
-import {
-  analysisSchema,
-  analysisTarget,
-  parseSkillAnalysis,
-} from "../../../workers/seed/skills.ts";
+import { analysisSchema, analysisTarget, parseSkillAnalysis } from "../../../workers/skills/mod.ts";
 import { analyzerTemplateVocabulary } from "../../../workers/seed/run/model_source.ts";
 import { randomParameters, TINY_LLAMA } from "../model/_tiny.ts";
 

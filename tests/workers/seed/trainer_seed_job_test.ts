@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { getSkillLibrary, listCheckpoints, readSkillLibrary } from "../../../jobs/mod.ts";
-import { skillLibraryJson } from "../../../workers/seed/mod.ts";
+import { skillLibraryJson } from "../../../workers/skills/mod.ts";
 import {
   eventTypes,
   metricsByStep,

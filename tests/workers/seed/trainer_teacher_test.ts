@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
 import { compileTextPattern, Tokenizer } from "../../../workers/model/mod.ts";
+import { runPlan, TextPolicy } from "../../../workers/seed/mod.ts";
 import {
   analysisSchema,
   analyzerGenerateOptions,
   checkAnalyzerBudget,
   SkillLibrary,
-  TextPolicy,
-} from "../../../workers/seed/mod.ts";
+} from "../../../workers/skills/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
 import {
   SOKOBAN_SKILL_GRAMMAR,
@@ -44,7 +44,7 @@ Deno.test("a from-scratch model's analyses all parse: the analyzer decodes under
   const { env, model, policy } = await tinySokobanPolicy();
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
   const spec = parseJobSpec(tinySpec());
-  checkAnalyzerBudget(spec, theta, env);
+  checkAnalyzerBudget(spec, { plan: runPlan(spec), theta, env });
   const library = new SkillLibrary("job-1");
   const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
   const { metrics } = await trainer.step(1, () => Promise.resolve());
@@ -58,7 +58,7 @@ Deno.test("under the environment's skill grammar a from-scratch model's skills a
   const { env, model, policy } = await tinySokobanPolicy();
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
   const spec = parseJobSpec(tinySpec({ seed: { analyzer_max_new_tokens: 64 } }));
-  checkAnalyzerBudget(spec, theta, env);
+  checkAnalyzerBudget(spec, { plan: runPlan(spec), theta, env });
   const library = new SkillLibrary("job-1");
   const trainer = testTrainer(spec, { env, theta, library, lr: 0 });
   const { metrics } = await trainer.step(1, () => Promise.resolve());
@@ -111,9 +111,14 @@ Deno.test("the budget check asks for the shortest skill-only object under the sk
   assert.ok(without < 47, `${without}`);
   const spec = (tokens: number) =>
     parseJobSpec(tinySpec({ seed: { analyzer_max_new_tokens: tokens } }));
-  checkAnalyzerBudget(spec(without), theta, env);
+  checkAnalyzerBudget(spec(without), { plan: runPlan(spec(without)), theta, env });
   assert.throws(
-    () => checkAnalyzerBudget(spec(without - 1), theta, env),
+    () =>
+      checkAnalyzerBudget(spec(without - 1), {
+        plan: runPlan(spec(without - 1)),
+        theta,
+        env,
+      }),
     new RegExp(
       `seed\\.analyzer_max_new_tokens must be ≥ ${without} \\(the tokens of \\{"episode_skill":"Walk behind[^}]*"\\} with`,
     ),
@@ -126,7 +131,7 @@ Deno.test("the analyzer's generation options hold every analysis to the skill-on
   const options = analyzerGenerateOptions(parseJobSpec(tinySpec()), env, [true, false]);
   const schemas = options.schema as ReturnType<typeof analysisSchema>[];
   assert.equal(schemas.length, 2);
-  assert.equal(options.stop, undefined);
+  assert.equal("stop" in options, false);
   for (const schema of schemas) {
     assert.deepEqual(schema.fields.map((f) => f.name), ["episode_skill"]);
     assert.ok(schema.fields[0].pattern, "the skill grammar holds");

@@ -12,7 +12,7 @@ import {
   readSkillLibrary,
 } from "../../../jobs/mod.ts";
 import { readSafetensors } from "../../../workers/model/mod.ts";
-import { skillLibraryJson } from "../../../workers/seed/mod.ts";
+import { skillLibraryJson } from "../../../workers/skills/mod.ts";
 import {
   type JobHarness,
   metricsByStep,

@@ -21,15 +21,13 @@ import {
   type TrainSample,
 } from "../../../workers/model/mod.ts";
 import {
-  buildAnalyzerPrompt,
   buildSamples,
   expertSamples,
   type ObservationImage,
   runRollouts,
-  SKILL_HEADING,
-  teacherPrompts,
   TextPolicy,
 } from "../../../workers/seed/mod.ts";
+import { buildAnalyzerPrompt, SKILL_HEADING, teacherPrompts } from "../../../workers/skills/mod.ts";
 import {
   builtinImageSize,
   checkModelFitsEnv,

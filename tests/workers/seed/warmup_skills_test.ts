@@ -3,14 +3,8 @@ import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts
 import { gridLinesOf, move, parseGrid } from "../../../workers/envs/sokoban/room.ts";
 import { solve } from "../../../workers/envs/sokoban/solver.ts";
 import { Policy, Tokenizer } from "../../../workers/model/mod.ts";
-import {
-  correctiveSteps,
-  expertSamples,
-  insertSkill,
-  sftTrain,
-  SKILL_HEADING,
-  TextPolicy,
-} from "../../../workers/seed/mod.ts";
+import { correctiveSteps, expertSamples, sftTrain, TextPolicy } from "../../../workers/seed/mod.ts";
+import { insertSkill, SKILL_HEADING } from "../../../workers/skills/mod.ts";
 import { resolveModel } from "../../../workers/seed/run/mod.ts";
 
 const env = toAsyncEnvironment(getEnvironment("sokoban"));

@@ -23,7 +23,7 @@ import {
   Tokenizer,
 } from "../../../workers/model/mod.ts";
 import { builtinVocabulary, probeFirstTurn } from "../../../workers/seed/run/model_source.ts";
-import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
+import { SkillLibrary } from "../../../workers/skills/mod.ts";
 import { TextPolicy } from "../../../workers/seed/text_policy.ts";
 import { openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore, type TestStore } from "../../_harness/s3.ts";

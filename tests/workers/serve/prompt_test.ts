@@ -9,10 +9,14 @@ import {
   createBuiltinTiny,
   Tokenizer,
 } from "../../../workers/model/mod.ts";
-import { SkillLibrary } from "../../../workers/seed/skill_library.ts";
-import { skillBlock } from "../../../workers/seed/skills.ts";
-import { encodePrompt, renderChat, taskOf, withSkill } from "../../../workers/serve/prompt.ts";
-import { chooseSkill } from "../../../workers/serve/skill_choice.ts";
+import {
+  chooseSkill,
+  skillBlock,
+  SkillLibrary,
+  taskOf,
+  withSkill,
+} from "../../../workers/skills/mod.ts";
+import { encodePrompt, renderChat } from "../../../workers/serve/prompt.ts";
 import { ChoiceText } from "../../../workers/serve/text.ts";
 import { gpt2Tokenizer } from "../model/_gpt2.ts";
 import { qwen3Tokenizer } from "../model/_qwen3.ts";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { getCheckpoint, revokeKey } from "../../../jobs/mod.ts";
-import { insertSkill } from "../../../workers/seed/skills.ts";
+import { insertSkill } from "../../../workers/skills/mod.ts";
 import { ACTION_STOP } from "../../../workers/seed/text_policy.ts";
 import { type RunningServer, startServer } from "../../../workers/serve/main.ts";
 import { jobWithCheckpoints, startServeFixture, trainerPolicy } from "./_fixture.ts";

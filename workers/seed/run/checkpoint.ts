@@ -42,7 +42,7 @@ import {
   writeOptimizerState,
 } from "../../model/mod.ts";
 import type { ResumePoint } from "../../worker/handler.ts";
-import { type SkillLibraryJson, skillLibraryJson } from "../skill_library.ts";
+import { type SkillLibraryJson, skillLibraryJson } from "../../skills/mod.ts";
 
 /** File names of a trainer checkpoint besides the HF directory. */
 export const OPTIMIZER_FILE = "optimizer.safetensors";

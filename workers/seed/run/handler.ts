@@ -57,11 +57,10 @@ import {
 import { evalMetrics, evaluate } from "../evaluate.ts";
 import { checkModelFitsEnv, pinModelBase, probeFirstTurn, resolveModel } from "./model_source.ts";
 import { SIGNAL_METRIC_NAMES } from "../signal_metrics.ts";
-import { SkillLibrary } from "../skill_library.ts";
-import { skillChooser } from "../skill_choice.ts";
+import { checkAnalyzerBudget, skillChooser, SkillLibrary } from "../../skills/mod.ts";
 import { DEFAULT_DUMP_LIMITS, evalDump, rolloutDump } from "./trajectory_dump.ts";
 import { TextPolicy } from "../text_policy.ts";
-import { checkAnalyzerBudget, SeedTrainer } from "../trainer.ts";
+import { SeedTrainer } from "../trainer.ts";
 import { type RunPlan, runPlan } from "../run_plan.ts";
 import { STEP_EVENT_METRICS } from "../metrics.ts";
 import { runWarmup } from "./warmup_stage.ts";
@@ -194,7 +193,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     if (!lora) restored.model.parameters = copyParams(restored.model.parameters);
     const policy = new Policy(restored.model.config, restored.model.parameters, engine);
     const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
-    checkAnalyzerBudget(spec, theta, env);
+    checkAnalyzerBudget(spec, { plan: runPlan(spec), theta, env });
     const optimizer = newOptimizer(spec, policy);
     if (restored.optimizer) optimizer.load(restored.optimizer);
     let reference: Policy | null = null;
@@ -237,7 +236,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
   }
   const policy = new Policy(model.config, model.parameters, engine);
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
-  checkAnalyzerBudget(spec, theta, env);
+  checkAnalyzerBudget(spec, { plan: runPlan(spec), theta, env });
   return {
     ctx,
     spec,

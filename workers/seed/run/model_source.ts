@@ -38,7 +38,7 @@ import {
 import { derivedSeed, SEED_USE } from "./seeds.ts";
 import type { ArtifactReader } from "../../worker/handler.ts";
 import { type ObservationImage, promptImages } from "../rollout.ts";
-import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "../skills.ts";
+import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "../../skills/mod.ts";
 
 /** Thrown when `model.base` cannot be resolved (missing job/checkpoint/folder). */
 export class ModelSourceError extends Error {

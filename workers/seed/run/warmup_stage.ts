@@ -16,7 +16,7 @@ import type { TextPolicy } from "../text_policy.ts";
 import type { RunPlan } from "../run_plan.ts";
 import type { Trajectory } from "../../envs/mod.ts";
 import { annotateTrajectories, type AnnotationReport, AnnotatorError } from "../annotator.ts";
-import { analyzerPromptOptions } from "../skills.ts";
+import { analyzerPromptOptions } from "../../skills/mod.ts";
 import { evaluate } from "../evaluate.ts";
 import { skillCheck } from "../warmup_skill_check.ts";
 import {

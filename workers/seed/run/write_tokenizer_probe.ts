@@ -9,7 +9,7 @@
  */
 import { environmentIds, resolveEnvironment, type Trajectory } from "../../envs/mod.ts";
 import { probeFirstTurn } from "./model_source.ts";
-import { analysisTarget, buildAnalyzerPrompt, skillBlock } from "../skills.ts";
+import { analysisTarget, buildAnalyzerPrompt, skillBlock } from "../../skills/mod.ts";
 
 /** Path of the generated file, relative to the repository root. */
 export const TOKENIZER_PROBE_PATH = new URL("../../model/tokenizer_probe.json", import.meta.url);

@@ -2,13 +2,20 @@
  * Hindsight skills (workers/seed/README.md, Algorithm, steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
  * Distillation", arXiv 2607.14777): the analyzer prompt the policy θ_old answers greedily, the
  * lenient parser of its JSON answer, the insertion of the skill into a turn's prompt for teacher
- * re-scoring, and the canonical target text for analyzer warm-up SFT.
+ * re-scoring (and into chat messages at inference, `withSkill`), and the canonical target text
+ * for analyzer warm-up SFT.
  *
  * Prompts are kept compact on purpose: a tiny model on CPU reads them, and every word is a token.
  */
+import { TASK_LINE_PREFIX } from "../envs/prompt.ts";
 import type { SkillAnalysis, SkillPattern, Trajectory } from "../envs/types.ts";
-import { compileTextPattern, type JsonObjectSchema, type TextPatternDfa } from "../model/mod.ts";
-import { checkNumber, SkillError } from "./errors.ts";
+import {
+  type ChatMessage,
+  compileTextPattern,
+  type JsonObjectSchema,
+  type TextPatternDfa,
+} from "../model/mod.ts";
+import { checkNumber, SkillError } from "../seed/errors.ts";
 import { lastStringField, objectSlices, parseObject } from "./_lenient_json.ts";
 
 /**
@@ -363,4 +370,55 @@ export function insertSkill(prompt: string, skill: string): string {
     if (at >= 0) return around(at);
   }
   return prompt ? `${prompt}\n\n${block}` : block;
+}
+
+/** The skill text per trajectory id (null where the analysis failed), for `teacherMask`. */
+export function skillsByTrajectory(
+  analyses: ReadonlyMap<string, SkillAnalysis | null>,
+): Map<string, string | null> {
+  return new Map([...analyses].map(([id, a]) => [id, a?.episode_skill ?? null]));
+}
+
+/**
+ * Teacher prompts (N,) for re-scoring (workers/seed/README.md, Algorithm, step 4): sample i's
+ * (a `TurnSample` of workers/seed/samples.ts) ordinary prompt
+ * with its trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed
+ * skill (teacher mask 0: no teacher pass is needed for it).
+ */
+export function teacherPrompts(
+  samples: readonly { prompt: string; trajectoryId: string }[],
+  skills: ReadonlyMap<string, string | null>,
+): (string | null)[] {
+  return samples.map((s) => {
+    const skill = skills.get(s.trajectoryId);
+    return typeof skill === "string" && skill.trim() !== "" ? insertSkill(s.prompt, skill) : null;
+  });
+}
+
+/*
+ * Skills at inference (the server's `skills` extension): the chosen skill goes into chat messages
+ * as re-scoring puts it into a turn's prompt (`insertSkill`): right after the `Your task is to:`
+ * line, into the first message that has one (for chat models the block thus stays inside that
+ * message, never a message of its own), else into the last user message.
+ */
+
+/** The task of a prompt: the rest of its first `Your task is to:` line, or null. */
+export function taskOf(text: string): string | null {
+  const line = text.split("\n").find((l) => l.includes(TASK_LINE_PREFIX.trim()));
+  if (line === undefined) return null;
+  return line.slice(line.indexOf(TASK_LINE_PREFIX.trim()) + TASK_LINE_PREFIX.trim().length)
+    .trim();
+}
+
+/** The index of the message a skill goes into (see the note above); -1 when there is none. */
+export function skillMessageIndex(messages: readonly ChatMessage[]): number {
+  const withTask = messages.findIndex((m) => taskOf(m.content) !== null);
+  if (withTask >= 0) return withTask;
+  return messages.findLastIndex((m) => m.role === "user");
+}
+
+/** `messages` with `skill` inserted into message {@link skillMessageIndex}. */
+export function withSkill(messages: readonly ChatMessage[], skill: string): ChatMessage[] {
+  const at = skillMessageIndex(messages);
+  return messages.map((m, i) => (i === at ? { ...m, content: insertSkill(m.content, skill) } : m));
 }

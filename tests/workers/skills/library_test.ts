@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { normalizeSkill, SkillLibrary } from "../../../workers/seed/skill_library.ts";
+import { normalizeSkill, SkillLibrary } from "../../../workers/skills/mod.ts";
 import { SkillError } from "../../../workers/seed/errors.ts";
 
 function sighting(step: number, trajectoryId: string, success: boolean, gap: number | null) {

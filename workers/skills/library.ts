@@ -8,7 +8,8 @@
  * and uses snake_case field names; it is validated with zod on the way in.
  */
 import { z } from "zod";
-import { checkNumber, SkillError } from "./errors.ts";
+import type { SkillAnalysis, Trajectory } from "../envs/types.ts";
+import { checkNumber, SkillError } from "../seed/errors.ts";
 
 /** Who wrote a skill: the policy's analyzer, or the environment's reference analyzer (oracle). */
 export type SkillSource = "policy" | "reference";
@@ -296,4 +297,38 @@ export class SkillLibrary {
     }
     return library;
   }
+}
+
+/**
+ * Adds every parsed skill of this step to the library with provenance (workers/seed/README.md, Algorithm, step
+ * 6). `meanGaps` holds the mean teacher gap Δ per trajectory id (see workers/seed/samples.ts `meanPerTrajectory`); missing
+ * ids get null. Returns how many skills were new to the library.
+ */
+export function recordSkills(
+  library: SkillLibrary,
+  input: {
+    step: number;
+    trajectories: readonly (Trajectory & { id: string })[];
+    analyses: ReadonlyMap<string, SkillAnalysis | null>;
+    meanGaps?: ReadonlyMap<string, number>;
+    /** Who wrote the skills (JobSpec `seed.skill_source`); default `policy`. */
+    source?: SkillSource;
+  },
+): number {
+  let added = 0;
+  for (const t of input.trajectories) {
+    const analysis = input.analyses.get(t.id);
+    if (!analysis) continue;
+    const result = library.add(analysis.episode_skill, {
+      step: input.step,
+      taskId: t.task.id,
+      family: t.task.family,
+      trajectoryId: t.id,
+      success: t.won,
+      meanTeacherGap: input.meanGaps?.get(t.id) ?? null,
+      source: input.source ?? "policy",
+    }, analysis.episode_summary);
+    if (result.added) added++;
+  }
+  return added;
 }

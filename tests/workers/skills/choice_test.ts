@@ -5,7 +5,7 @@ import {
   shrunkTeacherGap,
   skillChooser,
   SkillLibrary,
-} from "../../../workers/seed/mod.ts";
+} from "../../../workers/skills/mod.ts";
 
 let trajectory = 0;
 /** Records `n` sightings of `skill` in `family` (won or lost, with mean Δ `gap`). */

@@ -1,5 +1,5 @@
 /**
- * Lenient recovery of JSON objects from model output (internal to workers/seed).
+ * Lenient recovery of JSON objects from model output (internal to workers/skills).
  *
  * A small policy acting as analyzer (workers/seed/README.md, Algorithm, step 3) writes JSON with prose around
  * it, inside ```json fences, with trailing commas, single quotes, bare keys, raw newlines or stray

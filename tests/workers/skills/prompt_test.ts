@@ -5,7 +5,7 @@ import {
   buildAnalyzerPrompt,
   insertSkill,
   parseSkillAnalysis,
-} from "../../../workers/seed/skills.ts";
+} from "../../../workers/skills/mod.ts";
 import type { Task, Trajectory } from "../../../workers/envs/types.ts";
 import { SeedOptionError, SkillError } from "../../../workers/seed/errors.ts";
 import {
