@@ -61,6 +61,7 @@ function assetFiles(): Map<string, () => string> {
       "submit.js",
       "job.js",
       "charts.js",
+      "compare.js",
       "skills.js",
       "trajectories.js",
     ]

@@ -5,9 +5,12 @@
  * real worker (curves, checkpoints, events), a job of two real trainer steps with fixed analyzer
  * answers (_skills_job.ts: skills, trajectories with per-token Δ), a job whose skill and response
  * are an XSS attempt (written through the job domain's own functions, as a worker writes them), and
- * live jobs submitted and cancelled while the page watches.
+ * live jobs submitted and cancelled while the page watches, and a failed LoRA job whose charts cross
+ * zero (_charts_job.ts).
  *
- * Set `DASHBOARD_SCREENSHOTS=DIR` to keep a screenshot of each page in DIR.
+ * Every page is looked at as a person sees it in a 1,280 px window: a full-page screenshot (into
+ * `DASHBOARD_SCREENSHOTS=DIR`, else a fresh temporary folder, named on stderr), no horizontal
+ * overflow, and every chart with its axis titles.
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
@@ -27,6 +30,7 @@ import { launchChromium } from "../_harness/chromium.ts";
 import { imageTrajectories } from "../workers/seed/run/_image_trajectories.ts";
 import { runOne, testWorker, tinySpec, trainerRegistry } from "../workers/seed/_jobs.ts";
 import { type ApiFixture, req, startApiFixture } from "./_fixture.ts";
+import { CHART_GAPS, chartsJob, FAILURE, LORA_FILES, SMALL_GAP } from "./_charts_job.ts";
 import { skillsJob, STEP_SKILLS } from "./_skills_job.ts";
 
 const XSS = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`;
@@ -91,6 +95,37 @@ function seriesPixels(page: Page, chart: string): Promise<number> {
   }, chart);
 }
 
+/** What a person sees of the page's width and charts (read in the page). */
+function pageLook(page: Page) {
+  return page.evaluate(() => {
+    const charts = [...document.querySelectorAll("figure.chart")].map((fig) => {
+      // deno-lint-ignore no-explicit-any -- the uPlot instance charts.js keeps on its figure
+      const u = (fig as any).uplot;
+      const y = u.axes[1];
+      const ticks: string[] = JSON.parse((fig as HTMLElement).dataset.yTicks ?? "[]");
+      // Room left of the tick marks for the labels (uPlot right-aligns them against the marks).
+      const ctx = document.createElement("canvas").getContext("2d")!;
+      ctx.font = y.font[0];
+      const widest = Math.max(0, ...ticks.map((t) => ctx.measureText(t).width)) / devicePixelRatio;
+      return {
+        id: (fig as HTMLElement).dataset.chart!,
+        xTitle: u.axes[0].label ?? "",
+        yTitle: y.label ?? "",
+        yTitleDrawn: y.label ? y.labelSize : 0,
+        ticks,
+        tickRoom: y._size - y.ticks.size - y.gap,
+        widest,
+        legend: [...fig.querySelectorAll(".u-legend .u-value")].map((td) => td.textContent ?? ""),
+      };
+    });
+    return {
+      scrollWidth: document.documentElement.scrollWidth,
+      innerWidth,
+      charts,
+    };
+  });
+}
+
 Deno.test({
   name: "the dashboard shows jobs, curves, skills and trajectories in a real browser",
   sanitizeOps: false,
@@ -102,7 +137,9 @@ Deno.test({
       fx.app.fetch,
     );
     const origin = `http://127.0.0.1:${server.addr.port}`;
-    const shots = Deno.env.get("DASHBOARD_SCREENSHOTS");
+    const shots = Deno.env.get("DASHBOARD_SCREENSHOTS") ??
+      await Deno.makeTempDir({ prefix: "dashboard-shots-" });
+    console.error(`dashboard screenshots: ${shots}`);
     const browser = await launchChromium();
     try {
       // A finished SEED job: 2 updates of 2 tasks × 2 copies, evaluated at steps 0, 1, 2.
@@ -119,6 +156,7 @@ Deno.test({
       );
       const xssId = await xssJob(fx);
       const skillsId = await skillsJob(fx);
+      const chartsId = await chartsJob(fx);
 
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const problems: string[] = [];
@@ -129,8 +167,32 @@ Deno.test({
           problems.push(`console: ${m.text()}`);
         }
       });
+      /**
+       * A full-page screenshot at 1,280 px, then what a person would see wrong: a page wider than
+       * the window, a chart without axis titles, a tick label with no room, a `-0`, a legend of
+       * `--`.
+       */
       const shot = async (name: string) => {
-        if (shots) await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+        await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+        const look = await pageLook(page);
+        assert.equal(look.innerWidth, 1280);
+        assert.ok(
+          look.scrollWidth <= look.innerWidth,
+          `${name}: the page is ${look.scrollWidth} px wide in a ${look.innerWidth} px window`,
+        );
+        for (const c of look.charts) {
+          assert.equal(c.xTitle, "step", `${name}/${c.id}: x axis title`);
+          assert.match(c.yTitle, /\S/, `${name}/${c.id}: y axis title`);
+          assert.ok(c.yTitleDrawn > 0, `${name}/${c.id}: the y axis title has room`);
+          assert.ok(c.ticks.length > 0, `${name}/${c.id}: y ticks drawn`);
+          assert.ok(
+            c.widest <= c.tickRoom,
+            `${name}/${c.id}: tick labels ${c.widest.toFixed(1)} px wide in ${c.tickRoom} px`,
+          );
+          for (const t of c.ticks) assert.doesNotMatch(t, /^-0(\.0*)?$/, `${name}/${c.id}: ${t}`);
+          for (const v of c.legend) assert.notEqual(v, "--", `${name}/${c.id}: legend value`);
+        }
+        return look;
       };
 
       await t.step("the page forbids inline script and holds no key", async () => {
@@ -174,6 +236,63 @@ Deno.test({
           const status = await page.textContent(`tr[data-job="${jobId}"] .status`);
           assert.equal(status, "succeeded");
           await shot("jobs");
+        },
+      );
+
+      await t.step(
+        "the list shows each job's model, result and failure reason, and pages by the API's cursor",
+        async () => {
+          const listed = (await json(fx, "/v1/jobs?limit=100")).jobs;
+          const done = listed.find((j: { id: string }) => j.id === jobId);
+          const evals = Object.entries(done.latest_metrics as Record<string, number>)
+            .map(([k, v]) => [k.match(/^eval\/([^/]+)\/success_rate$/)?.[1], v] as const)
+            .filter(([split]) => split !== undefined)
+            .map(([split, v]) => `${split} ${(v * 100).toFixed(1)}%`);
+          assert.ok(evals.length > 0, "the finished job's latest metrics hold its evaluation");
+          await page.goto(`${origin}/#/jobs`);
+          await page.waitForSelector(`tr[data-job="${chartsId}"]`);
+          const cells = async (id: string) =>
+            await page.$eval(`tr[data-job="${id}"]`, (tr) => ({
+              model: tr.querySelector("td.model")!.textContent,
+              result: tr.querySelector("td.result")!.textContent,
+              reason: tr.querySelector("td.reason")!.textContent,
+              reasonTitle: tr.querySelector("td.reason")!.getAttribute("title"),
+            }));
+          assert.deepEqual(await cells(jobId), {
+            model: done.spec.model.base,
+            result: evals.join(" · "),
+            reason: "",
+            reasonTitle: null,
+          });
+          const failed = await cells(chartsId);
+          assert.equal(failed.model, "builtin:tiny");
+          assert.equal(failed.result, "");
+          assert.equal(failed.reasonTitle, FAILURE);
+          assert.equal(failed.reason, FAILURE.length > 200 ? `${FAILURE.slice(0, 200)}…` : FAILURE);
+          await shot("jobs-columns");
+
+          // Two to a page: each page is the API's page at the cursor it was given.
+          const rowsShown = () =>
+            page.$$eval(
+              "#jobs-body tr[data-job]",
+              (trs) => trs.map((tr) => (tr as HTMLElement).dataset.job),
+            );
+          const first = await json(fx, "/v1/jobs?limit=2");
+          const second = await json(fx, `/v1/jobs?limit=2&cursor=${first.next_cursor}`);
+          assert.ok(first.next_cursor && second.jobs.length === 2);
+          const ids = (p: { jobs: { id: string }[] }) => p.jobs.map((j) => j.id);
+          await page.goto(`${origin}/#/jobs?limit=2`);
+          await page.waitForSelector(`tr[data-job="${first.jobs[0].id}"]`);
+          assert.deepEqual(await rowsShown(), ids(first));
+          assert.ok(await page.isDisabled("#page-newer"));
+          await page.click("#page-older");
+          await page.waitForSelector(`tr[data-job="${second.jobs[0].id}"]`);
+          assert.deepEqual(await rowsShown(), ids(second));
+          assert.equal(await page.textContent("#page-info"), "page 2");
+          await shot("jobs-page-2");
+          await page.click("#page-newer");
+          await page.waitForSelector(`tr[data-job="${first.jobs[0].id}"]`);
+          assert.deepEqual(await rowsShown(), ids(first));
         },
       );
 
@@ -229,6 +348,99 @@ Deno.test({
           await page.isVisible('#checkpoints tr[data-step="2"] a.file >> text=config.json'),
         );
         await shot("job");
+      });
+
+      await t.step(
+        "a chart crossing zero shows negative tick labels, axis titles with units and legend values",
+        async () => {
+          await page.goto(`${origin}/#/jobs/${chartsId}`);
+          await page.waitForSelector('figure[data-chart="teacher-gap"] canvas');
+          await page.waitForSelector(`#checkpoints tr[data-step="3"] a.file`);
+          const look = await shot("job-lora-failed");
+          const gap = look.charts.find((c) => c.id === "teacher-gap")!;
+          assert.equal(gap.yTitle, "Δ (nats per token)");
+          assert.ok(gap.ticks.some((t) => /^-0\.00\d*[1-9]/.test(t)), `ticks: ${gap.ticks}`);
+          assert.ok(gap.ticks.some((t) => /^0\.00\d*[1-9]/.test(t)), `ticks: ${gap.ticks}`);
+          assert.equal(
+            new Set(gap.ticks).size,
+            gap.ticks.length,
+            `no two ticks print alike: ${gap.ticks}`,
+          );
+          // Without a pointer on the chart, the legend shows each series' last value.
+          assert.deepEqual(gap.legend, ["3", String(CHART_GAPS[3])]);
+          const losses = look.charts.find((c) => c.id === "losses")!;
+          assert.ok(losses.ticks.some((t) => t.startsWith("-")), `ticks: ${losses.ticks}`);
+          assert.deepEqual(losses.legend, ["3", "-0.008"]);
+          // The adapter's many file links wrap inside their cell.
+          const files = await page.$$eval(
+            '#checkpoints tr[data-step="3"] a.file',
+            (as) => as.map((a) => a.textContent),
+          );
+          assert.deepEqual(files, LORA_FILES);
+          assert.match(await page.textContent("#job-header .error") ?? "", /ConstraintError/);
+        },
+      );
+
+      await t.step("a skill's small mean Δ shows its significant digits", async () => {
+        await page.goto(`${origin}/#/jobs/${chartsId}/skills`);
+        await page.waitForSelector("#skills-body tr.skill");
+        const cells = await page.$$eval(
+          "#skills-body tr.skill td",
+          (tds) => tds.map((td) => td.textContent),
+        );
+        assert.ok(cells.includes(String(SMALL_GAP)), `cells: ${cells}`);
+        await shot("skills-small-gap");
+      });
+
+      await t.step("selected jobs' curves share one chart, one line per job", async () => {
+        await page.goto(`${origin}/#/jobs`);
+        await page.waitForSelector(`tr[data-job="${skillsId}"]`);
+        assert.ok(await page.isDisabled("#compare-jobs"));
+        await page.check(`tr[data-job="${jobId}"] input.pick`);
+        await page.check(`tr[data-job="${skillsId}"] input.pick`);
+        await page.click("#compare-jobs");
+        await page.waitForSelector('figure[data-chart="compare"] canvas');
+        const hash = new URL(page.url()).hash;
+        assert.match(hash, /^#\/compare\?jobs=/);
+        assert.deepEqual(
+          new Set(new URLSearchParams(hash.split("?")[1]).get("jobs")!.split(",")),
+          new Set([jobId, skillsId]),
+        );
+        const expected = async (metric: string) => {
+          const out: Record<string, number> = {};
+          for (const id of [jobId, skillsId]) {
+            const m = await json(fx, `/v1/jobs/${id}/metrics`);
+            out[id.slice(0, 8)] = new Set(
+              m.points.filter((p: { values: Record<string, number> }) =>
+                typeof p.values[metric] === "number"
+              ).map((p: { step: number }) => p.step),
+            ).size;
+          }
+          return out;
+        };
+        const points = async () =>
+          JSON.parse(
+            (await page.getAttribute('figure[data-chart="compare"]', "data-points")) ?? "{}",
+          );
+        assert.equal(await page.inputValue("#compare-metric"), "eval/test_seen/success_rate");
+        assert.deepEqual(await points(), await expected("eval/test_seen/success_rate"));
+        assert.ok(await seriesPixels(page, "compare") > 20, "the lines are drawn");
+        await shot("compare");
+        await page.selectOption("#compare-metric", "mean_reward");
+        await page.waitForFunction(() =>
+          document.querySelector("figure[data-chart=compare] figcaption")?.textContent ===
+            "mean_reward"
+        );
+        const want = await expected("mean_reward");
+        assert.deepEqual(await points(), want);
+        assert.ok(Object.values(want).every((n) => n > 0));
+        const look = await shot("compare-reward");
+        assert.equal(look.charts[0].yTitle, "per episode (env units)");
+        const legend = await page.$$eval(
+          "figure[data-chart=compare] .u-legend .u-series .u-label",
+          (els) => els.map((el) => el.textContent),
+        );
+        assert.deepEqual(legend, ["step", ...Object.keys(want)]);
       });
 
       await t.step("the checkpoint links download the archive and a single file", async () => {
@@ -373,6 +585,43 @@ Deno.test({
         assert.equal(await page.locator(`tr[data-job="${jobId}"]`).count(), 0, "filtered out");
       });
 
+      await t.step("the job page shows its full spec and submits an edited copy", async () => {
+        const original = await json(fx, `/v1/jobs/${jobId}`);
+        await page.goto(`${origin}/#/jobs/${jobId}`);
+        await page.waitForSelector("#job-spec");
+        assert.deepEqual(JSON.parse((await page.textContent("#job-spec"))!), original.spec);
+        await page.click("#edit-copy");
+        await page.waitForSelector("#copy-editor");
+        assert.deepEqual(JSON.parse(await page.inputValue("#copy-editor")), original.spec);
+        const before = (await json(fx, "/v1/jobs?limit=100")).jobs.length;
+        // A bad copy: the API's field message on the field's line, nothing stored.
+        const bad = structuredClone(original.spec);
+        bad.rollout.group_size = 0;
+        await page.fill("#copy-editor", JSON.stringify(bad, null, 2));
+        await page.click("#submit-copy");
+        const error = page.locator('#copy-checked .field-error[data-path="rollout.group_size"]');
+        await error.waitFor();
+        assert.match((await error.textContent())!, /^rollout\.group_size: /);
+        assert.match(await page.textContent("#copy-message") ?? "", /\S/);
+        assert.equal((await json(fx, "/v1/jobs?limit=100")).jobs.length, before);
+        await shot("job-copy-error");
+        // A good copy: a new job with the edit, the rest as the original's.
+        const edited = { ...structuredClone(original.spec), steps: 1 };
+        await page.fill("#copy-editor", JSON.stringify(edited, null, 2));
+        await page.click("#submit-copy");
+        await page.waitForURL((url) =>
+          /^#\/jobs\/[0-9a-f-]{36}$/.test(url.hash) &&
+          !url.hash.endsWith(jobId)
+        );
+        const copyId = new URL(page.url()).hash.slice("#/jobs/".length);
+        const copy = await json(fx, `/v1/jobs/${copyId}`);
+        assert.equal(copy.status, "queued");
+        assert.deepEqual(copy.spec, { ...original.spec, steps: 1 });
+        await page.waitForSelector("#job-spec");
+        assert.deepEqual(JSON.parse((await page.textContent("#job-spec"))!), copy.spec);
+        await req(fx.app, "POST", `/v1/jobs/${copyId}/cancel`, { key: fx.keyA });
+      });
+
       await t.step("a skill and a response written as HTML show their characters", async () => {
         await page.goto(`${origin}/#/jobs/${xssId}/skills`);
         await page.waitForSelector("#skills-body tr.skill");
@@ -398,6 +647,45 @@ Deno.test({
           undefined,
         );
         await shot("xss-trajectory");
+      });
+
+      await t.step("a deep link survives sign-in; a link elsewhere is refused", async () => {
+        const fresh = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+        try {
+          const tab = await fresh.newPage();
+          tab.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+          const signIn = async () => {
+            await tab.waitForSelector("#api-key");
+            await tab.fill("#api-key", fx.keyA);
+            await tab.click("#sign-in");
+          };
+          await tab.goto(`${origin}/#/jobs/${jobId}`);
+          await tab.waitForSelector("#api-key");
+          assert.equal(
+            new URL(tab.url()).hash,
+            `#/signin?next=${encodeURIComponent(`#/jobs/${jobId}`)}`,
+          );
+          await signIn();
+          await tab.waitForSelector("#job-spec");
+          assert.equal(tab.url(), `${origin}/#/jobs/${jobId}`);
+          for (
+            const next of [
+              "https://evil.example/",
+              "//evil.example/x",
+              "javascript:alert(1)",
+              "/#/jobs",
+              "#/signin?next=https://evil.example/",
+            ]
+          ) {
+            await tab.evaluate(() => sessionStorage.clear());
+            await tab.goto(`${origin}/#/signin?next=${encodeURIComponent(next)}`);
+            await signIn();
+            await tab.waitForURL(`${origin}/#/jobs`);
+            assert.equal(new URL(tab.url()).origin, origin, next);
+          }
+        } finally {
+          await fresh.close();
+        }
       });
 
       await t.step("sign-out forgets the key", async () => {

@@ -21,6 +21,26 @@ export function signOut() {
   sessionStorage.removeItem(KEY);
 }
 
+/**
+ * Where sign-in sends the user back to: `next` when it is one of this page's own locations (a
+ * fragment `#/…`, other than sign-in itself), else the job list. Anything else — a URL, `//host`,
+ * `javascript:` — is refused, so a link cannot use sign-in to leave this origin.
+ * @param {string | null} next
+ */
+export function safeNext(next) {
+  if (typeof next !== "string" || next.length > 2048) return "#/jobs";
+  if (!/^#\/[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*$/.test(next)) return "#/jobs";
+  if (/^#\/signin(\?|$)/.test(next)) return "#/jobs";
+  return next;
+}
+
+/** The sign-in location that returns to the current one afterwards. */
+export function signInHash() {
+  const here = location.hash;
+  if (!here || here === "#" || here.startsWith("#/signin")) return "#/signin";
+  return `#/signin?next=${encodeURIComponent(here)}`;
+}
+
 /** A non-2xx answer: `problem` is the problem+json body (`detail`, `errors[]`). */
 export class ApiError extends Error {
   /**
@@ -60,7 +80,7 @@ export async function request(path, init = {}) {
   }
   if (res.status === 401) {
     signOut();
-    if (location.hash !== "#/signin") location.hash = "#/signin";
+    if (!location.hash.startsWith("#/signin")) location.hash = signInHash();
   }
   throw new ApiError(res.status, problem);
 }

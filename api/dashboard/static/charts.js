@@ -3,10 +3,12 @@
  * /dashboard/vendor/). One chart per group of metric series from `GET /v1/jobs/{id}/metrics`;
  * x is the step. Series recorded at some steps only (evaluations) skip the others and are joined
  * across them. Each chart's element carries `data-points`: the points drawn per series (JSON),
- * read back from the chart's own data.
+ * read back from the chart's own data; `data-y-label` the y axis title and `data-y-ticks` the tick
+ * labels last drawn (JSON). The y axis is as wide as its longest tick label (negative labels are
+ * never clipped); each legend shows the series' last value until the pointer picks a step.
  */
 import { h } from "./dom.js";
-import { successHalfWidth } from "./format.js";
+import { num, successHalfWidth, tickLabels } from "./format.js";
 
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b"];
 
@@ -22,8 +24,21 @@ function alpha(hex, a) {
 
 /**
  * @typedef {{label: string, values: (number | null)[], band?: {lower: (number|null)[], upper: (number|null)[]}}} Series
- * @typedef {{id: string, title: string, series: Series[], range?: [number, number]}} ChartSpec
+ * @typedef {{id: string, title: string, yLabel: string, series: Series[], range?: [number, number]}} ChartSpec
  */
+
+/**
+ * The y axis title of a metric (name and unit), for one-metric charts (compare view).
+ * @param {string} metric a metric name as recorded (`eval/test_seen/success_rate`, `seconds_rollout`)
+ */
+export function metricAxisLabel(metric) {
+  if (/(^|\/|_)(success_rate|parse_rate|rate|quality)$/.test(metric)) return "fraction (0–1)";
+  if (/^seconds_/.test(metric)) return "seconds";
+  if (/_loss$/.test(metric)) return "loss (token mean)";
+  if (/teacher_gap|delta|entropy/.test(metric)) return "nats per token";
+  if (/reward|score/.test(metric)) return "per episode (env units)";
+  return metric;
+}
 
 /**
  * The chart groups of a job's metrics (`{names, points}` of the metrics route). `episodes` is the
@@ -66,20 +81,29 @@ export function chartSpecs(metrics, episodes) {
   const phases = metrics.names.filter((n) => /^seconds_/.test(n));
   /** @type {ChartSpec[]} */
   const charts = [
-    { id: "success", title: "Success rate (eval: ±95% interval)", series: success, range: [0, 1] },
+    {
+      id: "success",
+      title: "Success rate (eval: ±95% interval)",
+      yLabel: "success rate (0–1)",
+      series: success,
+      range: [0, 1],
+    },
     {
       id: "reward",
       title: "Reward",
+      yLabel: "mean per episode (env units)",
       series: pick([["mean_reward", "mean reward"], ["mean_score", "mean score"]]),
     },
     {
       id: "losses",
       title: "Losses",
+      yLabel: "loss (token mean)",
       series: pick([["pg_loss", "pg"], ["opd_loss", "opd"], ["kl_loss", "kl"]]),
     },
     {
       id: "teacher-gap",
       title: "Teacher gap Δ (nats)",
+      yLabel: "Δ (nats per token)",
       series: pick([["teacher_gap_mean", "Δ mean (all re-scored tokens)"], [
         "delta_mean",
         "Δ mean (update)",
@@ -88,6 +112,7 @@ export function chartSpecs(metrics, episodes) {
     {
       id: "analyzer",
       title: "Analyzer parse rate and skill quality",
+      yLabel: "fraction (0–1)",
       series: [
         ...pick([["analyzer_parse_rate", "parse rate"]]),
         ...quality.map((n) => ({ label: n, values: col(n) })),
@@ -97,6 +122,7 @@ export function chartSpecs(metrics, episodes) {
     {
       id: "phases",
       title: "Seconds per phase",
+      yLabel: "seconds per step",
       series: phases.map((n) => ({ label: n.slice("seconds_".length), values: col(n) })),
     },
   ];
@@ -107,7 +133,25 @@ export function chartSpecs(metrics, episodes) {
 }
 
 /**
- * Draws `spec` into a new figure element (uPlot) and returns it.
+ * The width in CSS px of a y axis: tick length, gap and the widest of its tick labels, measured in
+ * the axis font (uPlot's fixed default of 50 px clips the minus of `-0.005`).
+ * @param {any} u the uPlot instance
+ * @param {string[] | null} values the tick labels
+ * @param {number} axisIdx
+ * @param {number} cycleNum
+ */
+function yAxisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  let widest = 0;
+  u.ctx.font = axis.font[0];
+  for (const v of values ?? []) widest = Math.max(widest, u.ctx.measureText(String(v)).width);
+  return Math.ceil(axis.ticks.size + axis.gap + widest / devicePixelRatio) + 4;
+}
+
+/**
+ * Draws `spec` into a new figure element (uPlot) and returns it. The uPlot instance is the
+ * figure's `uplot` property (for tests).
  * @param {number[]} steps
  * @param {ChartSpec} spec
  * @param {number} width px
@@ -115,13 +159,26 @@ export function chartSpecs(metrics, episodes) {
 export function drawChart(steps, spec, width) {
   const figure = h(
     "figure",
-    { class: "chart", dataset: { chart: spec.id } },
+    { class: "chart", dataset: { chart: spec.id, yLabel: spec.yLabel } },
     h("figcaption", null, spec.title),
   );
   /** @type {(number | null)[][]} */
   const data = [steps];
+  /**
+   * Legend text: the value at the step the pointer picks; without a pointer the series' last one.
+   * @param {(number | null)[]} values
+   */
+  const legendValue = (values) => {
+    const last = values.findLast((v) => v !== null && v !== undefined);
+    return (
+      /** @type {any} */ _u,
+      /** @type {number | null} */ v,
+      /** @type {number} */ _s,
+      /** @type {number | null} */ idx,
+    ) => idx === null || idx === undefined ? num(last) : num(v);
+  };
   /** @type {any[]} */
-  const series = [{ label: "step" }];
+  const series = [{ label: "step", value: legendValue(steps) }];
   /** @type {any[]} */
   const bands = [];
   spec.series.forEach((s, k) => {
@@ -133,6 +190,7 @@ export function drawChart(steps, spec, width) {
       width: 2,
       spanGaps: true,
       points: { show: true, size: 6 },
+      value: legendValue(s.values),
     });
     if (s.band) {
       const main = series.length - 1;
@@ -144,6 +202,7 @@ export function drawChart(steps, spec, width) {
           width: 1,
           spanGaps: true,
           points: { show: false },
+          value: legendValue(s.band.upper),
         },
         {
           label: `${s.label} lo`,
@@ -151,6 +210,7 @@ export function drawChart(steps, spec, width) {
           width: 1,
           spanGaps: true,
           points: { show: false },
+          value: legendValue(s.band.lower),
         },
       );
       bands.push({ series: [main + 1, main + 2], fill: alpha(color, 0.15) });
@@ -162,12 +222,28 @@ export function drawChart(steps, spec, width) {
     series,
     bands,
     scales: { x: { time: false }, ...(spec.range ? { y: { range: spec.range } } : {}) },
-    // Whole steps only on the x axis.
-    axes: [{ label: "step", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, {}],
+    axes: [
+      // Whole steps only on the x axis.
+      {
+        label: "step",
+        incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+        values: (/** @type {any} */ _u, /** @type {number[]} */ splits) => tickLabels(splits),
+      },
+      {
+        label: spec.yLabel,
+        size: yAxisSize,
+        values: (/** @type {any} */ _u, /** @type {number[]} */ splits) => {
+          const labels = tickLabels(splits);
+          figure.dataset.yTicks = JSON.stringify(labels);
+          return labels;
+        },
+      },
+    ],
     legend: { live: true },
   };
   // @ts-ignore: uPlot is the global of /dashboard/vendor/uPlot.iife.min.js
   const chart = new uPlot(opts, data, figure);
+  /** @type {any} */ (figure).uplot = chart;
   /** @type {Record<string, number>} */
   const points = {};
   spec.series.forEach((s) => {

@@ -35,12 +35,40 @@ export function percent(x) {
 }
 
 /**
+ * A number as short text: `digits` decimals from 1 up (`12.346`), `digits` significant digits
+ * below 1 (`-0.00035`, `0.123`, `1.2e-7`), never `-0`.
  * @param {number | null | undefined} x
  * @param {number} [digits]
  */
 export function num(x, digits = 3) {
   if (x === null || x === undefined || !Number.isFinite(x)) return "—";
-  return String(+x.toFixed(digits));
+  const v = Math.abs(x) >= 1 ? +x.toFixed(digits) : +x.toPrecision(digits);
+  return v === 0 ? "0" : String(v);
+}
+
+/**
+ * Axis tick labels: every split with the decimals its spacing needs (splits 0.0025 apart get 4:
+ * `-0.005`, `-0.0025`, `0`), so neighbours never print alike, and never `-0`.
+ * @param {number[]} splits ascending
+ * @returns {string[]}
+ */
+export function tickLabels(splits) {
+  let step = Infinity;
+  for (let i = 1; i < splits.length; i++) {
+    const d = Math.abs(splits[i] - splits[i - 1]);
+    if (d > 0 && d < step) step = d;
+  }
+  let decimals = 0;
+  if (Number.isFinite(step)) {
+    // 2.5e-3 → mantissa decimals 1, exponent −3 → 4 decimals.
+    const [mantissa, exponent] = (+step.toPrecision(6)).toExponential().split("e");
+    decimals = Math.min(20, Math.max(0, (mantissa.split(".")[1]?.length ?? 0) - Number(exponent)));
+  }
+  return splits.map((v) => {
+    if (!Number.isFinite(v)) return "";
+    const text = v.toFixed(decimals);
+    return Number(text) === 0 ? "0" : text;
+  });
 }
 
 /**

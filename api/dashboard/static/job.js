@@ -1,7 +1,8 @@
 /**
  * A job's page: live status and progress (the job's SSE event stream triggers re-reads), the
  * learning curves (charts.js), the evaluation table before and after training, checkpoints with
- * downloads (one tar archive, or a single file through a presigned URL), and the event log.
+ * downloads (one tar archive, or a single file through a presigned URL), the job's full spec as
+ * JSON text with an editor that submits an edited copy as a new job, and the event log.
  */
 import { api, download, follow } from "./api.js";
 import { chartSpecs, drawChart } from "./charts.js";
@@ -15,7 +16,8 @@ import {
   successHalfWidth,
   time,
 } from "./format.js";
-import { cancel, progressBar, progressText, statusBadge } from "./jobs.js";
+import { cancel, labelsOf, progressBar, progressText, statusBadge } from "./jobs.js";
+import { specEditor } from "./submit.js";
 
 /**
  * Evaluation rows: per split, the first and last evaluated step's success rate and score.
@@ -51,6 +53,7 @@ export async function jobView(root, { id, signal }) {
   const charts = h("section", { class: "charts", id: "charts" });
   const evals = h("section", { class: "card", id: "eval-table" });
   const checkpoints = h("section", { class: "card", id: "checkpoints" });
+  const specCard = h("section", { class: "card", id: "spec" });
   const log = h("tbody", { id: "event-log" });
   const message = h("p", { class: "error", role: "alert" });
   replace(
@@ -61,6 +64,8 @@ export async function jobView(root, { id, signal }) {
     charts,
     h("h2", null, "Evaluation"),
     evals,
+    h("h2", null, "Spec"),
+    specCard,
     h("h2", null, "Checkpoints"),
     checkpoints,
     h("h2", null, "Events"),
@@ -78,12 +83,13 @@ export async function jobView(root, { id, signal }) {
 
   const renderHeader = (/** @type {any} */ job) => {
     const p = job.progress ?? {};
+    const { name, metadata } = labelsOf(job);
     replace(
       header,
       h(
         "div",
         { class: "toolbar" },
-        h("h1", null, `Job ${job.id.slice(0, 8)}`),
+        h("h1", { id: "job-title" }, name ?? `Job ${job.id.slice(0, 8)}`),
         statusBadge(job.status),
         ACTIVE_STATUSES.includes(job.status) && job.status !== "cancelling"
           ? h("button", {
@@ -111,6 +117,7 @@ export async function jobView(root, { id, signal }) {
         { class: "facts" },
         [
           ["id", job.id],
+          ["name", name ?? "—"],
           ["method", job.method],
           ["environment", String(job.spec?.env?.id ?? "")],
           ["model", String(job.spec?.model?.base ?? "")],
@@ -118,6 +125,7 @@ export async function jobView(root, { id, signal }) {
           ["created", time(job.created_at)],
           ["started", time(job.started_at)],
           ["finished", time(job.finished_at)],
+          ...Object.entries(metadata).map(([k, v]) => [`metadata ${k}`, String(v)]),
         ].map(([k, v]) => [h("dt", null, k), h("dd", null, v)]),
       ),
       h(
@@ -255,10 +263,42 @@ export async function jobView(root, { id, signal }) {
     );
   };
 
+  /** The spec as JSON text, and an editor for a copy (opened on demand, kept across refreshes). */
+  const renderSpec = (/** @type {any} */ job) => {
+    const text = JSON.stringify(job.spec ?? {}, null, 2);
+    const copy = h("div", { id: "spec-copy" });
+    replace(
+      specCard,
+      h(
+        "div",
+        { class: "toolbar" },
+        h("span", { class: "muted" }, "The spec as the API stored it, defaults filled in."),
+        h("button", {
+          type: "button",
+          id: "edit-copy",
+          onclick: () => {
+            if (copy.firstChild) return;
+            const form = specEditor({ ids: "copy", submitId: "submit-copy", text, rows: 24 });
+            replace(
+              copy,
+              h("p", { class: "muted" }, "Edit, then submit as a new job (this one is unchanged)."),
+              form.element,
+            );
+            form.editor.focus();
+          },
+        }, "Submit an edited copy…"),
+      ),
+      h("pre", { class: "spec-json", id: "job-spec" }, text),
+      copy,
+    );
+  };
+
   let drawnSteps = "";
+  let specShown = false;
   const refresh = async (/** @type {boolean} */ all) => {
     const job = await api(base);
     renderHeader(job);
+    if (!specShown) renderSpec(job), specShown = true;
     const metrics = await api(`${base}/metrics`);
     const episodes = job.spec?.eval?.episodes;
     const key = JSON.stringify(metrics.points.map((/** @type {any} */ p) => [p.step, p.attempt]));

@@ -1,9 +1,11 @@
 /**
  * The dashboard's router: one view per `location.hash` (`#/jobs`, `#/jobs/new`, `#/jobs/{id}`,
- * `#/jobs/{id}/skills`, `#/jobs/{id}/trajectories?step=N&trajectory=ID`, `#/signin`). Each view
- * gets an AbortSignal that stops its live streams when the user navigates away.
+ * `#/jobs/{id}/skills`, `#/jobs/{id}/trajectories?step=N&trajectory=ID`, `#/compare?jobs=A,B`,
+ * `#/signin?next=…`). Each view gets an AbortSignal that stops its live streams when the user
+ * navigates away. A page asked for without a key goes to sign-in with its location as `next`.
  */
-import { apiKey, signOut } from "./api.js";
+import { apiKey, signInHash, signOut } from "./api.js";
+import { compareView } from "./compare.js";
 import { h, replace } from "./dom.js";
 import { jobView } from "./job.js";
 import { jobsView } from "./jobs.js";
@@ -16,6 +18,7 @@ const ID = "([0-9a-f-]{36})";
 /** @type {[RegExp, (root: HTMLElement, ctx: any) => unknown][]} */
 const ROUTES = [
   [/^#\/signin$/, signInView],
+  [/^#\/compare$/, compareView],
   [/^#\/jobs\/new$/, submitView],
   [new RegExp(`^#/jobs/${ID}/skills$`), skillsView],
   [new RegExp(`^#/jobs/${ID}/trajectories$`), trajectoriesView],
@@ -53,7 +56,7 @@ function route() {
   const root = document.getElementById("view");
   nav();
   if (!apiKey() && path !== "#/signin") {
-    location.hash = "#/signin";
+    location.hash = signInHash();
     return;
   }
   for (const [pattern, view] of ROUTES) {

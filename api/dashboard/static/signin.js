@@ -1,9 +1,16 @@
-/** Sign-in: an API key (`seed_…`) checked against the API, then kept in sessionStorage. */
-import { api, ApiError, signIn, signOut } from "./api.js";
+/**
+ * Sign-in: an API key (`seed_…`) checked against the API, then kept in sessionStorage; then back
+ * to the page asked for (`#/signin?next=#/jobs/…`, see {@link safeNext}).
+ */
+import { api, ApiError, safeNext, signIn, signOut } from "./api.js";
 import { h, replace } from "./dom.js";
 
-/** @param {HTMLElement} root */
-export function signInView(root) {
+/**
+ * @param {HTMLElement} root
+ * @param {{params: URLSearchParams}} ctx
+ */
+export function signInView(root, { params }) {
+  const next = safeNext(params.get("next"));
   const input = h("input", {
     type: "password",
     id: "api-key",
@@ -25,7 +32,7 @@ export function signInView(root) {
         try {
           await api("/v1/jobs?limit=1");
           input.value = "";
-          location.hash = "#/jobs";
+          location.hash = next;
         } catch (error) {
           signOut();
           replace(

@@ -64,26 +64,23 @@ export function lineOf(lines, path) {
   }
 }
 
-/** @param {HTMLElement} root */
-export async function submitView(root) {
-  const presets = await (await request("/dashboard/presets.json")).json();
-  const names = Object.keys(presets);
-  const editor = h("textarea", { id: "spec-editor", spellcheck: "false", rows: 30, cols: 70 });
-  const preset = h(
-    "select",
-    {
-      id: "preset",
-      onchange: () => {
-        editor.value = JSON.stringify(presets[preset.value], null, 2);
-        replace(checked);
-        replace(message);
-      },
-    },
-    names.map((n) => h("option", { value: n }, n)),
-  );
-  const message = h("div", { class: "error", role: "alert", id: "submit-message" });
-  const checked = h("ol", { class: "checked-spec", id: "checked-spec" });
-  editor.value = JSON.stringify(presets[names[0]], null, 2);
+/**
+ * A JSON spec editor that submits to `POST /v1/jobs` and opens the new job; a 400/422 shows the
+ * API's message and each field error on the line of its field. `ids` prefixes the element ids
+ * (`${ids}-editor`, `${ids}-message`, `${ids}-checked`); `submitId` is the button's.
+ * @param {{ids: string, submitId: string, text: string, rows?: number}} options
+ * @returns {{element: HTMLElement, editor: HTMLTextAreaElement, clear: () => void}}
+ */
+export function specEditor({ ids, submitId, text, rows = 30 }) {
+  const editor = /** @type {HTMLTextAreaElement} */ (h("textarea", {
+    id: `${ids}-editor`,
+    spellcheck: "false",
+    rows,
+    cols: 70,
+  }));
+  editor.value = text;
+  const message = h("div", { class: "error", role: "alert", id: `${ids}-message` });
+  const checked = h("ol", { class: "checked-spec", id: `${ids}-checked` });
 
   const showErrors = (
     /** @type {unknown} */ spec,
@@ -115,9 +112,13 @@ export async function submitView(root) {
     );
   };
 
-  const submit = async () => {
+  const clear = () => {
     replace(message);
     replace(checked);
+  };
+
+  const submit = async () => {
+    clear();
     let spec;
     try {
       spec = JSON.parse(editor.value);
@@ -136,6 +137,36 @@ export async function submitView(root) {
     }
   };
 
+  const element = h(
+    "div",
+    null,
+    message,
+    h("div", { class: "editor" }, editor, h("div", { class: "checked" }, checked)),
+    h("button", { type: "button", id: submitId, onclick: submit }, "Submit"),
+  );
+  return { element, editor, clear };
+}
+
+/** @param {HTMLElement} root */
+export async function submitView(root) {
+  const presets = await (await request("/dashboard/presets.json")).json();
+  const names = Object.keys(presets);
+  const form = specEditor({
+    ids: "spec",
+    submitId: "submit-job",
+    text: JSON.stringify(presets[names[0]], null, 2),
+  });
+  const preset = h(
+    "select",
+    {
+      id: "preset",
+      onchange: () => {
+        form.editor.value = JSON.stringify(presets[preset.value], null, 2);
+        form.clear();
+      },
+    },
+    names.map((n) => h("option", { value: n }, n)),
+  );
   replace(
     root,
     h("div", { class: "toolbar" }, h("h1", null, "New job"), h("label", null, "Preset ", preset)),
@@ -144,13 +175,6 @@ export async function submitView(root) {
       { class: "muted" },
       "Edit the JobSpec (see jobs/SPEC.md); fields left out take their defaults.",
     ),
-    message,
-    h(
-      "div",
-      { class: "editor" },
-      editor,
-      h("div", { class: "checked" }, checked),
-    ),
-    h("button", { type: "button", id: "submit-job", onclick: submit }, "Submit"),
+    form.element,
   );
 }
