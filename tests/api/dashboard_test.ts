@@ -107,11 +107,15 @@ function pageLook(page: Page) {
       const ctx = document.createElement("canvas").getContext("2d")!;
       ctx.font = y.font[0];
       const widest = Math.max(0, ...ticks.map((t) => ctx.measureText(t).width)) / devicePixelRatio;
+      ctx.font = y.labelFont[0];
+      const titleLength = ctx.measureText(y.label ?? "").width / devicePixelRatio;
       return {
         id: (fig as HTMLElement).dataset.chart!,
         xTitle: u.axes[0].label ?? "",
         yTitle: y.label ?? "",
         yTitleDrawn: y.label ? y.labelSize : 0,
+        // The title runs along the plot's height.
+        yTitleFits: titleLength <= u.bbox.height / devicePixelRatio,
         ticks,
         tickRoom: y._size - y.ticks.size - y.gap,
         widest,
@@ -184,6 +188,7 @@ Deno.test({
           assert.equal(c.xTitle, "step", `${name}/${c.id}: x axis title`);
           assert.match(c.yTitle, /\S/, `${name}/${c.id}: y axis title`);
           assert.ok(c.yTitleDrawn > 0, `${name}/${c.id}: the y axis title has room`);
+          assert.ok(c.yTitleFits, `${name}/${c.id}: the y axis title is longer than the axis`);
           assert.ok(c.ticks.length > 0, `${name}/${c.id}: y ticks drawn`);
           assert.ok(
             c.widest <= c.tickRoom,
@@ -358,7 +363,7 @@ Deno.test({
           await page.waitForSelector(`#checkpoints tr[data-step="3"] a.file`);
           const look = await shot("job-lora-failed");
           const gap = look.charts.find((c) => c.id === "teacher-gap")!;
-          assert.equal(gap.yTitle, "Δ (nats per token)");
+          assert.equal(gap.yTitle, "Δ (nats/token)");
           assert.ok(gap.ticks.some((t) => /^-0\.00\d*[1-9]/.test(t)), `ticks: ${gap.ticks}`);
           assert.ok(gap.ticks.some((t) => /^0\.00\d*[1-9]/.test(t)), `ticks: ${gap.ticks}`);
           assert.equal(
@@ -435,7 +440,7 @@ Deno.test({
         assert.deepEqual(await points(), want);
         assert.ok(Object.values(want).every((n) => n > 0));
         const look = await shot("compare-reward");
-        assert.equal(look.charts[0].yTitle, "per episode (env units)");
+        assert.equal(look.charts[0].yTitle, "reward (env units)");
         const legend = await page.$$eval(
           "figure[data-chart=compare] .u-legend .u-series .u-label",
           (els) => els.map((el) => el.textContent),

@@ -35,8 +35,8 @@ export function metricAxisLabel(metric) {
   if (/(^|\/|_)(success_rate|parse_rate|rate|quality)$/.test(metric)) return "fraction (0–1)";
   if (/^seconds_/.test(metric)) return "seconds";
   if (/_loss$/.test(metric)) return "loss (token mean)";
-  if (/teacher_gap|delta|entropy/.test(metric)) return "nats per token";
-  if (/reward|score/.test(metric)) return "per episode (env units)";
+  if (/teacher_gap|delta|entropy/.test(metric)) return "nats/token";
+  if (/reward|score/.test(metric)) return "reward (env units)";
   return metric;
 }
 
@@ -91,7 +91,7 @@ export function chartSpecs(metrics, episodes) {
     {
       id: "reward",
       title: "Reward",
-      yLabel: "mean per episode (env units)",
+      yLabel: "reward (env units)",
       series: pick([["mean_reward", "mean reward"], ["mean_score", "mean score"]]),
     },
     {
@@ -103,7 +103,7 @@ export function chartSpecs(metrics, episodes) {
     {
       id: "teacher-gap",
       title: "Teacher gap Δ (nats)",
-      yLabel: "Δ (nats per token)",
+      yLabel: "Δ (nats/token)",
       series: pick([["teacher_gap_mean", "Δ mean (all re-scored tokens)"], [
         "delta_mean",
         "Δ mean (update)",
@@ -122,7 +122,7 @@ export function chartSpecs(metrics, episodes) {
     {
       id: "phases",
       title: "Seconds per phase",
-      yLabel: "seconds per step",
+      yLabel: "seconds",
       series: phases.map((n) => ({ label: n.slice("seconds_".length), values: col(n) })),
     },
   ];

@@ -1,0 +1,83 @@
+/**
+ * The dashboard's pure helpers (the page's own modules, imported as they are served): number and
+ * tick formatting, the sign-in return location, and the alignment of several jobs' curves.
+ */
+import assert from "node:assert/strict";
+import { num, tickLabels } from "../../api/dashboard/static/format.js";
+import { safeNext } from "../../api/dashboard/static/api.js";
+import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
+import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
+
+Deno.test("numbers keep their significant digits below 1 and never print -0", () => {
+  assert.equal(num(-0.00035), "-0.00035");
+  assert.equal(num(0.12345), "0.123");
+  assert.equal(num(123.45678), "123.457");
+  assert.equal(num(-1e-12), "-1e-12");
+  assert.equal(num(-0), "0");
+  assert.equal(num(0), "0");
+  assert.equal(num(null), "—");
+  assert.equal(num(Number.NaN), "—");
+});
+
+Deno.test("tick labels carry the decimals their spacing needs, with a minus and no -0", () => {
+  assert.deepEqual(tickLabels([-0.005, -0.0025, 0, 0.0025, 0.005]), [
+    "-0.0050",
+    "-0.0025",
+    "0",
+    "0.0025",
+    "0.0050",
+  ]);
+  // A zero computed as a tiny float prints as 0.
+  assert.deepEqual(tickLabels([-0.004, -0.002, 2e-18, 0.002]), ["-0.004", "-0.002", "0", "0.002"]);
+  assert.deepEqual(tickLabels([-1e-19, 1, 2]), ["0", "1", "2"]);
+  assert.deepEqual(tickLabels([0, 20, 40]), ["0", "20", "40"]);
+  assert.deepEqual(tickLabels([0.1, 0.2, 0.30000000000000004]), ["0.1", "0.2", "0.3"]);
+});
+
+Deno.test("sign-in returns only to a location of the page itself", () => {
+  assert.equal(
+    safeNext("#/jobs/0b0e4e8e-8a3a-4f59-9a49-0d6f3c1f2a11"),
+    "#/jobs/0b0e4e8e-8a3a-4f59-9a49-0d6f3c1f2a11",
+  );
+  assert.equal(safeNext("#/jobs?status=failed&page=abc_-"), "#/jobs?status=failed&page=abc_-");
+  for (
+    const bad of [
+      null,
+      "",
+      "https://evil.example/",
+      "//evil.example",
+      "/#/jobs",
+      "javascript:alert(1)",
+      "#/signin?next=https://evil.example/",
+      "#/jobs/\n",
+      '#/jobs/"><img>',
+      `#/${"a".repeat(3000)}`,
+    ]
+  ) assert.equal(safeNext(bad), "#/jobs", String(bad));
+});
+
+Deno.test("several jobs' curves align on the union of their steps", () => {
+  const runs: { label: string; points: { step: number; values: Record<string, number> }[] }[] = [
+    { label: "a", points: [{ step: 0, values: { m: 1 } }, { step: 2, values: { m: 3 } }] },
+    {
+      label: "b",
+      points: [{ step: 1, values: { m: 5 } }, { step: 2, values: { x: 9 } }, {
+        step: 2,
+        values: { m: 7 },
+      }],
+    },
+  ];
+  assert.deepEqual(alignRuns(runs, "m"), {
+    steps: [0, 1, 2],
+    series: [{ label: "a", values: [1, null, 3] }, { label: "b", values: [null, 5, 7] }],
+  });
+  assert.equal(defaultMetric(["mean_reward", "success_rate"]), "success_rate");
+  assert.equal(
+    defaultMetric(["eval/test_seen/success_rate", "success_rate"]),
+    "eval/test_seen/success_rate",
+  );
+  assert.equal(metricAxisLabel("eval/test_seen/success_rate"), "fraction (0–1)");
+  assert.equal(metricAxisLabel("seconds_rollout"), "seconds");
+  assert.equal(metricAxisLabel("teacher_gap_mean"), "nats/token");
+  assert.equal(metricAxisLabel("pg_loss"), "loss (token mean)");
+});
