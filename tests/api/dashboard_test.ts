@@ -399,21 +399,21 @@ Deno.test({
 
       await t.step("selected jobs' curves share one chart, one line per job", async () => {
         await page.goto(`${origin}/#/jobs`);
-        await page.waitForSelector(`tr[data-job="${skillsId}"]`);
+        await page.waitForSelector(`tr[data-job="${chartsId}"]`);
         assert.ok(await page.isDisabled("#compare-jobs"));
         await page.check(`tr[data-job="${jobId}"] input.pick`);
-        await page.check(`tr[data-job="${skillsId}"] input.pick`);
+        await page.check(`tr[data-job="${chartsId}"] input.pick`);
         await page.click("#compare-jobs");
         await page.waitForSelector('figure[data-chart="compare"] canvas');
         const hash = new URL(page.url()).hash;
         assert.match(hash, /^#\/compare\?jobs=/);
         assert.deepEqual(
           new Set(new URLSearchParams(hash.split("?")[1]).get("jobs")!.split(",")),
-          new Set([jobId, skillsId]),
+          new Set([jobId, chartsId]),
         );
         const expected = async (metric: string) => {
           const out: Record<string, number> = {};
-          for (const id of [jobId, skillsId]) {
+          for (const id of [jobId, chartsId]) {
             const m = await json(fx, `/v1/jobs/${id}/metrics`);
             out[id.slice(0, 8)] = new Set(
               m.points.filter((p: { values: Record<string, number> }) =>
