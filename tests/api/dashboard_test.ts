@@ -355,6 +355,23 @@ Deno.test({
         await shot("job");
       });
 
+      await t.step("the checkpoint links download the archive and a single file", async () => {
+        const [archive] = await Promise.all([
+          page.waitForEvent("download"),
+          page.click('#checkpoints tr[data-step="2"] a.archive'),
+        ]);
+        assert.equal(archive.suggestedFilename(), `job-${jobId}-step-2.tar`);
+        const tar = await Deno.readFile((await archive.path())!);
+        assert.ok(new TextDecoder().decode(tar.slice(0, 2000)).includes("step-2/"));
+        const [file] = await Promise.all([
+          page.waitForEvent("download"),
+          page.click('#checkpoints tr[data-step="2"] a.file >> text=config.json'),
+        ]);
+        assert.equal(file.suggestedFilename(), "config.json");
+        const config = JSON.parse(await Deno.readTextFile((await file.path())!));
+        assert.equal(typeof config.hidden_size, "number");
+      });
+
       await t.step(
         "a chart crossing zero shows negative tick labels, axis titles with units and legend values",
         async () => {
@@ -446,23 +463,6 @@ Deno.test({
           (els) => els.map((el) => el.textContent),
         );
         assert.deepEqual(legend, ["step", ...Object.keys(want)]);
-      });
-
-      await t.step("the checkpoint links download the archive and a single file", async () => {
-        const [archive] = await Promise.all([
-          page.waitForEvent("download"),
-          page.click('#checkpoints tr[data-step="2"] a.archive'),
-        ]);
-        assert.equal(archive.suggestedFilename(), `job-${jobId}-step-2.tar`);
-        const tar = await Deno.readFile((await archive.path())!);
-        assert.ok(new TextDecoder().decode(tar.slice(0, 2000)).includes("step-2/"));
-        const [file] = await Promise.all([
-          page.waitForEvent("download"),
-          page.click('#checkpoints tr[data-step="2"] a.file >> text=config.json'),
-        ]);
-        assert.equal(file.suggestedFilename(), "config.json");
-        const config = JSON.parse(await Deno.readTextFile((await file.path())!));
-        assert.equal(typeof config.hidden_size, "number");
       });
 
       let library: {

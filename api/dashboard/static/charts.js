@@ -218,7 +218,7 @@ export function drawChart(steps, spec, width) {
   });
   const opts = {
     width,
-    height: 220,
+    height: 260,
     series,
     bands,
     scales: { x: { time: false }, ...(spec.range ? { y: { range: spec.range } } : {}) },
