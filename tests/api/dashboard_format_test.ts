@@ -7,6 +7,7 @@ import { num, tickLabels } from "../../api/dashboard/static/format.js";
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
+import { labelsOf, resultText } from "../../api/dashboard/static/jobs.js";
 
 Deno.test("numbers keep their significant digits below 1 and never print -0", () => {
   assert.equal(num(-0.00035), "-0.00035");
@@ -80,4 +81,29 @@ Deno.test("several jobs' curves align on the union of their steps", () => {
   assert.equal(metricAxisLabel("seconds_rollout"), "seconds");
   assert.equal(metricAxisLabel("teacher_gap_mean"), "nats/token");
   assert.equal(metricAxisLabel("pg_loss"), "loss (token mean)");
+});
+
+Deno.test("a job's name, metadata and result read from its JSON, absent fields as none", () => {
+  assert.deepEqual(labelsOf({ id: "x" }), { name: null, metadata: {} });
+  assert.deepEqual(labelsOf({ name: null, metadata: null }), { name: null, metadata: {} });
+  assert.deepEqual(labelsOf({ name: "<b>run 1</b>", metadata: { team: "rl" } }), {
+    name: "<b>run 1</b>",
+    metadata: { team: "rl" },
+  });
+  const latest = {
+    "eval/test_seen/success_rate": 0.8125,
+    "eval/test_unseen/success_rate": 0.75,
+    success_rate: 0.5,
+    step: 8,
+  };
+  assert.equal(
+    resultText({ status: "succeeded", latest_metrics: latest }),
+    "test_seen 81.3% · test_unseen 75.0%",
+  );
+  assert.equal(
+    resultText({ status: "succeeded", latest_metrics: { success_rate: 0.5 } }),
+    "train 50.0%",
+  );
+  assert.equal(resultText({ status: "failed", latest_metrics: latest }), "");
+  assert.equal(resultText({ status: "succeeded", latest_metrics: null }), "");
 });

@@ -100,14 +100,14 @@ function pageLook(page: Page) {
   return page.evaluate(() => {
     const charts = [...document.querySelectorAll("figure.chart")].map((fig) => {
       // deno-lint-ignore no-explicit-any -- the uPlot instance charts.js keeps on its figure
-      const u = (fig as any).uplot;
+      const u = (fig as any).uplot ?? { axes: [{}, { font: ["12px sans-serif"], ticks: {} }] };
       const y = u.axes[1];
       const ticks: string[] = JSON.parse((fig as HTMLElement).dataset.yTicks ?? "[]");
       // Room left of the tick marks for the labels (uPlot right-aligns them against the marks).
       const ctx = document.createElement("canvas").getContext("2d")!;
       ctx.font = y.font[0];
       const widest = Math.max(0, ...ticks.map((t) => ctx.measureText(t).width)) / devicePixelRatio;
-      ctx.font = y.labelFont[0];
+      ctx.font = y.labelFont?.[0] ?? y.font[0];
       const titleLength = ctx.measureText(y.label ?? "").width / devicePixelRatio;
       return {
         id: (fig as HTMLElement).dataset.chart!,
@@ -115,7 +115,7 @@ function pageLook(page: Page) {
         yTitle: y.label ?? "",
         yTitleDrawn: y.label ? y.labelSize : 0,
         // The title runs along the plot's height.
-        yTitleFits: titleLength <= u.bbox.height / devicePixelRatio,
+        yTitleFits: titleLength <= (u.bbox?.height ?? 0) / devicePixelRatio,
         ticks,
         tickRoom: y._size - y.ticks.size - y.gap,
         widest,
