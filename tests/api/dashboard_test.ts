@@ -447,7 +447,10 @@ Deno.test({
         assert.equal(await page.inputValue("#compare-metric"), "eval/test_seen/success_rate");
         assert.deepEqual(await points(), await expected("eval/test_seen/success_rate"));
         assert.ok(await seriesPixels(page, "compare") > 20, "the lines are drawn");
-        await shot("compare");
+        const rates = await shot("compare");
+        // A rate keeps its 0–1 scale even when every value is 0.
+        assert.equal(rates.charts[0].yTitle, "fraction (0–1)");
+        assert.equal(Number(rates.charts[0].ticks.at(-1)), 1);
         await page.selectOption("#compare-metric", "mean_reward");
         await page.waitForFunction(() =>
           document.querySelector("figure[data-chart=compare] figcaption")?.textContent ===

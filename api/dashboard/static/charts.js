@@ -27,12 +27,15 @@ function alpha(hex, a) {
  * @typedef {{id: string, title: string, yLabel: string, series: Series[], range?: [number, number]}} ChartSpec
  */
 
+/** The y axis title of rates in [0, 1]. */
+export const FRACTION = "fraction (0–1)";
+
 /**
  * The y axis title of a metric (name and unit), for one-metric charts (compare view).
  * @param {string} metric a metric name as recorded (`eval/test_seen/success_rate`, `seconds_rollout`)
  */
 export function metricAxisLabel(metric) {
-  if (/(^|\/|_)(success_rate|parse_rate|rate|quality)$/.test(metric)) return "fraction (0–1)";
+  if (/(^|\/|_)(success_rate|parse_rate|rate|quality)$/.test(metric)) return FRACTION;
   if (/^seconds_/.test(metric)) return "seconds";
   if (/_loss$/.test(metric)) return "loss (token mean)";
   if (/teacher_gap|delta|entropy/.test(metric)) return "nats/token";
@@ -112,7 +115,7 @@ export function chartSpecs(metrics, episodes) {
     {
       id: "analyzer",
       title: "Analyzer parse rate and skill quality",
-      yLabel: "fraction (0–1)",
+      yLabel: FRACTION,
       series: [
         ...pick([["analyzer_parse_rate", "parse rate"]]),
         ...quality.map((n) => ({ label: n, values: col(n) })),

@@ -4,7 +4,7 @@
  * (named by the job's name, else its id's first 8 characters), over the union of their steps.
  */
 import { api } from "./api.js";
-import { drawChart, metricAxisLabel } from "./charts.js";
+import { drawChart, FRACTION, metricAxisLabel } from "./charts.js";
 import { h, replace } from "./dom.js";
 import { labelsOf, resultText, statusBadge } from "./jobs.js";
 
@@ -133,12 +133,15 @@ export async function compareView(root, { params }) {
   );
   if (!metric) return replace(chart, h("p", { class: "muted" }, "No metrics yet."));
   const { steps, series } = alignRuns(runs, metric);
+  const yLabel = metricAxisLabel(metric);
+  // Rates on their whole scale (uPlot would stretch an all-zero series to 0–100).
+  const range = yLabel === FRACTION ? /** @type {[number, number]} */ ([0, 1]) : undefined;
   const width = Math.max(320, Math.min(1100, (chart.clientWidth || 1100) - 24));
   replace(
     chart,
     drawChart(
       steps,
-      { id: "compare", title: metric, yLabel: metricAxisLabel(metric), series },
+      { id: "compare", title: metric, yLabel, series, range },
       width,
     ),
   );
