@@ -159,6 +159,45 @@ Deno.test("a stored spec with the old clip_ratio loads with both bounds and its 
   assert.throws(() => parseStoredJobSpec({ env: { id: "sokoban" }, optim: { clip_ratio: 2 } }));
 });
 
+Deno.test("corrective_share is set under experimental and refused at its old path with the new one named", () => {
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).experimental.corrective_share, 0);
+  const set = { env: { id: "sokoban" }, experimental: { corrective_share: 0.25 } };
+  assert.equal(parseJobSpec(set).experimental.corrective_share, 0.25);
+  const r = JobSpecSchema.safeParse({
+    env: { id: "sokoban" },
+    warmup: { policy: { corrective_share: 0.25 } },
+  });
+  assert.equal(r.success, false);
+  const [issue] = r.error!.issues;
+  assert.equal(issue.path.join("."), "warmup.policy");
+  assert.match(issue.message, /warmup\.policy\.corrective_share .*experimental\.corrective_share/);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, experimental: { foo: 1 } }), [
+    "experimental",
+  ]);
+});
+
+Deno.test("a stored spec with warmup.policy.corrective_share reads it as experimental.corrective_share", () => {
+  const stored = {
+    ...parseJobSpec({ env: { id: "sokoban" } }),
+    experimental: undefined,
+  } as Record<string, unknown>;
+  delete stored.experimental;
+  const warmup = stored.warmup as { policy: Record<string, unknown> };
+  stored.warmup = { ...warmup, policy: { ...warmup.policy, corrective_share: 0.25 } };
+  const spec = parseStoredJobSpec(stored);
+  assert.equal(spec.experimental.corrective_share, 0.25);
+  assert.equal("corrective_share" in spec.warmup.policy, false);
+  assert.deepEqual(
+    spec,
+    parseJobSpec({ env: { id: "sokoban" }, experimental: { corrective_share: 0.25 } }),
+  );
+  assert.equal(
+    (stored.warmup as { policy: Record<string, unknown> }).policy.corrective_share,
+    0.25,
+    "the input is not modified",
+  );
+});
+
 Deno.test("each method's advantage defaults are the authors' launcher settings for its environment", () => {
   const adv = (method: string, env: string) => {
     const { estimator, norm, invalid_action_penalty } = parseJobSpec({ method, env: { id: env } })
