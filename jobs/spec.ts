@@ -211,7 +211,7 @@ const RolloutEngine = z.union([
   }).strict(),
 ]);
 
-const warmupStage = (episodes: number, epochs: number, lr: number) => ({
+const warmupStage = (episodes: number, epochs: number, lr: number, batchSize: number) => ({
   /** Demonstrations (policy) or annotated trajectories (analyzer) to train on. */
   episodes: int(0, 100_000).default(episodes),
   /** Passes over that data. */
@@ -219,7 +219,7 @@ const warmupStage = (episodes: number, epochs: number, lr: number) => ({
   /** AdamW learning rate of this stage. */
   lr: num(0, 1).default(lr),
   /** Samples (turns, or analyses) per optimizer step of this stage. */
-  batch_size: int(1, 4096).default(16),
+  batch_size: int(1, 4096).default(batchSize),
 });
 
 /** The JobSpec's fields (see {@link JobSpecSchema}, which adds the cross-field rules). */
@@ -326,12 +326,19 @@ const JobSpecObject = z.object({
     analyzer_max_new_tokens: int(1, 4096).default(192),
     /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
     analyzer_max_steps: int(1, 200).default(8),
-    /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
-    analyzer_max_field_chars: int(16, 100_000).default(600),
+    /**
+     * Observations/responses longer than this (chars) are shortened in analyzer prompts (200, as
+     * both built-in presets ran: it keeps the analyzer's prompt short for builtin:tiny).
+     */
+    analyzer_max_field_chars: int(16, 100_000).default(200),
   }).strict().prefault({}),
   optim: z.strictObject({
-    /** AdamW learning rate (peak, for schedules). */
-    lr: z.number().positive().max(1).default(1e-4),
+    /**
+     * AdamW learning rate (peak, for schedules). 3e-4 with `mini_batch_size` 256 was the best of
+     * the measured settings for builtin:tiny (1e-3 lost 1–15 points, 3e-3 collapsed;
+     * bench/RESULTS.md); a pretrained model wants far less (the paper's 3B runs use 1e-6).
+     */
+    lr: z.number().positive().max(1).default(3e-4),
     /** AdamW decoupled weight decay. */
     weight_decay: num(0, 1).default(0),
     /** ε_low of the PPO clip: the ratio is clipped below at 1 − clip_ratio_low. */
@@ -340,12 +347,13 @@ const JobSpecObject = z.object({
     clip_ratio_high: num(0, 10).default(0.2),
     /** c of the dual clip (applies when A < 0); must be > 1. */
     dual_clip: z.number().gt(1).max(100).default(3),
-    entropy_coef: num(0, 10).default(0.001),
+    /** c_H: weight of the entropy bonus (0: none, as the tuned presets ran). */
+    entropy_coef: num(0, 10).default(0),
     kl_coef: num(0, 10).default(0.01),
     /** Passes over each update's samples. */
     ppo_epochs: int(1, 64).default(1),
-    /** Samples per optimizer step. */
-    mini_batch_size: int(1, 65_536).default(64),
+    /** Samples per optimizer step (one AdamW step per 256 samples, with `lr` 3e-4). */
+    mini_batch_size: int(1, 65_536).default(256),
     /**
      * How each optimizer step averages its loss. `micro_batch_token_mean` (the reference code's
      * gradient accumulation): every term is a token mean within each micro-batch of
@@ -362,14 +370,14 @@ const JobSpecObject = z.object({
     /** Global gradient-norm clip. */
     max_grad_norm: num(0, 1e6).default(1),
     /** Learning-rate schedule over `steps`. */
-    lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("constant"),
-    /** Linear warm-up steps of `warmup` and `cosine`. */
-    warmup_steps: int(0, 100_000).default(0),
+    lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("warmup"),
+    /** Linear warm-up steps of `warmup` and `cosine` (the first update runs at lr / 2). */
+    warmup_steps: int(0, 100_000).default(2),
   }, { error: renamedOptimField }).prefault({}),
   warmup: z.object({
     /** Policy SFT on expert demonstrations. */
     policy: z.strictObject({
-      ...warmupStage(64, 2, 1e-3),
+      ...warmupStage(64, 2, 1e-3, 16),
       /**
        * Share of the policy's demonstrations shown with their own episode's reference skill in
        * the teacher prompt's position, so the policy learns to act on a skill in its prompt
@@ -419,10 +427,11 @@ const JobSpecObject = z.object({
     ).prefault({}),
     /**
      * Analyzer SFT on (trajectory → skill) pairs of the warmed policy's trajectories, labelled by
-     * the environment's reference analyzer, or by an LLM (`annotator`).
+     * the environment's reference analyzer, or by an LLM (`annotator`). The defaults (192
+     * trajectories × 2 epochs, lr 2e-3, batch 32) are the built-in presets' for builtin:tiny.
      */
     analyzer: z.strictObject({
-      ...warmupStage(64, 2, 1e-3),
+      ...warmupStage(192, 2, 2e-3, 32),
       /**
        * An OpenAI-compatible chat-completions endpoint that labels the trajectories instead of
        * the reference analyzer (the paper's stronger annotator); only labels that parse are kept.

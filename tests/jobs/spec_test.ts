@@ -25,9 +25,18 @@ Deno.test("an env id alone is a complete job spec with the documented defaults",
   assert.equal(spec.optim.loss_aggregation, "micro_batch_token_mean");
   assert.equal(spec.optim.micro_batch_size, 8);
   assert.equal(spec.optim.dual_clip, 3);
-  assert.equal(spec.optim.entropy_coef, 0.001);
+  assert.equal(spec.optim.entropy_coef, 0);
   assert.equal(spec.optim.kl_coef, 0.01);
-  assert.equal(spec.optim.lr_schedule, "constant");
+  assert.equal(spec.optim.lr, 3e-4);
+  assert.equal(spec.optim.mini_batch_size, 256);
+  assert.equal(spec.optim.lr_schedule, "warmup");
+  assert.equal(spec.optim.warmup_steps, 2);
+  assert.equal(spec.seed.analyzer_max_field_chars, 200);
+  assert.deepEqual(
+    { ...spec.warmup.analyzer },
+    { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
+  );
+  assert.equal(spec.experimental.corrective_share, 0);
   assert.equal(spec.warmup.skip, false);
   assert.equal(spec.requirements.device, "cpu");
   assert.equal(spec.max_attempts, 3);
