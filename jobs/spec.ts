@@ -138,11 +138,6 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
   },
 );
 
-/** An endpoint's `base_url`: an absolute URL (the outbound URL rules are checked elsewhere). */
-const BaseUrl = z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
-  message: "Cannot use this base_url as it must be an absolute http(s) URL",
-});
-
 /**
  * `warmup.analyzer.annotator`: an OpenAI-compatible endpoint (README.md, "LLM annotator"). The
  * URL rules (public hosts; internal ones only when the operator lists them) are checked at submit
@@ -151,7 +146,9 @@ const BaseUrl = z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
  */
 const Annotator = z.object({
   /** Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at `…/chat/completions`). */
-  base_url: BaseUrl,
+  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
+    message: "Cannot use this base_url as it must be an absolute http(s) URL",
+  }),
   /** Model name the endpoint serves, sent as `model`. */
   model: z.string().min(1).max(256),
   /** Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer token. */
@@ -181,7 +178,9 @@ export const MAX_ROLLOUT_ENDPOINTS = 64;
  */
 const RolloutEndpoint = z.object({
   /** Base URL of the server, e.g. `http://10.0.0.5:8000` (requests go to `…/v1/completions`). */
-  base_url: BaseUrl,
+  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
+    message: "Cannot use this base_url as it must be an absolute http(s) URL",
+  }),
   /**
    * Name under which the job's policy versions are loaded there: version k (the policy after k
    * updates) is `<model>-v<k>`. For vLLM LoRA jobs the served base model is the one vLLM started
