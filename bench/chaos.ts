@@ -5,7 +5,7 @@
  * [--log-dir DIR] [--model tiny|large] [--hidden 640]` (each worker's log in DIR/<worker id>.log)
  * — the service under an adversarial operator.
  *
- * Starts a throwaway Postgres (tests/_harness/postgres.ts), an S3 server over a temporary
+ * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts), an S3 server over a temporary
  * folder, the API (`api/main.ts`) and `--workers` worker processes (`workers/main.ts`, the real
  * trainer in compute processes) with a lease of `--lease-ms`, submits `--jobs` tiny SEED jobs
  * through the API, and meanwhile: SIGKILLs or SIGTERMs (7:3) a random worker every
@@ -58,7 +58,7 @@ import {
   openDatabase,
   startLocalS3,
 } from "../jobs/mod.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
+import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
 import { parameterCount } from "../workers/model/config.ts";
 import { largeQwen3Config, largeQwen3Tar } from "./_chaos_model.ts";
 

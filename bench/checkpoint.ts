@@ -8,9 +8,16 @@
  * worker and of the compute process, and leases lost (requeues and attempts spent).
  */
 import { parseArgs } from "node:util";
-import { getJob, listEvents, openDatabase, startLocalS3, submitJob } from "../jobs/mod.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
-import { createTenant, testSpec } from "../tests/_harness/fixtures.ts";
+import {
+  ensureTenant,
+  getJob,
+  listEvents,
+  openDatabase,
+  parseJobSpec,
+  startLocalS3,
+  submitJob,
+} from "../jobs/mod.ts";
+import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
 
 const args = parseArgs({
   options: {
@@ -28,8 +35,9 @@ const s3Dir = await Deno.makeTempDir({ prefix: "seed-bench-ckpt-s3-" });
 const s3 = await startLocalS3({ directory: s3Dir });
 const db = await openDatabase({ url: pg.url, maxConnections: 2 });
 try {
-  const tenantId = await createTenant(db);
-  const { job } = await submitJob(db, { tenantId, spec: testSpec({ steps }) });
+  const tenantId = (await ensureTenant(db, "bench")).id;
+  const spec = parseJobSpec({ env: { id: "sokoban" }, steps });
+  const { job } = await submitJob(db, { tenantId, spec });
   console.error("bench: job", job.id);
   const started = performance.now();
   const worker = new Deno.Command(Deno.execPath(), {

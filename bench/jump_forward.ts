@@ -15,7 +15,7 @@
  * (`DIR/<hash>`); without it a fresh builtin:tiny (random weights: timing only). Machines are
  * shared: compare ratios within one run. Run by hand; never in CI. Configurations in the output:
  * `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4 whitespace bytes between the object's
- * tokens, before 2026-12-02; 0: none, the default now), `off`/`on` jump-forward.
+ * tokens; 0: none, the default), `off`/`on` jump-forward.
  */
 import { parseArgs } from "node:util";
 import * as ort from "onnxruntime-node";
@@ -99,7 +99,7 @@ proto.run = async function (this: unknown, ...a: unknown[]) {
 };
 
 const configs = [
-  { name: "ws4 off", maxWhitespace: 4, jumpForward: false }, // before 2026-12-02
+  { name: "ws4 off", maxWhitespace: 4, jumpForward: false },
   { name: "ws4 on", maxWhitespace: 4, jumpForward: true },
   { name: "ws0 off", maxWhitespace: 0, jumpForward: false },
   { name: "ws0 on", maxWhitespace: 0, jumpForward: true }, // the default since

@@ -9,8 +9,7 @@
  * `--full` runs it as the demo does. Variants of the engine's memory settings, run alternately:
  * - `default`: what jobs use (workers/engine/session.ts `sessionOptions`, Policy's call size);
  * - `arena`: onnxruntime's per-session CPU memory arena and memory pattern on, and 8,192-token
- *   calls: near the settings before 2026-12-01 (then score calls took 24,576 tokens; a
- *   demo-sized job peaked at 4.75 GB with them).
+ *   calls: close to an arena-on configuration (bench/RESULTS.md has what it cost).
  * Not a test: times vary with machine load; compare the variants of one run.
  */
 import { parseArgs } from "node:util";

@@ -6,7 +6,7 @@
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
  * ~24M-parameter config (hidden 512, 6 layers, an 8k-token byte-level vocabulary).
  *
- * Starts a throwaway Postgres (tests/_harness) and an S3 server, saves one random-weight
+ * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, saves one random-weight
  * checkpoint per model through the trainer's checkpoint writer, runs `deno task serve` in a child
  * process (so the load generator does not share its event loop) and drives it with the `openai`
  * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
@@ -30,8 +30,8 @@ import { resolveEnvironment } from "../workers/envs/mod.ts";
 import { createBuiltinTiny, type HfModel, Tokenizer } from "../workers/model/mod.ts";
 import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
-import { saveJob } from "../tests/_harness/saved_job.ts";
+import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
+import { saveJob } from "../workers/seed/run/saved_job.ts";
 
 const args = parseArgs({
   args: Deno.args,

@@ -96,6 +96,23 @@ function renamedOptimField(issue: { code?: string; keys?: readonly string[] }) {
 const num = (min: number, max: number) => z.number().min(min).max(max);
 
 /**
+ * JobSpec fields that moved under `experimental`, by their old path: a new submit that sets the
+ * old path is refused with a message naming the new one; a stored spec is moved over
+ * ({@link parseStoredJobSpec}).
+ */
+export const MOVED_TO_EXPERIMENTAL = {
+  "warmup.policy.corrective_share": "experimental.corrective_share",
+} as const;
+
+/** The message of an unknown `warmup.policy` field that moved under `experimental`. */
+function movedPolicyField(issue: { code?: string; keys?: readonly string[] }) {
+  if (issue.code === "unrecognized_keys" && issue.keys?.includes("corrective_share")) {
+    return "Cannot use warmup.policy.corrective_share as it moved to experimental.corrective_share (the same share, default 0): set that instead";
+  }
+  return undefined;
+}
+
+/**
  * Built-in model names: `builtin:tiny` (a ~1M-parameter Llama decoder, text only) and
  * `builtin:tiny-vl` (the same decoder plus a small image encoder, for image observations).
  */
@@ -194,17 +211,16 @@ const RolloutEngine = z.union([
   }).strict(),
 ]);
 
-const WarmupStage = (episodes: number, epochs: number, lr: number) =>
-  z.object({
-    /** Demonstrations (policy) or annotated trajectories (analyzer) to train on. */
-    episodes: int(0, 100_000).default(episodes),
-    /** Passes over that data. */
-    epochs: int(0, 100).default(epochs),
-    /** AdamW learning rate of this stage. */
-    lr: num(0, 1).default(lr),
-    /** Samples (turns, or analyses) per optimizer step of this stage. */
-    batch_size: int(1, 4096).default(16),
-  }).strict();
+const warmupStage = (episodes: number, epochs: number, lr: number, batchSize: number) => ({
+  /** Demonstrations (policy) or annotated trajectories (analyzer) to train on. */
+  episodes: int(0, 100_000).default(episodes),
+  /** Passes over that data. */
+  epochs: int(0, 100).default(epochs),
+  /** AdamW learning rate of this stage. */
+  lr: num(0, 1).default(lr),
+  /** Samples (turns, or analyses) per optimizer step of this stage. */
+  batch_size: int(1, 4096).default(batchSize),
+});
 
 /** The JobSpec's fields (see {@link JobSpecSchema}, which adds the cross-field rules). */
 const JobSpecObject = z.object({
@@ -310,12 +326,19 @@ const JobSpecObject = z.object({
     analyzer_max_new_tokens: int(1, 4096).default(192),
     /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
     analyzer_max_steps: int(1, 200).default(8),
-    /** Observations/responses longer than this (chars) are shortened in analyzer prompts. */
-    analyzer_max_field_chars: int(16, 100_000).default(600),
+    /**
+     * Observations/responses longer than this (chars) are shortened in analyzer prompts (200, as
+     * both built-in presets ran: it keeps the analyzer's prompt short for builtin:tiny).
+     */
+    analyzer_max_field_chars: int(16, 100_000).default(200),
   }).strict().prefault({}),
   optim: z.strictObject({
-    /** AdamW learning rate (peak, for schedules). */
-    lr: z.number().positive().max(1).default(1e-4),
+    /**
+     * AdamW learning rate (peak, for schedules). 3e-4 with `mini_batch_size` 256 was the best of
+     * the measured settings for builtin:tiny (1e-3 lost 1–15 points, 3e-3 collapsed;
+     * bench/RESULTS.md); a pretrained model wants far less (the paper's 3B runs use 1e-6).
+     */
+    lr: z.number().positive().max(1).default(3e-4),
     /** AdamW decoupled weight decay. */
     weight_decay: num(0, 1).default(0),
     /** ε_low of the PPO clip: the ratio is clipped below at 1 − clip_ratio_low. */
@@ -324,12 +347,13 @@ const JobSpecObject = z.object({
     clip_ratio_high: num(0, 10).default(0.2),
     /** c of the dual clip (applies when A < 0); must be > 1. */
     dual_clip: z.number().gt(1).max(100).default(3),
-    entropy_coef: num(0, 10).default(0.001),
+    /** c_H: weight of the entropy bonus (0: none, as the tuned presets ran). */
+    entropy_coef: num(0, 10).default(0),
     kl_coef: num(0, 10).default(0.01),
     /** Passes over each update's samples. */
     ppo_epochs: int(1, 64).default(1),
-    /** Samples per optimizer step. */
-    mini_batch_size: int(1, 65_536).default(64),
+    /** Samples per optimizer step (one AdamW step per 256 samples, with `lr` 3e-4). */
+    mini_batch_size: int(1, 65_536).default(256),
     /**
      * How each optimizer step averages its loss. `micro_batch_token_mean` (the reference code's
      * gradient accumulation): every term is a token mean within each micro-batch of
@@ -346,13 +370,14 @@ const JobSpecObject = z.object({
     /** Global gradient-norm clip. */
     max_grad_norm: num(0, 1e6).default(1),
     /** Learning-rate schedule over `steps`. */
-    lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("constant"),
-    /** Linear warm-up steps of `warmup` and `cosine`. */
-    warmup_steps: int(0, 100_000).default(0),
+    lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("warmup"),
+    /** Linear warm-up steps of `warmup` and `cosine` (the first update runs at lr / 2). */
+    warmup_steps: int(0, 100_000).default(2),
   }, { error: renamedOptimField }).prefault({}),
   warmup: z.object({
     /** Policy SFT on expert demonstrations. */
-    policy: WarmupStage(64, 2, 1e-3).extend({
+    policy: z.strictObject({
+      ...warmupStage(64, 2, 1e-3, 16),
       /**
        * Share of the policy's demonstrations shown with their own episode's reference skill in
        * the teacher prompt's position, so the policy learns to act on a skill in its prompt
@@ -360,15 +385,10 @@ const JobSpecObject = z.object({
        */
       skill_share: num(0, 1).default(0.5),
       /**
-       * Corrective samples, as a share of the demonstrations: noisy-expert episodes that failed,
-       * at each state where a random (non-expert) action was taken, the failure's reference skill
-       * in the prompt and the expert's action as the target. 0 turns it off.
-       */
-      corrective_share: num(0, 1).default(0),
-      /**
-       * How many of the last `epochs` train on the skill-conditioned data (`skill_share`,
-       * `corrective_share`); the passes before them show every demonstration with its ordinary
-       * prompt, so the policy first learns to act and then to read a skill. Absent: all of them.
+       * How many of the last `epochs` train on the skill-conditioned data (`skill_share`, and
+       * `experimental.corrective_share`); the passes before them show every demonstration with
+       * its ordinary prompt, so the policy first learns to act and then to read a skill. Absent:
+       * all of them.
        */
       skill_epochs: int(0, 100).optional(),
       /**
@@ -391,10 +411,13 @@ const JobSpecObject = z.object({
        * without); 0 = no checks.
        */
       check_episodes: int(0, 1024).default(0),
-    }).refine((p) => p.skill_epochs === undefined || p.skill_epochs <= p.epochs, {
-      path: ["skill_epochs"],
-      message: "Cannot use warmup.policy.skill_epochs as it must be at most warmup.policy.epochs",
-    }).refine(
+    }, { error: movedPolicyField }).refine(
+      (p) => p.skill_epochs === undefined || p.skill_epochs <= p.epochs,
+      {
+        path: ["skill_epochs"],
+        message: "Cannot use warmup.policy.skill_epochs as it must be at most warmup.policy.epochs",
+      },
+    ).refine(
       (p) => p.target_success === undefined || (p.check_every > 0 && p.check_episodes > 0),
       {
         path: ["target_success"],
@@ -404,9 +427,11 @@ const JobSpecObject = z.object({
     ).prefault({}),
     /**
      * Analyzer SFT on (trajectory → skill) pairs of the warmed policy's trajectories, labelled by
-     * the environment's reference analyzer, or by an LLM (`annotator`).
+     * the environment's reference analyzer, or by an LLM (`annotator`). The defaults (192
+     * trajectories × 2 epochs, lr 2e-3, batch 32) are the built-in presets' for builtin:tiny.
      */
-    analyzer: WarmupStage(64, 2, 1e-3).extend({
+    analyzer: z.strictObject({
+      ...warmupStage(192, 2, 2e-3, 32),
       /**
        * An OpenAI-compatible chat-completions endpoint that labels the trajectories instead of
        * the reference analyzer (the paper's stronger annotator); only labels that parse are kept.
@@ -447,6 +472,21 @@ const JobSpecObject = z.object({
   max_attempts: int(1, 20).default(3),
   requirements: z.object({
     device: z.enum(DEVICES).default("cpu"),
+  }).strict().prefault({}),
+  /**
+   * Experimental: settings whose measurements have not decided them. Each may change meaning or
+   * go in a later release; every default here turns its experiment off, so a job without this
+   * block runs the decided pipeline (jobs/README.md, Experimental).
+   */
+  experimental: z.object({
+    /**
+     * Corrective samples in the policy warm-up, as a share of the demonstrations: noisy-expert
+     * episodes that failed, at each state where a random (non-expert) action was taken, the
+     * failure's reference skill in the prompt and the expert's action as the target. They train
+     * in the same passes as `warmup.policy.skill_share`'s turns (`warmup.policy.skill_epochs`).
+     * 0 turns it off. No gain was measured at 0.25 on the demo's Sokoban (bench/RESULTS.md).
+     */
+    corrective_share: num(0, 1).default(0),
   }).strict().prefault({}),
 }).strict();
 
@@ -563,7 +603,6 @@ export function parseJobSpec(input: unknown): JobSpec {
 }
 
 /**
-/**
  * JobSpec fields that existed once and are read no more: the measured departures that became
  * fixed behaviour (jobs/README.md, Retired fields). A stored spec written before their removal
  * still runs: `parseStoredJobSpec` drops them; a new submit that sets one is refused (400).
@@ -577,10 +616,15 @@ export const RETIRED_SEED_FIELDS = [
   "analyzer_replay_coef",
 ] as const;
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
 /**
  * Parses a spec as stored with a job (the defaulted output of `parseJobSpec` at submit time,
  * possibly written by an earlier release), accepting the fields of earlier schemas that a new
- * submit refuses: the fields of {@link RETIRED_SEED_FIELDS} are dropped; `optim.clip_ratio` (one
+ * submit refuses: the fields of {@link RETIRED_SEED_FIELDS} are dropped; the fields of
+ * {@link MOVED_TO_EXPERIMENTAL} move to their new path (where that is absent); `optim.clip_ratio` (one
  * ε) becomes `clip_ratio_low` and `clip_ratio_high` where those are absent, and such a spec
  * predates `optim.loss_aggregation` and ran with one token mean per mini-batch, so it keeps
  * `token_mean` unless it says otherwise (a resumed job keeps its loss). The input is not modified.
@@ -596,6 +640,14 @@ export function parseStoredJobSpec(stored: unknown): JobSpec {
     const kept = { ...seed } as Record<string, unknown>;
     for (const field of RETIRED_SEED_FIELDS) delete kept[field];
     spec.seed = kept;
+  }
+  const warmup = spec.warmup;
+  const policy = isObject(warmup) ? warmup.policy : undefined;
+  if (isObject(warmup) && isObject(policy) && Object.hasOwn(policy, "corrective_share")) {
+    const { corrective_share, ...rest } = policy;
+    spec.warmup = { ...warmup, policy: rest };
+    const experimental = isObject(spec.experimental) ? spec.experimental : {};
+    spec.experimental = { corrective_share, ...experimental };
   }
   const optim = spec.optim;
   if (typeof optim === "object" && optim !== null && Object.hasOwn(optim, "clip_ratio")) {

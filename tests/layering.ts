@@ -171,22 +171,24 @@ export const PRODUCT_LAYERS: Layer[] = [
 const product = PRODUCT_LAYERS.map((l) => l.name);
 
 /**
- * Every part: the product's, then the benchmarks and the tests. Tests and benchmarks may import
- * any part of the product; they share the throwaway servers of tests/_harness/ but never import
- * each other, except tests/bench/, the tests of the benchmarks' own code.
+ * Every part: the product's, then the benchmarks and the tests. Benchmarks and tests may import
+ * any part of the product and never each other: what both need (a throwaway Postgres cluster, a
+ * saved job to serve, a model folder's tar) is product code (jobs/embedded/postgres_cluster.ts,
+ * workers/seed/run/saved_job.ts, api/client/model_folder.ts). The tests of the benchmarks' own
+ * statistics live in bench/tests/, inside bench.
  */
 export const LAYERS: Layer[] = [
   ...PRODUCT_LAYERS,
   {
     name: "bench",
     paths: ["bench/"],
-    role: "benchmarks (`bench/tools/`: developer tools)",
-    imports: ["harness", ...product],
+    role: "benchmarks (`bench/tools/`: developer tools; `bench/tests/`: tests of their statistics)",
+    imports: product,
   },
   {
     name: "harness",
     paths: ["tests/_harness/"],
-    role: "throwaway Postgres and S3 servers, saved jobs, process helpers",
+    role: "the suite's fixtures: test databases, S3 buckets, browser, processes",
     imports: product,
   },
   {
@@ -194,12 +196,6 @@ export const LAYERS: Layer[] = [
     paths: ["tests/"],
     role: "the test suite, mirroring the source tree",
     imports: ["harness", ...product],
-  },
-  {
-    name: "tests/bench",
-    paths: ["tests/bench/"],
-    role: "tests of the benchmarks' statistics",
-    imports: ["bench", "tests", "harness", ...product],
   },
 ];
 

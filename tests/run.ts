@@ -13,7 +13,7 @@
  * limit.
  */
 import { ensureChromium } from "./_harness/chromium.ts";
-import { startPostgres } from "./_harness/postgres.ts";
+import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
 
 const pg = await startPostgres();
 // Installed here, once and before any test's clock starts; a failure is left to the browser
@@ -29,7 +29,9 @@ let code = 1;
 let passed = 0;
 let failed = 0;
 try {
-  const args = Deno.args.length > 0 ? Deno.args : ["tests/"];
+  // The suite, and the tests of the benchmarks' own statistics (bench/tests/, beside the code
+  // they test: the suite does not import bench/).
+  const args = Deno.args.length > 0 ? Deno.args : ["tests/", "bench/tests/"];
   const child = new Deno.Command(Deno.execPath(), {
     args: ["test", "-A", "--no-check=remote", ...args],
     env: { TEST_DATABASE_URL: pg.url, PG_BIN_DIR: pg.binDir },

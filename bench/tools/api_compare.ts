@@ -5,7 +5,7 @@
  * Postgres, interleaved round by round so that machine load hits both alike (bench/README.md:
  * compare ratios measured in one run). Prints the median over rounds of each number.
  *
- * The baseline's `api/`, `jobs/`, `migrations/` and `tests/_harness/` are extracted with
+ * The baseline's `api/`, `jobs/` and `migrations/` are extracted with
  * `git archive` into a temporary folder (sharing this checkout's node_modules); its API runs as a
  * child process there, and its `claimJob`/`openDatabase` are imported from there. Both sides
  * share one database: the baseline's migrations must be a prefix of the working tree's. Not a
@@ -23,7 +23,7 @@ import {
   startLocalS3,
   submitJob,
 } from "../../jobs/mod.ts";
-import { startPostgres } from "../../tests/_harness/postgres.ts";
+import { startPostgres } from "../../jobs/embedded/postgres_cluster.ts";
 
 const args = parseArgs({
   args: Deno.args,
@@ -46,7 +46,7 @@ const root = new URL("../..", import.meta.url).pathname;
 /** Extracts the baseline revision's service folders next to a link to our node_modules. */
 async function extractBaseline(rev: string): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "seed-baseline-" });
-  const paths = ["api", "jobs", "migrations", "tests/_harness", "deno.json", "deno.lock"];
+  const paths = ["api", "jobs", "migrations", "deno.json", "deno.lock"];
   const archive = new Deno.Command("git", {
     args: ["archive", "--format=tar", rev, ...paths],
     cwd: root,

@@ -6,7 +6,7 @@ import { createKey } from "../../jobs/api_keys.ts";
 import { createApp } from "../../api/app.ts";
 import { getJob } from "../../api/queries.ts";
 import { openDatabase, openStore, startLocalS3 } from "../../jobs/mod.ts";
-import { startPostgres } from "../../tests/_harness/postgres.ts";
+import { startPostgres } from "../../jobs/embedded/postgres_cluster.ts";
 
 const pg = await startPostgres();
 const dir = await Deno.makeTempDir();

@@ -12,8 +12,8 @@
  *
  * LISTEN/NOTIFY: NotificationResponse messages are taken out of every response and fanned out to
  * the clients that sent `LISTEN channel` and to in-process listeners ({@link PgliteServer.listen}). *
- * Why not `@electric-sql/pglite-socket` (checked with 0.2.17 over our PGlite 0.5.17 under Deno,
- * 2026-11-30; its runtime imports only `node:net`, so passing our instance works): its
+ * Why not `@electric-sql/pglite-socket` (version 0.2.17 over our PGlite 0.5.17 under Deno;
+ * its runtime imports only `node:net`, so passing our instance works): its
  * `PGLiteSocketServer` multiplexes clients per protocol *message*, not per Sync/transaction, and
  * does not fan out notifications. With two postgres.js clients (`prepare: false`) and
  * `maxConnections: 16`: (1) a `NOTIFY` from one client reached neither a LISTENing client nor a

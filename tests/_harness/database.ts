@@ -6,7 +6,7 @@
  * (`deno test -A tests/jobs`), the first call starts a throwaway cluster for this process.
  */
 import postgres from "postgres";
-import { startPostgres, type ThrowawayPostgres } from "./postgres.ts";
+import { startPostgres, type ThrowawayPostgres } from "../../jobs/embedded/postgres_cluster.ts";
 
 /** A fresh database: its URL and a function that drops it (and stops a cluster we started). */
 export interface TestDatabase {

@@ -144,6 +144,27 @@ Deno.test("a retired seed field is a 400 naming it and stores nothing; a stored 
   assert.deepEqual(parseStoredJobSpec(stored), parseJobSpec({ env: { id: "sokoban" } }));
 });
 
+Deno.test("warmup.policy.corrective_share is a 400 naming experimental.corrective_share and stores nothing", async () => {
+  const before = await jobCount();
+  const body = JSON.stringify({
+    env: { id: "sokoban" },
+    warmup: { policy: { corrective_share: 0.25 } },
+  });
+  const p = await problem(await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body }), 400);
+  assert.ok(
+    p.errors.some((e: { message: string }) => e.message.includes("experimental.corrective_share")),
+    JSON.stringify(p.errors),
+  );
+  assert.equal(await jobCount(), before);
+  const moved = JSON.stringify({
+    env: { id: "sokoban" },
+    experimental: { corrective_share: 0.25 },
+  });
+  const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: moved });
+  assert.equal(res.status, 201, await res.clone().text());
+  assert.equal((await res.json()).spec.experimental.corrective_share, 0.25);
+});
+
 Deno.test("a known path asked with another method is a 405 with Allow", async () => {
   const { id } = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: SPEC })).json();
   const cases: [string, string, string][] = [

@@ -25,9 +25,18 @@ Deno.test("an env id alone is a complete job spec with the documented defaults",
   assert.equal(spec.optim.loss_aggregation, "micro_batch_token_mean");
   assert.equal(spec.optim.micro_batch_size, 8);
   assert.equal(spec.optim.dual_clip, 3);
-  assert.equal(spec.optim.entropy_coef, 0.001);
+  assert.equal(spec.optim.entropy_coef, 0);
   assert.equal(spec.optim.kl_coef, 0.01);
-  assert.equal(spec.optim.lr_schedule, "constant");
+  assert.equal(spec.optim.lr, 3e-4);
+  assert.equal(spec.optim.mini_batch_size, 256);
+  assert.equal(spec.optim.lr_schedule, "warmup");
+  assert.equal(spec.optim.warmup_steps, 2);
+  assert.equal(spec.seed.analyzer_max_field_chars, 200);
+  assert.deepEqual(
+    { ...spec.warmup.analyzer },
+    { episodes: 192, epochs: 2, lr: 2e-3, batch_size: 32 },
+  );
+  assert.equal(spec.experimental.corrective_share, 0);
   assert.equal(spec.warmup.skip, false);
   assert.equal(spec.requirements.device, "cpu");
   assert.equal(spec.max_attempts, 3);
@@ -157,6 +166,45 @@ Deno.test("a stored spec with the old clip_ratio loads with both bounds and its 
     parseJobSpec({ env: { id: "sokoban" } }),
   );
   assert.throws(() => parseStoredJobSpec({ env: { id: "sokoban" }, optim: { clip_ratio: 2 } }));
+});
+
+Deno.test("corrective_share is set under experimental and refused at its old path with the new one named", () => {
+  assert.equal(parseJobSpec({ env: { id: "sokoban" } }).experimental.corrective_share, 0);
+  const set = { env: { id: "sokoban" }, experimental: { corrective_share: 0.25 } };
+  assert.equal(parseJobSpec(set).experimental.corrective_share, 0.25);
+  const r = JobSpecSchema.safeParse({
+    env: { id: "sokoban" },
+    warmup: { policy: { corrective_share: 0.25 } },
+  });
+  assert.equal(r.success, false);
+  const [issue] = r.error!.issues;
+  assert.equal(issue.path.join("."), "warmup.policy");
+  assert.match(issue.message, /warmup\.policy\.corrective_share .*experimental\.corrective_share/);
+  assert.deepEqual(issuesOf({ env: { id: "sokoban" }, experimental: { foo: 1 } }), [
+    "experimental",
+  ]);
+});
+
+Deno.test("a stored spec with warmup.policy.corrective_share reads it as experimental.corrective_share", () => {
+  const stored = {
+    ...parseJobSpec({ env: { id: "sokoban" } }),
+    experimental: undefined,
+  } as Record<string, unknown>;
+  delete stored.experimental;
+  const warmup = stored.warmup as { policy: Record<string, unknown> };
+  stored.warmup = { ...warmup, policy: { ...warmup.policy, corrective_share: 0.25 } };
+  const spec = parseStoredJobSpec(stored);
+  assert.equal(spec.experimental.corrective_share, 0.25);
+  assert.equal("corrective_share" in spec.warmup.policy, false);
+  assert.deepEqual(
+    spec,
+    parseJobSpec({ env: { id: "sokoban" }, experimental: { corrective_share: 0.25 } }),
+  );
+  assert.equal(
+    (stored.warmup as { policy: Record<string, unknown> }).policy.corrective_share,
+    0.25,
+    "the input is not modified",
+  );
 });
 
 Deno.test("each method's advantage defaults are the authors' launcher settings for its environment", () => {

@@ -79,12 +79,11 @@ export function sessionOptions(opts: EngineOptions = {}): ort.InferenceSession.S
 }
 
 /**
- * Sessions a {@link SessionCache} keeps by default. With onnxruntime's CPU arena on (it was, until
- * 2026-12-01) each session kept an arena as large as its biggest run, so memory grew with the
- * cached sessions: a reduced demo job peaked at 8.8 GB RSS with 32 sessions, 3.3 GB with 6; a
- * demo-sized job (bench/memory.ts) at 4.8 GB with 8. With the arena and memory pattern off (the
- * default now) and Policy's smaller calls, a cached session holds little beyond its graph and the
- * same job peaked at 0.6 GB (bench/README.md, Benchmarks), so the cache size is about build time only.
+ * Sessions a {@link SessionCache} keeps by default. With onnxruntime's CPU arena and memory
+ * pattern off (`sessionOptions`) and Policy's small calls, a cached session holds little beyond its
+ * graph (a demo-sized job peaks at ~0.6 GB, bench:memory), so the cache size is about build time
+ * only. With the arena on, each session would keep an arena as large as its biggest run and memory
+ * would grow with the cached sessions (bench/RESULTS.md).
  */
 export const DEFAULT_MAX_SESSIONS = 8;
 

@@ -1,6 +1,6 @@
 /**
- * AdamW's per-element update as a WebAssembly SIMD kernel, bit-identical to the float64 JS loop it
- * replaces (`AdamW.step` before 2026-12-02):
+ * AdamW's per-element update as a WebAssembly SIMD kernel, bit-identical to the float64 JS loop
+ * (`updateInJs` in optim.ts, which optim_test.ts checks it against):
  *   m ← f32(β1·m + (1 − β1)·g),   v ← f32(β2·v + (1 − β2)·g·g)
  *   p ← f32(p·decay − stepSize·m / (√v / bc2Sqrt + ε))
  * with every operation in float64 (`f64x2`, two elements per instruction) and each store rounded to

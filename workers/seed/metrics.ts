@@ -2,8 +2,9 @@
  * Per-step metrics of the SEED trainer that do not depend on the model (every step writes a
  * metrics row; jobs/README.md, "Data flow of one job", step 3): success rate, mean reward, analyzer
  * parse rate, skills added, tokens, seconds per named phase (the training step as named, timed
- * phases), and an ETA estimate.
- * Loss terms (pg/opd/kl, gate mean, entropy) come from the update and are merged by the trainer.
+ * phases), an ETA estimate, and the re-score phase's teacher gaps Δ = ℓ_T − ℓ_old with their
+ * metrics and dump records. Loss terms (pg/opd/kl, gate mean, entropy) come from the update, the
+ * signal metrics (corr(Δ, A), skill quality) from signal_metrics.ts; the trainer merges them.
  */
 import type { Trajectory } from "../envs/types.ts";
 import { episodeReward, type RewardSource } from "./advantage.ts";
@@ -221,4 +222,98 @@ export function estimateEtaSeconds(input: EtaInput): number | null {
   const recent = input.stepSeconds.slice(-window);
   if (recent.length === 0) return null;
   return mean(recent) * remaining;
+}
+
+/**
+ * The teacher gaps of one step's re-scored turns: Δ = ℓ_T − ℓ_old per response token, in nats,
+ * where ℓ_T is a token's log-probability under the teacher prompt (the skill inserted) and ℓ_old
+ * under the ordinary prompt, both from θ_old at the scoring temperature (README.md, Algorithm,
+ * step 4). `teacher[i]` (T_i,) is null where sample i has no teacher pass (no parsed skill, or
+ * GRPO); its gap is then null. Float32 inputs give Float32 gaps (the subtraction is rounded to
+ * float32, as the score graph's outputs are).
+ * @throws RangeError when `teacher` and `old` differ in length, or a turn's token counts differ.
+ */
+export function teacherGaps(
+  teacher: readonly (Float32Array | null)[],
+  old: readonly ArrayLike<number>[],
+): (Float32Array | null)[] {
+  if (teacher.length !== old.length) {
+    throw new RangeError(
+      `Cannot compute teacher gaps as teacher and old must have one row per sample: current lengths are ${teacher.length} and ${old.length}`,
+    );
+  }
+  return teacher.map((t, i) => {
+    if (t === null) return null;
+    if (t.length !== old[i].length) {
+      throw new RangeError(
+        `Cannot compute the teacher gaps of sample ${i} as both passes must score the same tokens: current counts are ${t.length} and ${
+          old[i].length
+        }`,
+      );
+    }
+    return t.map((x, k) => x - old[i][k]);
+  });
+}
+
+/** One re-scored turn's teacher gaps, as a rollout dump shows them. */
+export interface TokenGap {
+  trajectoryId: string;
+  /** 0-based turn within the trajectory. */
+  turn: number;
+  /** The sampled response token ids (T,). */
+  responseIds: readonly number[];
+  /** Δ = ℓ_T − ℓ_old per response token (T,), nats (float32 from the score graph). */
+  gaps: ArrayLike<number>;
+}
+
+/**
+ * The {@link TokenGap} of every turn that has teacher gaps, in sample order: `gaps[i]` (T_i,) of
+ * `samples[i]`, whose scored response ids are `responses[i]` (T_i,).
+ */
+export function tokenGapsOf(
+  samples: readonly { trajectoryId: string; turn: number }[],
+  gaps: readonly (ArrayLike<number> | null)[],
+  responses: readonly (readonly number[])[],
+): TokenGap[] {
+  return samples.flatMap((s, i) => {
+    const g = gaps[i];
+    if (!g) return [];
+    return [{ trajectoryId: s.trajectoryId, turn: s.turn, responseIds: responses[i], gaps: g }];
+  });
+}
+
+/** Inputs of {@link rescoreMetrics}. */
+export interface RescoreMetricsInput {
+  /** The step's turn samples with their advantages A (one per turn). */
+  samples: readonly { advantage: number }[];
+  /** Per sample: its teacher gaps Δ (T,), or null ({@link teacherGaps}). */
+  gaps: readonly (ArrayLike<number> | null)[];
+  /** Wall seconds of the teacher pass (0 when none ran). */
+  teacherSeconds: number;
+}
+
+/**
+ * The step's re-score metrics: `samples` (turns in the update), `teacher_samples` (turns with a
+ * teacher pass), `teacher_gap_mean` (mean Δ over every teacher token, nats; left out when there is
+ * none), `teacher_pass_seconds`, and `advantage_abs_mean` (mean |A| over the turns, 0 for none).
+ */
+export function rescoreMetrics(input: RescoreMetricsInput): Record<string, number> {
+  const { samples, gaps } = input;
+  let gapTokens = 0, gapSum = 0, withTeacher = 0;
+  for (const g of gaps) {
+    if (g === null) continue;
+    withTeacher++;
+    gapTokens += g.length;
+    let row = 0; // a turn's sum first, then across turns
+    for (let k = 0; k < g.length; k++) row += g[k];
+    gapSum += row;
+  }
+  return {
+    samples: samples.length,
+    teacher_samples: withTeacher,
+    ...(gapTokens > 0 ? { teacher_gap_mean: gapSum / gapTokens } : {}),
+    teacher_pass_seconds: input.teacherSeconds,
+    advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
+      Math.max(1, samples.length),
+  };
 }

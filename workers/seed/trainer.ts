@@ -1,7 +1,8 @@
 /**
  * One SEED (or GRPO) update as named, timed phases (README.md, Algorithm, steps 1–5): rollout →
  * advantage → analyze → rescore → update. The trainer only orchestrates; the math lives in the
- * phase modules (rollout.ts, samples.ts/advantage.ts, analyze.ts and workers/skills, which also
+ * phase modules (rollout.ts, samples.ts/advantage.ts, analyze.ts, metrics.ts and
+ * signal_metrics.ts for the teacher gaps and step metrics, and workers/skills, which also
  * holds the analyzer's generation settings) and in the SEED
  * objective (objective.ts) the model's train graph is built from (`Policy.trainStep`). What the
  * method means (analysis, λ_opd, π_ref) comes from the run plan (run_plan.ts).
@@ -26,7 +27,15 @@ import {
 } from "../model/mod.ts";
 import { analyzeTrajectories, referenceAnalyses } from "./analyze.ts";
 import { RolloutError } from "./errors.ts";
-import { metricSeries, PhaseTimer, stepMetrics } from "./metrics.ts";
+import {
+  metricSeries,
+  PhaseTimer,
+  rescoreMetrics,
+  stepMetrics,
+  teacherGaps,
+  type TokenGap,
+  tokenGapsOf,
+} from "./metrics.ts";
 import {
   SEED_OBJECTIVE,
   SEED_OUTPUTS,
@@ -76,16 +85,7 @@ export interface TrainerParts {
 /** Called when a phase starts (progress and stage events). */
 export type StageHook = (stage: "rollout" | "analyze" | "rescore" | "update") => Promise<void>;
 
-/** One re-scored turn's teacher gaps (the trainer's re-score phase). */
-export interface TokenGap {
-  trajectoryId: string;
-  /** 0-based turn within the trajectory. */
-  turn: number;
-  /** The sampled response token ids (T,). */
-  responseIds: readonly number[];
-  /** Δ = ℓ_T − ℓ_old per response token (T,), nats (float32 from the score graph). */
-  gaps: ArrayLike<number>;
-}
+export type { TokenGap } from "./metrics.ts";
 
 /** What the analyze and re-score phases of a step learned (a rollout dump shows it). */
 export interface StepTeacher {
@@ -164,7 +164,7 @@ export class SeedTrainer {
     await onStage("rescore");
     const skills = skillsByTrajectory(analysis.analyses);
     const scored = await timer.time("rescore", () => this.#rescore(samples, skills));
-    const gaps = scored.teacher.map((t, i) => t ? t.map((x, k) => x - scored.old[i][k]) : null);
+    const gaps = teacherGaps(scored.teacher, scored.old);
     const withTeacher = samples.filter((_, i) => gaps[i] !== null);
     const meanGaps = meanPerTrajectory(withTeacher, gaps.filter((g) => g !== null));
     const skillsAdded = recordSkills(this.parts.library, {
@@ -186,8 +186,6 @@ export class SeedTrainer {
     const engineGap = this.parts.remote
       ? this.#engineGap(samples, trajectories.list, scored.old)
       : {};
-    const gapTokens = gaps.reduce((n, g) => n + (g?.length ?? 0), 0);
-    const gapSum = gaps.reduce((n, g) => n + (g?.reduce((a, b) => a + b, 0) ?? 0), 0);
     signal?.throwIfAborted();
 
     await onStage("update");
@@ -206,30 +204,16 @@ export class SeedTrainer {
     const metrics: Record<string, number> = {
       ...metricSeries(base),
       ...update.stats,
-      samples: samples.length,
-      teacher_samples: withTeacher.length,
-      ...(gapTokens > 0 ? { teacher_gap_mean: gapSum / gapTokens } : {}),
+      // SEED's own work inside the rescore phase (0 for GRPO), wall seconds.
+      ...rescoreMetrics({ samples, gaps, teacherSeconds: scored.teacherSeconds }),
       skill_library_size: this.parts.library.size,
       // Skills written by the environment's reference analyzer (seed.skill_source "reference").
       reference_analyses: plan.analysis && plan.skillSource === "reference" ? analysis.analyzed : 0,
-      // SEED's own work inside the rescore and update phases (0 for GRPO), wall seconds.
-      teacher_pass_seconds: scored.teacherSeconds,
-      advantage_abs_mean: samples.reduce((n, s) => n + Math.abs(s.advantage), 0) /
-        Math.max(1, samples.length),
       ...signalStats,
       ...engineGap,
     };
     // Per-token teacher gaps of the re-scored turns, for the trajectory dump.
-    const tokenGaps: TokenGap[] = samples.flatMap((s, i) => {
-      const g = gaps[i];
-      if (!g) return [];
-      return [{
-        trajectoryId: s.trajectoryId,
-        turn: s.turn,
-        responseIds: scored.rl[i].response,
-        gaps: g,
-      }];
-    });
+    const tokenGaps = tokenGapsOf(samples, gaps, scored.rl.map((r) => r.response));
     const teacher = { analyses: analysis.analyses, raw: analysis.raw, tokenGaps };
     return { metrics, trajectories: trajectories.list, teacher };
   }

@@ -162,7 +162,7 @@ export interface DemonstrationOptions extends WarmupDataOptions {
   skillShare?: number;
   /**
    * Corrective samples to add, as a share of the demonstration turns (JobSpec
-   * `warmup.policy.corrective_share`; default 0): see {@link correctiveSteps}.
+   * `experimental.corrective_share`; default 0): see {@link correctiveSteps}.
    */
   correctiveShare?: number;
 }

@@ -41,7 +41,7 @@ export function analyzerPromptOptions(seed: {
   analyzer_max_field_chars: number;
 }): AnalyzerPromptOptions {
   // Effect lines always: skills truthful on 39.5% vs 12.6% of trajectories without them
-  // (bench/RESULTS.md, 2026-12-02).
+  // (bench/RESULTS.md).
   return { maxSteps: seed.analyzer_max_steps, maxFieldChars: seed.analyzer_max_field_chars };
 }
 
@@ -261,8 +261,8 @@ export interface AnalysisSchemaOptions extends ParseSkillOptions {
   /**
    * Most whitespace bytes per gap between the object's tokens (`JsonObjectSchema.maxWhitespace`).
    * Default 0: the compact form of `analysisTarget`, whose keys and punctuation are then forced
-   * text (jump-forward decoding skips their draws). Before 2026-12-02 it was 4, which let a model
-   * pad the object (`…"\n\n\n\n}`) and left every byte outside the values to a draw.
+   * text (jump-forward decoding skips their draws). At 4 a model can pad the object
+   * (`…"\n\n\n\n}`) and every byte outside the values is left to a draw.
    */
   maxWhitespace?: number;
 }

@@ -4,7 +4,10 @@ import {
   estimateEtaSeconds,
   metricSeries,
   PhaseTimer,
+  rescoreMetrics,
   stepMetrics,
+  teacherGaps,
+  tokenGapsOf,
   zeroPhases,
 } from "../../../workers/seed/metrics.ts";
 import { SeedOptionError } from "../../../workers/seed/errors.ts";
@@ -146,4 +149,57 @@ Deno.test("the ETA multiplies the recent mean step time by the remaining steps",
     () => estimateEtaSeconds({ completedSteps: 11, totalSteps: 10, stepSeconds: [] }),
     SeedOptionError,
   );
+});
+
+Deno.test("teacher gaps are ℓ_T − ℓ_old per token, in float32, and null where no teacher pass ran", () => {
+  const old = [
+    new Float32Array([-1, -0.5]),
+    new Float32Array([-2]),
+    new Float32Array([-0.1, -0.2]),
+  ];
+  const teacher = [new Float32Array([-0.25, -0.5]), null, new Float32Array([-0.3, 0])];
+  const gaps = teacherGaps(teacher, old);
+  assert.deepEqual(gaps[0], new Float32Array([0.75, 0]));
+  assert.equal(gaps[1], null);
+  // −0.3 − (−0.1) rounded to float32 (the score graph's dtype), not the float64 −0.2
+  assert.deepEqual(
+    gaps[2],
+    new Float32Array([Math.fround(Math.fround(-0.3) - Math.fround(-0.1)), Math.fround(0.2)]),
+  );
+  assert.throws(() => teacherGaps([null], []), RangeError);
+  assert.throws(() => teacherGaps([new Float32Array(2)], [new Float32Array(3)]), /same tokens/);
+});
+
+Deno.test("re-score metrics count teacher turns and average Δ over teacher tokens and |A| over turns", () => {
+  const samples = [{ advantage: 1.5 }, { advantage: -0.5 }, { advantage: 0 }];
+  const gaps = [new Float32Array([0.5, -0.25]), null, new Float32Array([1])];
+  assert.deepEqual(rescoreMetrics({ samples, gaps, teacherSeconds: 0.4 }), {
+    samples: 3,
+    teacher_samples: 2,
+    teacher_gap_mean: (0.5 - 0.25 + 1) / 3,
+    teacher_pass_seconds: 0.4,
+    advantage_abs_mean: 2 / 3,
+  });
+  // GRPO: no teacher pass, so no teacher_gap_mean at all (not a 0 that would read as "no gap")
+  const grpo = rescoreMetrics({ samples: [], gaps: [], teacherSeconds: 0 });
+  assert.deepEqual(grpo, {
+    samples: 0,
+    teacher_samples: 0,
+    teacher_pass_seconds: 0,
+    advantage_abs_mean: 0,
+  });
+});
+
+Deno.test("token gaps of the dump keep each teacher turn's ids and gaps and skip the others", () => {
+  const samples = [
+    { trajectoryId: "step-1/a", turn: 0 },
+    { trajectoryId: "step-1/a", turn: 1 },
+    { trajectoryId: "step-1/b", turn: 0 },
+  ];
+  const g0 = new Float32Array([0.5]);
+  const g2 = new Float32Array([-1, 2]);
+  assert.deepEqual(tokenGapsOf(samples, [g0, null, g2], [[7], [8], [9, 10]]), [
+    { trajectoryId: "step-1/a", turn: 0, responseIds: [7], gaps: g0 },
+    { trajectoryId: "step-1/b", turn: 0, responseIds: [9, 10], gaps: g2 },
+  ]);
 });

@@ -12,7 +12,7 @@ import {
   readCheckpointFile,
   type TenantRef,
 } from "../../../jobs/mod.ts";
-import { saveJob } from "../../_harness/saved_job.ts";
+import { saveJob } from "../../../workers/seed/run/saved_job.ts";
 import type { AsyncEnvironment } from "../../../workers/envs/mod.ts";
 import { resolveEnvironment } from "../../../workers/envs/mod.ts";
 import {
@@ -75,7 +75,7 @@ export interface SkillInput {
 
 /**
  * A job of `tenant` with a builtin:tiny checkpoint (weights seeded by `seed + step`) at each of
- * `steps` and a skill library at the steps of `skills` (see `saveJob`, tests/_harness/saved_job.ts).
+ * `steps` and a skill library at the steps of `skills` (see `saveJob`, workers/seed/run/saved_job.ts).
  */
 export async function jobWithCheckpoints(
   fx: ServeFixture,

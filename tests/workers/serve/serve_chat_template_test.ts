@@ -11,7 +11,7 @@ import { ACTION_STOP } from "../../../workers/seed/text_policy.ts";
 import { startServer } from "../../../workers/serve/main.ts";
 import { SMALL_QWEN3 } from "../../api/_qwen3_model.ts";
 import { qwen3TokenizerFiles } from "../model/_qwen3.ts";
-import { saveJob } from "../../_harness/saved_job.ts";
+import { saveJob } from "../../../workers/seed/run/saved_job.ts";
 import { startServeFixture, trainerPolicy } from "./_fixture.ts";
 
 Deno.test("a chat-template checkpoint is served through the template it was trained with", async () => {

@@ -22,7 +22,7 @@ import { derivedSeed, SEED_USE } from "../../../workers/seed/run/seeds.ts";
 import { type RunningServer, startServer } from "../../../workers/serve/main.ts";
 import { encodePrompt, renderChat } from "../../../workers/serve/prompt.ts";
 import { jobWithCheckpoints, startServeFixture, trainerPolicy } from "./_fixture.ts";
-import { saveJob } from "../../_harness/saved_job.ts";
+import { saveJob } from "../../../workers/seed/run/saved_job.ts";
 
 const fx = await startServeFixture();
 const job = await jobWithCheckpoints(fx, fx.tenantA, { steps: [0], seed: 21 });

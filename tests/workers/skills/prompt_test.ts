@@ -35,6 +35,7 @@ import {
 import { getEnvironment } from "../../../workers/envs/registry.ts";
 import { toAsyncEnvironment } from "../../../workers/envs/async.ts";
 import { DEMO_PRESETS } from "../../../jobs/presets.ts";
+import { parseJobSpec } from "../../../jobs/spec.ts";
 
 const task: Task = {
   envId: "sokoban",
@@ -506,7 +507,7 @@ Deno.test("under the household skill pattern every skill decoded from random log
       analysisSchema({ skillPattern: pattern }),
     );
     assert.ok(
-      own.minTokens <= DEMO_PRESETS.household.seed!.analyzer_max_new_tokens!,
+      own.minTokens <= parseJobSpec(DEMO_PRESETS.household).seed.analyzer_max_new_tokens,
       `${own.minTokens}`,
     );
   }

@@ -19,7 +19,7 @@ import {
   startLocalS3,
   startReaper,
 } from "../../../jobs/mod.ts";
-import { startPostgres } from "../../_harness/postgres.ts";
+import { startPostgres } from "../../../jobs/embedded/postgres_cluster.ts";
 
 const STEPS = 12;
 

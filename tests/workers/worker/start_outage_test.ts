@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { type Database, getJob, openDatabase, startLocalS3, submitJob } from "../../../jobs/mod.ts";
 import { createTenant, testSpec } from "../../_harness/fixtures.ts";
-import { startPostgres } from "../../_harness/postgres.ts";
+import { startPostgres } from "../../../jobs/embedded/postgres_cluster.ts";
 
 const WORKER = new URL("./_counting_worker.ts", import.meta.url).pathname;
 

@@ -110,7 +110,7 @@ export async function runWarmup(
     episodes: spec.warmup.policy.episodes,
     seed: policySeed,
     skillShare: spec.warmup.policy.skill_share,
-    correctiveShare: spec.warmup.policy.corrective_share,
+    correctiveShare: spec.experimental.corrective_share,
   });
   const userPolicy = user.policy.map((x) => theta.sample(x.prompt, x.response));
   // The last `skill_epochs` passes on the skill-conditioned mix, the passes before on ordinary

@@ -3,7 +3,7 @@
  * and the target lines (share of steps meeting each per-step target, last-step skill quality).
  */
 import assert from "node:assert/strict";
-import { signalCsv, signalRows, signalSummary } from "../../bench/_learn_signal.ts";
+import { signalCsv, signalRows, signalSummary } from "../_learn_signal.ts";
 
 /** Step metrics of one SEED run: Δ won / corr / parse per step 1…3 (step 0 = eval only). */
 function run(seed: number, won: number[], corr: number[]) {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ARMS, parseArms } from "../../bench/_learn_arms.ts";
+import { ARMS, parseArms } from "../_learn_arms.ts";
 import { parseJobSpec } from "../../jobs/spec.ts";
 
 Deno.test("parseArms keeps the arms in order and refuses unknown, repeated or baseline-less lists", () => {

@@ -10,7 +10,7 @@ import {
   type SeedRow,
   summarize,
   summaryTable,
-} from "../../bench/_learn_report.ts";
+} from "../_learn_report.ts";
 
 /** Rows of one env and split: success by arm → seed → [step 0, step 2] (B × G = 16). */
 function rows(success: Record<string, Record<number, [number, number]>>): SeedRow[] {

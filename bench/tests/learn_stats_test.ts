@@ -10,7 +10,7 @@ import {
   studentTQuantile,
   tInterval,
   wilsonInterval,
-} from "../../bench/_learn_stats.ts";
+} from "../_learn_stats.ts";
 
 /** Fails unless |actual − expected| ≤ tolerance. */
 function assertAlmostEquals(actual: number, expected: number, tolerance: number) {

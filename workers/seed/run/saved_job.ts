@@ -1,6 +1,8 @@
 /**
- * A finished sokoban job with the given checkpoints and skill libraries, written through the real
- * queue and fenced artifact writes: the inference-server tests and `bench:serve` serve it.
+ * A finished sokoban job made from given checkpoints and skill libraries, written through the
+ * real queue and the trainer's fenced checkpoint writes, as a training run would leave it: a model
+ * that was not trained here can then be served as `job:<id>` (`bench:serve` and the
+ * inference-server tests serve such jobs).
  */
 import {
   type ArtifactStore,
@@ -12,10 +14,10 @@ import {
   saveSkillLibrary,
   submitJob,
   succeedJob,
-} from "../../jobs/mod.ts";
-import type { HfModel } from "../../workers/model/mod.ts";
-import { type CheckpointAdapter, checkpointFiles } from "../../workers/seed/run/checkpoint.ts";
-import { SkillLibrary } from "../../workers/skills/mod.ts";
+} from "../../../jobs/mod.ts";
+import type { HfModel } from "../../model/mod.ts";
+import { type CheckpointAdapter, checkpointFiles } from "./checkpoint.ts";
+import { SkillLibrary } from "../../skills/mod.ts";
 
 /**
  * Submits and claims a sokoban job of `tenantId`, saves each checkpoint (through the trainer's

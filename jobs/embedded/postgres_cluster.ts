@@ -1,6 +1,9 @@
 /**
- * A throwaway Postgres cluster for the test suite (`initdb` refuses to run as root, so the
- * cluster is created and run as the `postgres` user when we are root).
+ * A throwaway local Postgres cluster: a real Postgres server in a temporary folder on a free
+ * loopback port, for a local stack that needs more than the embedded PGlite (several connections
+ * at once, an outage to pause and resume). The test suite (tests/run.ts) and the benchmarks start
+ * their database with it. `initdb` refuses to run as root, so the cluster is created and run as
+ * the `postgres` user when we are root.
  */
 import { existsSync } from "node:fs";
 
