@@ -80,13 +80,17 @@ export interface Front {
 /**
  * An HTTP server that forwards every POST to `target` (same path, headers and JSON body), after
  * `rule`: a Response answers instead of forwarding; an object is forwarded as the body; undefined
- * forwards the body unchanged. `rewriteAnswer` may change a forwarded JSON answer. When the server
+ * forwards the body unchanged. `rewriteAnswer` may change a forwarded JSON answer (`asked`: the body the client sent). When the server
  * behind fails to answer, the front answers 502.
  */
 export function startFront(
   target: () => string,
   rule: FrontRule,
-  rewriteAnswer?: (path: string, answer: Record<string, unknown>) => Record<string, unknown>,
+  rewriteAnswer?: (
+    path: string,
+    answer: Record<string, unknown>,
+    asked: Record<string, unknown>,
+  ) => Record<string, unknown>,
 ): Front {
   const server = Deno.serve({
     hostname: "127.0.0.1",
@@ -109,10 +113,10 @@ export function startFront(
       signal: req.signal,
     });
     const text = await res.text();
-    if (!rewriteAnswer || !res.ok) {
+    if (!rewriteAnswer || !res.ok || !res.headers.get("content-type")?.includes("json")) {
       return new Response(text, { status: res.status, headers: res.headers });
     }
-    return Response.json(rewriteAnswer(path, JSON.parse(text)), { status: res.status });
+    return Response.json(rewriteAnswer(path, JSON.parse(text), body), { status: res.status });
   });
   return {
     url: `http://127.0.0.1:${server.addr.port}`,

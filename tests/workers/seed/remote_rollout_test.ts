@@ -20,6 +20,7 @@ import { type RunningServer, startServer } from "../../../workers/serve/main.ts"
 import { openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 import { testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
+import { startFront } from "./_serve_fleet.ts";
 
 const SPEC = parseJobSpec(tinySpec({ method: "grpo", steps: 2 }));
 
@@ -69,11 +70,15 @@ type Fleet = Awaited<ReturnType<typeof fleet>>;
 /** A trainer of builtin:tiny (init seed 1) on sokoban; remote when `f` is given. */
 async function trainer(
   f?: Fleet,
-  options: { urls?: string[]; env?: (env: AsyncEnvironment) => AsyncEnvironment } = {},
+  options: {
+    urls?: string[];
+    env?: (env: AsyncEnvironment) => AsyncEnvironment;
+    spec?: typeof SPEC;
+  } = {},
 ) {
   const { env, model, policy } = await tinySokobanPolicy();
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
-  const base = testTrainer(SPEC, { env: options.env?.(env) ?? env, theta });
+  const base = testTrainer(options.spec ?? SPEC, { env: options.env?.(env) ?? env, theta });
   if (!f) return { trainer: base, theta };
   const engine = new RemoteRolloutEngine({
     endpoints: (options.urls ?? f.urls).map((baseUrl) => ({
@@ -230,6 +235,59 @@ Deno.test("cancelling the job aborts the requests in flight", async () => {
     assert.match(error.message, /cancelled by the user/);
   } finally {
     await remote.theta.policy.release();
+    await f.close();
+  }
+});
+
+Deno.test("at temperature 0.7 the engine's log-probs are θ_old's to rounding, and a server one update behind under the new name shows the gap", async () => {
+  const f = await fleet();
+  const spec = parseJobSpec(tinySpec({
+    method: "grpo",
+    steps: 2,
+    rollout: { tasks_per_step: 2, group_size: 2, max_new_tokens: 6, temperature: 0.7 },
+  }));
+  // before server 0: acknowledges version 1 but keeps version 0, and answers version 1's requests
+  // from it under version 1's name (a reload that silently did not take: no name reveals it)
+  const behind = startFront(
+    () => f.urls[0],
+    (path, body) => {
+      if (path === "/v1/load_checkpoint" && body.model_name === "policy-v1") {
+        return new Response("ok");
+      }
+      if (path === "/v1/unload_lora_adapter" && body.lora_name === "policy-v0") {
+        return new Response("ok");
+      }
+      if (path === "/v1/completions" && body.model === "policy-v1") {
+        return { ...body, model: "policy-v0" };
+      }
+      return undefined;
+    },
+    (
+      path,
+      answer,
+      asked,
+    ) => (path === "/v1/completions" && asked.model === "policy-v1"
+      ? { ...answer, model: "policy-v1" }
+      : answer),
+  );
+  const current = await trainer(f, { spec });
+  const stale = await trainer(f, { spec, urls: [behind.url] });
+  try {
+    const first = (await stale.trainer.step(1, noStage)).metrics;
+    assert.ok(first["rollout/logprob_abs_diff_max"] < 1e-4); // version 0 is what it holds
+    const second = (await stale.trainer.step(2, noStage)).metrics;
+    assert.equal(second["rollout/stale_refused"], 0);
+    assert.ok(second["rollout/logprob_abs_diff_mean"] > 1e-3, JSON.stringify(second));
+    assert.ok(second["rollout/engine_kl"] > 1e-6, JSON.stringify(second));
+    for (const step of [1, 2]) {
+      const m = (await current.trainer.step(step, noStage)).metrics;
+      assert.ok(m["rollout/logprob_abs_diff_max"] < 1e-4, JSON.stringify(m));
+      assert.ok(Math.abs(m["rollout/engine_kl"]) < 1e-8);
+    }
+  } finally {
+    await current.theta.policy.release();
+    await stale.theta.policy.release();
+    await behind.close();
     await f.close();
   }
 });
