@@ -11,6 +11,7 @@
  * | `SERVE_MAX_BATCH`          | 32          | sequences decoded together (over all models)          |
  * | `SERVE_MAX_QUEUE`          | 64          | sequences waiting to join; beyond: 429 + Retry-After  |
  * | `SERVE_MAX_MODELS`         | 4           | checkpoints kept loaded (least recently used dropped) |
+ * | `SERVE_MAX_NAMED_MODELS`   | 8           | models loaded by name (`/v1/load_checkpoint`, `/v1/load_lora_adapter`) kept, over all tenants (least recently used evicted) |
  * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
  * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
  */
@@ -21,7 +22,7 @@ import { createLogger } from "../worker/mod.ts";
 import { createServeApp } from "./app.ts";
 import { DecodeEngine, type DecodeEngineOptions } from "./engine.ts";
 import { ModelRegistry } from "./models.ts";
-import { NamedModels } from "./lora_admin.ts";
+import { DEFAULT_MAX_NAMED_MODELS, NamedModels } from "./lora_admin.ts";
 
 const EnvSchema = z.object({
   SERVE_HOST: z.string().min(1).default("127.0.0.1"),
@@ -29,6 +30,9 @@ const EnvSchema = z.object({
   SERVE_MAX_BATCH: z.coerce.number().int().min(1).max(1024).default(32),
   SERVE_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
   SERVE_MAX_MODELS: z.coerce.number().int().min(1).max(256).default(4),
+  SERVE_MAX_NAMED_MODELS: z.coerce.number().int().min(1).max(256).default(
+    DEFAULT_MAX_NAMED_MODELS,
+  ),
   SERVE_THREADS: z.coerce.number().int().min(1).max(256).default(2),
   SERVE_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(256),
 });
@@ -81,7 +85,11 @@ export function startServer(options: StartOptions): RunningServer {
     sessions,
     maxModels: c.SERVE_MAX_MODELS,
   });
-  const named = new NamedModels({ store: options.store, sessions });
+  const named = new NamedModels({
+    store: options.store,
+    sessions,
+    maxModels: c.SERVE_MAX_NAMED_MODELS,
+  });
   const app = createServeApp({
     db: options.db,
     store: options.store,
