@@ -14,6 +14,7 @@ import {
   type JobSpec,
   JobSpecSchema,
   modelEnvIssues,
+  rolloutEngineIssues,
   skillSourceIssues,
   submitJob,
 } from "../jobs/mod.ts";
@@ -44,7 +45,8 @@ export function jobIdOf(c: Context): string {
  * text-only `model.base` would be shown that environment's images (`modelEnvIssues`; `root`
  * answers the base a `job:` reference was trained from, see spec_refs.ts `rootModelBase`); or when
  * `seed.skill_source` is `reference` on an environment without a reference analyzer
- * (`skillSourceIssues`).
+ * (`skillSourceIssues`); or when `rollout.engine` endpoints would be sent that environment's
+ * images (`rolloutEngineIssues`).
  */
 async function checkEnv(
   envs: EnvsProvider,
@@ -62,6 +64,13 @@ async function checkEnv(
           oracle[0].message
         }`,
         { errors: oracle },
+      );
+    }
+    const remote = rolloutEngineIssues(entries, spec);
+    if (remote.length > 0) {
+      throw new UnprocessableError(
+        `Cannot queue the job as rollout.engine must get text observations: ${remote[0].message}`,
+        { errors: remote },
       );
     }
     const base = await root();

@@ -1,6 +1,7 @@
 /**
  * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]
- * [--compare DIR] [--distinct | --boards]` —
+ * [--compare DIR] [--distinct | --boards]` (or `--rollout`: a rollout-shaped load on the local
+ * decode and on two servers as rollout endpoints, bench/_serve_rollout.ts) —
  * the inference server's continuous batching: aggregate generated tokens/s and p50/p99
  * time-to-first-token (TTFT) with 1, 8 and 32 concurrent streams, beside the same requests sent
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
@@ -43,8 +44,27 @@ const args = parseArgs({
     compare: { type: "string" },
     distinct: { type: "boolean", default: false },
     boards: { type: "boolean", default: false },
+    rollout: { type: "boolean", default: false },
+    runs: { type: "string", default: "3" },
+    tasks: { type: "string", default: "8" },
+    group: { type: "string", default: "4" },
+    turns: { type: "string", default: "4" },
   },
 }).values;
+if (args.rollout) {
+  // the rollout-shaped load, local decode vs two endpoints (bench/_serve_rollout.ts)
+  const { rolloutBench } = await import("./_serve_rollout.ts");
+  await rolloutBench({
+    models: args.models === "tiny,24m" ? ["24m"] : args.models!.split(","),
+    threads: Number(args.threads),
+    runs: Number(args.runs),
+    tasks: Number(args.tasks),
+    group: Number(args.group),
+    turns: Number(args.turns),
+    tokens: args.tokens === "64" ? 32 : Number(args.tokens),
+  });
+  Deno.exit(0);
+}
 const STREAMS = args.streams!.split(",").map(Number);
 const TOKENS = Number(args.tokens);
 

@@ -161,6 +161,32 @@ export function modelEnvIssues(
 }
 
 /**
+ * Checks at submit time that a job whose rollouts run on `rollout.engine` endpoints gets text
+ * observations: the endpoints take token-id prompts only (workers/seed/remote_rollout.ts), so an
+ * environment whose options, over its catalog `defaults`, say `render: "image"` is one issue at
+ * `rollout.engine` (code `remote_engine_without_images`) naming the environment. `http(s)://`
+ * environments and unlisted ids are left to the worker, which refuses an image prompt at the turn
+ * it meets one.
+ */
+export function rolloutEngineIssues(
+  entries: readonly EnvCheckEntry[],
+  spec: { env: EnvRef; rollout: { engine: unknown } },
+): EnvIssue[] {
+  const { env } = spec;
+  if (spec.rollout.engine === "local" || isHttpEnvRef(env.id)) return [];
+  const entry = entries.find((e) => e.id === env.id);
+  if (!entry) return [];
+  const options = { ...entry.defaults, ...env.options };
+  if (options.render !== "image") return [];
+  return [{
+    path: "rollout.engine",
+    code: "remote_engine_without_images",
+    message:
+      `rollout.engine endpoints take text prompts only and ${env.id} renders images here (env.options.render "image"): use rollout.engine "local", or env.options.render "text"`,
+  }];
+}
+
+/**
  * Checks at submit time that a job asking for oracle skills (`seed.skill_source: "reference"`)
  * runs on an environment with a reference analyzer: an entry that does not say
  * `reference_analyzer: true` (a deployment's own environment list may leave it out) is one issue

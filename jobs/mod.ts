@@ -108,6 +108,7 @@ export {
   envSpecIssues,
   isHttpEnvRef,
   modelEnvIssues,
+  rolloutEngineIssues,
   skillSourceIssues,
 } from "./env_catalog.ts";
 export {

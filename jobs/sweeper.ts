@@ -10,7 +10,10 @@
  * What it looks at: keys under `tenants/{tenant}/jobs/{job}/` and `tenants/{tenant}/models/{id}/`
  * (jobs/keys.ts) only — other keys of the bucket (objects an operator put there for `s3://` job
  * inputs) are never touched. Owners: `checkpoints.files`, `skill_libraries.key`,
- * `trajectory_dumps.key` and `.images`, `models.files`.
+ * `trajectory_dumps.key` and `.images`, `models.files`; and a job that has not finished (queued,
+ * running, cancelling) owns its `rollout-policy/` folders, the policy versions its remote rollout
+ * endpoints load (workers/seed/run/publish_policy.ts; the worker removes an attempt's folders when
+ * the attempt ends, and the sweeper those of an attempt whose worker died).
  *
  * Grace: an object (or multipart upload) younger than `graceMs` (default 24 h) is left alone,
  * since its row may not be committed yet (a model upload's first file is stored before its last
@@ -41,6 +44,9 @@ const SQL = {
     union all select key from trajectory_dumps where job_id = any($1::uuid[])
     union all select i->>'key' from trajectory_dumps t
       cross join jsonb_array_elements(t.images) i where t.job_id = any($1::uuid[])`,
+  /** activeJobs: the jobs in $1 that have not finished (their rollout-policy/ objects are in use). */
+  activeJobs: `select id::text as id from jobs
+      where id = any($1::uuid[]) and status not in ('succeeded', 'failed', 'cancelled')`,
   /** ownedModelKeys: every object key a row of the models in $1 owns. */
   ownedModelKeys: `select f->>'key' as key from models m
       cross join jsonb_array_elements(m.files) f where m.id = any($1::uuid[])`,
@@ -48,6 +54,8 @@ const SQL = {
 
 /** `tenants/{tenant}/(jobs|models)/{id}/…`: the keys the sweeper may remove. */
 const SWEPT_KEY = /^tenants\/[^/]+\/(jobs|models)\/([^/]+)\//;
+/** `tenants/{tenant}/jobs/{job}/rollout-policy/…`: a job's published rollout policies. */
+const ROLLOUT_POLICY_KEY = /^tenants\/[^/]+\/jobs\/([^/]+)\/rollout-policy\//;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** What one sweep removed. */
@@ -106,8 +114,16 @@ export async function sweepOrphans(
       for (const r of rows) owned.add(r.key);
     }
   }
+  const active = new Set<string>();
+  const jobList = [...ids.jobs];
+  for (let at = 0; at < jobList.length; at += 1000) {
+    const rows = await db.query<{ id: string }>(SQL.activeJobs, [jobList.slice(at, at + 1000)]);
+    for (const r of rows) active.add(r.id);
+  }
   for (const o of old) {
     if (owned.has(o.key)) continue;
+    const policy = ROLLOUT_POLICY_KEY.exec(o.key);
+    if (policy && active.has(policy[1])) continue;
     await store.delete(o.key);
     result.objects++;
     result.bytes += o.bytes;

@@ -20,8 +20,11 @@ rm -rf .gpu && mkdir -p .gpu/gl
 
 # The files gpu_check.sh runs; every npm package they import (with its dependencies) is packed.
 # (bench/tools/gpu_placement.ts imports no more at run time; its type-only imports reach the database.)
+# GPU_PACK_EXTRA adds files (bench/gpu_rollout.sh packs with
+# GPU_PACK_EXTRA="workers/serve/main.ts bench/serve.ts tests/workers/seed/remote_rollout_processes_test.ts").
+# shellcheck disable=SC2206
 FILES=(tests/workers/engine/*_test.ts tests/workers/model/provider_parity_test.ts
-  bench/engine.ts bench/tools/gpu_probe.ts workers/engine/probe_main.ts)
+  bench/engine.ts bench/tools/gpu_probe.ts workers/engine/probe_main.ts ${GPU_PACK_EXTRA:-})
 # `deno info` names a package "npm:/@scope/name@1.0.0[_peer…][/subpath]"; its folder is
 # "@scope+name@1.0.0".
 packages=$(for f in "${FILES[@]}"; do NO_COLOR=1 deno info "$f" || exit 1; done |

@@ -225,6 +225,34 @@ Deno.test("rollout.engine endpoints follow the annotator's URL and secret rules,
   assert.equal((await bad.json()).errors[0].path, "rollout.engine.endpoints[1].base_url");
 });
 
+Deno.test("rollout.engine endpoints with an environment that renders images are refused at submit, naming rollout.engine and the environment; nothing is queued", async () => {
+  const spec = (options: Record<string, unknown>) => ({
+    env: { id: "sokoban", options },
+    model: { base: "builtin:tiny-vl" },
+    rollout: {
+      engine: { endpoints: [{ base_url: "https://vllm.example.com", model: "policy" }] },
+    },
+  });
+  const before =
+    (await (await req(fx.app, "GET", "/v1/jobs?limit=100", { key: fx.keyB })).json()).jobs
+      .length;
+  const res = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyB,
+    json: spec({ render: "image" }),
+  });
+  assert.equal(res.status, 422);
+  const body = await res.json();
+  assert.deepEqual(body.errors.map((e: { path: string }) => e.path), ["rollout.engine"]);
+  assert.match(body.detail, /rollout\.engine.*sokoban renders images/);
+  const after =
+    (await (await req(fx.app, "GET", "/v1/jobs?limit=100", { key: fx.keyB })).json()).jobs
+      .length;
+  assert.equal(after, before);
+  // text observations of the same environment are fine
+  const text = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyB, json: spec({}) });
+  assert.equal(text.status, 201, await text.text());
+});
+
 Deno.test("close the fixture", async () => {
   await fx.close();
 });

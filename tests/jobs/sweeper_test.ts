@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CreateMultipartUploadCommand, UploadPartCommand } from "@aws-sdk/client-s3";
 import { saveCheckpoint } from "../../jobs/artifacts.ts";
-import { claimJob, fenceOf, submitJob } from "../../jobs/queue.ts";
+import { claimJob, fenceOf, submitJob, succeedJob } from "../../jobs/queue.ts";
 import { openStore } from "../../jobs/store.ts";
 import { startSweeper, sweeperMetricsText, sweepOrphans } from "../../jobs/sweeper.ts";
 import { createTenant, openTestDatabase, testSpec } from "../_harness/fixtures.ts";
@@ -85,6 +85,28 @@ Deno.test("the sweeper removes objects no row owns and incomplete multipart uplo
     assert.match(metrics, /^seed_orphan_sweeps_total\{outcome="ok"\} 1$/m);
   } finally {
     await store.close();
+    await s3.close();
+    await close();
+  }
+});
+
+Deno.test("a running job's rollout-policy folders are kept by the sweeper; a finished job's are removed", async () => {
+  const { db, close } = await openTestDatabase();
+  const s3 = await startTestStore();
+  try {
+    const tenantId = await createTenant(db);
+    await submitJob(db, { tenantId, spec: testSpec() });
+    await submitJob(db, { tenantId, spec: testSpec() });
+    const running = (await claimJob(db, { workerId: "w1", device: "cpu", leaseMs: 60_000 }))!;
+    const done = (await claimJob(db, { workerId: "w2", device: "cpu", leaseMs: 60_000 }))!;
+    await succeedJob(db, fenceOf(done));
+    const policy = (id: string) =>
+      `tenants/${tenantId}/jobs/${id}/rollout-policy/v3/attempt-1/model.safetensors`;
+    for (const id of [running.id, done.id]) await s3.store.put(policy(id), text("w"));
+    const swept = await sweepOrphans(db, s3.store, { graceMs: 0, now: () => Date.now() + 5_000 });
+    assert.equal(swept.objects, 1);
+    assert.deepEqual(await s3.store.list("tenants/"), [policy(running.id)]);
+  } finally {
     await s3.close();
     await close();
   }

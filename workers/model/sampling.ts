@@ -248,11 +248,22 @@ export function stopStringHit(text: string, stops: string[]): number {
 }
 
 /**
- * The random stream of choice `i` (0, 1, …) of a generation seeded with `seed`:
- * `Rng((seed · 0x9e3779b1 + i · 0x85ebca6b) mod 2^32)`. The one formula of the trainer's
- * `generate` (generate.ts) and the inference server's decode loop (workers/serve/engine.ts):
- * equal seeds give equal draws in both, whichever other sequences share the batch.
+ * The state a choice's random stream starts from: choice `i` (0, 1, …) of a generation seeded
+ * with `seed` starts at `(seed · 0x9e3779b1 + i · 0x85ebca6b) >>> 0`, the products and the sum
+ * in float64 (for a 32-bit seed the product exceeds 2^53 and its low bits are rounded away
+ * before `>>> 0`; kept so, as every recorded run's draws depend on it). The one formula of the
+ * trainer's `generate` (generate.ts), the inference server's decode loop
+ * (workers/serve/engine.ts) and the remote rollout's request seeds (workers/seed/remote_rollout.ts).
+ */
+export function choiceSeed(seed: number, i: number): number {
+  return (seed * 0x9e3779b1 + i * 0x85ebca6b) >>> 0;
+}
+
+/**
+ * The random stream of choice `i` of a generation seeded with `seed`: `Rng(choiceSeed(seed, i))`.
+ * Equal seeds and indices give equal draws in `generate` and on the server, whichever other
+ * sequences share the batch.
  */
 export function choiceRng(seed: number, i: number): Rng {
-  return new Rng((seed * 0x9e3779b1 + i * 0x85ebca6b) >>> 0);
+  return new Rng(choiceSeed(seed, i));
 }

@@ -9,11 +9,11 @@
  * their log-probs (`logprobs: 0`, `return_tokens_as_token_ids: true`, tokens `"token_id:<id>"`).
  * The response text is decoded from those ids and cut after the stop string exactly as the local
  * decode cuts it; the ids are what the trainer scores and trains on, never the text tokenized
- * again. Prompt i of a turn whose local seed is s is sent with seed {@link rowSeed}(s, i), the
- * s' with s'·φ ≡ s·φ + i·c (mod 2³²). Draws are not the local decode's: generate.ts and the
- * server's engine.ts multiply seed·φ in float64 before `>>> 0`, so the low bits of the product are
- * rounded away and no request seed addresses a local row's stream; both multiplying with
- * `Math.imul` would make remote and local rollouts equal draw for draw.
+ * again. Prompt i of a turn whose local seed is s is sent with `sampling_stream: {seed: s, row: i}`
+ * (our server's extension: it draws from `choiceRng(s, i)`, the local decode's stream of row i,
+ * so our servers sample exactly what the local decode samples) and with `seed: choiceSeed(s, i)`,
+ * that stream's start, distinct per row, for engines that ignore the extension (vLLM, SGLang draw
+ * from their own generators: same tasks, other texts).
  *
  * Spread and faults: a turn's requests form one queue; every live endpoint takes from it with at
  * most `maxInFlight` requests at once. A request that fails (connection error, timeout, 5xx, 404
@@ -33,7 +33,7 @@ import { checkAnnotatorUrl } from "../../jobs/mod.ts";
 import type { BatchPolicy, PolicyResponses } from "./rollout.ts";
 import type { TextPolicy } from "./text_policy.ts";
 import { withoutImagePlaceholders } from "./text_policy.ts";
-import { stopStringHit } from "../model/mod.ts";
+import { choiceSeed, stopStringHit } from "../model/mod.ts";
 
 /** One endpoint as the worker uses it (JobSpec `rollout.engine.endpoints[i]`, key resolved). */
 export interface RemoteEndpoint {
@@ -92,25 +92,6 @@ export interface RemoteStepStats {
 interface Job {
   index: number;
   body: Record<string, unknown>;
-}
-
-const PHI = 0x9e3779b1, ROW = 0x85ebca6b;
-
-/** φ⁻¹ mod 2³² (φ is odd, so it has one). */
-const PHI_INVERSE = (() => {
-  let x = 1; // Newton's iteration for the inverse of an odd number mod 2^32
-  for (let i = 0; i < 5; i++) x = Math.imul(x, 2 - Math.imul(PHI, x)) >>> 0;
-  return x >>> 0;
-})();
-
-/**
- * The request seed of row `row` of a turn with seed `seed`: s' = (s·φ + i·c)·φ⁻¹ mod 2³² (32-bit
- * arithmetic), distinct per row, so s'·φ ≡ s·φ + i·c (see the module doc for why that is not the
- * local row's stream today).
- */
-export function rowSeed(seed: number, row: number): number {
-  const target = (Math.imul(seed >>> 0, PHI) + Math.imul(row, ROW)) >>> 0;
-  return Math.imul(target, PHI_INVERSE) >>> 0;
 }
 
 /**
@@ -194,7 +175,8 @@ export class RemoteRolloutEngine {
   }
 
   /**
-   * The batched policy of one turn: prompt i is sent as ids with seed `rowSeed(seedOfTurn(), i)`;
+   * The batched policy of one turn: prompt i is sent as ids with the local decode's stream of row
+   * i of a batch seeded `seedOfTurn()` (module doc);
    * the answer carries each response's engine log-probs and policy version.
    */
   policy(
@@ -214,7 +196,8 @@ export class RemoteRolloutEngine {
           max_tokens: options.maxNewTokens,
           temperature: options.temperature,
           top_p: 1,
-          seed: rowSeed(seed, i),
+          seed: choiceSeed(seed, i),
+          sampling_stream: { seed, row: i },
           stop: options.stop,
           logprobs: 0,
           return_tokens_as_token_ids: true,
@@ -232,7 +215,7 @@ export class RemoteRolloutEngine {
         const r = this.#toResponse(theta, a.ids, a.finish, options.stop);
         out.texts.push(r.text);
         out.responseIds.push(r.ids);
-        out.logprobs.push(a.logprobs.slice(0, r.sampled));
+        out.logprobs.push(a.logprobs.slice(0, r.compared));
         out.versions.push(a.version);
         out.tokens += a.ids.length;
       }
@@ -242,9 +225,12 @@ export class RemoteRolloutEngine {
 
   /**
    * Text and trained ids of sampled ids, as `TextPolicy.generate` makes them locally: the text is
-   * the ids decoded (special tokens dropped) and cut after the stop string; trailing stop-token
-   * ids (an EOS some engines return) are dropped; under a chat template the end-of-turn token
-   * closes an answer that a stop string ended.
+   * the ids decoded (special tokens dropped) and cut after the stop string; the trained ids follow
+   * `TextPolicy.trainedIds` (under a chat template the sampled ids, in the plain form of the
+   * builtin models the text encoded again, as locally). `compared` is how many leading sampled
+   * ids the trained ids keep, the tokens whose engine log-probs are compared with θ_old. An ending
+   * EOS that an engine leaves out of its answer (our server does; vLLM returns it) is put back as
+   * the end-of-turn token, as the local decode keeps the EOS it sampled.
    */
   #toResponse(theta: TextPolicy, raw: number[], finish: string, stop: string[]) {
     const eos = new Set([...theta.tokenizer.stopTokenIds, theta.tokenizer.eosTokenId ?? -1]);
@@ -262,11 +248,17 @@ export class RemoteRolloutEngine {
       stopped = true;
     }
     if (theta.policy.config.vision_config) text = withoutImagePlaceholders(text);
-    const trained = [...ids];
-    if (theta.endOfTurnId !== null && (stopped || (finish === "stop" && n < raw.length))) {
-      trained.push(theta.endOfTurnId);
-    }
-    return { text: text.trim(), ids: trained, sampled: ids.length };
+    text = text.trim();
+    const endedByEos = n < raw.length || (finish === "stop" && !stopped);
+    const sampled = n < raw.length
+      ? raw.slice(0, n + 1)
+      : endedByEos && theta.endOfTurnId !== null
+      ? [...ids, theta.endOfTurnId]
+      : ids;
+    const trained = theta.trainedIds(sampled, text, stopped);
+    let compared = 0;
+    while (compared < n && trained[compared] === raw[compared]) compared++;
+    return { text, ids: trained, compared };
   }
 
   /** Runs every job on the live endpoints (see module doc); answers in job order. */

@@ -271,16 +271,21 @@ export class TextPolicy {
   }
 
   /**
-   * The ids a generated response is trained and scored as (module doc): the sampled ids under a
-   * chat template, with the end-of-turn token appended when the answer ended without one (a
-   * stop string or a completed schema; a response cut at `maxNewTokens` stays cut); `text`
-   * encoded again in the plain form.
+   * The ids a generated response is trained and scored as (module doc): under a chat template the
+   * `sampled` ids (an ending EOS included when one was sampled), with the end-of-turn token
+   * appended when `stopped` (a stop string or a completed schema ended the answer; a response cut
+   * at `maxNewTokens` stays cut); in the plain form `text` (the cut, trimmed response) encoded
+   * again. The one rule of local and remote rollouts (remote_rollout.ts).
    */
-  #sampledIds(g: Generation, text: string): number[] {
+  trainedIds(sampled: readonly number[], text: string, stopped: boolean): number[] {
     if (this.endOfTurnId === null) return this.responseIds(text);
-    const ids = [...g.tokens];
-    if (g.finishReason === "stop") ids.push(this.endOfTurnId);
+    const ids = [...sampled];
+    if (stopped) ids.push(this.endOfTurnId);
     return ids;
+  }
+
+  #sampledIds(g: Generation, text: string): number[] {
+    return this.trainedIds(g.tokens, text, g.finishReason === "stop");
   }
 }
 

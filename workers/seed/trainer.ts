@@ -287,7 +287,7 @@ export class SeedTrainer {
   /**
    * The remote engine's policy for step `step`: publishes version `step − 1` and loads it on the
    * endpoints (unless they hold it), then samples each turn with the seed the local decode would
-   * use (remote_rollout.ts `rowSeed`).
+   * use (remote_rollout.ts `sampling_stream`).
    */
   async #remotePolicy(
     step: number,

@@ -330,6 +330,7 @@ function prepare(
     temperature?: number | null;
     top_p?: number | null;
     seed?: number | null;
+    sampling_stream?: { seed: number; row: number } | null;
     stop?: string | string[] | null;
     stream?: boolean | null;
     stream_options?: { include_usage?: boolean } | null;
@@ -376,7 +377,8 @@ function prepare(
     greedy: temperature === 0,
     temperature: temperature === 0 ? 1 : temperature,
     topP: r.top_p ?? 1,
-    seed: r.seed ?? crypto.getRandomValues(new Uint32Array(1))[0],
+    seed: r.sampling_stream?.seed ?? r.seed ?? crypto.getRandomValues(new Uint32Array(1))[0],
+    firstChoice: r.sampling_stream?.row ?? 0,
     stop: r.stop == null ? [] : typeof r.stop === "string" ? [r.stop] : r.stop,
     stream: r.stream ?? false,
     includeUsage: r.stream_options?.include_usage ?? false,

@@ -20,7 +20,8 @@
  * rebuilt with `KvCache.gather`, which also drops the oldest slots no row attends to.
  *
  * Sampling is that of the trainer's `generate` (workers/model/generate.ts): choice i of a request
- * with seed s draws from `choiceRng(s, i)` (workers/model/sampling.ts), so its draws do not
+ * with seed s draws from `choiceRng(s, firstChoice + i)` (workers/model/sampling.ts; `firstChoice`
+ * 0 unless the request names its row), so its draws do not
  * depend on which other sequences share its batch (its logits may differ from a lone run in the
  * last float bits, as in any batched decode).
  */
@@ -72,8 +73,10 @@ export interface DecodeModel {
 export type EngineFinish = "stop" | "length" | "cancelled" | "error";
 
 /**
- * The log-probabilities of one sampled token under the model (log-softmax of its raw logits:
- * before temperature and top-p, as the trainer scores tokens, `Policy.score`).
+ * The log-probabilities of one sampled token under the distribution it was sampled from before
+ * top-p: log-softmax(logits / T) at the request's temperature T (T = 1 for greedy requests), as
+ * the trainer scores a rollout's tokens at the rollout temperature (`Policy.score` with
+ * `temperature`); vLLM's `--logprobs-mode processed_logprobs` at `top_p` 1.
  */
 export interface TokenLogprob {
   /** ln p(token). */
@@ -107,6 +110,8 @@ export interface DecodeRequest {
   sampling: SampleOptions;
   /** Seed of the choices' sampling streams (see module doc). */
   seed: number;
+  /** Stream index of choice 0 (default 0): choice j draws from `choiceRng(seed, firstChoice + j)`. */
+  firstChoice?: number;
   /** Token ids that end a choice (not passed to the sink). */
   eosTokenIds: readonly number[];
   /**
@@ -374,7 +379,7 @@ export class DecodeEngine {
         row: {
           p,
           choice: i,
-          rng: choiceRng(p.req.seed, i),
+          rng: choiceRng(p.req.seed, (p.req.firstChoice ?? 0) + i),
           count: 0,
           last: -1,
           real: p.req.prompt.length,
@@ -509,7 +514,7 @@ export class DecodeEngine {
             token,
             req.topLogprobs === undefined
               ? undefined
-              : tokenLogprob(r.logits, token, req.topLogprobs),
+              : tokenLogprob(r.logits, token, req.topLogprobs, temperatureOf(req.sampling)),
           )
         ) this.#endRow(r, "stop");
         else if (r.count >= req.maxNewTokens) this.#endRow(r, "length");
@@ -596,16 +601,28 @@ function gatherRows(parts: { cache: KvCache; rows: number[] }[], rows: readonly 
   return KvCache.gather(parts, drop);
 }
 
+/** The temperature a request's log-probs are given at: its own, 1 when greedy. */
+function temperatureOf(s: SampleOptions): number {
+  return s.greedy || !(s.temperature && s.temperature > 0) ? 1 : s.temperature;
+}
+
 /**
- * ln softmax(logits)[token] and the `k` largest entries of ln softmax(logits) ([id, ln p], most
- * likely first; ties by lower id), computed in float64 from the float32 logits (V,).
+ * ln softmax(logits / T)[token] and the `k` largest entries of ln softmax(logits / T) ([id, ln p],
+ * most likely first; ties by lower id), computed in float64 from the float32 logits (V,) at
+ * temperature T (default 1, the raw distribution).
  */
-export function tokenLogprob(logits: Float32Array, token: number, k: number): TokenLogprob {
+export function tokenLogprob(
+  logits: Float32Array,
+  token: number,
+  k: number,
+  temperature = 1,
+): TokenLogprob {
+  const inv = 1 / temperature;
   let max = -Infinity;
   for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
   let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i] - max);
-  const logZ = max + Math.log(sum);
+  for (let i = 0; i < logits.length; i++) sum += Math.exp((logits[i] - max) * inv);
+  const logZ = max * inv + Math.log(sum);
   const top: [number, number][] = [];
   if (k > 0) {
     // one pass keeping the k best in a sorted list (k ≤ 20)
@@ -618,7 +635,10 @@ export function tokenLogprob(logits: Float32Array, token: number, k: number): To
       if (top.length > k) top.pop();
     }
   }
-  return { logprob: logits[token] - logZ, top: top.map(([i, v]) => [i, v - logZ]) };
+  return {
+    logprob: logits[token] * inv - logZ,
+    top: top.map(([i, v]) => [i, v * inv - logZ]),
+  };
 }
 
 /**

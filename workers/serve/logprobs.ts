@@ -9,8 +9,10 @@
  * A token's text is what it writes (`tokenBytes`: UTF-8 bytes, which for a byte-level token
  * may be part of a character, then shown with U+FFFD as OpenAI does) and `bytes` those bytes;
  * a special token is its own string. With vLLM's `return_tokens_as_token_ids` a token is written
- * `token_id:<id>` instead. Log-probs are those of the model's raw distribution (before
- * temperature and top-p), the trainer's `Policy.score` of the same tokens.
+ * `token_id:<id>` instead. Log-probs are those of the distribution the token was sampled from,
+ * before top-p: softmax(logits / T) at the request's temperature T (1 when greedy), the trainer's
+ * `Policy.score` of the same tokens at that temperature (vLLM answers so with
+ * `--logprobs-mode processed_logprobs` and `top_p` 1; its default, `raw_logprobs`, is T = 1).
  */
 import { tokenBytes, type Tokenizer } from "../model/mod.ts";
 import type { TokenLogprob } from "./engine.ts";

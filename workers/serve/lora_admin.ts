@@ -18,8 +18,11 @@
  * adapter config's `base_model_name_or_path`. `unload_lora_adapter` unloads any named model.
  *
  * A request names a loaded model in `model`; the answer's `model` is that name. Named models live
- * in memory until unloaded or the server stops; a request holding one keeps its session alive
- * past an unload until its last token.
+ * in memory until unloaded, replaced, evicted or the server stops: at most `maxModels` over all
+ * tenants (`SERVE_MAX_NAMED_MODELS`, default 8); loading one more evicts the least recently used
+ * (loaded or asked for), whose requests then answer 404 until it is loaded again (a trainer loads
+ * its version again at its next sync). A request holding a model keeps its session alive past an
+ * unload or an eviction until its last token.
  */
 import type { Hono } from "hono";
 import { z } from "zod";
@@ -62,8 +65,13 @@ const UnloadAdapterSchema = z.object({
   lora_int_id: z.number().int().optional(),
 }).strict();
 
+/** Named models kept loaded by default (`SERVE_MAX_NAMED_MODELS`). */
+export const DEFAULT_MAX_NAMED_MODELS = 8;
+
 /** One named model and the requests holding it. */
 interface Entry {
+  tenantId: string;
+  name: string;
   model: ServedModel;
   /** Full weights (null for a merged adapter: an adapter applies to a full model only). */
   hf: HfModel | null;
@@ -75,14 +83,30 @@ interface Entry {
 /** Models loaded by name, per tenant (see module doc). */
 export class NamedModels {
   readonly #tenants = new Map<string, Map<string, Entry>>();
+  /** Every loaded entry, least recently used first. */
+  readonly #recent = new Set<Entry>();
   #loads = 0;
 
-  constructor(private readonly opts: { store: ArtifactStore; sessions: SessionCache }) {}
+  constructor(
+    private readonly opts: {
+      store: ArtifactStore;
+      sessions: SessionCache;
+      /** Most named models loaded at once, over all tenants (default {@link DEFAULT_MAX_NAMED_MODELS}). */
+      maxModels?: number;
+    },
+  ) {}
+
+  /** Names of the models loaded now, least recently used first (`tenant/name`). */
+  loaded(): string[] {
+    return [...this.#recent].map((e) => `${e.tenantId}/${e.name}`);
+  }
 
   /** The tenant's model named `name`, held until `release` (null: no such name). */
   acquire(tenantId: string, modelName: string): HeldModel | null {
     const entry = this.#tenants.get(tenantId)?.get(modelName);
     if (!entry) return null;
+    this.#recent.delete(entry); // most recently used last
+    this.#recent.add(entry);
     entry.holders++;
     let released = false;
     return {
@@ -158,6 +182,7 @@ export class NamedModels {
     const entry = models?.get(modelName);
     if (!entry) return false;
     models!.delete(modelName);
+    this.#recent.delete(entry);
     entry.unloaded = true;
     void this.#free(entry);
     return true;
@@ -173,16 +198,34 @@ export class NamedModels {
       }
     }
     this.#tenants.clear();
+    this.#recent.clear();
   }
 
   #set(tenantId: string, modelName: string, model: ServedModel, hf: HfModel | null): void {
     let models = this.#tenants.get(tenantId);
     if (!models) this.#tenants.set(tenantId, models = new Map());
     const old = models.get(modelName);
-    models.set(modelName, { model, hf, holders: 0, unloaded: false, freed: false });
+    const entry: Entry = {
+      tenantId,
+      name: modelName,
+      model,
+      hf,
+      holders: 0,
+      unloaded: false,
+      freed: false,
+    };
+    models.set(modelName, entry);
+    this.#recent.add(entry);
     if (old) {
+      this.#recent.delete(old);
       old.unloaded = true;
       void this.#free(old);
+    }
+    const max = Math.max(1, this.opts.maxModels ?? DEFAULT_MAX_NAMED_MODELS);
+    for (const victim of this.#recent) {
+      if (this.#recent.size <= max) break;
+      if (victim === entry) continue;
+      this.unload(victim.tenantId, victim.name);
     }
   }
 

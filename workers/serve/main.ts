@@ -11,17 +11,24 @@
  * | `SERVE_MAX_BATCH`          | 32          | sequences decoded together (over all models)          |
  * | `SERVE_MAX_QUEUE`          | 64          | sequences waiting to join; beyond: 429 + Retry-After  |
  * | `SERVE_MAX_MODELS`         | 4           | checkpoints kept loaded (least recently used dropped) |
+ * | `SERVE_MAX_NAMED_MODELS`   | 8           | models loaded by name (`/v1/load_checkpoint`, `/v1/load_lora_adapter`) kept, over all tenants (least recently used evicted) |
  * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
  * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
+ * | `SERVE_EXECUTION_PROVIDERS` | `cpu`      | onnxruntime providers to try at start, best first (e.g. `cuda,webgpu,cpu`), probed as a GPU worker's are (workers/engine/providers.ts) |
  */
 import { z } from "zod";
 import { type ArtifactStore, type Database, openDatabase, openStore } from "../../jobs/mod.ts";
-import { SessionCache } from "../engine/mod.ts";
+import {
+  chooseExecutionProvider,
+  EXECUTION_PROVIDERS,
+  type ExecutionProvider,
+  SessionCache,
+} from "../engine/mod.ts";
 import { createLogger } from "../worker/mod.ts";
 import { createServeApp } from "./app.ts";
 import { DecodeEngine, type DecodeEngineOptions } from "./engine.ts";
 import { ModelRegistry } from "./models.ts";
-import { NamedModels } from "./lora_admin.ts";
+import { DEFAULT_MAX_NAMED_MODELS, NamedModels } from "./lora_admin.ts";
 
 const EnvSchema = z.object({
   SERVE_HOST: z.string().min(1).default("127.0.0.1"),
@@ -29,8 +36,14 @@ const EnvSchema = z.object({
   SERVE_MAX_BATCH: z.coerce.number().int().min(1).max(1024).default(32),
   SERVE_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
   SERVE_MAX_MODELS: z.coerce.number().int().min(1).max(256).default(4),
+  SERVE_MAX_NAMED_MODELS: z.coerce.number().int().min(1).max(256).default(
+    DEFAULT_MAX_NAMED_MODELS,
+  ),
   SERVE_THREADS: z.coerce.number().int().min(1).max(256).default(2),
   SERVE_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(256),
+  SERVE_EXECUTION_PROVIDERS: z.string().default("cpu").transform((s) => s.split(",")).pipe(
+    z.array(z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]])).min(1),
+  ),
 });
 
 /** Validated server settings (table in the module doc). */
@@ -64,12 +77,14 @@ export interface StartOptions extends Partial<ServeConfig> {
   /** Key lookups cached this long (ms; default 2000). */
   authCacheMs?: number;
   engine?: Pick<DecodeEngineOptions, "beforeStep" | "onRelease" | "maxTokensPerCall">;
+  /** The onnxruntime provider every session uses (default `cpu`; `main` probes the list). */
+  executionProvider?: ExecutionProvider;
 }
 
 /** Serves the inference app over `db` and `store` (which the caller closes after `stop`). */
 export function startServer(options: StartOptions): RunningServer {
   const c = { ...serveConfigFromEnv({}), ...options };
-  const sessions = new SessionCache({ threads: c.SERVE_THREADS });
+  const sessions = new SessionCache({ threads: c.SERVE_THREADS, ep: options.executionProvider });
   const engine = new DecodeEngine({
     maxBatch: c.SERVE_MAX_BATCH,
     maxQueue: c.SERVE_MAX_QUEUE,
@@ -81,7 +96,11 @@ export function startServer(options: StartOptions): RunningServer {
     sessions,
     maxModels: c.SERVE_MAX_MODELS,
   });
-  const named = new NamedModels({ store: options.store, sessions });
+  const named = new NamedModels({
+    store: options.store,
+    sessions,
+    maxModels: c.SERVE_MAX_NAMED_MODELS,
+  });
   const app = createServeApp({
     db: options.db,
     store: options.store,
@@ -114,8 +133,14 @@ if (import.meta.main) {
   const config = serveConfigFromEnv();
   const db = await openDatabase();
   const store = await openStore();
-  const server = startServer({ ...config, db, store });
+  const providers = config.SERVE_EXECUTION_PROVIDERS;
+  const choice = providers.join() === "cpu"
+    ? { provider: "cpu" as const, skipped: [] }
+    : await chooseExecutionProvider(providers);
+  const server = startServer({ ...config, db, store, executionProvider: choice.provider });
   log.info("serve listening", {
+    executionProvider: choice.provider,
+    skipped: choice.skipped,
     hostname: config.SERVE_HOST,
     port: server.port,
     maxBatch: config.SERVE_MAX_BATCH,

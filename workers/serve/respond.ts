@@ -48,6 +48,8 @@ export interface Prepared {
   temperature: number;
   topP: number;
   seed: number;
+  /** Stream index of choice 0 (`sampling_stream.row`, else 0): choice j draws `choiceRng(seed, firstChoice + j)`. */
+  firstChoice: number;
   stop: string[];
   stream: boolean;
   includeUsage: boolean;
@@ -155,6 +157,7 @@ class Answer {
         maxNewTokens: p.maxTokens,
         sampling: { greedy: p.greedy, temperature: p.temperature, topP: p.topP },
         seed: p.seed,
+        firstChoice: p.firstChoice,
         eosTokenIds: stopTokenIdsOf(p.model.tokenizer, p.model.promptForm),
         topLogprobs: p.logprobs?.top,
         choices: counted,

@@ -10,7 +10,10 @@
  *
  * Extensions: `skills` (`"library"` or `{"step": N}`) asks for the job's best skill for the
  * prompt's task to be put into the prompt (see workers/skills/choice.ts); `return_tokens_as_token_ids`
- * (vLLM's) writes each log-prob token as `token_id:<id>`.
+ * (vLLM's) writes each log-prob token as `token_id:<id>`; `sampling_stream` (`{"seed": s,
+ * "row": i}`) draws choice j from the trainer's stream of row i + j of a batch generated with
+ * seed s (workers/model/sampling.ts `choiceRng`), in place of `seed`: a remote rollout then
+ * samples what the local decode would (workers/seed/remote_rollout.ts).
  */
 import { z } from "zod";
 import { MAX_PROMPT_IDS } from "./token_ids.ts";
@@ -78,6 +81,10 @@ const sampling = {
   logit_bias: noop(z.record(z.string(), z.number()), "logit_bias"),
   skills: SkillsOptionSchema.optional(),
   return_tokens_as_token_ids: z.boolean().nullable().optional(),
+  sampling_stream: z.object({
+    seed: z.number().int().min(0).max(2 ** 32 - 1),
+    row: z.number().int().min(0).max(2 ** 31 - 1),
+  }).strict().nullable().optional(),
 };
 
 /** `POST /v1/chat/completions`. */

@@ -65,6 +65,28 @@ export interface RunState {
 }
 
 /** Creates the handler's context for one run (see {@link JobContext}). */
+/** The key prefix of a job's published rollout policies (`publishRolloutPolicy`). */
+function rolloutPolicyPrefix(tenantId: string, jobId: string): string {
+  return `${jobPrefix(tenantId, jobId)}rollout-policy/`;
+}
+
+/**
+ * Deletes the rollout-policy folders attempt `attempt` of `job` published (`publishRolloutPolicy`):
+ * the worker calls it when the attempt ends, whatever the outcome (the endpoints loaded them
+ * already; a later attempt publishes its own). Folders of other attempts are left to their own
+ * worker or, when it died, to the sweeper (jobs/sweeper.ts). Returns how many objects it deleted.
+ */
+export async function removeRolloutPolicy(
+  store: ArtifactStore,
+  job: { tenantId: string; id: string },
+  attempt: number,
+): Promise<number> {
+  const keys = await store.list(rolloutPolicyPrefix(job.tenantId, job.id));
+  const mine = keys.filter((k) => k.includes(`/attempt-${attempt}/`));
+  for (const k of mine) await store.delete(k);
+  return mine.length;
+}
+
 export function createJobContext(state: RunState): JobContext {
   const { db, store, job, fence, log } = state;
   const writer = { fence, tenantId: job.tenantId };
@@ -216,8 +238,8 @@ export function createJobContext(state: RunState): JobContext {
         );
       }
       const prefix = `${
-        jobPrefix(job.tenantId, job.id)
-      }rollout-policy/${folder}/attempt-${state.fence.attempt}/`;
+        rolloutPolicyPrefix(job.tenantId, job.id)
+      }${folder}/attempt-${state.fence.attempt}/`;
       for (const f of files) {
         if (!/^[A-Za-z0-9._-]{1,128}$/.test(f.name)) {
           throw new RangeError(`Cannot publish ${f.name} as its name must be a plain file name`);

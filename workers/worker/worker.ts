@@ -32,7 +32,7 @@ import {
 import { z } from "zod";
 import type { ProviderChoice } from "../engine/mod.ts";
 import { startComputeProcess } from "./compute.ts";
-import { createJobContext } from "./context.ts";
+import { createJobContext, removeRolloutPolicy } from "./context.ts";
 import { startControlLoop } from "./control.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
 import { createLogger, errorFields, type Logger } from "./logger.ts";
@@ -316,6 +316,13 @@ export class Worker {
       running?.stop();
       await control.stop();
       this.#current = undefined;
+    }
+    const engine = (job.spec as { rollout?: { engine?: unknown } } | null)?.rollout?.engine;
+    if (engine !== undefined && engine !== "local") {
+      // the attempt's published rollout policies are loaded by now, or no longer wanted
+      await removeRolloutPolicy(store, job, fence.attempt).catch((e) =>
+        log.warn("rollout policy left for the sweeper", errorFields(e))
+      );
     }
 
     return await this.#finish(fence, log, outcome, { fenceLost, cancelRequested });

@@ -47,7 +47,21 @@ for (const lora of [false, true]) {
           },
         },
       });
-      const result = await runOne(h.worker({}));
+      // the worker's store, recording the keys it writes
+      const written: string[] = [];
+      const store = new Proxy(h.store, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target);
+          if (prop === "put") {
+            return (key: string, ...rest: unknown[]) => {
+              written.push(key);
+              return value.call(target, key, ...rest);
+            };
+          }
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const result = await runOne(h.worker({}, { store }));
       const error = (await getJob(h.db, { tenantId: tenant.id, jobId: job.id }))?.error;
       assert.equal(result, "succeeded", String(error));
       const metrics = await metricsByStep(h.db, job.id);
@@ -59,12 +73,18 @@ for (const lora of [false, true]) {
         assert.ok(m["rollout/logprob_abs_diff_max"] < 1e-4, JSON.stringify(m));
       }
       // both versions were published under the job's prefix
-      const keys = await h.store.list(`tenants/${tenant.id}/jobs/${job.id}/rollout-policy/`);
+      const prefix = `tenants/${tenant.id}/jobs/${job.id}/rollout-policy/`;
+      const keys = written.filter((k) => k.startsWith(prefix));
       assert.ok(keys.some((k) => k.includes("/v0/")) && keys.some((k) => k.includes("/v1/")));
       // a LoRA job publishes adapters (and its base once); full fine-tuning the weights
       const v1 = keys.filter((k) => k.includes("/v1/")).map((k) => k.split("/").at(-1));
       assert.ok(v1.includes(lora ? "adapter_model.safetensors" : "model.safetensors"), String(v1));
-      assert.equal(keys.some((k) => k.includes("/base/")), lora);
+      assert.equal(
+        keys.filter((k) => k.includes("/base/") && k.endsWith("/config.json")).length,
+        lora ? 1 : 0,
+      );
+      // and removed when the attempt ended
+      assert.deepEqual(await h.store.list(prefix), []);
     } finally {
       for (const s of servers) await s.stop();
       for (

@@ -14,13 +14,13 @@ import {
   logprobGap,
   RemoteEngineError,
   RemoteRolloutEngine,
-  rowSeed,
 } from "../../../workers/seed/remote_rollout.ts";
 import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
 import { type RunningServer, startServer } from "../../../workers/serve/main.ts";
 import { openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 import { testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
+import { startFront } from "./_serve_fleet.ts";
 
 const SPEC = parseJobSpec(tinySpec({ method: "grpo", steps: 2 }));
 
@@ -70,11 +70,15 @@ type Fleet = Awaited<ReturnType<typeof fleet>>;
 /** A trainer of builtin:tiny (init seed 1) on sokoban; remote when `f` is given. */
 async function trainer(
   f?: Fleet,
-  options: { urls?: string[]; env?: (env: AsyncEnvironment) => AsyncEnvironment } = {},
+  options: {
+    urls?: string[];
+    env?: (env: AsyncEnvironment) => AsyncEnvironment;
+    spec?: typeof SPEC;
+  } = {},
 ) {
   const { env, model, policy } = await tinySokobanPolicy();
   const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
-  const base = testTrainer(SPEC, { env: options.env?.(env) ?? env, theta });
+  const base = testTrainer(options.spec ?? SPEC, { env: options.env?.(env) ?? env, theta });
   if (!f) return { trainer: base, theta };
   const engine = new RemoteRolloutEngine({
     endpoints: (options.urls ?? f.urls).map((baseUrl) => ({
@@ -102,13 +106,14 @@ function firstPrompts(list: RolloutTrajectory[]) {
   return list.map((t) => [t.id, t.steps[0].prompt]);
 }
 
-Deno.test("rowSeed inverts seed·φ + row·c in 32-bit arithmetic", () => {
-  const phi = 0x9e3779b1, c = 0x85ebca6b;
-  for (const [seed, row] of [[0, 0], [7, 3], [0xffffffff, 31], [123456789, 1000]]) {
-    const local = (Math.imul(seed, phi) + Math.imul(row, c)) >>> 0;
-    assert.equal(Math.imul(rowSeed(seed, row), phi) >>> 0, local);
-  }
-});
+/** Each trajectory as sampled: every turn's prompt, response text and trained ids, and its rewards. */
+function sampled(list: RolloutTrajectory[]) {
+  return list.map((t) => ({
+    id: t.id,
+    turns: t.steps.map((s) => [s.prompt, s.response, s.responseIds, s.reward]),
+    truncated: t.truncated,
+  }));
+}
 
 Deno.test("logprobGap compares the tokens both sides know and estimates KL with k3", () => {
   const gap = logprobGap([[-1, -2], null, [-0.5]], [[-1, -2.5, -9], [-3], [-0.5, -1]]);
@@ -120,7 +125,7 @@ Deno.test("logprobGap compares the tokens both sides know and estimates KL with 
   assert.equal(logprobGap([null], [[-1]]), null);
 });
 
-Deno.test("rollouts on two serve endpoints run the local tasks on the current policy: θ_old matches the engine's log-probs every step", async () => {
+Deno.test("rollouts on two serve endpoints sample the local decode's trajectories on the current policy: θ_old matches the engine's log-probs every step", async () => {
   const f = await fleet();
   const local = await trainer();
   const remote = await trainer(f);
@@ -128,10 +133,9 @@ Deno.test("rollouts on two serve endpoints run the local tasks on the current po
     for (const step of [1, 2]) {
       const a = await local.trainer.step(step, noStage);
       const b = await remote.trainer.step(step, noStage);
-      // The same tasks from the same states (the trainer's Rng draws them). The sampled texts
-      // differ: the local decode seeds row i with the float64 product seed·φ + i·c, whose lost low
-      // bits no request seed can reproduce on the server (README, "Remote rollout engines").
-      assert.deepEqual(firstPrompts(b.trajectories), firstPrompts(a.trajectories));
+      // the same tasks, and row i of each turn drawn from the local decode's stream of row i
+      // (sampling_stream): the same responses, turn for turn
+      assert.deepEqual(sampled(b.trajectories), sampled(a.trajectories));
       const turns = b.trajectories.reduce((n, t) => n + t.steps.length, 0);
       assert.equal(b.metrics["rollout/engine_requests"], turns); // each turn answered once
       assert.equal(b.metrics["rollout/engine_reruns"], 0);
@@ -139,12 +143,17 @@ Deno.test("rollouts on two serve endpoints run the local tasks on the current po
       // the engine held the trainer's θ_old: the sampling log-probs agree to float rounding
       assert.ok(b.metrics["rollout/logprob_abs_diff_max"] < 1e-4, JSON.stringify(b.metrics));
       assert.ok(Math.abs(b.metrics["rollout/engine_kl"]) < 1e-6);
+      // log-probs come for the leading sampled ids that the trained ids keep (a builtin model
+      // trains on its text encoded again, as locally)
+      let compared = 0;
       for (const t of b.trajectories) {
         for (const s of t.steps) {
           assert.equal(s.policyVersion, step - 1);
-          assert.ok(s.samplingLogprobs!.length > 0);
+          assert.ok(s.samplingLogprobs!.length <= s.responseIds!.length);
+          compared += s.samplingLogprobs!.length;
         }
       }
+      assert.ok(compared > turns, `${compared} tokens compared over ${turns} turns`);
     }
   } finally {
     await local.theta.policy.release();
@@ -226,6 +235,59 @@ Deno.test("cancelling the job aborts the requests in flight", async () => {
     assert.match(error.message, /cancelled by the user/);
   } finally {
     await remote.theta.policy.release();
+    await f.close();
+  }
+});
+
+Deno.test("at temperature 0.7 the engine's log-probs are θ_old's to rounding, and a server one update behind under the new name shows the gap", async () => {
+  const f = await fleet();
+  const spec = parseJobSpec(tinySpec({
+    method: "grpo",
+    steps: 2,
+    rollout: { tasks_per_step: 2, group_size: 2, max_new_tokens: 6, temperature: 0.7 },
+  }));
+  // before server 0: acknowledges version 1 but keeps version 0, and answers version 1's requests
+  // from it under version 1's name (a reload that silently did not take: no name reveals it)
+  const behind = startFront(
+    () => f.urls[0],
+    (path, body) => {
+      if (path === "/v1/load_checkpoint" && body.model_name === "policy-v1") {
+        return new Response("ok");
+      }
+      if (path === "/v1/unload_lora_adapter" && body.lora_name === "policy-v0") {
+        return new Response("ok");
+      }
+      if (path === "/v1/completions" && body.model === "policy-v1") {
+        return { ...body, model: "policy-v0" };
+      }
+      return undefined;
+    },
+    (
+      path,
+      answer,
+      asked,
+    ) => (path === "/v1/completions" && asked.model === "policy-v1"
+      ? { ...answer, model: "policy-v1" }
+      : answer),
+  );
+  const current = await trainer(f, { spec });
+  const stale = await trainer(f, { spec, urls: [behind.url] });
+  try {
+    const first = (await stale.trainer.step(1, noStage)).metrics;
+    assert.ok(first["rollout/logprob_abs_diff_max"] < 1e-4); // version 0 is what it holds
+    const second = (await stale.trainer.step(2, noStage)).metrics;
+    assert.equal(second["rollout/stale_refused"], 0);
+    assert.ok(second["rollout/logprob_abs_diff_mean"] > 1e-3, JSON.stringify(second));
+    assert.ok(second["rollout/engine_kl"] > 1e-6, JSON.stringify(second));
+    for (const step of [1, 2]) {
+      const m = (await current.trainer.step(step, noStage)).metrics;
+      assert.ok(m["rollout/logprob_abs_diff_max"] < 1e-4, JSON.stringify(m));
+      assert.ok(Math.abs(m["rollout/engine_kl"]) < 1e-8);
+    }
+  } finally {
+    await current.theta.policy.release();
+    await stale.theta.policy.release();
+    await behind.close();
     await f.close();
   }
 });

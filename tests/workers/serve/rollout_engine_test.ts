@@ -131,3 +131,121 @@ Deno.test("the server loads policies by name and answers token-id prompts with t
     await f.close();
   }
 });
+
+Deno.test("named models are bounded: loading past SERVE_MAX_NAMED_MODELS evicts the least recently used", async () => {
+  const f = await startServeFixture();
+  const server = startServer({
+    db: f.db,
+    store: f.s3.store,
+    SERVE_PORT: 0,
+    authCacheMs: 0,
+    SERVE_MAX_NAMED_MODELS: 2,
+  });
+  const { model, policy } = await tinySokobanPolicy();
+  const publish = policyPublisher({
+    upload: storeUpload(f.s3.store, {
+      tenantId: f.tenantA.id,
+      jobId: crypto.randomUUID(),
+      attempt: 1,
+    }),
+    model,
+  });
+  const url = `http://127.0.0.1:${server.port}`;
+  const post = (path: string, body: unknown) =>
+    fetch(url + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const status = async (name: string) => {
+    const res = await post("/v1/completions", { model: name, prompt: [1, 2, 3], max_tokens: 1 });
+    await res.body?.cancel();
+    return res.status;
+  };
+  try {
+    const v0 = await publish(0);
+    for (const name of ["a", "b"]) {
+      const res = await post("/v1/load_checkpoint", { model_name: name, checkpoint_path: v0.path });
+      assert.equal(res.status, 200, await res.text());
+    }
+    assert.equal(await status("a"), 200); // "a" is now the most recently used
+    const res = await post("/v1/load_checkpoint", { model_name: "c", checkpoint_path: v0.path });
+    assert.equal(res.status, 200, await res.text());
+    assert.deepEqual(
+      [await status("a"), await status("b"), await status("c")],
+      [200, 404, 200],
+    );
+  } finally {
+    await policy.release();
+    await server.stop();
+    await f.close();
+  }
+});
+
+Deno.test("sampling_stream draws choice j from the local generate's stream of row row + j", async () => {
+  const f = await startServeFixture();
+  const server = startServer({ db: f.db, store: f.s3.store, SERVE_PORT: 0, authCacheMs: 0 });
+  const { model, policy } = await tinySokobanPolicy();
+  const publish = policyPublisher({
+    upload: storeUpload(f.s3.store, {
+      tenantId: f.tenantA.id,
+      jobId: crypto.randomUUID(),
+      attempt: 1,
+    }),
+    model,
+  });
+  const url = `http://127.0.0.1:${server.port}`;
+  const post = (path: string, body: unknown) =>
+    fetch(url + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  try {
+    const v0 = await publish(0);
+    const res = await post("/v1/load_checkpoint", { model_name: "p", checkpoint_path: v0.path });
+    assert.equal(res.status, 200, await res.text());
+    const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+    const prompt = theta.promptIds(f.prompt);
+    // the trainer's batch of 5 copies of one prompt, seed 77: row r draws from choiceRng(77, r)
+    const local = await policy.generate(Array(5).fill(prompt), {
+      maxNewTokens: 8,
+      temperature: 0.9,
+      seed: 77,
+    });
+    const remote = async (row: number, n: number) => {
+      const r = await post("/v1/completions", {
+        model: "p",
+        prompt,
+        max_tokens: 8,
+        temperature: 0.9,
+        n,
+        sampling_stream: { seed: 77, row },
+        logprobs: 0,
+        return_tokens_as_token_ids: true,
+      });
+      const body = await r.json();
+      assert.equal(r.status, 200, JSON.stringify(body));
+      return body.choices.map((c: { logprobs: { tokens: string[] } }) =>
+        c.logprobs.tokens.map((t) => Number(t.slice("token_id:".length)))
+      );
+    };
+    const eos = new Set(theta.tokenizer.stopTokenIds);
+    const sampled = local.map((g) => g.tokens.filter((t) => !eos.has(t)));
+    assert.deepEqual(await remote(3, 1), [sampled[3]]);
+    assert.deepEqual(await remote(1, 2), [sampled[1], sampled[2]]);
+    assert.notDeepEqual(sampled[1], sampled[2]); // the rows' streams differ
+    // out of range is a 400 naming the field
+    const bad = await post("/v1/completions", {
+      model: "p",
+      prompt,
+      sampling_stream: { seed: -1, row: 0 },
+    });
+    assert.equal(bad.status, 400);
+    assert.match((await bad.json()).error.param, /^sampling_stream/);
+  } finally {
+    await policy.release();
+    await server.stop();
+    await f.close();
+  }
+});

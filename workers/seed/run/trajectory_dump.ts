@@ -44,6 +44,8 @@ import type { StepTeacher } from "../trainer.ts";
 export interface DumpStep extends TrajectoryStep {
   /** Images of the prompt (vision variants: one, the observation before acting); the first is dumped. */
   images?: readonly RgbImage[];
+  /** Remote rollout engines: the policy version that produced the response. */
+  policyVersion?: number;
 }
 
 /** A trajectory to dump (a `RolloutTrajectory` fits). */
@@ -100,6 +102,8 @@ export interface DumpedStep {
   image: string | null;
   /** What the action did, as the environment said it (the analyzer's `Effect:` line), if it did. */
   feedback?: string;
+  /** Remote rollout engines: the policy version (updates done) that produced the response. */
+  policy_version?: number;
   /** Re-scored turns: the response tokens as text (T,). */
   response_tokens?: string[];
   /** Re-scored turns: Δ = ℓ_T − ℓ_old per response token (T,), nats, 4 decimals. */
@@ -227,6 +231,7 @@ export function dumpEntries(
         reward: s.reward,
         image,
         ...(s.feedback !== undefined ? { feedback: clip(s.feedback, limits.maxFieldChars) } : {}),
+        ...(s.policyVersion !== undefined ? { policy_version: s.policyVersion } : {}),
       };
       const gap = gapsOf.get(`${t.id}#${k}`);
       if (gap && teacher) {
