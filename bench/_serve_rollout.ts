@@ -26,7 +26,7 @@ import {
 import { RemoteRolloutEngine } from "../workers/seed/remote_rollout.ts";
 import { policyPublisher, storeUpload } from "../workers/seed/run/publish_policy.ts";
 import { builtinVocabulary } from "../workers/seed/run/model_source.ts";
-import { startPostgres } from "../tests/_harness/postgres.ts";
+import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
 import { model24m } from "./_serve_model.ts";
 
 /** Options of {@link rolloutBench} (the flags of the module doc). */

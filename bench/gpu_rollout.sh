@@ -5,7 +5,7 @@
 #   GPU_PACK_EXTRA="workers/serve/main.ts bench/serve.ts tests/workers/seed/remote_rollout_processes_test.ts" \
 #     bash bench/tools/gpu_pack.sh
 # where they are and copy `.gpu/` along with the repository. Needs Postgres 15's initdb and
-# pg_ctl on PATH (the jobs run on a throwaway cluster, tests/_harness/postgres.ts).
+# pg_ctl on PATH (the jobs run on a throwaway cluster, jobs/embedded/postgres_cluster.ts).
 #
 # Stages (each with its own time limit; all within GPU_ROLLOUT_BUDGET_S, default 540 s):
 #   1. which onnxruntime provider loads (cuda, webgpu), as a GPU worker probes it;
