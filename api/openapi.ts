@@ -223,7 +223,14 @@ export function openApiDocument(): Json {
           parameters: [
             jobId,
             step,
-            { name: "name", in: "path", required: true, schema: { type: "string" } },
+            {
+              name: "name",
+              in: "path",
+              required: true,
+              description:
+                "A file name of the checkpoint, e.g. config.json or merged/config.json (the slash sent as is or as %2F)",
+              schema: { type: "string" },
+            },
             ...queryParams(s.FileQuery),
           ],
           responses: {
