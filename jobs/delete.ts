@@ -61,6 +61,9 @@ const SQL = {
     order by deleting_at limit $2::int`,
 } as const;
 
+/** Object deletes in flight at once while a job's objects are deleted. */
+export const DELETE_CONCURRENCY = 16;
+
 /** Why a job cannot be deleted now. */
 export type DeleteRefusal =
   | { reason: "not_final"; status: Job["status"] }
@@ -103,7 +106,25 @@ export async function purgeDeletedJob(
   job: { id: string; tenantId: string },
 ): Promise<number> {
   const keys = await store.list(jobPrefix(job.tenantId, job.id));
-  for (const key of keys) await store.delete(key);
+  // DELETE_CONCURRENCY requests in flight: a job's thousands of trajectory images would take
+  // minutes one round trip at a time. After the first failure no new request starts (a repeated
+  // delete does the rest).
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    try {
+      while (next < keys.length && !failed) await store.delete(keys[next++]);
+    } catch (e) {
+      failed = true;
+      throw e;
+    }
+  };
+  // Every request settles before this returns (or throws its first error).
+  const settled = await Promise.allSettled(
+    Array.from({ length: Math.min(DELETE_CONCURRENCY, keys.length) }, worker),
+  );
+  const error = settled.find((r) => r.status === "rejected");
+  if (error) throw error.reason;
   await db.query(SQL.deleteRows, [job.id]);
   return keys.length;
 }
