@@ -132,7 +132,7 @@ Deno.test("an LLM annotator labels the analyzer warm-up of a job", async (t) => 
         const row = await getJob(db, { tenantId, jobId: job.id });
         assert.match(
           row?.error ?? "",
-          /^Cannot use warmup\.analyzer\.annotator as annotator-large/,
+          /^AnnotatorError: Cannot use warmup\.analyzer\.annotator as annotator-large/,
         );
         assert.match(row?.error ?? "", /401/);
         assert.match(row?.error ?? "", /Incorrect API key provided: \[secret\]/);
@@ -158,7 +158,7 @@ Deno.test("an LLM annotator labels the analyzer warm-up of a job", async (t) => 
         assert.match(
           row?.error ?? "",
           new RegExp(
-            `^Cannot use warmup\\.analyzer\\.annotator as annotator-large at http://127\\.0\\.0\\.1:${port}/v1 must answer a chat completion before the warm-up starts: Connection error`,
+            `^AnnotatorError: Cannot use warmup\\.analyzer\\.annotator as annotator-large at http://127\\.0\\.0\\.1:${port}/v1 must answer a chat completion before the warm-up starts: Connection error`,
           ),
         );
         assertNoWarmup(await listEvents(db, job.id, { limit: 1000 }));
