@@ -11,6 +11,7 @@ import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
 import {
   cancelJob,
+  type Database,
   envSpecIssues,
   type Job,
   JOB_EVENTS_CHANNEL,
@@ -39,7 +40,6 @@ import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { snapshotStream } from "./snapshot_stream.ts";
 import { parseIdempotencyKey, parseJsonBody, parseQuery, parseQueryObject } from "./validate.ts";
 import { jobView } from "./views.ts";
-import type { Database } from "../jobs/mod.ts";
 
 /**
  * The body of `POST /v1/jobs`: the JobSpec's fields plus the labels `name` (or `suffix`) and
