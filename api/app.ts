@@ -63,7 +63,7 @@ function routeTable(app: Hono): { pattern: RegExp; methods: Set<string> }[] {
       "^" +
         path.replace(/\/+$/, "").split("/").map((part) =>
           part.startsWith(":")
-            ? "[^/]+"
+            ? part.endsWith("{.+}") ? ".+" : "[^/]+"
             : part === "*"
             ? ".*"
             : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")

@@ -20,7 +20,7 @@ import type { ModelUploadLimits } from "./model_upload.ts";
  */
 export type ArtifactReader = Pick<
   ArtifactStore,
-  "getStream" | "get" | "presignGet" | "bucket" | "send" | "put" | "putStream" | "delete"
+  "getStream" | "get" | "presignGet" | "bucket" | "send" | "put" | "putStream" | "delete" | "list"
 >;
 
 /**

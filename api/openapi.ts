@@ -5,7 +5,7 @@
  * target, so the generated schemas are used as they are.
  */
 import { z } from "zod";
-import { JobSpecSchema } from "../jobs/mod.ts";
+import { JobLabelsInput, JobSpecSchema } from "../jobs/mod.ts";
 import * as s from "./schemas.ts";
 
 type Json = Record<string, unknown>;
@@ -17,12 +17,28 @@ function schema(zod: z.ZodType, io: "input" | "output" = "output"): Json {
 }
 
 function queryParams(zod: z.ZodObject): Json[] {
-  return Object.entries(zod.shape).map(([name, field]) => ({
-    name,
-    in: "query",
-    required: false,
-    schema: schema(field as z.ZodType, "input"),
-  }));
+  return Object.entries(zod.shape).map(([name, field]) => {
+    const s = schema(field as z.ZodType, "input");
+    // An object parameter is sent as `name[key]=value` (`metadata[team]=nlp`).
+    const deep = s.type === "object" ? { style: "deepObject", explode: true } : {};
+    return { name, in: "query", required: false, ...deep, schema: s };
+  });
+}
+
+/**
+ * `POST /v1/jobs`'s body: the JobSpec's fields plus the label fields (jobs/labels.ts), which the
+ * route parses apart (api/routes_jobs.ts `parseSubmitBody`).
+ */
+function jobSubmitSchema(): Json {
+  const spec = schema(JobSpecSchema, "input");
+  const labels = schema(JobLabelsInput, "input");
+  return {
+    ...spec,
+    properties: {
+      ...(spec.properties as Json),
+      ...(labels.properties as Json),
+    },
+  };
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -63,6 +79,7 @@ export function openApiDocument(): Json {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "seed_…" } },
       schemas: {
         JobSpecInput: schema(JobSpecSchema, "input"),
+        JobSubmit: jobSubmitSchema(),
         JobSpec: schema(JobSpecSchema, "output"),
         Job: schema(s.JobView),
         JobList: schema(s.JobList),
@@ -95,7 +112,7 @@ export function openApiDocument(): Json {
             required: false,
             schema: { type: "string", minLength: 1, maxLength: 255 },
           }],
-          requestBody: { required: true, content: json("JobSpecInput") },
+          requestBody: { required: true, content: json("JobSubmit") },
           responses: {
             "201": ok("Job created", json("Job")),
             "200": ok("Same Idempotency-Key and body: the job created before", json("Job")),
@@ -124,6 +141,21 @@ export function openApiDocument(): Json {
           summary: "A job: status, attempt, progress (stage/step/ETA), latest metrics, error",
           parameters: [jobId],
           responses: { "200": ok("The job", json("Job")), ...errors },
+        },
+        delete: {
+          summary:
+            "Delete a final job with everything it made: checkpoints, skill libraries, evaluations, trajectories and images, events and metrics",
+          parameters: [jobId],
+          responses: {
+            "204": {
+              description: "Deleted (a delete cut off part-way is finished by repeating it)",
+            },
+            "401": errors["401"],
+            "404": errors["404"],
+            "409": problem(
+              "The job is queued, running or cancelling, or an active job trains from it",
+            ),
+          },
         },
       },
       "/v1/jobs/{id}/cancel": {
@@ -191,7 +223,14 @@ export function openApiDocument(): Json {
           parameters: [
             jobId,
             step,
-            { name: "name", in: "path", required: true, schema: { type: "string" } },
+            {
+              name: "name",
+              in: "path",
+              required: true,
+              description:
+                "A file name of the checkpoint, e.g. config.json or merged/config.json (the slash sent as is or as %2F)",
+              schema: { type: "string" },
+            },
             ...queryParams(s.FileQuery),
           ],
           responses: {

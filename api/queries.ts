@@ -4,7 +4,7 @@
  * Checkpoint and skill rows are read with jobs/artifacts.ts; writes (submit, cancel) go through
  * the jobs/ queue functions. Event/metrics reads take a job id already checked with `getJob`.
  */
-import { and, asc, eq, gt, gte, inArray, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import {
   type Database,
   getJob as getTenantJob,
@@ -42,17 +42,40 @@ export async function isJobTerminal(
   return row === undefined || TERMINAL_STATUSES.includes(row.status);
 }
 
+/** Filters and page of {@link listJobs}. */
+export interface ListJobsOptions {
+  statuses?: JobStatus[];
+  /** Jobs named exactly this. */
+  name?: string;
+  /** Jobs whose name starts with this (case-sensitive). */
+  namePrefix?: string;
+  /** Jobs whose metadata holds every one of these pairs. */
+  metadata?: Record<string, string>;
+  limit: number;
+  cursor?: string;
+}
+
 /**
  * One page of a tenant's jobs, newest first (created_at desc, id desc), optionally filtered by
- * status. `cursor` is the previous page's `nextCursor`; it is null on the last page.
+ * status, name (exact or prefix) and metadata pairs (all must match). Jobs being deleted are left
+ * out. `cursor` is the previous page's `nextCursor`; it is null on the last page.
  */
 export async function listJobs(
   db: Database,
   tenantId: string,
-  options: { statuses?: JobStatus[]; limit: number; cursor?: string },
+  options: ListJobsOptions,
 ): Promise<{ jobs: Job[]; nextCursor: string | null }> {
-  const filters = [eq(jobs.tenantId, tenantId)];
+  const filters = [eq(jobs.tenantId, tenantId), isNull(jobs.deletingAt)];
   if (options.statuses) filters.push(inArray(jobs.status, options.statuses));
+  if (options.name !== undefined) filters.push(eq(jobs.name, options.name));
+  if (options.namePrefix !== undefined) {
+    // `like` with the prefix's own % _ \ escaped; the C collation matches jobs_tenant_name_idx.
+    const pattern = options.namePrefix.replace(/[\\%_]/g, (ch) => `\\${ch}`) + "%";
+    filters.push(sql`${jobs.name} collate "C" like ${pattern}`);
+  }
+  if (options.metadata && Object.keys(options.metadata).length > 0) {
+    filters.push(sql`${jobs.metadata} @> ${JSON.stringify(options.metadata)}::jsonb`);
+  }
   if (options.cursor) {
     const c = decodeCursor(options.cursor, JobCursor);
     // Compare at microsecond precision in SQL (JS Dates keep only milliseconds).
@@ -73,6 +96,46 @@ export async function listJobs(
     ? encodeCursor({ t: last.t, id: last.job.id })
     : null;
   return { jobs: page.map((r) => r.job), nextCursor };
+}
+
+/** A job's latest evaluation: the step and its success rate per split. */
+export interface EvalResult {
+  step: number;
+  /** Split (`train`, `test_seen`, `test_unseen`) → success rate in [0, 1]. */
+  success_rate: Record<string, number>;
+}
+
+/** The metric names of a split's success rate (workers/seed/evaluate.ts `evalMetrics`). */
+const EVAL_SUCCESS = /^eval\/(train|test_seen|test_unseen)\/success_rate$/;
+
+/**
+ * The latest evaluation of each job in `jobIds` (checked to be the tenant's first): the highest
+ * step whose metrics hold an `eval/<split>/success_rate`. Jobs never evaluated are absent.
+ */
+export async function latestEvalResults(
+  db: Database,
+  jobIds: string[],
+): Promise<Map<string, EvalResult>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = await db.query<{ job_id: string; step: number; values: Record<string, number> }>(
+    `-- latest_eval_results: per job, the metrics row of its highest evaluated step.
+     select distinct on (job_id) job_id, step, values from job_metrics
+     where job_id = any($1::uuid[])
+       and values ?| array['eval/train/success_rate', 'eval/test_seen/success_rate',
+                           'eval/test_unseen/success_rate']
+     order by job_id, step desc`,
+    [jobIds],
+  );
+  const out = new Map<string, EvalResult>();
+  for (const r of rows) {
+    const rates: Record<string, number> = {};
+    for (const [k, v] of Object.entries(r.values)) {
+      const m = EVAL_SUCCESS.exec(k);
+      if (m) rates[m[1]] = v;
+    }
+    out.set(String(r.job_id), { step: Number(r.step), success_rate: rates });
+  }
+  return out;
 }
 
 /** Events of a job with id > `afterId`, ascending, at most `limit` (the job must be checked first). */

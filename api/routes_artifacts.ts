@@ -70,7 +70,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     });
   });
 
-  app.get("/:id/checkpoints/:step/files/:name", async (c) => {
+  app.get("/:id/checkpoints/:step/files/:name{.+}", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const step = stepOf(c.req.param("step"), job.id);
     const q = parseQuery(c, FileQuery);

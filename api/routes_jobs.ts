@@ -1,30 +1,97 @@
 /**
  * Job routes: `POST /v1/jobs`, `GET /v1/jobs` (a page; or, with `Accept: text/event-stream`, the
- * first page live: snapshot_stream.ts), `GET /v1/jobs/{id}`, `POST /v1/jobs/{id}/cancel`.
+ * first page live: snapshot_stream.ts), `GET /v1/jobs/{id}`, `POST /v1/jobs/{id}/cancel`,
+ * `DELETE /v1/jobs/{id}` (a final job with its artifacts: jobs/delete.ts).
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
+import { z } from "zod";
 import { SSE_HEADERS } from "../jobs/sse_headers.ts";
 import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
 import {
   cancelJob,
+  type Database,
   envSpecIssues,
+  type Job,
   JOB_EVENTS_CHANNEL,
+  JOB_LABEL_FIELDS,
+  type JobLabels,
+  JobLabelsInput,
+  jobLabelsOf,
   type JobSpec,
   JobSpecSchema,
+  markJobDeleting,
   modelEnvIssues,
+  purgeDeletedJob,
   rolloutEngineIssues,
   skillSourceIssues,
   submitJob,
 } from "../jobs/mod.ts";
-import { NotFoundError, UnprocessableError } from "./errors.ts";
-import { getJob, listJobs } from "./queries.ts";
+import {
+  BadRequestError,
+  ConflictError,
+  NotFoundError,
+  UnprocessableError,
+  validationError,
+} from "./errors.ts";
+import { getJob, latestEvalResults, listJobs } from "./queries.ts";
 import { checkAnnotator, checkSpecRefs, rootModelBase } from "./spec_refs.ts";
 import { JobIdParam, ListJobsQuery } from "./schemas.ts";
 import { snapshotStream } from "./snapshot_stream.ts";
-import { parseIdempotencyKey, parseJsonBody, parseQuery } from "./validate.ts";
+import { parseIdempotencyKey, parseJsonBody, parseQuery, parseQueryObject } from "./validate.ts";
 import { jobView } from "./views.ts";
+
+/**
+ * The body of `POST /v1/jobs`: the JobSpec's fields plus the labels `name` (or `suffix`) and
+ * `metadata` (jobs/labels.ts), which are stored beside the spec, not in it.
+ * @throws BadRequestError (400) with the field paths of every violation of either part.
+ */
+export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabels } {
+  const fields: Record<string, unknown> = {};
+  let rest: unknown = raw;
+  if (raw !== null && typeof raw === "object" && !Array.isArray(raw)) {
+    const other: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(raw)) {
+      ((JOB_LABEL_FIELDS as readonly string[]).includes(k) ? fields : other)[k] = v;
+    }
+    rest = other;
+  }
+  const spec = JobSpecSchema.safeParse(rest);
+  const labels = JobLabelsInput.safeParse(fields);
+  const issues = [...(labels.error?.issues ?? []), ...(spec.error?.issues ?? [])];
+  if (issues.length > 0) throw validationError("body", new z.ZodError(issues));
+  const stored = jobLabelsOf(labels.data!);
+  if ("path" in stored) {
+    throw new BadRequestError(`Cannot accept the request body as ${stored.message}`, {
+      errors: [{ path: stored.path, code: "custom", message: stored.message }],
+    });
+  }
+  return { spec: spec.data!, labels: stored };
+}
+
+/**
+ * `metadata[key]=value` query parameters gathered into `metadata: {key: value}` (the other
+ * parameters unchanged), for {@link ListJobsQuery}. A key given twice is refused by
+ * `parseQuery` before this runs.
+ */
+function gatherMetadataQuery(query: Record<string, string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const metadata: Record<string, string> = {};
+  for (const [k, v] of Object.entries(query)) {
+    const m = /^metadata\[(.*)\]$/s.exec(k);
+    if (m) metadata[m[1]] = v;
+    else out[k] = v;
+  }
+  if (Object.keys(metadata).length > 0) out.metadata = metadata;
+  return out;
+}
+
+/** Job views of `jobs` with their latest evaluation results (one query for all of them). */
+async function jobViews(db: Database, jobs: Job[]) {
+  const results = await latestEvalResults(db, jobs.map((j) => j.id));
+  return jobs.map((j) => jobView(j, results.get(j.id) ?? null));
+}
 
 /**
  * The `{id}` path parameter as a uuid. A malformed id names no job, so it is a 404 like an
@@ -113,7 +180,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
   app.post("/", async (c) => {
     const tenant = c.get("tenant");
     const idempotencyKey = parseIdempotencyKey(c);
-    const spec = await parseJsonBody(c, JobSpecSchema);
+    const { spec, labels } = parseSubmitBody(await parseJsonBody(c, z.unknown()));
     await checkEnv(
       envs,
       spec,
@@ -123,28 +190,57 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     await checkAnnotator(db, spec, { tenantId: tenant.id });
     await options.checkSpec?.(spec, { tenantId: tenant.id });
     await fillMaxTurns(envs, spec);
-    const { job, created } = await submitJob(db, { tenantId: tenant.id, spec, idempotencyKey });
+    const { job, created } = await submitJob(db, {
+      tenantId: tenant.id,
+      spec,
+      labels,
+      idempotencyKey,
+    });
     c.header("location", `/v1/jobs/${job.id}`);
-    return c.json(jobView(job), created ? 201 : 200);
+    return c.json((await jobViews(db, [job]))[0], created ? 201 : 200);
   });
 
   app.post("/:id/cancel", async (c) => {
     const jobId = jobIdOf(c);
     const job = await cancelJob(db, { tenantId: c.get("tenant").id, jobId });
     if (!job) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
-    return c.json(jobView(job), 202);
+    return c.json((await jobViews(db, [job]))[0], 202);
+  });
+
+  app.delete("/:id", async (c) => {
+    const jobId = jobIdOf(c);
+    const tenantId = c.get("tenant").id;
+    const marked = await markJobDeleting(db, { tenantId, jobId });
+    if (!marked) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
+    if ("reason" in marked) {
+      throw new ConflictError(
+        marked.reason === "not_final"
+          ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status} (cancel it first: POST /v1/jobs/${jobId}/cancel)`
+          : `Cannot delete job ${jobId} as no queued, running or cancelling job may train from it: job ${
+            marked.usedBy[0]
+          } uses it as model.base (directly or through a job: continuation)`,
+      );
+    }
+    // A failure from here on leaves the job marked (gone for every read); a repeated DELETE,
+    // or the sweeper, finishes it (jobs/delete.ts).
+    await purgeDeletedJob(db, options.store, marked);
+    return c.body(null, 204);
   });
 
   app.get("/", async (c) => {
-    const q = parseQuery(c, ListJobsQuery);
+    parseQuery(c, z.record(z.string(), z.string()));
+    const q = parseQueryObject(gatherMetadataQuery(c.req.query()), ListJobsQuery);
     const tenantId = c.get("tenant").id;
     const read = async () => {
       const page = await listJobs(db, tenantId, {
         statuses: q.status,
+        name: q.name,
+        namePrefix: q.name_prefix,
+        metadata: q.metadata,
         limit: q.limit,
         cursor: q.cursor,
       });
-      return { jobs: page.jobs.map(jobView), next_cursor: page.nextCursor };
+      return { jobs: await jobViews(db, page.jobs), next_cursor: page.nextCursor };
     };
     if (!(c.req.header("accept") ?? "").includes("text/event-stream")) return c.json(await read());
     const body = snapshotStream({
@@ -167,7 +263,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.get("/:id", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
-    return c.json(jobView(job));
+    return c.json((await jobViews(db, [job]))[0]);
   });
 
   return app;

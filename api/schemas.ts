@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { JOB_STATUSES } from "../jobs/schema.ts";
+import { JobMetadata, JobName } from "../jobs/labels.ts";
 import { MAX_SECRET_VALUE_BYTES } from "../jobs/secrets.ts";
 import { limitSchema } from "./cursor.ts";
 
@@ -24,11 +25,20 @@ export const StepParam = z.preprocess(
     .min(0).max(1_000_000_000),
 );
 
-/** `GET /v1/jobs` query. `status` is one state or a comma-separated list. */
+/**
+ * `GET /v1/jobs` query. `status` is one state or a comma-separated list; `name` matches the name
+ * exactly, `name_prefix` its beginning; `metadata[key]=value` (repeatable with other keys) keeps
+ * jobs whose metadata holds every given pair (api/routes_jobs.ts gathers them into `metadata`).
+ */
 export const ListJobsQuery = z.object({
   status: z.string().max(200).transform((s) => s.split(",").map((x) => x.trim())).pipe(
     z.array(z.enum(JOB_STATUSES)).min(1).max(JOB_STATUSES.length),
   ).optional(),
+  name: JobName.optional().describe("Jobs named exactly this"),
+  name_prefix: JobName.optional().describe("Jobs whose name starts with this (case-sensitive)"),
+  metadata: JobMetadata.optional().describe(
+    "Sent as metadata[key]=value (one parameter per key): jobs whose metadata holds every pair",
+  ),
   limit: limitSchema(20, 100),
   cursor: z.string().min(1).max(512).optional(),
 }).strict();
@@ -78,6 +88,20 @@ export const JobView = z.object({
   progress: ProgressView.nullable(),
   latest_metrics: z.record(z.string(), z.number()).nullable(),
   error: z.string().nullable(),
+  /** The name given at submit (`name` or `suffix`), or null. */
+  name: z.string().nullable(),
+  /** The metadata given at submit (`{}` when none). */
+  metadata: z.record(z.string(), z.string()),
+  /** The job's `spec.model.base` (what it trains), for listings. */
+  model: z.string(),
+  /**
+   * The latest evaluation (`eval/<split>/success_rate` of the highest evaluated step), or null
+   * before the first; with `error`, what a listing shows of the outcome.
+   */
+  result: z.object({
+    step: z.number().int(),
+    success_rate: z.record(z.string(), z.number()),
+  }).nullable(),
   created_at: z.string(),
   queued_at: z.string(),
   started_at: z.string().nullable(),

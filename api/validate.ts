@@ -84,6 +84,17 @@ export function parseQuery<S extends z.ZodType>(c: Context, schema: S): z.output
 }
 
 /**
+ * Validates query parameters already read with {@link parseQuery} and reshaped (e.g.
+ * `metadata[key]=value` gathered into one object).
+ * @throws BadRequestError (400) with the field paths of the violations.
+ */
+export function parseQueryObject<S extends z.ZodType>(query: unknown, schema: S): z.output<S> {
+  const result = schema.safeParse(query);
+  if (!result.success) throw validationError("query", result.error);
+  return result.data;
+}
+
+/**
  * The `Idempotency-Key` header (`POST /v1/jobs`, `POST /v1/models`): absent, or 1–255 visible
  * ASCII characters.
  * @throws BadRequestError (400 at `headers.Idempotency-Key`) for any other value.

@@ -5,13 +5,17 @@
 import type { Checkpoint, Job, JobEvent, JobMetricsRow, SkillLibrary } from "../jobs/mod.ts";
 import type { JobView } from "./schemas.ts";
 import type { WireEvent } from "./sse.ts";
+import type { EvalResult } from "./queries.ts";
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
 const PROGRESS_KEYS: Record<string, string> = { totalSteps: "total_steps", etaS: "eta_s" };
 
-/** Job row → {@link JobView}; progress keys `totalSteps`/`etaS` become `total_steps`/`eta_s`. */
-export function jobView(job: Job): JobView {
+/**
+ * Job row → {@link JobView}; progress keys `totalSteps`/`etaS` become `total_steps`/`eta_s`.
+ * `result` is the job's latest evaluation (queries.ts `latestEvalResults`), null when none.
+ */
+export function jobView(job: Job, result: EvalResult | null = null): JobView {
   let progress: JobView["progress"] = null;
   if (job.progress) {
     const out: Record<string, unknown> = {};
@@ -29,6 +33,10 @@ export function jobView(job: Job): JobView {
     progress,
     latest_metrics: job.latestMetrics ?? null,
     error: job.error,
+    name: job.name,
+    metadata: job.metadata,
+    model: String((job.spec as { model?: { base?: unknown } }).model?.base ?? ""),
+    result,
     created_at: job.createdAt.toISOString(),
     queued_at: job.queuedAt.toISOString(),
     started_at: iso(job.startedAt),

@@ -36,10 +36,10 @@ const SQL = {
   checkpointAt: `select * from checkpoints where job_id = $1::uuid and step = $2::int`,
   /**
    * tenantCheckpoints: the committed checkpoints of a tenant's jobs (steps and times only), newest
-   * job first, at most $2 jobs.
+   * job first, at most $2 jobs; jobs being deleted are left out (jobs/delete.ts).
    */
   tenantCheckpoints: `select c.job_id, c.step, c.created_at from checkpoints c
-    join (select id, created_at from jobs where tenant_id = $1::uuid
+    join (select id, created_at from jobs where tenant_id = $1::uuid and deleting_at is null
             and exists (select 1 from checkpoints k where k.job_id = jobs.id)
           order by created_at desc, id desc limit $2::int) j on j.id = c.job_id
     order by j.created_at desc, j.id desc, c.step`,

@@ -38,18 +38,26 @@ function attemptOf(attempt: number): string {
 /** A file name inside a checkpoint: no slashes, not `.`/`..`, printable, at most 200 chars. */
 export const FILE_NAME_PATTERN = /^(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/;
 
+/**
+ * A file name inside a checkpoint: a {@link FILE_NAME_PATTERN} name, optionally in one folder
+ * named the same way (`merged/config.json`: a LoRA checkpoint's merged weights). No leading `/`,
+ * no empty, `.` or `..` segment, at most one `/`.
+ */
+export const CHECKPOINT_FILE_PATTERN =
+  /^(?:(?!\.{1,2}\/)[A-Za-z0-9._-]{1,64}\/)?(?!\.{1,2}$)[A-Za-z0-9._-]{1,200}$/;
+
 /** Thrown when a key component is not a safe name. */
 export class InvalidKeyError extends Error {
-  constructor(what: string, value: string) {
+  constructor(what: string, value: string, pattern: RegExp = FILE_NAME_PATTERN) {
     super(
-      `Cannot build an object key as ${what} must match ${FILE_NAME_PATTERN}: current value is "${value}"`,
+      `Cannot build an object key as ${what} must match ${pattern}: current value is "${value}"`,
     );
     this.name = "InvalidKeyError";
   }
 }
 
-function safe(what: string, value: string): string {
-  if (!FILE_NAME_PATTERN.test(value)) throw new InvalidKeyError(what, value);
+function safe(what: string, value: string, pattern: RegExp = FILE_NAME_PATTERN): string {
+  if (!pattern.test(value)) throw new InvalidKeyError(what, value, pattern);
   return value;
 }
 
@@ -78,7 +86,10 @@ export function checkpointPrefix(
   return `${jobPrefix(tenantId, jobId)}checkpoints/${stepOf(step)}/${attempt}`;
 }
 
-/** `…/checkpoints/step-{N}/attempt-{A}/{name}` @throws InvalidKeyError for an unsafe name. */
+/**
+ * `…/checkpoints/step-{N}/attempt-{A}/{name}`; `name` may hold one folder
+ * ({@link CHECKPOINT_FILE_PATTERN}). @throws InvalidKeyError for an unsafe name.
+ */
 export function checkpointKey(
   tenantId: string,
   jobId: string,
@@ -86,7 +97,8 @@ export function checkpointKey(
   name: string,
   options: AttemptOption = {},
 ): string {
-  return `${checkpointPrefix(tenantId, jobId, step, options)}${safe("the file name", name)}`;
+  const file = safe("the file name", name, CHECKPOINT_FILE_PATTERN);
+  return `${checkpointPrefix(tenantId, jobId, step, options)}${file}`;
 }
 
 /** `…/skills/step-{N}/attempt-{A}.json` (`…/skills/step-{N}.json` without an attempt). */

@@ -19,6 +19,7 @@
  */
 export * from "./spec.ts";
 export * from "./schema.ts";
+export * from "./labels.ts";
 export * from "./errors.ts";
 export {
   type Database,
@@ -89,6 +90,12 @@ export {
   type StoreOptions,
 } from "./store.ts";
 export * from "./keys.ts";
+export {
+  type DeleteRefusal,
+  finishStaleDeletions,
+  markJobDeleting,
+  purgeDeletedJob,
+} from "./delete.ts";
 export {
   commitModel,
   deleteModel,

@@ -13,6 +13,7 @@ import type { Database, Queryable } from "./db.ts";
 import { type Fence, FenceLostError, IdempotencyConflictError } from "./errors.ts";
 import type { Device, JobSpec } from "./spec.ts";
 import type { Job } from "./schema.ts";
+import type { JobLabels } from "./labels.ts";
 import { toJob } from "./_rows.ts";
 import { storableText } from "./_storable.ts";
 
@@ -48,8 +49,8 @@ const STATUS_EVENT = `ev as (
 const SQL = {
   /** submit: a new queued job, its first event, and a wake-up for idle workers of its device. */
   submit: `with moved as (
-      insert into jobs (tenant_id, method, spec, priority, device, max_attempts)
-      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int)
+      insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata)
+      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb)
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
@@ -141,8 +142,8 @@ const SQL = {
     tell as (select count(pg_notify('${CANCEL_CHANNEL}', id::text)) as n
              from moved where status = 'cancelling')
     select moved.* from moved, evn, tell`,
-  /** get: one job of a tenant. */
-  get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid`,
+  /** get: one job of a tenant (a job being deleted is gone: jobs/delete.ts). */
+  get: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid and deleting_at is null`,
   /**
    * reap: leases that expired before `$1` (default now()), judged on the database's clock.
    * running → queued with attempt + 1, or → failed when that was the last attempt; cancelling →
@@ -192,9 +193,14 @@ export interface SubmitOptions {
   tenantId: string;
   /** A parsed spec (defaults filled in). */
   spec: JobSpec;
+  /** The job's name and metadata (labels.ts); default none. */
+  labels?: JobLabels;
   /** Optional `Idempotency-Key` header value (1–255 characters). */
   idempotencyKey?: string;
-  /** Hex SHA-256 identifying the request; defaults to {@link specSha256}(spec). */
+  /**
+   * Hex SHA-256 identifying the request; defaults to {@link specSha256} of the spec (with labels:
+   * of `{spec, name, metadata}`, so the same key with other labels is a conflict).
+   */
   requestSha256?: string;
 }
 
@@ -224,6 +230,7 @@ export async function submitJob(
   options: SubmitOptions,
 ): Promise<{ job: Job; created: boolean }> {
   const { tenantId, spec, idempotencyKey } = options;
+  const labels = options.labels ?? { name: null, metadata: {} };
   const insert = async (q: Queryable) =>
     toJob(
       (await q.query(SQL.submit, [
@@ -233,10 +240,13 @@ export async function submitJob(
         spec.priority,
         spec.requirements.device,
         spec.max_attempts,
+        labels.name,
+        JSON.stringify(labels.metadata),
       ]))[0],
     );
   if (idempotencyKey === undefined) return { job: await insert(db), created: true };
-  const hash = options.requestSha256 ?? specSha256(spec);
+  const labelled = labels.name !== null || Object.keys(labels.metadata).length > 0;
+  const hash = options.requestSha256 ?? specSha256(labelled ? { spec, ...labels } : spec);
   const existing = async () => {
     const [row] = await db.query(SQL.idempotencyLookup, [tenantId, idempotencyKey]);
     if (!row) return undefined;

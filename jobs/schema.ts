@@ -111,6 +111,15 @@ export const jobs = pgTable("jobs", {
   latestMetrics: jsonb("latest_metrics").$type<Record<string, number>>(),
   /** Readable failure reason (no stack traces). */
   error: text("error"),
+  /** The job's label given at submit (`name`, or OpenAI's `suffix`), 1–128 characters. */
+  name: text("name"),
+  /** String → string labels given at submit (OpenAI's limits: 16 keys ≤ 64, values ≤ 512). */
+  metadata: jsonb("metadata").$type<Record<string, string>>().notNull().default({}),
+  /**
+   * Set when `DELETE /v1/jobs/{id}` began removing the job (its objects first, its rows last): a
+   * job with it set is gone for every read, and a repeated DELETE or the sweeper finishes it.
+   */
+  deletingAt: timestamp("deleting_at", { withTimezone: true }),
   createdAt: createdAt(),
   /** When the job was submitted; kept on requeue, so a returning job keeps its place in line. */
   queuedAt: timestamp("queued_at", { withTimezone: true }).notNull().defaultNow(),
@@ -136,6 +145,12 @@ export const jobs = pgTable("jobs", {
   check("jobs_method_known", sql`${t.method} in ('seed', 'grpo', 'gigpo', 'sft')`),
   check("jobs_device_known", sql`${t.device} in ('cpu', 'gpu')`),
   check("jobs_error_length", sql`${t.error} is null or length(${t.error}) <= 4000`),
+  check("jobs_name_length", sql`${t.name} is null or length(${t.name}) between 1 and 128`),
+  check("jobs_metadata_object", sql`jsonb_typeof(${t.metadata}) = 'object'`),
+  check(
+    "jobs_deleting_is_final",
+    sql`${t.deletingAt} is null or ${t.status} in ('succeeded', 'failed', 'cancelled')`,
+  ),
   // The claim's order, restricted to the rows it can take.
   index("jobs_claim_idx").on(t.device, t.priority.desc(), t.queuedAt, t.id)
     .where(sql`${t.status} = 'queued'`),
@@ -145,6 +160,10 @@ export const jobs = pgTable("jobs", {
   ),
   // Listing a tenant's jobs, newest first, with cursor pagination.
   index("jobs_tenant_created_idx").on(t.tenantId, t.createdAt.desc(), t.id.desc()),
+  // `GET /v1/jobs?name=` (exact) and `?name_prefix=` (the C collation's order serves `like 'p%'`).
+  index("jobs_tenant_name_idx").on(t.tenantId, sql`${t.name} collate "C"`),
+  // `GET /v1/jobs?metadata[key]=value` (containment, `metadata @> {"key": "value"}`).
+  index("jobs_metadata_idx").using("gin", t.metadata.op("jsonb_path_ops")),
 ]);
 
 /** Job events: an ordered log per job; `id` is monotonic and serves as SSE `Last-Event-ID`. */

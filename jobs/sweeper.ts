@@ -20,6 +20,10 @@
  * one arrives). Objects are listed first and their owners read after, so a row committed between
  * the two protects its objects.
  *
+ * Deletes cut off: a job whose `DELETE /v1/jobs/{id}` stopped between its steps (jobs/delete.ts)
+ * stays marked; each sweep finishes those marked more than {@link DELETE_RETRY_AFTER_MS} ago
+ * (objects, then rows) before it looks for orphans.
+ *
  * Multipart uploads: listed with ListMultipartUploads and aborted when initiated before the grace.
  * A store that does not implement the listing (the embedded s3rver answers NotImplemented, and
  * does not implement AbortMultipartUpload either) is reported once per sweep in
@@ -30,6 +34,13 @@ import { join } from "node:path";
 import { AbortMultipartUploadCommand, ListMultipartUploadsCommand } from "@aws-sdk/client-s3";
 import type { Queryable } from "./db.ts";
 import type { ArtifactStore } from "./store.ts";
+import { finishStaleDeletions } from "./delete.ts";
+
+/**
+ * A job marked for deletion this long ago (ms) whose delete did not finish is finished by the
+ * sweeper (10 min: a DELETE in flight takes seconds; two finishing one job at once do no harm).
+ */
+export const DELETE_RETRY_AFTER_MS = 10 * 60_000;
 
 /** Default grace period of the sweeper: 24 h, in milliseconds. */
 export const DEFAULT_SWEEP_GRACE_MS = 24 * 3600_000;
@@ -68,6 +79,8 @@ export interface SweepResult {
   multipartUploads: number;
   /** Whether the store could list multipart uploads (false: see the module doc). */
   multipartListing: boolean;
+  /** Job deletes finished (cut off before; see the module doc). */
+  deletesFinished: number;
 }
 
 /** Counters over the sweeps of one process, for `/metrics` (`seed_orphan_*`). */
@@ -95,8 +108,17 @@ export async function sweepOrphans(
   store: ArtifactStore,
   options: SweepOptions = {},
 ): Promise<SweepResult> {
-  const cutoff = (options.now ?? Date.now)() - (options.graceMs ?? DEFAULT_SWEEP_GRACE_MS);
-  const result: SweepResult = { objects: 0, bytes: 0, multipartUploads: 0, multipartListing: true };
+  const now = (options.now ?? Date.now)();
+  const cutoff = now - (options.graceMs ?? DEFAULT_SWEEP_GRACE_MS);
+  const result: SweepResult = {
+    objects: 0,
+    bytes: 0,
+    multipartUploads: 0,
+    multipartListing: true,
+    deletesFinished: await finishStaleDeletions(db, store, {
+      before: new Date(now - DELETE_RETRY_AFTER_MS),
+    }),
+  };
   // Listed first, owners read after: a row committed in between protects its objects.
   const old = (await store.listObjects("tenants/")).filter((o) =>
     SWEPT_KEY.test(o.key) && o.lastModified.getTime() < cutoff
@@ -231,6 +253,7 @@ export function startSweeper(
     bytes: 0,
     multipartUploads: 0,
     multipartListing: true,
+    deletesFinished: 0,
     sweeps: 0,
     failures: 0,
   };
@@ -243,6 +266,7 @@ export function startSweeper(
     totals.bytes += r.bytes;
     totals.multipartUploads += r.multipartUploads;
     totals.multipartListing = r.multipartListing;
+    totals.deletesFinished += r.deletesFinished;
     totals.sweeps++;
     options.onSwept?.(r);
     return r;

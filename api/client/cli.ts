@@ -2,11 +2,14 @@
  * The command-line client: `deno task seed -- <command>`. Talks to the API at `SEED_API_URL`
  * (default http://127.0.0.1:8787) with the key in `SEED_API_KEY`.
  *
- *   submit SPEC.json [--idempotency-key K] [--json]   prints the new job id
- *   list [--status S[,S]] [--limit N] [--cursor C]    newest first, a header row, one job a line
+ *   submit SPEC.json [--name N] [--metadata K=V]… [--idempotency-key K] [--json]
+ *                                                     prints the new job id
+ *   list [--status S[,S]] [--name N | --name-prefix P] [--metadata K=V]… [--limit N] [--cursor C]
+ *                                                     newest first, a header row, one job a line
  *   status ID [--json]                                status, progress, key metrics one a line
  *   follow ID [--json]                                event lines + progress bar; exit 0 iff succeeded
  *   cancel ID
+ *   delete ID                                         a final job with its checkpoints and logs
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
  *   metrics ID [--csv]
@@ -24,11 +27,12 @@ import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
 
 const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
-  submit SPEC.json [--idempotency-key K] [--json]
-  list [--status S[,S]] [--limit N] [--cursor C] [--json]
+  submit SPEC.json [--name N] [--metadata K=V]... [--idempotency-key K] [--json]
+  list [--status S[,S]] [--name N | --name-prefix P] [--metadata K=V]... [--limit N] [--cursor C] [--json]
   status ID [--json]
   follow ID [--json]
   cancel ID
+  delete ID
   download ID [--step N] [--out DIR]
   skills ID [--step N] [--out FILE]
   metrics ID [--csv]
@@ -165,6 +169,22 @@ async function skills(
   return 0;
 }
 
+/**
+ * `--metadata K=V` options as an object (the first `=` splits; a later one belongs to the value).
+ * @throws Error "Cannot use --metadata …" for an option without `=` or with an empty key.
+ */
+export function metadataOption(options: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const o of options) {
+    const at = o.indexOf("=");
+    if (at <= 0) {
+      throw new Error(`Cannot use --metadata ${o} as it must be KEY=VALUE with a non-empty key`);
+    }
+    out[o.slice(0, at)] = o.slice(at + 1);
+  }
+  return out;
+}
+
 /** Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage). */
 export async function cliMain(args: string[], io: CliIo = denoIo): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -181,6 +201,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       out: { type: "string" },
       csv: { type: "boolean" },
       name: { type: "string" },
+      "name-prefix": { type: "string" },
+      metadata: { type: "string", multiple: true },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -190,6 +212,7 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     "status",
     "follow",
     "cancel",
+    "delete",
     "download",
     "skills",
     "metrics",
@@ -207,6 +230,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   switch (command) {
     case "submit": {
       const spec = JSON.parse(await Deno.readTextFile(arg));
+      if (values.name !== undefined) spec.name = values.name;
+      if (values.metadata) spec.metadata = { ...spec.metadata, ...metadataOption(values.metadata) };
       const job = await client.submit(spec, values["idempotency-key"]) as unknown as Job;
       if (values.json) io.out(JSON.stringify(job, null, 2) + "\n");
       else io.out(`${job.id}\n`);
@@ -217,6 +242,11 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
       if (values.limit) q.set("limit", values.limit);
+      if (values.name !== undefined) q.set("name", values.name);
+      if (values["name-prefix"] !== undefined) q.set("name_prefix", values["name-prefix"]);
+      for (const [k, v] of Object.entries(metadataOption(values.metadata ?? []))) {
+        q.set(`metadata[${k}]`, v);
+      }
       const cursor = values.cursor ?? values.after;
       if (cursor) q.set("cursor", cursor);
       const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(`/v1/jobs?${q}`);
@@ -236,6 +266,11 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     case "cancel": {
       const job = await client.json<Job>(`${jobPath}/cancel`, { method: "POST" });
       io.out(`${job.id}\t${job.status}\n`);
+      return 0;
+    }
+    case "delete": {
+      await client.fetch(jobPath, { method: "DELETE" });
+      io.out(`${arg}\tdeleted\n`);
       return 0;
     }
     case "download":

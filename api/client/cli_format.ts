@@ -9,6 +9,10 @@ export type Job = {
   id: string;
   /** A job's label, where the server records one. */
   name?: string | null;
+  /** String → string labels given at submit. */
+  metadata?: Record<string, string>;
+  /** The latest evaluation: its step and success rate per split (null before the first). */
+  result?: { step: number; success_rate: Record<string, number> } | null;
   status: string;
   attempt: number;
   max_attempts: number;
@@ -65,6 +69,10 @@ function keyMetrics(metrics: Record<string, number>, max = 8): [string, number][
 export function describe(job: Job): string {
   const lines = [`job       ${job.id}`];
   if (job.name) lines.push(`name      ${job.name}`);
+  const labels = Object.entries(job.metadata ?? {});
+  if (labels.length > 0) {
+    lines.push(`metadata  ${labels.map(([k, v]) => `${k}=${v}`).join(", ")}`);
+  }
   lines.push(
     `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
     `method    ${job.method}`,
@@ -72,6 +80,7 @@ export function describe(job: Job): string {
   if (job.spec?.model?.base) lines.push(`model     ${job.spec.model.base}`);
   if (job.progress) lines.push(`progress  ${bar(job)}`);
   if (job.error) lines.push(`error     ${job.error}`);
+  if (job.result) lines.push(`result    ${evalText(job.result)}`);
   const metrics = job.latest_metrics ?? {};
   const shown = keyMetrics(metrics);
   const step = metrics.step;
@@ -87,9 +96,21 @@ export function describe(job: Job): string {
   return lines.join("\n") + "\n";
 }
 
-/** What a job came to, for `list`: its error when it failed, else its latest success rate. */
+/** A latest evaluation: `test_seen 81%, test_unseen 79% (step 10)`. */
+function evalText(result: NonNullable<Job["result"]>): string {
+  const rates = Object.entries(result.success_rate).sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([split, rate]) => `${split} ${Math.round(rate * 100)}%`);
+  return `${rates.join(", ")} (step ${result.step})`;
+}
+
+/**
+ * What a job came to, for `list`: its error when it failed; for a finished job its latest
+ * evaluation; else (still training, or never evaluated) its latest success rate.
+ */
 function result(job: Job): string {
   if (job.error) return job.error.length > 60 ? `${job.error.slice(0, 59)}…` : job.error;
+  const final = ["succeeded", "failed", "cancelled"].includes(job.status);
+  if (job.result && final) return evalText(job.result);
   const [first] = keyMetrics(job.latest_metrics ?? {}, 1);
   if (!first) return "-";
   return `${first[0]} ${metricText(first[0], first[1])}`;

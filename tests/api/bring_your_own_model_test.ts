@@ -12,6 +12,7 @@ import { createKey } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
 import { checkModel } from "../../api/main.ts";
 import { TINY_QWEN3_NAME, tinyQwen3Files } from "../../workers/model/tiny_qwen3.ts";
+import { readSafetensors } from "../../workers/model/mod.ts";
 import { startServer } from "../../workers/serve/main.ts";
 import { ONE_THREAD, openJobHarness, runOne } from "../workers/seed/_jobs.ts";
 import { tarOf } from "../_harness/tar.ts";
@@ -90,15 +91,26 @@ Deno.test("an uploaded tiny Qwen3 trains with LoRA on every built-in environment
   });
   assert.equal(await runOne(worker), "succeeded", await h.error(grpo));
 
-  // the adapter as a user downloads it: PEFT is given the base's own name
+  // the adapter as a user downloads it: PEFT is given the base's own name, the one given at
+  // upload (the model's config names TINY_QWEN3_NAME); the service's reference stays in the
+  // weights' metadata
   const file = await app.request(
     `/v1/jobs/${jobs[0]}/checkpoints/1/files/adapter_config.json?redirect=false`,
     { headers: auth },
   );
   assert.equal(file.status, 200);
   const adapter = await (await fetch((await file.json()).url)).json();
-  assert.equal(adapter.base_model_name_or_path, TINY_QWEN3_NAME);
+  assert.equal(adapter.base_model_name_or_path, "tiny-qwen3");
+  assert.notEqual(TINY_QWEN3_NAME, "tiny-qwen3");
   assert.equal(adapter.r, 2);
+  const weights = await app.request(
+    `/v1/jobs/${jobs[0]}/checkpoints/1/files/adapter_model.safetensors?redirect=false`,
+    { headers: auth },
+  );
+  const metadata = readSafetensors(
+    new Uint8Array(await (await fetch((await weights.json()).url)).arrayBuffer()),
+  ).metadata;
+  assert.equal(metadata.seed_base_model, model.base);
 
   const server = startServer({
     db: h.db,

@@ -19,6 +19,16 @@ await saveCheckpoint(fx.db, fx.store, writer, {
   step: 4,
   files: [{ name: "config.json", bytes: config }],
 });
+// A LoRA checkpoint's layout: the adapter at the top, the merged weights in merged/.
+const adapterConfig = new TextEncoder().encode(JSON.stringify({ peft_type: "LORA" }));
+await saveCheckpoint(fx.db, fx.store, writer, {
+  step: 6,
+  files: [
+    { name: "adapter_config.json", bytes: adapterConfig },
+    { name: "merged/config.json", bytes: config },
+    { name: "merged/model.safetensors", bytes: model },
+  ],
+});
 const skills2 = { skills: [{ text: "push boxes along walls", success: true }] };
 const skills4 = { skills: [{ text: "avoid corners" }, { text: "plan first" }] };
 await saveSkillLibrary(fx.db, fx.store, writer, { step: 2, json: skills2, skillCount: 1 });
@@ -28,7 +38,7 @@ Deno.test("checkpoints are listed with their files, sizes and hashes but no obje
   const res = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints`, { key: fx.keyA });
   assert.equal(res.status, 200);
   const body = await res.json();
-  assert.deepEqual(body.checkpoints.map((c: { step: number }) => c.step), [2, 4]);
+  assert.deepEqual(body.checkpoints.map((c: { step: number }) => c.step), [2, 4, 6]);
   assert.deepEqual(body.checkpoints[0].files, [
     { name: "config.json", bytes: config.byteLength, sha256: sha(config) },
     { name: "model.safetensors", bytes: model.byteLength, sha256: sha(model) },
@@ -50,6 +60,46 @@ Deno.test("the checkpoint archive extracts to exactly the uploaded bytes", async
     assert.deepEqual(await Deno.readFile(`${dir}/step-2/config.json`), config);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a checkpoint's merged/ folder is a folder of the archive and of single-file downloads", async () => {
+  const res = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/6/archive`, {
+    key: fx.keyA,
+  });
+  const dir = await Deno.makeTempDir();
+  try {
+    const files = await extractVerified(res.body!, dir);
+    assert.deepEqual(files.map((f) => f.name), [
+      "step-6/adapter_config.json",
+      "step-6/merged/config.json",
+      "step-6/merged/model.safetensors",
+    ]);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-6/merged/model.safetensors`), model);
+    assert.deepEqual(await Deno.readFile(`${dir}/step-6/adapter_config.json`), adapterConfig);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  // The slash as it is, or encoded.
+  for (const name of ["merged/model.safetensors", "merged%2Fmodel.safetensors"]) {
+    const file = await req(
+      fx.app,
+      "GET",
+      `/v1/jobs/${job.id}/checkpoints/6/files/${name}?redirect=false`,
+      { key: fx.keyA },
+    );
+    assert.equal(file.status, 200, name);
+    const download = await fetch((await file.json()).url);
+    assert.deepEqual(new Uint8Array(await download.arrayBuffer()), model);
+  }
+  for (
+    const name of ["merged%2F..%2Fadapter_config.json", "config.json", "merged/adapter_config.json"]
+  ) {
+    const missing = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/6/files/${name}`, {
+      key: fx.keyA,
+    });
+    assert.equal(missing.status, 404, name);
+    await missing.body?.cancel();
   }
 });
 

@@ -65,7 +65,17 @@ Deno.test("openapi.json documents every route with schemas generated from zod", 
   assert.equal(input.properties.rollout.properties.group_size.maximum, 64);
   assert.equal(doc.components.schemas.Job.properties.status.enum.length, 6);
   const listParams = doc.paths["/v1/jobs"].get.parameters.map((p: { name: string }) => p.name);
-  assert.deepEqual(listParams, ["status", "limit", "cursor"]);
+  assert.deepEqual(listParams, ["status", "name", "name_prefix", "metadata", "limit", "cursor"]);
+  const metadata = doc.paths["/v1/jobs"].get.parameters.find((p: { name: string }) =>
+    p.name === "metadata"
+  );
+  assert.equal(metadata.style, "deepObject");
+  const submit = doc.components.schemas.JobSubmit;
+  // name and metadata are nullable (OpenAI's clients send null): anyOf [the value, null].
+  assert.equal(submit.properties.name.anyOf[0].maxLength, 128);
+  assert.equal(submit.properties.metadata.anyOf[0].additionalProperties.maxLength, 512);
+  assert.equal(submit.properties.rollout.properties.group_size.maximum, 64);
+  assert.ok(doc.paths["/v1/jobs/{id}"].delete.responses["409"]);
 });
 
 Deno.test({

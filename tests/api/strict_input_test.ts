@@ -168,12 +168,12 @@ Deno.test("warmup.policy.corrective_share is a 400 naming experimental.correctiv
 Deno.test("a known path asked with another method is a 405 with Allow", async () => {
   const { id } = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: SPEC })).json();
   const cases: [string, string, string][] = [
-    ["PUT", `/v1/jobs/${id}`, "GET, HEAD"],
-    ["DELETE", `/v1/jobs/${id}`, "GET, HEAD"],
-    ["PATCH", `/v1/jobs/${id}`, "GET, HEAD"],
+    ["PUT", `/v1/jobs/${id}`, "DELETE, GET, HEAD"],
+    ["PATCH", `/v1/jobs/${id}`, "DELETE, GET, HEAD"],
     ["DELETE", "/v1/jobs", "GET, HEAD, POST"],
     ["GET", `/v1/jobs/${id}/cancel`, "POST"],
     ["POST", `/v1/jobs/${id}/events`, "GET, HEAD"],
+    ["POST", `/v1/jobs/${id}/checkpoints/1/files/merged/config.json`, "GET, HEAD"],
     ["POST", "/healthz", "GET, HEAD"],
   ];
   for (const [method, path, allow] of cases) {

@@ -112,10 +112,30 @@ Deno.test("the artifact store", async (t) => {
       await assert.rejects(store.presignGet(key, { expiresInS: 0 }), RangeError);
     });
 
-    await t.step("keys refuse unsafe file names", () => {
-      assert.throws(() => checkpointKey("t", "j", 1, "../x"), InvalidKeyError);
-      assert.throws(() => checkpointKey("t", "j", 1, "a/b"), InvalidKeyError);
+    await t.step("keys refuse unsafe file names and allow one folder in a checkpoint", () => {
+      for (
+        const name of [
+          "../x",
+          "a/../b",
+          "a/b/c",
+          "/a",
+          "a//b",
+          "./a",
+          "a/..",
+          "a/.",
+          "..",
+          "a/",
+          "",
+        ]
+      ) {
+        assert.throws(() => checkpointKey("t", "j", 1, name), InvalidKeyError, name);
+      }
+      assert.equal(
+        checkpointKey("t", "j", 1, "merged/config.json", { attempt: 0 }),
+        "tenants/t/jobs/j/checkpoints/step-1/attempt-0/merged/config.json",
+      );
       assert.throws(() => checkpointKey("t", "j", -1, "a"), RangeError);
+      assert.throws(() => skillsKey("t/x", "j", 1), InvalidKeyError);
     });
   } finally {
     await s3.close();

@@ -60,6 +60,7 @@ Deno.test("the sweeper removes objects no row owns and incomplete multipart uplo
       bytes: 0,
       multipartUploads: 0,
       multipartListing: undefined,
+      deletesFinished: 0,
     });
     assert.equal((await all()).length, 6);
 
@@ -75,6 +76,7 @@ Deno.test("the sweeper removes objects no row owns and incomplete multipart uplo
       bytes: 8,
       multipartUploads: 1,
       multipartListing: false,
+      deletesFinished: 0,
     });
     assert.deepEqual(await all(), [saved.files[0].key, "inputs/warmup.jsonl"].sort());
     assert.deepEqual([...Deno.readDirSync(uploads)], []);

@@ -56,6 +56,11 @@ export interface HfModel {
    * not model (e.g. Qwen2's `max_window_layers`) are written back unchanged on save.
    */
   sourceConfig?: Record<string, unknown> | null;
+  /**
+   * The model's own name where the service knows one besides its config (the name an uploaded
+   * model was given at upload): a LoRA adapter names it as `base_model_name_or_path`.
+   */
+  name?: string;
 }
 
 /** File names inside a directory. */

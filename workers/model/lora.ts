@@ -69,6 +69,32 @@ export const ADAPTER_FILES = {
   weights: "adapter_model.safetensors",
 } as const;
 
+/**
+ * The folder of a LoRA checkpoint that holds the merged full weights (`model.lora.save_merged`) as
+ * a Hugging Face folder of their own, so `from_pretrained("…/merged")` finds no
+ * `adapter_config.json` beside `config.json` (transformers would follow the adapter to its base).
+ */
+export const MERGED_FOLDER = "merged/";
+
+/**
+ * How a checkpoint's full model is read, given its file names and a reader of them: from
+ * {@link MERGED_FOLDER} when it has one (a LoRA checkpoint with merged weights), else from its top
+ * level (a full fine-tune, or a checkpoint written before merged weights had their own folder).
+ * Null for an adapter-only checkpoint (no `config.json` at either place).
+ */
+export function checkpointModelReader(
+  names: ReadonlySet<string>,
+  read: (name: string) => Promise<Uint8Array>,
+): ((name: string) => Promise<Uint8Array | null>) | null {
+  const at = names.has(`${MERGED_FOLDER}config.json`)
+    ? MERGED_FOLDER
+    : names.has("config.json")
+    ? ""
+    : null;
+  if (at === null) return null;
+  return (name) => names.has(at + name) ? read(at + name) : Promise.resolve(null);
+}
+
 /** An adapter cannot be built, read or applied. */
 export class LoraError extends Error {
   override name = "LoraError";

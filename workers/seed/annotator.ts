@@ -167,6 +167,62 @@ function messageOf(e: unknown): string {
   return e.message + cause;
 }
 
+/** The user message of {@link probeAnnotator}'s one request. */
+export const ANNOTATOR_PROBE_PROMPT = "Reply with the word OK.";
+
+/** The client of {@link annotateTrajectories} and {@link probeAnnotator}, after the URL check. */
+async function annotatorClient(opts: Omit<AnnotateOptions, "prompt" | "signal">) {
+  const { spec, apiKey } = opts;
+  const allowed = (opts.allowedHosts ?? hostListFromEnv(ANNOTATOR_HOSTS_VARIABLE) ?? [])
+    .map((h) => h.toLowerCase());
+  const resolve = opts.resolve ?? resolveDns;
+  await checkRequestUrl(spec.base_url, allowed, resolve);
+  return new OpenAI({
+    apiKey,
+    baseURL: spec.base_url,
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    timeout: spec.timeout_s * 1000,
+    maxRetries: spec.max_retries,
+    fetch: guardedFetch(allowed, resolve),
+    logLevel: "off",
+  });
+}
+
+/**
+ * Checks, before any training, that the annotator answers: the URL rules (as for every request),
+ * then one chat completion of {@link ANNOTATOR_PROBE_PROMPT} (at most 16 tokens) to `spec.model`
+ * with the key, under the spec's timeout and retries. A job calls it when it starts, so a wrong
+ * URL, key or model fails the job before the policy warm-up instead of after it.
+ * @throws AnnotatorError naming the model and URL with the reason (a refused URL, a connection
+ *   error, an HTTP status), the key scrubbed.
+ */
+export async function probeAnnotator(opts: Omit<AnnotateOptions, "prompt">): Promise<void> {
+  const { spec, apiKey } = opts;
+  try {
+    const client = await annotatorClient(opts);
+    await client.chat.completions.create({
+      model: spec.model,
+      messages: [{ role: "user", content: ANNOTATOR_PROBE_PROMPT }],
+      max_tokens: 16,
+      temperature: 0,
+    }, { signal: opts.signal });
+  } catch (e) {
+    opts.signal?.throwIfAborted();
+    throw new AnnotatorError(
+      scrub(
+        `Cannot use warmup.analyzer.annotator as ${spec.model} at ${spec.base_url} must answer a chat completion before the warm-up starts: ${
+          messageOf(e)
+        }`,
+        apiKey,
+      ),
+      { cause: e },
+    );
+  }
+}
+
 /**
  * Labels `trajectories` with the annotator: at most `spec.concurrency` requests in flight, each
  * with `spec.timeout_s` and `spec.max_retries` (the client's exponential backoff on connection
@@ -179,8 +235,6 @@ export async function annotateTrajectories(
   opts: AnnotateOptions,
 ): Promise<Annotation> {
   const { spec, apiKey } = opts;
-  const allowed = (opts.allowedHosts ?? hostListFromEnv(ANNOTATOR_HOSTS_VARIABLE) ?? [])
-    .map((h) => h.toLowerCase());
   const fail = (e: unknown) =>
     new AnnotatorError(
       scrub(
@@ -190,24 +244,12 @@ export async function annotateTrajectories(
         apiKey,
       ),
     );
-  const resolve = opts.resolve ?? resolveDns;
+  let client: OpenAI;
   try {
-    await checkRequestUrl(spec.base_url, allowed, resolve);
+    client = await annotatorClient(opts);
   } catch (e) {
     throw fail(e);
   }
-  const client = new OpenAI({
-    apiKey,
-    baseURL: spec.base_url,
-    organization: null,
-    project: null,
-    adminAPIKey: null,
-    webhookSecret: null,
-    timeout: spec.timeout_s * 1000,
-    maxRetries: spec.max_retries,
-    fetch: guardedFetch(allowed, resolve),
-    logLevel: "off",
-  });
   const n = trajectories.length;
   const labels: (SkillAnalysis | null)[] = new Array(n).fill(null);
   const raw: (string | null)[] = new Array(n).fill(null);

@@ -42,9 +42,9 @@ import { createSession, type SessionCache, tensor } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
   buildDecodeGraph,
+  checkpointModelReader,
   type DecoderConfig,
   decoderParameterSpecs,
-  HF_FILES,
   type HfModel,
   loadHfDirectory,
   type Parameters,
@@ -328,7 +328,10 @@ export class ModelRegistry {
       jobId = ck.jobId;
       step = ck.step;
       const names = new Set(ck.files.map((f) => f.name));
-      if (names.has(ADAPTER_FILES.config) && !names.has(HF_FILES.config)) {
+      // Full weights (top level, or a LoRA checkpoint's merged/ folder), else adapter + base.
+      const full = checkpointModelReader(names, (name) => readCheckpointFile(store, ck, name));
+      if (full) hf = await loadHfDirectory(full);
+      else if (names.has(ADAPTER_FILES.config)) {
         hf = await this.#mergedAdapter(source.tenantId, ck);
       } else {
         hf = await loadHfDirectory((name) =>

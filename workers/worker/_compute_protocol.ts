@@ -22,6 +22,8 @@ export interface WirePoint {
   handle: number;
   step: number;
   files: { name: string; key: string; bytes: number; sha256: string }[];
+  /** An uploaded model's upload name (`artifacts.model` only). */
+  name?: string | null;
 }
 
 /**

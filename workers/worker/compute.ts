@@ -222,7 +222,8 @@ async function serveCalls(
       case "artifacts.model": {
         // An uploaded model is a checkpoint-like file set without a step (0 on the wire).
         const model = ctx.artifacts.model ? await ctx.artifacts.model(a[0]) : null;
-        return wirePoint(model && { ...model, step: 0 });
+        const wire = wirePoint(model && { ...model, step: 0 });
+        return wire && { ...wire, name: model?.name ?? null };
       }
       case "publishRolloutPolicy":
         if (!ctx.publishRolloutPolicy) {

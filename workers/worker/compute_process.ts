@@ -158,8 +158,9 @@ async function start(
         point(await call<WirePoint | null>("artifacts.checkpoint", jobId, step)),
       readObject: (bucket, key) => call("artifacts.readObject", bucket, key),
       model: async (modelId) => {
-        const p = point(await call<WirePoint | null>("artifacts.model", modelId));
-        return p && { files: p.files, read: p.read };
+        const wire = await call<WirePoint | null>("artifacts.model", modelId);
+        const p = point(wire);
+        return p && { files: p.files, read: p.read, name: wire?.name ?? null };
       },
     },
   };

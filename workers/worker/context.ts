@@ -151,6 +151,7 @@ export function createJobContext(state: RunState): JobContext {
     async model(modelId) {
       const m = await retried(() => getModel(db, job.tenantId, modelId));
       return m && {
+        name: m.name,
         files: m.files,
         read: (name: string) => {
           const f = m.files.find((x) => x.name === name)!;

@@ -52,6 +52,12 @@ export interface ResumePoint {
   readToFile?(name: string, path: string): Promise<void>;
 }
 
+/** An uploaded model's files (a checkpoint-like file set without a step) and its upload name. */
+export type UploadedModelFiles = Omit<ResumePoint, "step"> & {
+  /** The name given at upload (`POST /v1/models?name=`), or null. */
+  name?: string | null;
+};
+
 /** Thrown when a handler asks for an artifact it may not read (another tenant's, another bucket). */
 export class ArtifactAccessError extends Error {
   constructor(message: string) {
@@ -81,7 +87,7 @@ export interface ArtifactReader {
    * The files of a model this tenant uploaded (`POST /v1/models`), each read verified against
    * its recorded SHA-256; null when the tenant has no such model.
    */
-  model?(modelId: string): Promise<Omit<ResumePoint, "step"> | null>;
+  model?(modelId: string): Promise<UploadedModelFiles | null>;
 }
 
 /** What a handler gets for one run of one job. Every write is fenced to this run. */

@@ -8,8 +8,10 @@ import assert from "node:assert/strict";
 import type { Trajectory } from "../../../workers/envs/types.ts";
 import {
   annotateTrajectories,
+  ANNOTATOR_PROBE_PROMPT,
   AnnotatorError,
   type AnnotatorSpec,
+  probeAnnotator,
   scrub,
 } from "../../../workers/seed/annotator.ts";
 import { buildAnalyzerPrompt } from "../../../workers/skills/mod.ts";
@@ -206,6 +208,55 @@ Deno.test("a public name that resolves to an internal address is refused", async
     (e) => e instanceof AnnotatorError && /it resolves to 10\.1\.2\.3/.test(e.message),
   );
   assert.deepEqual(resolved, ["annotator.example.com"]);
+});
+
+Deno.test("the probe sends one short request and fails on a refused key, a dead port or a refused URL", async () => {
+  let refuse = false;
+  const server = startChatServer((): ChatAnswer =>
+    refuse ? { status: 404, body: { error: { message: `model not found (key ${KEY})` } } } : "OK"
+  );
+  try {
+    await probeAnnotator({ spec: spec(server.baseUrl), apiKey: KEY, allowedHosts: LOOPBACK });
+    assert.equal(server.requests.length, 1);
+    const [probe] = server.requests;
+    assert.equal(probe.authorization, `Bearer ${KEY}`);
+    assert.equal(probe.body.model, "annotator-large");
+    assert.deepEqual(probe.body.messages, [{ role: "user", content: ANNOTATOR_PROBE_PROMPT }]);
+    assert.equal(probe.body.max_tokens, 16);
+
+    refuse = true;
+    const refused = await probeAnnotator({
+      spec: spec(server.baseUrl),
+      apiKey: KEY,
+      allowedHosts: LOOPBACK,
+    }).catch((e) => e);
+    assert.ok(refused instanceof AnnotatorError);
+    assert.match(
+      refused.message,
+      /^Cannot use warmup\.analyzer\.annotator as annotator-large at .* must answer a chat completion before the warm-up starts: 404/,
+    );
+    assert.ok(!refused.message.includes(KEY));
+
+    const before = server.requests.length;
+    await assert.rejects(
+      probeAnnotator({ spec: spec(server.baseUrl), apiKey: KEY, allowedHosts: [] }),
+      /must answer a chat completion before the warm-up starts: .*SEED_ANNOTATOR_ALLOWED_HOSTS/,
+    );
+    assert.equal(server.requests.length, before);
+  } finally {
+    await server.close();
+  }
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (closed.addr as Deno.NetAddr).port;
+  closed.close();
+  await assert.rejects(
+    probeAnnotator({
+      spec: spec(`http://127.0.0.1:${port}/v1`),
+      apiKey: KEY,
+      allowedHosts: LOOPBACK,
+    }),
+    /before the warm-up starts: Connection error/,
+  );
 });
 
 Deno.test("scrub removes a key echoed raw, JSON-escaped (once or twice) or percent-encoded", () => {

@@ -205,32 +205,42 @@ Deno.test("LoRA jobs through the worker", async (t) => {
     },
   );
 
-  await t.step("model.lora.save_merged also writes the merged Hugging Face folder", async () => {
-    const job = await h.submit(
-      tinySpec({ model: { lora: { ...LORA, save_merged: true } }, steps: 0 }),
-    );
-    assert.equal(
-      await runOne(h.worker(ONE_THREAD)),
-      "succeeded",
-      await h.error(job.id),
-    );
-    const names = (await listCheckpoints(db, job.id))[0].files.map((f) => f.name);
-    for (
-      const n of [
-        "adapter_config.json",
-        "adapter_model.safetensors",
-        "config.json",
-        "model.safetensors",
-      ]
-    ) {
-      assert.ok(names.includes(n), n);
-    }
-    const merged = await loadHfDirectory((name) =>
-      names.includes(name) ? file(job.id, 0, name) : Promise.resolve(null)
-    );
-    const expected = await mergedAt(job.id, 0);
-    for (const s of parameterSpecs(base.config)) {
-      assert.deepEqual(merged.parameters.get(s.name), expected.get(s.name), s.name);
-    }
-  });
+  await t.step(
+    "model.lora.save_merged also writes the merged Hugging Face folder in merged/",
+    async () => {
+      const job = await h.submit(
+        tinySpec({ model: { lora: { ...LORA, save_merged: true } }, steps: 0 }),
+      );
+      assert.equal(
+        await runOne(h.worker(ONE_THREAD)),
+        "succeeded",
+        await h.error(job.id),
+      );
+      const names = (await listCheckpoints(db, job.id))[0].files.map((f) => f.name);
+      // The adapter folder (with the tokenizer) and the merged folder apart: `from_pretrained` on
+      // either finds only its own config.
+      for (
+        const n of [
+          "adapter_config.json",
+          "adapter_model.safetensors",
+          "tokenizer.json",
+          "merged/config.json",
+          "merged/model.safetensors",
+          "merged/tokenizer.json",
+        ]
+      ) {
+        assert.ok(names.includes(n), n);
+      }
+      assert.ok(!names.includes("config.json"), names.join());
+      assert.ok(!names.includes("model.safetensors"), names.join());
+      assert.ok(!names.some((n) => n.startsWith("merged/adapter")), names.join());
+      const merged = await loadHfDirectory((name) =>
+        names.includes(`merged/${name}`) ? file(job.id, 0, `merged/${name}`) : Promise.resolve(null)
+      );
+      const expected = await mergedAt(job.id, 0);
+      for (const s of parameterSpecs(base.config)) {
+        assert.deepEqual(merged.parameters.get(s.name), expected.get(s.name), s.name);
+      }
+    },
+  );
 });

@@ -18,7 +18,8 @@
  * A LoRA job (`model.lora`) writes the adapter as a PEFT folder instead of the full weights:
  * `adapter_config.json`, `adapter_model.safetensors`, the tokenizer files, the optimizer state of
  * the adapter's tensors and `trainer_state.json`; with `model.lora.save_merged` also the merged
- * model (W + (α/r)·B·A) as a Hugging Face folder (`config.json`, `model.safetensors`, …). It
+ * model (W + (α/r)·B·A) as a Hugging Face folder of its own, `merged/` (`merged/config.json`,
+ * `merged/model.safetensors`, …: lora.ts `MERGED_FOLDER`), so each folder loads as it is. It
  * resumes on the base named by `model.base` (resolved again) with the adapter read back.
  */
 import { z } from "zod";
@@ -31,6 +32,7 @@ import {
   loadHfDirectory,
   type LoraConfig,
   loraParameterSpecs,
+  MERGED_FOLDER,
   mergeLora,
   parameterSpecs,
   readAdapter,
@@ -106,15 +108,16 @@ export function checkpointFiles(
 ): { name: string; bytes: Uint8Array }[] {
   const c = model.config;
   const files: { name: string; bytes: Uint8Array }[] = [];
-  const add = (m: Map<string, Uint8Array>) => {
-    for (const [name, bytes] of m) files.push({ name, bytes });
+  const add = (m: Map<string, Uint8Array>, folder = "") => {
+    for (const [name, bytes] of m) files.push({ name: folder + name, bytes });
   };
   if (adapter) {
     add(saveAdapter(c, adapter.lora, model.parameters, adapter.baseModel, adapter.baseName));
+    add(saveTokenizerFiles(model.tokenizer));
     if (adapter.saveMerged) {
       const parameters = mergeLora(c, model.parameters, adapter.lora, parameterSpecs(c));
-      add(saveHfDirectory({ ...model, parameters }));
-    } else add(saveTokenizerFiles(model.tokenizer));
+      add(saveHfDirectory({ ...model, parameters }), MERGED_FOLDER);
+    }
   } else add(saveHfDirectory(model));
   if (optimizer) {
     const specs = adapter ? loraParameterSpecs(c, adapter.lora) : parameterSpecs(c);

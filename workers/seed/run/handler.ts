@@ -108,7 +108,9 @@ export function loraOf(spec: JobSpec): LoraConfig | undefined {
 
 /**
  * How a LoRA job's checkpoints hold its adapter on `baseName` (undefined for full fine-tuning):
- * PEFT is given the base's own name, its config's `_name_or_path` when it has one.
+ * PEFT is given the base's own name — the name an uploaded model was given at upload, else its
+ * config's `_name_or_path` — and the service's reference (`baseName`) is kept in the adapter
+ * weights' metadata (lora.ts `ADAPTER_BASE_METADATA`).
  */
 function checkpointAdapter(
   spec: JobSpec,
@@ -116,11 +118,12 @@ function checkpointAdapter(
   model: HfModel,
 ): CheckpointAdapter | undefined {
   const lora = loraOf(spec);
-  const own = model.sourceConfig?._name_or_path;
+  const fromConfig = model.sourceConfig?._name_or_path;
+  const own = model.name ?? (typeof fromConfig === "string" ? fromConfig : "");
   return lora && {
     lora,
     baseModel: baseName,
-    baseName: typeof own === "string" && own !== "" ? own : baseName,
+    baseName: own !== "" ? own : baseName,
     saveMerged: spec.model.lora?.save_merged ?? false,
   };
 }

@@ -24,11 +24,11 @@ import { resolveEnvironment } from "../../envs/mod.ts";
 import {
   ADAPTER_FILES,
   adapterBaseReference,
+  checkpointModelReader,
   createBuiltinTiny,
   createBuiltinTinyVl,
   type DecoderConfig,
   type FileReader,
-  HF_FILES,
   type HfModel,
   loadHfDirectory,
   mergeLora,
@@ -269,9 +269,10 @@ async function resolveAt(
     }
     const names = new Set(ck.files.map((f) => f.name));
     const read: FileReader = (name) => names.has(name) ? ck.read(name) : Promise.resolve(null);
-    if (names.has(ADAPTER_FILES.config) && !names.has(HF_FILES.config)) {
-      return await mergedAdapter(base, read, options, depth);
-    }
+    // Full weights (top level, or a LoRA checkpoint's merged/ folder), else the adapter's base.
+    const full = checkpointModelReader(names, (name) => ck.read(name));
+    if (full) return await loadHfDirectory(full);
+    if (names.has(ADAPTER_FILES.config)) return await mergedAdapter(base, read, options, depth);
     return await loadHfDirectory(read);
   }
   const uploaded = /^model:([0-9a-f-]{36})$/.exec(base);
@@ -283,7 +284,10 @@ async function resolveAt(
       );
     }
     const names = new Set(m.files.map((f) => f.name));
-    return await loadHfDirectory((name) => names.has(name) ? m.read(name) : Promise.resolve(null));
+    const hf = await loadHfDirectory((name) =>
+      names.has(name) ? m.read(name) : Promise.resolve(null)
+    );
+    return m.name ? { ...hf, name: m.name } : hf;
   }
   const s3 = /^s3:\/\/([^/]+)\/(.*)$/.exec(base);
   if (s3) {

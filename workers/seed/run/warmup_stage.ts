@@ -15,7 +15,12 @@ import { derivedSeed, SEED_USE } from "./seeds.ts";
 import type { TextPolicy } from "../text_policy.ts";
 import type { RunPlan } from "../run_plan.ts";
 import type { Trajectory } from "../../envs/mod.ts";
-import { annotateTrajectories, type AnnotationReport, AnnotatorError } from "../annotator.ts";
+import {
+  annotateTrajectories,
+  type AnnotationReport,
+  AnnotatorError,
+  probeAnnotator,
+} from "../annotator.ts";
 import { analyzerPromptOptions } from "../../skills/mod.ts";
 import { evaluate } from "../evaluate.ts";
 import { skillCheck } from "../warmup_skill_check.ts";
@@ -103,6 +108,11 @@ export async function runWarmup(
   };
 
   const user = await userData(run);
+  const analyzer = plan.warmup.includes("warmup_analyzer");
+  const annotating = analyzer && spec.warmup.analyzer.episodes > 0;
+  // The annotator is checked (one request) before the policy warm-up, whose minutes a wrong URL,
+  // key or model would otherwise waste: it is first called after it.
+  const annotator = annotating ? await annotatorOf(run) : undefined;
   const policySeed = derivedSeed(spec.random_seed, SEED_USE.warmupPolicy);
   await ctx.setProgress({ stage: "warmup_policy", step: 0, totalSteps });
   const experts = await expertSamples(theta, {
@@ -131,11 +141,9 @@ export async function runWarmup(
   }, { lrSchedule: spec.warmup.policy.lr_schedule, check: checks.check });
   Object.assign(out, checks.metrics(policyReport));
 
-  const analyzer = plan.warmup.includes("warmup_analyzer");
   if (analyzer && (spec.warmup.analyzer.episodes > 0 || user.analyzer.length > 0)) {
     const analyzerSeed = derivedSeed(spec.random_seed, SEED_USE.warmupAnalyzer);
     await ctx.setProgress({ stage: "warmup_analyzer", step: 0, totalSteps });
-    const annotator = await annotatorOf(run);
     const annotated = await analyzerSamples(theta, {
       ...data,
       episodes: spec.warmup.analyzer.episodes,
@@ -302,8 +310,10 @@ export function replaySubset<T>(data: readonly T[], count: number, seed: number)
  * The LLM annotator of `warmup.analyzer.annotator` (annotator.ts), or undefined when the spec
  * names none: `label` labels trajectories with it (logging the counts), `metrics` reports
  * `annotator_requests`, `annotator_answered`, `annotator_parsed`, `annotator_failed` and
- * `annotator_parse_rate` (parsed / answered) after it ran.
- * @throws AnnotatorError when the credential secret is missing (deleted after submit).
+ * `annotator_parse_rate` (parsed / answered) after it ran. It is probed first (annotator.ts
+ * `probeAnnotator`: one request).
+ * @throws AnnotatorError when the credential secret is missing (deleted after submit), or the
+ *   endpoint does not answer the probe (refused URL, connection error, HTTP error).
  */
 async function annotatorOf(run: WarmupRun) {
   const spec = run.spec.warmup.analyzer.annotator;
@@ -315,6 +325,8 @@ async function annotatorOf(run: WarmupRun) {
       `Cannot label the analyzer warm-up data as warmup.analyzer.annotator.credential_secret must name a secret of this tenant: ${spec.credential_secret} is missing`,
     );
   }
+  await probeAnnotator({ spec, apiKey, signal: ctx.signal });
+  ctx.log.info("annotator answered", { model: spec.model });
   let report: AnnotationReport | undefined;
   return {
     label: async (trajectories: Trajectory[]) => {

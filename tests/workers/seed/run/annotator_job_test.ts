@@ -3,11 +3,19 @@
  * trainer in its compute process) calls a real HTTP server on loopback that speaks the
  * chat-completions shape, with the tenant secret (stored encrypted) as the bearer key. Every other
  * answer is unparseable: only the parsed labels are trained on, and the parse rate is reported as
- * a metric and in the warm-up event. A refused key fails the job with an error that does not
- * hold the key.
+ * a metric and in the warm-up event. The annotator is probed with one request when the job
+ * starts: a refused key, or a URL where nothing listens, fails the job before the policy warm-up
+ * (no warm-up event, no step-0 metrics), with an error that does not hold the key.
  */
 import assert from "node:assert/strict";
-import { getJob, listEvents, putSecret, SecretCipher } from "../../../../jobs/mod.ts";
+import {
+  getJob,
+  type JobEvent,
+  listEvents,
+  putSecret,
+  SecretCipher,
+} from "../../../../jobs/mod.ts";
+import { ANNOTATOR_PROBE_PROMPT } from "../../../../workers/seed/annotator.ts";
 import { createTenant, openTestDatabase } from "../../../_harness/fixtures.ts";
 import { startTestStore } from "../../../_harness/s3.ts";
 import { type ChatAnswer, startChatServer } from "../_chat_server.ts";
@@ -50,6 +58,12 @@ function annotatorSpec(baseUrl: string) {
   });
 }
 
+/** No warm-up stage ran: no `warmup` event, and progress never reached `warmup_policy`. */
+function assertNoWarmup(events: JobEvent[]): void {
+  assert.deepEqual(events.filter((e) => e.type === "warmup"), []);
+  assert.ok(!JSON.stringify(events).includes("warmup_policy"), JSON.stringify(events));
+}
+
 Deno.test("an LLM annotator labels the analyzer warm-up of a job", async (t) => {
   const restore = setEnv({
     SEED_SECRETS_KEY: KEY_HEX,
@@ -62,9 +76,11 @@ Deno.test("an LLM annotator labels the analyzer warm-up of a job", async (t) => 
   await putSecret(db, cipher, { tenantId, name: "annotator", value: API_KEY });
   let answered = 0;
   let refuse = false;
-  const server = startChatServer((): ChatAnswer =>
+  const server = startChatServer((prompt): ChatAnswer =>
     refuse
       ? { status: 401, body: { error: { message: `Incorrect API key provided: ${API_KEY}` } } }
+      : prompt === ANNOTATOR_PROBE_PROMPT
+      ? "OK"
       : ++answered % 2 === 1
       ? GOOD
       : "The agent should try harder."
@@ -92,9 +108,13 @@ Deno.test("an LLM annotator labels the analyzer warm-up of a job", async (t) => 
       assert.equal(analyzer?.annotator_parsed, 2);
       assert.ok(!JSON.stringify(events).includes(API_KEY));
       assert.ok(!JSON.stringify(row).includes(API_KEY));
-      // What the server saw: the key as the bearer token, analyzer prompts as user messages.
-      assert.equal(server.requests.length, 4);
-      for (const r of server.requests) {
+      // What the server saw: the probe first, then the analyzer prompts as user messages, each
+      // with the key as the bearer token.
+      assert.equal(server.requests.length, 5);
+      const [probe, ...labels] = server.requests;
+      assert.equal(probe.body.messages[0].content, ANNOTATOR_PROBE_PROMPT);
+      assert.equal(probe.authorization, `Bearer ${API_KEY}`);
+      for (const r of labels) {
         assert.equal(r.authorization, `Bearer ${API_KEY}`);
         assert.equal(r.body.model, "annotator-large");
         assert.match(r.body.messages[0].content, /^Analyze the agent episode below\./);
@@ -102,17 +122,49 @@ Deno.test("an LLM annotator labels the analyzer warm-up of a job", async (t) => 
       }
     });
 
-    await t.step("a refused key fails the job without echoing the key", async () => {
-      refuse = true;
-      const job = await submit(db, tenantId, annotatorSpec(server.baseUrl));
-      assert.equal(await runOne(worker), "failed");
-      const row = await getJob(db, { tenantId, jobId: job.id });
-      assert.match(row?.error ?? "", /401/);
-      assert.match(row?.error ?? "", /Incorrect API key provided: \[secret\]/);
-      assert.ok(!JSON.stringify(row).includes(API_KEY));
-      const events = await listEvents(db, job.id, { limit: 1000 });
-      assert.ok(!JSON.stringify(events).includes(API_KEY));
-    });
+    await t.step(
+      "a refused key fails the job before the policy warm-up without echoing the key",
+      async () => {
+        refuse = true;
+        const seen = server.requests.length;
+        const job = await submit(db, tenantId, annotatorSpec(server.baseUrl));
+        assert.equal(await runOne(worker), "failed");
+        const row = await getJob(db, { tenantId, jobId: job.id });
+        assert.match(
+          row?.error ?? "",
+          /^AnnotatorError: Cannot use warmup\.analyzer\.annotator as annotator-large/,
+        );
+        assert.match(row?.error ?? "", /401/);
+        assert.match(row?.error ?? "", /Incorrect API key provided: \[secret\]/);
+        assert.ok(!JSON.stringify(row).includes(API_KEY));
+        const events = await listEvents(db, job.id, { limit: 1000 });
+        assert.ok(!JSON.stringify(events).includes(API_KEY));
+        assertNoWarmup(events);
+        assert.equal((await metricsByStep(db, job.id)).size, 0);
+        // Only the probe was sent.
+        assert.equal(server.requests.length, seen + 1);
+      },
+    );
+
+    await t.step(
+      "a URL where nothing listens fails the job before the policy warm-up",
+      async () => {
+        const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+        const port = (closed.addr as Deno.NetAddr).port;
+        closed.close();
+        const job = await submit(db, tenantId, annotatorSpec(`http://127.0.0.1:${port}/v1`));
+        assert.equal(await runOne(worker), "failed");
+        const row = await getJob(db, { tenantId, jobId: job.id });
+        assert.match(
+          row?.error ?? "",
+          new RegExp(
+            `^AnnotatorError: Cannot use warmup\\.analyzer\\.annotator as annotator-large at http://127\\.0\\.0\\.1:${port}/v1 must answer a chat completion before the warm-up starts: Connection error`,
+          ),
+        );
+        assertNoWarmup(await listEvents(db, job.id, { limit: 1000 }));
+        assert.equal((await metricsByStep(db, job.id)).size, 0);
+      },
+    );
   } finally {
     restore();
     await server.close();

@@ -1,0 +1,83 @@
+/**
+ * A job's labels (jobs/README.md, "Names and metadata"): `name` (OpenAI fine-tuning calls it
+ * `suffix`; both are accepted) and `metadata`, a string → string map with OpenAI's limits (at most
+ * 16 keys of at most 64 characters, values of at most 512). They are given at submit beside the
+ * JobSpec's fields, stored in their own columns (not in the spec: they do not change what the job
+ * does), returned in every job view and filterable in listings.
+ */
+import { z } from "zod";
+
+/** Longest job name, in characters. */
+export const MAX_JOB_NAME_CHARS = 128;
+/** Most metadata keys (OpenAI's limit). */
+export const MAX_METADATA_KEYS = 16;
+/** Longest metadata key, in characters (OpenAI's limit). */
+export const MAX_METADATA_KEY_CHARS = 64;
+/** Longest metadata value, in characters (OpenAI's limit). */
+export const MAX_METADATA_VALUE_CHARS = 512;
+
+// deno-lint-ignore no-control-regex
+const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
+
+/** A job name: 1–128 characters, no control characters (it is printed in lists and titles). */
+export const JobName = z.string().min(1).max(MAX_JOB_NAME_CHARS).regex(NO_CONTROL, {
+  message: "Cannot use this name as it must not hold control characters (NUL, newline, ESC, …)",
+});
+
+/** A metadata key: 1–64 characters, no control characters. */
+export const MetadataKey = z.string().min(1).max(MAX_METADATA_KEY_CHARS).regex(NO_CONTROL, {
+  message: "Cannot use this metadata key as it must not hold control characters",
+});
+
+/** A metadata value: a string of at most 512 characters (empty allowed, as OpenAI's). */
+export const MetadataValue = z.string().max(MAX_METADATA_VALUE_CHARS);
+
+/** Job metadata: at most 16 string → string pairs. */
+export const JobMetadata = z.record(MetadataKey, MetadataValue).refine(
+  (m) => Object.keys(m).length <= MAX_METADATA_KEYS,
+  { message: `Cannot use this metadata as it must have at most ${MAX_METADATA_KEYS} keys` },
+);
+
+/**
+ * The label fields of `POST /v1/jobs`. `suffix` is OpenAI's name for `name`; giving both with
+ * different values is an error at `suffix`.
+ */
+export const JobLabelsInput = z.object({
+  /** A label for the job (1–128 characters). */
+  name: JobName.nullable().optional().describe("A label for the job (1-128 characters)"),
+  /** OpenAI fine-tuning's name for `name`. */
+  suffix: JobName.nullable().optional().describe("OpenAI fine-tuning's name for `name`"),
+  /** String → string labels: at most 16 keys (≤ 64 characters), values ≤ 512 characters. */
+  metadata: JobMetadata.nullable().optional().describe(
+    "String-to-string labels: at most 16 keys of at most 64 characters, values of at most 512",
+  ),
+}).strict();
+
+/** Label field names of the submit body (see {@link JobLabelsInput}). */
+export const JOB_LABEL_FIELDS = ["name", "suffix", "metadata"] as const;
+
+/** A job's labels as stored. */
+export interface JobLabels {
+  name: string | null;
+  metadata: Record<string, string>;
+}
+
+/**
+ * The stored labels of parsed label fields: `name` (or `suffix`), `metadata` (`{}` when absent).
+ * @returns an error message at `suffix` when `name` and `suffix` differ.
+ */
+export function jobLabelsOf(
+  input: z.output<typeof JobLabelsInput>,
+): JobLabels | { path: "suffix"; message: string } {
+  const { name, suffix } = input;
+  if (name != null && suffix != null && name !== suffix) {
+    return {
+      path: "suffix",
+      message:
+        `Cannot use suffix as it names the job like name does and must equal it when both are given: current values are ${
+          JSON.stringify(name)
+        } and ${JSON.stringify(suffix)}`,
+    };
+  }
+  return { name: name ?? suffix ?? null, metadata: input.metadata ?? {} };
+}

@@ -1,0 +1,287 @@
+/**
+ * Jobs by name through the real server (HTTP, Postgres, S3 server) and the CLI: `name` (or
+ * OpenAI's `suffix`) and `metadata` at submit, returned in every job view, filtered in listings;
+ * bad values a 400 naming the field with nothing stored; the list's `model` and `result`.
+ */
+import assert from "node:assert/strict";
+import { failJob, fenceOf, recordMetrics, succeedJob } from "../../jobs/mod.ts";
+import { cliMain } from "../../api/client/cli.ts";
+import type { CliIo } from "../../api/client/cli_io.ts";
+import { serveApi } from "../../api/main.ts";
+import { claimAs, startApiFixture } from "./_fixture.ts";
+
+const fx = await startApiFixture();
+for (const [k, v] of Object.entries({ ...fx.s3Env, DATABASE_URL: fx.url })) Deno.env.set(k, v);
+const api = await serveApi({ port: 0 });
+const base = `http://127.0.0.1:${api.port}`;
+
+async function call(
+  method: string,
+  path: string,
+  options: { key?: string; json?: unknown; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${options.key ?? fx.keyA}`,
+    ...options.headers,
+  };
+  if (options.json !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    body: options.json === undefined ? undefined : JSON.stringify(options.json),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+async function jobCount(): Promise<number> {
+  const [row] = await fx.db.query<{ n: number }>("select count(*)::int as n from jobs");
+  return Number(row.n);
+}
+
+async function cli(args: string[]) {
+  let out = "";
+  let err = "";
+  const env: Record<string, string> = { SEED_API_URL: base, SEED_API_KEY: fx.keyA };
+  const io: CliIo = {
+    out: (t) => out += t,
+    err: (t) => err += t,
+    tty: false,
+    env: (n) => env[n],
+    stdin: () => Promise.resolve(""),
+  };
+  const code = await cliMain(args, io);
+  return { code, out, err };
+}
+
+Deno.test("a job submitted with a name and metadata shows both in every view, and suffix names it too", async () => {
+  const metadata = { team: "nlp", sweep: "lr-3", note: "" };
+  const made = await call("POST", "/v1/jobs", {
+    json: { env: { id: "sokoban" }, name: "sokoban lr 3e-4", metadata },
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  assert.equal(made.body.name, "sokoban lr 3e-4");
+  assert.deepEqual(made.body.metadata, metadata);
+  assert.equal(made.body.model, "builtin:tiny");
+  assert.equal(made.body.result, null);
+  // The labels are not part of the spec (a copy of the spec submits the same training).
+  assert.equal("name" in made.body.spec, false);
+  assert.equal("metadata" in made.body.spec, false);
+  const got = await call("GET", `/v1/jobs/${made.body.id}`);
+  assert.equal(got.body.name, "sokoban lr 3e-4");
+  assert.deepEqual(got.body.metadata, metadata);
+
+  const suffixed = await call("POST", "/v1/jobs", {
+    json: { env: { id: "sokoban" }, suffix: "s1" },
+  });
+  assert.equal(suffixed.status, 201);
+  assert.equal(suffixed.body.name, "s1");
+  assert.deepEqual(suffixed.body.metadata, {});
+  const plain = await call("POST", "/v1/jobs", { json: { env: { id: "sokoban" } } });
+  assert.equal(plain.body.name, null);
+  assert.deepEqual(plain.body.metadata, {});
+  for (const id of [made.body.id, suffixed.body.id, plain.body.id]) {
+    await call("POST", `/v1/jobs/${id}/cancel`);
+  }
+});
+
+Deno.test("bad names and metadata are a 400 naming the field, and nothing is stored", async () => {
+  const before = await jobCount();
+  const cases: [Record<string, unknown>, string][] = [
+    [{ name: "" }, "name"],
+    [{ name: "x".repeat(129) }, "name"],
+    [{ name: "two\nlines" }, "name"],
+    [{ name: 7 }, "name"],
+    [{ name: "a", suffix: "b" }, "suffix"],
+    [{ metadata: { k: 1 } }, "metadata.k"],
+    [{ metadata: { k: "v".repeat(513) } }, "metadata.k"],
+    [{ metadata: { ["k".repeat(65)]: "v" } }, "metadata"],
+    [
+      { metadata: Object.fromEntries([...Array(17).keys()].map((i) => [`k${i}`, "v"])) },
+      "metadata",
+    ],
+    [{ metadata: ["a"] }, "metadata"],
+  ];
+  for (const [labels, path] of cases) {
+    const res = await call("POST", "/v1/jobs", { json: { env: { id: "sokoban" }, ...labels } });
+    assert.equal(res.status, 400, JSON.stringify(labels));
+    assert.ok(
+      res.body.errors.some((e: { path: string }) => e.path.startsWith(path)),
+      `${JSON.stringify(labels)}: ${JSON.stringify(res.body.errors)}`,
+    );
+  }
+  // A spec error and a label error are both reported.
+  const both = await call("POST", "/v1/jobs", {
+    json: { env: { id: "sokoban" }, name: "", random_seed: -1 },
+  });
+  assert.deepEqual(both.body.errors.map((e: { path: string }) => e.path).sort(), [
+    "name",
+    "random_seed",
+  ]);
+  // Exactly 16 keys of 64 characters with values of 512 are accepted.
+  const limits = Object.fromEntries(
+    [...Array(16).keys()].map((i) => [`${i}`.padStart(64, "k"), "v".repeat(512)]),
+  );
+  assert.equal(await jobCount(), before);
+  const ok = await call("POST", "/v1/jobs", {
+    json: { env: { id: "sokoban" }, name: "n".repeat(128), metadata: limits },
+  });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  assert.equal(await jobCount(), before + 1);
+  await call("POST", `/v1/jobs/${ok.body.id}/cancel`);
+});
+
+Deno.test("the same Idempotency-Key with another name is a 409, with the same name the first job", async () => {
+  const key = crypto.randomUUID();
+  const body = { env: { id: "sokoban" }, name: "idem", metadata: { a: "1" } };
+  const first = await call("POST", "/v1/jobs", { json: body, headers: { "idempotency-key": key } });
+  assert.equal(first.status, 201);
+  const again = await call("POST", "/v1/jobs", { json: body, headers: { "idempotency-key": key } });
+  assert.equal(again.status, 200);
+  assert.equal(again.body.id, first.body.id);
+  const renamed = await call("POST", "/v1/jobs", {
+    json: { ...body, name: "other" },
+    headers: { "idempotency-key": key },
+  });
+  assert.equal(renamed.status, 409);
+  await call("POST", `/v1/jobs/${first.body.id}/cancel`);
+});
+
+Deno.test("GET /v1/jobs filters by exact name, name prefix and every metadata pair, per tenant", async () => {
+  const run = crypto.randomUUID().slice(0, 8);
+  const submit = async (name: string, metadata: Record<string, string>, key = fx.keyA) =>
+    (await call("POST", "/v1/jobs", { key, json: { env: { id: "sokoban" }, name, metadata } }))
+      .body.id as string;
+  const a = await submit(`${run}-lr-1`, { run, lr: "1e-3", team: "nlp" });
+  const b = await submit(`${run}-lr-2`, { run, lr: "2e-3", team: "nlp" });
+  const c = await submit(`${run}_x%`, { run, lr: "1e-3", team: "vision" });
+  const other = await submit(`${run}-lr-1`, { run, lr: "1e-3", team: "nlp" }, fx.keyB);
+  const ids = async (query: string) =>
+    ((await call("GET", `/v1/jobs?${query}`)).body.jobs as { id: string }[]).map((j) => j.id);
+
+  assert.deepEqual(await ids(`name=${run}-lr-1`), [a]);
+  assert.deepEqual(await ids(`name_prefix=${run}-lr-`), [b, a]);
+  // `%` and `_` in a prefix are the characters themselves, not patterns.
+  assert.deepEqual(await ids(`name_prefix=${encodeURIComponent(`${run}_x%`)}`), [c]);
+  assert.deepEqual(await ids(`name_prefix=${run}_`), [c]);
+  assert.deepEqual(await ids(`metadata[run]=${run}&metadata[lr]=1e-3`), [c, a]);
+  assert.deepEqual(await ids(`metadata[run]=${run}&metadata[lr]=1e-3&metadata[team]=nlp`), [a]);
+  assert.deepEqual(await ids(`metadata[run]=${run}&status=queued&limit=2`), [c, b]);
+  assert.deepEqual(await ids(`metadata[run]=${run}&metadata[team]=robots`), []);
+  // Paging keeps the filter.
+  const page = await call("GET", `/v1/jobs?metadata[run]=${run}&limit=2`);
+  const next = await call(
+    "GET",
+    `/v1/jobs?metadata[run]=${run}&limit=2&cursor=${page.body.next_cursor}`,
+  );
+  assert.deepEqual(next.body.jobs.map((j: { id: string }) => j.id), [a]);
+  assert.equal(next.body.next_cursor, null);
+
+  const badKey = await call("GET", `/v1/jobs?metadata[${"k".repeat(65)}]=v`);
+  assert.equal(badKey.status, 400);
+  assert.match(badKey.body.errors[0].path, /^metadata/);
+  const badName = await call("GET", `/v1/jobs?name=${"n".repeat(129)}`);
+  assert.equal(badName.status, 400);
+  assert.equal(badName.body.errors[0].path, "name");
+  const twice = await call("GET", `/v1/jobs?metadata[lr]=1&metadata[lr]=2`);
+  assert.equal(twice.status, 400);
+  for (const id of [a, b, c]) await call("POST", `/v1/jobs/${id}/cancel`);
+  await call("POST", `/v1/jobs/${other}/cancel`, { key: fx.keyB });
+});
+
+Deno.test("the list shows each job's model, latest evaluation and failure reason", async () => {
+  const run = crypto.randomUUID().slice(0, 8);
+  const submit = async (name: string) =>
+    (await call("POST", "/v1/jobs", {
+      json: { env: { id: "sokoban" }, name, priority: 1000, metadata: { run } },
+    })).body.id as string;
+  const won = await submit("won");
+  let job = await claimAs(fx.db, won);
+  await recordMetrics(fx.db, fenceOf(job), 0, {
+    "eval/test_seen/success_rate": 0.25,
+    "eval/test_unseen/success_rate": 0.125,
+  });
+  await recordMetrics(fx.db, fenceOf(job), 5, { loss: 1.5 });
+  await recordMetrics(fx.db, fenceOf(job), 10, {
+    "eval/test_seen/success_rate": 0.75,
+    "eval/test_unseen/success_rate": 0.625,
+    "eval/test_seen/score": 3,
+  });
+  await recordMetrics(fx.db, fenceOf(job), 11, { loss: 1 });
+  await succeedJob(fx.db, fenceOf(job));
+  const lost = await submit("lost");
+  job = await claimAs(fx.db, lost);
+  await failJob(fx.db, fenceOf(job), "Cannot train: the environment went away");
+
+  const page = await call("GET", `/v1/jobs?metadata[run]=${run}`);
+  const [l, w] = page.body.jobs;
+  assert.equal(w.id, won);
+  assert.equal(w.model, "builtin:tiny");
+  assert.deepEqual(w.result, { step: 10, success_rate: { test_seen: 0.75, test_unseen: 0.625 } });
+  assert.equal(w.error, null);
+  assert.equal(l.id, lost);
+  assert.equal(l.result, null);
+  assert.equal(l.error, "Cannot train: the environment went away");
+  assert.deepEqual((await call("GET", `/v1/jobs/${won}`)).body.result, w.result);
+
+  const table = await cli(["list", "--metadata", `run=${run}`]);
+  assert.equal(table.code, 0, table.err);
+  const [header, first, second] = table.out.split("\n");
+  assert.match(header, /^ID +NAME +MODEL +METHOD +STATUS/);
+  assert.match(first, new RegExp(`^${lost} +lost +builtin:tiny .* Cannot train: the environment`));
+  assert.match(
+    second,
+    new RegExp(`^${won} +won +builtin:tiny .* test_seen 75%, test_unseen 63% \\(step 10\\)$`),
+  );
+});
+
+Deno.test("the CLI submits with --name and --metadata, filters the list by them and shows them", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const run = crypto.randomUUID().slice(0, 8);
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const submitted = await cli([
+      "submit",
+      `${dir}/spec.json`,
+      "--name",
+      `${run}-cli`,
+      "--metadata",
+      `run=${run}`,
+      "--metadata",
+      "expr=a=b",
+    ]);
+    assert.equal(submitted.code, 0, submitted.err);
+    const id = submitted.out.trim();
+    const status = await cli(["status", id]);
+    assert.match(status.out, new RegExp(`^name +${run}-cli$`, "m"));
+    assert.match(status.out, new RegExp(`^metadata +run=${run}, expr=a=b$`, "m"));
+    for (
+      const args of [["--name", `${run}-cli`], ["--name-prefix", run], ["--metadata", `run=${run}`]]
+    ) {
+      const list = await cli(["list", ...args]);
+      assert.match(list.out.split("\n")[1], new RegExp(`^${id} +${run}-cli +builtin:tiny`));
+      assert.equal(list.out.split("\n").length, 3, list.out);
+    }
+    const none = await cli(["list", "--name", `${run}-none`]);
+    assert.equal(none.out, "");
+    assert.equal(none.err, "no jobs\n");
+    await assert.rejects(
+      cli(["list", "--metadata", "novalue"]),
+      /--metadata novalue as it must be KEY=VALUE/,
+    );
+    await cli(["cancel", id]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "stop the job labels test server and fixture",
+  async fn() {
+    await api.stop();
+    await fx.close();
+    for (const k of [...Object.keys(fx.s3Env), "DATABASE_URL"]) Deno.env.delete(k);
+  },
+  sanitizeOps: false,
+  sanitizeResources: false,
+});
