@@ -224,6 +224,7 @@ const DEMO_ENVS: Record<string, string> = {
   "sokoban-demo": "sokoban",
   "household-demo": "household",
   "sokoban-hard": "sokoban-hard",
+  "household-hard": "household-hard",
 };
 
 /**

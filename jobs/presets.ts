@@ -113,6 +113,21 @@
  * - RL (group 8, lr 3e-4, 256 samples per AdamW step), the analyzer warm-up (192 × 2,
  *   `analyzer_max_new_tokens` 192: household analyses run to 114 tokens at the median, 184 at
  *   most) and the step counts are sokoban's, not tuned for household.
+ *
+ * sokoban-hard and household-hard (builtin:tiny, method seed; bench:learn's envs of the same
+ * names): the regime the paper is about, where after the warm-up most groups are all-fail and
+ * outcome RL has no signal. Measured on 2026-12-06 with `PRESET_OVERRIDES='{"method":"sft",
+ * "random_seed":11,"steps":0,"eval":{"episodes":100},"warmup":{"analyzer":{"episodes":0}}}' deno
+ * run -A bench/tools/preset.ts NAME` (2 threads, shared 2-core machine; bench/RESULTS.md):
+ * - sokoban-hard: 7×7 rooms with two boxes, the demo's options and warm-up recipe (skills in every
+ *   epoch) plus corrective samples (`corrective_share` 0.25), no success target (it is never
+ *   reached), 10 epochs (900 steps, 617 s): the held-out check stayed at 6–16% throughout (a
+ *   uniformly random policy wins 10% of these train tasks), test_seen / test_unseen 20% / 4%, skill
+ *   check 14% without / 16% with the reference skill, Δ on lost tokens −0.005 nats: the policy
+ *   barely reads a skill. One box with `min_moves` 7 (longer plans) did no better: 1,200 steps,
+ *   3% / 3%, skill check 3% / 2%, Δ −0.004.
+ * - household-hard: all six families (the demo household preset keeps the two short ones), its
+ *   options and 8 epochs with skills in the last 3, plus corrective samples and the skill check.
  */
 import type { JobSpecInput } from "./spec.ts";
 
@@ -143,8 +158,9 @@ const SHARED = {
 };
 
 /**
- * Tuned JobSpecs by environment id (see module doc; measured numbers in bench/RESULTS.md): `sokoban`
- * is the demo's, `household` is bench:learn's `household-demo`.
+ * Tuned JobSpecs by name, each starting with its environment id (see module doc; measured numbers in
+ * bench/RESULTS.md): `sokoban` is the demo's, `household` is bench:learn's `household-demo`,
+ * `sokoban-hard` and `household-hard` the sparse-signal presets of bench:learn's envs of those names.
  */
 export const DEMO_PRESETS: Record<string, JobSpecInput> = {
   sokoban: {
@@ -201,6 +217,66 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
     warmup: {
       policy: { episodes: 400, epochs: 12, skill_epochs: 3, lr: 2e-3, batch_size: 32 },
       analyzer: SHARED.analyzerWarmup,
+    },
+    ...SHARED.schedule,
+  },
+  "household-hard": {
+    method: "seed",
+    model: { base: "builtin:tiny" },
+    env: {
+      id: "household",
+      options: { prompt: "compact", status_line: true, expert: "search" },
+      history: 0,
+    },
+    rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 16 },
+    seed: {
+      analyzer_max_new_tokens: 192,
+      analyzer_max_steps: 3,
+      analyzer_max_field_chars: 200,
+    },
+    optim: SHARED.optim,
+    warmup: {
+      policy: {
+        episodes: 400,
+        epochs: 8,
+        skill_epochs: 3,
+        lr: 2e-3,
+        batch_size: 32,
+        corrective_share: 0.25,
+        check_episodes: 64,
+      },
+      analyzer: SHARED.analyzerWarmup,
+    },
+    ...SHARED.schedule,
+  },
+  "sokoban-hard": {
+    method: "seed",
+    model: { base: "builtin:tiny" },
+    env: {
+      id: "sokoban",
+      options: { size: 7, boxes: 2, relative_positions: true, prompt: "compact" },
+      max_turns: 20,
+      history: 0,
+    },
+    rollout: { tasks_per_step: 8, group_size: 8, temperature: 1, max_new_tokens: 8 },
+    seed: {
+      analyzer_max_new_tokens: 96,
+      analyzer_max_steps: 1,
+      analyzer_max_field_chars: 200,
+    },
+    optim: SHARED.optim,
+    warmup: {
+      policy: {
+        episodes: 400,
+        epochs: 10,
+        lr: 2e-3,
+        lr_schedule: "cosine",
+        batch_size: 32,
+        corrective_share: 0.25,
+        check_every: 56,
+        check_episodes: 64,
+      },
+      analyzer: { ...SHARED.analyzerWarmup, episodes: 512, epochs: 3 },
     },
     ...SHARED.schedule,
   },
