@@ -129,9 +129,10 @@
  * - household-hard: all six families (the demo household preset keeps the two short ones), its
  *   options and 8 epochs with skills in the last 3, plus corrective samples (0.25) and the skill
  *   check: 1,155 steps (302 s), test_seen / test_unseen 10% / 11% (pick_two_and_place 0%, clean,
- *   heat and cool 0–20%), at least 56% / 69% of groups of 8 all-fail (bound from the per-family
- *   success), skill check 12.5% without / 9.4% with the workflow skill but Δ on lost tokens −0.39
- *   nats: the policy reads avoidance skills, not yet workflows. The regime preset to compare arms on.
+ *   heat and cool 0–20%), 56% of groups of 8 all-fail in the first update's rollouts (18 of 32,
+ *   `all_fail_group_share`), skill check 12.5% without / 9.4% with the workflow skill but Δ on
+ *   lost tokens −0.39 nats: the policy reads avoidance skills, not yet workflows. The regime
+ *   preset to compare arms on (one seed so far).
  */
 import type { JobSpecInput } from "./spec.ts";
 
