@@ -21,6 +21,7 @@ export const SIGNAL_METRICS = [
   "skill_truthful_rate",
   "skill_truthful_won_rate",
   "skill_truthful_lost_rate",
+  "all_fail_group_share",
 ] as const;
 
 /** One metric name of {@link SIGNAL_METRICS}. */

@@ -1,8 +1,9 @@
 /**
  * `deno task bench:learn`: learning curves of the paper's arms over seeds (bench/README.md).
  *
- * For each seed and environment (sokoban and household by default; `sokoban-demo` and
- * `household-demo` are the tuned presets of jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
+ * For each seed and environment (sokoban and household by default; `sokoban-demo`,
+ * `household-demo` and `household-hard` (all six families, the sparse-signal regime) are the
+ * presets of jobs/presets.ts; `search` is search-augmented QA; the vision tasks `sokoban-image` and
  * `ezpoints` run builtin:tiny-vl on image observations, `ezpoints-text` builtin:tiny on the text
  * render of the same game): one warm-up job (`sft`: policy SFT and analyzer SFT) makes a
  * checkpoint; one RL job per arm of `--arms` (default `grpo,seed`; bench/_learn_arms.ts: `grpo`,
@@ -218,10 +219,11 @@ const ENV_SETTINGS: Record<string, Partial<JobSpecInput>> = {
   },
 };
 
-/** Bench envs that run a `DEMO_PRESETS` entry (jobs/presets.ts), by the preset's env id. */
+/** Bench envs that run a `DEMO_PRESETS` entry (jobs/presets.ts), by the preset's name. */
 const DEMO_ENVS: Record<string, string> = {
   "sokoban-demo": "sokoban",
   "household-demo": "household",
+  "household-hard": "household-hard",
 };
 
 /**
@@ -329,7 +331,23 @@ for (const seed of seeds) {
       await handler(warm.ctx);
       await warmupToCache(warmupSpec(envId, seed), warm.ctx.jobId);
     }
-    log(`${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached}` : "done"}`);
+    log(
+      `${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached}` : "done"}${
+        cached ? "" : warmupSummary(warm.metrics.get(0))
+      }`,
+    );
+    if (!cached) {
+      metricLines.push(
+        JSON.stringify({
+          env: envId,
+          arm: "warmup",
+          method: "sft",
+          seed,
+          step: 0,
+          metrics: warm.metrics.get(0),
+        }),
+      );
+    }
     const runIds: string[] = [];
     for (const arm of arms) {
       const method = ARMS[arm].method;
@@ -421,6 +439,21 @@ console.log(
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
   }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn_signal.csv, learn.svg, metrics.jsonl`,
 );
+
+/**
+ * The warm-up's held-out check and skill check (workers/seed/README.md, "Warm-up") as a log-line
+ * tail: the last check's success, and success without / with the reference skill and Δ on lost
+ * trajectories' tokens (nats per token); "" when the warm-up ran no checks.
+ */
+function warmupSummary(m: Record<string, number> | undefined): string {
+  if (m === undefined || m.warmup_skill_check_episodes === undefined) return "";
+  const check = m.warmup_policy_check_success;
+  return `; ${check === undefined ? "" : `held-out check ${pct(check)}, `}skill check ${
+    pct(m.warmup_skill_check_success)
+  } without / ${pct(m.warmup_skill_check_success_with_skill)} with the skill, Δ lost ${
+    m.warmup_skill_check_delta_lost.toFixed(3)
+  }`;
+}
 
 /** The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag). */
 async function cacheDir(spec: JobSpecInput): Promise<string | null> {

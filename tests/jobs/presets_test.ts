@@ -9,10 +9,17 @@ Deno.test("the demo submits the trainer's tuned sokoban preset", () => {
   assert.equal(SOKOBAN_SEED, DEMO_PRESETS.sokoban);
 });
 
-Deno.test("every demo preset is a valid JobSpec for its environment", () => {
-  for (const [envId, spec] of Object.entries(DEMO_PRESETS)) {
-    assert.equal(parseJobSpec(spec).env.id, envId);
+Deno.test("every demo preset is a valid JobSpec for the environment its name starts with", () => {
+  for (const [name, spec] of Object.entries(DEMO_PRESETS)) {
+    assert.equal(parseJobSpec(spec).env.id, name.split("-")[0]);
   }
+});
+
+Deno.test("the hard preset draws all six household families, with the skill check", () => {
+  const household = parseJobSpec(DEMO_PRESETS["household-hard"]);
+  assert.equal(household.env.options.families, undefined, "no family filter: all six");
+  assert.ok(household.warmup.policy.check_episodes > 0, "the warm-up's skill check runs");
+  assert.equal(household.experimental.corrective_share, 0.25);
 });
 
 Deno.test("the JobSpec reference's fuller example is the demo preset, verbatim", async () => {
@@ -44,7 +51,8 @@ function reasonOf(path: string): string | undefined {
 }
 
 Deno.test("a preset sets only fields that differ from the schema defaults, each listed with its reason", () => {
-  for (const [envId, preset] of Object.entries(DEMO_PRESETS)) {
+  for (const [name, preset] of Object.entries(DEMO_PRESETS)) {
+    const envId = name.split("-")[0];
     const defaults = new Map(leaves(parseJobSpec({ env: { id: envId } })));
     const maxTurns = ENV_CATALOG.envs.find((e) => e.id === envId)?.default_max_turns;
     defaults.set("env.max_turns", maxTurns);

@@ -15,6 +15,8 @@
  *   probability of good actions and lowers that of bad ones.
  * - `zero_advantage_group_share`: share of GRPO groups (samples of one rollout group, `taskIndex`,
  *   see advantage.ts) whose advantages are all zero: such a group gives no policy-gradient signal.
+ * - `all_fail_group_share`: share of groups none of whose trajectories was won (no outcome signal;
+ *   with an invalid-action penalty their advantages need not be zero).
  * - `skills_judged`, `skill_well_formed_rate`, `skill_truthful_rate`: of this step's parsed
  *   skills, the share the environment's reference-analyzer grammar accepts and the share equal to
  *   the reference analysis of the same trajectory (`judgeSkill`, workers/envs/skill_judge.ts).
@@ -34,6 +36,7 @@ export const SIGNAL_METRIC_NAMES = [
   "old_logprob_won_mean",
   "teacher_gap_advantage_corr",
   "zero_advantage_group_share",
+  "all_fail_group_share",
   "skills_judged",
   "skill_well_formed_rate",
   "skill_truthful_rate",
@@ -118,7 +121,20 @@ export function teacherGapMetrics(
   put("old_logprob_won_mean", mean(wonOld));
   put("teacher_gap_advantage_corr", pearson(sampleGap, sampleAdvantage));
   put("zero_advantage_group_share", zeroAdvantageGroupShare(samples));
+  put("all_fail_group_share", allFailGroupShare(samples));
   return out;
+}
+
+/**
+ * Share of GRPO groups (by `taskIndex`) in which no sample's trajectory was won: groups whose
+ * outcome gives no signal, even where an invalid-action penalty spreads their advantages (so
+ * `zero_advantage_group_share` misses them); undefined when there are no samples.
+ */
+export function allFailGroupShare(samples: readonly SignalSample[]): number | undefined {
+  const allFail = new Map<number, boolean>();
+  for (const s of samples) allFail.set(s.taskIndex, (allFail.get(s.taskIndex) ?? true) && !s.won);
+  if (allFail.size === 0) return undefined;
+  return [...allFail.values()].filter((f) => f).length / allFail.size;
 }
 
 /**

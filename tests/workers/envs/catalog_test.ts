@@ -8,6 +8,7 @@ Deno.test("the catalog describes every built-in with its options schema, default
   assert.deepEqual(sokoban.defaults, {
     size: 6,
     boxes: 1,
+    min_moves: 3,
     end_on_deadlock: true,
     relative_positions: false,
     prompt: "full",

@@ -6,6 +6,7 @@ import {
   type Trajectory,
 } from "../../../workers/envs/mod.ts";
 import {
+  allFailGroupShare,
   pearson,
   signalMetrics,
   skillQualityMetrics,
@@ -53,7 +54,7 @@ Deno.test("undefined signal metrics are left out, never NaN or a made-up 0", () 
   assert.equal("teacher_gap_lost_mean" in constantA, false); // the lost one has no teacher
   close(constantA.teacher_gap_won_mean, 0.5);
   const noTeacher = teacherGapMetrics(SAMPLES, [null, null, null, null]);
-  assert.deepEqual(noTeacher, { zero_advantage_group_share: 0.5 });
+  assert.deepEqual(noTeacher, { zero_advantage_group_share: 0.5, all_fail_group_share: 0 });
   assert.deepEqual(teacherGapMetrics([], []), {});
   assert.equal(pearson([1, 1, 1], [1, 2, 3]), undefined);
   assert.throws(() => teacherGapMetrics(SAMPLES, GAPS.slice(1)), /one entry per sample/);
@@ -112,4 +113,23 @@ Deno.test("skill quality: shares of well-formed and truthful parsed skills, judg
   assert.deepEqual(await skillQualityMetrics(env, trajectories, new Map()), {});
   const all = await signalMetrics({ env, samples: SAMPLES, gaps: GAPS, trajectories, analyses });
   assert.deepEqual(all, { ...teacherGapMetrics(SAMPLES, GAPS), ...m });
+});
+
+Deno.test("all-fail groups are counted by outcome, also where a penalty spreads their advantages", () => {
+  const samples = [
+    // Group 0: both lost, advantages spread by an invalid-action penalty (not all zero).
+    { taskIndex: 0, won: false, advantage: 0.7 },
+    { taskIndex: 0, won: false, advantage: -0.7 },
+    // Group 1: one of three won.
+    { taskIndex: 1, won: false, advantage: -0.5 },
+    { taskIndex: 1, won: true, advantage: 1 },
+    { taskIndex: 1, won: false, advantage: -0.5 },
+    // Group 2: all lost with equal scores (advantages 0).
+    { taskIndex: 2, won: false, advantage: 0 },
+    { taskIndex: 2, won: false, advantage: 0 },
+  ];
+  close(allFailGroupShare(samples), 2 / 3);
+  close(zeroAdvantageGroupShare(samples), 1 / 3); // group 0 is all-fail yet has a signal
+  close(teacherGapMetrics(samples, samples.map(() => null)).all_fail_group_share, 2 / 3);
+  assert.equal(allFailGroupShare([]), undefined);
 });

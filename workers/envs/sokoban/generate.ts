@@ -5,9 +5,10 @@
  * 2. Targets and the player on random floor cells; boxes start on the targets.
  * 3. Reverse play (gym-sokoban, Schrader 2018): the player walks randomly and pulls boxes. Every
  *    pull undone is a legal push, so the reached state can be solved by replaying it backwards.
- * 4. The level is kept when no box starts on a target and the BFS solver finds a plan of at most
- *    {@link MAX_SOLUTION_MOVES} moves (so the default turn limit leaves slack); otherwise we retry
- *    with the next draws of the same seeded generator.
+ * 4. The level is kept when no box starts on a target and the BFS solver finds a shortest plan of
+ *    at least `minMoves` ({@link MIN_SOLUTION_MOVES} unless asked for more: the harder levels of
+ *    the `min_moves` option) and at most {@link MAX_SOLUTION_MOVES} moves (so the default turn
+ *    limit leaves slack); otherwise we retry with the next draws of the same seeded generator.
  *
  * Layout families (what makes `test_unseen` held out):
  * - `carved` (splits `train` and `test_seen`): gym-sokoban's random-walk carving of 3×3 patterns
@@ -62,13 +63,27 @@ export function hasPillar(room: Room): boolean {
   return false;
 }
 
-/** Generates one level; same `(seed, size, boxes, family)` → same level. */
+/**
+ * Generates one level; same `(seed, size, boxes, family, minMoves)` → same level. `minMoves`
+ * (default {@link MIN_SOLUTION_MOVES}, at most {@link MAX_SOLUTION_MOVES}) is the fewest moves its
+ * shortest plan may take; a level drawn with the default is the one every earlier version gave.
+ * @throws LevelGenerationError when no draw of the seed passes (never seen for allowed options).
+ */
 export function generateLevel(
   seed: number,
   size: number,
   boxes: number,
   family: LayoutFamily,
+  minMoves: number = MIN_SOLUTION_MOVES,
 ): Level {
+  if (
+    !Number.isInteger(minMoves) || minMoves < MIN_SOLUTION_MOVES || minMoves > MAX_SOLUTION_MOVES
+  ) {
+    throw new LevelGenerationError(
+      `Cannot generate level as minMoves must be an integer in ${MIN_SOLUTION_MOVES}–` +
+        `${MAX_SOLUTION_MOVES}: current value is ${minMoves}`,
+    );
+  }
   const rng = new Rng(seed);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const walls = family === "carved" ? carvedWalls(rng, size) : pillaredWalls(rng, size);
@@ -85,12 +100,12 @@ export function generateLevel(
     const start = reversePlay(rng, room, end, 10 * size + rng.int(10 * size));
     if (start.boxes.some((b) => targets.includes(b))) continue;
     const solution = solve(room, start, { maxDepth: MAX_SOLUTION_MOVES, maxStates: 200_000 });
-    if (solution === null || solution.length < MIN_SOLUTION_MOVES) continue;
+    if (solution === null || solution.length < minMoves) continue;
     return { room, start, solution };
   }
   throw new LevelGenerationError(
     `Cannot generate level as ${MAX_ATTEMPTS} attempts must suffice: current value is seed ` +
-      `${seed}, size ${size}, boxes ${boxes}, family ${family}`,
+      `${seed}, size ${size}, boxes ${boxes}, family ${family}, minMoves ${minMoves}`,
   );
 }
 

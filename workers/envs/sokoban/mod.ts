@@ -1,7 +1,9 @@
 /**
  * The built-in `sokoban` environment (RAGEN / verl-agent text Sokoban).
  *
- * Options: `size` (room side with walls, 6–10, default 6), `boxes` (1–3, default 1),
+ * Options: `size` (room side with walls, 6–10, default 6), `boxes` (1–3, default 1), `min_moves`
+ * (fewest moves of a level's shortest plan, 3–14, default 3: harder levels above it; task ids then
+ * end their size segment in `-m{n}`, e.g. `sokoban/train/7x7-2-m8/{seed}`),
  * `end_on_deadlock` (end the episode once a box can no longer reach a target, default true),
  * `relative_positions` (a line under the grid with each box's and target's rows and columns from
  * the player, default false), `prompt` (`full`, the verl-agent turn prompt, or `compact`: task
@@ -38,7 +40,13 @@ import { SOKOBAN_SKILL_GRAMMAR, SOKOBAN_SKILL_PATTERNS } from "./judge.ts";
 import { SokobanEpisode } from "./episode.ts";
 import { FEEDBACK_TEMPLATES } from "./feedback.ts";
 import { SokobanExpert } from "./expert.ts";
-import { generateLevel, type LayoutFamily, type Level } from "./generate.ts";
+import {
+  generateLevel,
+  type LayoutFamily,
+  type Level,
+  MAX_SOLUTION_MOVES,
+  MIN_SOLUTION_MOVES,
+} from "./generate.ts";
 import { SOKOBAN_PALETTE, SOKOBAN_TILE_PX } from "./render.ts";
 import { DIRECTIONS, SYMBOLS } from "./room.ts";
 import { seedOf } from "../_rng.ts";
@@ -49,6 +57,12 @@ export const sokobanOptionsSchema = z.strictObject({
   size: z.number().int().min(6).max(10).default(6),
   /** Boxes (and targets). */
   boxes: z.number().int().min(1).max(3).default(1),
+  /**
+   * Fewest moves the level's shortest plan takes (3–14): above the default 3, only levels that
+   * need at least this many moves are kept (harder levels).
+   */
+  min_moves: z.number().int().min(MIN_SOLUTION_MOVES).max(MAX_SOLUTION_MOVES)
+    .default(MIN_SOLUTION_MOVES),
   /** End the episode (lost) as soon as a box stands on a cell from which no target is reachable. */
   end_on_deadlock: z.boolean().default(true),
   /** Add a line under the grid: every box and target as rows and columns from the player. */
@@ -98,10 +112,16 @@ function levelOf(task: Task): { level: Level; options: SokobanOptions } {
     );
   }
   const options = parseEnvOptions("sokoban", sokobanOptionsSchema, task.options);
-  const key = `${task.split}/${task.seed}/${options.size}/${options.boxes}`;
+  const key = `${task.split}/${task.seed}/${options.size}/${options.boxes}/${options.min_moves}`;
   let level = levelCache.get(key);
   if (level === undefined) {
-    level = generateLevel(task.seed, options.size, options.boxes, layoutFamilyOf(task.split));
+    level = generateLevel(
+      task.seed,
+      options.size,
+      options.boxes,
+      layoutFamilyOf(task.split),
+      options.min_moves,
+    );
     if (levelCache.size >= 4096) levelCache.delete(levelCache.keys().next().value!);
     levelCache.set(key, level);
   }
@@ -135,9 +155,15 @@ export const sokobanEnvironment: Environment = {
     const opts = parseEnvOptions("sokoban", sokobanOptionsSchema, options);
     const tasks: Task[] = [];
     // Text tasks keep their former options (no `render` key) and ids; image tasks differ in both.
-    const { render, ...rest } = opts;
-    const taskOptions = render === "image" ? { ...rest, render } : rest;
-    const suffix = render === "image" ? "-image" : "";
+    // So do tasks at the default `min_moves` (no key; ids without `-m{n}`).
+    const { render, min_moves: minMoves, ...rest } = opts;
+    const taskOptions = {
+      ...rest,
+      ...(minMoves !== MIN_SOLUTION_MOVES ? { min_moves: minMoves } : {}),
+      ...(render === "image" ? { render } : {}),
+    };
+    const suffix = (minMoves !== MIN_SOLUTION_MOVES ? `-m${minMoves}` : "") +
+      (render === "image" ? "-image" : "");
     for (let i = 0; i < count; i++) {
       const taskSeed = seedOf("sokoban", split, seed, i);
       tasks.push({
