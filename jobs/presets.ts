@@ -30,11 +30,11 @@
  *   skill phase). Seeds 11–15 at 2 threads and 11–13 at 1 (bench/RESULTS.md): every run left the
  *   plateau after 336–672 steps, test_seen 43–68% (the fixed 784 steps above ranged ~16–97%); the
  *   skill check found skills read on 1 of 8 runs. Tried on 2026-12-06 and not adopted:
- *   `corrective_share` 0.5 with a check every 28 steps (bench:learn warm-ups, seeds 11–13 at 2
+ *   `corrective_share` 0.5 with a check every 28 steps (bench:learn warm-ups, seeds 11–14 at 2
  *   threads, bench/README.md "Does SEED help?"): the stop lands nearer the target (checks 48, 45,
- *   47% vs 62, 45, 70%) but skills stay unread (Δ lost −0.004, −0.008, −0.001 nats; success with
- *   the reference skill −3, +5, 0 points), test_seen at step 0 still 36–64%, and an epoch has
- *   1.5× the steps.
+ *   47, 47% vs 62, 45, 70, 72%) but skills stay unread (Δ lost −0.004 to −0.012 nats; success
+ *   with the reference skill −8 to +5 points), test_seen at step 0 still 24–64%, an epoch has
+ *   1.5× the steps and seed 14 took 1,316 of them (504 without).
  * - analyzer warm-up 512 trajectories × 3 epochs since 2026-12-02 (household keeps 192 × 2): with
  *   192 × 2 the analyzer wrote one workflow for nearly every won trajectory
  *   (the analyzer probe (bench/RESULTS.md) on seed 1's warm-up: "push it left then up" for 97 of 124, truthful
