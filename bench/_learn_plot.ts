@@ -87,3 +87,60 @@ export function learnPlot(means: readonly MeanRow[], seeds: number): string {
     envs.length * H + 24
   }"><rect width="100%" height="100%" fill="#fff"/>${panels.join("")}${legend}</svg>\n`;
 }
+
+/**
+ * The same curves as Mermaid `xychart-beta` blocks for Markdown (README sections render them on
+ * GitHub; no image is committed): one chart per (env, split), x = training samples, y = mean
+ * success in percent, one line per arm in the colours of `learn.svg`. Mermaid draws no bands and
+ * no legend, so the title names the arms in line order and the caption line after each block
+ * gives each point's 95% t-interval half-width over seeds.
+ */
+export function learnMermaid(means: readonly MeanRow[], seeds: number): string[] {
+  const envs = [...new Set(means.map((m) => m.env))];
+  const arms = [...new Set(means.map((m) => m.arm))];
+  const colorOf = (arm: string) => COLORS[arm] ?? SPARE[arms.indexOf(arm) % SPARE.length];
+  const out: string[] = [];
+  for (const env of envs) {
+    for (const split of SPLITS) {
+      const mine = means.filter((m) => m.env === env && m.split === split);
+      if (mine.length === 0) continue;
+      const samples = [...new Set(mine.map((m) => m.samples))].sort((a, b) => a - b);
+      const present = arms.filter((a) => mine.some((m) => m.arm === a));
+      const at = (arm: string, s: number) =>
+        mine.find((m) => m.arm === arm && m.samples === s)?.success;
+      const init = {
+        themeVariables: { xyChart: { plotColorPalette: present.map(colorOf).join(", ") } },
+      };
+      out.push(
+        "```mermaid",
+        `%%{init: ${JSON.stringify(init)}}%%`,
+        "xychart-beta",
+        `  title "${env} · ${split}: ${present.join(", ")} (mean of ${seeds} seed(s))"`,
+        `  x-axis "training samples" [${samples.join(", ")}]`,
+        `  y-axis "success %" 0 --> 100`,
+        ...present.map((arm) =>
+          `  line [${
+            samples.map((s) => {
+              const v = at(arm, s)?.mean;
+              return v === undefined || !Number.isFinite(v) ? "0" : (100 * v).toFixed(1);
+            }).join(", ")
+          }]`
+        ),
+        "```",
+        "",
+        `${env} · ${split}, ± 95% t-interval over seeds at ${samples.join(" / ")} samples: ${
+          present.map((arm) =>
+            `${arm} ${
+              samples.map((s) => {
+                const h = at(arm, s)?.half;
+                return h === undefined || !Number.isFinite(h) ? "n/a" : `±${(100 * h).toFixed(1)}`;
+              }).join(" / ")
+            }`
+          ).join("; ")
+        }`,
+        "",
+      );
+    }
+  }
+  return out;
+}

@@ -417,3 +417,76 @@ export function summaryTable(s: LearnSummary): string[] {
   }
   return out;
 }
+
+/** Which RL run a metrics map belongs to, and the sizes its rows need. */
+export interface RunInfo {
+  env: string;
+  arm: string;
+  method: string;
+  seed: number;
+  /** Training episodes per update: B × G. */
+  samplesPerStep: number;
+  /** Evaluation episodes per split. */
+  episodes: number;
+}
+
+/**
+ * One RL run's evaluation rows (one per step and split with `eval/<split>/success_rate`) and its
+ * timing (mean `step_seconds` over updates ≥ 1, per-phase means from `seconds_<phase>` without
+ * `seconds_eval` and from {@link SEED_PARTS}' `<part>_seconds`, mean `analyzer_parse_rate`), from
+ * its metrics by step. Used on a live run and on `metrics.jsonl` lines alike (`--report`).
+ */
+export function runReport(
+  run: RunInfo,
+  metrics: ReadonlyMap<number, Readonly<Record<string, number>>>,
+): { rows: SeedRow[]; timing: RunTiming } {
+  const stepSeconds: number[] = [], parseRates: number[] = [];
+  const phaseSums: Record<string, number> = {};
+  const rows: SeedRow[] = [];
+  for (const [step, m] of [...metrics].sort((a, b) => a[0] - b[0])) {
+    if (step > 0 && typeof m.step_seconds === "number") {
+      stepSeconds.push(m.step_seconds);
+      for (const [k, v] of Object.entries(m)) {
+        const phase = k.startsWith("seconds_") && k !== "seconds_eval"
+          ? k.slice("seconds_".length)
+          : k.endsWith("_seconds") && k.slice(0, -"_seconds".length) in SEED_PARTS
+          ? k.slice(0, -"_seconds".length)
+          : null;
+        if (phase !== null) phaseSums[phase] = (phaseSums[phase] ?? 0) + v;
+      }
+    }
+    if (step > 0 && typeof m.analyzer_parse_rate === "number") {
+      parseRates.push(m.analyzer_parse_rate);
+    }
+    for (const split of ["test_seen", "test_unseen"]) {
+      const sr = m[`eval/${split}/success_rate`];
+      if (sr === undefined) continue;
+      rows.push({
+        env: run.env,
+        arm: run.arm,
+        method: run.method,
+        seed: run.seed,
+        step,
+        samples: step * run.samplesPerStep,
+        split,
+        success_rate: sr,
+        score: m[`eval/${split}/score`],
+        episodes: run.episodes,
+      });
+    }
+  }
+  const updates = Math.max(1, stepSeconds.length);
+  return {
+    rows,
+    timing: {
+      env: run.env,
+      arm: run.arm,
+      seed: run.seed,
+      secondsPerUpdate: stepSeconds.reduce((a, b) => a + b, 0) / updates,
+      phaseSeconds: Object.fromEntries(
+        Object.entries(phaseSums).map(([k, v]) => [k, v / updates]),
+      ),
+      parseRate: parseRates.length ? mean(parseRates) : null,
+    },
+  };
+}

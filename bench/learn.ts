@@ -26,15 +26,25 @@
  *   lost trajectories' tokens, corr(Δ, A), the share of all-zero-advantage groups, the analyzer
  *   parse rate, skill well-formedness and truthfulness (bench/_learn_signal.ts);
  * - `<out>/metrics.jsonl`: every RL job's metrics, one line per (env, arm, seed, step), so two
- *   runs (e.g. before and after a change) can be diffed metric by metric.
+ *   runs (e.g. before and after a change) can be diffed metric by metric;
+ * - `<out>/learn_warmup.csv` and `<out>/warmup.jsonl`: per (env, seed) the warm-up's step-0
+ *   metrics — SFT steps, the last held-out check, the skill check (success without / with the
+ *   reference skill, Δ on lost tokens) — the regime every arm starts from (bench/_learn_warmup.ts).
  * At the end a Markdown table, the samples each arm needs to reach the baseline's final mean
- * success, and seconds per update of each arm go to stdout. Statistics: bench/_learn_stats.ts.
+ * success, seconds per update of each arm, the warm-ups' table and the curves as Mermaid
+ * `xychart-beta` blocks (for a README) go to stdout. Statistics: bench/_learn_stats.ts.
+ *
+ * `--threads N` sets onnxruntime's intra-op threads (default 2; another count changes the float
+ * reductions, standing in for another CPU). `--report dir1,dir2,…` runs nothing: it summarises
+ * earlier runs' output folders as one run (their `metrics.jsonl` and `warmup.jsonl`), so seeds can
+ * run as separate processes and be reported together.
  *
  *     deno task bench:learn [--arms grpo,seed] [--baseline grpo]
  *       [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
  *       [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
  *       [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
- *       [--base-extra '{"seed":{"analyzer_max_steps":20}}'] [--warmup-cache DIR]
+ *       [--base-extra '{"seed":{"analyzer_max_steps":20}}'] [--warmup-cache DIR] [--threads 2]
+ *     deno task bench:learn --report out1,out2 [--arms grpo,seed] [--baseline grpo] [--out DIR]
  *
  * `--seeds N` runs seeds `--seed` … `--seed`+N−1; `--seed-list` names them. `--opd-coef` sets
  * λ_opd (`seed.opd_coef`) of the RL jobs; `--extra` is a JSON object deep-merged into every RL
@@ -57,14 +67,16 @@ import { createSeedHandler } from "../workers/seed/run/handler.ts";
 import { type CheckpointShelf, memoryContext } from "./_memory_context.ts";
 import {
   diffCsv,
+  type RunInfo,
+  runReport,
   type RunTiming,
-  SEED_PARTS,
   seedCsv,
   type SeedRow,
   summarize,
   summaryTable,
 } from "./_learn_report.ts";
-import { learnPlot } from "./_learn_plot.ts";
+import { learnMermaid, learnPlot } from "./_learn_plot.ts";
+import { warmupCsv, type WarmupRow, warmupRow, warmupTable } from "./_learn_warmup.ts";
 import { signalCsv, type SignalRow, signalRows, signalSummary } from "./_learn_signal.ts";
 import { ARMS, parseArms } from "./_learn_arms.ts";
 
@@ -85,6 +97,8 @@ const { values: args } = parseArgs({
     "base-extra": { type: "string" },
     "warmup-cache": { type: "string" },
     arms: { type: "string", default: "grpo,seed" },
+    threads: { type: "string", default: "2" },
+    report: { type: "string" },
     baseline: { type: "string", default: "grpo" },
   },
 });
@@ -134,6 +148,10 @@ const { arms, baseline } = (() => {
 const steps = intFlag("steps", args.steps), evalEvery = intFlag("eval-every", args["eval-every"]);
 const warmupEpisodes = intFlag("warmup-episodes", args["warmup-episodes"]);
 const evalEpisodes = intFlag("eval-episodes", args["eval-episodes"]);
+const threads = intFlag("threads", args.threads);
+if (threads < 1) {
+  usage(`Cannot use --threads as it must be at least 1: current value is ${threads}`);
+}
 
 /** The RL jobs' overrides: `--opd-coef`, then `--extra` (validated here, before any job runs). */
 const rlExtra: Record<string, unknown> = {};
@@ -304,168 +322,224 @@ for (const name of envNames) {
 const rows: SeedRow[] = [];
 const timings: RunTiming[] = [];
 const signal: SignalRow[] = [];
+const warmups: WarmupRow[] = [];
 const metricLines: string[] = [];
+const warmupLines: string[] = [];
 const shelf: CheckpointShelf = new Map();
-const handler = createSeedHandler();
 const t0 = performance.now();
-const totalJobs = seeds.length * envNames.length * (1 + arms.length);
-let jobsDone = 0;
-const log = (msg: string) =>
-  console.error(
-    `[${((performance.now() - t0) / 1000).toFixed(0)}s ${++jobsDone}/${totalJobs}] ${msg}`,
-  );
 const pct = (x: number | undefined) => x === undefined ? "—" : `${(100 * x).toFixed(1)}%`;
 await Deno.mkdir(args.out, { recursive: true });
 /** The run's settings, on stderr at the start and on stdout at the end (a variant's record). */
-const settings = `arms ${arms.join(",")} (baseline ${baseline}); seeds ${seeds.join(",")}; ` +
-  `envs ${envNames.join(",")}; steps ${steps}, ` +
-  `eval every ${evalEvery}; RL overrides ${JSON.stringify(rlExtra)}; every job's overrides ` +
-  JSON.stringify(baseExtra);
+const settings = args.report !== undefined
+  ? `report of ${args.report} (baseline ${baseline})`
+  : `arms ${arms.join(",")} (baseline ${baseline}); seeds ${seeds.join(",")}; ` +
+    `envs ${envNames.join(",")}; steps ${steps}, ` +
+    `eval every ${evalEvery}, ${evalEpisodes} evaluation episodes per split; ${threads} ` +
+    `thread(s); RL overrides ${JSON.stringify(rlExtra)}; every job's overrides ` +
+    JSON.stringify(baseExtra);
 console.error(`bench:learn: ${settings}`);
 
-for (const seed of seeds) {
-  for (const envId of envNames) {
-    const warm = memoryContext(warmupSpec(envId, seed), { shelf });
-    const cached = await warmupFromCache(warmupSpec(envId, seed), warm.ctx.jobId);
-    if (!cached) {
-      await handler(warm.ctx);
-      await warmupToCache(warmupSpec(envId, seed), warm.ctx.jobId);
-    }
-    log(
-      `${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached}` : "done"}${
-        cached ? "" : warmupSummary(warm.metrics.get(0))
-      }`,
-    );
-    if (!cached) {
-      metricLines.push(
-        JSON.stringify({
-          env: envId,
-          arm: "warmup",
-          method: "sft",
-          seed,
-          step: 0,
-          metrics: warm.metrics.get(0),
-        }),
-      );
-    }
-    const runIds: string[] = [];
-    for (const arm of arms) {
-      const method = ARMS[arm].method;
-      const run = memoryContext(rlSpec(envId, seed, arm, warm.ctx.jobId), { shelf });
-      await handler(run.ctx);
-      runIds.push(run.ctx.jobId);
-      const { tasks_per_step: b, group_size: g } = run.ctx.spec.rollout;
-      const stepSeconds: number[] = [], parseRates: number[] = [];
-      const phaseSums: Record<string, number> = {};
-      const mine: SeedRow[] = [];
-      for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
-        if (step > 0 && typeof m.step_seconds === "number") {
-          stepSeconds.push(m.step_seconds);
-          for (const [k, v] of Object.entries(m)) {
-            const phase = k.startsWith("seconds_") && k !== "seconds_eval"
-              ? k.slice("seconds_".length)
-              : k.endsWith("_seconds") && k.slice(0, -"_seconds".length) in SEED_PARTS
-              ? k.slice(0, -"_seconds".length)
-              : null;
-            if (phase !== null) phaseSums[phase] = (phaseSums[phase] ?? 0) + v;
-          }
-        }
-        if (step > 0 && typeof m.analyzer_parse_rate === "number") {
-          parseRates.push(m.analyzer_parse_rate);
-        }
-        for (const split of ["test_seen", "test_unseen"]) {
-          const sr = m[`eval/${split}/success_rate`];
-          if (sr === undefined) continue;
-          mine.push({
-            env: envId,
-            arm,
-            method,
-            seed,
-            step,
-            samples: step * b * g,
-            split,
-            success_rate: sr,
-            score: m[`eval/${split}/score`],
-            episodes: run.ctx.spec.eval.episodes,
-          });
-        }
-      }
-      rows.push(...mine);
-      for (const [step, m] of [...run.metrics].sort((a, b) => a[0] - b[0])) {
-        metricLines.push(JSON.stringify({ env: envId, arm, method, seed, step, metrics: m }));
-      }
-      signal.push(...signalRows({ env: envId, arm, method, seed }, run.metrics));
-      const secondsPerUpdate = stepSeconds.reduce((a, b) => a + b, 0) /
-        Math.max(1, stepSeconds.length);
-      const parseRate = parseRates.length
-        ? parseRates.reduce((a, b) => a + b, 0) / parseRates.length
-        : null;
-      const phaseSeconds = Object.fromEntries(
-        Object.entries(phaseSums).map(([k, v]) => [k, v / Math.max(1, stepSeconds.length)]),
-      );
-      timings.push({ env: envId, arm, seed, secondsPerUpdate, phaseSeconds, parseRate });
-      const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
-      // The baseline runs first: every other arm's line adds this seed's difference at the last step.
-      const baseLast = (split: string) =>
-        rows.findLast((r) =>
-          r.env === envId && r.seed === seed && r.arm === baseline && r.split === split
-        );
-      const diff = (split: string) => {
-        const a = last(split), b = baseLast(split);
-        return a && b ? `${(100 * (a.success_rate - b.success_rate)).toFixed(1)}` : "—";
-      };
-      log(
-        `${envId} seed ${seed} ${arm}: ${secondsPerUpdate.toFixed(1)} s/update (${
-          Object.entries(phaseSeconds).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(", ")
-        }); step ${last("test_seen")?.step} test_seen ${
-          pct(last("test_seen")?.success_rate)
-        }, test_unseen ${pct(last("test_unseen")?.success_rate)}${
-          arm !== baseline
-            ? `; ${arm} − ${baseline} ${diff("test_seen")} / ${diff("test_unseen")} points`
-            : ""
-        }${parseRate === null ? "" : `; analyzer parse rate ${parseRate.toFixed(2)}`}`,
-      );
-      await writeOutputs();
-    }
-    // This seed's checkpoints are not needed again: free them before the next warm-up.
-    for (const id of [warm.ctx.jobId, ...runIds]) shelf.delete(id);
+/** Adds one RL run (live or from `metrics.jsonl`) to the report's rows. */
+function addRun(run: RunInfo, metrics: ReadonlyMap<number, Record<string, number>>): RunTiming {
+  const { rows: mine, timing } = runReport(run, metrics);
+  rows.push(...mine);
+  timings.push(timing);
+  signal.push(...signalRows(run, metrics));
+  for (const [step, m] of [...metrics].sort((a, b) => a[0] - b[0])) {
+    metricLines.push(JSON.stringify({
+      env: run.env,
+      arm: run.arm,
+      method: run.method,
+      seed: run.seed,
+      samples_per_step: run.samplesPerStep,
+      episodes: run.episodes,
+      step,
+      metrics: m,
+    }));
   }
+  return timing;
 }
 
+/** Adds one warm-up's row from its step-0 metrics. */
+function addWarmup(env: string, seed: number, step0: Record<string, number>): WarmupRow {
+  const row = warmupRow(env, seed, step0);
+  warmups.push(row);
+  warmupLines.push(JSON.stringify({ env, seed, metrics: step0 }));
+  return row;
+}
+
+if (args.report !== undefined) await loadReport(args.report.split(",").filter((d) => d !== ""));
+else await runAll();
+
 const summary = await writeOutputs();
-console.log([...summaryTable(summary), ...signalSummary(signal)].join("\n"));
+console.log(
+  [
+    ...summaryTable(summary),
+    ...signalSummary(signal),
+    ...warmupTable(warmups),
+    "",
+    ...learnMermaid(summary.means, new Set(rows.map((r) => r.seed)).size),
+  ].join("\n"),
+);
 console.log(
   `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
-  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn_signal.csv, learn.svg, metrics.jsonl`,
+  }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn_signal.csv, learn_warmup.csv, ` +
+    `learn.svg, metrics.jsonl, warmup.jsonl`,
 );
 
+/** Runs every seed's warm-up and arms (see module doc). */
+async function runAll(): Promise<void> {
+  const handler = createSeedHandler({ engine: { threads } });
+  const totalJobs = seeds.length * envNames.length * (1 + arms.length);
+  let jobsDone = 0;
+  const log = (msg: string) =>
+    console.error(
+      `[${((performance.now() - t0) / 1000).toFixed(0)}s ${++jobsDone}/${totalJobs}] ${msg}`,
+    );
+  for (const seed of seeds) {
+    for (const envId of envNames) {
+      const warm = memoryContext(warmupSpec(envId, seed), { shelf });
+      const cached = await warmupFromCache(warmupSpec(envId, seed), warm.ctx.jobId);
+      let step0 = cached?.metrics;
+      if (!cached) {
+        await handler(warm.ctx);
+        step0 = warm.metrics.get(0) ?? {};
+        await warmupToCache(warmupSpec(envId, seed), warm.ctx.jobId, step0);
+      }
+      const w = addWarmup(envId, seed, step0 ?? {}).values;
+      log(
+        `${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached.dir}` : "done"}; ${
+          w.warmup_policy_optimizer_steps ?? "—"
+        } SFT steps, last check ${pct(w.warmup_policy_check_success)}; skill check ${
+          pct(w.warmup_skill_check_success)
+        } without / ${pct(w.warmup_skill_check_success_with_skill)} with, Δ lost ${
+          w.warmup_skill_check_delta_lost?.toFixed(3) ?? "—"
+        }`,
+      );
+      const runIds: string[] = [];
+      for (const arm of arms) {
+        const method = ARMS[arm].method;
+        const run = memoryContext(rlSpec(envId, seed, arm, warm.ctx.jobId), { shelf });
+        await handler(run.ctx);
+        runIds.push(run.ctx.jobId);
+        const { tasks_per_step: b, group_size: g } = run.ctx.spec.rollout;
+        const timing = addRun({
+          env: envId,
+          arm,
+          method,
+          seed,
+          samplesPerStep: b * g,
+          episodes: run.ctx.spec.eval.episodes,
+        }, run.metrics);
+        const mine = rows.filter((r) => r.env === envId && r.seed === seed && r.arm === arm);
+        const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
+        // The baseline runs first: every other arm's line adds this seed's difference at the last step.
+        const baseLast = (split: string) =>
+          rows.findLast((r) =>
+            r.env === envId && r.seed === seed && r.arm === baseline && r.split === split
+          );
+        const diff = (split: string) => {
+          const a = last(split), b = baseLast(split);
+          return a && b ? `${(100 * (a.success_rate - b.success_rate)).toFixed(1)}` : "—";
+        };
+        log(
+          `${envId} seed ${seed} ${arm}: ${timing.secondsPerUpdate.toFixed(1)} s/update (${
+            Object.entries(timing.phaseSeconds ?? {}).map(([k, v]) => `${k} ${v.toFixed(1)}`)
+              .join(", ")
+          }); step ${last("test_seen")?.step} test_seen ${
+            pct(last("test_seen")?.success_rate)
+          }, test_unseen ${pct(last("test_unseen")?.success_rate)}${
+            arm !== baseline
+              ? `; ${arm} − ${baseline} ${diff("test_seen")} / ${diff("test_unseen")} points`
+              : ""
+          }${
+            timing.parseRate === null ? "" : `; analyzer parse rate ${timing.parseRate.toFixed(2)}`
+          }`,
+        );
+        await writeOutputs();
+      }
+      // This seed's checkpoints are not needed again: free them before the next warm-up.
+      for (const id of [warm.ctx.jobId, ...runIds]) shelf.delete(id);
+    }
+  }
+}
+
 /**
- * The warm-up's held-out check and skill check (workers/seed/README.md, "Warm-up") as a log-line
- * tail: the last check's success, and success without / with the reference skill and Δ on lost
- * trajectories' tokens (nats per token); "" when the warm-up ran no checks.
+ * `--report`: the rows of earlier runs' output folders (their `metrics.jsonl` and
+ * `warmup.jsonl`), so that seeds run as separate processes are summarised as one run. A run
+ * (env, arm, seed) found in two folders is an error: the report would pair it twice.
  */
-function warmupSummary(m: Record<string, number> | undefined): string {
-  if (m === undefined || m.warmup_skill_check_episodes === undefined) return "";
-  const check = m.warmup_policy_check_success;
-  return `; ${check === undefined ? "" : `held-out check ${pct(check)}, `}skill check ${
-    pct(m.warmup_skill_check_success)
-  } without / ${pct(m.warmup_skill_check_success_with_skill)} with the skill, Δ lost ${
-    m.warmup_skill_check_delta_lost.toFixed(3)
-  }`;
+async function loadReport(dirs: string[]): Promise<void> {
+  if (dirs.length === 0) usage("Cannot use --report as it must name at least one folder");
+  const runs = new Map<string, { info: RunInfo; metrics: Map<number, Record<string, number>> }>();
+  const owner = new Map<string, string>();
+  for (const dir of dirs) {
+    const text = await Deno.readTextFile(`${dir}/metrics.jsonl`).catch((error) =>
+      usage(`Cannot read --report folder ${dir}: ${(error as Error).message}`)
+    );
+    for (const line of text.split("\n").filter((l) => l.trim() !== "")) {
+      const x = JSON.parse(line);
+      if (typeof x.samples_per_step !== "number" || typeof x.episodes !== "number") {
+        usage(
+          `Cannot use --report folder ${dir} as its metrics.jsonl lacks samples_per_step and ` +
+            `episodes (written by bench:learn since --report exists)`,
+        );
+      }
+      const k = JSON.stringify([x.env, x.arm, x.seed]);
+      if (owner.has(k) && owner.get(k) !== dir) {
+        usage(`Cannot use --report as run ${k} is in both ${owner.get(k)} and ${dir}`);
+      }
+      owner.set(k, dir);
+      const run = runs.get(k) ?? {
+        info: {
+          env: x.env,
+          arm: x.arm,
+          method: x.method,
+          seed: x.seed,
+          samplesPerStep: x.samples_per_step,
+          episodes: x.episodes,
+        },
+        metrics: new Map(),
+      };
+      run.metrics.set(x.step, x.metrics);
+      runs.set(k, run);
+    }
+    const warm = await Deno.readTextFile(`${dir}/warmup.jsonl`).catch(() => "");
+    for (const line of warm.split("\n").filter((l) => l.trim() !== "")) {
+      const x = JSON.parse(line);
+      addWarmup(x.env, x.seed, x.metrics);
+    }
+  }
+  // The baseline's runs first, as a live run orders them.
+  const ordered = [...runs.values()].sort((a, b) =>
+    a.info.seed - b.info.seed || Number(b.info.arm === baseline) - Number(a.info.arm === baseline)
+  );
+  for (const { info, metrics } of ordered) addRun(info, metrics);
 }
 
 /** The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag). */
 async function cacheDir(spec: JobSpecInput): Promise<string | null> {
   if (args["warmup-cache"] === undefined) return null;
-  const bytes = new TextEncoder().encode(JSON.stringify(parseJobSpec(spec)));
+  // The thread count changes the float reductions and so the warm-up: part of the key (the
+  // default 2 keeps the keys of caches written before the flag).
+  const bytes = new TextEncoder().encode(
+    JSON.stringify(parseJobSpec(spec)) + (threads === 2 ? "" : `threads=${threads}`),
+  );
   const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   const hex = Array.from(hash.subarray(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
   return `${args["warmup-cache"]}/${hex}`;
 }
 
-/** Puts a cached warm-up's step-0 files on the shelf as job `jobId`; its folder, or null. */
-async function warmupFromCache(spec: JobSpecInput, jobId: string): Promise<string | null> {
+/**
+ * Puts a cached warm-up's step-0 files on the shelf as job `jobId`; its folder and its step-0
+ * metrics (kept beside the folder as `<folder>.metrics.json`; empty when an older run cached it
+ * without), or null.
+ */
+async function warmupFromCache(
+  spec: JobSpecInput,
+  jobId: string,
+): Promise<{ dir: string; metrics: Record<string, number> } | null> {
   const dir = await cacheDir(spec);
   if (dir === null) return null;
   const files = new Map<string, Uint8Array>();
@@ -479,11 +553,19 @@ async function warmupFromCache(spec: JobSpecInput, jobId: string): Promise<strin
   }
   if (files.size === 0) return null;
   shelf.get(jobId)!.set(0, files);
-  return dir;
+  const metrics = await Deno.readTextFile(`${dir}.metrics.json`).then(JSON.parse, () => ({}));
+  return { dir, metrics };
 }
 
-/** Writes job `jobId`'s step-0 checkpoint to the cache (complete files only: temp then rename). */
-async function warmupToCache(spec: JobSpecInput, jobId: string): Promise<void> {
+/**
+ * Writes job `jobId`'s step-0 checkpoint to the cache (complete files only: temp then rename) and
+ * its step-0 metrics beside it.
+ */
+async function warmupToCache(
+  spec: JobSpecInput,
+  jobId: string,
+  metrics: Record<string, number>,
+): Promise<void> {
   const dir = await cacheDir(spec);
   const files = shelf.get(jobId)?.get(0);
   if (dir === null || !files) return;
@@ -491,6 +573,7 @@ async function warmupToCache(spec: JobSpecInput, jobId: string): Promise<void> {
   await Deno.mkdir(tmp, { recursive: true });
   for (const [name, bytes] of files) await Deno.writeFile(`${tmp}/${name}`, bytes);
   await Deno.rename(tmp, dir).catch(() => Deno.remove(tmp, { recursive: true }));
+  await Deno.writeTextFile(`${dir}.metrics.json`, JSON.stringify(metrics));
 }
 
 /** Rewrites the CSVs and the plot from everything measured so far; returns the summary. */
@@ -498,8 +581,13 @@ async function writeOutputs() {
   const s = summarize(rows, timings, baseline);
   await Deno.writeTextFile(`${args.out}/learn.csv`, seedCsv(rows, s.means));
   await Deno.writeTextFile(`${args.out}/learn_diff.csv`, diffCsv(s.diffs));
-  await Deno.writeTextFile(`${args.out}/learn.svg`, learnPlot(s.means, seeds.length));
+  await Deno.writeTextFile(
+    `${args.out}/learn.svg`,
+    learnPlot(s.means, new Set(rows.map((r) => r.seed)).size),
+  );
   await Deno.writeTextFile(`${args.out}/learn_signal.csv`, signalCsv(signal));
   await Deno.writeTextFile(`${args.out}/metrics.jsonl`, metricLines.map((l) => `${l}\n`).join(""));
+  await Deno.writeTextFile(`${args.out}/learn_warmup.csv`, warmupCsv(warmups));
+  await Deno.writeTextFile(`${args.out}/warmup.jsonl`, warmupLines.map((l) => `${l}\n`).join(""));
   return s;
 }
