@@ -658,7 +658,13 @@ Deno.test({
           link: td.querySelector("a")!.textContent,
           tags: [...td.querySelectorAll(".tag")].map((el) => el.textContent),
         }));
-        assert.deepEqual(row, { link: NAME, tags: ["team=rl", "run=7"] });
+        // In the API's order of the keys (Postgres jsonb orders them).
+        const stored = (await json(fx, `/v1/jobs/${namedId}`)).metadata;
+        assert.deepEqual(stored, METADATA);
+        assert.deepEqual(row, {
+          link: NAME,
+          tags: Object.entries(stored).map(([k, v]) => `${k}=${v}`),
+        });
         await page.click(`tr[data-job="${namedId}"] td.job-name a`);
         await page.waitForSelector("#job-title");
         assert.equal(await page.textContent("#job-title"), NAME);
