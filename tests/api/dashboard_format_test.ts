@@ -7,7 +7,7 @@ import { num, tickLabels } from "../../api/dashboard/static/format.js";
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
-import { labelsOf, resultText } from "../../api/dashboard/static/jobs.js";
+import { copyBody, labelsOf, metadataFilter, resultText } from "../../api/dashboard/static/jobs.js";
 
 Deno.test("numbers keep their significant digits below 1 and never print -0", () => {
   assert.equal(num(-0.00035), "-0.00035");
@@ -106,4 +106,29 @@ Deno.test("a job's name, metadata and result read from its JSON, absent fields a
   );
   assert.equal(resultText({ status: "failed", latest_metrics: latest }), "");
   assert.equal(resultText({ status: "succeeded", latest_metrics: null }), "");
+});
+
+Deno.test("an edited copy carries the name with (copy) and the metadata above the spec", () => {
+  const spec = { env: { id: "sokoban" }, steps: 2 };
+  const copy = copyBody({ name: "run 1", metadata: { team: "rl" }, spec });
+  assert.deepEqual(copy, { name: "run 1 (copy)", metadata: { team: "rl" }, ...spec });
+  assert.deepEqual(Object.keys(copy).slice(0, 2), ["name", "metadata"]);
+  // Within the API's 128 characters, cut from the name (by code point), not the suffix.
+  const long = copyBody({ name: "é".repeat(128), metadata: {}, spec });
+  assert.equal([...long.name as string].length, 128);
+  assert.match(long.name as string, /^é{121} \(copy\)$/);
+  // An unlabelled job's copy is its spec alone.
+  assert.deepEqual(copyBody({ name: null, metadata: {}, spec }), spec);
+});
+
+Deno.test("the metadata filter reads key=value, splitting at the first =", () => {
+  assert.equal(metadataFilter("  "), null);
+  assert.deepEqual(metadataFilter("team=rl"), { key: "team", value: "rl" });
+  assert.deepEqual(metadataFilter(" run = a=b "), { key: "run", value: "a=b" });
+  assert.deepEqual(metadataFilter("note="), { key: "note", value: "" });
+  for (const bad of ["team", "=rl"]) {
+    const e = metadataFilter(bad);
+    assert.ok(e instanceof Error, bad);
+    assert.match(e.message, new RegExp(`must read key=value: current value is ${bad}$`));
+  }
 });

@@ -630,6 +630,184 @@ Deno.test({
         await req(fx.app, "POST", `/v1/jobs/${copyId}/cancel`, { key: fx.keyA });
       });
 
+      // Two labelled jobs, submitted as any client does (name and metadata beside the spec).
+      const labelled = async (name: string, metadata?: Record<string, string>) => {
+        const res = await req(fx.app, "POST", "/v1/jobs", {
+          key: fx.keyA,
+          json: { name, ...(metadata ? { metadata } : {}), env: { id: "sokoban" }, steps: 1 },
+        });
+        assert.equal(res.status, 201);
+        return (await res.json()).id as string;
+      };
+      const NAME = "sokoban-baseline <1>";
+      const METADATA = { team: "rl", run: "7" };
+      const namedId = await labelled(NAME, METADATA);
+      const otherId = await labelled("other-run");
+      const listedIds = () =>
+        page.$$eval(
+          "#jobs-body tr[data-job]",
+          (trs) => trs.map((tr) => (tr as HTMLElement).dataset.job!),
+        );
+      const apiIds = async (query: string) =>
+        (await json(fx, `/v1/jobs?limit=100&${query}`)).jobs.map((j: { id: string }) => j.id);
+
+      await t.step("a job's name and metadata show in the list and on its page", async () => {
+        await page.goto(`${origin}/#/jobs`);
+        await page.waitForSelector(`tr[data-job="${namedId}"]`);
+        const row = await page.$eval(`tr[data-job="${namedId}"] td.job-name`, (td) => ({
+          link: td.querySelector("a")!.textContent,
+          tags: [...td.querySelectorAll(".tag")].map((el) => el.textContent),
+        }));
+        // In the API's order of the keys (Postgres jsonb orders them).
+        const stored = (await json(fx, `/v1/jobs/${namedId}`)).metadata;
+        assert.deepEqual(stored, METADATA);
+        assert.deepEqual(row, {
+          link: NAME,
+          tags: Object.entries(stored).map(([k, v]) => `${k}=${v}`),
+        });
+        await page.click(`tr[data-job="${namedId}"] td.job-name a`);
+        await page.waitForSelector("#job-title");
+        assert.equal(await page.textContent("#job-title"), NAME);
+        const facts = Object.fromEntries(
+          await page.$$eval(
+            "#job-header dl.facts dt",
+            (dts) => dts.map((dt) => [dt.textContent, dt.nextElementSibling!.textContent]),
+          ),
+        );
+        assert.equal(facts.name, NAME);
+        assert.equal(facts["metadata team"], "rl");
+        assert.equal(facts["metadata run"], "7");
+        // Queued: it can be cancelled, not deleted.
+        assert.equal(await page.locator("#delete-job").count(), 0);
+        assert.equal(await page.locator("#cancel-job").count(), 1);
+        await shot("job-labelled");
+      });
+
+      await t.step(
+        "the name filter finds jobs by the start of their name, as does metadata",
+        async () => {
+          await page.goto(`${origin}/#/jobs`);
+          await page.waitForSelector(`tr[data-job="${otherId}"]`);
+          await page.fill("#name-filter", "sokoban-base");
+          await page.press("#name-filter", "Enter");
+          await page.waitForFunction(
+            (other) => !document.querySelector(`tr[data-job="${other}"]`),
+            otherId,
+          );
+          await page.waitForSelector(`tr[data-job="${namedId}"]`);
+          assert.deepEqual(await listedIds(), [namedId]);
+          assert.deepEqual(await apiIds("name_prefix=sokoban-base"), [namedId]);
+          assert.equal(
+            new URLSearchParams(new URL(page.url()).hash.split("?")[1]).get("name"),
+            "sokoban-base",
+          );
+          await shot("jobs-name-filter");
+          // A name's middle is no prefix.
+          await page.fill("#name-filter", "baseline");
+          await page.press("#name-filter", "Enter");
+          await page.waitForSelector("#jobs-body >> text=No jobs.");
+          // Metadata alone: key=value.
+          await page.fill("#name-filter", "");
+          await page.press("#name-filter", "Enter");
+          await page.waitForSelector(`tr[data-job="${otherId}"]`);
+          await page.fill("#metadata-filter", "team=rl");
+          await page.press("#metadata-filter", "Enter");
+          await page.waitForFunction(
+            (other) => !document.querySelector(`tr[data-job="${other}"]`),
+            otherId,
+          );
+          await page.waitForSelector(`tr[data-job="${namedId}"]`);
+          assert.deepEqual(await listedIds(), await apiIds("metadata[team]=rl"));
+          assert.ok((await listedIds()).includes(namedId));
+          // Text that is no pair: a message naming the form, the list unchanged.
+          await page.fill("#metadata-filter", "team");
+          await page.press("#metadata-filter", "Enter");
+          await page.waitForSelector("p.error >> text=must read key=value");
+          assert.ok((await listedIds()).includes(namedId));
+        },
+      );
+
+      let copyId = "";
+      await t.step("an edited copy keeps the job's metadata and names itself a copy", async () => {
+        await page.goto(`${origin}/#/jobs/${namedId}`);
+        await page.waitForSelector("#edit-copy");
+        await page.click("#edit-copy");
+        await page.waitForSelector("#copy-editor");
+        const original = await json(fx, `/v1/jobs/${namedId}`);
+        const body = JSON.parse(await page.inputValue("#copy-editor"));
+        assert.deepEqual(body, { name: `${NAME} (copy)`, metadata: METADATA, ...original.spec });
+        await page.fill(
+          "#copy-editor",
+          JSON.stringify({ ...body, metadata: { ...METADATA, run: "8" } }, null, 2),
+        );
+        await page.click("#submit-copy");
+        await page.waitForURL((url) =>
+          /^#\/jobs\/[0-9a-f-]{36}$/.test(url.hash) && !url.hash.endsWith(namedId)
+        );
+        copyId = new URL(page.url()).hash.slice("#/jobs/".length);
+        const copy = await json(fx, `/v1/jobs/${copyId}`);
+        assert.equal(copy.name, `${NAME} (copy)`);
+        assert.deepEqual(copy.metadata, { team: "rl", run: "8" });
+        assert.deepEqual(copy.spec, original.spec);
+        await page.waitForSelector("#job-title");
+        assert.equal(await page.textContent("#job-title"), `${NAME} (copy)`);
+        // The prefix filter finds the original and its copy.
+        await page.goto(`${origin}/#/jobs?name=${encodeURIComponent(NAME)}`);
+        await page.waitForSelector(`tr[data-job="${copyId}"]`);
+        assert.deepEqual(new Set(await listedIds()), new Set([namedId, copyId]));
+      });
+
+      await t.step("delete asks first, shows the API's 409, and removes a final job", async () => {
+        for (const id of [namedId, otherId, copyId]) {
+          await req(fx.app, "POST", `/v1/jobs/${id}/cancel`, { key: fx.keyA });
+        }
+        // A 409: a queued job trains from the finished job's checkpoint.
+        const user = await req(fx.app, "POST", "/v1/jobs", {
+          key: fx.keyA,
+          json: { env: { id: "sokoban" }, model: { base: `job:${jobId}` } },
+        });
+        assert.equal(user.status, 201);
+        const userId = (await user.json()).id;
+        await page.goto(`${origin}/#/jobs/${jobId}`);
+        await page.waitForSelector("#delete-job");
+        assert.equal(await page.locator("#cancel-job").count(), 0);
+        const dialogs: string[] = [];
+        page.once("dialog", (d) => (dialogs.push(d.message()), d.accept()));
+        await page.click("#delete-job");
+        await page.waitForSelector(`[role=alert] >> text=uses it as model.base`);
+        assert.match(
+          await page.textContent("#view > p.error") ?? "",
+          /^Cannot delete job .* job [0-9a-f-]{36} uses it as model\.base/,
+        );
+        assert.match(dialogs[0], new RegExp(`^Delete job ${jobId} `));
+        assert.equal((await req(fx.app, "GET", `/v1/jobs/${jobId}`, { key: fx.keyA })).status, 200);
+        await shot("job-delete-conflict");
+        await req(fx.app, "POST", `/v1/jobs/${userId}/cancel`, { key: fx.keyA });
+
+        // Dismissed: nothing happens.
+        await page.goto(`${origin}/#/jobs/${namedId}`);
+        await page.waitForSelector("#delete-job");
+        page.once("dialog", (d) => (dialogs.push(d.message()), d.dismiss()));
+        await page.click("#delete-job");
+        assert.match(dialogs[1], new RegExp(`^Delete job "${NAME}" \\(${namedId}\\)`));
+        assert.equal(
+          (await req(fx.app, "GET", `/v1/jobs/${namedId}`, { key: fx.keyA })).status,
+          200,
+        );
+        assert.match(new URL(page.url()).hash, new RegExp(`^#/jobs/${namedId}$`));
+        // Accepted: gone from the API, back to the list, which no longer shows it.
+        page.once("dialog", (d) => d.accept());
+        await page.click("#delete-job");
+        await page.waitForURL((url) => url.hash === "#/jobs");
+        await page.waitForSelector(`tr[data-job="${otherId}"]`);
+        assert.equal(await page.locator(`tr[data-job="${namedId}"]`).count(), 0);
+        assert.equal(
+          (await req(fx.app, "GET", `/v1/jobs/${namedId}`, { key: fx.keyA })).status,
+          404,
+        );
+        assert.ok(!(await apiIds("")).includes(namedId));
+      });
+
       await t.step("a skill and a response written as HTML show their characters", async () => {
         await page.goto(`${origin}/#/jobs/${xssId}/skills`);
         await page.waitForSelector("#skills-body tr.skill");

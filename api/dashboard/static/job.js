@@ -2,9 +2,10 @@
  * A job's page: live status and progress (the job's SSE event stream triggers re-reads), the
  * learning curves (charts.js), the evaluation table before and after training, checkpoints with
  * downloads (one tar archive, or a single file through a presigned URL), the job's full spec as
- * JSON text with an editor that submits an edited copy as a new job, and the event log.
+ * JSON text with an editor that submits an edited copy (name and metadata included) as a new job,
+ * the event log, and for a final job a Delete button.
  */
-import { api, download, follow } from "./api.js";
+import { api, download, follow, request } from "./api.js";
 import { chartSpecs, drawChart } from "./charts.js";
 import { h, replace } from "./dom.js";
 import {
@@ -16,7 +17,7 @@ import {
   successHalfWidth,
   time,
 } from "./format.js";
-import { cancel, labelsOf, progressBar, progressText, statusBadge } from "./jobs.js";
+import { cancel, copyBody, labelsOf, progressBar, progressText, statusBadge } from "./jobs.js";
 import { specEditor } from "./submit.js";
 
 /**
@@ -104,6 +105,11 @@ export async function jobView(root, { id, signal }) {
             },
           }, "Cancel job")
           : null,
+        ACTIVE_STATUSES.includes(job.status) ? null : h("button", {
+          type: "button",
+          id: "delete-job",
+          onclick: () => deleteJob(job),
+        }, "Delete job"),
         h("a", { href: `#/jobs/${job.id}/skills` }, "Skill library"),
         h("a", { href: `#/jobs/${job.id}/trajectories` }, "Trajectories"),
         h("button", {
@@ -138,6 +144,27 @@ export async function jobView(root, { id, signal }) {
       ),
       job.error ? h("p", { class: "error" }, job.error) : null,
     );
+  };
+
+  /**
+   * After the person confirms: `DELETE /v1/jobs/{id}`, then the job list; an answer such as a 409
+   * (another job trains from this one's checkpoint) is shown above the header.
+   */
+  const deleteJob = async (/** @type {any} */ job) => {
+    const { name } = labelsOf(job);
+    const what = name ? `"${name}" (${job.id})` : job.id;
+    if (
+      !confirm(`Delete job ${what} with its checkpoints, metrics and logs? This cannot be undone.`)
+    ) {
+      return;
+    }
+    replace(message);
+    try {
+      await request(base, { method: "DELETE" });
+      location.hash = "#/jobs";
+    } catch (error) {
+      replace(message, String(error.message));
+    }
   };
 
   const renderEvals = (/** @type {any} */ metrics, /** @type {number | undefined} */ episodes) => {
@@ -263,9 +290,13 @@ export async function jobView(root, { id, signal }) {
     );
   };
 
-  /** The spec as JSON text, and an editor for a copy (opened on demand, kept across refreshes). */
+  /**
+   * The spec as JSON text, and an editor for a copy (opened on demand, kept across refreshes): the
+   * job's name with " (copy)" and its metadata above the spec's fields (jobs.js `copyBody`).
+   */
   const renderSpec = (/** @type {any} */ job) => {
     const text = JSON.stringify(job.spec ?? {}, null, 2);
+    const copyText = JSON.stringify(copyBody(job), null, 2);
     const copy = h("div", { id: "spec-copy" });
     replace(
       specCard,
@@ -278,10 +309,20 @@ export async function jobView(root, { id, signal }) {
           id: "edit-copy",
           onclick: () => {
             if (copy.firstChild) return;
-            const form = specEditor({ ids: "copy", submitId: "submit-copy", text, rows: 24 });
+            const form = specEditor({
+              ids: "copy",
+              submitId: "submit-copy",
+              text: copyText,
+              rows: 24,
+            });
             replace(
               copy,
-              h("p", { class: "muted" }, "Edit, then submit as a new job (this one is unchanged)."),
+              h(
+                "p",
+                { class: "muted" },
+                "Edit, then submit as a new job (this one is unchanged). name and metadata are " +
+                  "the new job's labels; the other fields are its spec.",
+              ),
               form.element,
             );
             form.editor.focus();

@@ -1,4 +1,7 @@
-/** The job list: live over SSE (`GET /v1/jobs`, `Accept: text/event-stream`), filtered by status. */
+/**
+ * The job list: live over SSE (`GET /v1/jobs`, `Accept: text/event-stream`), filtered by status,
+ * by the start of a job's name (`name_prefix`) and by one metadata pair (`metadata[key]=value`).
+ */
 import { api, follow } from "./api.js";
 import { h, replace } from "./dom.js";
 import { ACTIVE_STATUSES, duration, percent, time } from "./format.js";
@@ -86,14 +89,59 @@ export function labelsOf(job) {
   return { name, metadata };
 }
 
+/** What the edited copy of a named job is called: its name and this (see {@link copyBody}). */
+export const COPY_SUFFIX = " (copy)";
+
+/** Longest job name the API accepts, in characters (jobs/labels.ts `MAX_JOB_NAME_CHARS`). */
+const MAX_NAME_CHARS = 128;
+
 /**
- * The list's location: its filters and the cursors of the pages before this one.
- * @param {{status?: string, name?: string, limit?: string, pages?: string[]}} q
+ * The body that submits a copy of `job` (`POST /v1/jobs`): its name with {@link COPY_SUFFIX}
+ * (the name cut so that the whole stays within 128 characters), its metadata unchanged, then its
+ * spec's fields. A label the job lacks is left out, so an unlabelled job's copy is its spec alone.
+ * @param {any} job
+ * @returns {Record<string, unknown>}
+ */
+export function copyBody(job) {
+  const { name, metadata } = labelsOf(job);
+  /** @type {Record<string, unknown>} */
+  const body = {};
+  if (name) {
+    const room = MAX_NAME_CHARS - COPY_SUFFIX.length;
+    body.name = `${[...name].slice(0, room).join("")}${COPY_SUFFIX}`;
+  }
+  if (Object.keys(metadata).length) body.metadata = { ...metadata };
+  return { ...body, ...(job.spec ?? {}) };
+}
+
+/**
+ * The list's metadata filter as typed (`team=rl`): the key before the first `=`, the value after
+ * it (may be empty, may hold `=`). Null for empty text; an Error for text with no `=` or no key.
+ * @param {string} text
+ * @returns {{key: string, value: string} | null | Error}
+ */
+export function metadataFilter(text) {
+  const t = text.trim();
+  if (t === "") return null;
+  const cut = t.indexOf("=");
+  if (cut <= 0) {
+    return new Error(
+      `Cannot filter by metadata as the filter must read key=value: current value is ${t}`,
+    );
+  }
+  return { key: t.slice(0, cut).trim(), value: t.slice(cut + 1).trim() };
+}
+
+/**
+ * The list's location: its filters and the cursors of the pages before this one. `name` is the
+ * start of the names shown, `meta` one `key=value` metadata pair.
+ * @param {{status?: string, name?: string, meta?: string, limit?: string, pages?: string[]}} q
  */
 function listHash(q) {
   const p = new URLSearchParams();
   if (q.status) p.set("status", q.status);
   if (q.name) p.set("name", q.name);
+  if (q.meta) p.set("meta", q.meta);
   if (q.limit) p.set("limit", q.limit);
   if (q.pages?.length) p.set("page", q.pages.join(","));
   const s = p.toString();
@@ -110,9 +158,11 @@ function listHash(q) {
 export async function jobsView(root, { params, signal }) {
   const status = params.get("status") ?? "";
   const nameFilter = params.get("name") ?? "";
+  const metaText = params.get("meta") ?? "";
+  const meta = metadataFilter(metaText);
   const limit = /^\d{1,3}$/.test(params.get("limit") ?? "") ? String(params.get("limit")) : "";
   const pages = (params.get("page") ?? "").split(",").filter((c) => /^[A-Za-z0-9_-]+$/.test(c));
-  const here = { status, name: nameFilter, limit, pages };
+  const here = { status, name: nameFilter, meta: metaText, limit, pages };
   const select = h(
     "select",
     {
@@ -126,11 +176,26 @@ export async function jobsView(root, { params, signal }) {
   const nameInput = h("input", {
     type: "search",
     id: "name-filter",
-    placeholder: "name",
+    placeholder: "starts with…",
+    title: "Jobs whose name starts with this (case-sensitive)",
     value: nameFilter,
     size: 16,
     onchange: () => {
       location.hash = listHash({ ...here, name: nameInput.value.trim(), pages: [] });
+    },
+  });
+  const metaInput = h("input", {
+    type: "search",
+    id: "metadata-filter",
+    placeholder: "key=value",
+    title: "Jobs whose metadata holds this key with this value",
+    value: metaText,
+    size: 16,
+    onchange: () => {
+      const text = metaInput.value.trim();
+      const parsed = metadataFilter(text);
+      if (parsed instanceof Error) return replace(message, parsed.message);
+      location.hash = listHash({ ...here, meta: text, pages: [] });
     },
   });
   const state = h("span", { class: "muted", id: "live-state" }, "connecting…");
@@ -178,6 +243,7 @@ export async function jobsView(root, { params, signal }) {
       h("h1", null, "Jobs"),
       h("label", null, "Status ", select),
       h("label", null, "Name ", nameInput),
+      h("label", null, "Metadata ", metaInput),
       state,
       compare,
       h("a", { class: "button", href: "#/jobs/new" }, "New job"),
@@ -277,7 +343,9 @@ export async function jobsView(root, { params, signal }) {
   };
   const query = new URLSearchParams({ limit: limit || "50" });
   if (status) query.set("status", status);
-  if (nameFilter) query.set("name", nameFilter);
+  if (nameFilter) query.set("name_prefix", nameFilter);
+  if (meta instanceof Error) replace(message, meta.message);
+  else if (meta) query.set(`metadata[${meta.key}]`, meta.value);
   if (pages.length) query.set("cursor", pages[pages.length - 1]);
   await follow(`/v1/jobs?${query}`, {
     signal,
