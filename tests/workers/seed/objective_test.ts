@@ -145,7 +145,8 @@ Deno.test("L_opd is a token mean over the tokens with a teacher signal, not over
 
 Deno.test("the SEED graph matches a PyTorch autograd reference", async () => {
   // PyTorch 1.13 float64, gate detached, loss.backward(); L_opd over teacher tokens; every
-  // token inside the KL bounds. Coefficients are the JobSpec defaults.
+  // token inside the KL bounds. Coefficients are the JobSpec defaults with an entropy bonus of
+  // 0.001 (the reference was computed with it; the default is 0).
   const t: OracleTokens = {
     logp: [-1.0, -0.5, -2.0, -9.0],
     old_logprobs: [-1.1, -0.5, -1.0, 0],
@@ -156,7 +157,9 @@ Deno.test("the SEED graph matches a PyTorch autograd reference", async () => {
     mask: [1, 1, 1, 0],
     opd_mask: [1, 1, 0, 0],
   };
-  const spec = parseJobSpec(tinySpec({}));
+  const spec = parseJobSpec(
+    tinySpec({ optim: { mini_batch_size: 8, lr: 1e-3, entropy_coef: 1e-3 } }),
+  );
   const c = seedCoefficients(spec, runPlan(spec));
   const want = {
     clip_ratio_low: 0.2,
@@ -355,9 +358,13 @@ const MICRO = (() => {
     ) as unknown as OracleTokens;
   return { lengths, teacher, flat, micro, slice };
 })();
-/** Coefficients of the micro-batch case: ε_high ≠ ε_low, λ_opd and the KL weight raised. */
+/**
+ * Coefficients of the micro-batch case: ε_high ≠ ε_low, λ_opd and the KL weight raised, and an
+ * entropy bonus of 0.001 (the PyTorch reference below was computed with it).
+ */
 const MICRO_COEF: SeedCoefficients = {
   ...SPEC_COEFFICIENTS,
+  entropy_coef: 0.001,
   clip_ratio_low: 0.2,
   clip_ratio_high: 0.28,
   opd_coef: 0.3,
