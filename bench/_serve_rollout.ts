@@ -12,7 +12,7 @@
  * trainer: the ratio measures the protocol's and the servers' overheads against the local
  * decode's batching, not the gain of more machines. Not a test: numbers depend on the machine.
  */
-import { createKey, ensureTenant, openDatabase, openStore, startLocalS3 } from "../jobs/mod.ts";
+import { createKey, ensureTenant } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
 import { createBuiltinTiny, type HfModel, Policy, Tokenizer } from "../workers/model/mod.ts";
 import {
@@ -26,7 +26,7 @@ import {
 import { RemoteRolloutEngine } from "../workers/seed/remote_rollout.ts";
 import { policyPublisher, storeUpload } from "../workers/seed/run/publish_policy.ts";
 import { builtinVocabulary } from "../workers/seed/run/model_source.ts";
-import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
+import { startBenchStack } from "./_stack.ts";
 import { model24m } from "./_serve_model.ts";
 
 /** Options of {@link rolloutBench} (the flags of the module doc). */
@@ -48,23 +48,7 @@ function median(xs: number[]): number {
 
 /** Runs the benchmark of the module doc and prints its tables. */
 export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
-  const pg = await startPostgres();
-  const s3Dir = await Deno.makeTempDir({ prefix: "seed-bench-rollout-s3-" });
-  const s3 = await startLocalS3({ directory: s3Dir });
-  const env = {
-    DATABASE_URL: pg.url,
-    S3_ENDPOINT: s3.endpoint,
-    S3_BUCKET: "bench-rollout",
-    S3_ACCESS_KEY_ID: "S3RVER",
-    S3_SECRET_ACCESS_KEY: "S3RVER",
-  };
-  const db = await openDatabase({ url: pg.url });
-  const store = await openStore({
-    endpoint: env.S3_ENDPOINT,
-    bucket: env.S3_BUCKET,
-    accessKeyId: env.S3_ACCESS_KEY_ID,
-    secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-  });
+  const { env, db, store, stop: stopStack } = await startBenchStack("bench-rollout");
   const children: Deno.ChildProcess[] = [];
   try {
     const tenant = await ensureTenant(db, "bench");
@@ -193,10 +177,6 @@ export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
       child.kill("SIGTERM");
       await child.status;
     }
-    await store.close();
-    await db.close();
-    await s3.stop();
-    await pg.stop();
-    await Deno.remove(s3Dir, { recursive: true }).catch(() => {});
+    await stopStack();
   }
 }

@@ -26,12 +26,12 @@
  */
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
-import { createKey, ensureTenant, openDatabase, openStore, startLocalS3 } from "../jobs/mod.ts";
+import { createKey, ensureTenant } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
 import { createBuiltinTiny, type HfModel, Tokenizer } from "../workers/model/mod.ts";
 import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
-import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
+import { startBenchStack } from "./_stack.ts";
 import { saveJob } from "../workers/seed/run/saved_job.ts";
 
 const args = parseArgs({
@@ -100,23 +100,7 @@ async function streamOne(client: OpenAI, model: string, prompt: string, seed: nu
   return { ttft, tokens };
 }
 
-const pg = await startPostgres();
-const s3Dir = await Deno.makeTempDir({ prefix: "seed-bench-serve-s3-" });
-const s3 = await startLocalS3({ directory: s3Dir });
-const env = {
-  DATABASE_URL: pg.url,
-  S3_ENDPOINT: s3.endpoint,
-  S3_BUCKET: "bench-serve",
-  S3_ACCESS_KEY_ID: "S3RVER",
-  S3_SECRET_ACCESS_KEY: "S3RVER",
-};
-const db = await openDatabase({ url: pg.url });
-const store = await openStore({
-  endpoint: env.S3_ENDPOINT,
-  bucket: env.S3_BUCKET,
-  accessKeyId: env.S3_ACCESS_KEY_ID,
-  secretAccessKey: env.S3_SECRET_ACCESS_KEY,
-});
+const { env, db, store, stop: stopStack } = await startBenchStack("bench-serve");
 /** Seconds of CPU (user + system, all threads) process `pid` has used (Linux /proc). */
 async function cpuSeconds(pid: number): Promise<number> {
   const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
@@ -230,9 +214,5 @@ try {
     child.kill("SIGTERM");
     await child.status;
   }
-  await store.close();
-  await db.close();
-  await s3.stop();
-  await pg.stop();
-  await Deno.remove(s3Dir, { recursive: true }).catch(() => {});
+  await stopStack();
 }
