@@ -215,7 +215,11 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     if ("reason" in marked) {
       throw new ConflictError(
         marked.reason === "not_final"
-          ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status} (cancel it first: POST /v1/jobs/${jobId}/cancel)`
+          ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status} ${
+            marked.status === "cancelling"
+              ? "(it is being cancelled; retry when it is cancelled)"
+              : `(cancel it first: POST /v1/jobs/${jobId}/cancel)`
+          }`
           : `Cannot delete job ${jobId} as no queued, running or cancelling job may train from it: job ${
             marked.usedBy[0]
           } uses it as model.base (directly or through a job: continuation)`,

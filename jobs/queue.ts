@@ -90,10 +90,14 @@ const SQL = {
       heartbeat_at = now()
     where ${FENCE}
     returning status`,
-  /** succeed: running|cancelling → succeeded under the fence (finishing beats a late cancel). */
+  /**
+   * succeed: running → succeeded under the fence; cancelling → cancelled (a cancel requested
+   * before the run ended wins, even one its worker had not seen yet: the user was told 202).
+   */
   succeed: `with moved as (
-      update jobs set status = 'succeeded', worker_id = null, lease_expires_at = null,
-        finished_at = now()
+      update jobs set
+        status = (case when status = 'cancelling' then 'cancelled' else 'succeeded' end)::job_status,
+        worker_id = null, lease_expires_at = null, finished_at = now()
       where ${FENCE}
       returning *),
     ${STATUS_EVENT}
@@ -322,7 +326,10 @@ async function transition(
   return toJob(rows[0]);
 }
 
-/** Marks the job succeeded. @throws FenceLostError when the fence no longer matches. */
+/**
+ * Marks the job succeeded, or cancelled when a cancel was requested meanwhile (`cancelling`): the
+ * returned job's status says which. @throws FenceLostError when the fence no longer matches.
+ */
 export function succeedJob(db: Queryable, fence: Fence): Promise<Job> {
   return transition(db, fence, "succeed");
 }

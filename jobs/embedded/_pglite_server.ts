@@ -270,6 +270,13 @@ export function servePglite(
             release();
             release = undefined;
           }
+          // A LISTEN is acknowledged once PGlite's session listens too, so a NOTIFY sent after
+          // the client saw the acknowledgement reaches it (the worker re-reads a job's cancel
+          // state right after subscribing; a window here would lose the cancel until a heartbeat).
+          // Inside a transaction this client holds the locks pg.listen needs: not awaited then.
+          if (!release) {
+            for (const channel of mine.keys()) await subscribe(channel).catch(() => {});
+          }
           await write(out.data);
           for (const { channel, payload } of out.notifications) fanOut(channel, payload);
           for (const channel of mine.keys()) if (!subscribed.has(channel)) subscribe(channel);

@@ -156,11 +156,13 @@ Deno.test("DELETE is a 409 while a job is queued, running or cancelling, and a 4
     const res = await call("DELETE", `/v1/jobs/${id}`);
     assert.equal(res.status, 409);
     assert.match(res.body.detail, new RegExp(`must be final .*: it is ${status}`));
+    assert.match(res.body.detail, /cancel it first/);
   }
   await cancelJob(fx.db, { tenantId: fx.tenantA.id, jobId: running.id });
   const cancelling = await call("DELETE", `/v1/jobs/${running.id}`);
   assert.equal(cancelling.status, 409);
-  assert.match(cancelling.body.detail, /it is cancelling/);
+  assert.match(cancelling.body.detail, /it is cancelling \(it is being cancelled; retry when/);
+  assert.doesNotMatch(cancelling.body.detail, /cancel it first/);
   assert.equal((await call("GET", `/v1/jobs/${running.id}`)).body.status, "cancelling");
 
   const { job } = await finishedJob();

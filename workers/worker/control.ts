@@ -4,7 +4,8 @@
  * lease is extended as soon as the database is back, and giving up on a statement that has not
  * answered within max(lease / 3, 2 s) — and at once when a cancel is announced on
  * `CANCEL_CHANNEL` (the heartbeat's answer stays the authority; a lost notification is caught
- * by the next regular beat). It reports a cancel or a lost fence once, then stops beating.
+ * by the next regular beat). It beats once as soon as it is subscribed, so a cancel sent between
+ * the claim and the subscription is seen at once too. It reports a cancel or a lost fence once, then stops beating.
  * Heartbeats that resume after a gap longer than the lease (an outage, a stalled event loop) are
  * logged as a warning with the gap.
  */
@@ -55,16 +56,18 @@ export async function startControlLoop(options: ControlOptions): Promise<Control
     dueAt = Date.now() + ms;
     timer = setTimeout(tick, ms);
   };
-  const tick = () => {
+  /** One heartbeat now; `keepSchedule`: an extra beat that leaves the regular timer as it is. */
+  const tick = (keepSchedule = false) => {
     if (!beating) return;
-    if (inFlight) {
-      beatAgain = true; // e.g. a cancel announced while a heartbeat was on its way
-      return;
-    }
     // A late timer means something held this event loop (an in-process handler).
     const lateMs = Date.now() - dueAt;
     if (lateMs > intervalMs) {
       log.warn("the handler blocked the event loop; heartbeats were late", { lateMs, leaseMs });
+      dueAt = Date.now(); // reported once
+    }
+    if (inFlight) {
+      beatAgain = true; // e.g. a cancel announced while a heartbeat was on its way
+      return;
     }
     inFlight = true;
     let nextMs = intervalMs;
@@ -93,7 +96,7 @@ export async function startControlLoop(options: ControlOptions): Promise<Control
       }
     }).finally(() => {
       inFlight = false;
-      schedule(beatAgain ? 0 : nextMs);
+      if (beatAgain || !keepSchedule || nextMs !== intervalMs) schedule(beatAgain ? 0 : nextMs);
       beatAgain = false;
     });
   };
@@ -104,6 +107,9 @@ export async function startControlLoop(options: ControlOptions): Promise<Control
     log.warn("cannot listen for cancels; heartbeats alone will bring them", errorFields(e));
     return async () => {};
   });
+  // A cancel sent between the claim and the LISTEN above was announced to no one: beat once now,
+  // after subscribing, so its row is read; any later cancel arrives as a notification.
+  tick(true);
   return {
     async stop() {
       beating = false;

@@ -348,7 +348,11 @@ export class Worker {
           log.info("job released while draining", { status: released.status });
           return released.status === "cancelled" ? "cancelled" : "released";
         }
-        await retry(() => succeedJob(db, fence));
+        const ended = await retry(() => succeedJob(db, fence));
+        if (ended.status === "cancelled") {
+          log.info("job cancelled: the cancel arrived as the run ended");
+          return "cancelled";
+        }
         log.info("job succeeded");
         return "succeeded";
       }
