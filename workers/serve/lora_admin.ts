@@ -30,6 +30,7 @@ import type { ArtifactStore } from "../../jobs/mod.ts";
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
+  HfFormatError,
   type HfModel,
   loadHfDirectory,
   mergeLora,
@@ -122,12 +123,22 @@ export class NamedModels {
 
   /**
    * Loads a Hugging Face folder under `modelName` (replacing a model of that name).
-   * @throws ServeError 400 for a path outside the tenant's prefix; HfFormatError for a folder
-   *   that is no model.
+   * @throws ServeError 400 at `checkpoint_path` for a path outside the tenant's prefix or a folder
+   *   that is no model (no config.json, weights missing or of the wrong shape); 404 at
+   *   `checkpoint_path` when its files vanish while loading (the job was deleted).
    */
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
-    const read = this.#reader(tenantId, at, "checkpoint_path");
-    const hf = await loadHfDirectory(await read);
+    const read = await this.#reader(tenantId, at, "checkpoint_path");
+    let hf: HfModel;
+    try {
+      hf = await loadHfDirectory(read);
+    } catch (e) {
+      if (!(e instanceof HfFormatError)) throw e;
+      throw badRequest(
+        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${e.message}`,
+        "checkpoint_path",
+      );
+    }
     this.#set(tenantId, modelName, await this.#served(modelName, hf), hf);
   }
 
@@ -253,7 +264,7 @@ export class NamedModels {
   /**
    * A reader of the folder `at` (`s3://<bucket>/tenants/<tenant id>/…/`).
    * @throws ServeError 400 at `param` for another bucket, another tenant's prefix or an empty
-   *   folder.
+   *   folder; the reader throws ServeError 404 at `param` for a listed file gone since.
    */
   async #reader(tenantId: string, at: string, param: string) {
     const { store } = this.opts;
@@ -271,8 +282,20 @@ export class NamedModels {
     if (keys.size === 0) {
       throw badRequest(`Cannot load ${param} as the folder must hold files: it is empty`, param);
     }
-    return (file: string) =>
-      keys.has(prefix + file) ? store.get(prefix + file) : Promise.resolve(null);
+    return async (file: string) => {
+      if (!keys.has(prefix + file)) return null;
+      try {
+        return await store.get(prefix + file);
+      } catch (e) {
+        if ((e as { name?: string }).name !== "NoSuchKey") throw e;
+        throw new ServeError(
+          404,
+          "invalid_request_error",
+          `Cannot load ${param} as its file ${file} no longer exists (the folder was deleted while loading)`,
+          { param, code: "checkpoint_not_found", cause: e },
+        );
+      }
+    };
   }
 }
 
