@@ -53,9 +53,28 @@ export const ADMIN_ROUTES = [
 const name = z.string().min(1).max(200);
 const path = z.string().min(1).max(2048);
 
-const LoadCheckpointSchema = z.object({ model_name: name, checkpoint_path: path }).strict();
+/** Prefixes of the names the server resolves itself (`job:<id>@<step>`, `model:…`, `builtin:…`). */
+export const RESERVED_MODEL_NAME_PREFIXES = ["job:", "model:", "builtin:"] as const;
+
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/;
+
+/**
+ * The name a model is loaded under: 1–200 characters, no control characters (C0/C1, line
+ * separators, bidirectional overrides), and not starting with a reserved prefix, which would
+ * shadow a job's or a registered model's weights under their own name.
+ */
+const loadName = name
+  .refine((n) => !CONTROL.test(n), { message: "must not hold control characters" })
+  .refine((n) => !RESERVED_MODEL_NAME_PREFIXES.some((p) => n.startsWith(p)), {
+    message: `must not start with ${
+      RESERVED_MODEL_NAME_PREFIXES.join(", ")
+    } (the server resolves those names itself)`,
+  });
+
+const LoadCheckpointSchema = z.object({ model_name: loadName, checkpoint_path: path }).strict();
 const LoadAdapterSchema = z.object({
-  lora_name: name,
+  lora_name: loadName,
   lora_path: path,
   base_model_name: name.optional(),
   /** vLLM's field: replace an adapter of that name (accepted for compatibility). */

@@ -2,7 +2,8 @@
  * `POST /v1/load_checkpoint` and `/v1/load_lora_adapter` on bad input, over real HTTP with the
  * real S3 server: a folder without config.json is a 400 at `checkpoint_path`, a folder whose files
  * are deleted between its listing and its reads (a job deleted while loading) a 404 at
- * `checkpoint_path`.
+ * `checkpoint_path`, and a name the server resolves itself (`job:…`, `model:…`, `builtin:…`) or
+ * one with control characters a 400 at `model_name` / `lora_name`.
  */
 import assert from "node:assert/strict";
 import { startServer } from "../../../workers/serve/main.ts";
@@ -61,6 +62,39 @@ Deno.test("files deleted between the folder's listing and its reads are a 404 at
   } finally {
     store.list = list;
   }
+});
+
+Deno.test("reserved and control-character model names are a 400 at model_name or lora_name", async () => {
+  const prefix = `${tenantPrefix}jobs/${crypto.randomUUID()}/checkpoints/step-1/`;
+  await store.put(`${prefix}config.json`, new TextEncoder().encode("{}"));
+  const names = [
+    `job:${crypto.randomUUID()}@1`,
+    `job:${crypto.randomUUID()}`,
+    `model:${crypto.randomUUID()}`,
+    "builtin:tiny",
+    "a\nb",
+    "a\u0085b",
+    "a\u202eb",
+  ];
+  for (const name of names) {
+    const res = await post("/v1/load_checkpoint", {
+      model_name: name,
+      checkpoint_path: s3Path(prefix),
+    });
+    assert.equal(res.status, 400, `${JSON.stringify(name)}: ${res.text}`);
+    assert.equal(res.error.param, "model_name");
+    const lora = await post("/v1/load_lora_adapter", {
+      lora_name: name,
+      lora_path: s3Path(prefix),
+    });
+    assert.equal(lora.status, 400, `${JSON.stringify(name)}: ${lora.text}`);
+    assert.equal(lora.error.param, "lora_name");
+  }
+  const reserved = await post("/v1/load_checkpoint", {
+    model_name: "job:x",
+    checkpoint_path: s3Path(prefix),
+  });
+  assert.match(reserved.error.message, /must not start with job:, model:, builtin:/);
 });
 
 Deno.test("stop the load_checkpoint error test server and fixture", async () => {
