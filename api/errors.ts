@@ -182,12 +182,18 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Converts a zod error into field issues, prefixing each path (e.g. `query`), in zod's order. */
+/**
+ * Converts a zod error into field issues, prefixing each path (e.g. `query`), in zod's order. A
+ * bad record key (`invalid_key`) carries its key's own messages (zod's is only "Invalid key in
+ * record").
+ */
 export function zodIssues(error: ZodError, prefix: readonly PropertyKey[] = []): FieldIssue[] {
   return error.issues.map((issue) => ({
     path: formatPath([...prefix, ...issue.path]),
     code: issue.code,
-    message: issue.message,
+    message: issue.code === "invalid_key" && issue.issues.length > 0
+      ? issue.issues.map((i) => i.message).join("; ")
+      : issue.message,
   }));
 }
 

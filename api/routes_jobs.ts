@@ -24,6 +24,7 @@ import {
   markJobDeleting,
   modelEnvIssues,
   purgeDeletedJob,
+  reservedMetadataKeyIssues,
   rolloutEngineIssues,
   skillSourceIssues,
   submitJob,
@@ -59,7 +60,11 @@ export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabel
   }
   const spec = JobSpecSchema.safeParse(rest);
   const labels = JobLabelsInput.safeParse(fields);
-  const issues = [...(labels.error?.issues ?? []), ...(spec.error?.issues ?? [])];
+  const issues = [
+    ...reservedMetadataKeyIssues(fields.metadata),
+    ...(labels.error?.issues ?? []),
+    ...(spec.error?.issues ?? []),
+  ];
   if (issues.length > 0) throw validationError("body", new z.ZodError(issues));
   const stored = jobLabelsOf(labels.data!);
   if ("path" in stored) {
@@ -77,7 +82,8 @@ export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabel
  */
 function gatherMetadataQuery(query: Record<string, string>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const metadata: Record<string, string> = {};
+  // No prototype: a `metadata[__proto__]` key is kept as a key (and refused by the schema).
+  const metadata: Record<string, string> = Object.create(null);
   for (const [k, v] of Object.entries(query)) {
     const m = /^metadata\[(.*)\]$/s.exec(k);
     if (m) metadata[m[1]] = v;
@@ -233,7 +239,10 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.get("/", async (c) => {
     parseQuery(c, z.record(z.string(), z.string()));
-    const q = parseQueryObject(gatherMetadataQuery(c.req.query()), ListJobsQuery);
+    const gathered = gatherMetadataQuery(c.req.query());
+    const reserved = reservedMetadataKeyIssues(gathered.metadata);
+    if (reserved.length > 0) throw validationError("query", new z.ZodError(reserved));
+    const q = parseQueryObject(gathered, ListJobsQuery);
     const tenantId = c.get("tenant").id;
     const read = async () => {
       const page = await listJobs(db, tenantId, {

@@ -16,18 +16,60 @@ export const MAX_METADATA_KEY_CHARS = 64;
 /** Longest metadata value, in characters (OpenAI's limit). */
 export const MAX_METADATA_VALUE_CHARS = 512;
 
+/**
+ * No control characters: C0 and C1 controls (U+0000–U+001F, U+007F–U+009F), the line and
+ * paragraph separators (U+2028, U+2029) and the bidirectional overrides and isolates
+ * (U+202A–U+202E, U+2066–U+2069), which reorder what a list or a terminal prints after them.
+ */
 // deno-lint-ignore no-control-regex
-const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
+const NO_CONTROL = /^[^\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]*$/;
 
-/** A job name: 1–128 characters, no control characters (it is printed in lists and titles). */
+/**
+ * A job name: 1–128 characters, no control characters (it is printed in lists and titles; see
+ * {@link NO_CONTROL}).
+ */
 export const JobName = z.string().min(1).max(MAX_JOB_NAME_CHARS).regex(NO_CONTROL, {
-  message: "Cannot use this name as it must not hold control characters (NUL, newline, ESC, …)",
+  message:
+    "Cannot use this name as it must not hold control characters (NUL, newline, ESC, C1 controls, line separators, bidirectional overrides, …)",
 });
 
-/** A metadata key: 1–64 characters, no control characters. */
-export const MetadataKey = z.string().min(1).max(MAX_METADATA_KEY_CHARS).regex(NO_CONTROL, {
-  message: "Cannot use this metadata key as it must not hold control characters",
-});
+/**
+ * A metadata key: 1–64 characters, no control characters. `__proto__` is refused too, by
+ * {@link reservedMetadataKeyIssues} (zod's record drops that key before its key schema sees it).
+ */
+export const MetadataKey = z.string()
+  .min(1, { message: "Cannot use this metadata key as it must not be empty" })
+  .max(MAX_METADATA_KEY_CHARS, {
+    message:
+      `Cannot use this metadata key as it must have at most ${MAX_METADATA_KEY_CHARS} characters`,
+  })
+  .regex(NO_CONTROL, {
+    message:
+      "Cannot use this metadata key as it must not hold control characters (NUL, newline, C1 controls, line separators, bidirectional overrides, …)",
+  });
+
+/** The metadata key refused because a JavaScript object cannot hold it as a plain key. */
+export const RESERVED_METADATA_KEY = "__proto__";
+
+/**
+ * The issue at `<path>.__proto__` when `metadata` (a parsed JSON object or a null-prototype
+ * object) holds `__proto__` as its own key: zod's record would drop it silently (the label lost,
+ * or a listing filter ignored), so it is refused. `[]` otherwise.
+ */
+export function reservedMetadataKeyIssues(
+  metadata: unknown,
+  path: PropertyKey[] = ["metadata"],
+): z.core.$ZodIssue[] {
+  if (metadata === null || typeof metadata !== "object") return [];
+  if (!Object.prototype.hasOwnProperty.call(metadata, RESERVED_METADATA_KEY)) return [];
+  return [{
+    code: "custom",
+    path: [...path, RESERVED_METADATA_KEY],
+    message:
+      `Cannot use ${RESERVED_METADATA_KEY} as a metadata key as it is reserved (a JavaScript object cannot hold it)`,
+    input: metadata,
+  }];
+}
 
 /** A metadata value: a string of at most 512 characters (empty allowed, as OpenAI's). */
 export const MetadataValue = z.string().max(MAX_METADATA_VALUE_CHARS);

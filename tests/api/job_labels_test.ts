@@ -92,6 +92,16 @@ Deno.test("bad names and metadata are a 400 naming the field, and nothing is sto
     [{ name: "x".repeat(129) }, "name"],
     [{ name: "two\nlines" }, "name"],
     [{ name: 7 }, "name"],
+    // C1 controls, line separators and bidirectional overrides/isolates are control characters.
+    [{ name: "a\u0085b" }, "name"],
+    [{ name: "a\u2028b" }, "name"],
+    [{ name: "evil\u202egpj.exe" }, "name"],
+    [{ name: "a\u2066b\u2069" }, "name"],
+    [{ suffix: "a\u009bb" }, "suffix"],
+    [{ metadata: { "k\u202e": "v" } }, "metadata.k\u202e"],
+    // `__proto__` would be lost (or set the prototype) in a plain object: refused, never dropped.
+    [JSON.parse('{"metadata":{"__proto__":"x"}}'), "metadata.__proto__"],
+    [JSON.parse('{"metadata":{"__proto__":{"a":"b"}}}'), "metadata.__proto__"],
     [{ name: "a", suffix: "b" }, "suffix"],
     [{ metadata: { k: 1 } }, "metadata.k"],
     [{ metadata: { k: "v".repeat(513) } }, "metadata.k"],
@@ -109,6 +119,24 @@ Deno.test("bad names and metadata are a 400 naming the field, and nothing is sto
       res.body.errors.some((e: { path: string }) => e.path.startsWith(path)),
       `${JSON.stringify(labels)}: ${JSON.stringify(res.body.errors)}`,
     );
+  }
+  // A bad key's message says what is wrong with it, at `metadata.<key>`.
+  for (
+    const [key, message] of [
+      ["k".repeat(65), /at most 64 characters/],
+      ["", /must not be empty/],
+      ["a\u0001", /control characters/],
+      ["__proto__", /__proto__ .*reserved/],
+    ] as const
+  ) {
+    const res = await call("POST", "/v1/jobs", {
+      json: { env: { id: "sokoban" }, metadata: JSON.parse(`{${JSON.stringify(key)}:"v"}`) },
+    });
+    assert.equal(res.status, 400);
+    const error = res.body.errors.find((e: { path: string }) => e.path.startsWith("metadata"));
+    assert.equal(error.path, `metadata.${key}`, JSON.stringify(res.body.errors));
+    assert.match(error.message, message);
+    assert.doesNotMatch(res.body.detail, /Invalid key in record/);
   }
   // A spec error and a label error are both reported.
   const both = await call("POST", "/v1/jobs", {
@@ -180,6 +208,11 @@ Deno.test("GET /v1/jobs filters by exact name, name prefix and every metadata pa
   const badKey = await call("GET", `/v1/jobs?metadata[${"k".repeat(65)}]=v`);
   assert.equal(badKey.status, 400);
   assert.match(badKey.body.errors[0].path, /^metadata/);
+  assert.match(badKey.body.errors[0].message, /at most 64 characters/);
+  // `metadata[__proto__]` is not dropped from the filter (which would list every job): a 400.
+  const proto = await call("GET", `/v1/jobs?metadata[__proto__]=x`);
+  assert.equal(proto.status, 400, JSON.stringify(proto.body));
+  assert.equal(proto.body.errors[0].path, "metadata.__proto__");
   const badName = await call("GET", `/v1/jobs?name=${"n".repeat(129)}`);
   assert.equal(badName.status, 400);
   assert.equal(badName.body.errors[0].path, "name");

@@ -30,6 +30,7 @@ import type { ArtifactStore } from "../../jobs/mod.ts";
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
+  HfFormatError,
   type HfModel,
   loadHfDirectory,
   mergeLora,
@@ -52,9 +53,28 @@ export const ADMIN_ROUTES = [
 const name = z.string().min(1).max(200);
 const path = z.string().min(1).max(2048);
 
-const LoadCheckpointSchema = z.object({ model_name: name, checkpoint_path: path }).strict();
+/** Prefixes of the names the server resolves itself (`job:<id>@<step>`, `model:…`, `builtin:…`). */
+export const RESERVED_MODEL_NAME_PREFIXES = ["job:", "model:", "builtin:"] as const;
+
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/;
+
+/**
+ * The name a model is loaded under: 1–200 characters, no control characters (C0/C1, line
+ * separators, bidirectional overrides), and not starting with a reserved prefix, which would
+ * shadow a job's or a registered model's weights under their own name.
+ */
+const loadName = name
+  .refine((n) => !CONTROL.test(n), { message: "must not hold control characters" })
+  .refine((n) => !RESERVED_MODEL_NAME_PREFIXES.some((p) => n.startsWith(p)), {
+    message: `must not start with ${
+      RESERVED_MODEL_NAME_PREFIXES.join(", ")
+    } (the server resolves those names itself)`,
+  });
+
+const LoadCheckpointSchema = z.object({ model_name: loadName, checkpoint_path: path }).strict();
 const LoadAdapterSchema = z.object({
-  lora_name: name,
+  lora_name: loadName,
   lora_path: path,
   base_model_name: name.optional(),
   /** vLLM's field: replace an adapter of that name (accepted for compatibility). */
@@ -122,12 +142,22 @@ export class NamedModels {
 
   /**
    * Loads a Hugging Face folder under `modelName` (replacing a model of that name).
-   * @throws ServeError 400 for a path outside the tenant's prefix; HfFormatError for a folder
-   *   that is no model.
+   * @throws ServeError 400 at `checkpoint_path` for a path outside the tenant's prefix or a folder
+   *   that is no model (no config.json, weights missing or of the wrong shape); 404 at
+   *   `checkpoint_path` when its files vanish while loading (the job was deleted).
    */
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
-    const read = this.#reader(tenantId, at, "checkpoint_path");
-    const hf = await loadHfDirectory(await read);
+    const read = await this.#reader(tenantId, at, "checkpoint_path");
+    let hf: HfModel;
+    try {
+      hf = await loadHfDirectory(read);
+    } catch (e) {
+      if (!(e instanceof HfFormatError)) throw e;
+      throw badRequest(
+        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${e.message}`,
+        "checkpoint_path",
+      );
+    }
     this.#set(tenantId, modelName, await this.#served(modelName, hf), hf);
   }
 
@@ -253,7 +283,7 @@ export class NamedModels {
   /**
    * A reader of the folder `at` (`s3://<bucket>/tenants/<tenant id>/…/`).
    * @throws ServeError 400 at `param` for another bucket, another tenant's prefix or an empty
-   *   folder.
+   *   folder; the reader throws ServeError 404 at `param` for a listed file gone since.
    */
   async #reader(tenantId: string, at: string, param: string) {
     const { store } = this.opts;
@@ -271,8 +301,20 @@ export class NamedModels {
     if (keys.size === 0) {
       throw badRequest(`Cannot load ${param} as the folder must hold files: it is empty`, param);
     }
-    return (file: string) =>
-      keys.has(prefix + file) ? store.get(prefix + file) : Promise.resolve(null);
+    return async (file: string) => {
+      if (!keys.has(prefix + file)) return null;
+      try {
+        return await store.get(prefix + file);
+      } catch (e) {
+        if ((e as { name?: string }).name !== "NoSuchKey") throw e;
+        throw new ServeError(
+          404,
+          "invalid_request_error",
+          `Cannot load ${param} as its file ${file} no longer exists (the folder was deleted while loading)`,
+          { param, code: "checkpoint_not_found", cause: e },
+        );
+      }
+    };
   }
 }
 
