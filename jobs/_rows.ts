@@ -111,3 +111,20 @@ export function toSkillLibrary(r: Row): SkillLibrary {
     createdAt: toDate(r.created_at)!,
   };
 }
+
+/**
+ * The recursive CTE `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling
+ * jobs with its `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names
+ * (at most 16 links). `tenantParam` is the query's placeholder of the tenant id (e.g. `$1`). Used by
+ * model and job deletes to find active users through `job:` chains.
+ */
+export function activeBaseChain(tenantParam: string): string {
+  return `chain(active_id, base, depth) as (
+      select id, spec->'model'->>'base', 0 from jobs
+      where tenant_id = ${tenantParam}::uuid and status in ('queued', 'running', 'cancelling')
+      union all
+      select c.active_id, j.spec->'model'->>'base', c.depth + 1
+      from chain c join jobs j on j.tenant_id = ${tenantParam}::uuid
+        and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
+      where c.depth < 16)`;
+}

@@ -23,21 +23,14 @@ import { jobPrefix } from "./keys.ts";
 import { JOB_EVENTS_CHANNEL } from "./queue.ts";
 import type { ArtifactStore } from "./store.ts";
 import type { Job } from "./schema.ts";
-import { toJob } from "./_rows.ts";
+import { activeBaseChain, toJob } from "./_rows.ts";
 
 /**
  * `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
  * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
  * links, as jobs/models.ts follows them).
  */
-const CHAIN = `chain(active_id, base, depth) as (
-      select id, spec->'model'->>'base', 0 from jobs
-      where tenant_id = $2::uuid and status in ('queued', 'running', 'cancelling')
-      union all
-      select c.active_id, j.spec->'model'->>'base', c.depth + 1
-      from chain c join jobs j on j.tenant_id = $2::uuid
-        and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
-      where c.depth < 16)`;
+const CHAIN = activeBaseChain("$2");
 
 const SQL = {
   /** lockJob: the tenant's job, locked for the mark (also one being deleted). */

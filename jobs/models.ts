@@ -5,7 +5,7 @@
  */
 import type { Queryable } from "./db.ts";
 import type { CheckpointFile, Model } from "./schema.ts";
-import { toDate } from "./_rows.ts";
+import { activeBaseChain, toDate } from "./_rows.ts";
 
 /**
  * `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
@@ -15,14 +15,7 @@ import { toDate } from "./_rows.ts";
  * fenced against a racing submit; an indirect user submitted during a delete fails at its worker
  * with a clear "no such model" error.
  */
-const CHAIN = `chain(active_id, base, depth) as (
-      select id, spec->'model'->>'base', 0 from jobs
-      where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
-      union all
-      select c.active_id, j.spec->'model'->>'base', c.depth + 1
-      from chain c join jobs j on j.tenant_id = $1::uuid
-        and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
-      where c.depth < 16)`;
+const CHAIN = activeBaseChain("$1");
 
 const SQL = {
   /**
