@@ -100,12 +100,41 @@ function findEndOfTurn(tokenizer: Tokenizer): number | null {
 
 /**
  * The token ids that end a generation in `form`: the tokenizer's stop tokens (EOS and the usual
- * chat markers, `Tokenizer.stopTokenIds`) plus, for `chat_template`, the template's end-of-turn
- * token.
+ * chat markers, `Tokenizer.stopTokenIds`), the model's declared EOS ids (`declared`, from
+ * {@link declaredEosTokenIds}: every id of `generation_config.json`'s `eos_token_id` list, as
+ * transformers' `generate` and vLLM stop on each), plus, for `chat_template`, the template's
+ * end-of-turn token. Ids outside the vocabulary are left out.
  */
-export function stopTokenIdsOf(tokenizer: Tokenizer, form: PromptForm): number[] {
+export function stopTokenIdsOf(
+  tokenizer: Tokenizer,
+  form: PromptForm,
+  declared: readonly number[] = [],
+): number[] {
   const ids = [...tokenizer.stopTokenIds];
   const end = form === "chat_template" ? endOfTurnTokenId(tokenizer) : null;
-  if (end !== null && !ids.includes(end)) ids.push(end);
+  for (const id of [...declared, ...(end === null ? [] : [end])]) {
+    if (id >= 0 && id < tokenizer.vocabSize && !ids.includes(id)) ids.push(id);
+  }
   return ids;
+}
+
+/**
+ * The EOS token ids a model's files declare, as transformers' `GenerationConfig` reads them:
+ * `generation_config.json`'s `eos_token_id` (one id or a list, e.g. Qwen3's
+ * `[151645, 151643]`, Llama 3.1's `[128001, 128008, 128009]`), else `config.json`'s (which
+ * `DecoderConfig.eos_token_id` cuts to its first id), else the config's one id; [] when none.
+ * Entries that are not non-negative integers are ignored.
+ */
+export function declaredEosTokenIds(model: {
+  config: { eos_token_id: number | null };
+  generationConfig: Record<string, unknown> | null;
+  sourceConfig?: Record<string, unknown> | null;
+}): number[] {
+  const ids = (v: unknown): number[] | null => {
+    const list = Array.isArray(v) ? v : v === undefined || v === null ? null : [v];
+    return list && list.filter((x): x is number => Number.isInteger(x) && x >= 0);
+  };
+  return ids(model.generationConfig?.eos_token_id) ??
+    ids(model.sourceConfig?.eos_token_id) ??
+    ids(model.config.eos_token_id) ?? [];
 }

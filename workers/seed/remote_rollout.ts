@@ -233,7 +233,7 @@ export class RemoteRolloutEngine {
    * the end-of-turn token, as the local decode keeps the EOS it sampled.
    */
   #toResponse(theta: TextPolicy, raw: number[], finish: string, stop: string[]) {
-    const eos = new Set([...theta.tokenizer.stopTokenIds, theta.tokenizer.eosTokenId ?? -1]);
+    const eos = new Set([...theta.stopTokenIds, theta.tokenizer.eosTokenId ?? -1]);
     let n = raw.length;
     while (n > 0 && eos.has(raw[n - 1])) n--;
     const ids = raw.slice(0, n);

@@ -121,14 +121,26 @@ export class TextPolicy {
   readonly #decoders = new Map<string, JsonConstrainedDecoder>();
 
   /**
+   * `options.eosTokenIds`: the EOS ids the model's files declare (`declaredEosTokenIds`, e.g.
+   * every id of generation_config.json's list); generation stops on them too (default none
+   * beyond the tokenizer's).
    * @throws {TokenizerError} when the tokenizer's own chat template fails to render a user
    *   message (checked here, so a job with such a model fails when it starts).
    */
-  constructor(readonly policy: Policy, readonly tokenizer: Tokenizer) {
+  constructor(
+    readonly policy: Policy,
+    readonly tokenizer: Tokenizer,
+    options: { eosTokenIds?: readonly number[] } = {},
+  ) {
     this.form = promptFormOf(tokenizer);
     if (this.form === "chat_template") renderPrompt(tokenizer, this.form, [USER_PROBE]);
     this.endOfTurnId = this.form === "chat_template" ? endOfTurnTokenId(tokenizer) : null;
-    this.#stopIds = stopTokenIdsOf(tokenizer, this.form);
+    this.#stopIds = stopTokenIdsOf(tokenizer, this.form, options.eosTokenIds);
+  }
+
+  /** Token ids that end a generation (`stopTokenIdsOf` with the model's declared EOS ids). */
+  get stopTokenIds(): readonly number[] {
+    return this.#stopIds;
   }
 
   /**

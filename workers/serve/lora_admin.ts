@@ -30,6 +30,7 @@ import type { ArtifactStore } from "../../jobs/mod.ts";
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
+  declaredEosTokenIds,
   HfFormatError,
   type HfModel,
   loadHfDirectory,
@@ -37,6 +38,7 @@ import {
   parameterSpecs,
   promptFormOf,
   readAdapter,
+  stopTokenIdsOf,
   Tokenizer,
 } from "../model/mod.ts";
 import type { ServeAuthEnv } from "./auth.ts";
@@ -269,13 +271,15 @@ export class NamedModels {
     const tokenizer = new Tokenizer(hf.tokenizer);
     const key = `named:${modelName}#${++this.#loads}`;
     const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
+    const promptForm = promptFormOf(tokenizer);
     return {
       ...decode,
       id: modelName,
       jobId: "",
       step: -1,
       tokenizer,
-      promptForm: promptFormOf(tokenizer),
+      promptForm,
+      stopTokenIds: stopTokenIdsOf(tokenizer, promptForm, declaredEosTokenIds(hf)),
       createdAt: new Date(),
     };
   }

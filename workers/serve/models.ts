@@ -43,6 +43,7 @@ import {
   ADAPTER_FILES,
   buildDecodeGraph,
   checkpointModelReader,
+  declaredEosTokenIds,
   type DecoderConfig,
   decoderParameterSpecs,
   type HfModel,
@@ -50,6 +51,7 @@ import {
   type Parameters,
   type PromptForm,
   promptFormOf,
+  stopTokenIdsOf,
   Tokenizer,
 } from "../model/mod.ts";
 import { SkillLibrary } from "../skills/mod.ts";
@@ -75,6 +77,12 @@ export interface ServedModel extends DecodeModel {
    * trainer decides it.
    */
   promptForm: PromptForm;
+  /**
+   * Token ids that end a choice: `stopTokenIdsOf(tokenizer, promptForm, declaredEosTokenIds(…))`
+   * (workers/model/chat_template.ts), every EOS id the model's generation_config.json lists
+   * included, as the trainer stops.
+   */
+  stopTokenIds: number[];
   /** When the checkpoint was committed or the model uploaded. */
   createdAt: Date;
 }
@@ -341,13 +349,15 @@ export class ModelRegistry {
     }
     const tokenizer = new Tokenizer(hf.tokenizer);
     const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
+    const promptForm = promptFormOf(tokenizer);
     return {
       ...decode,
       id,
       jobId,
       step,
       tokenizer,
-      promptForm: promptFormOf(tokenizer),
+      promptForm,
+      stopTokenIds: stopTokenIdsOf(tokenizer, promptForm, declaredEosTokenIds(hf)),
       createdAt: source.createdAt,
     };
   }

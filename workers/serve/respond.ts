@@ -10,7 +10,6 @@
  */
 import type { Context } from "hono";
 import { SSE_HEADERS } from "../../jobs/mod.ts";
-import { stopTokenIdsOf } from "../model/mod.ts";
 import {
   type ChoiceSink,
   type DecodeEngine,
@@ -158,7 +157,7 @@ class Answer {
         sampling: { greedy: p.greedy, temperature: p.temperature, topP: p.topP },
         seed: p.seed,
         firstChoice: p.firstChoice,
-        eosTokenIds: stopTokenIdsOf(p.model.tokenizer, p.model.promptForm),
+        eosTokenIds: p.model.stopTokenIds,
         topLogprobs: p.logprobs?.top,
         choices: counted,
         signal: this.abort.signal,

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import {
   buildByteLevelTokenizer,
+  declaredEosTokenIds,
   encodePrompt,
   endOfTurnTokenId,
   promptFormOf,
@@ -101,4 +102,35 @@ Deno.test("builtin tokenizers keep the plain form although they carry a ChatML t
   assert.equal(text, "push the box\n");
   assert.deepEqual(encodePrompt(builtin, "plain", text), builtin.encode("push the box\n"));
   assert.deepEqual(stopTokenIdsOf(builtin, "plain"), builtin.stopTokenIds);
+});
+
+Deno.test("the declared EOS ids are generation_config.json's list, else config.json's, else the config's one id", () => {
+  const config = { eos_token_id: 151645 };
+  assert.deepEqual(
+    declaredEosTokenIds({ config, generationConfig: { eos_token_id: [151645, 151643] } }),
+    [151645, 151643],
+  );
+  assert.deepEqual(
+    declaredEosTokenIds({
+      config,
+      generationConfig: { do_sample: true },
+      sourceConfig: { eos_token_id: [128001, 128008, 128009] },
+    }),
+    [128001, 128008, 128009],
+  );
+  assert.deepEqual(declaredEosTokenIds({ config, generationConfig: null }), [151645]);
+  assert.deepEqual(
+    declaredEosTokenIds({ config: { eos_token_id: null }, generationConfig: { eos_token_id: 7 } }),
+    [7],
+  );
+  assert.deepEqual(
+    declaredEosTokenIds({ config: { eos_token_id: null }, generationConfig: null }),
+    [],
+  );
+});
+
+Deno.test("a generation stops on every declared EOS id as well as on the tokenizer's stop tokens", () => {
+  const tok = qwen3Tokenizer();
+  const ids = stopTokenIdsOf(tok, "chat_template", [151643, 42, 151645, 10 ** 9]);
+  assert.deepEqual([...ids].sort((a, b) => a - b), [42, 151643, 151645]);
 });

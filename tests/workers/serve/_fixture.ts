@@ -17,6 +17,7 @@ import type { AsyncEnvironment } from "../../../workers/envs/mod.ts";
 import { resolveEnvironment } from "../../../workers/envs/mod.ts";
 import {
   createBuiltinTiny,
+  declaredEosTokenIds,
   type HfModel,
   loadHfDirectory,
   Policy,
@@ -117,5 +118,6 @@ export async function trainerPolicy(
     names.has(name) ? readCheckpointFile(fx.s3.store, ck, name) : Promise.resolve(null)
   );
   const policy = new Policy(model.config, model.parameters, { threads: 1 });
-  return { model, text: new TextPolicy(policy, new Tokenizer(model.tokenizer)) };
+  const eosTokenIds = declaredEosTokenIds(model);
+  return { model, text: new TextPolicy(policy, new Tokenizer(model.tokenizer), { eosTokenIds }) };
 }

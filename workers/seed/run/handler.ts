@@ -30,6 +30,7 @@ import { type AsyncEnvironment, resolveEnvironment } from "../../envs/mod.ts";
 import type { EngineOptions } from "../../engine/mod.ts";
 import {
   AdamW,
+  declaredEosTokenIds,
   type HfModel,
   initLoraParameters,
   type LoraConfig,
@@ -195,7 +196,9 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     // base is resolved as a fresh run's is, and its adapter tensors are copies).
     if (!lora) restored.model.parameters = copyParams(restored.model.parameters);
     const policy = new Policy(restored.model.config, restored.model.parameters, engine);
-    const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer));
+    const theta = new TextPolicy(policy, new Tokenizer(restored.model.tokenizer), {
+      eosTokenIds: declaredEosTokenIds(restored.model),
+    });
     checkAnalyzerBudget(spec, { plan: runPlan(spec), theta, env });
     const optimizer = newOptimizer(spec, policy);
     if (restored.optimizer) optimizer.load(restored.optimizer);
@@ -238,7 +241,9 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     }
   }
   const policy = new Policy(model.config, model.parameters, engine);
-  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer), {
+    eosTokenIds: declaredEosTokenIds(model),
+  });
   checkAnalyzerBudget(spec, { plan: runPlan(spec), theta, env });
   return {
     ctx,
