@@ -114,7 +114,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
   if (opts.named) mountLoraAdmin(app, opts.named);
   /** The model a request names: a model loaded by name, else a job checkpoint. */
   const acquire = async (tenantId: string, name: string) =>
-    opts.named?.acquire(tenantId, name) ??
+    (await opts.named?.acquire(tenantId, name)) ??
       await opts.registry.acquire(await opts.registry.resolve(tenantId, name));
 
   app.get("/v1/models", async (c) => {

@@ -20,9 +20,11 @@
  * A request names a loaded model in `model`; the answer's `model` is that name. Named models live
  * in memory until unloaded, replaced, evicted or the server stops: at most `maxModels` over all
  * tenants (`SERVE_MAX_NAMED_MODELS`, default 8); loading one more evicts the least recently used
- * (loaded or asked for), whose requests then answer 404 until it is loaded again (a trainer loads
- * its version again at its next sync). A request holding a model keeps its session alive past an
- * unload or an eviction until its last token.
+ * (loaded or asked for). An evicted name stays registered: the next request for it loads it again
+ * from its folder (an adapter onto the weights its base name held when it was loaded) and then
+ * answers, as vLLM reloads an adapter that left its LoRA cache from its `lora_path`; only
+ * `unload_lora_adapter` (or replacing it) drops a name. A request holding a model keeps its
+ * session alive past an unload or an eviction until its last token.
  */
 import type { Hono } from "hono";
 import { z } from "zod";
@@ -42,7 +44,7 @@ import {
   Tokenizer,
 } from "../model/mod.ts";
 import type { ServeAuthEnv } from "./auth.ts";
-import { badRequest, fromZod, ServeError } from "./errors.ts";
+import { badRequest, fromZod, modelNotFound, ServeError } from "./errors.ts";
 import { decodeModel, type HeldModel, type ServedModel } from "./models.ts";
 
 /** Paths of this module's routes (for the app's 405 table). */
@@ -90,6 +92,15 @@ const UnloadAdapterSchema = z.object({
 /** Named models kept loaded by default (`SERVE_MAX_NAMED_MODELS`). */
 export const DEFAULT_MAX_NAMED_MODELS = 8;
 
+/**
+ * Where a named model's weights come from, kept while the name is registered so an evicted
+ * model loads again on demand: a Hugging Face folder, or an adapter folder merged onto the full
+ * model its base name held when it was loaded (`base`, that model's own recipe).
+ */
+type Recipe =
+  | { kind: "checkpoint"; at: string }
+  | { kind: "adapter"; at: string; baseName: string; base: Recipe & { kind: "checkpoint" } };
+
 /** One named model and the requests holding it. */
 interface Entry {
   tenantId: string;
@@ -97,6 +108,7 @@ interface Entry {
   model: ServedModel;
   /** Full weights (null for a merged adapter: an adapter applies to a full model only). */
   hf: HfModel | null;
+  recipe: Recipe;
   holders: number;
   unloaded: boolean;
   freed: boolean;
@@ -105,6 +117,10 @@ interface Entry {
 /** Models loaded by name, per tenant (see module doc). */
 export class NamedModels {
   readonly #tenants = new Map<string, Map<string, Entry>>();
+  /** Names evicted to make room (not unloaded): their recipes, per tenant. */
+  readonly #evicted = new Map<string, Map<string, Recipe>>();
+  /** Loads again of evicted names under way, by `tenant/name`. */
+  readonly #reloading = new Map<string, Promise<void>>();
   /** Every loaded entry, least recently used first. */
   readonly #recent = new Set<Entry>();
   #loads = 0;
@@ -123,21 +139,41 @@ export class NamedModels {
     return [...this.#recent].map((e) => `${e.tenantId}/${e.name}`);
   }
 
-  /** The tenant's model named `name`, held until `release` (null: no such name). */
-  acquire(tenantId: string, modelName: string): HeldModel | null {
-    const entry = this.#tenants.get(tenantId)?.get(modelName);
-    if (!entry) return null;
+  /**
+   * The tenant's model named `name`, held until `release` (null: no such name). A name evicted
+   * to make room for others is loaded again from its folder first, as vLLM loads an adapter
+   * that left its LoRA cache again from its `lora_path` (concurrent requests share one load).
+   * @throws ServeError 404 (`model_not_found`) when an evicted model's folder no longer holds
+   *   it (the name is then dropped).
+   */
+  async acquire(tenantId: string, modelName: string): Promise<HeldModel | null> {
+    let entry = this.#tenants.get(tenantId)?.get(modelName);
+    if (!entry) {
+      const recipe = this.#evicted.get(tenantId)?.get(modelName);
+      if (!recipe) return null;
+      const key = `${tenantId}/${modelName}`;
+      let reload = this.#reloading.get(key);
+      if (!reload) {
+        reload = this.#reload(tenantId, modelName, recipe)
+          .finally(() => this.#reloading.delete(key));
+        this.#reloading.set(key, reload);
+      }
+      await reload;
+      entry = this.#tenants.get(tenantId)?.get(modelName);
+      if (!entry) return null; // unloaded while loading again
+    }
     this.#recent.delete(entry); // most recently used last
     this.#recent.add(entry);
     entry.holders++;
     let released = false;
+    const held = entry;
     return {
       model: entry.model,
       release: () => {
         if (released) return;
         released = true;
-        entry.holders--;
-        void this.#free(entry);
+        held.holders--;
+        void this.#free(held);
       },
     };
   }
@@ -149,18 +185,9 @@ export class NamedModels {
    *   `checkpoint_path` when its files vanish while loading (the job was deleted).
    */
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
-    const read = await this.#reader(tenantId, at, "checkpoint_path");
-    let hf: HfModel;
-    try {
-      hf = await loadHfDirectory(read);
-    } catch (e) {
-      if (!(e instanceof HfFormatError)) throw e;
-      throw badRequest(
-        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${e.message}`,
-        "checkpoint_path",
-      );
-    }
-    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf);
+    const hf = await this.#fullModel(tenantId, at);
+    const recipe: Recipe = { kind: "checkpoint", at };
+    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf, recipe);
   }
 
   /**
@@ -175,7 +202,10 @@ export class NamedModels {
     at: string,
     options: { baseName?: string; inplace?: boolean } = {},
   ): Promise<void> {
-    if (!options.inplace && this.#tenants.get(tenantId)?.has(loraName)) {
+    if (
+      !options.inplace &&
+      (this.#tenants.get(tenantId)?.has(loraName) || this.#evicted.get(tenantId)?.has(loraName))
+    ) {
       throw badRequest(`The lora adapter '${loraName}' has already been loaded.`, "lora_name");
     }
     const read = await this.#reader(tenantId, at, "lora_path");
@@ -191,8 +221,10 @@ export class NamedModels {
     }
     const declared = JSON.parse(new TextDecoder().decode(config)).base_model_name_or_path;
     const baseName = options.baseName ?? String(declared ?? "");
+    // an evicted base is loaded again first, as a request for it would
+    (await this.acquire(tenantId, baseName).catch(() => null))?.release();
     const base = this.#tenants.get(tenantId)?.get(baseName);
-    if (!base?.hf) {
+    if (!base?.hf || base.recipe.kind !== "checkpoint") {
       throw badRequest(
         `Cannot load the adapter as its base model must be a full model loaded by name (POST /v1/load_checkpoint): ${
           JSON.stringify(baseName)
@@ -200,19 +232,17 @@ export class NamedModels {
         options.baseName !== undefined ? "base_model_name" : "lora_path",
       );
     }
-    const c = base.hf.config;
-    const adapter = readAdapter(c, config, weights);
-    const params = new Map([...base.hf.parameters, ...adapter.parameters]);
-    const merged = mergeLora(c, params, adapter.lora, parameterSpecs(c));
-    const model = await this.#served(loraName, { ...base.hf, parameters: merged });
-    this.#set(tenantId, loraName, model, null);
+    const hf = mergedAdapter(base.hf, config, weights);
+    const recipe: Recipe = { kind: "adapter", at, baseName, base: base.recipe };
+    this.#set(tenantId, loraName, await this.#served(loraName, hf), null, recipe);
   }
 
-  /** Unloads a named model; false when the tenant has none of that name. */
+  /** Unloads a named model, loaded or evicted; false when the tenant has none of that name. */
   unload(tenantId: string, modelName: string): boolean {
+    const evicted = this.#evicted.get(tenantId)?.delete(modelName) ?? false;
     const models = this.#tenants.get(tenantId);
     const entry = models?.get(modelName);
-    if (!entry) return false;
+    if (!entry) return evicted;
     models!.delete(modelName);
     this.#recent.delete(entry);
     entry.unloaded = true;
@@ -230,10 +260,76 @@ export class NamedModels {
       }
     }
     this.#tenants.clear();
+    this.#evicted.clear();
     this.#recent.clear();
   }
 
-  #set(tenantId: string, modelName: string, model: ServedModel, hf: HfModel | null): void {
+  /**
+   * Loads an evicted name again from `recipe` (an adapter onto its base's weights: the base's
+   * loaded copy when its name still holds that recipe, else read again), unless it was unloaded
+   * or replaced meanwhile.
+   * @throws ServeError 404 when the folder no longer holds the model (the name is dropped).
+   */
+  async #reload(tenantId: string, modelName: string, recipe: Recipe): Promise<void> {
+    let hf: HfModel;
+    try {
+      if (recipe.kind === "checkpoint") hf = await this.#fullModel(tenantId, recipe.at);
+      else {
+        const loaded = this.#tenants.get(tenantId)?.get(recipe.baseName);
+        const base = loaded?.recipe === recipe.base && loaded.hf
+          ? loaded.hf
+          : await this.#fullModel(tenantId, recipe.base.at);
+        const read = await this.#reader(tenantId, recipe.at, "lora_path");
+        const [config, weights] = await Promise.all([
+          read(ADAPTER_FILES.config),
+          read(ADAPTER_FILES.weights),
+        ]);
+        if (!config || !weights) throw badRequest("the adapter files are gone", "lora_path");
+        hf = mergedAdapter(base, config, weights);
+      }
+    } catch (e) {
+      if (!(e instanceof ServeError) || (e.status !== 400 && e.status !== 404)) throw e;
+      if (this.#evicted.get(tenantId)?.get(modelName) === recipe) {
+        this.#evicted.get(tenantId)!.delete(modelName);
+      }
+      throw modelNotFound(
+        `The model '${modelName}' was evicted and cannot be loaded again from ${recipe.at}: ${e.message}`,
+      );
+    }
+    if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) return; // unloaded or replaced
+    const model = await this.#served(modelName, hf);
+    if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) {
+      await model.release?.().catch(() => {});
+      return;
+    }
+    this.#set(tenantId, modelName, model, recipe.kind === "checkpoint" ? hf : null, recipe);
+  }
+
+  /**
+   * A Hugging Face folder's model.
+   * @throws ServeError 400 at `checkpoint_path` (see {@link loadCheckpoint}).
+   */
+  async #fullModel(tenantId: string, at: string): Promise<HfModel> {
+    const read = await this.#reader(tenantId, at, "checkpoint_path");
+    try {
+      return await loadHfDirectory(read);
+    } catch (e) {
+      if (!(e instanceof HfFormatError)) throw e;
+      throw badRequest(
+        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${e.message}`,
+        "checkpoint_path",
+      );
+    }
+  }
+
+  #set(
+    tenantId: string,
+    modelName: string,
+    model: ServedModel,
+    hf: HfModel | null,
+    recipe: Recipe,
+  ): void {
+    this.#evicted.get(tenantId)?.delete(modelName);
     let models = this.#tenants.get(tenantId);
     if (!models) this.#tenants.set(tenantId, models = new Map());
     const old = models.get(modelName);
@@ -242,6 +338,7 @@ export class NamedModels {
       name: modelName,
       model,
       hf,
+      recipe,
       holders: 0,
       unloaded: false,
       freed: false,
@@ -258,6 +355,9 @@ export class NamedModels {
       if (this.#recent.size <= max) break;
       if (victim === entry) continue;
       this.unload(victim.tenantId, victim.name);
+      let evicted = this.#evicted.get(victim.tenantId);
+      if (!evicted) this.#evicted.set(victim.tenantId, evicted = new Map());
+      evicted.set(victim.name, victim.recipe);
     }
   }
 
@@ -320,6 +420,17 @@ export class NamedModels {
       }
     };
   }
+}
+
+/**
+ * `base` with a PEFT adapter (its `adapter_config.json` and `adapter_model.safetensors` bytes)
+ * merged in: W + (α/r)·B·A. @throws LoraError for an adapter that does not fit the base.
+ */
+function mergedAdapter(base: HfModel, config: Uint8Array, weights: Uint8Array): HfModel {
+  const c = base.config;
+  const adapter = readAdapter(c, config, weights);
+  const params = new Map([...base.parameters, ...adapter.parameters]);
+  return { ...base, parameters: mergeLora(c, params, adapter.lora, parameterSpecs(c)) };
 }
 
 /** Mounts the routes of the module doc on `app` (after its auth middleware). */

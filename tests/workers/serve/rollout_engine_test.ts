@@ -132,7 +132,7 @@ Deno.test("the server loads policies by name and answers token-id prompts with t
   }
 });
 
-Deno.test("named models are bounded: loading past SERVE_MAX_NAMED_MODELS evicts the least recently used", async () => {
+Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted one loads again on its next request", async () => {
   const f = await startServeFixture();
   const server = startServer({
     db: f.db,
@@ -142,14 +142,22 @@ Deno.test("named models are bounded: loading past SERVE_MAX_NAMED_MODELS evicts 
     SERVE_MAX_NAMED_MODELS: 2,
   });
   const { model, policy } = await tinySokobanPolicy();
-  const publish = policyPublisher({
-    upload: storeUpload(f.s3.store, {
-      tenantId: f.tenantA.id,
-      jobId: crypto.randomUUID(),
-      attempt: 1,
-    }),
-    model,
+  const adapter = initLoraParameters(model.config, LORA, 7);
+  for (const [name, t] of adapter) {
+    if (name.includes("lora_B")) t.forEach((_, i) => t[i] = 0.05 * Math.sin(i + 1));
+  }
+  const upload = storeUpload(f.s3.store, {
+    tenantId: f.tenantA.id,
+    jobId: crypto.randomUUID(),
+    attempt: 1,
   });
+  const full = await policyPublisher({ upload, model })(0);
+  const lora = await policyPublisher({
+    upload,
+    model: { ...model, parameters: new Map([...model.parameters, ...adapter]) },
+    lora: { config: LORA, baseModel: "builtin:tiny" },
+  })(1);
+  assert.equal(lora.kind, "lora");
   const url = `http://127.0.0.1:${server.port}`;
   const post = (path: string, body: unknown) =>
     fetch(url + path, {
@@ -157,24 +165,66 @@ Deno.test("named models are bounded: loading past SERVE_MAX_NAMED_MODELS evicts 
       headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
-  const status = async (name: string) => {
-    const res = await post("/v1/completions", { model: name, prompt: [1, 2, 3], max_tokens: 1 });
-    await res.body?.cancel();
-    return res.status;
+  /** A seeded completion on `name`: its status and (on 200) its token ids and log-probs. */
+  const complete = async (name: string) => {
+    const res = await post("/v1/completions", {
+      model: name,
+      prompt: [1, 2, 3],
+      max_tokens: 6,
+      temperature: 1,
+      seed: 3,
+      logprobs: 0,
+      return_tokens_as_token_ids: true,
+    });
+    const body = await res.json();
+    return {
+      status: res.status,
+      answer: res.ok
+        ? [body.choices[0].logprobs.tokens, body.choices[0].logprobs.token_logprobs]
+        : body.error,
+    };
+  };
+  const load = async (name: string, path: string) => {
+    const res = await post("/v1/load_checkpoint", { model_name: name, checkpoint_path: path });
+    assert.equal(res.status, 200, await res.text());
   };
   try {
-    const v0 = await publish(0);
-    for (const name of ["a", "b"]) {
-      const res = await post("/v1/load_checkpoint", { model_name: name, checkpoint_path: v0.path });
-      assert.equal(res.status, 200, await res.text());
-    }
-    assert.equal(await status("a"), 200); // "a" is now the most recently used
-    const res = await post("/v1/load_checkpoint", { model_name: "c", checkpoint_path: v0.path });
+    await load("base", lora.basePath!);
+    let res = await post("/v1/load_lora_adapter", {
+      lora_name: "tuned",
+      lora_path: lora.path,
+      base_model_name: "base",
+    });
     assert.equal(res.status, 200, await res.text());
-    assert.deepEqual(
-      [await status("a"), await status("b"), await status("c")],
-      [200, 404, 200],
-    );
+    const before = { base: await complete("base"), tuned: await complete("tuned") };
+    assert.equal(before.tuned.status, 200);
+    assert.notDeepEqual(before.tuned.answer, before.base.answer, "the adapter changes answers");
+
+    // two more models evict both: the adapter and its base
+    await load("a", full.path);
+    await load("b", full.path);
+    // each evicted name answers as before its eviction (loaded again, the adapter onto the
+    // base's weights read again), and the bound still holds
+    assert.deepEqual(await complete("tuned"), before.tuned);
+    assert.deepEqual(await complete("base"), before.base);
+    assert.equal(await complete("a").then((r) => r.status), 200);
+    // vLLM's rule holds for an evicted name too: it is still loaded as far as a client knows
+    res = await post("/v1/load_lora_adapter", { lora_name: "b", lora_path: lora.path });
+    assert.equal(res.status, 400);
+    // unloading an evicted name drops it
+    res = await post("/v1/unload_lora_adapter", { lora_name: "tuned" });
+    assert.equal(res.status, 200, await res.text());
+    assert.equal((await complete("tuned")).status, 404);
+    // an evicted name whose folder was deleted since: a 404 that says why
+    await load("gone", lora.basePath!);
+    await load("c", full.path); // evicts "a" (least recently used)... and "base"
+    for (const key of await f.s3.store.list(lora.basePath!.replace(/^s3:\/\/[^/]+\//, ""))) {
+      await f.s3.store.delete(key);
+    }
+    const gone = await complete("base");
+    assert.equal(gone.status, 404);
+    assert.match(gone.answer.message, /was evicted and cannot be loaded again/);
+    assert.equal(gone.answer.code, "model_not_found");
   } finally {
     await policy.release();
     await server.stop();
