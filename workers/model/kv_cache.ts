@@ -36,6 +36,11 @@ export class KvCache {
     this.values = Array.from({ length: config.num_hidden_layers }, () => new Float32Array(0));
   }
 
+  /** Bytes its key and value buffers hold (float32, all rows and allocated slots). */
+  get bytes(): number {
+    return [...this.keys, ...this.values].reduce((n, b) => n + b.byteLength, 0);
+  }
+
   /** `past.<l>.key|value` feeds, (rows, Hkv, capacity, D), viewing the buffers. */
   feeds(): Record<string, ort.Tensor> {
     const dims = [this.rows, this.heads, this.capacity, this.dim];

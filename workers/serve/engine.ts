@@ -53,8 +53,14 @@ const SCORE_ELEMENTS = 2 ** 20;
  */
 const MIN_SHARED_PREFIX = 16;
 
-/** Models whose last shared prefix is kept (one cache row each). */
-const KEPT_PREFIXES = 8;
+/**
+ * Default bytes of prompt KV kept for later prompts that begin with the same tokens (see
+ * {@link DecodeEngineOptions.prefixCacheBytes}).
+ */
+const PREFIX_CACHE_BYTES = 256 * 2 ** 20;
+
+/** Most kept prompts (each a cache row), bounding the per-prompt search. */
+const KEPT_PROMPTS = 512;
 
 /** A loaded model as the engine decodes with it. */
 export interface DecodeModel {
@@ -156,6 +162,14 @@ export interface DecodeEngineOptions {
    * (default 16; tests lower it).
    */
   minSharedPrefix?: number;
+  /**
+   * Bytes of prompt KV kept after each admission, least recently used dropped first (default
+   * 256 MiB; 0 keeps none): a later prompt that begins with a kept prompt's tokens (a group's
+   * copies of one task arriving apart, the next turn's request over the same rules, a client
+   * repeating its system prompt) copies those slots instead of prefilling them again, as vLLM's
+   * automatic prefix caching does with blocks.
+   */
+  prefixCacheBytes?: number;
   /** Awaited before every iteration (tests hold the loop with it). */
   beforeStep?: () => Promise<void> | void;
   /** Called when a request has no sequence left. */
@@ -193,13 +207,22 @@ interface Batch {
   rows: Row[];
 }
 
+/** A prompt prefix kept for later admissions of its model. */
+interface KeptPrefix {
+  key: string;
+  tokens: number[];
+  /** One row; `used` = tokens.length. */
+  cache: KvCache;
+}
+
 /** The continuous-batching scheduler (see module doc). */
 export class DecodeEngine {
   readonly maxBatch: number;
   readonly maxQueue: number;
   #waiting: Pending[] = [];
-  /** Per model key (most recently used last): the last shared prefix prefilled, one row. */
-  #prefixes = new Map<string, { tokens: number[]; cache: KvCache }>();
+  /** Kept prompt prefixes (most recently used last): one cache row of exactly `tokens`. */
+  #kept: KeptPrefix[] = [];
+  #keptBytes = 0;
   #batches = new Map<string, Batch>();
   #loop: Promise<void> | null = null;
   /** Moving average of an iteration's duration (ms), for Retry-After. */
@@ -343,11 +366,13 @@ export class DecodeEngine {
   /**
    * Prefills the prompts of `list` (left-padded, in windows) → their rows and cache. Identical
    * prompts are prefilled once and their rows share that cache row (as the choices of one
-   * request do): the same tokens give the same keys, values and logits. Distinct prompts that
-   * begin with the same tokens (an environment's prompts share its chat template and rules)
-   * prefill that common prefix once, in one row whose keys and values every row then copies,
-   * and only their own suffixes each (see {@link sharedPrefix}); that row is kept for the
-   * model's later admissions whose prompts begin with it too.
+   * request do): the same tokens give the same keys, values and logits. A prompt that begins
+   * with a kept prefix (at least `minSharedPrefix` tokens of a prompt or common prefix prefilled
+   * earlier, see {@link prefixCacheBytes}) starts from a copy of its keys and values and
+   * prefills only its own suffix; distinct prompts that begin with the same tokens (an
+   * environment's prompts share its chat template and rules) and have no longer kept prefix
+   * prefill that common prefix once first (see {@link sharedPrefix}). Every prompt's keys and
+   * values are then kept for later admissions.
    */
   async #prefill(model: DecodeModel, list: Pending[]) {
     const c = model.config;
@@ -358,20 +383,29 @@ export class DecodeEngine {
       if (r === undefined) index.set(key, r = prompts.push(p.req.prompt) - 1);
       return r;
     });
-    const { prefix, shared } = await this.#prefix(model, prompts);
+    const starts = await this.#prefixes(model, prompts);
+    const held = starts.map((x) => x.shared), most = Math.max(...held);
     let cache: KvCache, logits: Float32Array;
-    if (prefix) {
-      const suffixes = prompts.map((p) => p.slice(shared));
+    if (most > 0) {
+      const suffixes = prompts.map((p, i) => p.slice(held[i]));
       const width = Math.max(...suffixes.map((s) => s.length));
-      // every row starts from the prefix's slots: [prefix, empty slots, own suffix] after the
-      // fill, shifted to [empty slots, prefix, own suffix] (left-padded as a whole prompt)
-      cache = KvCache.gather([{ cache: prefix, rows: prompts.map(() => 0) }]);
-      logits = await this.#fill(model, cache, suffixes, shared);
-      cache.shiftOldest(suffixes.map((s) => width - s.length), shared);
+      // row i starts from its prefix's slots, aligned at the newest: [empty, prefix_i]; after
+      // the fill [empty, prefix_i, empty, own suffix], shifted to [empty, prefix_i, own
+      // suffix] (left-padded as a whole prompt)
+      cache = KvCache.gather(
+        starts.map((x) => ({ cache: x.prefix ?? new KvCache(c, 1), rows: [0] })),
+      );
+      logits = await this.#fill(model, cache, suffixes, held);
+      cache.shiftOldest(suffixes.map((s) => width - s.length), most);
     } else {
       cache = new KvCache(c, prompts.length);
-      logits = await this.#fill(model, cache, prompts, 0);
+      logits = await this.#fill(model, cache, prompts, held);
     }
+    prompts.forEach((tokens, i) => {
+      if (!this.#fits(c, tokens.length)) return;
+      const own = KvCache.gather([{ cache, rows: [i] }], cache.used - tokens.length);
+      this.#keep({ key: model.key, tokens, cache: own });
+    });
     const v = c.vocab_size;
     const rows = list.flatMap((p, q) =>
       p.req.choices.map((_, i) => ({
@@ -392,55 +426,96 @@ export class DecodeEngine {
   }
 
   /**
-   * The prefix the joining `prompts` begin with, as a one-row cache of its first `shared` slots
-   * (null when none is worth it): the one kept from an earlier admission of this model when all
-   * prompts begin with at least `minSharedPrefix` of its tokens and no longer prefix is common to
-   * them; else their own common prefix, prefilled now and kept for later admissions (requests
-   * over HTTP reach the engine a few at a time, between steps, so one admission rarely holds them
-   * all).
+   * Per prompt of `prompts`, the kept prefix it starts from (null and 0 when none is worth it):
+   * the kept prefix of this model sharing the most leading tokens with it, at least
+   * `minSharedPrefix` and short of its last token (whose logits it needs), as a one-row cache of
+   * its first `shared` slots. When the prompts have a longer common prefix than some of them
+   * find kept, that common prefix is prefilled now (one row) and kept first (requests over HTTP
+   * reach the engine a few at a time, between steps, so one admission rarely holds them all).
    */
-  async #prefix(
+  async #prefixes(
     model: DecodeModel,
     prompts: number[][],
-  ): Promise<{ prefix: KvCache | null; shared: number }> {
+  ): Promise<{ prefix: KvCache | null; shared: number }[]> {
     const min = Math.max(1, this.opts.minSharedPrefix ?? MIN_SHARED_PREFIX);
-    const kept = this.#prefixes.get(model.key);
+    let best = prompts.map((p) => this.#longestKept(model.key, p, min));
     const own = sharedPrefix(prompts, min);
-    if (kept) {
-      let n = Math.min(kept.tokens.length, ...prompts.map((p) => p.length - 1));
-      for (const p of prompts) {
-        let i = 0;
-        while (i < n && p[i] === kept.tokens[i]) i++;
-        n = i;
-      }
-      if (n >= min && n >= own) {
-        this.#prefixes.delete(model.key); // most recently used last
-        this.#prefixes.set(model.key, kept);
-        return { prefix: n === kept.cache.used ? kept.cache : kept.cache.oldest(n), shared: n };
-      }
+    if (own > 0 && best.some((b) => b.shared < own)) {
+      const cache = new KvCache(model.config, 1);
+      const common: KeptPrefix = { key: model.key, tokens: prompts[0].slice(0, own), cache };
+      await this.#fill(model, cache, [common.tokens], [0]);
+      best = best.map((b) => b.shared >= own ? b : { kept: common, shared: own });
+      this.#keep(common);
     }
-    if (own === 0) return { prefix: null, shared: 0 };
-    const prefix = new KvCache(model.config, 1);
-    const tokens = prompts[0].slice(0, own);
-    await this.#fill(model, prefix, [tokens], 0);
-    this.#prefixes.delete(model.key);
-    this.#prefixes.set(model.key, { tokens, cache: prefix });
-    while (this.#prefixes.size > KEPT_PREFIXES) {
-      this.#prefixes.delete(this.#prefixes.keys().next().value!);
+    for (const { kept } of best) {
+      const at = kept ? this.#kept.indexOf(kept) : -1;
+      if (at >= 0) this.#kept.push(...this.#kept.splice(at, 1)); // most recently used last
     }
-    return { prefix, shared: own };
+    return best.map(({ kept, shared }) => ({
+      prefix: !kept ? null : shared === kept.cache.used ? kept.cache : kept.cache.oldest(shared),
+      shared,
+    }));
+  }
+
+  /** The kept prefix of model `key` sharing the most leading tokens (≥ `min`) with `prompt`. */
+  #longestKept(
+    key: string,
+    prompt: number[],
+    min: number,
+  ): { kept: KeptPrefix | null; shared: number } {
+    let kept: KeptPrefix | null = null, shared = 0;
+    const limit = prompt.length - 1;
+    for (const k of this.#kept) {
+      if (k.key !== key) continue;
+      const n = Math.min(limit, k.tokens.length);
+      let i = 0;
+      while (i < n && prompt[i] === k.tokens[i]) i++;
+      if (i >= min && i > shared) [kept, shared] = [k, i];
+    }
+    return { kept, shared };
+  }
+
+  /** Whether a prefix of `tokens` tokens of `config` fits the kept bytes at all. */
+  #fits(config: DecoderConfig, tokens: number): boolean {
+    const slot = 8 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim;
+    return tokens * slot <= (this.opts.prefixCacheBytes ?? PREFIX_CACHE_BYTES);
   }
 
   /**
-   * Feeds `tokens` (one list per cache row, left-padded to the longest, at positions `start`,
-   * `start` + 1, …) into `cache`, in windows of columns; every slot the cache holds already is
-   * attended by every row. → the logits (rows, V) of each row's last token.
+   * Keeps `entry` (its cache one row of exactly its tokens) for later prompts of its model; a
+   * kept prefix of these tokens is dropped (this one serves every prompt it served), then the
+   * least recently used while the kept bytes exceed `prefixCacheBytes`.
+   */
+  #keep(entry: KeptPrefix): void {
+    const { key, tokens, cache } = entry;
+    if (!this.#fits(cache.config, tokens.length)) return;
+    const budget = this.opts.prefixCacheBytes ?? PREFIX_CACHE_BYTES;
+    const covered = (k: KeptPrefix) =>
+      k.key === key && k.tokens.length <= tokens.length &&
+      k.tokens.every((t, i) => t === tokens[i]);
+    this.#kept = this.#kept.filter((k) => {
+      if (!covered(k)) return true;
+      this.#keptBytes -= k.cache.bytes;
+      return false;
+    });
+    this.#kept.push(entry);
+    this.#keptBytes += cache.bytes;
+    while (this.#keptBytes > budget || this.#kept.length > KEPT_PROMPTS) {
+      this.#keptBytes -= this.#kept.shift()!.cache.bytes;
+    }
+  }
+
+  /**
+   * Feeds `tokens` (one list per cache row, left-padded to the longest, row r at positions
+   * `held[r]`, `held[r]` + 1, …) into `cache`, in windows of columns; row r attends to the newest
+   * `held[r]` slots the cache holds already (its prefix). → the logits (rows, V) of each row's
+   * last token.
    */
   async #fill(
     model: DecodeModel,
     cache: KvCache,
     tokens: number[][],
-    start: number,
+    held: readonly number[],
   ): Promise<Float32Array> {
     const c = model.config, pad = c.pad_token_id ?? 0, b = tokens.length;
     // the cache grows as columns are appended: early windows attend over fewer slots
@@ -462,12 +537,12 @@ export class DecodeEngine {
       const mask = new Float32Array(b * k);
       tokens.forEach((row, r) => {
         const padCount = width - row.length;
-        mask.fill(1, r * k, r * k + before); // slots held before this fill
+        mask.fill(1, r * k + before - held[r], r * k + before); // its prefix's slots
         mask.fill(1, r * k + before + padCount, r * k + cache.used); // own columns before a
         for (let j = 0; j < t; j++) {
           const col = a + j, real = col >= padCount;
           ids[r * t + j] = BigInt(real ? row[col - padCount] : pad);
-          pos[r * t + j] = BigInt(real ? start + col - padCount : 0);
+          pos[r * t + j] = BigInt(real ? held[r] + col - padCount : 0);
           mask[r * k + cache.capacity + j] = real ? 1 : 0;
         }
       });

@@ -178,8 +178,9 @@ Deno.test("prompts with a common prefix prefill it once, later prompts reuse it,
         assert.deepEqual(got[i].tokens, alone.tokens, `greedy ${greedy}, prompt ${i}`);
       }
       // the prefix alone in one row, then the 4 distinct suffixes (widest 6) after it; the
-      // second time, the prefix kept from the first
-      const expected = greedy ? [[1, 8], [4, 6]] : [[4, 6]];
+      // second time each prompt starts from its own keys and values kept from the first, and
+      // feeds its last token alone
+      const expected = greedy ? [[1, 8], [4, 6]] : [[4, 1]];
       assert.deepEqual(shapes.slice(0, expected.length), expected);
     }
     // a later lone prompt that shares part of the kept prefix prefills only its own tokens
@@ -350,5 +351,76 @@ Deno.test("running streams keep decoding while a long prompt is prefilled in win
   } finally {
     await sessions.release();
     await policy.release();
+  }
+});
+
+Deno.test("prefix reuse across admissions and windowed prefill give the same tokens and log-probs as neither", async () => {
+  const sessions = new SessionCache({ threads: 1 });
+  try {
+    const model = await decodeModel("m", config, params, sessions);
+    let columns = 0;
+    const run = model.session.run.bind(model.session);
+    model.session.run = ((feeds: Record<string, { dims: readonly number[] }>) => {
+      columns += feeds.input_ids.dims[0] * feeds.input_ids.dims[1];
+      return run(feeds as never);
+    }) as never;
+    // a rollout's shape: 3 tasks × 2 copies over common rules, sent in three waves (one
+    // admission each), then a second turn that extends each first-turn prompt
+    const rules = [1, 4, 4, 4, 5, 6, 7, 8, 9, 10];
+    const tasks = [[11, 3, 2], [12, 12], [5, 9, 9, 1, 3, 7]];
+    const turn1 = tasks.flatMap((t) => [[...rules, ...t], [...rules, ...t]]);
+    const turn2 = turn1.map((p, i) => [...p, 2 + (i % 3), 6, 6, 1]);
+    const waves = [turn1.slice(0, 2), turn1.slice(2, 4), turn1.slice(4), turn2];
+    const decode = async (engine: DecodeEngine) => {
+      columns = 0;
+      const out: { tokens: number[]; logprobs: number[] }[] = [];
+      for (const wave of waves) {
+        const got = wave.map((prompt, i) => {
+          const tokens: number[] = [], logprobs: number[] = [];
+          let resolve!: () => void;
+          const done = new Promise<void>((r) => (resolve = r));
+          engine.submit({
+            model,
+            prompt,
+            maxNewTokens: 6,
+            sampling: { greedy: false, temperature: 0.9, topP: 1 },
+            seed: 40 + out.length + i,
+            eosTokenIds: [],
+            topLogprobs: 0,
+            choices: [{
+              token(id, lp) {
+                tokens.push(id);
+                logprobs.push(lp!.logprob);
+                return false;
+              },
+              finish: () => resolve(),
+            }],
+          });
+          return { tokens, logprobs, done };
+        });
+        await Promise.all(got.map((g) => g.done));
+        out.push(...got.map(({ tokens, logprobs }) => ({ tokens, logprobs })));
+      }
+      return { out, columns };
+    };
+    const plain = await decode(
+      new DecodeEngine({
+        prefixCacheBytes: 0,
+        minSharedPrefix: 10 ** 9,
+        maxTokensPerCall: 10 ** 6,
+      }),
+    );
+    const reused = await decode(new DecodeEngine({ minSharedPrefix: 4, maxTokensPerCall: 8 }));
+    assert.equal(reused.out.length, 12);
+    for (const [i, r] of reused.out.entries()) {
+      assert.deepEqual(r.tokens, plain.out[i].tokens, `request ${i}`);
+      r.logprobs.forEach((x, k) => {
+        assert.ok(Math.abs(x - plain.out[i].logprobs[k]) < 1e-5, `request ${i} token ${k}`);
+      });
+    }
+    // and it fed fewer tokens: decode steps plus prompts' own suffixes only
+    assert.ok(reused.columns < plain.columns, `${reused.columns} vs ${plain.columns}`);
+  } finally {
+    await sessions.release();
   }
 });
