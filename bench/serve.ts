@@ -12,9 +12,10 @@
  * process (so the load generator does not share its event loop) and drives it with the `openai`
  * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
  * temperature 1, one seed per request (with `--distinct`, each request's prompt starts with a
- * line of its own, `#<seed>`, so no two prompts are identical and none shares a prefill or a
- * prefix; with `--boards`, request i sends the first turn of sokoban train task i mod 64, as an
- * agent's first requests do: distinct boards under the environment's common rules). Tokens/s counts the completion tokens the server reports
+ * line of its own, `#<n>` for the n-th request sent, so no two prompts are identical and none
+ * shares a prefill or a prefix, within a burst or with an earlier one; with `--boards`, the n-th
+ * request sends the first turn of sokoban train task n mod 512, as an agent's first requests do:
+ * distinct boards under the environment's common rules). Tokens/s counts the completion tokens the server reports
  * (`stream_options.include_usage`) over the wall time of the batch of requests; TTFT runs from
  * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
  * (user + system, all its threads, from /proc) per completion token, which a loaded machine
@@ -74,14 +75,18 @@ function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
 
+/** Requests sent so far: `--distinct` and `--boards` never send one prompt twice. */
+let sent = 0;
+
 /** One streamed request: TTFT and completion tokens. */
 async function streamOne(client: OpenAI, model: string, prompt: string, seed: number) {
   const t0 = performance.now();
   let ttft = NaN, tokens = 0;
+  const n = sent++;
   const content = args.boards
-    ? boards[seed % boards.length]
+    ? boards[n % boards.length]
     : args.distinct
-    ? `#${seed}\n${prompt}`
+    ? `#${n}\n${prompt}`
     : prompt;
   const stream = await client.chat.completions.create({
     model,
@@ -115,7 +120,7 @@ try {
   const { key } = await createKey(db, "bench");
   const sokoban = await resolveEnvironment("sokoban");
   const prompt = (await probeFirstTurn(sokoban, {})).prompt;
-  boards = await boardPrompts(sokoban, 64);
+  boards = await boardPrompts(sokoban, 512);
   const makers: Record<string, () => Promise<HfModel>> = {
     tiny: async () => createBuiltinTiny({ vocabulary: await builtinVocabulary(sokoban), seed: 1 }),
     "24m": async () => model24m(await builtinVocabulary(sokoban)),
