@@ -5,8 +5,9 @@
  * One loop serves every loaded model. Each iteration: requests whose client went away are
  * dropped; waiting requests join (first come, first served) while the sequences being decoded
  * stay within `maxBatch` — their prompts are prefilled together (left-padded, per model;
- * identical prompts once, and a prefix common to all of them once) and their KV rows gathered
- * into the model's running cache; then every
+ * identical prompts once, a prefix common to all of them once, and a prefix kept from an earlier
+ * admission copied rather than prefilled again) and their KV rows gathered into the model's
+ * running cache; then every
  * model's running sequences sample one token each and, together, run one decode step (running
  * sequences also step between the prefill windows of a long prompt, which would stall them). A
  * sequence that ends (EOS, stop string, token limit) or whose client disconnected leaves
