@@ -403,7 +403,8 @@ export class DecodeEngine {
       logits = await this.#fill(model, cache, prompts, held);
     }
     prompts.forEach((tokens, i) => {
-      if (!this.#fits(c, tokens.length)) return;
+      // a kept prefix that already holds all but its last token serves it as well
+      if (held[i] === tokens.length - 1 || !this.#fits(c, tokens.length)) return;
       const own = KvCache.gather([{ cache, rows: [i] }], cache.used - tokens.length);
       this.#keep({ key: model.key, tokens, cache: own });
     });
@@ -452,10 +453,13 @@ export class DecodeEngine {
       const at = kept ? this.#kept.indexOf(kept) : -1;
       if (at >= 0) this.#kept.push(...this.#kept.splice(at, 1)); // most recently used last
     }
-    return best.map(({ kept, shared }) => ({
-      prefix: !kept ? null : shared === kept.cache.used ? kept.cache : kept.cache.oldest(shared),
-      shared,
-    }));
+    const cut = new Map<string, KvCache>(); // one copy per kept prefix and length
+    return best.map(({ kept, shared }) => {
+      if (!kept || shared === kept.cache.used) return { prefix: kept?.cache ?? null, shared };
+      const id = `${this.#kept.indexOf(kept)}:${shared}`;
+      if (!cut.has(id)) cut.set(id, kept.cache.oldest(shared));
+      return { prefix: cut.get(id)!, shared };
+    });
   }
 
   /** The kept prefix of model `key` sharing the most leading tokens (≥ `min`) with `prompt`. */
