@@ -7,6 +7,7 @@
  * string and collection is bounded. Field names are snake_case because they are the wire format.
  */
 import { z } from "zod";
+import { outboundUrlSyntaxProblem } from "./outbound_url.ts";
 
 /**
  * Training methods, the paper's arms (workers/seed/README.md, Arms): `grpo` episode-level
@@ -139,6 +140,19 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
 );
 
 /**
+ * The `base_url` of an endpoint the service contacts (annotator, rollout engines): 1–2048
+ * characters written as they will be used ({@link outboundUrlSyntaxProblem}: no whitespace at the
+ * ends, absolute http(s), no credentials). A mistake here is a 400 at the field; the host rules,
+ * which depend on the deployment, are checked at submit by the API (a 422) and by the worker.
+ */
+const BaseUrl = z.string().min(1).max(2048).superRefine((v, ctx) => {
+  const problem = outboundUrlSyntaxProblem(v);
+  if (problem !== undefined) {
+    ctx.addIssue({ code: "custom", message: `Cannot use this base_url as ${problem}` });
+  }
+});
+
+/**
  * `warmup.analyzer.annotator`: an OpenAI-compatible endpoint (README.md, "LLM annotator"). The
  * URL rules (public hosts; internal ones only when the operator lists them) are checked at submit
  * by the API and again by the worker (jobs/outbound_url.ts), not here: they depend on the
@@ -146,9 +160,7 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
  */
 const Annotator = z.object({
   /** Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at `…/chat/completions`). */
-  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
-    message: "Cannot use this base_url as it must be an absolute http(s) URL",
-  }),
+  base_url: BaseUrl,
   /** Model name the endpoint serves, sent as `model`. */
   model: z.string().min(1).max(256),
   /** Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer token. */
@@ -178,9 +190,7 @@ export const MAX_ROLLOUT_ENDPOINTS = 64;
  */
 const RolloutEndpoint = z.object({
   /** Base URL of the server, e.g. `http://10.0.0.5:8000` (requests go to `…/v1/completions`). */
-  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
-    message: "Cannot use this base_url as it must be an absolute http(s) URL",
-  }),
+  base_url: BaseUrl,
   /**
    * Name under which the job's policy versions are loaded there: version k (the policy after k
    * updates) is `<model>-v<k>`. For vLLM LoRA jobs the served base model is the one vLLM started
