@@ -121,6 +121,15 @@ export class NamedModels {
     return [...this.#recent].map((e) => `${e.tenantId}/${e.name}`);
   }
 
+  /**
+   * The tenant's named models, in the order they were loaded: each name and when it was loaded
+   * (for `GET /v1/models`; nothing is held and no use is counted).
+   */
+  list(tenantId: string): { name: string; createdAt: Date }[] {
+    return [...(this.#tenants.get(tenantId)?.values() ?? [])]
+      .map((e) => ({ name: e.name, createdAt: e.model.createdAt }));
+  }
+
   /** The tenant's model named `name`, held until `release` (null: no such name). */
   acquire(tenantId: string, modelName: string): HeldModel | null {
     const entry = this.#tenants.get(tenantId)?.get(modelName);
