@@ -114,7 +114,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
   if (opts.named) mountLoraAdmin(app, opts.named);
   /** The model a request names: a model loaded by name, else a job checkpoint. */
   const acquire = async (tenantId: string, name: string) =>
-    opts.named?.acquire(tenantId, name) ??
+    (await opts.named?.acquire(tenantId, name)) ??
       await opts.registry.acquire(await opts.registry.resolve(tenantId, name));
 
   app.get("/v1/models", async (c) => {
@@ -131,7 +131,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     for (const m of await listModels(opts.db, tenant.id)) {
       data.push(modelObject(`model:${m.id}`, m.createdAt, tenant.name));
     }
-    for (const m of opts.named?.list(tenant.id) ?? []) {
+    for (const m of await opts.named?.list(tenant.id) ?? []) {
       data.push(modelObject(m.name, m.createdAt, tenant.name));
     }
     return c.json({ object: "list", data });
@@ -140,7 +140,7 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
   app.get("/v1/models/:model", async (c) => {
     const tenant = c.get("tenant");
     const name = c.req.param("model");
-    const loaded = opts.named?.list(tenant.id).find((m) => m.name === name);
+    const loaded = (await opts.named?.list(tenant.id))?.find((m) => m.name === name);
     if (loaded) return c.json(modelObject(name, loaded.createdAt, tenant.name));
     const source = await opts.registry.resolve(tenant.id, name);
     return c.json(modelObject(name, source.createdAt, tenant.name));

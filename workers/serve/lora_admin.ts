@@ -26,7 +26,7 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import type { ArtifactStore } from "../../jobs/mod.ts";
+import { type ArtifactStore, type Database, getJob, getModel } from "../../jobs/mod.ts";
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
@@ -40,7 +40,7 @@ import {
   Tokenizer,
 } from "../model/mod.ts";
 import type { ServeAuthEnv } from "./auth.ts";
-import { badRequest, fromZod, ServeError } from "./errors.ts";
+import { badRequest, fromZod, modelNotFound, ServeError } from "./errors.ts";
 import { decodeModel, type HeldModel, type ServedModel } from "./models.ts";
 
 /** Paths of this module's routes (for the app's 405 table). */
@@ -88,11 +88,25 @@ const UnloadAdapterSchema = z.object({
 /** Named models kept loaded by default (`SERVE_MAX_NAMED_MODELS`). */
 export const DEFAULT_MAX_NAMED_MODELS = 8;
 
+/**
+ * A job or uploaded model whose folder a named model was loaded from (`…/jobs/<id>/…` or
+ * `…/models/<id>/…`), recorded when it existed at load: once it is deleted, so is the name.
+ */
+interface Origin {
+  kind: "job" | "model";
+  id: string;
+}
+
+/** Names unloaded with what they were loaded from that a request still hears about. */
+const ORPHANS_KEPT = 256;
+
 /** One named model and the requests holding it. */
 interface Entry {
   tenantId: string;
   name: string;
   model: ServedModel;
+  /** What its weights came from (an adapter: its own folder's and its base's). */
+  origins: Origin[];
   /** Full weights (null for a merged adapter: an adapter applies to a full model only). */
   hf: HfModel | null;
   holders: number;
@@ -105,11 +119,22 @@ export class NamedModels {
   readonly #tenants = new Map<string, Map<string, Entry>>();
   /** Every loaded entry, least recently used first. */
   readonly #recent = new Set<Entry>();
+  /**
+   * Names unloaded because what they were loaded from was deleted (`tenant/name` → that origin),
+   * so that a request for one says why; the last {@link ORPHANS_KEPT}, dropped when it is loaded
+   * again.
+   */
+  readonly #orphans = new Map<string, Origin>();
   #loads = 0;
 
   constructor(
     private readonly opts: {
       store: ArtifactStore;
+      /**
+       * The job database: a name loaded from a job's or uploaded model's folder is unloaded once
+       * that job or model is deleted. Absent: names are never checked against it.
+       */
+      db?: Database;
       sessions: SessionCache;
       /** Most named models loaded at once, over all tenants (default {@link DEFAULT_MAX_NAMED_MODELS}). */
       maxModels?: number;
@@ -125,14 +150,37 @@ export class NamedModels {
    * The tenant's named models, in the order they were loaded: each name and when it was loaded
    * (for `GET /v1/models`; nothing is held and no use is counted).
    */
-  list(tenantId: string): { name: string; createdAt: Date }[] {
-    return [...(this.#tenants.get(tenantId)?.values() ?? [])]
-      .map((e) => ({ name: e.name, createdAt: e.model.createdAt }));
+  async list(tenantId: string): Promise<{ name: string; createdAt: Date }[]> {
+    const out = [];
+    for (const e of [...(this.#tenants.get(tenantId)?.values() ?? [])]) {
+      if (await this.#unloadIfOrphaned(e) === undefined) {
+        out.push({ name: e.name, createdAt: e.model.createdAt });
+      }
+    }
+    return out;
   }
 
-  /** The tenant's model named `name`, held until `release` (null: no such name). */
-  acquire(tenantId: string, modelName: string): HeldModel | null {
-    const entry = this.#tenants.get(tenantId)?.get(modelName);
+  /**
+   * The tenant's model named `name`, held until `release` (null: no such name).
+   * @throws ServeError 404 (`model_not_found`) when the job or uploaded model it was loaded from
+   *   has been deleted since: the name is unloaded then (`DELETE /v1/jobs/{id}` removes what the
+   *   job made, its weights served under a name included).
+   */
+  async acquire(tenantId: string, modelName: string): Promise<HeldModel | null> {
+    const orphaned = (gone: Origin) =>
+      modelNotFound(
+        `The model '${modelName}' does not exist: it was unloaded as the ${gone.kind} it was loaded from (${gone.id}) has been deleted`,
+      );
+    let entry = this.#tenants.get(tenantId)?.get(modelName);
+    if (!entry) {
+      const gone = this.#orphans.get(`${tenantId}/${modelName}`);
+      if (gone) throw orphaned(gone);
+      return null;
+    }
+    const gone = await this.#unloadIfOrphaned(entry);
+    if (gone) throw orphaned(gone);
+    // Replaced or unloaded while the database answered: take what the name means now.
+    entry = this.#tenants.get(tenantId)?.get(modelName);
     if (!entry) return null;
     this.#recent.delete(entry); // most recently used last
     this.#recent.add(entry);
@@ -157,6 +205,7 @@ export class NamedModels {
    */
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
     const read = await this.#reader(tenantId, at, "checkpoint_path");
+    const origins = await this.#origins(tenantId, at);
     let hf: HfModel;
     try {
       hf = await loadHfDirectory(read);
@@ -167,7 +216,7 @@ export class NamedModels {
         "checkpoint_path",
       );
     }
-    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf);
+    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf, origins);
   }
 
   /**
@@ -212,7 +261,8 @@ export class NamedModels {
     const params = new Map([...base.hf.parameters, ...adapter.parameters]);
     const merged = mergeLora(c, params, adapter.lora, parameterSpecs(c));
     const model = await this.#served(loraName, { ...base.hf, parameters: merged });
-    this.#set(tenantId, loraName, model, null);
+    const origins = [...await this.#origins(tenantId, at), ...base.origins];
+    this.#set(tenantId, loraName, model, null, origins);
   }
 
   /** Unloads a named model; false when the tenant has none of that name. */
@@ -240,14 +290,62 @@ export class NamedModels {
     this.#recent.clear();
   }
 
-  #set(tenantId: string, modelName: string, model: ServedModel, hf: HfModel | null): void {
+  /**
+   * The job or uploaded model whose folder `at` is in, when it exists now (an empty list for a
+   * folder no job or model owns: nothing to follow).
+   */
+  async #origins(tenantId: string, at: string): Promise<Origin[]> {
+    const { db, store } = this.opts;
+    // `at` passed #reader: it starts with the tenant's own prefix.
+    const own = `s3://${store.bucket}/tenants/${tenantId}/`;
+    const m = /^(jobs|models)\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\//
+      .exec(at.slice(own.length));
+    if (!db || !m) return [];
+    const origin: Origin = { kind: m[1] === "jobs" ? "job" : "model", id: m[2] };
+    return await this.#exists(tenantId, origin) ? [origin] : [];
+  }
+
+  async #exists(tenantId: string, o: Origin): Promise<boolean> {
+    const db = this.opts.db!;
+    return o.kind === "job"
+      ? (await getJob(db, { tenantId, jobId: o.id })) !== null
+      : (await getModel(db, tenantId, o.id)) !== null;
+  }
+
+  /** Unloads `entry` when one of its origins is gone (being deleted counts); that origin. */
+  async #unloadIfOrphaned(entry: Entry): Promise<Origin | undefined> {
+    for (const o of entry.origins) {
+      if (await this.#exists(entry.tenantId, o)) continue;
+      if (this.#tenants.get(entry.tenantId)?.get(entry.name) === entry) {
+        this.unload(entry.tenantId, entry.name);
+        const key = `${entry.tenantId}/${entry.name}`;
+        this.#orphans.delete(key);
+        this.#orphans.set(key, o);
+        if (this.#orphans.size > ORPHANS_KEPT) {
+          this.#orphans.delete(this.#orphans.keys().next().value!);
+        }
+      }
+      return o;
+    }
+    return undefined;
+  }
+
+  #set(
+    tenantId: string,
+    modelName: string,
+    model: ServedModel,
+    hf: HfModel | null,
+    origins: Origin[],
+  ): void {
     let models = this.#tenants.get(tenantId);
     if (!models) this.#tenants.set(tenantId, models = new Map());
+    this.#orphans.delete(`${tenantId}/${modelName}`);
     const old = models.get(modelName);
     const entry: Entry = {
       tenantId,
       name: modelName,
       model,
+      origins,
       hf,
       holders: 0,
       unloaded: false,
