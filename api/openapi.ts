@@ -204,6 +204,13 @@ export function openApiDocument(): Json {
           responses: { "200": ok("Checkpoints", json("CheckpointList")), ...errors },
         },
       },
+      "/v1/jobs/{id}/checkpoints/{step}": {
+        get: {
+          summary: "One checkpoint of a job with its files (400 when step is no whole number)",
+          parameters: [jobId, step],
+          responses: { "200": ok("The checkpoint", json("Checkpoint")), ...errors },
+        },
+      },
       "/v1/jobs/{id}/checkpoints/{step}/archive": {
         get: {
           summary:

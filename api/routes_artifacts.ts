@@ -15,18 +15,10 @@ import {
 } from "../jobs/mod.ts";
 import { getJob } from "./queries.ts";
 import { jobIdOf } from "./routes_jobs.ts";
-import { FileQuery, SkillsQuery, StepParam } from "./schemas.ts";
+import { FileQuery, SkillsQuery } from "./schemas.ts";
 import { tarStream } from "./tar.ts";
-import { parseQuery } from "./validate.ts";
+import { parseQuery, stepParamOf } from "./validate.ts";
 import { checkpointView, skillsView } from "./views.ts";
-
-function stepOf(raw: string | undefined, jobId: string): number {
-  const parsed = StepParam.safeParse(raw);
-  if (!parsed.success) {
-    throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at ${raw}`);
-  }
-  return parsed.data;
-}
 
 async function checkpointAt(options: AppOptions, jobId: string, step: number) {
   const ckpt = await getCheckpoint(options.db, jobId, step);
@@ -44,9 +36,15 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     return c.json({ checkpoints: (await listCheckpoints(db, job.id)).map(checkpointView) });
   });
 
+  app.get("/:id/checkpoints/:step", async (c) => {
+    const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
+    const step = stepParamOf(c.req.param("step"));
+    return c.json(checkpointView(await checkpointAt(options, job.id, step)));
+  });
+
   app.get("/:id/checkpoints/:step/archive", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
-    const step = stepOf(c.req.param("step"), job.id);
+    const step = stepParamOf(c.req.param("step"));
     const ckpt = await checkpointAt(options, job.id, step);
     const folder = `step-${step}`;
     // The store is checked before the first byte: the first file is opened here, so a store
@@ -72,7 +70,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.get("/:id/checkpoints/:step/files/:name{.+}", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
-    const step = stepOf(c.req.param("step"), job.id);
+    const step = stepParamOf(c.req.param("step"));
     const q = parseQuery(c, FileQuery);
     const ckpt = await checkpointAt(options, job.id, step);
     const name = c.req.param("name");

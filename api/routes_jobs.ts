@@ -20,12 +20,12 @@ import {
   JobLabelsInput,
   jobLabelsOf,
   type JobSpec,
-  JobSpecSchema,
   markJobDeleting,
   modelEnvIssues,
   purgeDeletedJob,
   reservedMetadataKeyIssues,
   rolloutEngineIssues,
+  safeParseJobSpec,
   skillSourceIssues,
   submitJob,
 } from "../jobs/mod.ts";
@@ -58,7 +58,7 @@ export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabel
     }
     rest = other;
   }
-  const spec = JobSpecSchema.safeParse(rest);
+  const spec = safeParseJobSpec(rest);
   const labels = JobLabelsInput.safeParse(fields);
   const issues = [
     ...reservedMetadataKeyIssues(fields.metadata),

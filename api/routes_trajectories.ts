@@ -20,8 +20,8 @@ import type { AppOptions } from "./deps.ts";
 import { NotFoundError, ProblemError } from "./errors.ts";
 import { getJob } from "./queries.ts";
 import { jobIdOf } from "./routes_jobs.ts";
-import { StepParam, TrajectoriesQuery } from "./schemas.ts";
-import { parseQuery } from "./validate.ts";
+import { TrajectoriesQuery } from "./schemas.ts";
+import { parseQuery, stepParamOf } from "./validate.ts";
 
 /** The stored dump JSON, as far as the API reads it (workers/seed/run/trajectory_dump.ts). */
 const StoredDump = z.object({
@@ -132,14 +132,13 @@ export function trajectoryRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.get("/:id/trajectories/:step/images/:name", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
-    const raw = c.req.param("step");
+    const step = stepParamOf(c.req.param("step"));
     const name = c.req.param("name");
-    const parsed = StepParam.safeParse(raw);
-    const dumps = parsed.success ? await getTrajectoryDumps(db, job.id, parsed.data) : [];
+    const dumps = await getTrajectoryDumps(db, job.id, step);
     const dump = dumps.find((d) => d.images.some((i) => i.name === name));
     if (!dump) {
       throw new NotFoundError(
-        `Cannot find image ${name} among the trajectories of job ${job.id} at step ${raw}`,
+        `Cannot find image ${name} among the trajectories of job ${job.id} at step ${step}`,
       );
     }
     const image = dump.images.find((i) => i.name === name)!;

@@ -116,6 +116,8 @@ export async function rootModelBase(
  * `credential_secret` the tenant has not stored (`…annotator.credential_secret`), or a
  * `base_url` the URL rules refuse (`…annotator.base_url`: internal hosts the operator did not
  * list in `SEED_ANNOTATOR_ALLOWED_HOSTS`, the service's own endpoints; jobs/outbound_url.ts).
+ * A URL badly written (whitespace at the ends, another scheme, credentials) never gets here: the
+ * JobSpec schema refuses it with a 400 (api/README.md, "400 or 422").
  * The worker checks both again when it runs the job.
  */
 export async function checkAnnotator(

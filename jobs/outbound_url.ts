@@ -1,8 +1,9 @@
 /**
  * Rules for URLs a user names and the service then contacts (workers/seed/README.md, "Outbound URLs"): HTTP
  * environments (workers/envs/http/client.ts) and the analyzer warm-up's LLM annotator
- * (`warmup.analyzer.annotator.base_url`). Shared by the API (checked at submit, a 422 naming the
- * field) and the workers (checked again before every request).
+ * (`warmup.analyzer.annotator.base_url`) and rollout engines (`rollout.engine.endpoints[i].base_url`).
+ * Shared by the API (checked at submit: a URL badly written is a 400 naming the field, a host the
+ * deployment's rules refuse a 422) and the workers (checked again before every request).
  *
  * Common to both:
  * - only `http:`/`https:` absolute URLs without credentials;
@@ -206,6 +207,38 @@ export function serviceUrlsFromEnv(): string[] {
   return urls;
 }
 
+/** Whitespace and control characters (C0, space, C1, Unicode spaces, BOM). */
+const SPACE_OR_CONTROL = String
+  .raw`[\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]`;
+const EDGE_SPACE = new RegExp(`^${SPACE_OR_CONTROL}|${SPACE_OR_CONTROL}$`);
+const INNER_CONTROL = new RegExp(String.raw`[\u0000-\u001f\u007f-\u009f]`);
+
+/**
+ * Why `raw` is not a URL as a user must write one for the service to contact, or undefined when
+ * it is: no whitespace or control character at either end and no control character (tab, line
+ * break, …) inside — WHATWG URL parsing drops those silently, so the URL contacted would not be
+ * the one written —, absolute, scheme `http` or `https`, no credentials. These are mistakes in the
+ * text itself, the same on every deployment: the API answers them with a 400 at the field (the
+ * JobSpec schema calls this), while the host rules of {@link checkOutboundUrl}, which depend on the
+ * deployment's settings, are a 422.
+ * @returns the reason, worded to follow "Cannot use this URL as ".
+ */
+export function outboundUrlSyntaxProblem(raw: string): string | undefined {
+  if (EDGE_SPACE.test(raw)) return "it must not start or end with whitespace";
+  if (INNER_CONTROL.test(raw)) return "it must not hold control characters (tab, line break)";
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return "it must be an absolute URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return "its scheme must be http or https";
+  }
+  if (url.username !== "" || url.password !== "") return "it must not hold credentials";
+  return undefined;
+}
+
 /** Host rules of {@link checkOutboundUrl}. */
 export interface OutboundUrlRules {
   /** What the URL is, for messages (e.g. `environment URL`). */
@@ -224,22 +257,16 @@ export interface OutboundUrlRules {
 }
 
 /**
- * Checks `rawUrl` against the scheme rule, the host rule of `rules.mode` and the deny list.
+ * Checks `rawUrl` against the syntax rules ({@link outboundUrlSyntaxProblem}: no whitespace at
+ * the ends, http(s), no credentials), the host rule of `rules.mode` and the deny list.
  * @returns the parsed URL.
  * @throws OutboundUrlError when it is refused.
  */
 export function checkOutboundUrl(rawUrl: string, rules: OutboundUrlRules): URL {
   const refuse = (reason: string) => new OutboundUrlError(rules.field, rawUrl, reason);
-  let url: URL;
-  try {
-    url = new URL(rawUrl);
-  } catch {
-    throw refuse("it must be an absolute URL");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw refuse("its scheme must be http or https");
-  }
-  if (url.username !== "" || url.password !== "") throw refuse("it must not hold credentials");
+  const problem = outboundUrlSyntaxProblem(rawUrl);
+  if (problem !== undefined) throw refuse(problem);
+  const url = new URL(rawUrl);
   const host = url.hostname.toLowerCase();
   const port = portOf(url)!;
   const allowed = rules.allowedHosts.map((h) => h.toLowerCase());

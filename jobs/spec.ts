@@ -7,6 +7,7 @@
  * string and collection is bounded. Field names are snake_case because they are the wire format.
  */
 import { z } from "zod";
+import { outboundUrlSyntaxProblem } from "./outbound_url.ts";
 
 /**
  * Training methods, the paper's arms (workers/seed/README.md, Arms): `grpo` episode-level
@@ -83,15 +84,60 @@ export const LOSS_AGGREGATIONS = ["micro_batch_token_mean", "token_mean"] as con
 export type LossAggregation = (typeof LOSS_AGGREGATIONS)[number];
 
 /**
- * The message of an unknown `optim` field that was renamed: `clip_ratio` became
- * `clip_ratio_low` and `clip_ratio_high` (stored specs that hold it still load:
- * {@link parseStoredJobSpec}); other unknown fields keep zod's message.
+ * JobSpec fields that were renamed or moved, by their old path → the message a new submit that
+ * sets them gets (stored specs that hold them still load: {@link parseStoredJobSpec}). `clip_ratio`
+ * became `clip_ratio_low` and `clip_ratio_high`; `corrective_share` moved under `experimental`.
  */
-function renamedOptimField(issue: { code?: string; keys?: readonly string[] }) {
-  if (issue.code === "unrecognized_keys" && issue.keys?.includes("clip_ratio")) {
-    return "Cannot use optim.clip_ratio as it was replaced by optim.clip_ratio_low and optim.clip_ratio_high (the lower and upper ε of the PPO clip): set those instead";
-  }
-  return undefined;
+export const RETIRED_FIELD_MESSAGES: Readonly<Record<string, string>> = {
+  "optim.clip_ratio":
+    "Cannot use optim.clip_ratio as it was replaced by optim.clip_ratio_low and optim.clip_ratio_high (the lower and upper ε of the PPO clip): set those instead",
+  "warmup.policy.corrective_share":
+    "Cannot use warmup.policy.corrective_share as it moved to experimental.corrective_share (the same share, default 0): set that instead",
+};
+
+/**
+ * A zod error map for the strict object at `at` (e.g. `optim`): an unknown key that is a retired
+ * field gets its {@link RETIRED_FIELD_MESSAGES} entry; other unknown fields keep zod's message.
+ */
+function retiredFieldMessage(at: string) {
+  return (issue: { code?: string; keys?: readonly string[] }) => {
+    if (issue.code !== "unrecognized_keys") return undefined;
+    const key = issue.keys?.find((k) => Object.hasOwn(RETIRED_FIELD_MESSAGES, `${at}.${k}`));
+    return key === undefined ? undefined : RETIRED_FIELD_MESSAGES[`${at}.${key}`];
+  };
+}
+
+/**
+ * `issues` with every retired field ({@link RETIRED_FIELD_MESSAGES}) pointed at itself: zod reports
+ * unknown keys at their object (`warmup.policy`), so a user would not see which field to change.
+ * Each retired key becomes its own issue at its full path (`warmup.policy.corrective_share`) whose
+ * message names the new field; the object's other unknown keys stay in one issue at the object.
+ */
+export function pointAtRetiredFields(issues: readonly z.core.$ZodIssue[]): z.core.$ZodIssue[] {
+  return issues.flatMap((issue): z.core.$ZodIssue[] => {
+    if (issue.code !== "unrecognized_keys") return [issue];
+    const at = issue.path.map(String).join(".");
+    const retired = issue.keys.filter((k) => Object.hasOwn(RETIRED_FIELD_MESSAGES, `${at}.${k}`));
+    if (retired.length === 0) return [issue];
+    const others = issue.keys.filter((k) => !retired.includes(k));
+    return [
+      ...retired.map((k): z.core.$ZodIssue => ({
+        code: "custom",
+        path: [...issue.path, k],
+        message: RETIRED_FIELD_MESSAGES[`${at}.${k}`],
+        input: issue.input,
+      })),
+      ...(others.length > 0
+        ? [{
+          ...issue,
+          keys: others,
+          message: `Unrecognized key${others.length > 1 ? "s" : ""}: ${
+            others.map((k) => `"${k}"`).join(", ")
+          }`,
+        }]
+        : []),
+    ];
+  });
 }
 const num = (min: number, max: number) => z.number().min(min).max(max);
 
@@ -103,14 +149,6 @@ const num = (min: number, max: number) => z.number().min(min).max(max);
 export const MOVED_TO_EXPERIMENTAL = {
   "warmup.policy.corrective_share": "experimental.corrective_share",
 } as const;
-
-/** The message of an unknown `warmup.policy` field that moved under `experimental`. */
-function movedPolicyField(issue: { code?: string; keys?: readonly string[] }) {
-  if (issue.code === "unrecognized_keys" && issue.keys?.includes("corrective_share")) {
-    return "Cannot use warmup.policy.corrective_share as it moved to experimental.corrective_share (the same share, default 0): set that instead";
-  }
-  return undefined;
-}
 
 /**
  * Built-in model names: `builtin:tiny` (a ~1M-parameter Llama decoder, text only) and
@@ -139,6 +177,19 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
 );
 
 /**
+ * The `base_url` of an endpoint the service contacts (annotator, rollout engines): 1–2048
+ * characters written as they will be used ({@link outboundUrlSyntaxProblem}: no whitespace at the
+ * ends, absolute http(s), no credentials). A mistake here is a 400 at the field; the host rules,
+ * which depend on the deployment, are checked at submit by the API (a 422) and by the worker.
+ */
+const BaseUrl = z.string().min(1).max(2048).superRefine((v, ctx) => {
+  const problem = outboundUrlSyntaxProblem(v);
+  if (problem !== undefined) {
+    ctx.addIssue({ code: "custom", message: `Cannot use this base_url as ${problem}` });
+  }
+});
+
+/**
  * `warmup.analyzer.annotator`: an OpenAI-compatible endpoint (README.md, "LLM annotator"). The
  * URL rules (public hosts; internal ones only when the operator lists them) are checked at submit
  * by the API and again by the worker (jobs/outbound_url.ts), not here: they depend on the
@@ -146,9 +197,7 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
  */
 const Annotator = z.object({
   /** Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at `…/chat/completions`). */
-  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
-    message: "Cannot use this base_url as it must be an absolute http(s) URL",
-  }),
+  base_url: BaseUrl,
   /** Model name the endpoint serves, sent as `model`. */
   model: z.string().min(1).max(256),
   /** Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer token. */
@@ -178,9 +227,7 @@ export const MAX_ROLLOUT_ENDPOINTS = 64;
  */
 const RolloutEndpoint = z.object({
   /** Base URL of the server, e.g. `http://10.0.0.5:8000` (requests go to `…/v1/completions`). */
-  base_url: z.string().min(1).max(2048).refine((v) => URL.canParse(v), {
-    message: "Cannot use this base_url as it must be an absolute http(s) URL",
-  }),
+  base_url: BaseUrl,
   /**
    * Name under which the job's policy versions are loaded there: version k (the policy after k
    * updates) is `<model>-v<k>`. For vLLM LoRA jobs the served base model is the one vLLM started
@@ -373,7 +420,7 @@ const JobSpecObject = z.object({
     lr_schedule: z.enum(["constant", "warmup", "cosine"]).default("warmup"),
     /** Linear warm-up steps of `warmup` and `cosine` (the first update runs at lr / 2). */
     warmup_steps: int(0, 100_000).default(2),
-  }, { error: renamedOptimField }).prefault({}),
+  }, { error: retiredFieldMessage("optim") }).prefault({}),
   warmup: z.object({
     /** Policy SFT on expert demonstrations. */
     policy: z.strictObject({
@@ -411,7 +458,7 @@ const JobSpecObject = z.object({
        * without); 0 = no checks.
        */
       check_episodes: int(0, 1024).default(0),
-    }, { error: movedPolicyField }).refine(
+    }, { error: retiredFieldMessage("warmup.policy") }).refine(
       (p) => p.skill_epochs === undefined || p.skill_epochs <= p.epochs,
       {
         path: ["skill_epochs"],
@@ -599,7 +646,25 @@ export function maxTurnsOf(
  * @throws z.ZodError with field paths when the input is invalid.
  */
 export function parseJobSpec(input: unknown): JobSpec {
-  return JobSpecSchema.parse(input);
+  const r = safeParseJobSpec(input);
+  if (!r.success) throw r.error;
+  return r.data;
+}
+
+/**
+ * `JobSpecSchema.safeParse(input)` with a retired field's issue at that field's own path
+ * ({@link pointAtRetiredFields}): what the API answers a submit with.
+ */
+export function safeParseJobSpec(
+  input: unknown,
+): { success: true; data: JobSpec; error?: undefined } | {
+  success: false;
+  data?: undefined;
+  error: z.ZodError;
+} {
+  const r = JobSpecSchema.safeParse(input);
+  if (r.success) return { success: true, data: r.data };
+  return { success: false, error: new z.ZodError(pointAtRetiredFields(r.error.issues)) };
 }
 
 /**

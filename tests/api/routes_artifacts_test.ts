@@ -146,11 +146,42 @@ Deno.test("a presigned file URL works with plain fetch and carries an expiry", a
   assert.deepEqual(new Uint8Array(await viaRedirect.arrayBuffer()), config);
 });
 
+Deno.test("a step in the path that is no whole number is a 400 naming the step parameter, on every route that takes one", async () => {
+  for (const raw of ["abc", "1.5", "-1", "1e3", "0x10", "%20" + "2", "99999999999"]) {
+    for (
+      const path of [
+        `/v1/jobs/${job.id}/checkpoints/${raw}`,
+        `/v1/jobs/${job.id}/checkpoints/${raw}/archive`,
+        `/v1/jobs/${job.id}/checkpoints/${raw}/files/config.json`,
+        `/v1/jobs/${job.id}/trajectories/${raw}/images/rollout-0-0.png`,
+      ]
+    ) {
+      const res = await req(fx.app, "GET", path, { key: fx.keyA });
+      const text = await res.text();
+      assert.equal(res.status, 400, `${path}: ${text}`);
+      const body = JSON.parse(text);
+      assert.equal(body.errors[0].path, "step", path);
+      assert.match(body.detail, /step path parameter as it must be a whole number/);
+    }
+  }
+  // A well-formed step: the checkpoint's own view, the same as its entry in the list.
+  const one = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/2`, { key: fx.keyA });
+  assert.equal(one.status, 200);
+  const list = await (await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints`, {
+    key: fx.keyA,
+  })).json();
+  assert.deepEqual(await one.json(), list.checkpoints.find((c: { step: number }) => c.step === 2));
+  // Another tenant's job is still a 404 first, whatever the step.
+  const other = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/abc`, { key: fx.keyB });
+  assert.equal(other.status, 404);
+  await other.body?.cancel();
+});
+
 Deno.test("unknown checkpoints, files and other tenants' checkpoints are 404", async () => {
   for (
     const path of [
       `/v1/jobs/${job.id}/checkpoints/3/archive`,
-      `/v1/jobs/${job.id}/checkpoints/x/archive`,
+      `/v1/jobs/${job.id}/checkpoints/3`,
       `/v1/jobs/${job.id}/checkpoints/2/files/optimizer.safetensors`,
       `/v1/jobs/${job.id}/checkpoints/2/files/..%2F..%2Fsecret`,
       `/v1/jobs/${job.id}/skills?step=3`,

@@ -225,6 +225,50 @@ Deno.test("rollout.engine endpoints follow the annotator's URL and secret rules,
   assert.equal((await bad.json()).errors[0].path, "rollout.engine.endpoints[1].base_url");
 });
 
+Deno.test("a base_url written with whitespace at its ends, another scheme or credentials is a 400 naming the field at every outbound URL, and nothing is queued", async () => {
+  const engineJob = (base_url: string) => ({
+    env: { id: "sokoban" },
+    rollout: { engine: { endpoints: [{ base_url, model: "policy" }] } },
+  });
+  const count = async () =>
+    (await fx.db.query<{ n: number }>(
+      "select count(*)::int as n from jobs where tenant_id = $1::uuid",
+      [fx.tenantA.id],
+    ))[0].n;
+  const before = await count();
+  const cases: [string, RegExp][] = [
+    [" https://vllm.example.com", /whitespace/],
+    ["https://vllm.example.com ", /whitespace/],
+    ["https://vllm.example.com\n", /whitespace/],
+    ["https://vllm.exam\tple.com", /control characters/],
+    ["ftp://vllm.example.com", /scheme must be http or https/],
+    ["file:///etc/passwd", /scheme must be http or https/],
+    ["https://user:pw@vllm.example.com", /credentials/],
+  ];
+  // Whatever the operator allows, these are mistakes in the text: the same 400 on every deployment.
+  for (const allowed of [undefined, "vllm.example.com,127.0.0.1"]) {
+    await withAllowed(allowed, async () => {
+      for (const [url, reason] of cases) {
+        for (
+          const [spec, field] of [
+            [engineJob(url), "rollout.engine.endpoints[0].base_url"],
+            [annotatorJob({ base_url: url }), "warmup.analyzer.annotator.base_url"],
+          ] as const
+        ) {
+          const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec });
+          const text = await res.text();
+          assert.equal(res.status, 400, `${JSON.stringify(url)} at ${field}: ${text}`);
+          const body = JSON.parse(text);
+          assert.equal(body.errors[0].path, field);
+          assert.match(body.errors[0].message, reason);
+          assert.ok(!text.includes("pw@"), "the password is not echoed");
+        }
+      }
+    });
+  }
+  assert.equal(await count(), before);
+});
+
 Deno.test("rollout.engine endpoints with an environment that renders images are refused at submit, naming rollout.engine and the environment; nothing is queued", async () => {
   const spec = (options: Record<string, unknown>) => ({
     env: { id: "sokoban", options },

@@ -151,10 +151,37 @@ Deno.test("warmup.policy.corrective_share is a 400 naming experimental.correctiv
     warmup: { policy: { corrective_share: 0.25 } },
   });
   const p = await problem(await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body }), 400);
-  assert.ok(
-    p.errors.some((e: { message: string }) => e.message.includes("experimental.corrective_share")),
-    JSON.stringify(p.errors),
+  // The exact old field, not its object (`warmup.policy`), with the new one named.
+  assert.deepEqual(p.errors.map((e: { path: string }) => e.path), [
+    "warmup.policy.corrective_share",
+  ]);
+  assert.match(
+    p.errors[0].message,
+    /^Cannot use warmup\.policy\.corrective_share as it moved to experimental\.corrective_share/,
   );
+  assert.match(p.detail, /at `warmup\.policy\.corrective_share`/);
+  // Beside another unknown key of the same object: each named where it is.
+  const both = JSON.stringify({
+    env: { id: "sokoban" },
+    warmup: { policy: { corrective_share: 0.25, bogus: 1 } },
+    optim: { clip_ratio: 0.2 },
+  });
+  const p2 = await problem(
+    await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: both }),
+    400,
+  );
+  const byPath = new Map<string, string>(
+    p2.errors.map((e: { path: string; message: string }) => [e.path, e.message]),
+  );
+  assert.deepEqual([...byPath.keys()].sort(), [
+    "optim.clip_ratio",
+    "warmup.policy",
+    "warmup.policy.corrective_share",
+  ]);
+  assert.match(byPath.get("warmup.policy.corrective_share")!, /experimental\.corrective_share/);
+  assert.match(byPath.get("warmup.policy")!, /"bogus"/);
+  assert.doesNotMatch(byPath.get("warmup.policy")!, /corrective_share/);
+  assert.match(byPath.get("optim.clip_ratio")!, /clip_ratio_low and optim\.clip_ratio_high/);
   assert.equal(await jobCount(), before);
   const moved = JSON.stringify({
     env: { id: "sokoban" },

@@ -5,7 +5,7 @@
  * |--------|------------------------|-----------------------------------------------------------|
  * | POST   | /v1/chat/completions   | `chat.completion`, or `chat.completion.chunk` SSE          |
  * | POST   | /v1/completions        | `text_completion` (also as SSE chunks)                    |
- * | GET    | /v1/models             | `{object: "list", data: [model]}`: checkpoints and uploads |
+ * | GET    | /v1/models             | `{object: "list", data: [model]}`: checkpoints, uploads, named |
  * | GET    | /v1/models/{model}     | one model                                                 |
  * | GET    | /healthz               | `{ok, active, waiting}`                                   |
  * | POST   | /v1/load_checkpoint, /v1/load_lora_adapter, /v1/unload_lora_adapter | lora_admin.ts |
@@ -131,12 +131,17 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     for (const m of await listModels(opts.db, tenant.id)) {
       data.push(modelObject(`model:${m.id}`, m.createdAt, tenant.name));
     }
+    for (const m of await opts.named?.list(tenant.id) ?? []) {
+      data.push(modelObject(m.name, m.createdAt, tenant.name));
+    }
     return c.json({ object: "list", data });
   });
 
   app.get("/v1/models/:model", async (c) => {
     const tenant = c.get("tenant");
     const name = c.req.param("model");
+    const loaded = (await opts.named?.list(tenant.id))?.find((m) => m.name === name);
+    if (loaded) return c.json(modelObject(name, loaded.createdAt, tenant.name));
     const source = await opts.registry.resolve(tenant.id, name);
     return c.json(modelObject(name, source.createdAt, tenant.name));
   });

@@ -28,7 +28,7 @@
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import type { ArtifactStore } from "../../jobs/mod.ts";
+import { type ArtifactStore, type Database, getJob, getModel } from "../../jobs/mod.ts";
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
@@ -95,17 +95,37 @@ export const DEFAULT_MAX_NAMED_MODELS = 8;
 /**
  * Where a named model's weights come from, kept while the name is registered so an evicted
  * model loads again on demand: a Hugging Face folder, or an adapter folder merged onto the full
- * model its base name held when it was loaded (`base`, that model's own recipe).
+ * model its base name held when it was loaded (`base`, that model's own recipe); `origins`, the
+ * jobs and uploaded models those folders belong to (see {@link Origin}).
  */
 type Recipe =
-  | { kind: "checkpoint"; at: string }
-  | { kind: "adapter"; at: string; baseName: string; base: Recipe & { kind: "checkpoint" } };
+  & ({ kind: "checkpoint"; at: string } | {
+    kind: "adapter";
+    at: string;
+    baseName: string;
+    base: Recipe & { kind: "checkpoint" };
+  })
+  & { origins: Origin[]; loadedAt: Date };
+
+/**
+ * A job or uploaded model whose folder a named model was loaded from (`…/jobs/<id>/…` or
+ * `…/models/<id>/…`), recorded when it existed at load: once it is deleted, so is the name.
+ */
+interface Origin {
+  kind: "job" | "model";
+  id: string;
+}
+
+/** Names unloaded with what they were loaded from that a request still hears about. */
+const ORPHANS_KEPT = 256;
 
 /** One named model and the requests holding it. */
 interface Entry {
   tenantId: string;
   name: string;
   model: ServedModel;
+  /** What its weights came from (an adapter: its own folder's and its base's). */
+  origins: Origin[];
   /** Full weights (null for a merged adapter: an adapter applies to a full model only). */
   hf: HfModel | null;
   recipe: Recipe;
@@ -123,11 +143,22 @@ export class NamedModels {
   readonly #reloading = new Map<string, Promise<void>>();
   /** Every loaded entry, least recently used first. */
   readonly #recent = new Set<Entry>();
+  /**
+   * Names unloaded because what they were loaded from was deleted (`tenant/name` → that origin),
+   * so that a request for one says why; the last {@link ORPHANS_KEPT}, dropped when it is loaded
+   * again.
+   */
+  readonly #orphans = new Map<string, Origin>();
   #loads = 0;
 
   constructor(
     private readonly opts: {
       store: ArtifactStore;
+      /**
+       * The job database: a name loaded from a job's or uploaded model's folder is unloaded once
+       * that job or model is deleted. Absent: names are never checked against it.
+       */
+      db?: Database;
       sessions: SessionCache;
       /** Most named models loaded at once, over all tenants (default {@link DEFAULT_MAX_NAMED_MODELS}). */
       maxModels?: number;
@@ -140,17 +171,47 @@ export class NamedModels {
   }
 
   /**
+   * The tenant's named models, loaded or evicted (which load again on their next request), in
+   * the order they were loaded: each name and when it was loaded (for `GET /v1/models`; nothing
+   * is held and no use is counted).
+   */
+  async list(tenantId: string): Promise<{ name: string; createdAt: Date }[]> {
+    const out: { name: string; createdAt: Date }[] = [];
+    for (const e of [...(this.#tenants.get(tenantId)?.values() ?? [])]) {
+      if (await this.#unloadIfOrphaned(e) === undefined) {
+        out.push({ name: e.name, createdAt: e.recipe.loadedAt });
+      }
+    }
+    for (const [name, recipe] of [...(this.#evicted.get(tenantId) ?? [])]) {
+      if (await this.#goneOrigin(tenantId, name, recipe) === undefined) {
+        out.push({ name, createdAt: recipe.loadedAt });
+      }
+    }
+    return out.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  }
+
+  /**
    * The tenant's model named `name`, held until `release` (null: no such name). A name evicted
    * to make room for others is loaded again from its folder first, as vLLM loads an adapter
    * that left its LoRA cache again from its `lora_path` (concurrent requests share one load).
-   * @throws ServeError 404 (`model_not_found`) when an evicted model's folder no longer holds
-   *   it (the name is then dropped).
+   * @throws ServeError 404 (`model_not_found`) when the job or uploaded model it was loaded from
+   *   has been deleted since (the name is unloaded then: `DELETE /v1/jobs/{id}` removes what the
+   *   job made, its weights served under a name included), or when an evicted model's folder no
+   *   longer holds it (the name is then dropped).
    */
   async acquire(tenantId: string, modelName: string): Promise<HeldModel | null> {
+    const orphaned = (gone: Origin) =>
+      modelNotFound(
+        `The model '${modelName}' does not exist: it was unloaded as the ${gone.kind} it was loaded from (${gone.id}) has been deleted`,
+      );
     let entry = this.#tenants.get(tenantId)?.get(modelName);
     if (!entry) {
+      const gone = this.#orphans.get(`${tenantId}/${modelName}`);
+      if (gone) throw orphaned(gone);
       const recipe = this.#evicted.get(tenantId)?.get(modelName);
       if (!recipe) return null;
+      const goneOrigin = await this.#goneOrigin(tenantId, modelName, recipe);
+      if (goneOrigin) throw orphaned(goneOrigin);
       const key = `${tenantId}/${modelName}`;
       let reload = this.#reloading.get(key);
       if (!reload) {
@@ -162,6 +223,11 @@ export class NamedModels {
       entry = this.#tenants.get(tenantId)?.get(modelName);
       if (!entry) return null; // unloaded while loading again
     }
+    const gone = await this.#unloadIfOrphaned(entry);
+    if (gone) throw orphaned(gone);
+    // Replaced or unloaded while the database answered: take what the name means now.
+    entry = this.#tenants.get(tenantId)?.get(modelName);
+    if (!entry) return null;
     this.#recent.delete(entry); // most recently used last
     this.#recent.add(entry);
     entry.holders++;
@@ -186,7 +252,8 @@ export class NamedModels {
    */
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
     const hf = await this.#fullModel(tenantId, at);
-    const recipe: Recipe = { kind: "checkpoint", at };
+    const origins = await this.#origins(tenantId, at);
+    const recipe: Recipe = { kind: "checkpoint", at, origins, loadedAt: new Date() };
     this.#set(tenantId, modelName, await this.#served(modelName, hf), hf, recipe);
   }
 
@@ -233,7 +300,15 @@ export class NamedModels {
       );
     }
     const hf = mergedAdapter(base.hf, config, weights);
-    const recipe: Recipe = { kind: "adapter", at, baseName, base: base.recipe };
+    const origins = [...await this.#origins(tenantId, at), ...base.origins];
+    const recipe: Recipe = {
+      kind: "adapter",
+      at,
+      baseName,
+      base: base.recipe,
+      origins,
+      loadedAt: new Date(),
+    };
     this.#set(tenantId, loraName, await this.#served(loraName, hf), null, recipe);
   }
 
@@ -322,6 +397,70 @@ export class NamedModels {
     }
   }
 
+  /**
+   * The job or uploaded model whose folder `at` is in, when it exists now (an empty list for a
+   * folder no job or model owns: nothing to follow).
+   */
+  async #origins(tenantId: string, at: string): Promise<Origin[]> {
+    const { db, store } = this.opts;
+    // `at` passed #reader: it starts with the tenant's own prefix.
+    const own = `s3://${store.bucket}/tenants/${tenantId}/`;
+    const m = /^(jobs|models)\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\//
+      .exec(at.slice(own.length));
+    if (!db || !m) return [];
+    const origin: Origin = { kind: m[1] === "jobs" ? "job" : "model", id: m[2] };
+    return await this.#exists(tenantId, origin) ? [origin] : [];
+  }
+
+  async #exists(tenantId: string, o: Origin): Promise<boolean> {
+    const db = this.opts.db!;
+    return o.kind === "job"
+      ? (await getJob(db, { tenantId, jobId: o.id })) !== null
+      : (await getModel(db, tenantId, o.id)) !== null;
+  }
+
+  /** Unloads `entry` when one of its origins is gone (being deleted counts); that origin. */
+  async #unloadIfOrphaned(entry: Entry): Promise<Origin | undefined> {
+    for (const o of entry.origins) {
+      if (await this.#exists(entry.tenantId, o)) continue;
+      if (this.#tenants.get(entry.tenantId)?.get(entry.name) === entry) {
+        this.unload(entry.tenantId, entry.name);
+        this.#orphan(`${entry.tenantId}/${entry.name}`, o);
+      }
+      return o;
+    }
+    return undefined;
+  }
+
+  /**
+   * The origin of the evicted name `modelName` (loaded by `recipe`) that has been deleted, if
+   * any: the name is then dropped and remembered as orphaned.
+   */
+  async #goneOrigin(
+    tenantId: string,
+    modelName: string,
+    recipe: Recipe,
+  ): Promise<Origin | undefined> {
+    for (const o of recipe.origins) {
+      if (await this.#exists(tenantId, o)) continue;
+      if (this.#evicted.get(tenantId)?.get(modelName) === recipe) {
+        this.#evicted.get(tenantId)!.delete(modelName);
+        this.#orphan(`${tenantId}/${modelName}`, o);
+      }
+      return o;
+    }
+    return undefined;
+  }
+
+  /** Remembers `key` (`tenant/name`) as unloaded because `o` was deleted. */
+  #orphan(key: string, o: Origin): void {
+    this.#orphans.delete(key);
+    this.#orphans.set(key, o);
+    if (this.#orphans.size > ORPHANS_KEPT) {
+      this.#orphans.delete(this.#orphans.keys().next().value!);
+    }
+  }
+
   #set(
     tenantId: string,
     modelName: string,
@@ -332,11 +471,13 @@ export class NamedModels {
     this.#evicted.get(tenantId)?.delete(modelName);
     let models = this.#tenants.get(tenantId);
     if (!models) this.#tenants.set(tenantId, models = new Map());
+    this.#orphans.delete(`${tenantId}/${modelName}`);
     const old = models.get(modelName);
     const entry: Entry = {
       tenantId,
       name: modelName,
       model,
+      origins: recipe.origins,
       hf,
       recipe,
       holders: 0,

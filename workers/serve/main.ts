@@ -97,6 +97,7 @@ export function startServer(options: StartOptions): RunningServer {
     maxModels: c.SERVE_MAX_MODELS,
   });
   const named = new NamedModels({
+    db: options.db,
     store: options.store,
     sessions,
     maxModels: c.SERVE_MAX_NAMED_MODELS,

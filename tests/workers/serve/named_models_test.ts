@@ -1,0 +1,134 @@
+/**
+ * Models loaded by name (`/v1/load_checkpoint`, `/v1/load_lora_adapter`) as a user of the server
+ * meets them, over real HTTP with the real S3 server and the official `openai` client: they are
+ * listed by `GET /v1/models` in OpenAI's shape, and a name loaded from a job's checkpoint goes
+ * away when the job is deleted through the job API (`DELETE /v1/jobs/{id}`).
+ */
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import { createApp } from "../../../api/app.ts";
+import { getCheckpoint } from "../../../jobs/mod.ts";
+import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
+import { startServer } from "../../../workers/serve/main.ts";
+import { tinySokobanPolicy } from "../seed/_jobs.ts";
+import { jobWithCheckpoints, startServeFixture } from "./_fixture.ts";
+
+const f = await startServeFixture();
+const server = startServer({ db: f.db, store: f.s3.store, SERVE_PORT: 0, authCacheMs: 0 });
+const url = `http://127.0.0.1:${server.port}`;
+const { model, policy } = await tinySokobanPolicy();
+await policy.release();
+
+async function post(path: string, body: unknown, key = f.keyA) {
+  const res = await fetch(url + path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, text, error: res.ok ? null : JSON.parse(text).error };
+}
+
+/** Publishes the tiny policy as job `jobId`'s version 0; its folder's `s3://` path. */
+async function published(jobId: string): Promise<string> {
+  const publish = policyPublisher({
+    upload: storeUpload(f.s3.store, { tenantId: f.tenantA.id, jobId, attempt: 1 }),
+    model,
+  });
+  return (await publish(0)).path;
+}
+
+const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
+
+Deno.test("models loaded by name are listed by GET /v1/models in OpenAI's shape, to their tenant only", async () => {
+  const at = await published(crypto.randomUUID());
+  const before = Date.now();
+  for (const name of ["policy-v0", "org/policy"]) {
+    const res = await post("/v1/load_checkpoint", { model_name: name, checkpoint_path: at });
+    assert.equal(res.status, 200, res.text);
+  }
+  const listed = [];
+  for await (const m of client(f.keyA).models.list()) listed.push(m);
+  const named = listed.filter((m) => !/^(job|model):/.test(m.id));
+  assert.deepEqual(named.map((m) => m.id), ["policy-v0", "org/policy"]);
+  for (const m of named) {
+    assert.deepEqual(Object.keys(m).sort(), ["created", "id", "object", "owned_by"]);
+    assert.equal(m.object, "model");
+    assert.equal(m.owned_by, f.tenantA.name);
+    assert.ok(Number.isInteger(m.created));
+    assert.ok(Math.abs(m.created * 1000 - before) < 60_000, `created ${m.created}`);
+  }
+  const one = await client(f.keyA).models.retrieve("policy-v0");
+  assert.deepEqual(one, named[0]);
+  // Another tenant sees none of them.
+  const other = [];
+  for await (const m of client(f.keyB).models.list()) other.push(m.id);
+  assert.deepEqual(other.filter((id) => id.includes("policy")), []);
+  await assert.rejects(
+    client(f.keyB).models.retrieve("policy-v0"),
+    (e: unknown) => e instanceof OpenAI.APIError && e.status === 404,
+  );
+  // Unloaded, a name leaves the list.
+  assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "policy-v0" })).status, 200);
+  const after = [];
+  for await (const m of client(f.keyA).models.list()) after.push(m.id);
+  assert.deepEqual(after.filter((id) => id.includes("policy")), ["org/policy"]);
+  assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "org/policy" })).status, 200);
+});
+
+Deno.test("a name loaded from a job's checkpoint is unloaded once the job is deleted; a folder no job owns keeps its name", async () => {
+  const jobId = await jobWithCheckpoints(f, f.tenantA, { steps: [1] });
+  const ck = (await getCheckpoint(f.db, jobId, 1))!;
+  const configKey = ck.files.find((x) => x.name === "config.json")!.key;
+  const folder = `s3://${f.s3.store.bucket}/${configKey.slice(0, -"config.json".length)}`;
+  let res = await post("/v1/load_checkpoint", { model_name: "from-job", checkpoint_path: folder });
+  assert.equal(res.status, 200, res.text);
+  res = await post("/v1/load_checkpoint", {
+    model_name: "unowned",
+    checkpoint_path: await published(crypto.randomUUID()),
+  });
+  assert.equal(res.status, 200, res.text);
+  const complete = (name: string) =>
+    post("/v1/completions", { model: name, prompt: [1, 2, 3], max_tokens: 1 });
+  assert.equal((await complete("from-job")).status, 200);
+
+  const api = createApp({ db: f.db, store: f.s3.store, authCacheMs: 0 });
+  const del = await api.request(`/v1/jobs/${jobId}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${f.keyA}` },
+  });
+  assert.equal(del.status, 204, await del.text());
+
+  const ids = [];
+  for await (const m of client(f.keyA).models.list()) ids.push(m.id);
+  assert.ok(!ids.includes("from-job"), ids.join(", "));
+  assert.ok(ids.includes("unowned"), ids.join(", "));
+  assert.ok(!ids.some((id) => id.includes(jobId)), "nor its job: names");
+  res = await complete("from-job");
+  assert.equal(res.status, 404, res.text);
+  assert.equal(res.error.code, "model_not_found");
+  assert.equal(res.error.param, "model");
+  assert.match(
+    res.error.message,
+    new RegExp(`job it was loaded from \\(${jobId}\\) has been deleted`),
+  );
+  // The other tenant's request for that name is a plain 404 (it never had it).
+  const other = await post(
+    "/v1/completions",
+    { model: "from-job", prompt: [1], max_tokens: 1 },
+    f.keyB,
+  );
+  assert.equal(other.status, 404);
+  assert.doesNotMatch(other.error.message, /deleted/);
+  // The deleted folder cannot be loaded again.
+  res = await post("/v1/load_checkpoint", { model_name: "from-job", checkpoint_path: folder });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "checkpoint_path");
+  assert.equal((await complete("unowned")).status, 200);
+  assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "unowned" })).status, 200);
+});
+
+Deno.test("stop the named-model test server and fixture", async () => {
+  await server.stop();
+  await f.close();
+});
