@@ -10,8 +10,8 @@
  * times each, alternating; prints each run and the medians of generated tokens/s and episodes/s,
  * and their ratio (endpoints over local), and the two servers' CPU time (user + system, /proc) per
  * generated token, which a loaded machine inflates much less than wall time. On one machine the
- * two servers share its cores with the trainer: the ratio measures the protocol's and the servers' overheads against the local
- * decode's batching, not the gain of more machines. Not a test: numbers depend on the machine.
+ * two servers share its cores with the trainer: the ratio measures the protocol's and the
+ * servers' overheads against the local decode's batching, not the gain of more machines. Not a test: numbers depend on the machine.
  */
 import { createKey, ensureTenant } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
