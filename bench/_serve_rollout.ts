@@ -8,9 +8,10 @@
  * trainer's `actionPolicy`) and on two `deno task serve` child processes as `rollout.engine`
  * endpoints (workers/seed/remote_rollout.ts, token-id prompts, the local decode's draws), `--runs`
  * times each, alternating; prints each run and the medians of generated tokens/s and episodes/s,
- * and their ratio (endpoints over local). On one machine the two servers share its cores with the
- * trainer: the ratio measures the protocol's and the servers' overheads against the local
- * decode's batching, not the gain of more machines. Not a test: numbers depend on the machine.
+ * and their ratio (endpoints over local), and the two servers' CPU time (user + system, /proc) per
+ * generated token, which a loaded machine inflates much less than wall time. On one machine the
+ * two servers share its cores with the trainer: the ratio measures the protocol's and the
+ * servers' overheads against the local decode's batching, not the gain of more machines. Not a test: numbers depend on the machine.
  */
 import { createKey, ensureTenant } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
@@ -38,6 +39,17 @@ export interface RolloutBenchOptions {
   group: number;
   turns: number;
   tokens: number;
+}
+
+/** Seconds of CPU (user + system, all threads) the `children` have used (Linux /proc). */
+async function serversCpuSeconds(children: Deno.ChildProcess[]): Promise<number> {
+  let sum = 0;
+  for (const child of children) {
+    const stat = await Deno.readTextFile(`/proc/${child.pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // from field 3 (state)
+    sum += (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime (USER_HZ ticks)
+  }
+  return sum;
 }
 
 /** Median of `xs`. */
@@ -86,9 +98,9 @@ export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
       `rollout: ${o.tasks} tasks × ${o.group} copies, ≤ ${o.turns} turns, ≤ ${o.tokens} new tokens per turn, history 2, temperature 1, ${o.threads} onnxruntime threads (trainer and each server)`,
     );
     console.log(
-      "| model | engine | run | episodes | turns | tokens | seconds | tokens/s | episodes/s |",
+      "| model | engine | run | episodes | turns | tokens | seconds | tokens/s | episodes/s | servers' CPU ms/token |",
     );
-    console.log("|---|---|---|---|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|---|---|---|---|");
     const summary: string[] = [];
     for (const name of o.models) {
       const model = await makers[name]();
@@ -109,6 +121,7 @@ export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
         local: { tokens: [], episodes: [] },
         endpoints: { tokens: [], episodes: [] },
       };
+      const serverCpu: number[] = [];
       // run 0 warms both up (sessions, shapes, connections) and is not counted
       for (let run = 0; run <= o.runs; run++) {
         const seed = 1000 + run;
@@ -134,7 +147,7 @@ export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
                 return r;
               };
             })();
-          const t0 = performance.now();
+          const t0 = performance.now(), cpu0 = await serversCpuSeconds(children);
           const list = await runRollouts({
             env: sokoban,
             tasks,
@@ -144,14 +157,18 @@ export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
             policy: batch,
           });
           const seconds = (performance.now() - t0) / 1000;
+          const cpuMs = 1000 * (await serversCpuSeconds(children) - cpu0) / tokens;
           const turns = list.reduce((n, t) => n + t.steps.length, 0);
           console.log(
             `| ${name} | ${kind} | ${
               run === 0 ? "warm-up" : run
             } | ${list.length} | ${turns} | ${tokens} | ${seconds.toFixed(2)} | ${
               (tokens / seconds).toFixed(0)
-            } | ${(list.length / seconds).toFixed(2)} |`,
+            } | ${(list.length / seconds).toFixed(2)} | ${
+              kind === "endpoints" ? cpuMs.toFixed(2) : "–"
+            } |`,
           );
+          if (run > 0 && kind === "endpoints") serverCpu.push(cpuMs);
           if (run > 0) {
             rates[kind].tokens.push(tokens / seconds);
             rates[kind].episodes.push(list.length / seconds);
@@ -163,14 +180,16 @@ export async function rolloutBench(o: RolloutBenchOptions): Promise<void> {
       summary.push(
         `| ${name} | ${median(l.tokens).toFixed(0)} | ${median(e.tokens).toFixed(0)} | ${
           (median(e.tokens) / median(l.tokens)).toFixed(2)
-        } | ${median(l.episodes).toFixed(2)} | ${median(e.episodes).toFixed(2)} |`,
+        } | ${median(l.episodes).toFixed(2)} | ${median(e.episodes).toFixed(2)} | ${
+          median(serverCpu).toFixed(2)
+        } |`,
       );
     }
     console.log(`\nmedians over ${o.runs} runs`);
     console.log(
-      "| model | local tokens/s | 2 endpoints tokens/s | endpoints / local | local episodes/s | 2 endpoints episodes/s |",
+      "| model | local tokens/s | 2 endpoints tokens/s | endpoints / local | local episodes/s | 2 endpoints episodes/s | servers' CPU ms/token |",
     );
-    console.log("|---|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|---|");
     for (const line of summary) console.log(line);
   } finally {
     for (const child of children) {

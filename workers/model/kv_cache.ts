@@ -140,19 +140,33 @@ export class KvCache {
 
   /**
    * A new cache of the given rows of `parts` (in order; a row may repeat), aligned at their newest
-   * slot and without the `drop` oldest slots: its `used` is U = max(part.used) − drop, and a row
-   * of a part with `used` u keeps its newest min(u, U) slots as the newest slots of its new row;
-   * when u < U its first U − u slots are empty. The caller re-aligns each row's attention mask
-   * the same way: the empty and the dropped slots must be masked (0).
-   * @throws {RangeError} when `parts` is empty, configs differ, a row index is out of range, or
-   *   `drop` is not an integer in [0, max(part.used)].
+   * slot and without the `drop` oldest slots: its `used` is U = max(u) − drop, where a part's u
+   * is its `end` (default its `used`: a part may end early, e.g. at the end of a kept prompt
+   * prefix), and a row of a part keeps its slots [u − min(u, U), u) as the newest slots of its
+   * new row; when u < U its first U − u slots are empty. The caller re-aligns each row's
+   * attention mask the same way: the empty and the dropped slots must be masked (0).
+   * @throws {RangeError} when `parts` is empty, configs differ, a row index is out of range, an
+   *   `end` is not an integer in [0, used], or `drop` is not an integer in [0, max(u)].
    */
-  static gather(parts: { cache: KvCache; rows: readonly number[] }[], drop = 0): KvCache {
+  static gather(
+    parts: { cache: KvCache; rows: readonly number[]; end?: number }[],
+    drop = 0,
+  ): KvCache {
     if (parts.length === 0) {
       throw new RangeError("Cannot gather KV cache rows as parts must be given");
     }
     const config = parts[0].cache.config;
-    const most = Math.max(...parts.map((p) => p.cache.used));
+    const ends = parts.map((p) => p.end ?? p.cache.used);
+    parts.forEach((p, i) => {
+      if (!(Number.isInteger(ends[i]) && ends[i] >= 0 && ends[i] <= p.cache.used)) {
+        throw new RangeError(
+          `Cannot gather KV cache rows as a part's end must be an integer in [0, ${p.cache.used}]: current value is ${
+            ends[i]
+          }`,
+        );
+      }
+    });
+    const most = Math.max(...ends);
     if (!Number.isInteger(drop) || drop < 0 || drop > most) {
       throw new RangeError(
         `Cannot gather KV cache rows as drop must be an integer in [0, ${most}]: current value is ${drop}`,
@@ -166,12 +180,12 @@ export class KvCache {
     out.used = used;
     out.capacity = capacity;
     let dst = 0;
-    for (const { cache, rows } of parts) {
+    for (const [i, { cache, rows }] of parts.entries()) {
       if (cache.heads !== heads || cache.dim !== d || cache.keys.length !== out.keys.length) {
         throw new RangeError("Cannot gather KV cache rows as every part must have one config");
       }
-      const keep = Math.min(cache.used, used); // newest slots kept per row
-      const from = cache.used - keep, to = used - keep; // first kept source slot, its new slot
+      const keep = Math.min(ends[i], used); // newest slots kept per row
+      const from = ends[i] - keep, to = used - keep; // first kept source slot, its new slot
       for (const src of rows) {
         if (!Number.isInteger(src) || src < 0 || src >= cache.rows) {
           throw new RangeError(

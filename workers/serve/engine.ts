@@ -208,12 +208,18 @@ interface Batch {
   rows: Row[];
 }
 
-/** A prompt prefix kept for later admissions of its model. */
+/**
+ * A prompt prefix kept for later admissions of its model: `tokens` are slots
+ * [end − tokens.length, end) of row `row` of `cache` — the cache its admission prefilled, never
+ * written there again (decode steps only append after `end`; leaving rows gather into a new
+ * cache), so keeping a prompt copies nothing.
+ */
 interface KeptPrefix {
   key: string;
   tokens: number[];
-  /** One row; `used` = tokens.length. */
   cache: KvCache;
+  row: number;
+  end: number;
 }
 
 /** The continuous-batching scheduler (see module doc). */
@@ -221,9 +227,8 @@ export class DecodeEngine {
   readonly maxBatch: number;
   readonly maxQueue: number;
   #waiting: Pending[] = [];
-  /** Kept prompt prefixes (most recently used last): one cache row of exactly `tokens`. */
+  /** Kept prompt prefixes, most recently used last. */
   #kept: KeptPrefix[] = [];
-  #keptBytes = 0;
   #batches = new Map<string, Batch>();
   #loop: Promise<void> | null = null;
   /** Moving average of an iteration's duration (ms), for Retry-After. */
@@ -393,9 +398,8 @@ export class DecodeEngine {
       // row i starts from its prefix's slots, aligned at the newest: [empty, prefix_i]; after
       // the fill [empty, prefix_i, empty, own suffix], shifted to [empty, prefix_i, own
       // suffix] (left-padded as a whole prompt)
-      cache = KvCache.gather(
-        starts.map((x) => ({ cache: x.prefix ?? new KvCache(c, 1), rows: [0] })),
-      );
+      const parts = starts.map((x) => x.part ?? { cache: new KvCache(c, 1), rows: [0], end: 0 });
+      cache = KvCache.gather(parts, Math.max(...parts.map((x) => x.end)) - most);
       logits = await this.#fill(model, cache, suffixes, held);
       cache.shiftOldest(suffixes.map((s) => width - s.length), most);
     } else {
@@ -404,9 +408,8 @@ export class DecodeEngine {
     }
     prompts.forEach((tokens, i) => {
       // a kept prefix that already holds all but its last token serves it as well
-      if (held[i] === tokens.length - 1 || !this.#fits(c, tokens.length)) return;
-      const own = KvCache.gather([{ cache, rows: [i] }], cache.used - tokens.length);
-      this.#keep({ key: model.key, tokens, cache: own });
+      if (held[i] === tokens.length - 1) return;
+      this.#keep({ key: model.key, tokens, cache, row: i, end: cache.used });
     });
     const v = c.vocab_size;
     const rows = list.flatMap((p, q) =>
@@ -430,21 +433,22 @@ export class DecodeEngine {
   /**
    * Per prompt of `prompts`, the kept prefix it starts from (null and 0 when none is worth it):
    * the kept prefix of this model sharing the most leading tokens with it, at least
-   * `minSharedPrefix` and short of its last token (whose logits it needs), as a one-row cache of
-   * its first `shared` slots. When the prompts have a longer common prefix than some of them
+   * `minSharedPrefix` and short of its last token (whose logits it needs), as a part of
+   * `KvCache.gather` that ends after its first `shared` slots. When the prompts have a longer common prefix than some of them
    * find kept, that common prefix is prefilled now (one row) and kept first (requests over HTTP
    * reach the engine a few at a time, between steps, so one admission rarely holds them all).
    */
   async #prefixes(
     model: DecodeModel,
     prompts: number[][],
-  ): Promise<{ prefix: KvCache | null; shared: number }[]> {
+  ): Promise<{ part: { cache: KvCache; rows: number[]; end: number } | null; shared: number }[]> {
     const min = Math.max(1, this.opts.minSharedPrefix ?? MIN_SHARED_PREFIX);
     let best = prompts.map((p) => this.#longestKept(model.key, p, min));
     const own = sharedPrefix(prompts, min);
     if (own > 0 && best.some((b) => b.shared < own)) {
       const cache = new KvCache(model.config, 1);
-      const common: KeptPrefix = { key: model.key, tokens: prompts[0].slice(0, own), cache };
+      const tokens = prompts[0].slice(0, own);
+      const common: KeptPrefix = { key: model.key, tokens, cache, row: 0, end: own };
       await this.#fill(model, cache, [common.tokens], [0]);
       best = best.map((b) => b.shared >= own ? b : { kept: common, shared: own });
       this.#keep(common);
@@ -453,13 +457,14 @@ export class DecodeEngine {
       const at = kept ? this.#kept.indexOf(kept) : -1;
       if (at >= 0) this.#kept.push(...this.#kept.splice(at, 1)); // most recently used last
     }
-    const cut = new Map<string, KvCache>(); // one copy per kept prefix and length
-    return best.map(({ kept, shared }) => {
-      if (!kept || shared === kept.cache.used) return { prefix: kept?.cache ?? null, shared };
-      const id = `${this.#kept.indexOf(kept)}:${shared}`;
-      if (!cut.has(id)) cut.set(id, kept.cache.oldest(shared));
-      return { prefix: cut.get(id)!, shared };
-    });
+    return best.map(({ kept, shared }) => ({
+      part: kept && {
+        cache: kept.cache,
+        rows: [kept.row],
+        end: kept.end - kept.tokens.length + shared,
+      },
+      shared,
+    }));
   }
 
   /** The kept prefix of model `key` sharing the most leading tokens (≥ `min`) with `prompt`. */
@@ -480,34 +485,23 @@ export class DecodeEngine {
     return { kept, shared };
   }
 
-  /** Whether a prefix of `tokens` tokens of `config` fits the kept bytes at all. */
-  #fits(config: DecoderConfig, tokens: number): boolean {
-    const slot = 8 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim;
-    return tokens * slot <= (this.opts.prefixCacheBytes ?? PREFIX_CACHE_BYTES);
-  }
-
   /**
-   * Keeps `entry` (its cache one row of exactly its tokens) for later prompts of its model; a
-   * kept prefix of these tokens is dropped (this one serves every prompt it served), then the
-   * least recently used while the kept bytes exceed `prefixCacheBytes`.
+   * Keeps `entry` for later prompts of its model; a kept prefix of its tokens is dropped (this
+   * one serves every prompt it served), then the least recently used while the caches the kept
+   * prefixes hold exceed `prefixCacheBytes` (a cache counted once however many prefixes it holds).
    */
   #keep(entry: KeptPrefix): void {
     const { key, tokens, cache } = entry;
-    if (!this.#fits(cache.config, tokens.length)) return;
     const budget = this.opts.prefixCacheBytes ?? PREFIX_CACHE_BYTES;
+    if (cache.bytes > budget) return;
     const covered = (k: KeptPrefix) =>
       k.key === key && k.tokens.length <= tokens.length &&
       k.tokens.every((t, i) => t === tokens[i]);
-    this.#kept = this.#kept.filter((k) => {
-      if (!covered(k)) return true;
-      this.#keptBytes -= k.cache.bytes;
-      return false;
-    });
+    this.#kept = this.#kept.filter((k) => !covered(k));
     this.#kept.push(entry);
-    this.#keptBytes += cache.bytes;
-    while (this.#keptBytes > budget || this.#kept.length > KEPT_PROMPTS) {
-      this.#keptBytes -= this.#kept.shift()!.cache.bytes;
-    }
+    const bytes = () =>
+      [...new Set(this.#kept.map((k) => k.cache))].reduce((n, c) => n + c.bytes, 0);
+    while (this.#kept.length > KEPT_PROMPTS || bytes() > budget) this.#kept.shift();
   }
 
   /**

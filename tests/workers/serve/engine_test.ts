@@ -282,6 +282,13 @@ Deno.test("KvCache.gather aligns rows of two caches at their newest slot and dro
   assert.deepEqual(row(0), [111, 112, 113, 114]);
   assert.deepEqual(row(1), [0, 0, 200, 201]);
   assert.deepEqual(row(2), [0, 0, 200, 201]);
+  // a part may end early: the first 3 slots of a's row 0 and nothing of b, aligned at slot 3
+  const e = KvCache.gather([{ cache: a, rows: [0], end: 3 }, { cache: b, rows: [0], end: 0 }]);
+  assert.equal(e.used, 3);
+  const ek = e.feeds()["past.0.key"].data as Float32Array;
+  assert.deepEqual(Array.from(ek.subarray(0, 3)), [100, 101, 102]);
+  assert.deepEqual(Array.from(ek.subarray(e.capacity, e.capacity + 3)), [0, 0, 0]);
+  assert.throws(() => KvCache.gather([{ cache: b, rows: [0], end: 3 }]), RangeError);
 });
 
 Deno.test("KvCache.shiftOldest moves a shared prefix next to each row's own slots", () => {
