@@ -102,9 +102,15 @@ const SQL = {
       returning *),
     ${STATUS_EVENT}
     select moved.* from moved, evn`,
-  /** fail: running|cancelling → failed with a readable error, under the fence. */
+  /**
+   * fail: running → failed with a readable error, under the fence; cancelling → cancelled with
+   * that error kept (a cancel requested before the run failed wins, as in `succeed`: the user was
+   * told 202, and a job they cancelled must end `cancelled`, the failure still readable).
+   */
   fail: `with moved as (
-      update jobs set status = 'failed', worker_id = null, lease_expires_at = null,
+      update jobs set
+        status = (case when status = 'cancelling' then 'cancelled' else 'failed' end)::job_status,
+        worker_id = null, lease_expires_at = null,
         finished_at = now(), error = left($4::text, 4000)
       where ${FENCE}
       returning *),
@@ -336,7 +342,9 @@ export function succeedJob(db: Queryable, fence: Fence): Promise<Job> {
 
 /**
  * Marks the job failed with a readable message (truncated to 4000 characters; pass a message,
- * never a stack). @throws FenceLostError when the fence no longer matches.
+ * never a stack), or cancelled with that message as its error when a cancel was requested
+ * meanwhile (`cancelling`): the returned job's status says which.
+ * @throws FenceLostError when the fence no longer matches.
  */
 export function failJob(db: Queryable, fence: Fence, error: string): Promise<Job> {
   return transition(db, fence, "fail", [storableText(error)]);

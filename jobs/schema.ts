@@ -29,8 +29,9 @@ import {
  * - `running`: a worker holds the lease; the worker moves it to `succeeded`/`failed` (or back to
  *   `queued` when it drains), a cancel to `cancelling`, the reaper (lease expired) to `queued`
  *   with attempt + 1 or to `failed` when attempts are used up.
- * - `cancelling`: cancel requested; the worker acknowledges on its heartbeat → `cancelled`; it may
- *   still finish first (`succeeded`/`failed`); the reaper cancels it when the lease expires.
+ * - `cancelling`: cancel requested; the worker acknowledges on its heartbeat → `cancelled`; a run
+ *   that ends first ends `cancelled` too (a failure's message kept in `error`), never `succeeded`
+ *   or `failed`; the reaper cancels it when the lease expires.
  * - `succeeded`, `failed`, `cancelled`: terminal; nothing moves a job out of them.
  */
 export const JOB_STATUSES = [
