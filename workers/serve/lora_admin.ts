@@ -33,11 +33,14 @@ import {
   HfFormatError,
   type HfModel,
   loadHfDirectory,
+  LoraError,
   mergeLora,
   parameterSpecs,
   promptFormOf,
   readAdapter,
+  SafetensorsError,
   Tokenizer,
+  TokenizerError,
 } from "../model/mod.ts";
 import type { ServeAuthEnv } from "./auth.ts";
 import { badRequest, fromZod, modelNotFound, ServeError } from "./errors.ts";
@@ -84,6 +87,9 @@ const UnloadAdapterSchema = z.object({
   lora_name: name,
   lora_int_id: z.number().int().optional(),
 }).strict();
+
+/** The weights file of a Hugging Face folder, for messages. */
+const HF_WEIGHTS = "model.safetensors";
 
 /** Named models kept loaded by default (`SERVE_MAX_NAMED_MODELS`). */
 export const DEFAULT_MAX_NAMED_MODELS = 8;
@@ -206,17 +212,30 @@ export class NamedModels {
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
     const read = await this.#reader(tenantId, at, "checkpoint_path");
     const origins = await this.#origins(tenantId, at);
+    const notModel = (e: unknown) =>
+      badRequest(
+        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${
+          e instanceof SafetensorsError ? `${HF_WEIGHTS}: ` : ""
+        }${(e as Error).message}`,
+        "checkpoint_path",
+      );
     let hf: HfModel;
     try {
       hf = await loadHfDirectory(read);
     } catch (e) {
-      if (!(e instanceof HfFormatError)) throw e;
-      throw badRequest(
-        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${e.message}`,
-        "checkpoint_path",
-      );
+      if (
+        !(e instanceof HfFormatError || e instanceof SafetensorsError ||
+          e instanceof TokenizerError)
+      ) throw e;
+      throw notModel(e);
     }
-    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf, origins);
+    this.#set(
+      tenantId,
+      modelName,
+      await this.#served(modelName, hf, "checkpoint_path"),
+      hf,
+      origins,
+    );
   }
 
   /**
@@ -245,8 +264,22 @@ export class NamedModels {
         "lora_path",
       );
     }
-    const declared = JSON.parse(new TextDecoder().decode(config)).base_model_name_or_path;
-    const baseName = options.baseName ?? String(declared ?? "");
+    const refuse = (file: string, why: string) =>
+      badRequest(`Cannot load the adapter as lora_path's ${file} ${why}`, "lora_path");
+    let configJson: unknown;
+    try {
+      configJson = JSON.parse(new TextDecoder().decode(config));
+    } catch (e) {
+      throw refuse(ADAPTER_FILES.config, `must be a JSON object: ${(e as Error).message}`);
+    }
+    if (configJson === null || typeof configJson !== "object" || Array.isArray(configJson)) {
+      throw refuse(
+        ADAPTER_FILES.config,
+        `must be a JSON object: it is ${Array.isArray(configJson) ? "a list" : String(configJson)}`,
+      );
+    }
+    const declared = (configJson as Record<string, unknown>).base_model_name_or_path;
+    const baseName = options.baseName ?? (typeof declared === "string" ? declared : "");
     const base = this.#tenants.get(tenantId)?.get(baseName);
     if (!base?.hf) {
       throw badRequest(
@@ -257,10 +290,20 @@ export class NamedModels {
       );
     }
     const c = base.hf.config;
-    const adapter = readAdapter(c, config, weights);
+    let adapter: ReturnType<typeof readAdapter>;
+    try {
+      adapter = readAdapter(c, config, weights);
+    } catch (e) {
+      // LoraError names the file and field; a safetensors error is about the weights file.
+      if (e instanceof LoraError) throw refuse("files do not fit:", (e as Error).message);
+      if (e instanceof SafetensorsError) {
+        throw refuse(ADAPTER_FILES.weights, `must be a safetensors file: ${e.message}`);
+      }
+      throw e;
+    }
     const params = new Map([...base.hf.parameters, ...adapter.parameters]);
     const merged = mergeLora(c, params, adapter.lora, parameterSpecs(c));
-    const model = await this.#served(loraName, { ...base.hf, parameters: merged });
+    const model = await this.#served(loraName, { ...base.hf, parameters: merged }, "lora_path");
     const origins = [...await this.#origins(tenantId, at), ...base.origins];
     this.#set(tenantId, loraName, model, null, origins);
   }
@@ -372,8 +415,20 @@ export class NamedModels {
     await entry.model.release?.().catch(() => {});
   }
 
-  async #served(modelName: string, hf: HfModel): Promise<ServedModel> {
-    const tokenizer = new Tokenizer(hf.tokenizer);
+  /**
+   * A decode model of `hf` under `modelName`.
+   * @throws ServeError 400 at `param` when its tokenizer.json is no tokenizer.
+   */
+  async #served(modelName: string, hf: HfModel, param: string): Promise<ServedModel> {
+    let tokenizer: Tokenizer;
+    try {
+      tokenizer = new Tokenizer(hf.tokenizer);
+    } catch (e) {
+      throw badRequest(
+        `Cannot load ${param} as its tokenizer.json must be a tokenizer: ${(e as Error).message}`,
+        param,
+      );
+    }
     const key = `named:${modelName}#${++this.#loads}`;
     const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
     return {
