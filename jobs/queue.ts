@@ -49,8 +49,10 @@ const STATUS_EVENT = `ev as (
 const SQL = {
   /** submit: a new queued job, its first event, and a wake-up for idle workers of its device. */
   submit: `with moved as (
-      insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata)
-      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb)
+      insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata,
+        metadata_keys)
+      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb,
+        array(select jsonb_array_elements_text($9::jsonb)))
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
@@ -252,6 +254,8 @@ export async function submitJob(
         spec.max_attempts,
         labels.name,
         JSON.stringify(labels.metadata),
+        // The submitted order, which jsonb does not keep (labels.ts `metadataInOrder`).
+        JSON.stringify(Object.keys(labels.metadata)),
       ]))[0],
     );
   if (idempotencyKey === undefined) return { job: await insert(db), created: true };

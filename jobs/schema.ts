@@ -117,6 +117,12 @@ export const jobs = pgTable("jobs", {
   /** String → string labels given at submit (OpenAI's limits: 16 keys ≤ 64, values ≤ 512). */
   metadata: jsonb("metadata").$type<Record<string, string>>().notNull().default({}),
   /**
+   * `metadata`'s keys in the order they were submitted: jsonb keeps its own order (shorter keys
+   * first), and a job is shown with its metadata in the order given (labels.ts
+   * `metadataInOrder`). Empty for jobs submitted before it existed (shown in jsonb's order).
+   */
+  metadataKeys: text("metadata_keys").array().notNull().default(sql`'{}'::text[]`),
+  /**
    * Set when `DELETE /v1/jobs/{id}` began removing the job (its objects first, its rows last): a
    * job with it set is gone for every read, and a repeated DELETE or the sweeper finishes it.
    */
