@@ -3,6 +3,7 @@
  * worker ids) never leave the server.
  */
 import type { Checkpoint, Job, JobEvent, JobMetricsRow, SkillLibrary } from "../jobs/mod.ts";
+import { metadataInOrder } from "../jobs/mod.ts";
 import type { JobView } from "./schemas.ts";
 import type { WireEvent } from "./sse.ts";
 import type { EvalResult } from "./queries.ts";
@@ -34,7 +35,7 @@ export function jobView(job: Job, result: EvalResult | null = null): JobView {
     latest_metrics: job.latestMetrics ?? null,
     error: job.error,
     name: job.name,
-    metadata: job.metadata,
+    metadata: metadataInOrder(job.metadata, job.metadataKeys),
     model: String((job.spec as { model?: { base?: unknown } }).model?.base ?? ""),
     result,
     created_at: job.createdAt.toISOString(),

@@ -50,6 +50,7 @@ export function toJob(r: Row): Job {
     error: (r.error as string | null) ?? null,
     name: r.name == null ? null : String(r.name),
     metadata: json<Record<string, string> | null>(r.metadata ?? null) ?? {},
+    metadataKeys: Array.isArray(r.metadata_keys) ? r.metadata_keys.map(String) : [],
     deletingAt: toDate(r.deleting_at),
     createdAt: toDate(r.created_at)!,
     queuedAt: toDate(r.queued_at)!,

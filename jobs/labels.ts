@@ -123,3 +123,20 @@ export function jobLabelsOf(
   }
   return { name: name ?? suffix ?? null, metadata: input.metadata ?? {} };
 }
+
+/**
+ * A job's metadata in the order it was submitted (`keys`, the stored `metadata_keys`), for the
+ * job views: jsonb, where `metadata` lives for its containment filter, keeps its own order
+ * (shorter keys first). Keys missing from `keys` (jobs submitted before the order was kept) follow
+ * in jsonb's order. One rule of JSON objects in JavaScript still applies on the way out: keys that
+ * are whole numbers (`"1"`, `"2024"`) come first, in ascending order.
+ */
+export function metadataInOrder(
+  metadata: Record<string, string>,
+  keys: readonly string[],
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of keys) if (Object.hasOwn(metadata, k)) out[k] = metadata[k];
+  for (const [k, v] of Object.entries(metadata)) if (!Object.hasOwn(out, k)) out[k] = v;
+  return out;
+}

@@ -49,8 +49,10 @@ const STATUS_EVENT = `ev as (
 const SQL = {
   /** submit: a new queued job, its first event, and a wake-up for idle workers of its device. */
   submit: `with moved as (
-      insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata)
-      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb)
+      insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata,
+        metadata_keys)
+      values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb,
+        array(select jsonb_array_elements_text($9::jsonb)))
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
@@ -102,9 +104,15 @@ const SQL = {
       returning *),
     ${STATUS_EVENT}
     select moved.* from moved, evn`,
-  /** fail: running|cancelling → failed with a readable error, under the fence. */
+  /**
+   * fail: running → failed with a readable error, under the fence; cancelling → cancelled with
+   * that error kept (a cancel requested before the run failed wins, as in `succeed`: the user was
+   * told 202, and a job they cancelled must end `cancelled`, the failure still readable).
+   */
   fail: `with moved as (
-      update jobs set status = 'failed', worker_id = null, lease_expires_at = null,
+      update jobs set
+        status = (case when status = 'cancelling' then 'cancelled' else 'failed' end)::job_status,
+        worker_id = null, lease_expires_at = null,
         finished_at = now(), error = left($4::text, 4000)
       where ${FENCE}
       returning *),
@@ -246,6 +254,8 @@ export async function submitJob(
         spec.max_attempts,
         labels.name,
         JSON.stringify(labels.metadata),
+        // The submitted order, which jsonb does not keep (labels.ts `metadataInOrder`).
+        JSON.stringify(Object.keys(labels.metadata)),
       ]))[0],
     );
   if (idempotencyKey === undefined) return { job: await insert(db), created: true };
@@ -336,7 +346,9 @@ export function succeedJob(db: Queryable, fence: Fence): Promise<Job> {
 
 /**
  * Marks the job failed with a readable message (truncated to 4000 characters; pass a message,
- * never a stack). @throws FenceLostError when the fence no longer matches.
+ * never a stack), or cancelled with that message as its error when a cancel was requested
+ * meanwhile (`cancelling`): the returned job's status says which.
+ * @throws FenceLostError when the fence no longer matches.
  */
 export function failJob(db: Queryable, fence: Fence, error: string): Promise<Job> {
   return transition(db, fence, "fail", [storableText(error)]);

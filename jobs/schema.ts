@@ -29,8 +29,9 @@ import {
  * - `running`: a worker holds the lease; the worker moves it to `succeeded`/`failed` (or back to
  *   `queued` when it drains), a cancel to `cancelling`, the reaper (lease expired) to `queued`
  *   with attempt + 1 or to `failed` when attempts are used up.
- * - `cancelling`: cancel requested; the worker acknowledges on its heartbeat → `cancelled`; it may
- *   still finish first (`succeeded`/`failed`); the reaper cancels it when the lease expires.
+ * - `cancelling`: cancel requested; the worker acknowledges on its heartbeat → `cancelled`; a run
+ *   that ends first ends `cancelled` too (a failure's message kept in `error`), never `succeeded`
+ *   or `failed`; the reaper cancels it when the lease expires.
  * - `succeeded`, `failed`, `cancelled`: terminal; nothing moves a job out of them.
  */
 export const JOB_STATUSES = [
@@ -115,6 +116,12 @@ export const jobs = pgTable("jobs", {
   name: text("name"),
   /** String → string labels given at submit (OpenAI's limits: 16 keys ≤ 64, values ≤ 512). */
   metadata: jsonb("metadata").$type<Record<string, string>>().notNull().default({}),
+  /**
+   * `metadata`'s keys in the order they were submitted: jsonb keeps its own order (shorter keys
+   * first), and a job is shown with its metadata in the order given (labels.ts
+   * `metadataInOrder`). Empty for jobs submitted before it existed (shown in jsonb's order).
+   */
+  metadataKeys: text("metadata_keys").array().notNull().default(sql`'{}'::text[]`),
   /**
    * Set when `DELETE /v1/jobs/{id}` began removing the job (its objects first, its rows last): a
    * job with it set is gone for every read, and a repeated DELETE or the sweeper finishes it.

@@ -24,9 +24,12 @@
  * stays marked; each sweep finishes those marked more than {@link DELETE_RETRY_AFTER_MS} ago
  * (objects, then rows) before it looks for orphans.
  *
- * Multipart uploads: listed with ListMultipartUploads and aborted when initiated before the grace.
- * A store that does not implement the listing (the embedded s3rver answers NotImplemented, and
- * does not implement AbortMultipartUpload either) is reported once per sweep in
+ * Multipart uploads: a failed upload is aborted at once by its uploader (jobs/_multipart.ts; the
+ * embedded server's front implements AbortMultipartUpload, jobs/embedded/local_s3.ts); the sweeper
+ * is the backstop for an uploader that died: uploads are listed with ListMultipartUploads and
+ * aborted when initiated before the grace.
+ * A store that does not implement the listing (the embedded s3rver answers NotImplemented) is
+ * reported once per sweep in
  * {@link SweepResult.multipartListing}; when the store names its embedded server's folder
  * (`StoreOptions.localDirectory`) the upload folders s3rver keeps there are removed instead.
  */

@@ -66,7 +66,7 @@ export async function startLocalS3(
   const inner = await server.run() as { port: number };
   const front = Deno.serve(
     { hostname: "127.0.0.1", port: options.port ?? 0, onListen: () => {} },
-    (req) => forwardSigned(req, inner.port, credentials),
+    (req) => forwardSigned(req, inner.port, credentials, options.directory),
   );
   let stopped = false;
   return {
@@ -82,11 +82,15 @@ export async function startLocalS3(
   };
 }
 
-/** Passes a correctly signed request on to s3rver on `innerPort`; 403 otherwise. */
+/**
+ * Passes a correctly signed request on to s3rver on `innerPort` (answering AbortMultipartUpload
+ * itself, see {@link abortMultipartUpload}); 403 otherwise.
+ */
 async function forwardSigned(
   req: Request,
   innerPort: number,
   credentials: LocalS3Credentials,
+  directory: string,
 ): Promise<Response> {
   const refusal = sigV4Refusal(
     req,
@@ -98,6 +102,9 @@ async function forwardSigned(
     return new Response(xml, { status: 403, headers: { "content-type": "application/xml" } });
   }
   const url = new URL(req.url);
+  if (req.method === "DELETE" && url.searchParams.has("uploadId")) {
+    return await abortMultipartUpload(directory, url);
+  }
   const headers = new Headers(req.headers);
   headers.delete("host");
   // Bodies are buffered: they are single objects or multipart parts, and s3rver wants a length.
@@ -112,6 +119,47 @@ async function forwardSigned(
     signal: req.signal,
   });
   return new Response(res.body, { status: res.status, headers: res.headers });
+}
+
+/** An S3 error answer (`<Error><Code>…`). */
+function s3Error(status: number, code: string, message: string): Response {
+  const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code>` +
+    `<Message>${message}</Message></Error>`;
+  return new Response(xml, { status, headers: { "content-type": "application/xml" } });
+}
+
+/**
+ * AbortMultipartUpload (`DELETE /{bucket}/{key}?uploadId=…`), which s3rver does not implement (it
+ * answers 405): removes the upload's folder, `{directory}/{bucket}/._S3rver_uploads/{uploadId}/`
+ * (its parts), when it is an upload of that key, and answers 204 as S3 does; 404 `NoSuchUpload`
+ * otherwise. Without it a failed multipart upload (jobs/_multipart.ts aborts it at once) left its
+ * parts on disk until the sweeper's grace had passed.
+ */
+async function abortMultipartUpload(directory: string, url: URL): Promise<Response> {
+  const noSuchUpload = () =>
+    s3Error(404, "NoSuchUpload", "The specified multipart upload does not exist.");
+  const uploadId = url.searchParams.get("uploadId") ?? "";
+  const slash = url.pathname.indexOf("/", 1);
+  const bucket = url.pathname.slice(1, slash < 0 ? undefined : slash);
+  // s3rver's upload ids are 32 hex digits; both checks keep the path inside the folder.
+  if (!/^[0-9a-f]{32}$/.test(uploadId) || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    return noSuchUpload();
+  }
+  let key: string;
+  try {
+    key = decodeURIComponent(url.pathname.slice(bucket.length + 2));
+  } catch {
+    return noSuchUpload();
+  }
+  const folder = join(directory, bucket, "._S3rver_uploads", uploadId);
+  try {
+    if (await Deno.readTextFile(join(folder, "key")) !== key) return noSuchUpload();
+    await Deno.remove(folder, { recursive: true });
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return noSuchUpload();
+    throw e;
+  }
+  return new Response(null, { status: 204 });
 }
 
 /** True when an S3 server answers on the port (s3rver's ListBuckets XML). */

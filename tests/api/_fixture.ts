@@ -25,6 +25,8 @@ export interface ApiFixture {
   store: ArtifactStore;
   /** Environment naming that server and bucket (for subprocesses). */
   s3Env: Record<string, string>;
+  /** The S3 server's folder (s3rver keeps multipart uploads in `{bucket}/._S3rver_uploads/`). */
+  s3Directory: string;
   /** Closes the database and drops it; stops the S3 server. */
   close(): Promise<void>;
 }
@@ -49,6 +51,7 @@ export async function startApiFixture(options: Partial<AppOptions> = {}): Promis
     tenantB,
     store,
     s3Env: s3.env,
+    s3Directory: s3.directory,
     async close() {
       await t.close();
       await s3.close();

@@ -85,6 +85,40 @@ Deno.test("a job submitted with a name and metadata shows both in every view, an
   }
 });
 
+Deno.test("metadata comes back in the order it was submitted, in the job, the list and the submit answer", async () => {
+  // jsonb alone gave these back shortest key first: b, zeta, team-lead, a-much-longer-key.
+  const metadata = { zeta: "1", "a-much-longer-key": "2", b: "3", "team-lead": "4" };
+  const order = Object.keys(metadata);
+  const raw = async (path: string, init: RequestInit = {}) => {
+    const res = await fetch(`${base}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${fx.keyA}`, "content-type": "application/json" },
+    });
+    return await res.text();
+  };
+  /** The metadata keys in the order the answer's text holds them. */
+  const keysIn = (text: string, id: string) => {
+    const body = JSON.parse(text);
+    const job = body.jobs ? body.jobs.find((j: { id: string }) => j.id === id) : body;
+    return Object.keys(job.metadata);
+  };
+  const made = await raw("/v1/jobs", {
+    method: "POST",
+    body: JSON.stringify({ env: { id: "sokoban" }, name: "ordered", metadata }),
+  });
+  const id = JSON.parse(made).id;
+  assert.deepEqual(keysIn(made, id), order);
+  assert.deepEqual(keysIn(await raw(`/v1/jobs/${id}`), id), order);
+  assert.deepEqual(keysIn(await raw("/v1/jobs?name=ordered"), id), order);
+  // The text itself, not only the parsed object: each key after the one before it.
+  const text = await raw(`/v1/jobs/${id}`);
+  const at = order.map((k) => text.indexOf(`"${k}":"`));
+  assert.deepEqual([...at].sort((x, y) => x - y), at, text);
+  // Filtering by a pair still finds it (the containment index is unchanged).
+  assert.deepEqual(keysIn(await raw("/v1/jobs?metadata%5Bb%5D=3"), id), order);
+  await call("POST", `/v1/jobs/${id}/cancel`);
+});
+
 Deno.test("bad names and metadata are a 400 naming the field, and nothing is stored", async () => {
   const before = await jobCount();
   const cases: [Record<string, unknown>, string][] = [

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fenceOf, recordMetrics, setProgress } from "../../jobs/mod.ts";
+import { failJob, fenceOf, recordMetrics, setProgress, succeedJob } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
@@ -295,6 +295,36 @@ Deno.test("POST /v1/jobs/{id}/cancel cancels a queued job at once", async () => 
   const job = await res.json();
   assert.equal(job.status, "cancelled");
   assert.ok(job.finished_at);
+});
+
+Deno.test("a job cancelled while running whose run then fails or succeeds ends cancelled, the failure kept in its error", async () => {
+  for (const ending of ["fail", "succeed"] as const) {
+    const job = await runningJob(fx, fx.keyA);
+    const cancel = await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+    assert.equal(cancel.status, 202);
+    assert.equal((await cancel.json()).status, "cancelling");
+    // The run ends before its worker acts on the cancel, as the worker's finish path ends it.
+    const ended = ending === "fail"
+      ? await failJob(fx.db, fenceOf(job), "RuntimeError: the environment server went away")
+      : await succeedJob(fx.db, fenceOf(job));
+    assert.equal(ended.status, "cancelled", ending);
+    const view = await (await req(fx.app, "GET", `/v1/jobs/${job.id}`, { key: fx.keyA })).json();
+    assert.equal(view.status, "cancelled", ending);
+    assert.ok(view.finished_at);
+    assert.equal(
+      view.error,
+      ending === "fail" ? "RuntimeError: the environment server went away" : null,
+    );
+    const events = await (await req(fx.app, "GET", `/v1/jobs/${job.id}/events`, {
+      key: fx.keyA,
+    })).json();
+    const statuses = events.events.filter((e: { type: string }) => e.type === "status")
+      .map((e: { data: { status: string } }) => e.data.status);
+    assert.deepEqual(statuses.slice(-2), ["cancelling", "cancelled"], ending);
+    const listed = await (await req(fx.app, "GET", "/v1/jobs?status=failed", { key: fx.keyA }))
+      .json();
+    assert.ok(!listed.jobs.some((j: { id: string }) => j.id === job.id));
+  }
 });
 
 Deno.test("an unknown route is a problem+json 404", async () => {

@@ -54,6 +54,19 @@ function cutBody(archive: Uint8Array, bytes: number, end: "error" | "close") {
   });
 }
 
+/** Multipart uploads the S3 server still holds (their parts on its disk), by upload id. */
+async function openUploads(): Promise<string[]> {
+  const ids: string[] = [];
+  try {
+    for await (const e of Deno.readDir(`${fx.s3Directory}/${fx.store.bucket}/._S3rver_uploads`)) {
+      ids.push(e.name);
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  return ids;
+}
+
 /** Objects under the tenant's models/ prefix and rows of the models table. */
 async function stored(tenantId: string) {
   const keys = await fx.store.list(`tenants/${tenantId}/models/`);
@@ -176,6 +189,9 @@ Deno.test("an upload cut off inside a multipart weights file leaves no model and
     assert.equal(problem.errors[0].code, end === "error" ? "incomplete" : "invalid_tar");
     if (end === "error") assert.match(problem.detail, /must arrive whole: .*after 12582912 bytes/);
     assert.deepEqual(await stored(fx.tenantB.id), before, end);
+    // The weights' multipart upload was aborted when the upload failed: its 8 MiB part is not
+    // left on the server's disk for the sweeper's 24 h grace.
+    assert.deepEqual(await openUploads(), [], end);
   }
   const retry = await upload(archive, { "idempotency-key": "cut" }, fx.keyB);
   assert.equal(retry.status, 201, await retry.clone().text());
@@ -211,6 +227,7 @@ Deno.test("a client that disconnects over TCP mid-upload frees it: the handler e
     assert.equal(problem.errors[0].code, "incomplete");
     assert.match(problem.detail, /must arrive whole: reading it failed after 12582912 bytes/);
     assert.deepEqual(await stored(fx.tenantB.id), before);
+    assert.deepEqual(await openUploads(), []);
   } finally {
     await server.shutdown();
   }

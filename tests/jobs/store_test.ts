@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { HeadObjectCommand } from "@aws-sdk/client-s3";
+import {
+  AbortMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
 import { IntegrityError } from "../../jobs/errors.ts";
 import { checkpointKey, InvalidKeyError, skillsKey } from "../../jobs/keys.ts";
 import { openStore, sha256Hex } from "../../jobs/store.ts";
@@ -137,6 +142,53 @@ Deno.test("the artifact store", async (t) => {
       assert.throws(() => checkpointKey("t", "j", -1, "a"), RangeError);
       assert.throws(() => skillsKey("t/x", "j", 1), InvalidKeyError);
     });
+  } finally {
+    await s3.close();
+  }
+});
+
+Deno.test("the embedded S3 server aborts a multipart upload: its parts leave the disk at once, and only that key's upload can be aborted", async () => {
+  const s3 = await startTestStore();
+  const { store } = s3;
+  const uploads = join(s3.directory, store.bucket, "._S3rver_uploads");
+  const start = async (key: string) => {
+    const { UploadId } = await store.send<{ UploadId: string }>(
+      new CreateMultipartUploadCommand({ Bucket: store.bucket, Key: key }),
+    );
+    await store.send(
+      new UploadPartCommand({
+        Bucket: store.bucket,
+        Key: key,
+        UploadId,
+        PartNumber: 1,
+        Body: new Uint8Array(1024).fill(7),
+        ContentLength: 1024,
+      }),
+    );
+    return UploadId;
+  };
+  const abort = (key: string, UploadId: string) =>
+    store.send(new AbortMultipartUploadCommand({ Bucket: store.bucket, Key: key, UploadId }));
+  const open = async () => {
+    const ids = [];
+    for await (const e of Deno.readDir(uploads)) ids.push(e.name);
+    return ids.sort();
+  };
+  try {
+    const a = await start("tenants/t/models/m/a b+c.safetensors");
+    const b = await start("tenants/t/models/m/other");
+    assert.deepEqual(await open(), [a, b].sort());
+    // Another key's id is refused and removes nothing.
+    await assert.rejects(abort("tenants/t/models/m/other", a), { name: "NoSuchUpload" });
+    assert.deepEqual(await open(), [a, b].sort());
+    await abort("tenants/t/models/m/a b+c.safetensors", a);
+    assert.deepEqual(await open(), [b]);
+    await assert.rejects(abort("tenants/t/models/m/a b+c.safetensors", a), {
+      name: "NoSuchUpload",
+    });
+    await assert.rejects(abort("k", "../../etc"), { name: "NoSuchUpload" });
+    await abort("tenants/t/models/m/other", b);
+    assert.deepEqual(await open(), []);
   } finally {
     await s3.close();
   }

@@ -36,12 +36,15 @@ import {
   HfFormatError,
   type HfModel,
   loadHfDirectory,
+  LoraError,
   mergeLora,
   parameterSpecs,
   promptFormOf,
   readAdapter,
+  SafetensorsError,
   stopTokenIdsOf,
   Tokenizer,
+  TokenizerError,
 } from "../model/mod.ts";
 import type { ServeAuthEnv } from "./auth.ts";
 import { badRequest, fromZod, modelNotFound, ServeError } from "./errors.ts";
@@ -88,6 +91,9 @@ const UnloadAdapterSchema = z.object({
   lora_name: name,
   lora_int_id: z.number().int().optional(),
 }).strict();
+
+/** The weights file of a Hugging Face folder, for messages. */
+const HF_WEIGHTS = "model.safetensors";
 
 /** Named models kept loaded by default (`SERVE_MAX_NAMED_MODELS`). */
 export const DEFAULT_MAX_NAMED_MODELS = 8;
@@ -254,7 +260,13 @@ export class NamedModels {
     const hf = await this.#fullModel(tenantId, at);
     const origins = await this.#origins(tenantId, at);
     const recipe: Recipe = { kind: "checkpoint", at, origins, loadedAt: new Date() };
-    this.#set(tenantId, modelName, await this.#served(modelName, hf), hf, recipe);
+    this.#set(
+      tenantId,
+      modelName,
+      await this.#served(modelName, hf, "checkpoint_path"),
+      hf,
+      recipe,
+    );
   }
 
   /**
@@ -286,8 +298,22 @@ export class NamedModels {
         "lora_path",
       );
     }
-    const declared = JSON.parse(new TextDecoder().decode(config)).base_model_name_or_path;
-    const baseName = options.baseName ?? String(declared ?? "");
+    const refuse = (file: string, why: string) =>
+      badRequest(`Cannot load the adapter as lora_path's ${file} ${why}`, "lora_path");
+    let configJson: unknown;
+    try {
+      configJson = JSON.parse(new TextDecoder().decode(config));
+    } catch (e) {
+      throw refuse(ADAPTER_FILES.config, `must be a JSON object: ${(e as Error).message}`);
+    }
+    if (configJson === null || typeof configJson !== "object" || Array.isArray(configJson)) {
+      throw refuse(
+        ADAPTER_FILES.config,
+        `must be a JSON object: it is ${Array.isArray(configJson) ? "a list" : String(configJson)}`,
+      );
+    }
+    const declared = (configJson as Record<string, unknown>).base_model_name_or_path;
+    const baseName = options.baseName ?? (typeof declared === "string" ? declared : "");
     // an evicted base is loaded again first, as a request for it would
     (await this.acquire(tenantId, baseName).catch(() => null))?.release();
     const base = this.#tenants.get(tenantId)?.get(baseName);
@@ -309,7 +335,7 @@ export class NamedModels {
       origins,
       loadedAt: new Date(),
     };
-    this.#set(tenantId, loraName, await this.#served(loraName, hf), null, recipe);
+    this.#set(tenantId, loraName, await this.#served(loraName, hf, "lora_path"), null, recipe);
   }
 
   /** Unloads a named model, loaded or evicted; false when the tenant has none of that name. */
@@ -372,7 +398,11 @@ export class NamedModels {
       );
     }
     if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) return; // unloaded or replaced
-    const model = await this.#served(modelName, hf);
+    const model = await this.#served(
+      modelName,
+      hf,
+      recipe.kind === "checkpoint" ? "checkpoint_path" : "lora_path",
+    );
     if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) {
       await model.release?.().catch(() => {});
       return;
@@ -389,9 +419,14 @@ export class NamedModels {
     try {
       return await loadHfDirectory(read);
     } catch (e) {
-      if (!(e instanceof HfFormatError)) throw e;
+      if (
+        !(e instanceof HfFormatError || e instanceof SafetensorsError ||
+          e instanceof TokenizerError)
+      ) throw e;
       throw badRequest(
-        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${e.message}`,
+        `Cannot load checkpoint_path as it must be a Hugging Face model folder: ${
+          e instanceof SafetensorsError ? `${HF_WEIGHTS}: ` : ""
+        }${e.message}`,
         "checkpoint_path",
       );
     }
@@ -508,8 +543,20 @@ export class NamedModels {
     await entry.model.release?.().catch(() => {});
   }
 
-  async #served(modelName: string, hf: HfModel): Promise<ServedModel> {
-    const tokenizer = new Tokenizer(hf.tokenizer);
+  /**
+   * A decode model of `hf` under `modelName`.
+   * @throws ServeError 400 at `param` when its tokenizer.json is no tokenizer.
+   */
+  async #served(modelName: string, hf: HfModel, param: string): Promise<ServedModel> {
+    let tokenizer: Tokenizer;
+    try {
+      tokenizer = new Tokenizer(hf.tokenizer);
+    } catch (e) {
+      throw badRequest(
+        `Cannot load ${param} as its tokenizer.json must be a tokenizer: ${(e as Error).message}`,
+        param,
+      );
+    }
     const key = `named:${modelName}#${++this.#loads}`;
     const decode = await decodeModel(key, hf.config, hf.parameters, this.opts.sessions);
     const promptForm = promptFormOf(tokenizer);
@@ -565,11 +612,30 @@ export class NamedModels {
 
 /**
  * `base` with a PEFT adapter (its `adapter_config.json` and `adapter_model.safetensors` bytes)
- * merged in: W + (α/r)·B·A. @throws LoraError for an adapter that does not fit the base.
+ * merged in: W + (α/r)·B·A.
+ * @throws ServeError 400 at `lora_path` for an adapter that does not fit the base (LoraError's
+ *   message names the file and field) or weights that are no safetensors file.
  */
 function mergedAdapter(base: HfModel, config: Uint8Array, weights: Uint8Array): HfModel {
   const c = base.config;
-  const adapter = readAdapter(c, config, weights);
+  let adapter: ReturnType<typeof readAdapter>;
+  try {
+    adapter = readAdapter(c, config, weights);
+  } catch (e) {
+    if (e instanceof LoraError) {
+      throw badRequest(
+        `Cannot load the adapter as lora_path's files do not fit: ${e.message}`,
+        "lora_path",
+      );
+    }
+    if (e instanceof SafetensorsError) {
+      throw badRequest(
+        `Cannot load the adapter as lora_path's ${ADAPTER_FILES.weights} must be a safetensors file: ${e.message}`,
+        "lora_path",
+      );
+    }
+    throw e;
+  }
   const params = new Map([...base.parameters, ...adapter.parameters]);
   return { ...base, parameters: mergeLora(c, params, adapter.lora, parameterSpecs(c)) };
 }

@@ -363,7 +363,11 @@ export class Worker {
       }
       const message = readableError(outcome.error);
       log.error("job failed", { ...errorFields(outcome.error) });
-      await retry(() => failJob(db, fence, message));
+      const ended = await retry(() => failJob(db, fence, message));
+      if (ended.status === "cancelled") {
+        log.info("job cancelled: the cancel arrived as the run failed");
+        return "cancelled";
+      }
       return "failed";
     } catch (e) {
       if (e instanceof FenceLostError) {

@@ -128,6 +128,109 @@ Deno.test("a name loaded from a job's checkpoint is unloaded once the job is del
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "unowned" })).status, 200);
 });
 
+Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint are 400s naming the file or field, and nothing is loaded", async () => {
+  const store = f.s3.store;
+  const base = await published(crypto.randomUUID());
+  let res = await post("/v1/load_checkpoint", { model_name: "base", checkpoint_path: base });
+  assert.equal(res.status, 200, res.text);
+  const baseKeys = await store.list(base.slice(`s3://${store.bucket}/`.length));
+  /** A folder with the base's files, `replace` written over them; its `s3://` path. */
+  const folder = async (replace: Record<string, string | Uint8Array>, from = baseKeys) => {
+    const prefix = `tenants/${f.tenantA.id}/broken/${crypto.randomUUID()}/`;
+    for (const key of from) {
+      const name = key.split("/").at(-1)!;
+      if (!(name in replace)) await store.put(prefix + name, await store.get(key));
+    }
+    for (const [name, body] of Object.entries(replace)) {
+      await store.put(
+        prefix + name,
+        typeof body === "string" ? new TextEncoder().encode(body) : body,
+      );
+    }
+    return `s3://${store.bucket}/${prefix}`;
+  };
+  const garbage = new Uint8Array([9, 0, 0, 0, 0, 0, 0, 0, 123, 125, 1]);
+  const goodConfig = JSON.stringify({
+    peft_type: "LORA",
+    r: 4,
+    lora_alpha: 8,
+    target_modules: ["q_proj", "v_proj"],
+    base_model_name_or_path: "base",
+  });
+  const adapters: [string, Record<string, string | Uint8Array>, RegExp][] = [
+    [
+      "not JSON",
+      { "adapter_config.json": "{not json", "adapter_model.safetensors": garbage },
+      /adapter_config\.json must be a JSON object/,
+    ],
+    [
+      "null",
+      { "adapter_config.json": "null", "adapter_model.safetensors": garbage },
+      /adapter_config\.json must be a JSON object/,
+    ],
+    [
+      "a list",
+      { "adapter_config.json": "[1]", "adapter_model.safetensors": garbage },
+      /adapter_config\.json must be a JSON object/,
+    ],
+    ["no target_modules", {
+      "adapter_config.json": '{"peft_type":"LORA","r":4,"base_model_name_or_path":"base"}',
+      "adapter_model.safetensors": garbage,
+    }, /adapter_config\.json as target_modules/],
+    ["a rank that is no number", {
+      "adapter_config.json": goodConfig.replace('"r":4', '"r":"four"'),
+      "adapter_model.safetensors": garbage,
+    }, /adapter_config\.json/],
+    ["weights that are no safetensors", {
+      "adapter_config.json": goodConfig,
+      "adapter_model.safetensors": garbage,
+    }, /adapter_model\.safetensors/],
+  ];
+  for (const [what, files, message] of adapters) {
+    for (const baseName of ["base", undefined]) {
+      res = await post("/v1/load_lora_adapter", {
+        lora_name: "bad-adapter",
+        lora_path: await folder(files, []),
+        ...(baseName ? { base_model_name: baseName } : {}),
+      });
+      assert.equal(res.status, 400, `${what}: ${res.text}`);
+      assert.equal(res.error.type, "invalid_request_error", what);
+      assert.equal(res.error.param, "lora_path", what);
+      assert.match(res.error.message, message, `${what}: ${res.error.message}`);
+    }
+  }
+  const checkpoints: [string, Record<string, string | Uint8Array>, RegExp][] = [
+    ["config.json not JSON", { "config.json": "{" }, /config\.json/],
+    ["weights that are no safetensors", { "model.safetensors": garbage }, /model\.safetensors/],
+    ["tokenizer.json not JSON", { "tokenizer.json": "{" }, /tokenizer\.json/],
+    ["tokenizer.json an empty object", { "tokenizer.json": "{}" }, /tokenizer\.json/],
+  ];
+  for (const [what, files, message] of checkpoints) {
+    res = await post("/v1/load_checkpoint", {
+      model_name: "bad-checkpoint",
+      checkpoint_path: await folder(files),
+    });
+    assert.equal(res.status, 400, `${what}: ${res.text}`);
+    assert.equal(res.error.param, "checkpoint_path", what);
+    assert.match(res.error.message, message, `${what}: ${res.error.message}`);
+  }
+  // Request bodies that are no JSON object, or hold a field of the wrong type.
+  for (const body of ["{", "null", "[1]", '{"lora_name":"x","lora_path":5}']) {
+    const r = await fetch(`${url}/v1/load_lora_adapter`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
+      body,
+    });
+    const text = await r.text();
+    assert.equal(r.status, 400, `${body}: ${text}`);
+    if (body.includes("lora_path")) assert.equal(JSON.parse(text).error.param, "lora_path");
+  }
+  const ids = [];
+  for await (const m of client(f.keyA).models.list()) ids.push(m.id);
+  assert.ok(!ids.includes("bad-adapter") && !ids.includes("bad-checkpoint"), ids.join(", "));
+  assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "base" })).status, 200);
+});
+
 Deno.test("stop the named-model test server and fixture", async () => {
   await server.stop();
   await f.close();

@@ -1,0 +1,1 @@
+ALTER TABLE "jobs" ADD COLUMN "metadata_keys" text[] DEFAULT '{}'::text[] NOT NULL;
