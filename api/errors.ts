@@ -88,6 +88,14 @@ export class ConflictError extends ProblemError {
   }
 }
 
+/**
+ * How to stop an active job, for a 409 it causes: "cancel it first (`seed cancel ID`, or
+ * `POST /v1/jobs/ID/cancel`)" — the command and the route, so the message alone says what to do.
+ */
+export function cancelHint(jobId: string): string {
+  return `cancel it first (\`seed cancel ${jobId}\`, or POST /v1/jobs/${jobId}/cancel)`;
+}
+
 /** 405: a known path asked with a method it does not serve; `allow` lists the ones it does. */
 export class MethodNotAllowedError extends ProblemError {
   /** Methods the path serves (the `Allow` header). */

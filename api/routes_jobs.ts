@@ -31,6 +31,7 @@ import {
 } from "../jobs/mod.ts";
 import {
   BadRequestError,
+  cancelHint,
   ConflictError,
   NotFoundError,
   UnprocessableError,
@@ -224,11 +225,13 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
           ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status} ${
             marked.status === "cancelling"
               ? "(it is being cancelled; retry when it is cancelled)"
-              : `(cancel it first: POST /v1/jobs/${jobId}/cancel)`
+              : `(${cancelHint(jobId)})`
           }`
           : `Cannot delete job ${jobId} as no queued, running or cancelling job may train from it: job ${
             marked.usedBy[0]
-          } uses it as model.base (directly or through a job: continuation)`,
+          } uses it as model.base (directly or through a job: continuation); wait for it to end or ${
+            cancelHint(marked.usedBy[0])
+          }`,
       );
     }
     // A failure from here on leaves the job marked (gone for every read); a repeated DELETE,

@@ -19,6 +19,7 @@ import {
   modelPrefix,
 } from "../jobs/mod.ts";
 import {
+  cancelHint,
   ConflictError,
   NotFoundError,
   ProblemError,
@@ -170,7 +171,9 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
       throw new ConflictError(
         `Cannot delete model ${id} as no queued, running or cancelling job may use it: job ${
           result.usedBy[0]
-        } uses it as model.base (directly or through a job: continuation)`,
+        } uses it as model.base (directly or through a job: continuation); wait for it to end or ${
+          cancelHint(result.usedBy[0])
+        }`,
       );
     }
     await Promise.all(result.files.map((f) => options.store.delete(f.key)));

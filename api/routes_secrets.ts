@@ -20,7 +20,7 @@ import {
   secretCipherFromEnv,
   type SecretInfo,
 } from "../jobs/mod.ts";
-import { BadRequestError, ConflictError, NotFoundError } from "./errors.ts";
+import { BadRequestError, cancelHint, ConflictError, NotFoundError } from "./errors.ts";
 import { PutSecretBody, type SecretView } from "./schemas.ts";
 import type { z } from "zod";
 import { parseJsonBody } from "./validate.ts";
@@ -84,7 +84,9 @@ export function secretRoutes(options: AppOptions): Hono<AuthEnv> {
       throw new ConflictError(
         `Cannot delete secret ${name} as no queued or running job may use it: job ${
           result.usedBy[0]
-        } names it as warmup.analyzer.annotator.credential_secret or a rollout.engine endpoint's api_key_secret`,
+        } names it as warmup.analyzer.annotator.credential_secret or a rollout.engine endpoint's api_key_secret; wait for it to end or ${
+          cancelHint(result.usedBy[0])
+        }`,
       );
     }
     return c.body(null, 204);

@@ -27,14 +27,22 @@ import {
   tailLines,
 } from "./processes.ts";
 import { followJob, type JobWire } from "./progress.ts";
-import { DEMO_ENVS, DEMO_METHODS, type DemoEnv, type DemoMethod, demoSpec } from "./specs.ts";
+import {
+  DEMO_ENVS,
+  DEMO_METHODS,
+  type DemoEnv,
+  type DemoMethod,
+  demoSpec,
+  QUICK_EVAL_EPISODES,
+} from "./specs.ts";
 import { downloadArtifacts, renderSummary } from "./summary.ts";
 
 const USAGE = `Usage: deno task demo [options]
   --env ID             sokoban (default) | household | webshop | search
   --method M           seed (default) | grpo
   --steps N            RL updates (default: the spec's); eval + checkpoint at the middle and end
-  --eval-episodes N    episodes per evaluation split
+  --eval-episodes N    episodes per evaluation split (default: the spec's, 200; a quick run's
+                       — --steps or --warmup-episodes below the spec's — ${QUICK_EVAL_EPISODES})
   --warmup-episodes N  expert episodes of the policy warm-up and trajectories of the analyzer
                        warm-up, each trained for one epoch (a quick run; default: the spec's)
   --seed N             random_seed of the job

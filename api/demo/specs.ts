@@ -3,7 +3,7 @@
  * a user would `POST /v1/jobs`. Edit them here. They are sized so that one run finishes in under
  * ten minutes on two CPU cores with `builtin:tiny`.
  */
-import type { JobSpecInput } from "../../jobs/mod.ts";
+import { type JobSpecInput, parseJobSpec } from "../../jobs/mod.ts";
 import { DEMO_PRESETS } from "../../jobs/presets.ts";
 
 /** Environments the demo knows a spec for. */
@@ -108,9 +108,20 @@ export interface DemoOverrides {
 }
 
 /**
+ * Episodes per evaluation split of a quick run (`--steps` or `--warmup-episodes` below the
+ * spec's) when `--eval-episodes` is not given, and the most episodes of its warm-up checks: a
+ * quick run learns nothing, so 200 episodes per split (±7 points) would only make it several
+ * times longer; 32 (±17 points) show the pipeline end to end.
+ */
+export const QUICK_EVAL_EPISODES = 32;
+
+/**
  * The spec to submit for `env`/`method` with `overrides` applied (a fresh object; the constants
  * are never changed). With `steps`, `checkpoint_every` (and a non-zero `eval_every`) become
- * ⌈steps/2⌉; evaluation always happens after warm-up (step 0) and at the last step.
+ * ⌈steps/2⌉; evaluation always happens after warm-up (step 0) and at the last step. A quick run
+ * (`steps` below the spec's, or `warmupEpisodes` below its policy warm-up's) evaluates
+ * {@link QUICK_EVAL_EPISODES} per split unless `evalEpisodes` is given, and its warm-up checks
+ * (`warmup.policy.check_episodes`) play at most as many.
  */
 export function demoSpec(
   env: DemoEnv,
@@ -118,6 +129,7 @@ export function demoSpec(
   overrides: DemoOverrides = {},
 ): JobSpecInput {
   const spec: JobSpecInput = structuredClone(DEMO_SPECS[env][method]);
+  const quick = isQuick(spec, overrides);
   if (overrides.steps !== undefined) {
     spec.steps = overrides.steps;
     if (spec.eval_every !== 0) spec.eval_every = Math.max(1, Math.ceil(overrides.steps / 2));
@@ -125,6 +137,9 @@ export function demoSpec(
   }
   if (overrides.evalEpisodes !== undefined) {
     spec.eval = { ...spec.eval, episodes: overrides.evalEpisodes };
+  } else if (quick) {
+    const episodes = Math.min(spec.eval?.episodes ?? QUICK_EVAL_EPISODES, QUICK_EVAL_EPISODES);
+    spec.eval = { ...spec.eval, episodes };
   }
   if (overrides.warmupEpisodes !== undefined) {
     const episodes = overrides.warmupEpisodes;
@@ -132,10 +147,25 @@ export function demoSpec(
     const { skill_epochs: _skillEpochs, ...policy } = spec.warmup?.policy ?? {};
     spec.warmup = {
       ...spec.warmup,
-      policy: { ...policy, episodes, epochs: 1 },
+      policy: {
+        ...policy,
+        episodes,
+        epochs: 1,
+        ...(quick && policy.check_episodes !== undefined
+          ? { check_episodes: Math.min(policy.check_episodes, QUICK_EVAL_EPISODES) }
+          : {}),
+      },
       analyzer: { ...spec.warmup?.analyzer, episodes, epochs: 1 },
     };
   }
   if (overrides.randomSeed !== undefined) spec.random_seed = overrides.randomSeed;
   return spec;
+}
+
+/** True when `overrides` shorten `spec`'s RL (`steps`) or its policy warm-up (`warmupEpisodes`). */
+function isQuick(spec: JobSpecInput, overrides: DemoOverrides): boolean {
+  const { steps, warmup } = parseJobSpec(spec); // with the JobSpec's defaults filled in
+  const episodes = warmup.policy.episodes;
+  return (overrides.steps !== undefined && overrides.steps < steps) ||
+    (overrides.warmupEpisodes !== undefined && overrides.warmupEpisodes < episodes);
 }

@@ -156,7 +156,12 @@ Deno.test("DELETE is a 409 while a job is queued, running or cancelling, and a 4
     const res = await call("DELETE", `/v1/jobs/${id}`);
     assert.equal(res.status, 409);
     assert.match(res.body.detail, new RegExp(`must be final .*: it is ${status}`));
-    assert.match(res.body.detail, /cancel it first/);
+    assert.ok(
+      res.body.detail.includes(
+        `cancel it first (\`seed cancel ${id}\`, or POST /v1/jobs/${id}/cancel)`,
+      ),
+      res.body.detail,
+    );
   }
   await cancelJob(fx.db, { tenantId: fx.tenantA.id, jobId: running.id });
   const cancelling = await call("DELETE", `/v1/jobs/${running.id}`);
@@ -187,6 +192,7 @@ Deno.test("DELETE is a 409 while an active job trains from the job's checkpoint"
   const res = await call("DELETE", `/v1/jobs/${job.id}`);
   assert.equal(res.status, 409);
   assert.match(res.body.detail, new RegExp(`job ${user.body.id} uses it as model.base`));
+  assert.ok(res.body.detail.includes(`seed cancel ${user.body.id}`), res.body.detail);
   assert.equal((await call("GET", `/v1/jobs/${job.id}`)).status, 200);
   await call("POST", `/v1/jobs/${user.body.id}/cancel`);
   assert.equal((await call("DELETE", `/v1/jobs/${job.id}`)).status, 204);

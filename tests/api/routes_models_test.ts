@@ -669,7 +669,12 @@ Deno.test("a job names an uploaded model as model:<id>; the model cannot be dele
   const job = await submitted.json();
   const refused = await req(fx.app, "DELETE", `/v1/models/${model.id}`, { key: fx.keyA });
   assert.equal(refused.status, 409);
-  assert.match((await refused.json()).detail, new RegExp(job.id));
+  const detail = (await refused.json()).detail;
+  assert.match(detail, new RegExp(job.id));
+  assert.ok(
+    detail.includes(`seed cancel ${job.id}\`, or POST /v1/jobs/${job.id}/cancel`),
+    detail,
+  );
   assert.equal(
     (await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA })).status,
     202,

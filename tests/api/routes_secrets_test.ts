@@ -161,7 +161,9 @@ Deno.test("a secret in use is kept; deleted, it is gone and new jobs naming it a
   // The job accepted above is still queued: it keeps the secret.
   const busy = await req(fx.app, "DELETE", "/v1/secrets/openai", { key: fx.keyA });
   assert.equal(busy.status, 409);
-  assert.match((await busy.json()).detail, /credential_secret/);
+  const detail = (await busy.json()).detail;
+  assert.match(detail, /credential_secret/);
+  assert.match(detail, /wait for it to end or cancel it first \(`seed cancel [0-9a-f-]{36}`/);
   const queued = await fx.db.query<{ id: string }>(
     "select id from jobs where tenant_id = $1::uuid and status = 'queued'",
     [fx.tenantA.id],

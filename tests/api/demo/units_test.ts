@@ -7,7 +7,13 @@ import {
   progressLine,
   skillsFound,
 } from "../../../api/demo/progress.ts";
-import { DEMO_ENVS, DEMO_METHODS, DEMO_SPECS, demoSpec } from "../../../api/demo/specs.ts";
+import {
+  DEMO_ENVS,
+  DEMO_METHODS,
+  DEMO_SPECS,
+  demoSpec,
+  QUICK_EVAL_EPISODES,
+} from "../../../api/demo/specs.ts";
 import {
   curlCommands,
   dashboardUrl,
@@ -52,6 +58,28 @@ Deno.test("demo overrides change a copy and keep checkpoints half-way and at the
   assert.equal(quick.warmup.policy.skill_epochs, undefined);
   assert.equal(quick.warmup.policy.lr, parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.lr);
   assert.notEqual(parseJobSpec(DEMO_SPECS.sokoban.seed).warmup.policy.episodes, 8);
+});
+
+Deno.test("a quick demo run evaluates 32 episodes per split unless --eval-episodes says otherwise", () => {
+  const full = parseJobSpec(DEMO_SPECS.sokoban.seed);
+  assert.equal(full.eval.episodes, 200);
+  assert.equal(full.warmup.policy.check_episodes, 64);
+  // the README's quick run
+  const quick = parseJobSpec(demoSpec("sokoban", "seed", { steps: 2, warmupEpisodes: 16 }));
+  assert.equal(quick.eval.episodes, QUICK_EVAL_EPISODES);
+  assert.equal(QUICK_EVAL_EPISODES, 32);
+  assert.equal(quick.warmup.policy.check_episodes, 32);
+  assert.equal(parseJobSpec(demoSpec("sokoban", "seed", { steps: 2 })).eval.episodes, 32);
+  assert.equal(
+    parseJobSpec(demoSpec("household", "grpo", { warmupEpisodes: 4 })).eval.episodes,
+    Math.min(32, parseJobSpec(DEMO_SPECS.household.grpo).eval.episodes),
+  );
+  // given, it wins; not quick (as long as the spec's or longer), the spec's
+  const given = demoSpec("sokoban", "seed", { steps: 2, warmupEpisodes: 16, evalEpisodes: 100 });
+  assert.equal(parseJobSpec(given).eval.episodes, 100);
+  assert.equal(parseJobSpec(demoSpec("sokoban", "seed", { steps: 10 })).eval.episodes, 200);
+  assert.equal(parseJobSpec(demoSpec("sokoban", "seed", { steps: 40 })).eval.episodes, 200);
+  assert.equal(parseJobSpec(demoSpec("sokoban", "seed", { randomSeed: 3 })).eval.episodes, 200);
 });
 
 Deno.test("demo arguments default to a seed job on sokoban in a fresh timestamped data folder", () => {
