@@ -125,6 +125,17 @@ interface Origin {
 /** Names unloaded with what they were loaded from that a request still hears about. */
 const ORPHANS_KEPT = 256;
 
+/**
+ * A load again of an evicted name under way: the requests waiting for it (`waiters`, each held
+ * on the entry the moment it is set, so no eviction between the load and the request frees it),
+ * and that entry once set.
+ */
+interface Reload {
+  done: Promise<Entry | null>;
+  waiters: number;
+  entry: Entry | null;
+}
+
 /** One named model and the requests holding it. */
 interface Entry {
   tenantId: string;
@@ -146,7 +157,7 @@ export class NamedModels {
   /** Names evicted to make room (not unloaded): their recipes, per tenant. */
   readonly #evicted = new Map<string, Map<string, Recipe>>();
   /** Loads again of evicted names under way, by `tenant/name`. */
-  readonly #reloading = new Map<string, Promise<void>>();
+  readonly #reloading = new Map<string, Reload>();
   /** Every loaded entry, least recently used first. */
   readonly #recent = new Set<Entry>();
   /**
@@ -220,32 +231,42 @@ export class NamedModels {
       if (goneOrigin) throw orphaned(goneOrigin);
       const key = `${tenantId}/${modelName}`;
       let reload = this.#reloading.get(key);
+      if (reload?.entry?.freed) reload = undefined; // set, evicted and released already
       if (!reload) {
-        reload = this.#reload(tenantId, modelName, recipe)
-          .finally(() => this.#reloading.delete(key));
-        this.#reloading.set(key, reload);
+        const r: Reload = { done: Promise.resolve(null), waiters: 0, entry: null };
+        r.done = this.#reload(tenantId, modelName, recipe, r).finally(() => {
+          if (this.#reloading.get(key) === r) this.#reloading.delete(key);
+        });
+        this.#reloading.set(key, reload = r);
       }
-      await reload;
+      if (reload.entry) reload.entry.holders++;
+      else reload.waiters++;
+      const reloaded = await reload.done;
+      // Held already (see Reload); null: unloaded or replaced while loading again.
+      if (reloaded) return this.#held(reloaded);
       entry = this.#tenants.get(tenantId)?.get(modelName);
-      if (!entry) return null; // unloaded while loading again
+      if (!entry) return null;
     }
     const gone = await this.#unloadIfOrphaned(entry);
     if (gone) throw orphaned(gone);
     // Replaced or unloaded while the database answered: take what the name means now.
     entry = this.#tenants.get(tenantId)?.get(modelName);
     if (!entry) return null;
-    this.#recent.delete(entry); // most recently used last
-    this.#recent.add(entry);
     entry.holders++;
+    return this.#held(entry);
+  }
+
+  /** `entry` (its holder already counted) as a request's handle; the most recently used now. */
+  #held(entry: Entry): HeldModel {
+    if (this.#recent.delete(entry)) this.#recent.add(entry); // most recently used last
     let released = false;
-    const held = entry;
     return {
       model: entry.model,
       release: () => {
         if (released) return;
         released = true;
-        held.holders--;
-        void this.#free(held);
+        entry.holders--;
+        void this.#free(entry);
       },
     };
   }
@@ -368,10 +389,15 @@ export class NamedModels {
   /**
    * Loads an evicted name again from `recipe` (an adapter onto its base's weights: the base's
    * loaded copy when its name still holds that recipe, else read again), unless it was unloaded
-   * or replaced meanwhile.
+   * or replaced meanwhile (then null). The entry is set with one holder per waiter of `reload`.
    * @throws ServeError 404 when the folder no longer holds the model (the name is dropped).
    */
-  async #reload(tenantId: string, modelName: string, recipe: Recipe): Promise<void> {
+  async #reload(
+    tenantId: string,
+    modelName: string,
+    recipe: Recipe,
+    reload: Reload,
+  ): Promise<Entry | null> {
     let hf: HfModel;
     try {
       if (recipe.kind === "checkpoint") hf = await this.#fullModel(tenantId, recipe.at);
@@ -397,7 +423,7 @@ export class NamedModels {
         `The model '${modelName}' was evicted and cannot be loaded again from ${recipe.at}: ${e.message}`,
       );
     }
-    if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) return; // unloaded or replaced
+    if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) return null; // unloaded or replaced
     const model = await this.#served(
       modelName,
       hf,
@@ -405,9 +431,11 @@ export class NamedModels {
     );
     if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) {
       await model.release?.().catch(() => {});
-      return;
+      return null;
     }
-    this.#set(tenantId, modelName, model, recipe.kind === "checkpoint" ? hf : null, recipe);
+    const hfKept = recipe.kind === "checkpoint" ? hf : null;
+    reload.entry = this.#set(tenantId, modelName, model, hfKept, recipe, reload.waiters);
+    return reload.entry;
   }
 
   /**
@@ -502,7 +530,8 @@ export class NamedModels {
     model: ServedModel,
     hf: HfModel | null,
     recipe: Recipe,
-  ): void {
+    holders = 0,
+  ): Entry {
     this.#evicted.get(tenantId)?.delete(modelName);
     let models = this.#tenants.get(tenantId);
     if (!models) this.#tenants.set(tenantId, models = new Map());
@@ -515,7 +544,7 @@ export class NamedModels {
       origins: recipe.origins,
       hf,
       recipe,
-      holders: 0,
+      holders,
       unloaded: false,
       freed: false,
     };
@@ -535,6 +564,7 @@ export class NamedModels {
       if (!evicted) this.#evicted.set(victim.tenantId, evicted = new Map());
       evicted.set(victim.name, victim.recipe);
     }
+    return entry;
   }
 
   async #free(entry: Entry): Promise<void> {

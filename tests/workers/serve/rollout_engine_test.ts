@@ -232,6 +232,60 @@ Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted on
   }
 });
 
+Deno.test("under eviction pressure every request for a loaded or evicted name is answered, never a 404", async () => {
+  const f = await startServeFixture();
+  const server = startServer({
+    db: f.db,
+    store: f.s3.store,
+    SERVE_PORT: 0,
+    authCacheMs: 0,
+    SERVE_MAX_NAMED_MODELS: 2,
+  });
+  const { model, policy } = await tinySokobanPolicy();
+  const upload = storeUpload(f.s3.store, {
+    tenantId: f.tenantA.id,
+    jobId: crypto.randomUUID(),
+    attempt: 1,
+  });
+  const full = await policyPublisher({ upload, model })(0);
+  const url = `http://127.0.0.1:${server.port}`;
+  const post = (path: string, body: unknown) =>
+    fetch(url + path, {
+      method: "POST",
+      headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  try {
+    const names = ["n0", "n1", "n2", "n3", "n4", "n5"];
+    for (const name of names) {
+      const res = await post("/v1/load_checkpoint", {
+        model_name: name,
+        checkpoint_path: full.path,
+      });
+      assert.equal(res.status, 200, await res.text());
+    }
+    // Six names over two slots, three requests each at once: a name loaded again for one request
+    // is evicted by another's load before the first can take it, unless the load holds it for
+    // its waiters (it failed as a 404 "does not exist" before).
+    for (let round = 0; round < 4; round++) {
+      const answers = await Promise.all([...names, ...names, ...names].map(async (name) => {
+        const res = await post("/v1/completions", {
+          model: name,
+          prompt: [1, 2, 3],
+          max_tokens: 2,
+          temperature: 0,
+        });
+        return `${res.status} ${res.ok ? (await res.json()).model : await res.text()}`;
+      }));
+      assert.deepEqual(answers, [...names, ...names, ...names].map((n) => `200 ${n}`));
+    }
+  } finally {
+    await policy.release();
+    await server.stop();
+    await f.close();
+  }
+});
+
 Deno.test("sampling_stream draws choice j from the local generate's stream of row row + j", async () => {
   const f = await startServeFixture();
   const server = startServer({ db: f.db, store: f.s3.store, SERVE_PORT: 0, authCacheMs: 0 });
