@@ -8,9 +8,10 @@
  * leaves its stream exactly where, one thread would.
  *
  * Only batches worth it go to workers (at least {@link MIN_PARALLEL_VOCAB} logits per row and
- * {@link MIN_PARALLEL_ROWS} rows): each step pays a message round trip and a copy of the rows sent
- * (measured: 8 rows a step were 30% slower split in two on a loaded 2-core machine, 32 rows 9%
- * faster). Workers start on first use and stop at {@link SamplerThreads.close}.
+ * {@link MIN_PARALLEL_ROWS} rows): each step pays a message round trip and a copy of the rows sent.
+ * Measured on a shared 2-core machine under load 3.5–6 (bench/RESULTS.md): split in two, 8 and 16
+ * rows a step were 30% and 10% slower, 32 rows 9% and 64 rows 12% faster. Workers start on first
+ * use and stop at {@link SamplerThreads.close}.
  */
 import { Rng, type SampleOptions, sampleToken } from "./sampling.ts";
 import type { SamplerAnswer, SamplerRequest } from "./_sampler_worker.ts";
@@ -18,7 +19,7 @@ import type { SamplerAnswer, SamplerRequest } from "./_sampler_worker.ts";
 /** Fewest logits per row that a worker is sent (smaller rows draw in microseconds). */
 export const MIN_PARALLEL_VOCAB = 16_384;
 /** Fewest rows of a batch that are split between threads. */
-export const MIN_PARALLEL_ROWS = 16;
+export const MIN_PARALLEL_ROWS = 32;
 
 /** One row's draw: its logits (V,) and its random stream (advanced by the draw). */
 export interface RowDraw {
