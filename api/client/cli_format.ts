@@ -2,7 +2,7 @@
  * What `seed status` and `seed list` print for a person (api/client/cli.ts): the job with a few
  * key metrics rounded, one a line; the job list as a table with a header row.
  */
-import { renderBar } from "./progress.ts";
+import { renderBar, stageDetail } from "./progress.ts";
 
 /** A job as `GET /v1/jobs/{id}` answers it (the fields the CLI reads). */
 export type Job = {
@@ -20,7 +20,10 @@ export type Job = {
   created_at: string;
   finished_at?: string | null;
   error: string | null;
-  progress: { stage?: string; step?: number; total_steps?: number; eta_s?: number } | null;
+  progress:
+    | { stage?: string; step?: number; total_steps?: number; eta_s?: number }
+      & Record<string, unknown>
+    | null;
   latest_metrics: Record<string, number> | null;
   spec?: { model?: { base?: string } };
 };
@@ -152,5 +155,6 @@ export function bar(job: Job): string {
     step: job.progress?.step,
     totalSteps: job.progress?.total_steps,
     etaS: job.progress?.eta_s,
+    detail: stageDetail(job.progress),
   });
 }

@@ -1,9 +1,11 @@
 /**
  * One readable line per job event (`GET /v1/jobs/{id}/events`), shared by `seed follow` and the
  * demo: `status: running`, `stage: rollout` (first sight only), `eval at step 4: test_seen success
- * 38%  score 0.41 (8 episodes)`; `step` summaries give no line (the progress line covers them).
+ * 38%  score 0.41 (8 episodes)`, `warmup_analyzer: SFT step 8/16, loss 2.310`; `step` summaries give
+ * no line (the progress line covers them).
  */
 import type { SseMessage } from "./client.ts";
+import { stageDetail } from "./progress.ts";
 
 /** Formats a rate in [0, 1] as a whole percentage. */
 export function percent(rate: number): string {
@@ -67,6 +69,10 @@ export function eventLine(msg: SseMessage, seenStages: Set<string>): string | nu
         }${target}`;
       }
       return `warmup_check: ${JSON.stringify(data)}`;
+    case "warmup_progress": {
+      const detail = stageDetail(data);
+      return detail ? `${data.stage ?? "warm-up"}: ${detail}` : null;
+    }
     case "warmup_skill_check":
       if (typeof data.success === "number" && typeof data.success_with_skill === "number") {
         const delta = typeof data.delta_lost === "number" ? data.delta_lost.toFixed(3) : "?";

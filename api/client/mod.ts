@@ -30,4 +30,5 @@ export {
   formatDuration,
   PlainProgress,
   renderBar,
+  stageDetail,
 } from "./progress.ts";

@@ -35,6 +35,25 @@ export interface BarState {
   /** How `step`/`totalSteps` read: plain counts (default) or bytes (`1.2 GiB/3.4 GiB`). */
   unit?: "steps" | "bytes";
   etaS?: number;
+  /** Where a long stage is (`stageDetail`), shown after the stage. */
+  detail?: string;
+}
+
+/**
+ * Where a job is inside a long stage, from its `progress` (`GET /v1/jobs/{id}`): the warm-up's
+ * `phase` fields (workers/seed/run/warmup_stage.ts `StageProgress`) as `trajectories: turn 5/20,
+ * 187 episodes playing` or `SFT step 8/16, loss 2.310`; a `done`/`total` without a phase as
+ * `SFT step 8/16`; "" otherwise.
+ */
+export function stageDetail(progress: Record<string, unknown> | null | undefined): string {
+  const { phase, done, total, loss, episodes } = progress ?? {};
+  if (typeof done !== "number" || typeof total !== "number") return "";
+  if (phase === "trajectories") {
+    const playing = typeof episodes === "number" ? `, ${episodes} episodes playing` : "";
+    return `trajectories: turn ${done}/${total}${playing}`;
+  }
+  const lossText = typeof loss === "number" ? `, loss ${loss.toFixed(3)}` : "";
+  return `SFT step ${done}/${total}${lossText}`;
 }
 
 /** Renders the bar (no trailing newline), `width` characters of bar (default 24). */
@@ -52,6 +71,7 @@ export function renderBar(state: BarState, width = 24): string {
   }
   if (state.status) parts.push(state.status);
   if (state.stage) parts.push(state.stage);
+  if (state.detail) parts.push(state.detail);
   if (state.etaS !== undefined) parts.push(`ETA ${formatDuration(state.etaS)}`);
   return parts.join("  ");
 }

@@ -6,7 +6,14 @@
  * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
  */
 import type { SeedClient, SseMessage } from "../client/mod.ts";
-import { eventLine, formatDuration, percent, PlainProgress, renderBar } from "../client/mod.ts";
+import {
+  eventLine,
+  formatDuration,
+  percent,
+  PlainProgress,
+  renderBar,
+  stageDetail,
+} from "../client/mod.ts";
 
 export { eventLine, percent };
 
@@ -22,9 +29,10 @@ export interface JobWire {
     step?: number;
     total_steps?: number;
     eta_s?: number;
-    /** Warm-up stages: optimizer steps done and planned. */
+    /** Warm-up stages: turns or optimizer steps done and planned (`stageDetail` reads the rest). */
     done?: number;
     total?: number;
+    [key: string]: unknown;
   } | null;
   latest_metrics: Record<string, number> | null;
   /** The job's spec with defaults filled in (GET /v1/jobs/{id} answers it). */
@@ -53,6 +61,8 @@ export interface ProgressState {
   /** Within a warm-up stage: optimizer steps done and planned (the job's `progress.done`/`total`). */
   stageDone?: number;
   stageTotal?: number;
+  /** Within a warm-up stage: where it is, as text (`stageDetail` of the job's progress). */
+  stageDetail?: string;
 }
 
 /** Skills found so far: the latest `skill_library_size` when recorded, else Σ `skills_added`. */
@@ -80,7 +90,7 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
   if (
     state.stage?.startsWith("warmup") && state.stageDone !== undefined &&
     state.stageTotal !== undefined && state.stageTotal > 1
-  ) parts.push(`SFT step ${state.stageDone}/${state.stageTotal}`);
+  ) parts.push(state.stageDetail ?? `SFT step ${state.stageDone}/${state.stageTotal}`);
   if (state.successRate !== undefined) parts.push(`success ${percent(state.successRate)}`);
   if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
   if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
@@ -169,6 +179,7 @@ export async function followJob(
     const { done, total } = job.progress ?? {};
     state.stageDone = typeof done === "number" ? done : undefined;
     state.stageTotal = typeof total === "number" ? total : undefined;
+    state.stageDetail = stageDetail(job.progress) || undefined;
     if (job.progress?.eta_s !== undefined && job.progress.eta_s !== state.etaS) {
       state.etaS = job.progress.eta_s;
       state.etaReadAtMs = Date.now();

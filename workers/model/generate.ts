@@ -38,6 +38,7 @@ import {
   type TokenConstraint,
 } from "./sampling.ts";
 import { KvCache } from "./kv_cache.ts";
+import { SamplerThreads } from "./sampler_threads.ts";
 
 /** Options of `generate`. */
 export interface GenerateOptions {
@@ -93,6 +94,12 @@ export interface GenerateOptions {
    * drawn token (see module doc). False draws every token.
    */
   jumpForward?: boolean;
+  /**
+   * Threads that draw a step's tokens (default 1: this one): large batches over a large
+   * vocabulary are split between this thread and `samplerThreads − 1` workers
+   * (sampler_threads.ts), with the same tokens as on one thread.
+   */
+  samplerThreads?: number;
 }
 
 /** Why a sequence stopped (`stop`: a stop string, or its constraint completed). */
@@ -164,10 +171,16 @@ export async function generate(
   const group = opts.maxBatch ?? 64;
   // prompts of similar length share a group, so left padding wastes little prefill work
   const order = prompts.map((_, i) => i).sort((a, b) => prompts[a].length - prompts[b].length);
-  for (let start = 0; start < order.length; start += group) {
-    const idx = order.slice(start, start + group);
-    const done = await generateGroup(runner, idx, prompts, limits, opts);
-    idx.forEach((i, k) => (out[i] = done[k]));
+  const threads = opts.samplerThreads ?? 1;
+  const sampler = threads > 1 ? new SamplerThreads(threads) : null;
+  try {
+    for (let start = 0; start < order.length; start += group) {
+      const idx = order.slice(start, start + group);
+      const done = await generateGroup(runner, idx, prompts, limits, { ...opts, sampler });
+      idx.forEach((i, k) => (out[i] = done[k]));
+    }
+  } finally {
+    sampler?.close();
   }
   return out;
 }
@@ -193,9 +206,10 @@ async function generateGroup(
   indices: number[],
   prompts: number[][],
   limits: number[],
-  opts: GenerateOptions,
+  opts: GenerateOptions & { sampler: SamplerThreads | null },
 ): Promise<Generation[]> {
   const c = runner.config;
+  const { sampler } = opts;
   const eos = new Set(opts.eosTokenIds ?? (c.eos_token_id === null ? [] : [c.eos_token_id]));
   const sample = {
     greedy: opts.greedy ?? false,
@@ -311,12 +325,21 @@ async function generateGroup(
   }
   const v = c.vocab_size;
   while (true) {
-    rows.forEach((s, b) => {
-      // a row draws once all its tokens are in the cache: its logits are those of its last one
-      if (s.finish || s.fed < s.tokens.length) return;
+    // a row draws once all its tokens are in the cache: its logits are those of its last one
+    const drawing = rows.map((s, b) => ({ s, b })).filter(({ s }) =>
+      !s.finish && s.fed >= s.tokens.length
+    );
+    const draws = drawing.map(({ s, b }) => {
       const row = logits.subarray(b * v, (b + 1) * v); // (V,)
       s.constraint?.maskLogits(row, s.limit - s.tokens.length);
-      take(s, sampleToken(row, sample, s.rng));
+      return { logits: row, rng: s.rng };
+    });
+    // rows are independent (each its own stream): drawn on several threads, the same tokens
+    const tokens = sampler
+      ? await sampler.draw(draws, sample)
+      : draws.map((d) => sampleToken(d.logits, sample, d.rng));
+    drawing.forEach(({ s }, k) => {
+      take(s, tokens[k]);
       if (!s.finish) jump(s);
     });
     // ---- finished rows leave the cache once they are a quarter of it (each removal copies it)

@@ -105,6 +105,11 @@ export interface PolicyOptions extends EngineOptions {
   maxTokensPerCall?: number;
   /** Most rows per call (default 64). */
   maxBatch?: number;
+  /**
+   * Threads that draw generated tokens (generate.ts `samplerThreads`; the same tokens on any
+   * number). Default: `threads`, as the draws run while onnxruntime's threads wait.
+   */
+  samplerThreads?: number;
   /** Share sessions with other policies of the same config (e.g. θ_old and π_ref). */
   sessions?: SessionCache;
   /**
@@ -573,6 +578,7 @@ export class Policy {
       {
         maxBatch: this.opts.maxBatch,
         maxTokensPerCall: this.tokensPerCall(3), // forward only: ~⅓ of a train token's FLOPs
+        samplerThreads: this.opts.samplerThreads ?? this.opts.threads ?? 2,
         ...opts,
       },
     );

@@ -117,6 +117,15 @@ export class Rng {
     rng.#s.set(state.s);
     return rng;
   }
+
+  /**
+   * Sets this generator's state to `state` (from `state()`, e.g. of a copy advanced on another
+   * thread): it continues exactly where that stream was.
+   * @throws {SamplingError} when the state is malformed.
+   */
+  restore(state: RngState): void {
+    this.#s.set(Rng.fromState(state).#s);
+  }
 }
 
 /** Options of `sampleToken`. */

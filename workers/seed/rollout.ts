@@ -161,8 +161,11 @@ export interface RolloutOptions {
   idPrefix?: string;
   /** Aborts between turns (cancel within a step); the reason is rethrown. */
   signal?: AbortSignal;
-  /** Called after each turn with the number of episodes that acted and that are still live. */
-  onTurn?: (progress: { turn: number; acted: number; live: number }) => void;
+  /**
+   * Called (and awaited) after each turn with the number of episodes that acted and that are
+   * still live.
+   */
+  onTurn?: (progress: { turn: number; acted: number; live: number }) => void | Promise<void>;
 }
 
 interface LiveEpisode {
@@ -239,7 +242,7 @@ export async function runRollouts(options: RolloutOptions): Promise<RolloutTraje
       const live = all.filter((e) => !e.done);
       if (live.length === 0) break;
       await playTurn(live, turn);
-      options.onTurn?.({
+      await options.onTurn?.({
         turn,
         acted: live.length,
         live: live.filter((e) => !e.done).length,

@@ -22,7 +22,7 @@ import type {
   Trajectory,
 } from "../envs/mod.ts";
 import { AdamW, clipGradNorm, learningRate, Rng, type Sample, TOKEN_NLL } from "../model/mod.ts";
-import { promptImages, type RolloutStep, runRollouts } from "./rollout.ts";
+import { promptImages, type RolloutOptions, type RolloutStep, runRollouts } from "./rollout.ts";
 import { miniBatches } from "./samples.ts";
 import {
   analysisTarget,
@@ -49,6 +49,8 @@ export interface SftOptions {
   /** Seed of the shuffles. */
   seed: number;
   signal?: AbortSignal;
+  /** Called (and awaited) once before the first optimizer step with the planned total steps. */
+  onStart?: (total: number) => void | Promise<void>;
   /** Called after each optimizer step with (done, total) steps and the step's loss. */
   onStep?: (done: number, total: number, loss: number) => void | Promise<void>;
   /**
@@ -108,6 +110,7 @@ export async function sftTrain(
     }).map((batches) => ({ samples, batches }))
   );
   const total = passes.reduce((n, p) => n + p.batches.length, 0);
+  await options.onStart?.(total);
   for (const { samples, batches } of passes) {
     for (const batch of batches) {
       options.signal?.throwIfAborted();
@@ -334,6 +337,8 @@ export interface AnalyzerDataOptions extends WarmupDataOptions {
    * one analysis per trajectory, in order, null where there is none (that trajectory is dropped).
    */
   label?: (trajectories: Trajectory[]) => Promise<(SkillAnalysis | null)[]>;
+  /** Called (and awaited) after each turn of the trajectories (rollout.ts `onTurn`). */
+  onTurn?: RolloutOptions["onTurn"];
 }
 
 /**
@@ -357,6 +362,7 @@ export async function analyzerSamples(
     historyLength: options.historyLength,
     signal: options.signal,
     idPrefix: "warmup/",
+    onTurn: options.onTurn,
     policy: actionPolicy(text, {
       maxNewTokens: options.maxNewTokens,
       temperature: options.temperature,

@@ -18,14 +18,31 @@ const FILTERS = [
 ];
 
 /**
- * A job's progress as text: `rollout 3/8`.
+ * Where a job is inside a long stage (the warm-up's `phase`, `done`, `total`, `loss`, `episodes`),
+ * as the CLI writes it (api/client/progress.ts `stageDetail`): `trajectories: turn 5/20, 187
+ * episodes playing`, `SFT step 8/16, loss 2.310`; "" when the progress has none.
+ * @param {any} p
+ */
+export function stageDetail(p) {
+  if (typeof p?.done !== "number" || typeof p?.total !== "number") return "";
+  if (p.phase === "trajectories") {
+    const playing = typeof p.episodes === "number" ? `, ${p.episodes} episodes playing` : "";
+    return `trajectories: turn ${p.done}/${p.total}${playing}`;
+  }
+  const loss = typeof p.loss === "number" ? `, loss ${p.loss.toFixed(3)}` : "";
+  return `SFT step ${p.done}/${p.total}${loss}`;
+}
+
+/**
+ * A job's progress as text: `rollout 3/8`, `warmup_analyzer 0/10 · SFT step 8/16, loss 2.310`.
  * @param {any} job
  */
 export function progressText(job) {
   const p = job.progress;
   if (!p) return "";
   const steps = p.total_steps ? ` ${p.step ?? 0}/${p.total_steps}` : "";
-  return `${p.stage ?? ""}${steps}`;
+  const detail = ACTIVE_STATUSES.includes(job.status) ? stageDetail(p) : "";
+  return `${p.stage ?? ""}${steps}${detail ? ` · ${detail}` : ""}`;
 }
 
 /**

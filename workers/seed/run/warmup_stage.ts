@@ -45,14 +45,41 @@ export interface WarmupRun {
   theta: TextPolicy;
 }
 
-/** Throttles progress writes to one per `everyMs`. */
-function throttled(everyMs: number, f: (done: number, total: number) => Promise<void>) {
-  let last = 0;
-  return async (done: number, total: number) => {
+/**
+ * Where a warm-up stage is, as the job's progress shows it beside `stage`: `phase: "trajectories"`
+ * (the analyzer stage's rollouts of the warmed policy: `done` of `total` turns played, `episodes`
+ * still playing) or `phase: "sft"` (`done` of `total` optimizer steps, `loss` the last step's
+ * token-mean NLL in nats per token).
+ */
+export type StageProgress =
+  | { phase: "trajectories"; unit: "turns"; done: number; total: number; episodes: number }
+  | { phase: "sft"; unit: "steps"; done: number; total: number; loss?: number };
+
+/**
+ * Reports progress inside warm-up stage `stage`: the job's progress (`ctx.setProgress`, at most
+ * one write per `everyMs` besides the first and last of a phase) and a `warmup_progress` event
+ * (`{stage, ...StageProgress}`) at each tenth of a phase, so `seed follow` prints a line as it
+ * advances, on a terminal or not.
+ */
+export function stageReporter(
+  ctx: Pick<JobContext, "setProgress" | "emit">,
+  stage: "warmup_policy" | "warmup_analyzer",
+  totalSteps: number,
+  everyMs = 2000,
+): (p: StageProgress) => Promise<void> {
+  let lastMs = -Infinity, phase = "", tenth = 0;
+  return async (p) => {
     const now = Date.now();
-    if (done !== total && now - last < everyMs) return;
-    last = now;
-    await f(done, total);
+    const first = p.phase !== phase;
+    if (first) [phase, tenth] = [p.phase, 0];
+    const reached = Math.floor((10 * p.done) / Math.max(1, p.total));
+    const event = p.done > 0 && reached > tenth;
+    if (event) tenth = reached;
+    if (first || event || p.done === p.total || now - lastMs >= everyMs) {
+      lastMs = now;
+      await ctx.setProgress({ stage, step: 0, totalSteps, ...p });
+    }
+    if (event) await ctx.emit("warmup_progress", { stage, ...p });
   };
 }
 
@@ -78,11 +105,7 @@ export async function runWarmup(
     extra: Record<string, number>,
     sft: Pick<SftOptions, "lrSchedule" | "check"> = {},
   ): Promise<SftReport> => {
-    const progress = throttled(
-      2000,
-      (done, total) => ctx.setProgress({ stage: name, step: 0, totalSteps, done, total }),
-    );
-    await progress(0, 1);
+    const progress = stageReporter(ctx, name, totalSteps);
     const started = performance.now();
     const report = await sftTrain(theta, phases, {
       batchSize: cfg.batch_size,
@@ -90,7 +113,8 @@ export async function runWarmup(
       maxGradNorm: spec.optim.max_grad_norm,
       seed,
       signal: ctx.signal,
-      onStep: (done, total) => progress(done, total),
+      onStart: (total) => progress({ phase: "sft", unit: "steps", done: 0, total }),
+      onStep: (done, total, loss) => progress({ phase: "sft", unit: "steps", done, total, loss }),
       ...sft,
     });
     const seconds = (performance.now() - started) / 1000;
@@ -143,7 +167,10 @@ export async function runWarmup(
 
   if (analyzer && (spec.warmup.analyzer.episodes > 0 || user.analyzer.length > 0)) {
     const analyzerSeed = derivedSeed(spec.random_seed, SEED_USE.warmupAnalyzer);
-    await ctx.setProgress({ stage: "warmup_analyzer", step: 0, totalSteps });
+    const progress = stageReporter(ctx, "warmup_analyzer", totalSteps);
+    const turns = { phase: "trajectories", unit: "turns", total: data.maxTurns } as const;
+    const episodes = spec.warmup.analyzer.episodes;
+    await progress({ ...turns, done: 0, episodes });
     const annotated = await analyzerSamples(theta, {
       ...data,
       episodes: spec.warmup.analyzer.episodes,
@@ -153,6 +180,7 @@ export async function runWarmup(
       prompt: analyzerPromptOptions(spec.seed),
       signal: ctx.signal,
       label: annotator?.label,
+      onTurn: ({ turn, live }) => progress({ ...turns, done: turn, episodes: live }),
     });
     // Policy demonstrations are replayed beside the analyses, with as many response tokens as
     // the analyses have (the SFT loss is a token mean, so this gives both halves equal weight):
