@@ -1,9 +1,10 @@
 /**
- * `deno run -A bench/tools/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct | --boards]` —
+ * `deno run -A bench/tools/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct | --boards] [--per-step N]` —
  * where the inference server's decode loop spends its time, without HTTP: the engine
  * (workers/serve/engine.ts) decodes `streams` requests of the bench's sokoban prompt at once
  * (`--distinct`: each with a line of its own first; `--boards`: each the first turn of its own
- * task),
+ * task; neither repeats a prompt over the repeats; `--per-step N`: N requests join before each
+ * iteration of the loop, as requests over HTTP arrive, instead of all at once),
  * each choice's text built as the server builds it (ChoiceText over the tokenizer) and each
  * token turned into an SSE chunk string, and the time goes to phases: onnxruntime `run` of
  * prefills and of decode steps, the sinks (text and chunk), and the rest (sampling, cache
@@ -31,6 +32,7 @@ const args = parseArgs({
     "prefill-tokens": { type: "string" },
     distinct: { type: "boolean", default: false },
     boards: { type: "boolean", default: false },
+    "per-step": { type: "string" },
   },
 }).values;
 
@@ -59,7 +61,9 @@ for (
 
 const sokoban = await resolveEnvironment("sokoban");
 const prompt = (await probeFirstTurn(sokoban, {})).prompt + "\n";
-const boards = (await boardPrompts(sokoban, 64)).map((p) => p + "\n");
+const boards = (await boardPrompts(sokoban, 512)).map((p) => p + "\n");
+/** Requests submitted so far: `--distinct` and `--boards` never repeat a prompt. */
+let sent = 0;
 const sessions = new SessionCache({ threads: Number(args.threads) });
 for (const name of args.models!.split(",")) {
   const hf = name === "tiny"
@@ -85,49 +89,58 @@ for (const name of args.models!.split(",")) {
       Object.assign(phase, { prefill: 0, decode: 0, sinks: 0, total: 0, steps: 0 });
       copies.ms = 0;
       copies.gather = 0;
+      // --per-step N: N requests join before each iteration of the loop, as requests over HTTP
+      // reach it a few per step; default all at once
+      const later: (() => void)[] = [];
+      const perStep = Number(args["per-step"] ?? Infinity);
       const engine = new DecodeEngine({
         maxBatch: streams,
         maxTokensPerCall: args["prefill-tokens"] ? Number(args["prefill-tokens"]) : undefined,
+        beforeStep: () => later.splice(0, perStep).forEach((submit) => submit()),
       });
       let tokens = 0;
       const t0 = performance.now(), c0 = cpuUsage();
       for (let i = 0; i < streams; i++) {
+        const n = sent++;
         const text = new ChoiceText(
           (x) => tok.decode(x, { skipSpecialTokens: true }),
           [],
         );
-        engine.submit({
-          model,
-          prompt: args.boards
-            ? tok.encode(boards[i % boards.length])
-            : args.distinct
-            ? tok.encode(`#${i}\n${prompt}`)
-            : ids,
-          maxNewTokens: Number(args.tokens),
-          sampling: { greedy: false, temperature: 1, topP: 1 },
-          seed: i,
-          eosTokenIds: [],
-          choices: [{
-            token(id) {
-              const s0 = performance.now();
-              const step = text.push(id);
-              if (step.delta) {
-                new TextEncoder().encode(
-                  `data: ${
-                    JSON.stringify({
-                      id: "x",
-                      choices: [{ index: 0, delta: { content: step.delta } }],
-                    })
-                  }\n\n`,
-                );
-              }
-              tokens++;
-              phase.sinks += performance.now() - s0;
-              return step.stopped;
-            },
-            finish() {},
-          }],
-        });
+        const submit = () =>
+          engine.submit({
+            model,
+            prompt: args.boards
+              ? tok.encode(boards[n % boards.length])
+              : args.distinct
+              ? tok.encode(`#${n}\n${prompt}`)
+              : ids,
+            maxNewTokens: Number(args.tokens),
+            sampling: { greedy: false, temperature: 1, topP: 1 },
+            seed: i,
+            eosTokenIds: [],
+            choices: [{
+              token(id) {
+                const s0 = performance.now();
+                const step = text.push(id);
+                if (step.delta) {
+                  new TextEncoder().encode(
+                    `data: ${
+                      JSON.stringify({
+                        id: "x",
+                        choices: [{ index: 0, delta: { content: step.delta } }],
+                      })
+                    }\n\n`,
+                  );
+                }
+                tokens++;
+                phase.sinks += performance.now() - s0;
+                return step.stopped;
+              },
+              finish() {},
+            }],
+          });
+        if (i === 0 || perStep === Infinity) submit();
+        else later.push(submit);
       }
       await engine.idle();
       phase.total = performance.now() - t0;

@@ -11,7 +11,7 @@
  * | `SERVE_MAX_BATCH`          | 32          | sequences decoded together (over all models)          |
  * | `SERVE_MAX_QUEUE`          | 64          | sequences waiting to join; beyond: 429 + Retry-After  |
  * | `SERVE_MAX_MODELS`         | 4           | checkpoints kept loaded (least recently used dropped) |
- * | `SERVE_MAX_NAMED_MODELS`   | 8           | models loaded by name (`/v1/load_checkpoint`, `/v1/load_lora_adapter`) kept, over all tenants (least recently used evicted) |
+ * | `SERVE_MAX_NAMED_MODELS`   | 8           | models loaded by name (`/v1/load_checkpoint`, `/v1/load_lora_adapter`) kept, over all tenants (least recently used evicted, loaded again on its next request) |
  * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
  * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
  * | `SERVE_EXECUTION_PROVIDERS` | `cpu`      | onnxruntime providers to try at start, best first (e.g. `cuda,webgpu,cpu`), probed as a GPU worker's are (workers/engine/providers.ts) |
