@@ -182,12 +182,13 @@ const EnvOptions = z.record(z.string().min(1).max(64), z.json()).refine(
  * ends, absolute http(s), no credentials). A mistake here is a 400 at the field; the host rules,
  * which depend on the deployment, are checked at submit by the API (a 422) and by the worker.
  */
-const BaseUrl = z.string().min(1).max(2048).superRefine((v, ctx) => {
-  const problem = outboundUrlSyntaxProblem(v);
-  if (problem !== undefined) {
-    ctx.addIssue({ code: "custom", message: `Cannot use this base_url as ${problem}` });
-  }
-});
+const baseUrl = () =>
+  z.string().min(1).max(2048).superRefine((v, ctx) => {
+    const problem = outboundUrlSyntaxProblem(v);
+    if (problem !== undefined) {
+      ctx.addIssue({ code: "custom", message: `Cannot use this base_url as ${problem}` });
+    }
+  });
 
 /**
  * `warmup.analyzer.annotator`: an OpenAI-compatible endpoint (README.md, "LLM annotator"). The
@@ -197,7 +198,7 @@ const BaseUrl = z.string().min(1).max(2048).superRefine((v, ctx) => {
  */
 const Annotator = z.object({
   /** Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at `…/chat/completions`). */
-  base_url: BaseUrl,
+  base_url: baseUrl(),
   /** Model name the endpoint serves, sent as `model`. */
   model: z.string().min(1).max(256),
   /** Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer token. */
@@ -227,7 +228,7 @@ export const MAX_ROLLOUT_ENDPOINTS = 64;
  */
 const RolloutEndpoint = z.object({
   /** Base URL of the server, e.g. `http://10.0.0.5:8000` (requests go to `…/v1/completions`). */
-  base_url: BaseUrl,
+  base_url: baseUrl(),
   /**
    * Name under which the job's policy versions are loaded there: version k (the policy after k
    * updates) is `<model>-v<k>`. For vLLM LoRA jobs the served base model is the one vLLM started

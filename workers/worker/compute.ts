@@ -15,7 +15,8 @@
  * paths; this side uploads them in parts (jobs/store.ts `putFile`). A resume or model read is
  * downloaded there, verified, and its path sent back (`getToFile`). Memory on this side is one
  * upload part, and the event loop that heartbeats never parses a large frame. A worker killed with
- * SIGKILL leaves its folder behind; the next worker to start removes it (_scratch.ts).
+ * SIGKILL leaves its folder behind; the next worker to start removes it (_scratch.ts: the folder's
+lock, held by this side while the run lives, tells a live folder from a left one).
  *
  * The two talk over a Unix socket in that folder (stdout stays the handler's). A
  * worker killed with SIGKILL closes the socket; the child exits when it next reads it, that is
@@ -30,7 +31,7 @@
  * live children on the way out.
  */
 import { dirname, join, resolve } from "node:path";
-import { scratchPrefix } from "./_scratch.ts";
+import { createScratch, type Scratch } from "./_scratch.ts";
 import type { HandlerOutcome, JobContext, ResumePoint, StepCommit } from "./handler.ts";
 import {
   type CallOp,
@@ -69,12 +70,8 @@ export function startComputeProcess(
   let stopped = false;
   let child: Deno.ChildProcess | undefined;
   let writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
-  let dir: string | undefined;
-  const removeDir = () => {
-    try {
-      if (dir) Deno.removeSync(dir, { recursive: true });
-    } catch { /* already gone */ }
-  };
+  let dir: Scratch | undefined;
+  const removeDir = () => dir?.remove();
   const stop = () => {
     if (stopped) return;
     stopped = true;
@@ -93,8 +90,8 @@ export function startComputeProcess(
   };
   let draining = false;
   const done = (async (): Promise<HandlerOutcome | void> => {
-    const scratch = await Deno.makeTempDir({ prefix: scratchPrefix(Deno.pid) });
-    dir = scratch;
+    dir = await createScratch();
+    const scratch = dir.path;
     if (stopped) removeDir();
     const path = join(scratch, "socket");
     let conn: Deno.Conn;
