@@ -16,6 +16,7 @@
  */
 import type {
   AsyncEnvironment,
+  AsyncExpert,
   Observation,
   SkillAnalysis,
   Task,
@@ -165,6 +166,11 @@ export interface DemonstrationOptions extends WarmupDataOptions {
    * `experimental.corrective_share`; default 0): see {@link correctiveSteps}.
    */
   correctiveShare?: number;
+  /**
+   * Use the environment's {@link AsyncEnvironment.skilledDemonstration} for the skill-conditioned
+   * share where it has one (default true).
+   */
+  skilledDemonstrations?: boolean;
 }
 
 /** What {@link expertSamples} built. */
@@ -202,8 +208,30 @@ export async function expertSamples(
   const tasks = await env.sampleTasks("train", options.episodes, options.seed, options.envOptions);
   const skillShare = options.skillShare ?? 0;
   const rng = new Rng((options.seed ^ 0x5eed5) >>> 0);
+  const skilledDemonstration = options.skilledDemonstrations === false
+    ? undefined
+    : env.skilledDemonstration?.bind(env);
   for (const task of tasks) {
     const episode = await expertEpisode(env, task, options);
+    if (skilledDemonstration !== undefined && skillShare > 0) {
+      for (const s of episode.steps) {
+        out.ordinary.push(text.sample(s.prompt, s.response, false, s.images));
+      }
+      if (episode.won) out.won++;
+      if (rng.next() >= skillShare) {
+        out.samples.push(...out.ordinary.slice(out.ordinary.length - episode.steps.length));
+        continue;
+      }
+      const demo = await skilledDemonstration(task);
+      const skilled = await expertEpisode(env, task, options, undefined, demo.expert);
+      for (const s of skilled.steps) {
+        out.samples.push(
+          text.sample(insertSkill(s.prompt, demo.skill), s.response, false, s.images),
+        );
+        out.skilled++;
+      }
+      continue;
+    }
     const skill = skillShare > 0
       ? (await env.referenceAnalysis({ task, ...episode, score: episode.won ? 10 : 0 }))
         .episode_skill
@@ -286,9 +314,9 @@ export async function expertEpisode(
   task: Task,
   options: WarmupDataOptions,
   choose: (observation: Observation, expert: string, turn: number) => string = (_, a) => a,
+  expert: AsyncExpert = env.createExpert(task),
 ): Promise<{ steps: RolloutStep[]; won: boolean }> {
   const episode = env.createEpisode(task);
-  const expert = env.createExpert(task);
   const steps: RolloutStep[] = [];
   try {
     let observation = await episode.reset();
