@@ -12,7 +12,9 @@
  *
  * `household-hard` (bench:learn's env of that name) is the sparse-signal regime the paper is about:
  * all six household families, so that after the warm-up most groups are all-fail (10% / 11% success
- * and 56% all-fail groups on seed 11) and outcome RL has little signal.
+ * and 56% all-fail groups on seed 11) and outcome RL has little signal. Its skill-conditioned
+ * warm-up turns are household's skilled demonstrations (workers/seed/README.md, "Warm-up"), which
+ * leave the policy using a location skill (success with it 2× without on seeds 21 and 22).
  */
 import type { JobSpecInput } from "./spec.ts";
 

@@ -53,6 +53,22 @@ export function toAsyncEnvironment(env: Environment): AsyncEnvironment {
     referenceAnalysis: (trajectory: Trajectory) =>
       Promise.resolve().then(() => env.referenceAnalysis(trajectory)),
     vocabulary: () => Promise.resolve().then(() => env.vocabulary()),
+    ...(env.skilledDemonstration
+      ? {
+        skilledDemonstration: (task: Task) =>
+          Promise.resolve().then(() => {
+            const { skill, expert } = env.skilledDemonstration!(task);
+            return {
+              skill,
+              expert: {
+                act: (observation: Observation) =>
+                  Promise.resolve().then(() => expert.act(observation)),
+                close: () => Promise.resolve(),
+              },
+            };
+          }),
+      }
+      : {}),
     ...(env.judgeSkill
       ? {
         judgeSkill: (trajectory: Trajectory, skill: string) =>

@@ -190,6 +190,23 @@ export interface Environment {
   readonly skillPatterns?: SkillPatterns;
   /** Optional: one sentence per split saying what it holds (held-out layouts, objects, …). */
   readonly splitDescriptions?: Partial<Record<Split, string>>;
+  /**
+   * Optional: a demonstration of `task` that needs its skill. `skill` is a reference skill that
+   * states what the observation hides (household: the skill a lost trajectory gets, naming where
+   * the goal objects are) and `expert` acts on that knowledge (household: goes straight there).
+   * The warm-up's skill-conditioned demonstrations (JobSpec `warmup.policy.skill_share`) use it
+   * instead of the ordinary expert with its own solve's skill, whose actions can be read off the
+   * observation alone (a policy taught on those learns to ignore the skill).
+   */
+  skilledDemonstration?(task: Task): SkilledDemonstration;
+}
+
+/** What {@link Environment.skilledDemonstration} returns. */
+export interface SkilledDemonstration {
+  /** The skill shown in every prompt of the demonstration (`insertSkill`'s position). */
+  skill: string;
+  /** The expert whose actions are the demonstration's targets. */
+  expert: Expert;
 }
 
 /** {@link Episode} with Promise-returning methods (remote or wrapped local). */
@@ -240,4 +257,6 @@ export interface AsyncEnvironment {
   judgeSkill?(trajectory: Trajectory, skill: string): Promise<SkillJudgement>;
   /** As {@link Environment.skillPatterns}; absent for environments served over HTTP. */
   readonly skillPatterns?: SkillPatterns;
+  /** As {@link Environment.skilledDemonstration}; absent for environments served over HTTP. */
+  skilledDemonstration?(task: Task): Promise<{ skill: string; expert: AsyncExpert }>;
 }

@@ -16,6 +16,7 @@
  */
 import type {
   AsyncEnvironment,
+  AsyncExpert,
   Observation,
   SkillAnalysis,
   Task,
@@ -189,11 +190,14 @@ export interface Demonstrations {
 
 /**
  * Expert demonstrations as (prompt, `<action>…</action>`) samples: one per turn of `episodes`
- * expert episodes on `train` tasks. With `skillShare` > 0 a seeded share of the turns carries the
- * episode's reference skill (`env.referenceAnalysis`) in the prompt: a pretrained instruct model
- * already acts on a hint in its context, a model trained from scratch must be taught to, or the
- * skill in the teacher prompt changes nothing (ℓ_T = ℓ_old and SEED is GRPO). With
- * `correctiveShare` > 0, corrective samples follow ({@link correctiveSteps}).
+ * expert episodes on `train` tasks. With `skillShare` > 0 a seeded share carries a skill in the
+ * prompt: a pretrained instruct model already acts on a hint in its context, a model trained from
+ * scratch must be taught to, or the skill in the teacher prompt changes nothing (ℓ_T = ℓ_old and
+ * SEED is GRPO). Where the environment has a skilled demonstration
+ * (`env.skilledDemonstration`), that share of the tasks is replaced by it (its expert, its skill
+ * in every prompt), so the skill is needed to predict the target; elsewhere that share of the
+ * turns shows its own episode's reference skill (`env.referenceAnalysis`) with the same target.
+ * With `correctiveShare` > 0, corrective samples follow ({@link correctiveSteps}).
  */
 export async function expertSamples(
   text: TextPolicy,
@@ -207,22 +211,37 @@ export async function expertSamples(
   const rng = new Rng((options.seed ^ 0x5eed5) >>> 0);
   for (const task of tasks) {
     const episode = await expertEpisode(env, task, options);
-    const skill = skillShare > 0
-      ? (await env.referenceAnalysis({ task, ...episode, score: episode.won ? 10 : 0 }))
-        .episode_skill
-      : "";
-    for (const s of episode.steps) {
-      const withSkill = skillShare > 0 && meaningful(skill) && rng.next() < skillShare;
-      const ordinary = text.sample(s.prompt, s.response, false, s.images);
-      out.ordinary.push(ordinary);
-      out.samples.push(
-        withSkill
-          ? text.sample(insertSkill(s.prompt, skill), s.response, false, s.images)
-          : ordinary,
-      );
-      if (withSkill) out.skilled++;
-    }
+    const ordinary = episode.steps.map((s) => text.sample(s.prompt, s.response, false, s.images));
+    out.ordinary.push(...ordinary);
     if (episode.won) out.won++;
+    if (skillShare === 0) {
+      out.samples.push(...ordinary);
+    } else if (env.skilledDemonstration !== undefined) {
+      if (rng.next() >= skillShare) {
+        out.samples.push(...ordinary);
+        continue;
+      }
+      const demo = await env.skilledDemonstration(task);
+      const skilled = await expertEpisode(env, task, options, undefined, demo.expert);
+      for (const s of skilled.steps) {
+        out.samples.push(
+          text.sample(insertSkill(s.prompt, demo.skill), s.response, false, s.images),
+        );
+      }
+      out.skilled += skilled.steps.length;
+    } else {
+      const trajectory = { task, ...episode, score: episode.won ? 10 : 0 };
+      const skill = (await env.referenceAnalysis(trajectory)).episode_skill;
+      episode.steps.forEach((s, i) => {
+        const withSkill = meaningful(skill) && rng.next() < skillShare;
+        out.samples.push(
+          withSkill
+            ? text.sample(insertSkill(s.prompt, skill), s.response, false, s.images)
+            : ordinary[i],
+        );
+        if (withSkill) out.skilled++;
+      });
+    }
   }
   const wanted = Math.round((options.correctiveShare ?? 0) * out.samples.length);
   if (wanted > 0) {
@@ -289,9 +308,9 @@ export async function expertEpisode(
   task: Task,
   options: WarmupDataOptions,
   choose: (observation: Observation, expert: string, turn: number) => string = (_, a) => a,
+  expert: AsyncExpert = env.createExpert(task),
 ): Promise<{ steps: RolloutStep[]; won: boolean }> {
   const episode = env.createEpisode(task);
-  const expert = env.createExpert(task);
   const steps: RolloutStep[] = [];
   try {
     let observation = await episode.reset();

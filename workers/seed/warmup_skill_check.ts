@@ -11,8 +11,10 @@
  *   trajectory's reference skill (`env.referenceAnalysis`, the analyzer a perfect SEED would
  *   have) inserted as re-scoring inserts it (`insertSkill`); the mean over response tokens. A
  *   policy that reads the skill lowers its own mistaken actions: Δ < 0;
- * - success with the skill: the same tasks with the same sampling seeds, with the reference skill
- *   of an expert solve of each task in every prompt (evaluate.ts `skillFor`).
+ * - success with the skill: the same tasks with the same sampling seeds, with a reference skill
+ *   of each task in every prompt (evaluate.ts `skillFor`): the skill of the environment's skilled
+ *   demonstration where it has one (household: where the goal objects are), else the reference
+ *   skill of an expert solve.
  */
 import type { AsyncEnvironment, Task } from "../envs/mod.ts";
 import { evaluate } from "./evaluate.ts";
@@ -118,12 +120,21 @@ export async function skillCheck(
   };
 }
 
-/** The reference skill of the expert's solve of `task` ("" when the environment has none). */
+/**
+ * The skill of `task`'s skilled demonstration where the environment has one
+ * (`env.skilledDemonstration`, the skill the warm-up taught the policy to act on), else the
+ * reference skill of the expert's solve ("" when the environment has none).
+ */
 async function solveSkill(
   env: AsyncEnvironment,
   task: Task,
   options: { envOptions: Record<string, unknown>; maxTurns: number; historyLength: number },
 ): Promise<string> {
+  if (env.skilledDemonstration !== undefined) {
+    const demo = await env.skilledDemonstration(task);
+    await demo.expert.close();
+    return demo.skill;
+  }
   const { steps, won } = await expertEpisode(env, task, {
     env,
     envOptions: options.envOptions,

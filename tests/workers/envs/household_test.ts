@@ -201,3 +201,43 @@ Deno.test("parseAction reads tagged and bare actions", () => {
   assert.equal(env.parseAction("open drawer 2"), "open drawer 2");
   assert.equal(env.parseAction("<think>never closed"), null);
 });
+
+Deno.test("the skilled demonstration names where the goal object is and its expert goes straight there", () => {
+  const options = { prompt: "compact", status_line: true, expert: "search" };
+  const [task] = env.sampleTasks("train", 1, 3, options);
+  // The scenario (printed once, checked by hand): a bathroom of cabinet 1, cabinet 2,
+  // countertop 1, drawer 1, drawer 2, sinkbasin 1, toilet 1 and towelholder 1; the only soapbar
+  // starts in drawer 1.
+  assert.equal(task.instruction, "clean some soapbar and put it in toilet");
+  const demo = env.skilledDemonstration!(task);
+  assert.equal(
+    demo.skill,
+    "Avoid this mistake: never found a soapbar, which was in soapbar 1 in drawer 1: it never " +
+      "visited drawer 1. Instead, search receptacles not yet visited and open closed ones until " +
+      "a soapbar is seen; to put a clean soapbar in toilet: take the soapbar, go to the " +
+      "sinkbasin, clean the soapbar with the sinkbasin, then go to the toilet and put it.",
+  );
+  const skilled = [
+    "go to drawer 1",
+    "open drawer 1",
+    "take soapbar 1 from drawer 1",
+    "go to sinkbasin 1",
+    "clean soapbar 1 with sinkbasin 1",
+    "go to toilet 1",
+    "put soapbar 1 in/on toilet 1",
+  ];
+  const played = runPolicy(env, task, (o) => demo.expert.act(o));
+  assert.deepEqual(played.steps.map((s) => s.action), skilled);
+  assert.equal(played.won, true);
+  // Without the skill the searching expert opens both cabinets and looks at the countertop
+  // before it reaches drawer 1: 12 actions instead of 7.
+  const searching = env.createExpert(task);
+  const search = runPolicy(env, task, (o) => searching.act(o));
+  assert.equal(search.steps.length, 12);
+  assert.equal(search.won, true);
+  assert.deepEqual(search.steps.slice(0, 3).map((s) => s.action), [
+    "go to cabinet 1",
+    "open cabinet 1",
+    "go to cabinet 2",
+  ]);
+});

@@ -138,3 +138,42 @@ Deno.test("SFT phases run in order under one optimizer, and a phase of no epochs
   assert.notDeepEqual(both.weights, alone.weights);
   await text.policy.release();
 });
+
+Deno.test("household skill-conditioned demonstrations go straight to the receptacle their skill names, the ordinary ones search", async () => {
+  const household = toAsyncEnvironment(getEnvironment("household"));
+  const model = await resolveModel("builtin:tiny", {
+    env: household,
+    seed: 1,
+    artifacts: null as never,
+  });
+  const text = new TextPolicy(
+    new Policy(model.config, model.parameters, { threads: 1 }),
+    new Tokenizer(model.tokenizer),
+  );
+  const options = {
+    env: household,
+    envOptions: { prompt: "compact", status_line: true, expert: "search" },
+    episodes: 1,
+    maxTurns: 30,
+    historyLength: 0,
+    seed: 3,
+  };
+  // The one task: "clean some soapbar and put it in toilet", the soapbar in drawer 1
+  // (tests/workers/envs/household_test.ts); the searching expert needs 12 actions, the one that
+  // knows where the soapbar is 7.
+  const demos = await expertSamples(text, { ...options, skillShare: 1 });
+  assert.equal(demos.won, 1);
+  assert.equal(demos.ordinary.length, 12);
+  assert.equal(demos.samples.length, 7);
+  assert.equal(demos.skilled, 7);
+  const decode = (ids: number[]) => text.tokenizer.decode(ids);
+  assert.equal(decode(demos.samples[0].response), "<action>go to drawer 1</action>");
+  assert.equal(decode(demos.ordinary[0].response), "<action>go to cabinet 1</action>");
+  const first = decode(demos.samples[0].prompt);
+  assert.ok(first.includes("never found a soapbar, which was in soapbar 1 in drawer 1"), first);
+  assert.ok(!decode(demos.ordinary[0].prompt).includes(SKILL_HEADING));
+  // The same task without skills: the ordinary demonstrations only.
+  const plain = await expertSamples(text, options);
+  assert.deepEqual(plain.samples, demos.ordinary);
+  await text.policy.release();
+});

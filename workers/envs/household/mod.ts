@@ -16,7 +16,14 @@ import {
   promptTemplateVocabulary,
   vocabularyOf,
 } from "../prompt.ts";
-import type { Environment, PromptInput, Split, Task, Trajectory } from "../types.ts";
+import type {
+  Environment,
+  PromptInput,
+  SkilledDemonstration,
+  Split,
+  Task,
+  Trajectory,
+} from "../types.ts";
 import { analyzeHousehold } from "./analyzer.ts";
 import { judgeWithGrammar } from "../skill_judge.ts";
 import { HOUSEHOLD_SKILL_GRAMMAR, householdSkillPatterns } from "./judge.ts";
@@ -224,6 +231,7 @@ export const householdEnvironment: Environment = {
       parseHouseholdOptions(task.options).expert === "search" ? task : undefined,
     ),
   referenceAnalysis: householdReference,
+  skilledDemonstration,
   get skillPatterns() {
     return householdSkillPatterns();
   },
@@ -247,4 +255,18 @@ function householdReference(trajectory: Trajectory) {
     HOUSEHOLD_MAX_TURNS,
   );
   return analyzeHousehold(trajectory, episode).analysis;
+}
+
+/**
+ * The household's demonstration that needs its skill (Environment.skilledDemonstration): the
+ * reference skill of a lost trajectory that never found the goal object (the analysis of an
+ * episode of no actions: "Avoid this mistake: never found a apple, which was in apple 1 in
+ * cabinet 2: …"), which names the receptacles the goal objects start in, and the `oracle` expert,
+ * which goes straight there. The `search` expert of the ordinary demonstrations searches the
+ * room in order instead, so with the skill in the prompt the first action differs from the one
+ * without whenever the object is not in the first receptacle searched.
+ */
+function skilledDemonstration(task: Task): SkilledDemonstration {
+  const skill = householdReference({ task, steps: [], won: false, score: 0 }).episode_skill;
+  return { skill, expert: new HouseholdExpert(householdScenario(task)) };
 }
