@@ -252,6 +252,13 @@ Deno.test("GET /v1/jobs filters by exact name, name prefix and every metadata pa
   assert.equal(badName.body.errors[0].path, "name");
   const twice = await call("GET", `/v1/jobs?metadata[lr]=1&metadata[lr]=2`);
   assert.equal(twice.status, 400);
+  // A NUL in a value (which Postgres jsonb cannot hold) is a 400 at the key, in JSON and SSE.
+  for (const accept of ["application/json", "text/event-stream"]) {
+    const nul = await call("GET", `/v1/jobs?metadata%5Bk%5D=a%00b`, { headers: { accept } });
+    assert.equal(nul.status, 400, JSON.stringify(nul.body));
+    assert.equal(nul.body.errors[0].path, "metadata.k");
+    assert.match(nul.body.errors[0].message, /NUL/);
+  }
   for (const id of [a, b, c]) await call("POST", `/v1/jobs/${id}/cancel`);
   await call("POST", `/v1/jobs/${other}/cancel`, { key: fx.keyB });
 });
