@@ -151,6 +151,11 @@ interface Entry {
   freed: boolean;
 }
 
+/** The 404 message for the name `modelName` unloaded because `gone` was deleted. */
+function orphanMessage(modelName: string, gone: Origin): string {
+  return `The model '${modelName}' does not exist: it was unloaded as the ${gone.kind} it was loaded from (${gone.id}) has been deleted`;
+}
+
 /** Models loaded by name, per tenant (see module doc). */
 export class NamedModels {
   readonly #tenants = new Map<string, Map<string, Entry>>();
@@ -161,11 +166,11 @@ export class NamedModels {
   /** Every loaded entry, least recently used first. */
   readonly #recent = new Set<Entry>();
   /**
-   * Names unloaded because what they were loaded from was deleted (`tenant/name` → that origin),
-   * so that a request for one says why; the last {@link ORPHANS_KEPT}, dropped when it is loaded
-   * again.
+   * Names unloaded because what they were loaded from was deleted, or dropped because an evicted
+   * name's folder no longer holds it (`tenant/name` → the 404's message), so that every later
+   * request for one says why; the last {@link ORPHANS_KEPT}, dropped when the name is loaded again.
    */
-  readonly #orphans = new Map<string, Origin>();
+  readonly #orphans = new Map<string, string>();
   #loads = 0;
 
   constructor(
@@ -217,14 +222,11 @@ export class NamedModels {
    *   longer holds it (the name is then dropped).
    */
   async acquire(tenantId: string, modelName: string): Promise<HeldModel | null> {
-    const orphaned = (gone: Origin) =>
-      modelNotFound(
-        `The model '${modelName}' does not exist: it was unloaded as the ${gone.kind} it was loaded from (${gone.id}) has been deleted`,
-      );
+    const orphaned = (gone: Origin) => modelNotFound(orphanMessage(modelName, gone));
     let entry = this.#tenants.get(tenantId)?.get(modelName);
     if (!entry) {
-      const gone = this.#orphans.get(`${tenantId}/${modelName}`);
-      if (gone) throw orphaned(gone);
+      const why = this.whyGone(tenantId, modelName);
+      if (why) throw modelNotFound(why);
       const recipe = this.#evicted.get(tenantId)?.get(modelName);
       if (!recipe) return null;
       const goneOrigin = await this.#goneOrigin(tenantId, modelName, recipe);
@@ -254,6 +256,15 @@ export class NamedModels {
     if (!entry) return null;
     entry.holders++;
     return this.#held(entry);
+  }
+
+  /**
+   * Why the tenant's name `modelName` is no longer served, when it was unloaded because what it
+   * was loaded from was deleted, or dropped because its folder no longer held it once evicted
+   * (the message of the 404 its requests get); undefined otherwise.
+   */
+  whyGone(tenantId: string, modelName: string): string | undefined {
+    return this.#orphans.get(`${tenantId}/${modelName}`);
   }
 
   /** `entry` (its holder already counted) as a request's handle; the most recently used now. */
@@ -416,12 +427,13 @@ export class NamedModels {
       }
     } catch (e) {
       if (!(e instanceof ServeError) || (e.status !== 400 && e.status !== 404)) throw e;
+      const message =
+        `The model '${modelName}' was evicted and cannot be loaded again from ${recipe.at}: ${e.message}`;
       if (this.#evicted.get(tenantId)?.get(modelName) === recipe) {
         this.#evicted.get(tenantId)!.delete(modelName);
+        this.#orphan(`${tenantId}/${modelName}`, message);
       }
-      throw modelNotFound(
-        `The model '${modelName}' was evicted and cannot be loaded again from ${recipe.at}: ${e.message}`,
-      );
+      throw modelNotFound(message);
     }
     if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) return null; // unloaded or replaced
     const model = await this.#served(
@@ -488,7 +500,7 @@ export class NamedModels {
       if (await this.#exists(entry.tenantId, o)) continue;
       if (this.#tenants.get(entry.tenantId)?.get(entry.name) === entry) {
         this.unload(entry.tenantId, entry.name);
-        this.#orphan(`${entry.tenantId}/${entry.name}`, o);
+        this.#orphan(`${entry.tenantId}/${entry.name}`, orphanMessage(entry.name, o));
       }
       return o;
     }
@@ -508,17 +520,17 @@ export class NamedModels {
       if (await this.#exists(tenantId, o)) continue;
       if (this.#evicted.get(tenantId)?.get(modelName) === recipe) {
         this.#evicted.get(tenantId)!.delete(modelName);
-        this.#orphan(`${tenantId}/${modelName}`, o);
+        this.#orphan(`${tenantId}/${modelName}`, orphanMessage(modelName, o));
       }
       return o;
     }
     return undefined;
   }
 
-  /** Remembers `key` (`tenant/name`) as unloaded because `o` was deleted. */
-  #orphan(key: string, o: Origin): void {
+  /** Remembers `key` (`tenant/name`) as no longer served, for the reason `message`. */
+  #orphan(key: string, message: string): void {
     this.#orphans.delete(key);
-    this.#orphans.set(key, o);
+    this.#orphans.set(key, message);
     if (this.#orphans.size > ORPHANS_KEPT) {
       this.#orphans.delete(this.#orphans.keys().next().value!);
     }

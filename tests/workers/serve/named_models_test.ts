@@ -112,7 +112,20 @@ Deno.test("a name loaded from a job's checkpoint is unloaded once the job is del
     res.error.message,
     new RegExp(`job it was loaded from \\(${jobId}\\) has been deleted`),
   );
-  // The other tenant's request for that name is a plain 404 (it never had it).
+  // Later requests, and GET /v1/models/{name}, say the same.
+  const retrieve = async (name: string, key = f.keyA) => {
+    const got = await fetch(`${url}/v1/models/${encodeURIComponent(name)}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    return { status: got.status, error: (await got.json()).error };
+  };
+  for (const again of [await complete("from-job"), await retrieve("from-job")]) {
+    assert.equal(again.status, 404);
+    assert.equal(again.error.code, "model_not_found");
+    assert.equal(again.error.message, res.error.message);
+  }
+  // The other tenant's request for that name is a plain 404 (it never had it), which names
+  // the names load_checkpoint gives too.
   const other = await post(
     "/v1/completions",
     { model: "from-job", prompt: [1], max_tokens: 1 },
@@ -120,6 +133,10 @@ Deno.test("a name loaded from a job's checkpoint is unloaded once the job is del
   );
   assert.equal(other.status, 404);
   assert.doesNotMatch(other.error.message, /deleted/);
+  assert.match(other.error.message, /load_checkpoint/);
+  const otherGet = await retrieve("from-job", f.keyB);
+  assert.equal(otherGet.status, 404);
+  assert.equal(otherGet.error.message, other.error.message);
   // The deleted folder cannot be loaded again.
   res = await post("/v1/load_checkpoint", { model_name: "from-job", checkpoint_path: folder });
   assert.equal(res.status, 400, res.text);
