@@ -529,6 +529,10 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
   }
   const tokenizerConfig = await read(HF_FILES.tokenizerConfig);
   const generation = await read(HF_FILES.generationConfig);
+  const generationConfig = generation === null
+    ? null
+    : parseJsonObject(generation, HF_FILES.generationConfig);
+  checkGenerationTokenIds(generationConfig, config.vocab_size);
   return {
     config,
     parameters,
@@ -538,11 +542,36 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
         ? null
         : parseJsonObject(tokenizerConfig, HF_FILES.tokenizerConfig),
     },
-    generationConfig: generation === null
-      ? null
-      : parseJsonObject(generation, HF_FILES.generationConfig),
+    generationConfig,
     sourceConfig,
   };
+}
+
+/**
+ * Checks `generation_config.json`'s `eos_token_id`, `bos_token_id` and `pad_token_id` (when set):
+ * a token id (a whole number in [0, vocab_size)) or, for `eos_token_id`, a list of them, as
+ * transformers reads them. A string or an id outside the vocabulary was ignored silently, so
+ * generation never stopped on the EOS the file meant.
+ * @throws {HfFormatError} naming the file and field.
+ */
+function checkGenerationTokenIds(json: Record<string, unknown> | null, vocabSize: number): void {
+  if (json === null) return;
+  const isId = (v: unknown) =>
+    Number.isInteger(v) && (v as number) >= 0 && (v as number) < vocabSize;
+  for (const field of ["eos_token_id", "bos_token_id", "pad_token_id"]) {
+    const v = json[field];
+    if (v === undefined || v === null) continue;
+    const ok = field === "eos_token_id" && Array.isArray(v) ? v.every(isId) : isId(v);
+    if (!ok) {
+      throw new HfFormatError(
+        `Cannot load ${HF_FILES.generationConfig} as ${field} must be a token id (a whole number from 0 to ${
+          vocabSize - 1
+        })${field === "eos_token_id" ? " or a list of them" : ""}: current value is ${
+          JSON.stringify(v).slice(0, 200)
+        }`,
+      );
+    }
+  }
 }
 
 /** Checks that a file name stays inside its directory. @throws {HfFormatError} otherwise. */

@@ -32,6 +32,7 @@ import { type ArtifactStore, type Database, getJob, getModel } from "../../jobs/
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
+  adapterConfigFromJson,
   declaredEosTokenIds,
   HfFormatError,
   type HfModel,
@@ -344,8 +345,20 @@ export class NamedModels {
         `must be a JSON object: it is ${Array.isArray(configJson) ? "a list" : String(configJson)}`,
       );
     }
+    try {
+      adapterConfigFromJson(configJson as Record<string, unknown>);
+    } catch (e) {
+      if (!(e instanceof LoraError)) throw e;
+      throw badRequest(`Cannot load the adapter from lora_path: ${e.message}`, "lora_path");
+    }
     const declared = (configJson as Record<string, unknown>).base_model_name_or_path;
-    const baseName = options.baseName ?? (typeof declared === "string" ? declared : "");
+    if (options.baseName === undefined && (typeof declared !== "string" || declared === "")) {
+      throw refuse(
+        ADAPTER_FILES.config,
+        `must name its base model in base_model_name_or_path, or the request must give base_model_name: it names none`,
+      );
+    }
+    const baseName = options.baseName ?? (declared as string);
     // an evicted base is loaded again first, as a request for it would
     (await this.acquire(tenantId, baseName).catch(() => null))?.release();
     const base = this.#tenants.get(tenantId)?.get(baseName);

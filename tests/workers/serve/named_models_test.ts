@@ -190,10 +190,37 @@ Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint a
       { "adapter_config.json": "[1]", "adapter_model.safetensors": garbage },
       /adapter_config\.json must be a JSON object/,
     ],
-    ["no target_modules", {
-      "adapter_config.json": '{"peft_type":"LORA","r":4,"base_model_name_or_path":"base"}',
+    [
+      "no target_modules",
+      {
+        "adapter_config.json": '{"peft_type":"LORA","r":4,"base_model_name_or_path":"base"}',
+        "adapter_model.safetensors": garbage,
+      },
+      /adapter_config\.json as it must hold peft_type, r, lora_alpha, target_modules: it lacks lora_alpha, target_modules$/,
+    ],
+    [
+      "an empty object",
+      {
+        "adapter_config.json": "{}",
+        "adapter_model.safetensors": garbage,
+      },
+      /adapter_config\.json as it must hold .*: it lacks peft_type, r, lora_alpha, target_modules$/,
+    ],
+    ["lora_alpha null (a scale of 0 if read as 0)", {
+      "adapter_config.json": goodConfig.replace('"lora_alpha":8', '"lora_alpha":null'),
       "adapter_model.safetensors": garbage,
-    }, /adapter_config\.json as target_modules/],
+    }, /adapter_config\.json as lora_alpha must be a number .*: current value is null/],
+    ["a rank written as a string", {
+      "adapter_config.json": goodConfig.replace('"r":4', '"r":"4"'),
+      "adapter_model.safetensors": garbage,
+    }, /adapter_config\.json as r must be a number .*: current value is "4"/],
+    ["a base name that is no string", {
+      "adapter_config.json": goodConfig.replace(
+        '"base_model_name_or_path":"base"',
+        '"base_model_name_or_path":{"a":1}',
+      ),
+      "adapter_model.safetensors": garbage,
+    }, /adapter_config\.json as base_model_name_or_path must be a string/],
     ["a rank that is no number", {
       "adapter_config.json": goodConfig.replace('"r":4', '"r":"four"'),
       "adapter_model.safetensors": garbage,
@@ -216,11 +243,29 @@ Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint a
       assert.match(res.error.message, message, `${what}: ${res.error.message}`);
     }
   }
+  const baseConfig = JSON.parse(
+    new TextDecoder().decode(await store.get(baseKeys.find((k) => k.endsWith("/config.json"))!)),
+  );
   const checkpoints: [string, Record<string, string | Uint8Array>, RegExp][] = [
     ["config.json not JSON", { "config.json": "{" }, /config\.json/],
     ["weights that are no safetensors", { "model.safetensors": garbage }, /model\.safetensors/],
     ["tokenizer.json not JSON", { "tokenizer.json": "{" }, /tokenizer\.json/],
     ["tokenizer.json an empty object", { "tokenizer.json": "{}" }, /tokenizer\.json/],
+    [
+      "an eos_token_id written as a string",
+      { "generation_config.json": '{"eos_token_id":"29"}' },
+      /generation_config\.json as eos_token_id must be a token id .*: current value is "29"/,
+    ],
+    [
+      "eos_token_ids outside the vocabulary",
+      { "generation_config.json": '{"eos_token_id":[99999999,-1]}' },
+      /generation_config\.json as eos_token_id must be a token id .*: current value is \[99999999,-1\]/,
+    ],
+    [
+      "an eos_token_id in config.json written as a string",
+      { "config.json": JSON.stringify({ ...baseConfig, eos_token_id: "29" }) },
+      /config\.json as eos_token_id must be valid/,
+    ],
   ];
   for (const [what, files, message] of checkpoints) {
     res = await post("/v1/load_checkpoint", {
