@@ -24,6 +24,7 @@ import {
   type RopeScaling,
 } from "./config.ts";
 import {
+  firstNonFinite,
   parseShardIndex,
   readSafetensors,
   readShardedSafetensors,
@@ -496,6 +497,8 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
   const sourceConfig = parseJsonObject(configBytes, HF_FILES.config);
   const config = configFromJson(sourceConfig);
   let weights: SafetensorsFile;
+  /** The file that holds a tensor, for messages. */
+  let fileOf = (_name: string): string => HF_FILES.weights;
   const single = await read(HF_FILES.weights);
   if (single !== null) {
     weights = readSafetensors(single);
@@ -506,7 +509,9 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
         "Cannot load the model as model.safetensors or model.safetensors.index.json must exist: both are missing",
       );
     }
-    weights = await readShardedSafetensors(parseShardIndex(index), read);
+    const shards = parseShardIndex(index);
+    fileOf = (name) => shards.weight_map[name] ?? HF_FILES.weightsIndex;
+    weights = await readShardedSafetensors(shards, read);
   }
   const parameters: Parameters = new Map();
   for (const spec of parameterSpecs(config)) {
@@ -519,6 +524,14 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
     if (t.shape.length !== spec.shape.length || t.shape.some((d, i) => d !== spec.shape[i])) {
       throw new HfFormatError(
         `Cannot load ${spec.name} as its shape must be [${spec.shape}]: current value is [${t.shape}]`,
+      );
+    }
+    const bad = firstNonFinite(t.data);
+    if (bad >= 0) {
+      throw new HfFormatError(
+        `Cannot load ${
+          fileOf(spec.name)
+        } as its tensor ${spec.name} must hold finite numbers: element ${bad} is ${t.data[bad]}`,
       );
     }
     parameters.set(spec.name, t.data);

@@ -22,7 +22,7 @@
  */
 import { type Graph, intAttr, nn, type Value } from "../engine/mod.ts";
 import { type DecoderConfig, type Parameters, type ParameterSpec } from "./config.ts";
-import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
+import { firstNonFinite, readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
 import { configJsonBytes } from "./hf.ts";
 import { Rng } from "./sampling.ts";
 
@@ -460,6 +460,14 @@ export function readAdapter(
       throw new LoraError(
         `Cannot read ${ADAPTER_FILES.weights} as it must hold ${PEFT_PREFIX}${s.name} of shape [${s.shape}]: current is ${
           t ? `[${t.shape}]` : "missing"
+        }`,
+      );
+    }
+    const bad = firstNonFinite(t.data);
+    if (bad >= 0) {
+      throw new LoraError(
+        `Cannot read ${ADAPTER_FILES.weights} as its tensor ${PEFT_PREFIX}${s.name} must hold finite numbers: element ${bad} is ${
+          t.data[bad]
         }`,
       );
     }

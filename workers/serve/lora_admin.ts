@@ -34,6 +34,7 @@ import {
   ADAPTER_FILES,
   adapterConfigFromJson,
   declaredEosTokenIds,
+  firstNonFinite,
   HfFormatError,
   type HfModel,
   loadHfDirectory,
@@ -692,7 +693,21 @@ function mergedAdapter(base: HfModel, config: Uint8Array, weights: Uint8Array): 
     throw e;
   }
   const params = new Map([...base.parameters, ...adapter.parameters]);
-  return { ...base, parameters: mergeLora(c, params, adapter.lora, parameterSpecs(c)) };
+  const merged = mergeLora(c, params, adapter.lora, parameterSpecs(c));
+  // Finite factors can still overflow float32 once multiplied and scaled by α/r.
+  for (const [name, data] of merged) {
+    if (data === base.parameters.get(name)) continue; // not targeted: checked at its load
+    const bad = firstNonFinite(data);
+    if (bad >= 0) {
+      throw badRequest(
+        `Cannot load the adapter as lora_path's ${ADAPTER_FILES.weights} merged onto its base makes ${name} non-finite: element ${bad} is ${
+          data[bad]
+        }`,
+        "lora_path",
+      );
+    }
+  }
+  return { ...base, parameters: merged };
 }
 
 /** Mounts the routes of the module doc on `app` (after its auth middleware). */

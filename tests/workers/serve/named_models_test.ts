@@ -8,6 +8,14 @@ import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { createApp } from "../../../api/app.ts";
 import { getCheckpoint } from "../../../jobs/mod.ts";
+import {
+  configFromJson,
+  type LoraConfig,
+  loraParameterSpecs,
+  readSafetensors,
+  saveAdapter,
+  writeSafetensors,
+} from "../../../workers/model/mod.ts";
 import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
 import { startServer } from "../../../workers/serve/main.ts";
 import { tinySokobanPolicy } from "../seed/_jobs.ts";
@@ -291,6 +299,84 @@ Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint a
   for await (const m of client(f.keyA).models.list()) ids.push(m.id);
   assert.ok(!ids.includes("bad-adapter") && !ids.includes("bad-checkpoint"), ids.join(", "));
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "base" })).status, 200);
+});
+
+Deno.test("weights holding NaN or Infinity are a 400 at load naming the file and tensor, and nothing is loaded", async () => {
+  const store = f.s3.store;
+  const base = await published(crypto.randomUUID());
+  let res = await post("/v1/load_checkpoint", { model_name: "finite-base", checkpoint_path: base });
+  assert.equal(res.status, 200, res.text);
+  const prefix = base.slice(`s3://${store.bucket}/`.length);
+  const keys = await store.list(prefix);
+  const put = async (files: Map<string, Uint8Array>, from: string[] = []) => {
+    const to = `tenants/${f.tenantA.id}/nonfinite/${crypto.randomUUID()}/`;
+    for (const key of from) {
+      const name = key.slice(prefix.length);
+      if (!files.has(name)) await store.put(to + name, await store.get(key));
+    }
+    for (const [name, bytes] of files) await store.put(to + name, bytes);
+    return `s3://${store.bucket}/${to}`;
+  };
+  // A full model whose second tensor holds a NaN at element 5.
+  const weights = readSafetensors(await store.get(`${prefix}model.safetensors`));
+  const [, [badName, bad]] = [...weights.tensors];
+  bad.data[5] = NaN;
+  const nanModel = await put(
+    new Map([["model.safetensors", writeSafetensors(weights.tensors)]]),
+    keys,
+  );
+  res = await post("/v1/load_checkpoint", { model_name: "nan-model", checkpoint_path: nanModel });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "checkpoint_path");
+  assert.match(
+    res.error.message,
+    new RegExp(
+      `model\\.safetensors as its tensor ${badName} must hold finite numbers: element 5 is NaN`,
+    ),
+  );
+  // Adapters: one holding Infinity, and one of finite factors whose merged product overflows.
+  const config = JSON.parse(
+    new TextDecoder().decode(await store.get(`${prefix}config.json`)),
+  );
+  const c = configFromJson(config);
+  const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, target_modules: ["q_proj"] };
+  const specs = loraParameterSpecs(c, lora);
+  const adapter = (fill: number, infinityAt?: number) => {
+    const params = new Map(specs.map((s) => {
+      const data = new Float32Array(s.shape.reduce((a, b) => a * b, 1)).fill(fill);
+      return [s.name, data];
+    }));
+    if (infinityAt !== undefined) params.get(specs[1].name)![infinityAt] = Infinity;
+    return put(saveAdapter(c, lora, params, "finite-base"));
+  };
+  res = await post("/v1/load_lora_adapter", {
+    lora_name: "inf-adapter",
+    lora_path: await adapter(0, 3),
+  });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "lora_path");
+  assert.match(
+    res.error.message,
+    new RegExp(
+      `adapter_model\\.safetensors as its tensor base_model\\.model\\.${
+        specs[1].name.replaceAll(".", "\\.")
+      } must hold finite numbers: element 3 is Infinity`,
+    ),
+  );
+  res = await post("/v1/load_lora_adapter", {
+    lora_name: "overflow-adapter",
+    lora_path: await adapter(1e20),
+  });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "lora_path");
+  assert.match(res.error.message, /merged onto its base makes .*q_proj.* non-finite/);
+  // Nothing was loaded; the base still answers.
+  const ids = [];
+  for await (const m of client(f.keyA).models.list()) ids.push(m.id);
+  assert.deepEqual(ids.filter((id) => /nan|inf|overflow/.test(id)), []);
+  res = await post("/v1/completions", { model: "finite-base", prompt: [1, 2], max_tokens: 1 });
+  assert.equal(res.status, 200, res.text);
+  assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "finite-base" })).status, 200);
 });
 
 Deno.test("stop the named-model test server and fixture", async () => {
