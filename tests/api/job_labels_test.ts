@@ -154,6 +154,14 @@ Deno.test("bad names and metadata are a 400 naming the field, and nothing is sto
       `${JSON.stringify(labels)}: ${JSON.stringify(res.body.errors)}`,
     );
   }
+  // name and suffix that differ: one sentence, at suffix.
+  const differ = await call("POST", "/v1/jobs", {
+    json: { env: { id: "sokoban" }, name: "a", suffix: "b" },
+  });
+  assert.equal(differ.status, 400);
+  assert.match(differ.body.detail, /^Cannot use suffix as it names the job like name does/);
+  assert.equal((differ.body.detail.match(/Cannot/g) ?? []).length, 1, differ.body.detail);
+  assert.equal(differ.body.errors[0].message, differ.body.detail);
   // A bad key's message says what is wrong with it, at `metadata.<key>`.
   for (
     const [key, message] of [
