@@ -70,16 +70,22 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/;
 
 /**
  * The name a model is loaded under: 1–200 characters, no control characters (C0/C1, line
- * separators, bidirectional overrides), and not starting with a reserved prefix, which would
- * shadow a job's or a registered model's weights under their own name.
+ * separators, bidirectional overrides), no whitespace at either end (` job:x` and `x ` would be
+ * names apart from `job:x` and `x` that read the same), and not starting with a reserved prefix in
+ * any case (`JOB:x` too), which would shadow a job's or a registered model's weights under their
+ * own name.
  */
 const loadName = name
   .refine((n) => !CONTROL.test(n), { message: "must not hold control characters" })
-  .refine((n) => !RESERVED_MODEL_NAME_PREFIXES.some((p) => n.startsWith(p)), {
-    message: `must not start with ${
-      RESERVED_MODEL_NAME_PREFIXES.join(", ")
-    } (the server resolves those names itself)`,
-  });
+  .refine((n) => !/^\s|\s$/u.test(n), { message: "must not start or end with whitespace" })
+  .refine(
+    (n) => !RESERVED_MODEL_NAME_PREFIXES.some((p) => n.toLowerCase().startsWith(p)),
+    {
+      message: `must not start with ${
+        RESERVED_MODEL_NAME_PREFIXES.join(", ")
+      } in any case (the server resolves those names itself)`,
+    },
+  );
 
 const LoadCheckpointSchema = z.object({ model_name: loadName, checkpoint_path: path }).strict();
 const LoadAdapterSchema = z.object({
