@@ -7,7 +7,7 @@
  * the request target to {@link MAX_TARGET_CHARS} (414) and the headers to
  * {@link MAX_HEADER_BYTES} in {@link MAX_HEADERS} fields (431) — below the HTTP layer's own
  * limits, so these requests get a problem+json answer too; a known path asked with another
- * method is a 405 with `Allow`.
+ * method is a 405 with `Allow`. A path with one trailing slash is answered as the path without it.
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -48,7 +48,10 @@ export const MAX_HEADER_BYTES = 32_768;
  */
 export const MAX_HEADERS = 64;
 
-/** Methods each known route pattern serves, as regular expressions over the path. */
+/**
+ * Methods each known route pattern serves, as regular expressions over the path with its one
+ * trailing slash already removed (the app is not strict).
+ */
 function routeTable(app: Hono): { pattern: RegExp; methods: Set<string> }[] {
   const byPath = new Map<string, Set<string>>();
   for (const r of app.routes) {
@@ -67,7 +70,7 @@ function routeTable(app: Hono): { pattern: RegExp; methods: Set<string> }[] {
             : part === "*"
             ? ".*"
             : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-        ).join("/") + "/?$",
+        ).join("/") + "$",
     ),
     methods,
   }));
@@ -102,7 +105,10 @@ export function createApp(options: AppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const log = options.log ??
     ((record: Record<string, unknown>) => console.error(JSON.stringify(record)));
-  const app = new Hono();
+  // Not strict: a path with one trailing slash (`/v1/jobs/`, `/v1/jobs/{id}/`) is answered as
+  // the path without it, as most REST clients expect; the 405 check below matched it already, so
+  // a strict router answered a 405 whose Allow listed the method used.
+  const app = new Hono({ strict: false });
 
   app.onError((error, c) => {
     const problem = problemFromError(
@@ -129,7 +135,9 @@ export function createApp(options: AppOptions): Hono {
     for (const r of routes) if (r.pattern.test(c.req.path)) r.methods.forEach((m) => allow.add(m));
     const error = allow.size > 0
       ? new MethodNotAllowedError(c.req.method, c.req.path, [...allow].sort())
-      : new NotFoundError(`Cannot find ${c.req.method} ${c.req.path}: no such route`);
+      : new NotFoundError(
+        `Cannot find ${c.req.method} ${new URL(c.req.url).pathname}: no such route`,
+      );
     const problem = problemFromError(error);
     return problemResponse({ ...problem, instance: c.req.path }, headersOf(error, problem.status));
   });

@@ -69,7 +69,7 @@ export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabel
   if (issues.length > 0) throw validationError("body", new z.ZodError(issues));
   const stored = jobLabelsOf(labels.data!);
   if ("path" in stored) {
-    throw new BadRequestError(`Cannot accept the request body as ${stored.message}`, {
+    throw new BadRequestError(stored.message, {
       errors: [{ path: stored.path, code: "custom", message: stored.message }],
     });
   }

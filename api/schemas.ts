@@ -11,16 +11,21 @@ import { JobMetadata, JobName } from "../jobs/labels.ts";
 import { MAX_SECRET_VALUE_BYTES } from "../jobs/secrets.ts";
 import { limitSchema } from "./cursor.ts";
 
+/** Most digits a `{step}` may have (leading zeros included). */
+export const MAX_STEP_DIGITS = 32;
+const STEP_DIGITS = new RegExp(`^[0-9]{1,${MAX_STEP_DIGITS}}$`);
+
 /** Path `{id}` of a job (a uuid; anything else is reported as an unknown job, 404). */
 export const JobIdParam = z.uuid();
 
 /**
  * A step in a path (`{step}`) or query (`?step=`): decimal digits only, 0..1e9. Only digit
  * strings are turned into numbers: `z.coerce.number()` read `?step=` and `?step=%20` as step 0
- * and accepted `0x1` and `1e0`.
+ * and accepted `0x1` and `1e0`. Leading zeros are read as the number they write (`01` and
+ * `0000000001` are step 1), up to {@link MAX_STEP_DIGITS} digits.
  */
 export const StepParam = z.preprocess(
-  (v) => (typeof v === "string" && /^[0-9]{1,10}$/.test(v) ? Number(v) : v),
+  (v) => (typeof v === "string" && STEP_DIGITS.test(v) ? Number(v) : v),
   z.number({ error: "Step must be decimal digits: a whole number from 0 to 1000000000" }).int()
     .min(0).max(1_000_000_000),
 );

@@ -12,7 +12,7 @@ import {
 } from "./errors.ts";
 import { jsonSyntaxError } from "./json_syntax.ts";
 import { jsonLimitIssue } from "./json_limits.ts";
-import { StepParam } from "./schemas.ts";
+import { MAX_STEP_DIGITS, StepParam } from "./schemas.ts";
 
 /** `application/json` or a `+json` type, with any parameters (`; charset=utf-8`). */
 const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;|$)/i;
@@ -118,7 +118,7 @@ export function parseIdempotencyKey(c: Context): string | undefined {
 }
 
 /**
- * The `{step}` path parameter: decimal digits, 0 to 10^9.
+ * The `{step}` path parameter: decimal digits (leading zeros read as the number), 0 to 10^9.
  * @throws BadRequestError (400 at `step`) for anything else (`abc`, `1.5`, `-1`, `1e3`): a step
  *   that is no whole number is a malformed request, not a checkpoint that does not exist.
  */
@@ -126,7 +126,7 @@ export function stepParamOf(raw: string | undefined): number {
   const parsed = StepParam.safeParse(raw);
   if (!parsed.success) {
     throw new BadRequestError(
-      `Cannot read the step path parameter as it must be a whole number from 0 to 1000000000: current value is ${
+      `Cannot read the step path parameter as it must be a whole number from 0 to 1000000000 (decimal digits, at most ${MAX_STEP_DIGITS} with leading zeros): current value is ${
         JSON.stringify(String(raw).slice(0, 64))
       }`,
       { errors: zodIssues(parsed.error, ["step"]), cause: parsed.error },

@@ -71,8 +71,15 @@ export function reservedMetadataKeyIssues(
   }];
 }
 
-/** A metadata value: a string of at most 512 characters (empty allowed, as OpenAI's). */
-export const MetadataValue = z.string().max(MAX_METADATA_VALUE_CHARS);
+/**
+ * A metadata value: a string of at most 512 characters (empty allowed, as OpenAI's), without NUL
+ * (U+0000): Postgres `jsonb` cannot hold it, so a listing filter `metadata[k]=a%00b` failed in SQL.
+ * (A submit body holding U+0000 anywhere is refused before this schema.)
+ */
+export const MetadataValue = z.string().max(MAX_METADATA_VALUE_CHARS).refine(
+  (v) => !v.includes("\u0000"),
+  { message: "Cannot use this metadata value as it must not hold NUL (U+0000)" },
+);
 
 /** Job metadata: at most 16 string → string pairs. */
 export const JobMetadata = z.record(MetadataKey, MetadataValue).refine(

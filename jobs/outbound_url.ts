@@ -18,6 +18,8 @@
  * `SEED_ANNOTATOR_ALLOWED_HOSTS` (`host` or `host:port`, comma-separated).
  */
 
+import { domainToUnicode } from "node:url";
+
 /** Thrown when an outbound URL is refused; `field` names where it came from. */
 export class OutboundUrlError extends Error {
   override name = "OutboundUrlError";
@@ -226,17 +228,52 @@ const INNER_CONTROL = new RegExp(String.raw`[\u0000-\u001f\u007f-\u009f]`);
 export function outboundUrlSyntaxProblem(raw: string): string | undefined {
   if (EDGE_SPACE.test(raw)) return "it must not start or end with whitespace";
   if (INNER_CONTROL.test(raw)) return "it must not hold control characters (tab, line break)";
+  // The authority as written: after `scheme://`, up to the path, query or fragment (WHATWG
+  // reads `\` as `/` in http(s) URLs).
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#\\]*)/i.exec(raw)?.[1];
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    return "it must be an absolute URL";
+    if (authority === undefined) {
+      return "it must be an absolute URL (http:// or https://, then a host)";
+    }
+    const hostPort = authority.slice(authority.lastIndexOf("@") + 1);
+    if (/^\[[^\]]*%/.test(hostPort)) {
+      return "its IPv6 address must not hold a zone id (the %… part), which URLs cannot carry";
+    }
+    if (/\s/u.test(hostPort)) return "its host must not hold spaces";
+    return "its host must be a host name, an IPv4 address or a bracketed IPv6 address, with an optional port up to 65535";
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     return "its scheme must be http or https";
   }
-  if (url.username !== "" || url.password !== "") return "it must not hold credentials";
+  // `https:host` and `https:/host` parse as `https://host/`: what is contacted is not what was
+  // written.
+  if (authority === undefined) return `it must start with ${url.protocol}// and then the host`;
+  // `https://@host/` and `https://:@host/` parse to no credentials, but name some all the same.
+  if (url.username !== "" || url.password !== "" || authority.includes("@")) {
+    return "it must not hold credentials (a user:password@ part, even an empty one)";
+  }
+  // Host names must come out of parsing as written (up to case and IDNA's xn-- form): IDNA
+  // mapping drops a soft hyphen, folds fullwidth letters and percent-decodes, so the host
+  // contacted would not be the one written. IP addresses are judged by the host rules as parsed.
+  const written = authority.replace(/:[0-9]*$/, "").toLowerCase();
+  const host = url.hostname;
+  if (
+    !host.startsWith("[") && !/^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$/.test(host) &&
+    host !== written && domainToUnicode(host) !== written
+  ) {
+    return `its host must be written as it is contacted: URL parsing turns ${
+      visible(written)
+    } into ${host}`;
+  }
   return undefined;
+}
+
+/** `text` in quotes with every character outside printable ASCII as `\u{…}`. */
+function visible(text: string): string {
+  return `"${text.replace(/[^\x21-\x7e]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`)}"`;
 }
 
 /** Host rules of {@link checkOutboundUrl}. */

@@ -154,6 +154,14 @@ Deno.test("bad names and metadata are a 400 naming the field, and nothing is sto
       `${JSON.stringify(labels)}: ${JSON.stringify(res.body.errors)}`,
     );
   }
+  // name and suffix that differ: one sentence, at suffix.
+  const differ = await call("POST", "/v1/jobs", {
+    json: { env: { id: "sokoban" }, name: "a", suffix: "b" },
+  });
+  assert.equal(differ.status, 400);
+  assert.match(differ.body.detail, /^Cannot use suffix as it names the job like name does/);
+  assert.equal((differ.body.detail.match(/Cannot/g) ?? []).length, 1, differ.body.detail);
+  assert.equal(differ.body.errors[0].message, differ.body.detail);
   // A bad key's message says what is wrong with it, at `metadata.<key>`.
   for (
     const [key, message] of [
@@ -252,6 +260,13 @@ Deno.test("GET /v1/jobs filters by exact name, name prefix and every metadata pa
   assert.equal(badName.body.errors[0].path, "name");
   const twice = await call("GET", `/v1/jobs?metadata[lr]=1&metadata[lr]=2`);
   assert.equal(twice.status, 400);
+  // A NUL in a value (which Postgres jsonb cannot hold) is a 400 at the key, in JSON and SSE.
+  for (const accept of ["application/json", "text/event-stream"]) {
+    const nul = await call("GET", `/v1/jobs?metadata%5Bk%5D=a%00b`, { headers: { accept } });
+    assert.equal(nul.status, 400, JSON.stringify(nul.body));
+    assert.equal(nul.body.errors[0].path, "metadata.k");
+    assert.match(nul.body.errors[0].message, /NUL/);
+  }
   for (const id of [a, b, c]) await call("POST", `/v1/jobs/${id}/cancel`);
   await call("POST", `/v1/jobs/${other}/cancel`, { key: fx.keyB });
 });

@@ -171,6 +171,18 @@ Deno.test("a step in the path that is no whole number is a 400 naming the step p
     key: fx.keyA,
   })).json();
   assert.deepEqual(await one.json(), list.checkpoints.find((c: { step: number }) => c.step === 2));
+  // Leading zeros are read as the number, however many (up to 32 digits).
+  for (const raw of ["02", "0000000000000000000002", "0".repeat(31) + "2"]) {
+    const padded = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/${raw}`, {
+      key: fx.keyA,
+    });
+    assert.equal(padded.status, 200, `${raw}: ${await padded.clone().text()}`);
+    assert.equal((await padded.json()).step, 2);
+  }
+  const tooLong = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/${"0".repeat(32)}2`, {
+    key: fx.keyA,
+  });
+  assert.equal(tooLong.status, 400);
   // Another tenant's job is still a 404 first, whatever the step.
   const other = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/abc`, { key: fx.keyB });
   assert.equal(other.status, 404);

@@ -297,6 +297,19 @@ Deno.test("POST /v1/jobs/{id}/cancel cancels a queued job at once", async () => 
   assert.ok(job.finished_at);
 });
 
+Deno.test("cancelling a succeeded job changes nothing and answers 202 with its status as it is, as api/README.md says", async () => {
+  const job = await runningJob(fx, fx.keyA, spec);
+  await succeedJob(fx.db, fenceOf(job));
+  const before = await (await req(fx.app, "GET", `/v1/jobs/${job.id}`, { key: fx.keyA })).json();
+  const res = await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  assert.equal(res.status, 202);
+  const answered = await res.json();
+  assert.equal(answered.status, "succeeded");
+  assert.equal(answered.finished_at, before.finished_at);
+  const after = await (await req(fx.app, "GET", `/v1/jobs/${job.id}`, { key: fx.keyA })).json();
+  assert.deepEqual(after, before);
+});
+
 Deno.test("a job cancelled while running whose run then fails or succeeds ends cancelled, the failure kept in its error", async () => {
   for (const ending of ["fail", "succeed"] as const) {
     const job = await runningJob(fx, fx.keyA);

@@ -227,7 +227,7 @@ Deno.test("rollout.engine endpoints follow the annotator's URL and secret rules,
   assert.equal((await bad.json()).errors[0].path, "rollout.engine.endpoints[1].base_url");
 });
 
-Deno.test("a base_url written with whitespace at its ends, another scheme or credentials is a 400 naming the field at every outbound URL, and nothing is queued", async () => {
+Deno.test("a base_url written with whitespace at its ends, another scheme, credentials or a host parsing would change is a 400 naming the field at every outbound URL, and nothing is queued", async () => {
   const engineJob = (base_url: string) => ({
     env: { id: "sokoban" },
     rollout: { engine: { endpoints: [{ base_url, model: "policy" }] } },
@@ -246,6 +246,21 @@ Deno.test("a base_url written with whitespace at its ends, another scheme or cre
     ["ftp://vllm.example.com", /scheme must be http or https/],
     ["file:///etc/passwd", /scheme must be http or https/],
     ["https://user:pw@vllm.example.com", /credentials/],
+    // An empty credentials part, which parsing drops silently.
+    ["https://@vllm.example.com/", /credentials \(a user:password@ part, even an empty one\)/],
+    ["https://:@vllm.example.com/", /credentials/],
+    // Parsed as https://vllm.example.com/ though no // was written.
+    ["https:vllm.example.com", /must start with https:\/\/ and then the host/],
+    // Hosts that parsing changes: a soft hyphen dropped, fullwidth letters folded, %-decoded.
+    [
+      "https://vllm.exam\u00adple.com/v1",
+      /turns "vllm\.exam\\u\{ad\}ple\.com" into vllm\.example\.com/,
+    ],
+    ["https://\uff56llm.example.com/v1", /host must be written as it is contacted/],
+    ["https://%76llm.example.com/v1", /host must be written as it is contacted/],
+    // Refused by parsing, with the reason.
+    ["http://[fe80::1%25eth0]/v1", /zone id/],
+    ["http://vllm example.com/v1", /host must not hold spaces/],
   ];
   // Whatever the operator allows, these are mistakes in the text: the same 400 on every deployment.
   for (const allowed of [undefined, "vllm.example.com,127.0.0.1"]) {

@@ -212,6 +212,35 @@ Deno.test("a known path asked with another method is a 405 with Allow", async ()
   await problem(await req(fx.app, "GET", `/v1/jobs/${id}/nothing`, { key: fx.keyA }), 404);
 });
 
+Deno.test("a path with a trailing slash is answered as the path without it, through a real server", async () => {
+  const { id } = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, body: SPEC })).json();
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, fx.app.fetch);
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const auth = { authorization: `Bearer ${fx.keyA}` };
+  try {
+    const get = async (path: string) => {
+      const res = await fetch(`${base}${path}`, { headers: auth });
+      return { status: res.status, text: await res.text() };
+    };
+    for (const path of ["/v1/jobs", `/v1/jobs/${id}`, `/v1/jobs/${id}/checkpoints`]) {
+      const plain = await get(path);
+      assert.equal(plain.status, 200, `${path}: ${plain.text}`);
+      const slashed = await get(`${path}/`);
+      assert.equal(slashed.status, 200, `${path}/: ${slashed.text}`);
+      assert.deepEqual(Object.keys(JSON.parse(slashed.text)), Object.keys(JSON.parse(plain.text)));
+    }
+    assert.equal(JSON.parse((await get(`/v1/jobs/${id}/`)).text).id, id);
+    // Another method on it is still a 405 whose Allow lists what the path takes.
+    const put = await fetch(`${base}/v1/jobs/${id}/`, { method: "PUT", headers: auth });
+    await problem(put, 405);
+    assert.equal(put.headers.get("allow"), "DELETE, GET, HEAD");
+    // Two slashes name no route.
+    await problem(await fetch(`${base}/v1/jobs/${id}//`, { headers: auth }), 404);
+  } finally {
+    await server.shutdown();
+  }
+});
+
 Deno.test("over-long targets and headers get problem+json through a real server", async () => {
   const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, fx.app.fetch);
   const base = `http://127.0.0.1:${server.addr.port}`;

@@ -24,6 +24,7 @@ import {
   type RopeScaling,
 } from "./config.ts";
 import {
+  firstNonFinite,
   parseShardIndex,
   readSafetensors,
   readShardedSafetensors,
@@ -496,6 +497,8 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
   const sourceConfig = parseJsonObject(configBytes, HF_FILES.config);
   const config = configFromJson(sourceConfig);
   let weights: SafetensorsFile;
+  /** The file that holds a tensor, for messages. */
+  let fileOf = (_name: string): string => HF_FILES.weights;
   const single = await read(HF_FILES.weights);
   if (single !== null) {
     weights = readSafetensors(single);
@@ -506,7 +509,9 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
         "Cannot load the model as model.safetensors or model.safetensors.index.json must exist: both are missing",
       );
     }
-    weights = await readShardedSafetensors(parseShardIndex(index), read);
+    const shards = parseShardIndex(index);
+    fileOf = (name) => shards.weight_map[name] ?? HF_FILES.weightsIndex;
+    weights = await readShardedSafetensors(shards, read);
   }
   const parameters: Parameters = new Map();
   for (const spec of parameterSpecs(config)) {
@@ -521,6 +526,14 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
         `Cannot load ${spec.name} as its shape must be [${spec.shape}]: current value is [${t.shape}]`,
       );
     }
+    const bad = firstNonFinite(t.data);
+    if (bad >= 0) {
+      throw new HfFormatError(
+        `Cannot load ${
+          fileOf(spec.name)
+        } as its tensor ${spec.name} must hold finite numbers: element ${bad} is ${t.data[bad]}`,
+      );
+    }
     parameters.set(spec.name, t.data);
   }
   const tokenizerJson = await read(HF_FILES.tokenizer);
@@ -529,6 +542,10 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
   }
   const tokenizerConfig = await read(HF_FILES.tokenizerConfig);
   const generation = await read(HF_FILES.generationConfig);
+  const generationConfig = generation === null
+    ? null
+    : parseJsonObject(generation, HF_FILES.generationConfig);
+  checkGenerationTokenIds(generationConfig, config.vocab_size);
   return {
     config,
     parameters,
@@ -538,11 +555,36 @@ export async function loadHfDirectory(read: FileReader): Promise<HfModel> {
         ? null
         : parseJsonObject(tokenizerConfig, HF_FILES.tokenizerConfig),
     },
-    generationConfig: generation === null
-      ? null
-      : parseJsonObject(generation, HF_FILES.generationConfig),
+    generationConfig,
     sourceConfig,
   };
+}
+
+/**
+ * Checks `generation_config.json`'s `eos_token_id`, `bos_token_id` and `pad_token_id` (when set):
+ * a token id (a whole number in [0, vocab_size)) or, for `eos_token_id`, a list of them, as
+ * transformers reads them. A string or an id outside the vocabulary was ignored silently, so
+ * generation never stopped on the EOS the file meant.
+ * @throws {HfFormatError} naming the file and field.
+ */
+function checkGenerationTokenIds(json: Record<string, unknown> | null, vocabSize: number): void {
+  if (json === null) return;
+  const isId = (v: unknown) =>
+    Number.isInteger(v) && (v as number) >= 0 && (v as number) < vocabSize;
+  for (const field of ["eos_token_id", "bos_token_id", "pad_token_id"]) {
+    const v = json[field];
+    if (v === undefined || v === null) continue;
+    const ok = field === "eos_token_id" && Array.isArray(v) ? v.every(isId) : isId(v);
+    if (!ok) {
+      throw new HfFormatError(
+        `Cannot load ${HF_FILES.generationConfig} as ${field} must be a token id (a whole number from 0 to ${
+          vocabSize - 1
+        })${field === "eos_token_id" ? " or a list of them" : ""}: current value is ${
+          JSON.stringify(v).slice(0, 200)
+        }`,
+      );
+    }
+  }
 }
 
 /** Checks that a file name stays inside its directory. @throws {HfFormatError} otherwise. */

@@ -22,7 +22,7 @@
  */
 import { type Graph, intAttr, nn, type Value } from "../engine/mod.ts";
 import { type DecoderConfig, type Parameters, type ParameterSpec } from "./config.ts";
-import { readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
+import { firstNonFinite, readSafetensors, type Tensor, writeSafetensors } from "./safetensors.ts";
 import { configJsonBytes } from "./hf.ts";
 import { Rng } from "./sampling.ts";
 
@@ -386,6 +386,59 @@ export interface LoadedAdapter {
   parameters: Parameters;
 }
 
+/** Fields `adapter_config.json` must hold (PEFT's `LoraConfig`, as {@link saveAdapter} writes). */
+export const ADAPTER_CONFIG_REQUIRED = ["peft_type", "r", "lora_alpha", "target_modules"] as const;
+
+/**
+ * The LoRA config of a parsed `adapter_config.json` object. PEFT reads `r` as an int and
+ * `lora_alpha`/`lora_dropout` as numbers, so a string or `null` there is refused rather than
+ * coerced (`Number(null)` is 0: the adapter would merge with scale 0, silently).
+ * @throws LoraError naming the file and the missing or wrong field(s).
+ */
+export function adapterConfigFromJson(json: Record<string, unknown>): LoraConfig {
+  const fail = (why: string): never => {
+    throw new LoraError(`Cannot read ${ADAPTER_FILES.config} as ${why}`);
+  };
+  const missing = ADAPTER_CONFIG_REQUIRED.filter((k) => json[k] === undefined);
+  if (missing.length > 0) {
+    fail(
+      `it must hold ${ADAPTER_CONFIG_REQUIRED.join(", ")}: it lacks ${missing.join(", ")}`,
+    );
+  }
+  if (json.peft_type !== "LORA") {
+    fail(`peft_type must be "LORA": current value is ${JSON.stringify(json.peft_type)}`);
+  }
+  for (const k of ["r", "lora_alpha", "lora_dropout"]) {
+    const v = json[k];
+    if (k === "lora_dropout" && v === undefined) continue;
+    if (typeof v !== "number") {
+      fail(`${k} must be a number (as PEFT reads it): current value is ${JSON.stringify(v)}`);
+    }
+  }
+  const modules = json.target_modules;
+  if (!Array.isArray(modules)) fail("target_modules must be a list of module names");
+  const declared = json.base_model_name_or_path;
+  if (declared !== undefined && declared !== null && typeof declared !== "string") {
+    fail(
+      `base_model_name_or_path must be a string: current value is ${
+        JSON.stringify(declared).slice(0, 200)
+      }`,
+    );
+  }
+  const lora: LoraConfig = {
+    rank: json.r as number,
+    alpha: json.lora_alpha as number,
+    dropout: (json.lora_dropout as number | undefined) ?? 0,
+    target_modules: modules as LoraModule[],
+  };
+  try {
+    validateLora(lora);
+  } catch (e) {
+    fail((e as Error).message.replace(/^Cannot use the LoRA adapter as /, ""));
+  }
+  return lora;
+}
+
 /**
  * Reads `adapter_config.json` and `adapter_model.safetensors` bytes (as {@link saveAdapter}
  * writes them, or PEFT does for a LoRA adapter without rank/alpha patterns) and checks every
@@ -398,25 +451,7 @@ export function readAdapter(
   weightBytes: Uint8Array,
 ): LoadedAdapter {
   const json = JSON.parse(new TextDecoder().decode(configBytes)) as Record<string, unknown>;
-  const fail = (why: string) => {
-    throw new LoraError(`Cannot read ${ADAPTER_FILES.config} as ${why}`);
-  };
-  if (json.peft_type !== "LORA") {
-    fail(`peft_type must be "LORA": current value is ${json.peft_type}`);
-  }
-  const modules = json.target_modules;
-  if (!Array.isArray(modules)) fail("target_modules must be a list of module names");
-  const lora: LoraConfig = {
-    rank: Number(json.r),
-    alpha: Number(json.lora_alpha),
-    dropout: Number(json.lora_dropout ?? 0),
-    target_modules: modules as LoraModule[],
-  };
-  try {
-    validateLora(lora);
-  } catch (e) {
-    fail((e as Error).message.replace(/^Cannot use the LoRA adapter as /, ""));
-  }
+  const lora = adapterConfigFromJson(json);
   const file = readSafetensors(weightBytes);
   const parameters: Parameters = new Map();
   for (const s of loraParameterSpecs(c, lora)) {
@@ -425,6 +460,14 @@ export function readAdapter(
       throw new LoraError(
         `Cannot read ${ADAPTER_FILES.weights} as it must hold ${PEFT_PREFIX}${s.name} of shape [${s.shape}]: current is ${
           t ? `[${t.shape}]` : "missing"
+        }`,
+      );
+    }
+    const bad = firstNonFinite(t.data);
+    if (bad >= 0) {
+      throw new LoraError(
+        `Cannot read ${ADAPTER_FILES.weights} as its tensor ${PEFT_PREFIX}${s.name} must hold finite numbers: element ${bad} is ${
+          t.data[bad]
         }`,
       );
     }

@@ -311,3 +311,16 @@ export async function readShardedSafetensors(
   }
   return out;
 }
+
+/**
+ * Index of the first NaN or ±Infinity in `data`, or -1 when every element is finite. Weights
+ * holding one load, then make every logit NaN (each request a server error), so loaders refuse
+ * them.
+ */
+export function firstNonFinite(data: Float32Array): number {
+  for (let i = 0; i < data.length; i++) {
+    // x - x is 0 for finite x, NaN for NaN and ±Infinity.
+    if (data[i] - data[i] !== 0) return i;
+  }
+  return -1;
+}

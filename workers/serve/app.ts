@@ -30,7 +30,7 @@ import {
 import { countImageTokens } from "../model/mod.ts";
 import { apiKeyAuth, type ServeAuthEnv } from "./auth.ts";
 import type { DecodeEngine } from "./engine.ts";
-import { badRequest, fromZod, ServeError, toErrorResponse } from "./errors.ts";
+import { badRequest, fromZod, modelNotFound, ServeError, toErrorResponse } from "./errors.ts";
 import type { HeldModel, ModelRegistry, ServedModel } from "./models.ts";
 import { chatMessages, encodePrompt, renderChat } from "./prompt.ts";
 import { ChatRequestSchema, CompletionRequestSchema, type SkillsOption } from "./schemas.ts";
@@ -142,6 +142,8 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     const name = c.req.param("model");
     const loaded = (await opts.named?.list(tenant.id))?.find((m) => m.name === name);
     if (loaded) return c.json(modelObject(name, loaded.createdAt, tenant.name));
+    const why = opts.named?.whyGone(tenant.id, name);
+    if (why) throw modelNotFound(why);
     const source = await opts.registry.resolve(tenant.id, name);
     return c.json(modelObject(name, source.createdAt, tenant.name));
   });

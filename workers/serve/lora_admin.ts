@@ -32,7 +32,9 @@ import { type ArtifactStore, type Database, getJob, getModel } from "../../jobs/
 import type { SessionCache } from "../engine/mod.ts";
 import {
   ADAPTER_FILES,
+  adapterConfigFromJson,
   declaredEosTokenIds,
+  firstNonFinite,
   HfFormatError,
   type HfModel,
   loadHfDirectory,
@@ -68,16 +70,22 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028-\u202e\u2066-\u2069]/;
 
 /**
  * The name a model is loaded under: 1–200 characters, no control characters (C0/C1, line
- * separators, bidirectional overrides), and not starting with a reserved prefix, which would
- * shadow a job's or a registered model's weights under their own name.
+ * separators, bidirectional overrides), no whitespace at either end (` job:x` and `x ` would be
+ * names apart from `job:x` and `x` that read the same), and not starting with a reserved prefix in
+ * any case (`JOB:x` too), which would shadow a job's or a registered model's weights under their
+ * own name.
  */
 const loadName = name
   .refine((n) => !CONTROL.test(n), { message: "must not hold control characters" })
-  .refine((n) => !RESERVED_MODEL_NAME_PREFIXES.some((p) => n.startsWith(p)), {
-    message: `must not start with ${
-      RESERVED_MODEL_NAME_PREFIXES.join(", ")
-    } (the server resolves those names itself)`,
-  });
+  .refine((n) => !/^\s|\s$/u.test(n), { message: "must not start or end with whitespace" })
+  .refine(
+    (n) => !RESERVED_MODEL_NAME_PREFIXES.some((p) => n.toLowerCase().startsWith(p)),
+    {
+      message: `must not start with ${
+        RESERVED_MODEL_NAME_PREFIXES.join(", ")
+      } in any case (the server resolves those names itself)`,
+    },
+  );
 
 const LoadCheckpointSchema = z.object({ model_name: loadName, checkpoint_path: path }).strict();
 const LoadAdapterSchema = z.object({
@@ -151,6 +159,11 @@ interface Entry {
   freed: boolean;
 }
 
+/** The 404 message for the name `modelName` unloaded because `gone` was deleted. */
+function orphanMessage(modelName: string, gone: Origin): string {
+  return `The model '${modelName}' does not exist: it was unloaded as the ${gone.kind} it was loaded from (${gone.id}) has been deleted`;
+}
+
 /** Models loaded by name, per tenant (see module doc). */
 export class NamedModels {
   readonly #tenants = new Map<string, Map<string, Entry>>();
@@ -161,11 +174,11 @@ export class NamedModels {
   /** Every loaded entry, least recently used first. */
   readonly #recent = new Set<Entry>();
   /**
-   * Names unloaded because what they were loaded from was deleted (`tenant/name` → that origin),
-   * so that a request for one says why; the last {@link ORPHANS_KEPT}, dropped when it is loaded
-   * again.
+   * Names unloaded because what they were loaded from was deleted, or dropped because an evicted
+   * name's folder no longer holds it (`tenant/name` → the 404's message), so that every later
+   * request for one says why; the last {@link ORPHANS_KEPT}, dropped when the name is loaded again.
    */
-  readonly #orphans = new Map<string, Origin>();
+  readonly #orphans = new Map<string, string>();
   #loads = 0;
 
   constructor(
@@ -217,14 +230,11 @@ export class NamedModels {
    *   longer holds it (the name is then dropped).
    */
   async acquire(tenantId: string, modelName: string): Promise<HeldModel | null> {
-    const orphaned = (gone: Origin) =>
-      modelNotFound(
-        `The model '${modelName}' does not exist: it was unloaded as the ${gone.kind} it was loaded from (${gone.id}) has been deleted`,
-      );
+    const orphaned = (gone: Origin) => modelNotFound(orphanMessage(modelName, gone));
     let entry = this.#tenants.get(tenantId)?.get(modelName);
     if (!entry) {
-      const gone = this.#orphans.get(`${tenantId}/${modelName}`);
-      if (gone) throw orphaned(gone);
+      const why = this.whyGone(tenantId, modelName);
+      if (why) throw modelNotFound(why);
       const recipe = this.#evicted.get(tenantId)?.get(modelName);
       if (!recipe) return null;
       const goneOrigin = await this.#goneOrigin(tenantId, modelName, recipe);
@@ -254,6 +264,15 @@ export class NamedModels {
     if (!entry) return null;
     entry.holders++;
     return this.#held(entry);
+  }
+
+  /**
+   * Why the tenant's name `modelName` is no longer served, when it was unloaded because what it
+   * was loaded from was deleted, or dropped because its folder no longer held it once evicted
+   * (the message of the 404 its requests get); undefined otherwise.
+   */
+  whyGone(tenantId: string, modelName: string): string | undefined {
+    return this.#orphans.get(`${tenantId}/${modelName}`);
   }
 
   /** `entry` (its holder already counted) as a request's handle; the most recently used now. */
@@ -333,8 +352,20 @@ export class NamedModels {
         `must be a JSON object: it is ${Array.isArray(configJson) ? "a list" : String(configJson)}`,
       );
     }
+    try {
+      adapterConfigFromJson(configJson as Record<string, unknown>);
+    } catch (e) {
+      if (!(e instanceof LoraError)) throw e;
+      throw badRequest(`Cannot load the adapter from lora_path: ${e.message}`, "lora_path");
+    }
     const declared = (configJson as Record<string, unknown>).base_model_name_or_path;
-    const baseName = options.baseName ?? (typeof declared === "string" ? declared : "");
+    if (options.baseName === undefined && (typeof declared !== "string" || declared === "")) {
+      throw refuse(
+        ADAPTER_FILES.config,
+        `must name its base model in base_model_name_or_path, or the request must give base_model_name: it names none`,
+      );
+    }
+    const baseName = options.baseName ?? (declared as string);
     // an evicted base is loaded again first, as a request for it would
     (await this.acquire(tenantId, baseName).catch(() => null))?.release();
     const base = this.#tenants.get(tenantId)?.get(baseName);
@@ -416,12 +447,13 @@ export class NamedModels {
       }
     } catch (e) {
       if (!(e instanceof ServeError) || (e.status !== 400 && e.status !== 404)) throw e;
+      const message =
+        `The model '${modelName}' was evicted and cannot be loaded again from ${recipe.at}: ${e.message}`;
       if (this.#evicted.get(tenantId)?.get(modelName) === recipe) {
         this.#evicted.get(tenantId)!.delete(modelName);
+        this.#orphan(`${tenantId}/${modelName}`, message);
       }
-      throw modelNotFound(
-        `The model '${modelName}' was evicted and cannot be loaded again from ${recipe.at}: ${e.message}`,
-      );
+      throw modelNotFound(message);
     }
     if (this.#evicted.get(tenantId)?.get(modelName) !== recipe) return null; // unloaded or replaced
     const model = await this.#served(
@@ -488,7 +520,7 @@ export class NamedModels {
       if (await this.#exists(entry.tenantId, o)) continue;
       if (this.#tenants.get(entry.tenantId)?.get(entry.name) === entry) {
         this.unload(entry.tenantId, entry.name);
-        this.#orphan(`${entry.tenantId}/${entry.name}`, o);
+        this.#orphan(`${entry.tenantId}/${entry.name}`, orphanMessage(entry.name, o));
       }
       return o;
     }
@@ -508,17 +540,17 @@ export class NamedModels {
       if (await this.#exists(tenantId, o)) continue;
       if (this.#evicted.get(tenantId)?.get(modelName) === recipe) {
         this.#evicted.get(tenantId)!.delete(modelName);
-        this.#orphan(`${tenantId}/${modelName}`, o);
+        this.#orphan(`${tenantId}/${modelName}`, orphanMessage(modelName, o));
       }
       return o;
     }
     return undefined;
   }
 
-  /** Remembers `key` (`tenant/name`) as unloaded because `o` was deleted. */
-  #orphan(key: string, o: Origin): void {
+  /** Remembers `key` (`tenant/name`) as no longer served, for the reason `message`. */
+  #orphan(key: string, message: string): void {
     this.#orphans.delete(key);
-    this.#orphans.set(key, o);
+    this.#orphans.set(key, message);
     if (this.#orphans.size > ORPHANS_KEPT) {
       this.#orphans.delete(this.#orphans.keys().next().value!);
     }
@@ -667,7 +699,21 @@ function mergedAdapter(base: HfModel, config: Uint8Array, weights: Uint8Array): 
     throw e;
   }
   const params = new Map([...base.parameters, ...adapter.parameters]);
-  return { ...base, parameters: mergeLora(c, params, adapter.lora, parameterSpecs(c)) };
+  const merged = mergeLora(c, params, adapter.lora, parameterSpecs(c));
+  // Finite factors can still overflow float32 once multiplied and scaled by α/r.
+  for (const [name, data] of merged) {
+    if (data === base.parameters.get(name)) continue; // not targeted: checked at its load
+    const bad = firstNonFinite(data);
+    if (bad >= 0) {
+      throw badRequest(
+        `Cannot load the adapter as lora_path's ${ADAPTER_FILES.weights} merged onto its base makes ${name} non-finite: element ${bad} is ${
+          data[bad]
+        }`,
+        "lora_path",
+      );
+    }
+  }
+  return { ...base, parameters: merged };
 }
 
 /** Mounts the routes of the module doc on `app` (after its auth middleware). */

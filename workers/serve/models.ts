@@ -108,7 +108,7 @@ export function parseModelName(name: string): ModelRef {
     throw modelNotFound(
       `The model ${
         JSON.stringify(name.slice(0, 200))
-      } does not exist: models are named job:<job id>, job:<job id>@<step> or model:<model id>`,
+      } does not exist: models are named job:<job id>, job:<job id>@<step>, model:<model id>, or by the name given to /v1/load_checkpoint or /v1/load_lora_adapter`,
     );
   }
   return { kind: "job", jobId: m[1], step: m[2] === undefined ? undefined : Number(m[2]) };

@@ -75,6 +75,12 @@ Deno.test("reserved and control-character model names are a 400 at model_name or
     "a\nb",
     "a\u0085b",
     "a\u202eb",
+    "JOB:x",
+    "Model:x",
+    "BUILTIN:tiny",
+    " job:x",
+    "\u00a0x",
+    "x ",
   ];
   for (const name of names) {
     const res = await post("/v1/load_checkpoint", {
@@ -95,6 +101,16 @@ Deno.test("reserved and control-character model names are a 400 at model_name or
     checkpoint_path: s3Path(prefix),
   });
   assert.match(reserved.error.message, /must not start with job:, model:, builtin:/);
+  const upper = await post("/v1/load_checkpoint", {
+    model_name: "JOB:x",
+    checkpoint_path: s3Path(prefix),
+  });
+  assert.match(upper.error.message, /must not start with job:, model:, builtin: in any case/);
+  const spaced = await post("/v1/load_checkpoint", {
+    model_name: " job:x",
+    checkpoint_path: s3Path(prefix),
+  });
+  assert.match(spaced.error.message, /must not start or end with whitespace/);
 });
 
 Deno.test("stop the load_checkpoint error test server and fixture", async () => {

@@ -8,6 +8,14 @@ import assert from "node:assert/strict";
 import OpenAI from "openai";
 import { createApp } from "../../../api/app.ts";
 import { getCheckpoint } from "../../../jobs/mod.ts";
+import {
+  configFromJson,
+  type LoraConfig,
+  loraParameterSpecs,
+  readSafetensors,
+  saveAdapter,
+  writeSafetensors,
+} from "../../../workers/model/mod.ts";
 import { policyPublisher, storeUpload } from "../../../workers/seed/run/publish_policy.ts";
 import { startServer } from "../../../workers/serve/main.ts";
 import { tinySokobanPolicy } from "../seed/_jobs.ts";
@@ -112,7 +120,20 @@ Deno.test("a name loaded from a job's checkpoint is unloaded once the job is del
     res.error.message,
     new RegExp(`job it was loaded from \\(${jobId}\\) has been deleted`),
   );
-  // The other tenant's request for that name is a plain 404 (it never had it).
+  // Later requests, and GET /v1/models/{name}, say the same.
+  const retrieve = async (name: string, key = f.keyA) => {
+    const got = await fetch(`${url}/v1/models/${encodeURIComponent(name)}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    return { status: got.status, error: (await got.json()).error };
+  };
+  for (const again of [await complete("from-job"), await retrieve("from-job")]) {
+    assert.equal(again.status, 404);
+    assert.equal(again.error.code, "model_not_found");
+    assert.equal(again.error.message, res.error.message);
+  }
+  // The other tenant's request for that name is a plain 404 (it never had it), which names
+  // the names load_checkpoint gives too.
   const other = await post(
     "/v1/completions",
     { model: "from-job", prompt: [1], max_tokens: 1 },
@@ -120,6 +141,10 @@ Deno.test("a name loaded from a job's checkpoint is unloaded once the job is del
   );
   assert.equal(other.status, 404);
   assert.doesNotMatch(other.error.message, /deleted/);
+  assert.match(other.error.message, /load_checkpoint/);
+  const otherGet = await retrieve("from-job", f.keyB);
+  assert.equal(otherGet.status, 404);
+  assert.equal(otherGet.error.message, other.error.message);
   // The deleted folder cannot be loaded again.
   res = await post("/v1/load_checkpoint", { model_name: "from-job", checkpoint_path: folder });
   assert.equal(res.status, 400, res.text);
@@ -173,10 +198,37 @@ Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint a
       { "adapter_config.json": "[1]", "adapter_model.safetensors": garbage },
       /adapter_config\.json must be a JSON object/,
     ],
-    ["no target_modules", {
-      "adapter_config.json": '{"peft_type":"LORA","r":4,"base_model_name_or_path":"base"}',
+    [
+      "no target_modules",
+      {
+        "adapter_config.json": '{"peft_type":"LORA","r":4,"base_model_name_or_path":"base"}',
+        "adapter_model.safetensors": garbage,
+      },
+      /adapter_config\.json as it must hold peft_type, r, lora_alpha, target_modules: it lacks lora_alpha, target_modules$/,
+    ],
+    [
+      "an empty object",
+      {
+        "adapter_config.json": "{}",
+        "adapter_model.safetensors": garbage,
+      },
+      /adapter_config\.json as it must hold .*: it lacks peft_type, r, lora_alpha, target_modules$/,
+    ],
+    ["lora_alpha null (a scale of 0 if read as 0)", {
+      "adapter_config.json": goodConfig.replace('"lora_alpha":8', '"lora_alpha":null'),
       "adapter_model.safetensors": garbage,
-    }, /adapter_config\.json as target_modules/],
+    }, /adapter_config\.json as lora_alpha must be a number .*: current value is null/],
+    ["a rank written as a string", {
+      "adapter_config.json": goodConfig.replace('"r":4', '"r":"4"'),
+      "adapter_model.safetensors": garbage,
+    }, /adapter_config\.json as r must be a number .*: current value is "4"/],
+    ["a base name that is no string", {
+      "adapter_config.json": goodConfig.replace(
+        '"base_model_name_or_path":"base"',
+        '"base_model_name_or_path":{"a":1}',
+      ),
+      "adapter_model.safetensors": garbage,
+    }, /adapter_config\.json as base_model_name_or_path must be a string/],
     ["a rank that is no number", {
       "adapter_config.json": goodConfig.replace('"r":4', '"r":"four"'),
       "adapter_model.safetensors": garbage,
@@ -199,11 +251,29 @@ Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint a
       assert.match(res.error.message, message, `${what}: ${res.error.message}`);
     }
   }
+  const baseConfig = JSON.parse(
+    new TextDecoder().decode(await store.get(baseKeys.find((k) => k.endsWith("/config.json"))!)),
+  );
   const checkpoints: [string, Record<string, string | Uint8Array>, RegExp][] = [
     ["config.json not JSON", { "config.json": "{" }, /config\.json/],
     ["weights that are no safetensors", { "model.safetensors": garbage }, /model\.safetensors/],
     ["tokenizer.json not JSON", { "tokenizer.json": "{" }, /tokenizer\.json/],
     ["tokenizer.json an empty object", { "tokenizer.json": "{}" }, /tokenizer\.json/],
+    [
+      "an eos_token_id written as a string",
+      { "generation_config.json": '{"eos_token_id":"29"}' },
+      /generation_config\.json as eos_token_id must be a token id .*: current value is "29"/,
+    ],
+    [
+      "eos_token_ids outside the vocabulary",
+      { "generation_config.json": '{"eos_token_id":[99999999,-1]}' },
+      /generation_config\.json as eos_token_id must be a token id .*: current value is \[99999999,-1\]/,
+    ],
+    [
+      "an eos_token_id in config.json written as a string",
+      { "config.json": JSON.stringify({ ...baseConfig, eos_token_id: "29" }) },
+      /config\.json as eos_token_id must be valid/,
+    ],
   ];
   for (const [what, files, message] of checkpoints) {
     res = await post("/v1/load_checkpoint", {
@@ -229,6 +299,84 @@ Deno.test("malformed files and bodies of load_lora_adapter and load_checkpoint a
   for await (const m of client(f.keyA).models.list()) ids.push(m.id);
   assert.ok(!ids.includes("bad-adapter") && !ids.includes("bad-checkpoint"), ids.join(", "));
   assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "base" })).status, 200);
+});
+
+Deno.test("weights holding NaN or Infinity are a 400 at load naming the file and tensor, and nothing is loaded", async () => {
+  const store = f.s3.store;
+  const base = await published(crypto.randomUUID());
+  let res = await post("/v1/load_checkpoint", { model_name: "finite-base", checkpoint_path: base });
+  assert.equal(res.status, 200, res.text);
+  const prefix = base.slice(`s3://${store.bucket}/`.length);
+  const keys = await store.list(prefix);
+  const put = async (files: Map<string, Uint8Array>, from: string[] = []) => {
+    const to = `tenants/${f.tenantA.id}/nonfinite/${crypto.randomUUID()}/`;
+    for (const key of from) {
+      const name = key.slice(prefix.length);
+      if (!files.has(name)) await store.put(to + name, await store.get(key));
+    }
+    for (const [name, bytes] of files) await store.put(to + name, bytes);
+    return `s3://${store.bucket}/${to}`;
+  };
+  // A full model whose second tensor holds a NaN at element 5.
+  const weights = readSafetensors(await store.get(`${prefix}model.safetensors`));
+  const [, [badName, bad]] = [...weights.tensors];
+  bad.data[5] = NaN;
+  const nanModel = await put(
+    new Map([["model.safetensors", writeSafetensors(weights.tensors)]]),
+    keys,
+  );
+  res = await post("/v1/load_checkpoint", { model_name: "nan-model", checkpoint_path: nanModel });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "checkpoint_path");
+  assert.match(
+    res.error.message,
+    new RegExp(
+      `model\\.safetensors as its tensor ${badName} must hold finite numbers: element 5 is NaN`,
+    ),
+  );
+  // Adapters: one holding Infinity, and one of finite factors whose merged product overflows.
+  const config = JSON.parse(
+    new TextDecoder().decode(await store.get(`${prefix}config.json`)),
+  );
+  const c = configFromJson(config);
+  const lora: LoraConfig = { rank: 2, alpha: 4, dropout: 0, target_modules: ["q_proj"] };
+  const specs = loraParameterSpecs(c, lora);
+  const adapter = (fill: number, infinityAt?: number) => {
+    const params = new Map(specs.map((s) => {
+      const data = new Float32Array(s.shape.reduce((a, b) => a * b, 1)).fill(fill);
+      return [s.name, data];
+    }));
+    if (infinityAt !== undefined) params.get(specs[1].name)![infinityAt] = Infinity;
+    return put(saveAdapter(c, lora, params, "finite-base"));
+  };
+  res = await post("/v1/load_lora_adapter", {
+    lora_name: "inf-adapter",
+    lora_path: await adapter(0, 3),
+  });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "lora_path");
+  assert.match(
+    res.error.message,
+    new RegExp(
+      `adapter_model\\.safetensors as its tensor base_model\\.model\\.${
+        specs[1].name.replaceAll(".", "\\.")
+      } must hold finite numbers: element 3 is Infinity`,
+    ),
+  );
+  res = await post("/v1/load_lora_adapter", {
+    lora_name: "overflow-adapter",
+    lora_path: await adapter(1e20),
+  });
+  assert.equal(res.status, 400, res.text);
+  assert.equal(res.error.param, "lora_path");
+  assert.match(res.error.message, /merged onto its base makes .*q_proj.* non-finite/);
+  // Nothing was loaded; the base still answers.
+  const ids = [];
+  for await (const m of client(f.keyA).models.list()) ids.push(m.id);
+  assert.deepEqual(ids.filter((id) => /nan|inf|overflow/.test(id)), []);
+  res = await post("/v1/completions", { model: "finite-base", prompt: [1, 2], max_tokens: 1 });
+  assert.equal(res.status, 200, res.text);
+  assert.equal((await post("/v1/unload_lora_adapter", { lora_name: "finite-base" })).status, 200);
 });
 
 Deno.test("stop the named-model test server and fixture", async () => {

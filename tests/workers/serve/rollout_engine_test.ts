@@ -225,6 +225,10 @@ Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted on
     assert.equal(gone.status, 404);
     assert.match(gone.answer.message, /was evicted and cannot be loaded again/);
     assert.equal(gone.answer.code, "model_not_found");
+    // and every later request says the same
+    const again = await complete("base");
+    assert.equal(again.status, 404);
+    assert.deepEqual(again.answer, gone.answer);
   } finally {
     await policy.release();
     await server.stop();
