@@ -64,14 +64,18 @@ async function follow(
 ): Promise<number> {
   let job = await client.json<Job>(`/v1/jobs/${id}`);
   let shown = "";
-  // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s).
+  // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s), with the
+  // time in the stage counted from its `stage` event (the stream replays it when follow attaches
+  // mid-stage).
   const plain = new PlainProgress();
+  const stageStarts = new Map<string, number>();
   const draw = () => {
     const line = bar(job);
     if (!io.tty) {
       const p = job.progress;
       const key = `${job.status} ${p?.step} ${p?.stage}`;
-      const out = plain.next({ line, key, stage: p?.stage }, Date.now());
+      const stageSinceMs = p?.stage ? stageStarts.get(p.stage) : undefined;
+      const out = plain.next({ line, key, stage: p?.stage, stageSinceMs }, Date.now());
       if (out !== null) io.err(`${out}\n`);
       return;
     }
@@ -88,6 +92,8 @@ async function follow(
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(id)) {
+      const started = stageStart(msg.data);
+      if (started) stageStarts.set(started.stage, started.ms);
       const line = opts.json ? msg.data : eventLine(msg, seenStages);
       if (line !== null) {
         if (io.tty) io.err("\r\x1b[2K");
@@ -103,6 +109,20 @@ async function follow(
   if (io.tty) io.err("\n");
   io.err(`job ${id} ${job.status}${job.error ? `: ${job.error}` : ""}\n`);
   return job.status === "succeeded" ? 0 : 1;
+}
+
+/** A `stage` event's stage and when it started (ms since the epoch); null for other events. */
+function stageStart(data: string): { stage: string; ms: number } | null {
+  try {
+    const event = JSON.parse(data);
+    const ms = Date.parse(event.created_at);
+    const stage = event.data?.stage;
+    return event.type === "stage" && typeof stage === "string" && Number.isFinite(ms)
+      ? { stage, ms }
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

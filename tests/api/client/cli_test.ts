@@ -25,11 +25,15 @@ const env: Record<string, string> = {
 async function run(
   args: string[],
   stdin = "",
+  onOut?: (text: string) => void,
 ): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const io: CliIo = {
-    out: (t) => out += t,
+    out: (t) => {
+      out += t;
+      onOut?.(t);
+    },
     err: (t) => err += t,
     tty: false,
     env: (n) => env[n],
@@ -161,6 +165,40 @@ Deno.test("the CLI follows a job's events until it finishes and exits 0 when it 
     ]);
     assert.match(res.err, /\[#+-*\] 2\/4 {2}\w+ {2}rollout {2}ETA 30s/);
     assert.match(res.err, new RegExp(`job ${id} succeeded`));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's follow attached mid-stage counts the time in the stage from its stage event, and shows the SFT counter", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await appendEvent(fx.db, fenceOf(job), "stage", { stage: "warmup_policy" });
+    // The stage started 70 s before follow attaches.
+    await fx.db.query(
+      "update job_events set created_at = now() - interval '70 seconds' where job_id = $1 and type = 'stage'",
+      [id],
+    );
+    await setProgress(fx.db, fenceOf(job), {
+      stage: "warmup_policy",
+      step: 0,
+      totalSteps: 10,
+      done: 36,
+      total: 1120,
+    });
+    // The job ends once follow has printed the stage, so the stage event has been read.
+    const { promise: stageShown, resolve } = Promise.withResolvers<void>();
+    const following = run(["follow", id], "", (text) => {
+      if (text.includes("stage: warmup_policy")) resolve();
+    });
+    await stageShown;
+    await succeedJob(fx.db, fenceOf(job));
+    const res = await following;
+    assert.equal(res.code, 0, res.err);
+    assert.match(res.err, /warmup_policy {2}SFT step 36\/1120 {2}\(1m[1-3]\ds in warmup_policy\)/);
+    const status = await run(["status", id]);
+    assert.match(status.out, /^progress .*warmup_policy {2}SFT step 36\/1120/m);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
