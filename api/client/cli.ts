@@ -12,14 +12,22 @@
  *   delete ID                                         a final job with its checkpoints and logs
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
- *   metrics ID [--csv]
+ *   metrics ID [--json | --csv]                       each metric's latest value, a table with
+ *                                                     a header row; --json/--csv every step
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { PlainProgress } from "./progress.ts";
-import { bar, describe, type Job, listTable } from "./cli_format.ts";
+import {
+  bar,
+  describe,
+  type Job,
+  listTable,
+  type MetricsPage,
+  metricsTable,
+} from "./cli_format.ts";
 import { eventLine } from "./events.ts";
 import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
@@ -35,7 +43,7 @@ const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command
   delete ID
   download ID [--step N] [--out DIR]
   skills ID [--step N] [--out FILE]
-  metrics ID [--csv]
+  metrics ID [--json | --csv]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY (deno task demo prints both)
@@ -301,7 +309,17 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return await modelsCommand(client, { sub: arg, arg: positionals[2], options: values }, io);
     case "metrics": {
       const res = await client.fetch(`${jobPath}/metrics${values.csv ? "?format=csv" : ""}`);
-      io.out(await res.text() + (values.csv ? "" : "\n"));
+      if (values.csv || values.json) {
+        io.out(await res.text() + (values.csv ? "" : "\n"));
+        return 0;
+      }
+      const page = await res.json() as MetricsPage;
+      const text = metricsTable(page);
+      if (text === "") io.err("no metrics yet\n");
+      else {
+        io.out(text);
+        io.err(`(latest value of each; every step: --json or --csv)\n`);
+      }
       return 0;
     }
     case "secrets":

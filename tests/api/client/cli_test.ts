@@ -255,6 +255,23 @@ Deno.test("the CLI's status shows the key metrics rounded, one a line, and --jso
     assert.deepEqual(JSON.parse(json.out).latest_metrics, values);
     const list = await run(["list", "--limit", "1"]);
     assert.match(list.out.split("\n")[1], / +running +- +.* +success_rate 38%$/);
+    await recordMetrics(fx.db, fenceOf(job), 4, { loss: 0.5 });
+    const table = await run(["metrics", id]);
+    assert.equal(table.code, 0, table.err);
+    assert.deepEqual(table.out.split("\n"), [
+      "METRIC                       STEP  VALUE",
+      "eval/test_seen/success_rate  3     0.25",
+      "kl                           3     0.0123",
+      "loss                         4     0.5",
+      "seconds_rollout              3     41.1",
+      "skill_library_size           3     12",
+      "success_rate                 3     0.375",
+      "warmup_policy_first_loss     3     7.11",
+      "",
+    ]);
+    const raw = JSON.parse((await run(["metrics", id, "--json"])).out);
+    assert.deepEqual(raw.points.map((p: { step: number }) => p.step), [3, 4]);
+    assert.deepEqual(raw.points[0].values, values);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
