@@ -267,6 +267,12 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return 0;
     }
     case "list": {
+      if (values.name !== undefined && values["name-prefix"] !== undefined) {
+        io.err(
+          `Cannot list jobs as --name and --name-prefix exclude each other: give one of them\n${USAGE}\n`,
+        );
+        return 2;
+      }
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
       if (values.limit) q.set("limit", values.limit);

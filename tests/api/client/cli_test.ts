@@ -277,6 +277,13 @@ Deno.test("the CLI's status shows the key metrics rounded, one a line, and --jso
   }
 });
 
+Deno.test("the CLI's list refuses --name with --name-prefix as a usage error", async () => {
+  const res = await run(["list", "--name", "foo", "--name-prefix", "f"]);
+  assert.equal(res.code, 2);
+  assert.equal(res.out, "");
+  assert.match(res.err, /^Cannot list jobs as --name and --name-prefix exclude each other/);
+});
+
 Deno.test("the CLI's list pages with the cursor it prints", async () => {
   const dir = await Deno.makeTempDir();
   try {
