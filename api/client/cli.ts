@@ -283,7 +283,10 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       }
       const cursor = values.cursor ?? values.after;
       if (cursor) q.set("cursor", cursor);
-      const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(`/v1/jobs?${q}`);
+      const query = q.size > 0 ? `?${q}` : "";
+      const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(
+        `/v1/jobs${query}`,
+      );
       if (values.json) io.out(JSON.stringify(page, null, 2) + "\n");
       else if (page.jobs.length > 0) io.out(listTable(page.jobs));
       else io.err("no jobs\n");

@@ -319,7 +319,7 @@ Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from, a re
     }).output();
     assert.equal(child.code, 1);
     const err = new TextDecoder().decode(child.stderr);
-    assert.match(err, /HTTP 401/);
+    assert.match(err, /^seed: GET \/v1\/jobs failed with HTTP 401/);
     assert.match(
       err,
       key ? /the key in SEED_API_KEY is not one this API knows/ : /SEED_API_KEY is not set/,
