@@ -277,6 +277,27 @@ Deno.test("the CLI's status shows the key metrics rounded, one a line, and --jso
   }
 });
 
+Deno.test("the CLI's 409 for deleting a queued job names seed cancel and the cancel route without nested brackets", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+    const error = await run(["delete", id]).catch((e) => e);
+    const message = String(error.message);
+    assert.match(message, /HTTP 409/);
+    assert.ok(
+      message.endsWith(
+        `it is queued; cancel it first with \`seed cancel ${id}\` or \`POST /v1/jobs/${id}/cancel\``,
+      ),
+      message,
+    );
+    assert.doesNotMatch(message, /\([^)]*\(/);
+    await run(["cancel", id]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI's list refuses --name with --name-prefix as a usage error", async () => {
   const res = await run(["list", "--name", "foo", "--name-prefix", "f"]);
   assert.equal(res.code, 2);
