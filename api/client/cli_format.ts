@@ -77,7 +77,8 @@ export function describe(job: Job): string {
     lines.push(`metadata  ${labels.map(([k, v]) => `${k}=${v}`).join(", ")}`);
   }
   lines.push(
-    `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
+    // `attempt` counts from 0 (the run in progress, or next for a queued job).
+    `status    ${job.status} (run ${job.attempt + 1} of at most ${job.max_attempts})`,
     `method    ${job.method}`,
   );
   if (job.spec?.model?.base) lines.push(`model     ${job.spec.model.base}`);

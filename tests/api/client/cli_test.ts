@@ -63,7 +63,7 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
     assert.match(id, /^[0-9a-f-]{36}$/);
     const status = await run(["status", id]);
     assert.match(status.out, new RegExp(`job +${id}`));
-    assert.match(status.out, /status +queued \(attempt 0; at most 3 runs\)/);
+    assert.match(status.out, /^status +queued \(run 1 of at most 3\)$/m);
     const list = await run(["list", "--status", "queued"]);
     const [header, row] = list.out.split("\n");
     assert.match(header, /^ID +NAME +MODEL +METHOD +STATUS +STEP +CREATED \(UTC\) +RESULT$/);
