@@ -89,11 +89,12 @@ export class ConflictError extends ProblemError {
 }
 
 /**
- * How to stop an active job, for a 409 it causes: "cancel it first (`seed cancel ID`, or
- * `POST /v1/jobs/ID/cancel`)" — the command and the route, so the message alone says what to do.
+ * How to stop an active job, for a 409 it causes: "cancel it first with `seed cancel ID` or
+ * `POST /v1/jobs/ID/cancel`" — the command and the route, so the message alone says what to do.
+ * No brackets, so a message may put it inside its own.
  */
 export function cancelHint(jobId: string): string {
-  return `cancel it first (\`seed cancel ${jobId}\`, or POST /v1/jobs/${jobId}/cancel)`;
+  return `cancel it first with \`seed cancel ${jobId}\` or \`POST /v1/jobs/${jobId}/cancel\``;
 }
 
 /** 405: a known path asked with a method it does not serve; `allow` lists the ones it does. */

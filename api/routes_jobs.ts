@@ -222,14 +222,14 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     if ("reason" in marked) {
       throw new ConflictError(
         marked.reason === "not_final"
-          ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status} ${
+          ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status}; ${
             marked.status === "cancelling"
-              ? "(it is being cancelled; retry when it is cancelled)"
-              : `(${cancelHint(jobId)})`
+              ? "it is being cancelled: retry when it is cancelled"
+              : cancelHint(jobId)
           }`
           : `Cannot delete job ${jobId} as no queued, running or cancelling job may train from it: job ${
             marked.usedBy[0]
-          } uses it as model.base (directly or through a job: continuation); wait for it to end or ${
+          } uses it as model.base (directly or through a job: continuation); wait for it to end, or ${
             cancelHint(marked.usedBy[0])
           }`,
       );

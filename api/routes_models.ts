@@ -171,7 +171,7 @@ export function modelRoutes(options: AppOptions): Hono<AuthEnv> {
       throw new ConflictError(
         `Cannot delete model ${id} as no queued, running or cancelling job may use it: job ${
           result.usedBy[0]
-        } uses it as model.base (directly or through a job: continuation); wait for it to end or ${
+        } uses it as model.base (directly or through a job: continuation); wait for it to end, or ${
           cancelHint(result.usedBy[0])
         }`,
       );

@@ -84,7 +84,7 @@ export function secretRoutes(options: AppOptions): Hono<AuthEnv> {
       throw new ConflictError(
         `Cannot delete secret ${name} as no queued or running job may use it: job ${
           result.usedBy[0]
-        } names it as warmup.analyzer.annotator.credential_secret or a rollout.engine endpoint's api_key_secret; wait for it to end or ${
+        } names it as warmup.analyzer.annotator.credential_secret or a rollout.engine endpoint's api_key_secret; wait for it to end, or ${
           cancelHint(result.usedBy[0])
         }`,
       );

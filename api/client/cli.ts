@@ -12,14 +12,22 @@
  *   delete ID                                         a final job with its checkpoints and logs
  *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
  *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
- *   metrics ID [--csv]
+ *   metrics ID [--json | --csv]                       each metric's latest value, a table with
+ *                                                     a header row; --json/--csv every step
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { PlainProgress } from "./progress.ts";
-import { bar, describe, type Job, listTable } from "./cli_format.ts";
+import {
+  bar,
+  describe,
+  type Job,
+  listTable,
+  type MetricsPage,
+  metricsTable,
+} from "./cli_format.ts";
 import { eventLine } from "./events.ts";
 import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
@@ -35,7 +43,7 @@ const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command
   delete ID
   download ID [--step N] [--out DIR]
   skills ID [--step N] [--out FILE]
-  metrics ID [--csv]
+  metrics ID [--json | --csv]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY (deno task demo prints both)
@@ -64,14 +72,18 @@ async function follow(
 ): Promise<number> {
   let job = await client.json<Job>(`/v1/jobs/${id}`);
   let shown = "";
-  // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s).
+  // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s), with the
+  // time in the stage counted from its `stage` event (the stream replays it when follow attaches
+  // mid-stage).
   const plain = new PlainProgress();
+  const stageStarts = new Map<string, number>();
   const draw = () => {
     const line = bar(job);
     if (!io.tty) {
       const p = job.progress;
       const key = `${job.status} ${p?.step} ${p?.stage}`;
-      const out = plain.next({ line, key, stage: p?.stage }, Date.now());
+      const stageSinceMs = p?.stage ? stageStarts.get(p.stage) : undefined;
+      const out = plain.next({ line, key, stage: p?.stage, stageSinceMs }, Date.now());
       if (out !== null) io.err(`${out}\n`);
       return;
     }
@@ -88,6 +100,8 @@ async function follow(
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(id)) {
+      const started = stageStart(msg.data);
+      if (started) stageStarts.set(started.stage, started.ms);
       const line = opts.json ? msg.data : eventLine(msg, seenStages);
       if (line !== null) {
         if (io.tty) io.err("\r\x1b[2K");
@@ -103,6 +117,20 @@ async function follow(
   if (io.tty) io.err("\n");
   io.err(`job ${id} ${job.status}${job.error ? `: ${job.error}` : ""}\n`);
   return job.status === "succeeded" ? 0 : 1;
+}
+
+/** A `stage` event's stage and when it started (ms since the epoch); null for other events. */
+function stageStart(data: string): { stage: string; ms: number } | null {
+  try {
+    const event = JSON.parse(data);
+    const ms = Date.parse(event.created_at);
+    const stage = event.data?.stage;
+    return event.type === "stage" && typeof stage === "string" && Number.isFinite(ms)
+      ? { stage, ms }
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -239,6 +267,12 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return 0;
     }
     case "list": {
+      if (values.name !== undefined && values["name-prefix"] !== undefined) {
+        io.err(
+          `Cannot list jobs as --name and --name-prefix exclude each other: give one of them\n${USAGE}\n`,
+        );
+        return 2;
+      }
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
       if (values.limit) q.set("limit", values.limit);
@@ -249,7 +283,10 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       }
       const cursor = values.cursor ?? values.after;
       if (cursor) q.set("cursor", cursor);
-      const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(`/v1/jobs?${q}`);
+      const query = q.size > 0 ? `?${q}` : "";
+      const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(
+        `/v1/jobs${query}`,
+      );
       if (values.json) io.out(JSON.stringify(page, null, 2) + "\n");
       else if (page.jobs.length > 0) io.out(listTable(page.jobs));
       else io.err("no jobs\n");
@@ -281,7 +318,17 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return await modelsCommand(client, { sub: arg, arg: positionals[2], options: values }, io);
     case "metrics": {
       const res = await client.fetch(`${jobPath}/metrics${values.csv ? "?format=csv" : ""}`);
-      io.out(await res.text() + (values.csv ? "" : "\n"));
+      if (values.csv || values.json) {
+        io.out(await res.text() + (values.csv ? "" : "\n"));
+        return 0;
+      }
+      const page = await res.json() as MetricsPage;
+      const text = metricsTable(page);
+      if (text === "") io.err("no metrics yet\n");
+      else {
+        io.out(text);
+        io.err(`(latest value of each; every step: --json or --csv)\n`);
+      }
       return 0;
     }
     case "secrets":

@@ -77,7 +77,8 @@ export function describe(job: Job): string {
     lines.push(`metadata  ${labels.map(([k, v]) => `${k}=${v}`).join(", ")}`);
   }
   lines.push(
-    `status    ${job.status} (attempt ${job.attempt}; at most ${job.max_attempts} runs)`,
+    // `attempt` counts from 0 (the run in progress, or next for a queued job).
+    `status    ${job.status} (run ${job.attempt + 1} of at most ${job.max_attempts})`,
     `method    ${job.method}`,
   );
   if (job.spec?.model?.base) lines.push(`model     ${job.spec.model.base}`);
@@ -139,8 +140,35 @@ export function listTable(jobs: Job[]): string {
   return table(rows);
 }
 
+/** `GET /v1/jobs/{id}/metrics` as it answers (the fields the CLI reads). */
+export type MetricsPage = {
+  names: string[];
+  points: { step: number; values: Record<string, number> }[];
+};
+
+/**
+ * `metrics`'s table: a header row, then each metric's latest value (from the last step that
+ * recorded it) one a line, by name, rounded as `status` rounds ({@link formatMetric}); "" when the
+ * job has recorded none.
+ */
+export function metricsTable(page: MetricsPage): string {
+  const latest = new Map<string, [number, number]>();
+  for (const p of page.points) {
+    for (const [name, value] of Object.entries(p.values)) {
+      if (name !== "step") latest.set(name, [p.step, value]); // the STEP column says it
+    }
+  }
+  if (latest.size === 0) return "";
+  const rows = [["METRIC", "STEP", "VALUE"]];
+  for (const name of [...latest.keys()].sort()) {
+    const [step, value] = latest.get(name)!;
+    rows.push([name, String(step), formatMetric(value)]);
+  }
+  return table(rows);
+}
+
 /** Rows as columns padded to their widest cell (the last column unpadded). */
-function table(rows: string[][]): string {
+export function table(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return rows.map((r) =>
     r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]))).join("  ").trimEnd()

@@ -3,12 +3,13 @@
  * (api/README.md, "Bring your own model").
  *
  *   models upload DIR [--name N] [--idempotency-key K] [--json]   prints the model id
- *   models list [--json]                                          newest first
+ *   models list [--json]                                          newest first, a header row
  *   models get ID [--json]                                        architecture, size, files
  *   models delete ID                                              refused while a job uses it
  */
 import type { CliIo } from "./cli_io.ts";
 import type { ModelInfo, SeedClient } from "./client.ts";
+import { table } from "./cli_format.ts";
 import { folderTar, listModelFolder } from "./model_folder.ts";
 import { formatBytes, PlainProgress, renderBar } from "./progress.ts";
 
@@ -38,7 +39,8 @@ export async function modelsCommand(
   if (sub === "list") {
     const models = await client.listModels();
     if (options.json) io.out(JSON.stringify(models, null, 2) + "\n");
-    else for (const m of models) io.out(row(m));
+    else if (models.length > 0) io.out(modelsTable(models));
+    else io.err("no models\n");
     return 0;
   }
   if (!arg || !["upload", "get", "delete"].includes(sub ?? "")) {
@@ -56,11 +58,24 @@ export async function modelsCommand(
   return 0;
 }
 
-/** One line of `models list`: id, name, architecture, parameters, size, created. */
-function row(m: ModelInfo): string {
-  return `${m.id}\t${m.name ?? "-"}\t${m.architecture}\t${m.parameter_count}\t${
-    formatBytes(m.bytes)
-  }\t${m.created_at}\n`;
+/**
+ * `models list`'s table as `seed list` prints jobs: a header row, then one model a line (id, name
+ * or `-`, architecture, parameters with thousands separators, size, created as
+ * `YYYY-MM-DD HH:MM:SS` UTC).
+ */
+function modelsTable(models: ModelInfo[]): string {
+  const rows = [["ID", "NAME", "ARCHITECTURE", "PARAMETERS", "SIZE", "CREATED (UTC)"]];
+  for (const m of models) {
+    rows.push([
+      m.id,
+      m.name ?? "-",
+      m.architecture,
+      m.parameter_count.toLocaleString("en-US"),
+      formatBytes(m.bytes),
+      m.created_at.slice(0, 19).replace("T", " "),
+    ]);
+  }
+  return table(rows);
 }
 
 function describe(m: ModelInfo): string {

@@ -84,6 +84,11 @@ export interface PlainTick {
   key: string;
   /** The current stage, for the time spent in it. */
   stage?: string;
+  /**
+   * When the current stage started (ms since the epoch), as the server recorded it (the stage
+   * event's `created_at`); without it the time counts from when this progress first saw the stage.
+   */
+  stageSinceMs?: number;
 }
 
 /**
@@ -107,6 +112,7 @@ export class PlainProgress {
       this.#stage = tick.stage;
       this.#stageSinceMs = nowMs;
     }
+    if (tick.stageSinceMs !== undefined) this.#stageSinceMs = Math.min(tick.stageSinceMs, nowMs);
     if (tick.key === this.#key && nowMs - this.#shownAtMs < this.everyMs) return null;
     this.#key = tick.key;
     this.#shownAtMs = nowMs;

@@ -158,7 +158,7 @@ Deno.test("DELETE is a 409 while a job is queued, running or cancelling, and a 4
     assert.match(res.body.detail, new RegExp(`must be final .*: it is ${status}`));
     assert.ok(
       res.body.detail.includes(
-        `cancel it first (\`seed cancel ${id}\`, or POST /v1/jobs/${id}/cancel)`,
+        `it is ${status}; cancel it first with \`seed cancel ${id}\` or \`POST /v1/jobs/${id}/cancel\``,
       ),
       res.body.detail,
     );
@@ -166,7 +166,7 @@ Deno.test("DELETE is a 409 while a job is queued, running or cancelling, and a 4
   await cancelJob(fx.db, { tenantId: fx.tenantA.id, jobId: running.id });
   const cancelling = await call("DELETE", `/v1/jobs/${running.id}`);
   assert.equal(cancelling.status, 409);
-  assert.match(cancelling.body.detail, /it is cancelling \(it is being cancelled; retry when/);
+  assert.match(cancelling.body.detail, /it is cancelling; it is being cancelled: retry when/);
   assert.doesNotMatch(cancelling.body.detail, /cancel it first/);
   assert.equal((await call("GET", `/v1/jobs/${running.id}`)).body.status, "cancelling");
 

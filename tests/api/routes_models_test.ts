@@ -672,7 +672,9 @@ Deno.test("a job names an uploaded model as model:<id>; the model cannot be dele
   const detail = (await refused.json()).detail;
   assert.match(detail, new RegExp(job.id));
   assert.ok(
-    detail.includes(`seed cancel ${job.id}\`, or POST /v1/jobs/${job.id}/cancel`),
+    detail.includes(
+      `wait for it to end, or cancel it first with \`seed cancel ${job.id}\` or \`POST /v1/jobs/${job.id}/cancel\``,
+    ),
     detail,
   );
   assert.equal(

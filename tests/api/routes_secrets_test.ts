@@ -163,7 +163,10 @@ Deno.test("a secret in use is kept; deleted, it is gone and new jobs naming it a
   assert.equal(busy.status, 409);
   const detail = (await busy.json()).detail;
   assert.match(detail, /credential_secret/);
-  assert.match(detail, /wait for it to end or cancel it first \(`seed cancel [0-9a-f-]{36}`/);
+  assert.match(
+    detail,
+    /wait for it to end, or cancel it first with `seed cancel [0-9a-f-]{36}` or `POST /,
+  );
   const queued = await fx.db.query<{ id: string }>(
     "select id from jobs where tenant_id = $1::uuid and status = 'queued'",
     [fx.tenantA.id],

@@ -173,9 +173,16 @@ Deno.test("the CLI uploads a model folder with progress, lists, shows, re-sends 
       new RegExp(`  ${sha256(files.get("config.json")!)}  \\d+\\tconfig\\.json`),
     );
     const list = await run(["models", "list"]);
+    const [header, row] = list.out.split("\n");
+    assert.match(header, /^ID +NAME +ARCHITECTURE +PARAMETERS +SIZE +CREATED \(UTC\)$/);
+    const count = model.parameter_count.toLocaleString("en-US");
+    assert.ok(count.includes(","), count);
     assert.match(
-      list.out,
-      new RegExp(`^${id}\\tsmall\\tQwen3ForCausalLM\\t${model.parameter_count}\\t`, "m"),
+      row,
+      new RegExp(
+        `^${id} +small +Qwen3ForCausalLM +${count} +${formatBytes(model.bytes)} +` +
+          `\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d$`,
+      ),
     );
 
     const objects = await fx.store.list(`tenants/${fx.tenantA.id}/models/`);
@@ -200,6 +207,10 @@ Deno.test("the CLI uploads a model folder with progress, lists, shows, re-sends 
       /GET \/v1\/models\/[0-9a-f-]+ failed with HTTP 404/,
     );
     assert.deepEqual(await fx.store.list(`tenants/${fx.tenantA.id}/models/${id}/`), []);
+    const empty = await run(["models", "list"]);
+    assert.equal(empty.code, 0);
+    assert.equal(empty.out, "");
+    assert.equal(empty.err, "no models\n");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -25,11 +25,15 @@ const env: Record<string, string> = {
 async function run(
   args: string[],
   stdin = "",
+  onOut?: (text: string) => void,
 ): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const io: CliIo = {
-    out: (t) => out += t,
+    out: (t) => {
+      out += t;
+      onOut?.(t);
+    },
     err: (t) => err += t,
     tty: false,
     env: (n) => env[n],
@@ -59,7 +63,7 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
     assert.match(id, /^[0-9a-f-]{36}$/);
     const status = await run(["status", id]);
     assert.match(status.out, new RegExp(`job +${id}`));
-    assert.match(status.out, /status +queued \(attempt 0; at most 3 runs\)/);
+    assert.match(status.out, /^status +queued \(run 1 of at most 3\)$/m);
     const list = await run(["list", "--status", "queued"]);
     const [header, row] = list.out.split("\n");
     assert.match(header, /^ID +NAME +MODEL +METHOD +STATUS +STEP +CREATED \(UTC\) +RESULT$/);
@@ -166,6 +170,40 @@ Deno.test("the CLI follows a job's events until it finishes and exits 0 when it 
   }
 });
 
+Deno.test("the CLI's follow attached mid-stage counts the time in the stage from its stage event, and shows the SFT counter", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await appendEvent(fx.db, fenceOf(job), "stage", { stage: "warmup_policy" });
+    // The stage started 70 s before follow attaches.
+    await fx.db.query(
+      "update job_events set created_at = now() - interval '70 seconds' where job_id = $1 and type = 'stage'",
+      [id],
+    );
+    await setProgress(fx.db, fenceOf(job), {
+      stage: "warmup_policy",
+      step: 0,
+      totalSteps: 10,
+      done: 36,
+      total: 1120,
+    });
+    // The job ends once follow has printed the stage, so the stage event has been read.
+    const { promise: stageShown, resolve } = Promise.withResolvers<void>();
+    const following = run(["follow", id], "", (text) => {
+      if (text.includes("stage: warmup_policy")) resolve();
+    });
+    await stageShown;
+    await succeedJob(fx.db, fenceOf(job));
+    const res = await following;
+    assert.equal(res.code, 0, res.err);
+    assert.match(res.err, /warmup_policy {2}SFT step 36\/1120 {2}\(1m[1-3]\ds in warmup_policy\)/);
+    const status = await run(["status", id]);
+    assert.match(status.out, /^progress .*warmup_policy {2}SFT step 36\/1120/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI follows with --json as one raw event object a line", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -217,9 +255,54 @@ Deno.test("the CLI's status shows the key metrics rounded, one a line, and --jso
     assert.deepEqual(JSON.parse(json.out).latest_metrics, values);
     const list = await run(["list", "--limit", "1"]);
     assert.match(list.out.split("\n")[1], / +running +- +.* +success_rate 38%$/);
+    await recordMetrics(fx.db, fenceOf(job), 4, { loss: 0.5 });
+    const table = await run(["metrics", id]);
+    assert.equal(table.code, 0, table.err);
+    assert.deepEqual(table.out.split("\n"), [
+      "METRIC                       STEP  VALUE",
+      "eval/test_seen/success_rate  3     0.25",
+      "kl                           3     0.0123",
+      "loss                         4     0.5",
+      "seconds_rollout              3     41.1",
+      "skill_library_size           3     12",
+      "success_rate                 3     0.375",
+      "warmup_policy_first_loss     3     7.11",
+      "",
+    ]);
+    const raw = JSON.parse((await run(["metrics", id, "--json"])).out);
+    assert.deepEqual(raw.points.map((p: { step: number }) => p.step), [3, 4]);
+    assert.deepEqual(raw.points[0].values, values);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the CLI's 409 for deleting a queued job names seed cancel and the cancel route without nested brackets", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const id = (await run(["submit", `${dir}/spec.json`])).out.trim();
+    const error = await run(["delete", id]).catch((e) => e);
+    const message = String(error.message);
+    assert.match(message, /HTTP 409/);
+    assert.ok(
+      message.endsWith(
+        `it is queued; cancel it first with \`seed cancel ${id}\` or \`POST /v1/jobs/${id}/cancel\``,
+      ),
+      message,
+    );
+    assert.doesNotMatch(message, /\([^)]*\(/);
+    await run(["cancel", id]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's list refuses --name with --name-prefix as a usage error", async () => {
+  const res = await run(["list", "--name", "foo", "--name-prefix", "f"]);
+  assert.equal(res.code, 2);
+  assert.equal(res.out, "");
+  assert.match(res.err, /^Cannot list jobs as --name and --name-prefix exclude each other/);
 });
 
 Deno.test("the CLI's list pages with the cursor it prints", async () => {
@@ -257,7 +340,7 @@ Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from, a re
     }).output();
     assert.equal(child.code, 1);
     const err = new TextDecoder().decode(child.stderr);
-    assert.match(err, /HTTP 401/);
+    assert.match(err, /^seed: GET \/v1\/jobs failed with HTTP 401/);
     assert.match(
       err,
       key ? /the key in SEED_API_KEY is not one this API knows/ : /SEED_API_KEY is not set/,
