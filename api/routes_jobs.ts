@@ -224,7 +224,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
         marked.reason === "not_final"
           ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status}; ${
             marked.status === "cancelling"
-              ? "it is being cancelled: retry when it is cancelled"
+              ? "retry once it is cancelled"
               : cancelHint(jobId)
           }`
           : `Cannot delete job ${jobId} as no queued, running or cancelling job may train from it: job ${

@@ -166,7 +166,7 @@ Deno.test("DELETE is a 409 while a job is queued, running or cancelling, and a 4
   await cancelJob(fx.db, { tenantId: fx.tenantA.id, jobId: running.id });
   const cancelling = await call("DELETE", `/v1/jobs/${running.id}`);
   assert.equal(cancelling.status, 409);
-  assert.match(cancelling.body.detail, /it is cancelling; it is being cancelled: retry when/);
+  assert.match(cancelling.body.detail, /it is cancelling; retry once it is cancelled/);
   assert.doesNotMatch(cancelling.body.detail, /cancel it first/);
   assert.equal((await call("GET", `/v1/jobs/${running.id}`)).body.status, "cancelling");
 
