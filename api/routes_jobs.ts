@@ -223,9 +223,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
       throw new ConflictError(
         marked.reason === "not_final"
           ? `Cannot delete job ${jobId} as it must be final (succeeded, failed or cancelled): it is ${marked.status}; ${
-            marked.status === "cancelling"
-              ? "retry once it is cancelled"
-              : cancelHint(jobId)
+            marked.status === "cancelling" ? "retry once it is cancelled" : cancelHint(jobId)
           }`
           : `Cannot delete job ${jobId} as no queued, running or cancelling job may train from it: job ${
             marked.usedBy[0]
