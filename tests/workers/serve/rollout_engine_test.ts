@@ -132,7 +132,11 @@ Deno.test("the server loads policies by name and answers token-id prompts with t
   }
 });
 
-Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted one loads again on its next request", async () => {
+/**
+ * A server keeping two named models, the tiny policy and an upload target of a fresh job id in
+ * tenant A, and `post` as tenant A; `close` stops and releases them all.
+ */
+async function twoSlotServer() {
   const f = await startServeFixture();
   const server = startServer({
     db: f.db,
@@ -142,22 +146,11 @@ Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted on
     SERVE_MAX_NAMED_MODELS: 2,
   });
   const { model, policy } = await tinySokobanPolicy();
-  const adapter = initLoraParameters(model.config, LORA, 7);
-  for (const [name, t] of adapter) {
-    if (name.includes("lora_B")) t.forEach((_, i) => t[i] = 0.05 * Math.sin(i + 1));
-  }
   const upload = storeUpload(f.s3.store, {
     tenantId: f.tenantA.id,
     jobId: crypto.randomUUID(),
     attempt: 1,
   });
-  const full = await policyPublisher({ upload, model })(0);
-  const lora = await policyPublisher({
-    upload,
-    model: { ...model, parameters: new Map([...model.parameters, ...adapter]) },
-    lora: { config: LORA, baseModel: "builtin:tiny" },
-  })(1);
-  assert.equal(lora.kind, "lora");
   const url = `http://127.0.0.1:${server.port}`;
   const post = (path: string, body: unknown) =>
     fetch(url + path, {
@@ -165,6 +158,27 @@ Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted on
       headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
+  const close = async () => {
+    await policy.release();
+    await server.stop();
+    await f.close();
+  };
+  return { f, model, upload, post, close };
+}
+
+Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted one loads again on its next request", async () => {
+  const { f, model, upload, post, close } = await twoSlotServer();
+  const adapter = initLoraParameters(model.config, LORA, 7);
+  for (const [name, t] of adapter) {
+    if (name.includes("lora_B")) t.forEach((_, i) => t[i] = 0.05 * Math.sin(i + 1));
+  }
+  const full = await policyPublisher({ upload, model })(0);
+  const lora = await policyPublisher({
+    upload,
+    model: { ...model, parameters: new Map([...model.parameters, ...adapter]) },
+    lora: { config: LORA, baseModel: "builtin:tiny" },
+  })(1);
+  assert.equal(lora.kind, "lora");
   /** A seeded completion on `name`: its status and (on 200) its token ids and log-probs. */
   const complete = async (name: string) => {
     const res = await post("/v1/completions", {
@@ -230,35 +244,13 @@ Deno.test("named models are bounded by SERVE_MAX_NAMED_MODELS, and an evicted on
     assert.equal(again.status, 404);
     assert.deepEqual(again.answer, gone.answer);
   } finally {
-    await policy.release();
-    await server.stop();
-    await f.close();
+    await close();
   }
 });
 
 Deno.test("under eviction pressure every request for a loaded or evicted name is answered, never a 404", async () => {
-  const f = await startServeFixture();
-  const server = startServer({
-    db: f.db,
-    store: f.s3.store,
-    SERVE_PORT: 0,
-    authCacheMs: 0,
-    SERVE_MAX_NAMED_MODELS: 2,
-  });
-  const { model, policy } = await tinySokobanPolicy();
-  const upload = storeUpload(f.s3.store, {
-    tenantId: f.tenantA.id,
-    jobId: crypto.randomUUID(),
-    attempt: 1,
-  });
+  const { model, upload, post, close } = await twoSlotServer();
   const full = await policyPublisher({ upload, model })(0);
-  const url = `http://127.0.0.1:${server.port}`;
-  const post = (path: string, body: unknown) =>
-    fetch(url + path, {
-      method: "POST",
-      headers: { authorization: `Bearer ${f.keyA}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
   try {
     const names = ["n0", "n1", "n2", "n3", "n4", "n5"];
     for (const name of names) {
@@ -284,9 +276,7 @@ Deno.test("under eviction pressure every request for a loaded or evicted name is
       assert.deepEqual(answers, [...names, ...names, ...names].map((n) => `200 ${n}`));
     }
   } finally {
-    await policy.release();
-    await server.stop();
-    await f.close();
+    await close();
   }
 });
 
