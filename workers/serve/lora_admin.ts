@@ -149,10 +149,9 @@ interface Entry {
   tenantId: string;
   name: string;
   model: ServedModel;
-  /** What its weights came from (an adapter: its own folder's and its base's). */
-  origins: Origin[];
   /** Full weights (null for a merged adapter: an adapter applies to a full model only). */
   hf: HfModel | null;
+  /** How it was loaded: its folders, their jobs and models (`origins`), when. */
   recipe: Recipe;
   holders: number;
   unloaded: boolean;
@@ -378,7 +377,7 @@ export class NamedModels {
       );
     }
     const hf = mergedAdapter(base.hf, config, weights);
-    const origins = [...await this.#origins(tenantId, at), ...base.origins];
+    const origins = [...await this.#origins(tenantId, at), ...base.recipe.origins];
     const recipe: Recipe = {
       kind: "adapter",
       at,
@@ -516,7 +515,7 @@ export class NamedModels {
 
   /** Unloads `entry` when one of its origins is gone (being deleted counts); that origin. */
   async #unloadIfOrphaned(entry: Entry): Promise<Origin | undefined> {
-    for (const o of entry.origins) {
+    for (const o of entry.recipe.origins) {
       if (await this.#exists(entry.tenantId, o)) continue;
       if (this.#tenants.get(entry.tenantId)?.get(entry.name) === entry) {
         this.unload(entry.tenantId, entry.name);
@@ -573,7 +572,6 @@ export class NamedModels {
       tenantId,
       name: modelName,
       model,
-      origins: recipe.origins,
       hf,
       recipe,
       holders,
