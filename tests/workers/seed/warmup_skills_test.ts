@@ -158,19 +158,19 @@ Deno.test("household skill-conditioned demonstrations go straight to the recepta
     historyLength: 0,
     seed: 3,
   };
-  // The one task: "clean some soapbar and put it in toilet", the soapbar in drawer 1
-  // (tests/workers/envs/household_test.ts); the searching expert needs 12 actions, the one that
-  // knows where the soapbar is 7.
+  // The one task: "clean some soapbar and put it in toilet", the soapbar in sinkbasin 1
+  // (tests/workers/envs/household_test.ts); the searching expert needs 14 actions, the one that
+  // knows where the soapbar is 5.
   const demos = await expertSamples(text, { ...options, skillShare: 1 });
   assert.equal(demos.won, 1);
-  assert.equal(demos.ordinary.length, 12);
-  assert.equal(demos.samples.length, 7);
-  assert.equal(demos.skilled, 7);
+  assert.equal(demos.ordinary.length, 14);
+  assert.equal(demos.samples.length, 5);
+  assert.equal(demos.skilled, 5);
   const decode = (ids: number[]) => text.tokenizer.decode(ids);
-  assert.equal(decode(demos.samples[0].response), "<action>go to drawer 1</action>");
+  assert.equal(decode(demos.samples[0].response), "<action>go to sinkbasin 1</action>");
   assert.equal(decode(demos.ordinary[0].response), "<action>go to cabinet 1</action>");
   const first = decode(demos.samples[0].prompt);
-  assert.ok(first.includes("never found a soapbar, which was in soapbar 1 in drawer 1"), first);
+  assert.ok(first.includes("never found a soapbar, which was in soapbar 1 in sinkbasin 1"), first);
   assert.ok(!decode(demos.ordinary[0].prompt).includes(SKILL_HEADING));
   // The same task without skills: the ordinary demonstrations only.
   const plain = await expertSamples(text, options);

@@ -3,7 +3,8 @@
  * and Embodied Environments for Interactive Learning"), compact enough for a tiny policy.
  *
  * A room (kitchen, bathroom, bedroom or living room) has 6–10 numbered receptacles holding 5–10
- * numbered objects; the six ALFWorld task families; ALFWorld's action grammar and observation
+ * numbered objects, most of them in their type's usual places (world.ts `USUAL_PLACES`); the six
+ * ALFWorld task families; ALFWorld's action grammar and observation
  * sentences; an admissible-action list each turn. Reward 10 on success, else 0; episodes end on
  * success or after {@link HOUSEHOLD_MAX_TURNS} steps. Splits: `train` and `test_seen` draw from
  * one pool of 120 layouts, `test_unseen` from a disjoint pool of 40 layouts.

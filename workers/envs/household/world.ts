@@ -121,6 +121,73 @@ export const ROOMS: Readonly<Record<RoomKind, RoomSpec>> = {
   },
 };
 
+/**
+ * Where each object type usually is, per room kind: receptacle types in that room kind, as in
+ * ALFWorld, whose scenes put objects by type (apples in the fridge or on the countertop, pans on
+ * the stove burner, pillows on the bed). An object starts in one of these with probability
+ * {@link USUAL_PLACE_SHARE} when the layout has one, else anywhere. The regularity is what makes
+ * a hindsight skill ("the apple was in fridge 1") useful for the next task, as ALFWorld's are.
+ */
+export const USUAL_PLACES: Readonly<Record<RoomKind, Readonly<Record<string, readonly string[]>>>> =
+  {
+    kitchen: {
+      apple: ["fridge", "countertop"],
+      bread: ["countertop", "diningtable"],
+      egg: ["fridge"],
+      lettuce: ["fridge"],
+      potato: ["fridge", "countertop"],
+      tomato: ["fridge", "diningtable"],
+      mug: ["coffeemachine", "cabinet"],
+      cup: ["cabinet", "shelf"],
+      bowl: ["cabinet"],
+      plate: ["cabinet"],
+      pan: ["stoveburner"],
+      pot: ["stoveburner"],
+      knife: ["drawer", "countertop"],
+      fork: ["drawer"],
+      spoon: ["drawer"],
+      spatula: ["drawer"],
+      saltshaker: ["shelf", "countertop"],
+      dishsponge: ["sinkbasin"],
+    },
+    bathroom: {
+      soapbar: ["bathtubbasin", "sinkbasin"],
+      cloth: ["cabinet"],
+      towel: ["towelholder"],
+      toiletpaper: ["toilet", "cabinet"],
+      spraybottle: ["cabinet"],
+      candle: ["shelf", "countertop"],
+      soapbottle: ["countertop"],
+    },
+    bedroom: {
+      book: ["shelf", "desk"],
+      cellphone: ["bed", "sidetable"],
+      pen: ["desk", "drawer"],
+      pencil: ["desk", "drawer"],
+      keychain: ["dresser", "drawer"],
+      creditcard: ["safe", "drawer"],
+      cd: ["shelf", "drawer"],
+      alarmclock: ["sidetable", "desk"],
+      pillow: ["bed"],
+      laptop: ["desk", "bed"],
+    },
+    livingroom: {
+      remotecontrol: ["coffeetable", "sofa"],
+      newspaper: ["coffeetable", "sofa"],
+      vase: ["shelf"],
+      statue: ["shelf", "sidetable"],
+      box: ["cabinet"],
+      keychain: ["sidetable", "drawer"],
+      creditcard: ["coffeetable", "drawer"],
+      watch: ["sidetable"],
+      book: ["shelf", "coffeetable"],
+      pillow: ["sofa", "armchair"],
+    },
+  };
+
+/** Probability that an object starts in one of its {@link USUAL_PLACES} (when the room has one). */
+export const USUAL_PLACE_SHARE = 0.8;
+
 /** Object types that can be cleaned, heated or cooled (ALFWorld's affordances, simplified). */
 export const CAPABLE: Readonly<Record<string, ReadonlySet<string>>> = {
   clean_then_place: new Set([
@@ -278,8 +345,9 @@ export const INSTRUCTION_TEMPLATES: readonly string[] = Object.values(TEMPLATES)
 
 /**
  * Generates the scenario of one task: family (from `families`), a layout from `pool` that
- * supports it, the goal, the objects and where they start. No goal object starts inside a
- * receptacle of the target type, so no task is solved at reset.
+ * supports it, the goal, the objects and where they start (each in one of its
+ * {@link USUAL_PLACES} with probability {@link USUAL_PLACE_SHARE}, else anywhere). No goal object
+ * starts inside a receptacle of the target type, so no task is solved at reset.
  */
 export function generateScenario(
   seed: number,
@@ -306,8 +374,15 @@ export function generateScenario(
   const objects: PlacedObject[] = [];
   for (const [type, n] of typeCounts) {
     const allowed = type === objectType ? holders.filter((r) => r.type !== targetType) : holders;
+    const usual = new Set(USUAL_PLACES[layout.room][type] ?? []);
+    const usualHolders = allowed.filter((r) => usual.has(r.type));
     for (let k = 1; k <= n; k++) {
-      objects.push({ name: `${type} ${k}`, type, location: rng.pick(allowed).name });
+      const inUsual = rng.next() < USUAL_PLACE_SHARE && usualHolders.length > 0;
+      objects.push({
+        name: `${type} ${k}`,
+        type,
+        location: rng.pick(inUsual ? usualHolders : allowed).name,
+      });
     }
   }
   const template = rng.pick(TEMPLATES[family]);
