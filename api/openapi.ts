@@ -162,7 +162,11 @@ export function openApiDocument(): Json {
         post: {
           summary: "Request cancellation (queued → cancelled; running → cancelling)",
           parameters: [jobId],
-          responses: { "202": ok("The job after the request", json("Job")), ...errors },
+          responses: {
+            "202": ok("The job after the request", json("Job")),
+            ...errors,
+            "409": problem("The job has already ended (succeeded, failed or cancelled)"),
+          },
         },
       },
       "/v1/jobs/{id}/events": {

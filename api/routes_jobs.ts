@@ -10,7 +10,6 @@ import { SSE_HEADERS } from "../jobs/sse_headers.ts";
 import type { AuthEnv } from "./auth.ts";
 import { type AppOptions, envsOf, type EnvsProvider } from "./deps.ts";
 import {
-  cancelJob,
   type Database,
   envSpecIssues,
   type Job,
@@ -23,11 +22,13 @@ import {
   markJobDeleting,
   modelEnvIssues,
   purgeDeletedJob,
+  requestCancel,
   reservedMetadataKeyIssues,
   rolloutEngineIssues,
   safeParseJobSpec,
   skillSourceIssues,
   submitJob,
+  TERMINAL_STATUSES,
 } from "../jobs/mod.ts";
 import {
   BadRequestError,
@@ -209,8 +210,16 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
 
   app.post("/:id/cancel", async (c) => {
     const jobId = jobIdOf(c);
-    const job = await cancelJob(db, { tenantId: c.get("tenant").id, jobId });
-    if (!job) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
+    const outcome = await requestCancel(db, { tenantId: c.get("tenant").id, jobId });
+    if (!outcome) throw new NotFoundError(`Cannot find job ${jobId}: no such job for this tenant`);
+    const { job, moved } = outcome;
+    // A job that had ended before this request is left as it is; one already `cancelling`
+    // answers 202 as it is, since it ends `cancelled` anyway.
+    if (!moved && TERMINAL_STATUSES.includes(job.status)) {
+      throw new ConflictError(
+        `Cannot cancel job ${jobId} as it must be queued or running: it has already ended as ${job.status}; nothing changed`,
+      );
+    }
     return c.json((await jobViews(db, [job]))[0], 202);
   });
 

@@ -410,6 +410,10 @@ const canceller = (async () => {
         if ((await res.json()).status === "cancelling") requestedAt = Date.now();
         break;
       }
+      if (res?.status === 409) { // it ended before the cancel: nothing to time
+        await res.body?.cancel();
+        break;
+      }
       await res?.body?.cancel();
       await sleep(200);
     }

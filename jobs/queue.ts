@@ -367,18 +367,38 @@ export function releaseJob(db: Queryable, fence: Fence): Promise<Job> {
   return transition(db, fence, "release");
 }
 
+/** What a cancel request did: the job after it, and whether this request moved it. */
+export interface CancelOutcome {
+  job: Job;
+  /** True when this request moved the job (queued → cancelled, running → cancelling). */
+  moved: boolean;
+}
+
 /**
  * Requests cancellation of a tenant's job: queued → cancelled at once, running → cancelling (the
- * worker acknowledges within a heartbeat). A job in any other state is returned unchanged.
- * @returns the job after the request, or null when the tenant has no such job.
+ * worker acknowledges within a heartbeat). A job in any other state (`cancelling`, or final) is
+ * returned unchanged with `moved: false`.
+ * @returns the outcome, or null when the tenant has no such job.
+ */
+export async function requestCancel(
+  db: Queryable,
+  options: { tenantId: string; jobId: string },
+): Promise<CancelOutcome | null> {
+  const moved = await db.query(SQL.cancel, [options.jobId, options.tenantId]);
+  if (moved.length) return { job: toJob(moved[0]), moved: true };
+  const job = await getJob(db, options);
+  return job && { job, moved: false };
+}
+
+/**
+ * {@link requestCancel}, returning only the job after the request (null when the tenant has no
+ * such job).
  */
 export async function cancelJob(
   db: Queryable,
   options: { tenantId: string; jobId: string },
 ): Promise<Job | null> {
-  const moved = await db.query(SQL.cancel, [options.jobId, options.tenantId]);
-  if (moved.length) return toJob(moved[0]);
-  return await getJob(db, options);
+  return (await requestCancel(db, options))?.job ?? null;
 }
 
 /** One job of a tenant, or null (another tenant's job is null too). */

@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { failJob, fenceOf, recordMetrics, setProgress, succeedJob } from "../../jobs/mod.ts";
+import {
+  acknowledgeCancel,
+  failJob,
+  fenceOf,
+  recordMetrics,
+  setProgress,
+  succeedJob,
+} from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
@@ -297,17 +304,38 @@ Deno.test("POST /v1/jobs/{id}/cancel cancels a queued job at once", async () => 
   assert.ok(job.finished_at);
 });
 
-Deno.test("cancelling a succeeded job changes nothing and answers 202 with its status as it is, as api/README.md says", async () => {
+Deno.test("cancelling a job that already ended answers 409 naming its state and changes nothing", async () => {
+  for (const ending of ["succeeded", "failed", "cancelled"] as const) {
+    const job = await runningJob(fx, fx.keyA, spec);
+    if (ending === "succeeded") await succeedJob(fx.db, fenceOf(job));
+    if (ending === "failed") await failJob(fx.db, fenceOf(job), "RuntimeError: out of memory");
+    if (ending === "cancelled") {
+      await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+      await acknowledgeCancel(fx.db, fenceOf(job));
+    }
+    const read = async (path: string) =>
+      await (await req(fx.app, "GET", `/v1/jobs/${job.id}${path}`, { key: fx.keyA })).json();
+    const [before, eventsBefore] = [await read(""), await read("/events")];
+    assert.equal(before.status, ending);
+    const res = await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+    const body = await problem(res, 409);
+    assert.equal(
+      body.detail,
+      `Cannot cancel job ${job.id} as it must be queued or running: it has already ended as ${ending}; nothing changed`,
+    );
+    assert.deepEqual(await read(""), before, ending);
+    assert.deepEqual(await read("/events"), eventsBefore, ending);
+  }
+});
+
+Deno.test("cancelling a job that is already cancelling answers 202 with it still cancelling", async () => {
   const job = await runningJob(fx, fx.keyA, spec);
-  await succeedJob(fx.db, fenceOf(job));
-  const before = await (await req(fx.app, "GET", `/v1/jobs/${job.id}`, { key: fx.keyA })).json();
-  const res = await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
-  assert.equal(res.status, 202);
-  const answered = await res.json();
-  assert.equal(answered.status, "succeeded");
-  assert.equal(answered.finished_at, before.finished_at);
-  const after = await (await req(fx.app, "GET", `/v1/jobs/${job.id}`, { key: fx.keyA })).json();
-  assert.deepEqual(after, before);
+  const first = await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  assert.equal((await first.json()).status, "cancelling");
+  const again = await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  assert.equal(again.status, 202);
+  assert.equal((await again.json()).status, "cancelling");
+  assert.equal((await acknowledgeCancel(fx.db, fenceOf(job))).status, "cancelled");
 });
 
 Deno.test("a job cancelled while running whose run then fails or succeeds ends cancelled, the failure kept in its error", async () => {

@@ -10,6 +10,7 @@ import {
   JOB_EVENTS_CHANNEL,
   reapExpiredLeases,
   releaseJob,
+  requestCancel,
   submitJob,
   succeedJob,
 } from "../../jobs/queue.ts";
@@ -234,8 +235,10 @@ Deno.test("the Postgres queue", async (t) => {
       assert.equal(cancelled.status, "cancelled");
       assert.ok(cancelled.finishedAt);
       assert.equal(await claim("w"), null);
-      const again = (await cancelJob(db, { tenantId, jobId: job.id }))!;
-      assert.equal(again.status, "cancelled", "a second cancel changes nothing");
+      const again = (await requestCancel(db, { tenantId, jobId: job.id }))!;
+      assert.equal(again.job.status, "cancelled", "a second cancel changes nothing");
+      assert.equal(again.moved, false, "the second cancel says it moved nothing");
+      assert.equal(again.job.finishedAt?.getTime(), cancelled.finishedAt!.getTime());
       const other = await createTenant(db);
       assert.equal(await cancelJob(db, { tenantId: other, jobId: job.id }), null);
     });
@@ -243,8 +246,8 @@ Deno.test("the Postgres queue", async (t) => {
     await t.step("cancel of a running job reaches the worker on its heartbeat", async () => {
       await submitJob(db, { tenantId, spec: testSpec() });
       const job = (await claim("c"))!;
-      const requested = (await cancelJob(db, { tenantId, jobId: job.id }))!;
-      assert.equal(requested.status, "cancelling");
+      const requested = (await requestCancel(db, { tenantId, jobId: job.id }))!;
+      assert.deepEqual([requested.job.status, requested.moved], ["cancelling", true]);
       assert.equal((await heartbeat(db, fenceOf(job), LEASE_MS)).cancelRequested, true);
       const done = await acknowledgeCancel(db, fenceOf(job));
       assert.equal(done.status, "cancelled");

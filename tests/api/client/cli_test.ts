@@ -73,6 +73,14 @@ Deno.test("the CLI submits a spec file, shows its status, lists and cancels it o
     );
     const cancel = await run(["cancel", id]);
     assert.equal(cancel.out.trim(), `${id}\tcancelled`);
+    // A second cancel finds the job ended: the API's 409 comes back as the command's error.
+    const again = await run(["cancel", id]).catch((e) => e);
+    assert.ok(again instanceof Error, "a cancel of a cancelled job must fail");
+    assert.equal(
+      again.message,
+      `POST /v1/jobs/${id}/cancel failed with HTTP 409: Cannot cancel job ${id} as it must be ` +
+        `queued or running: it has already ended as cancelled; nothing changed`,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
