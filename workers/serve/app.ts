@@ -6,7 +6,7 @@
  * | POST   | /v1/chat/completions   | `chat.completion`, or `chat.completion.chunk` SSE          |
  * | POST   | /v1/completions        | `text_completion` (also as SSE chunks)                    |
  * | GET    | /v1/models             | `{object: "list", data: [model]}`: checkpoints, uploads, named |
- * | GET    | /v1/models/{model}     | one model                                                 |
+ * | GET    | /v1/models/{model}     | one model (a name's `/` escaped as `%2F` or not)          |
  * | GET    | /healthz               | `{ok, active, waiting}`                                   |
  * | POST   | /v1/load_checkpoint, /v1/load_lora_adapter, /v1/unload_lora_adapter | lora_admin.ts |
  *
@@ -63,7 +63,7 @@ export interface ServeAppOptions {
 const ROUTE_METHODS: readonly [RegExp, string][] = [
   [/^\/v1\/chat\/completions$/, "POST"],
   [/^\/v1\/completions$/, "POST"],
-  [/^\/v1\/models(\/[^/]+)?$/, "GET"],
+  [/^\/v1\/models(\/.+)?$/, "GET"],
   [/^\/healthz$/, "GET"],
   ...ADMIN_ROUTES.map((p): [RegExp, string] => [new RegExp(`^${p}$`), "POST"]),
 ];
@@ -137,7 +137,9 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
     return c.json({ object: "list", data });
   });
 
-  app.get("/v1/models/:model", async (c) => {
+  // `{.+}`: a name loaded with a slash (`Qwen/Qwen3-0.6B`, as Hugging Face names models) is one
+  // model whether the client escapes the slash (`%2F`, as the openai client does) or not.
+  app.get("/v1/models/:model{.+}", async (c) => {
     const tenant = c.get("tenant");
     const name = c.req.param("model");
     const loaded = (await opts.named?.list(tenant.id))?.find((m) => m.name === name);

@@ -68,6 +68,14 @@ Deno.test("models loaded by name are listed by GET /v1/models in OpenAI's shape,
   }
   const one = await client(f.keyA).models.retrieve("policy-v0");
   assert.deepEqual(one, named[0]);
+  // A name with a slash (as Hugging Face names are) is found whether the slash comes escaped
+  // (the openai client sends org%2Fpolicy) or as it is (curl …/v1/models/org/policy).
+  assert.deepEqual(await client(f.keyA).models.retrieve("org/policy"), named[1]);
+  const raw = await fetch(`${url}/v1/models/org/policy`, {
+    headers: { authorization: `Bearer ${f.keyA}` },
+  });
+  assert.equal(raw.status, 200);
+  assert.deepEqual(await raw.json(), named[1]);
   // Another tenant sees none of them.
   const other = [];
   for await (const m of client(f.keyB).models.list()) other.push(m.id);
