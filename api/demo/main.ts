@@ -35,7 +35,7 @@ import {
   demoSpec,
   QUICK_EVAL_EPISODES,
 } from "./specs.ts";
-import { downloadArtifacts, renderSummary } from "./summary.ts";
+import { downloadArtifacts, freeOutputFolder, renderSummary } from "./summary.ts";
 
 const USAGE = `Usage: deno task demo [options]
   --env ID             sokoban (default) | household | webshop | search
@@ -46,7 +46,8 @@ const USAGE = `Usage: deno task demo [options]
   --warmup-episodes N  expert episodes of the policy warm-up and trajectories of the analyzer
                        warm-up, each trained for one epoch (a quick run; default: the spec's)
   --seed N             random_seed of the job
-  --out DIR            where the checkpoint and skills go (default demo-output)
+  --out DIR            where the checkpoint and skills go (default demo-output); a folder
+                       holding an earlier run is kept and this run writes DIR-2 (DIR-3, …)
   --data-dir DIR       database + object store folder (default .seed/demo-<time>, fresh per run)
   --keep               keep the API and worker running after the summary (Ctrl-C stops them)
   --timeout-min M      give up on the job after M minutes (default 30)
@@ -194,6 +195,13 @@ export async function runDemo(args: DemoArgs): Promise<number> {
   try {
     say(`SEED demo: ${args.method} on ${args.env} with builtin:tiny`);
     say(`data folder (database, object store, logs): ${dataDir}`);
+    // Said before the run, so a user who wanted the earlier output replaced can stop now.
+    const writesTo = await freeOutputFolder(outDir);
+    say(
+      writesTo === outDir
+        ? `output folder: ${outDir}`
+        : `output folder: ${writesTo} (${outDir} holds an earlier run's output and is kept)`,
+    );
     if (Deno.env.get("DATABASE_URL")) say("database: DATABASE_URL (from the environment)");
     if (Deno.env.get("S3_ENDPOINT")) say(`object store: ${Deno.env.get("S3_ENDPOINT")}`);
     say("starting the API…");

@@ -36,8 +36,11 @@ export interface DemoArtifacts {
   /** `metrics.csv` and `metrics.json`. */
   metricsCsvPath: string;
   metrics: MetricsWire;
-  /** When an older output folder was replaced: its modification time; otherwise null. */
-  replaced: Date | null;
+  /**
+   * The folder asked for when it held an earlier run's output, which is kept (`outDir` is then
+   * the next free `<asked>-N`); otherwise null.
+   */
+  earlier: string | null;
 }
 
 /** One skill as stored (version 1; `skill` accepted as an alias of `text`). */
@@ -71,9 +74,32 @@ type CheckpointList = {
 };
 
 /**
+ * The folder a run writes its files to: `dir` when it does not exist or is an empty folder, else
+ * the first free one of `dir-2`, `dir-3`, …, so an earlier run's output is never replaced.
+ */
+export async function freeOutputFolder(dir: string): Promise<string> {
+  for (let n = 1;; n++) {
+    const candidate = n === 1 ? dir : `${dir}-${n}`;
+    try {
+      const info = await Deno.stat(candidate);
+      if (info.isDirectory && await isEmptyFolder(candidate)) return candidate;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return candidate;
+      throw error;
+    }
+  }
+}
+
+async function isEmptyFolder(dir: string): Promise<boolean> {
+  for await (const _ of Deno.readDir(dir)) return false;
+  return true;
+}
+
+/**
  * Downloads the latest checkpoint, the latest skill library, the metrics and the final job into
- * `<outDir>.partial-<time>`, checks every file, then moves that folder to `outDir` (replacing an
- * older one). Also writes `spec.json` (what was submitted). Throws {@link DemoDownloadError}
+ * `<outDir>.partial-<time>`, checks every file, then moves that folder to `outDir`, or to the
+ * next free `<outDir>-N` when `outDir` holds an earlier run ({@link freeOutputFolder}; the earlier
+ * one is kept). Also writes `spec.json` (what was submitted). Throws {@link DemoDownloadError}
  * (no checkpoint, hash mismatch) or the client's `ApiError`/`ArchiveError`.
  */
 export async function downloadArtifacts(
@@ -123,18 +149,19 @@ export async function downloadArtifacts(
       join(partial, "spec.json"),
       JSON.stringify(options.spec, null, 2) + "\n",
     );
-    const replaced = await replaceFolder(partial, options.outDir);
-    const moved = (p: string) => options.outDir + p.slice(partial.length);
+    const outDir = await freeOutputFolder(options.outDir);
+    await Deno.rename(partial, outDir); // over nothing, or over an empty folder
+    const moved = (p: string) => outDir + p.slice(partial.length);
     return {
-      outDir: options.outDir,
+      outDir,
       step: latest.step,
       files: files.map((f) => ({ ...f, path: moved(f.path) })),
       checkpointDir: moved(checkpointDir),
-      skillsPath: library ? join(options.outDir, "skills.json") : null,
+      skillsPath: library ? join(outDir, "skills.json") : null,
       library,
-      metricsCsvPath: join(options.outDir, "metrics.csv"),
+      metricsCsvPath: join(outDir, "metrics.csv"),
       metrics,
-      replaced,
+      earlier: outDir === options.outDir ? null : options.outDir,
     };
   } catch (error) {
     await Deno.remove(partial, { recursive: true }).catch(() => {});
@@ -153,19 +180,6 @@ async function latestLibrary(
     if (error instanceof ApiError && error.status === 404) return null;
     throw error;
   }
-}
-
-async function replaceFolder(from: string, to: string): Promise<Date | null> {
-  let replaced: Date | null = null;
-  try {
-    const info = await Deno.stat(to);
-    replaced = info.mtime ?? new Date(0);
-    await Deno.remove(to, { recursive: true });
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  await Deno.rename(from, to);
-  return replaced;
 }
 
 /** Evaluation figures of one step: split → metric (`success_rate`, `score`) → value. */
@@ -371,9 +385,7 @@ export function renderSummary(input: SummaryInput): string {
   } else lines.push("Skill library: none (this method analyses no trajectories).");
   lines.push(
     "",
-    `Files${
-      a.replaced ? ` (replaced an older ${a.outDir}/ from ${a.replaced.toISOString()})` : ""
-    }:`,
+    `Files${a.earlier ? ` (${a.earlier}/ keeps an earlier run's output)` : ""}:`,
     ...table([
       [
         `${a.checkpointDir}/step-${a.step}/`,

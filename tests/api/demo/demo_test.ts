@@ -56,9 +56,11 @@ function safetensorsHeader(bytes: Uint8Array): Record<string, unknown> {
 Deno.test("the demo trains through the API and a worker and downloads a verified checkpoint and skill library", async () => {
   const tmp = await Deno.makeTempDir({ prefix: "seed-demo-test-" });
   try {
-    const outDir = `${tmp}/out`;
-    await Deno.mkdir(outDir);
-    await Deno.writeTextFile(`${outDir}/stale.txt`, "from an older run");
+    // `--out` names a folder holding an earlier run: it is kept, and this run writes `out-2`.
+    const earlier = `${tmp}/out`;
+    const outDir = `${earlier}-2`;
+    await Deno.mkdir(earlier);
+    await Deno.writeTextFile(`${earlier}/stale.txt`, "from an earlier run");
     const run = await runDemo([
       "--worker",
       WORKER_ENTRY,
@@ -69,7 +71,7 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
       "--warmup-episodes",
       "16",
       "--out",
-      outDir,
+      earlier,
       "--data-dir",
       `${tmp}/data`,
       "--timeout-min",
@@ -78,8 +80,14 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
     assert.equal(run.code, 0, `demo failed:\n${run.stdout}\n${run.stderr}`);
     const job = JSON.parse(await Deno.readTextFile(`${outDir}/job.json`));
     assert.equal(job.status, "succeeded");
-    assert.match(run.stdout, /replaced an older/);
-    await assert.rejects(Deno.stat(`${outDir}/stale.txt`), Deno.errors.NotFound);
+    assert.ok(
+      run.stdout.includes(
+        `output folder: ${outDir} (${earlier} holds an earlier run's output and is kept)`,
+      ),
+      run.stdout,
+    );
+    assert.ok(run.stdout.includes(`Files (${earlier}/ keeps an earlier run's output):`));
+    assert.equal(await Deno.readTextFile(`${earlier}/stale.txt`), "from an earlier run");
 
     // The checkpoint: every file listed in SHA256SUMS, with that hash, and the HF file set.
     const sums = (await Deno.readTextFile(`${outDir}/checkpoint/SHA256SUMS`)).trim().split("\n")
