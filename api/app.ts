@@ -11,7 +11,12 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { IdempotencyConflictError, IntegrityError, isTransient } from "../jobs/mod.ts";
+import {
+  BaseJobGoneError,
+  IdempotencyConflictError,
+  IntegrityError,
+  isTransient,
+} from "../jobs/mod.ts";
 import { type AuthEnv, bearerAuth } from "./auth.ts";
 import type { AppOptions } from "./deps.ts";
 import {
@@ -25,6 +30,7 @@ import {
   problemResponse,
   RETRY_AFTER_S,
   UnavailableError,
+  UnprocessableError,
   UriTooLongError,
 } from "./errors.ts";
 import { dashboardRoutes } from "./dashboard/routes.ts";
@@ -80,6 +86,12 @@ function routeTable(app: Hono): { pattern: RegExp; methods: Set<string> }[] {
 function mapDomainError(error: unknown): ProblemError | undefined {
   if (error instanceof IdempotencyConflictError) {
     return new ConflictError(error.message, { cause: error });
+  }
+  if (error instanceof BaseJobGoneError) {
+    return new UnprocessableError(error.message, {
+      cause: error,
+      errors: [{ path: "model.base", code: "unknown_job", message: error.message }],
+    });
   }
   if (error instanceof IntegrityError) {
     return new ProblemError(502, "integrity", "Bad Gateway", error.message, { cause: error });

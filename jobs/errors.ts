@@ -51,6 +51,23 @@ export class IdempotencyConflictError extends Error {
   }
 }
 
+/**
+ * Thrown by a submit whose `model.base` (`job:<id>[@step]`) names a job the tenant does not have
+ * (any more): deleted, or being deleted, by a delete that took the base job's row lock first
+ * (jobs/queue.ts `submitJob` with `requireBaseJob`). Nothing is stored. HTTP 422 at `model.base`.
+ */
+export class BaseJobGoneError extends Error {
+  /** The base job's id. */
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(
+      `Cannot queue the job as model.base must name a job of this tenant: job:${jobId} is deleted or being deleted`,
+    );
+    this.name = "BaseJobGoneError";
+    this.jobId = jobId;
+  }
+}
+
 /** Thrown when an object read from the store does not hash to the SHA-256 recorded for it. */
 export class IntegrityError extends Error {
   /** Object key. */

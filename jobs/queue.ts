@@ -10,7 +10,12 @@
  */
 import { createHash } from "node:crypto";
 import type { Database, Queryable } from "./db.ts";
-import { type Fence, FenceLostError, IdempotencyConflictError } from "./errors.ts";
+import {
+  BaseJobGoneError,
+  type Fence,
+  FenceLostError,
+  IdempotencyConflictError,
+} from "./errors.ts";
 import type { Device, JobSpec } from "./spec.ts";
 import type { Job } from "./schema.ts";
 import type { JobLabels } from "./labels.ts";
@@ -57,6 +62,14 @@ const SQL = {
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
     select moved.* from moved, evn, wake`,
+  /**
+   * lockBaseJob: the tenant's job that a new job's `model.base` names, locked FOR SHARE until the
+   * submit commits. A delete locks it FOR UPDATE (jobs/delete.ts `markJobDeleting`), so either the
+   * delete waits for this submit and then finds the new job among the base's users (409), or this
+   * submit waits for the delete's mark and reads `deleting_at` (or no row, once purged).
+   */
+  lockBaseJob: `select deleting_at from jobs where id = $1::uuid and tenant_id = $2::uuid
+    for share`,
   /** idempotencyLookup: the job an Idempotency-Key already created, with its request hash. */
   idempotencyLookup: `select k.request_sha256, j.*
     from idempotency_keys k join jobs j on j.id = k.job_id
@@ -214,7 +227,18 @@ export interface SubmitOptions {
    * of `{spec, name, metadata}`, so the same key with other labels is a conflict).
    */
   requestSha256?: string;
+  /**
+   * When true (the API's submit), a `model.base` of `job:<id>[@step]` must name a job of the
+   * tenant that is not being deleted, checked under that job's row lock in the insert's
+   * transaction (SQL.lockBaseJob), so a delete racing this submit never leaves the new job
+   * naming a deleted base. Default false: the job is queued whatever it names (the worker
+   * refuses a base that is not the tenant's).
+   */
+  requireBaseJob?: boolean;
 }
+
+const BASE_JOB_REF =
+  /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@\d+)?$/;
 
 /** Hex SHA-256 of the spec's canonical JSON (object keys sorted), used as the request hash. */
 export function specSha256(spec: unknown): string {
@@ -236,6 +260,7 @@ class LostIdempotencyRace extends Error {}
  * Queues a job and wakes idle workers (NOTIFY). With an idempotency key, the same key and request
  * hash return the job the key created first (`created: false`).
  * @throws IdempotencyConflictError when the key was used with a different request.
+ * @throws BaseJobGoneError with `requireBaseJob` when the base job is gone or being deleted.
  */
 export async function submitJob(
   db: Database,
@@ -243,8 +268,13 @@ export async function submitJob(
 ): Promise<{ job: Job; created: boolean }> {
   const { tenantId, spec, idempotencyKey } = options;
   const labels = options.labels ?? { name: null, metadata: {} };
-  const insert = async (q: Queryable) =>
-    toJob(
+  const baseJobId = options.requireBaseJob ? BASE_JOB_REF.exec(spec.model.base)?.[1] : undefined;
+  const insert = async (q: Queryable) => {
+    if (baseJobId !== undefined) {
+      const [base] = await q.query(SQL.lockBaseJob, [baseJobId, tenantId]);
+      if (!base || base.deleting_at !== null) throw new BaseJobGoneError(baseJobId);
+    }
+    return toJob(
       (await q.query(SQL.submit, [
         tenantId,
         spec.method,
@@ -258,7 +288,12 @@ export async function submitJob(
         JSON.stringify(Object.keys(labels.metadata)),
       ]))[0],
     );
-  if (idempotencyKey === undefined) return { job: await insert(db), created: true };
+  };
+  if (idempotencyKey === undefined) {
+    // The base job's lock lasts until the insert commits: one transaction.
+    const job = baseJobId === undefined ? await insert(db) : await db.transaction(insert);
+    return { job, created: true };
+  }
   const labelled = labels.name !== null || Object.keys(labels.metadata).length > 0;
   const hash = options.requestSha256 ?? specSha256(labelled ? { spec, ...labels } : spec);
   const existing = async () => {

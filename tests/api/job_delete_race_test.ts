@@ -1,0 +1,149 @@
+/**
+ * A delete of a job racing a submit that continues from it (`model.base: job:<id>`), against the
+ * real Postgres: the submit locks the base job's row in its insert's transaction, so either the
+ * delete finds the new job among the base's users (409) or the submit finds the base gone (422 at
+ * `model.base`) — never a queued job naming a deleted base.
+ */
+import assert from "node:assert/strict";
+import { createApp } from "../../api/app.ts";
+import { fenceOf, succeedJob } from "../../jobs/mod.ts";
+import { req, runningJob, startApiFixture } from "./_fixture.ts";
+
+const fx = await startApiFixture();
+
+/** A succeeded job of tenant A: what a new job may continue from, and what may be deleted. */
+async function finishedBase(): Promise<string> {
+  const job = await runningJob(fx, fx.keyA);
+  await succeedJob(fx.db, fenceOf(job));
+  return job.id;
+}
+
+/** Ids of tenant A's jobs that name `job:<baseId>` as their base, and the base row's state. */
+async function namedBy(baseId: string) {
+  const users = await fx.db.query<{ id: string }>(
+    `select id from jobs where tenant_id = $1::uuid and spec->'model'->>'base' = $2::text`,
+    [fx.tenantA.id, `job:${baseId}`],
+  );
+  const [base] = await fx.db.query<{ deleting_at: Date | null }>(
+    `select deleting_at from jobs where id = $1::uuid`,
+    [baseId],
+  );
+  return { users: users.map((u) => String(u.id)), baseLive: base?.deleting_at === null };
+}
+
+Deno.test("a delete that lands between a submit's checks and its insert leaves the submit a 422 at model.base and no job naming the deleted base", async () => {
+  const baseId = await finishedBase();
+  let deleted: number | undefined;
+  // The submit route's last check before the insert: the delete runs there, in the window.
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    checkSpec: async (spec) => {
+      if (spec.model.base !== `job:${baseId}`) return;
+      deleted = (await req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA })).status;
+    },
+  });
+  const res = await req(app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { env: { id: "sokoban" }, model: { base: `job:${baseId}` } },
+  });
+  assert.equal(deleted, 204, "the delete found no user yet");
+  const body = await res.json();
+  assert.equal(res.status, 422, JSON.stringify(body));
+  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
+    ["model.base", "unknown_job"],
+  ]);
+  assert.equal(
+    body.detail,
+    `Cannot queue the job as model.base must name a job of this tenant: job:${baseId} is deleted or being deleted`,
+  );
+  assert.deepEqual(await namedBy(baseId), { users: [], baseLive: false });
+});
+
+/** Backends of this database waiting for a lock while running a statement that holds `text`. */
+async function waitingOn(text: string): Promise<number> {
+  const [row] = await fx.db.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+     where datname = current_database() and wait_event_type = 'Lock'
+       and position($1::text in query) > 0`,
+    [text],
+  );
+  return Number(row.n);
+}
+
+/** Resolves once `check` is true, polling the database (at most `tries` round trips). */
+async function until(what: string, check: () => Promise<boolean>, tries = 5000): Promise<void> {
+  for (let i = 0; i < tries; i++) if (await check()) return;
+  throw new Error(`Cannot go on as ${what} must happen: it did not within ${tries} polls`);
+}
+
+Deno.test("a submit that takes the base job's lock first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
+  const baseId = await finishedBase();
+  let submit: Promise<Response> | undefined;
+  let del: Promise<Response> | undefined;
+  // A third transaction holds the base row, so both requests queue behind it in a known order:
+  // the submit first, then the delete.
+  await fx.db.transaction(async (tx) => {
+    await tx.query(`select 1 from jobs where id = $1::uuid for update`, [baseId]);
+    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: { env: { id: "sokoban" }, model: { base: `job:${baseId}` } },
+    }));
+    let submitEnded = false;
+    submit.finally(() => submitEnded = true);
+    await until("the submit waiting for the base job's row", async () => {
+      assert.equal(submitEnded, false, "the submit must wait for the base job's row lock");
+      return await waitingOn("for share") === 1;
+    });
+    del = Promise.resolve(req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA }));
+    await until(
+      "the delete waiting for the base job's row",
+      async () => await waitingOn("for update") === 1,
+    );
+  });
+  const submitted = await submit!;
+  const job = await submitted.json();
+  assert.equal(submitted.status, 201, JSON.stringify(job));
+  const refused = await del!;
+  const problem = await refused.json();
+  assert.equal(refused.status, 409, JSON.stringify(problem));
+  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
+  assert.deepEqual(await namedBy(baseId), { users: [job.id], baseLive: true });
+  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+});
+
+Deno.test("deletes and submits sent together never leave a job naming a deleted base", async () => {
+  const bases: string[] = [];
+  for (let i = 0; i < 6; i++) bases.push(await finishedBase()); // one claim at a time
+  const outcomes = await Promise.all(bases.map(async (baseId) => {
+    const [submitted, deleted] = await Promise.all([
+      req(fx.app, "POST", "/v1/jobs", {
+        key: fx.keyA,
+        json: { env: { id: "sokoban" }, model: { base: `job:${baseId}` } },
+      }),
+      req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA }),
+    ]);
+    await submitted.body?.cancel();
+    await deleted.body?.cancel();
+    return { baseId, submit: submitted.status, del: deleted.status, ...await namedBy(baseId) };
+  }));
+  for (const o of outcomes) {
+    // Either the job was queued and the delete refused, or the base went and the submit was refused.
+    if (o.submit === 201) {
+      assert.deepEqual([o.del, o.users.length, o.baseLive], [409, 1, true], JSON.stringify(o));
+      await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });
+    } else {
+      assert.deepEqual([o.submit, o.del, o.users, o.baseLive], [422, 204, [], false]);
+    }
+  }
+});
+
+Deno.test({
+  name: "stop the delete-race fixture",
+  async fn() {
+    await fx.close();
+  },
+  sanitizeOps: false,
+  sanitizeResources: false,
+});
