@@ -13,6 +13,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import {
   BaseJobGoneError,
+  BaseModelGoneError,
   IdempotencyConflictError,
   IntegrityError,
   isTransient,
@@ -91,6 +92,12 @@ function mapDomainError(error: unknown): ProblemError | undefined {
     return new UnprocessableError(error.message, {
       cause: error,
       errors: [{ path: "model.base", code: "unknown_job", message: error.message }],
+    });
+  }
+  if (error instanceof BaseModelGoneError) {
+    return new UnprocessableError(error.message, {
+      cause: error,
+      errors: [{ path: "model.base", code: "unknown_model", message: error.message }],
     });
   }
   if (error instanceof IntegrityError) {

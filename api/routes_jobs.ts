@@ -203,8 +203,9 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
       spec,
       labels,
       idempotencyKey,
-      // checkSpecRefs saw the base job; a delete may have taken it since (422, as if gone then).
-      requireBaseJob: true,
+      // checkSpecRefs saw the base job or model; a delete may have taken it since (422, as if
+      // gone then).
+      requireBase: true,
     });
     c.header("location", `/v1/jobs/${job.id}`);
     return c.json((await jobViews(db, [job]))[0], created ? 201 : 200);

@@ -8,7 +8,7 @@
  *    `model.base` (directly or through a `job:` chain), and sets `deleting_at`. From then on every
  *    read treats the job as gone (404, left out of listings), so nobody sees it half-deleted. A
  *    submit naming the job as its base locks the row FOR SHARE (queue.ts `submitJob` with
- *    `requireBaseJob`): the mark waits for it and then sees its job, or it sees the mark.
+ *    `requireBase`): the mark waits for it and then sees its job, or it sees the mark.
  * 2. **Objects**: every key under `tenants/{tenant}/jobs/{job}/` (jobs/keys.ts: checkpoints,
  *    skill libraries, evaluations, trajectories and their images, rollout-policy folders) is
  *    listed and deleted — the prefix, not the rows' keys, so objects no row owns (a lost run's

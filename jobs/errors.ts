@@ -54,7 +54,7 @@ export class IdempotencyConflictError extends Error {
 /**
  * Thrown by a submit whose `model.base` (`job:<id>[@step]`) names a job the tenant does not have
  * (any more): deleted, or being deleted, by a delete that took the base job's row lock first
- * (jobs/queue.ts `submitJob` with `requireBaseJob`). Nothing is stored. HTTP 422 at `model.base`.
+ * (jobs/queue.ts `submitJob` with `requireBase`). Nothing is stored. HTTP 422 at `model.base`.
  */
 export class BaseJobGoneError extends Error {
   /** The base job's id. */
@@ -65,6 +65,23 @@ export class BaseJobGoneError extends Error {
     );
     this.name = "BaseJobGoneError";
     this.jobId = jobId;
+  }
+}
+
+/**
+ * Thrown by a submit whose `model.base` (`model:<id>`) names a model the tenant does not have
+ * (any more): deleted by a delete that took the model's row lock first (jobs/queue.ts `submitJob`
+ * with `requireBase`, jobs/models.ts `deleteModel`). Nothing is stored. HTTP 422 at `model.base`.
+ */
+export class BaseModelGoneError extends Error {
+  /** The model's id. */
+  readonly modelId: string;
+  constructor(modelId: string) {
+    super(
+      `Cannot queue the job as model.base must name a model of this tenant: model:${modelId} is deleted`,
+    );
+    this.name = "BaseModelGoneError";
+    this.modelId = modelId;
   }
 }
 

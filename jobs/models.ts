@@ -3,7 +3,7 @@
  * The API uploads a folder's files under {@link modelPrefix} first and commits the row last
  * (`commitModel`); a row is only ever written for a folder that passed validation.
  */
-import type { Queryable } from "./db.ts";
+import type { Database, Queryable } from "./db.ts";
 import type { CheckpointFile, Model } from "./schema.ts";
 import { activeBaseChain, toDate } from "./_rows.ts";
 
@@ -11,9 +11,10 @@ import { activeBaseChain, toDate } from "./_rows.ts";
  * `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
  * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
  * links, as api/spec_refs.ts `rootModelBase` follows): a job continuing a LoRA job on a model uses
- * that model too. Its rows are not locked (a recursive query cannot be), so only direct users are
- * fenced against a racing submit; an indirect user submitted during a delete fails at its worker
- * with a clear "no such model" error.
+ * that model too. Only direct users are fenced against a racing submit (the submit locks the
+ * model's row, jobs/queue.ts `submitJob` with `requireBase`); an indirect user submitted during a
+ * delete locks the job it continues, not the model, and fails at its worker with a clear "no such
+ * model" error.
  */
 const CHAIN = activeBaseChain("$1");
 
@@ -36,18 +37,14 @@ const SQL = {
   /** listModels: the tenant's models, newest first. */
   listModels: `select * from models where tenant_id = $1::uuid order by created_at desc, id`,
   /**
-   * deleteModel: deletes the tenant's model unless a queued, running or cancelling job of the
-   * tenant names it as `model.base` (the job row is locked FOR SHARE, so a submit racing the
-   * delete either sees the model or is seen here). Returns the deleted row.
+   * lockModel: the tenant's model, locked FOR UPDATE until the delete commits. A submit naming it
+   * as `model.base` locks it FOR SHARE in its insert's transaction (jobs/queue.ts
+   * `SQL.lockBaseModel`), so the delete either waits for that submit and then sees its job in
+   * `modelUsers` (a new statement, a new snapshot), or the submit waits and finds no row.
    */
-  deleteModel: `with users as (
-      select id from jobs
-      where tenant_id = $1::uuid and status in ('queued', 'running', 'cancelling')
-        and spec->'model'->>'base' = 'model:' || $2::text
-      for share)
-    delete from models where tenant_id = $1::uuid and id = $2::uuid
-      and not exists (select 1 from users)
-    returning *`,
+  lockModel: `select id from models where tenant_id = $1::uuid and id = $2::uuid for update`,
+  /** deleteModel: the locked model's row (`lockModel`), once `modelUsers` found no user. */
+  deleteModel: `delete from models where tenant_id = $1::uuid and id = $2::uuid returning *`,
   /** modelUsers: ids of the tenant's active jobs that use the model, directly or by a job: chain. */
   modelUsers: `with recursive ${CHAIN}
     select distinct c.active_id as id, j.queued_at from chain c join jobs j on j.id = c.active_id
@@ -155,22 +152,25 @@ export async function listModels(db: Queryable, tenantId: string): Promise<Model
 }
 
 /**
- * Deletes the tenant's model row (the caller deletes its objects after). Answers the deleted
- * row, `{ usedBy }` with the ids of the queued/running/cancelling jobs that name it (nothing
- * deleted), or null when the tenant has no such model.
+ * Deletes the tenant's model row (the caller deletes its objects after), in one transaction:
+ * locks the row (SQL.lockModel), looks for users, deletes. Answers the deleted row, `{ usedBy }`
+ * with the ids of the queued/running/cancelling jobs that use it, directly or through a `job:`
+ * chain (nothing deleted), or null when the tenant has no such model. A submit naming the model
+ * that races this delete is ordered by the row lock: either its job is among the users, or it
+ * finds the model gone (jobs/queue.ts `submitJob` with `requireBase`).
  */
 export async function deleteModel(
-  db: Queryable,
+  db: Database,
   tenantId: string,
   modelId: string,
 ): Promise<Model | { usedBy: string[] } | null> {
   if (!/^[0-9a-f-]{36}$/.test(modelId)) return null;
-  // Users through a job: chain first (unlocked, see CHAIN); direct users are fenced in the delete.
-  const indirect = await db.query(SQL.modelUsers, [tenantId, modelId]);
-  if (indirect.length) return { usedBy: indirect.map((r) => String(r.id)) };
-  const rows = await db.query(SQL.deleteModel, [tenantId, modelId]);
-  if (rows.length) return toModel(rows[0]);
-  const users = await db.query(SQL.modelUsers, [tenantId, modelId]);
-  if (users.length) return { usedBy: users.map((r) => String(r.id)) };
-  return null;
+  const params = [tenantId, modelId];
+  return await db.transaction(async (tx) => {
+    const [row] = await tx.query(SQL.lockModel, params);
+    if (!row) return null;
+    const users = await tx.query(SQL.modelUsers, params);
+    if (users.length) return { usedBy: users.map((r) => String(r.id)) };
+    return toModel((await tx.query(SQL.deleteModel, params))[0]);
+  });
 }

@@ -12,11 +12,12 @@ import { createHash } from "node:crypto";
 import type { Database, Queryable } from "./db.ts";
 import {
   BaseJobGoneError,
+  BaseModelGoneError,
   type Fence,
   FenceLostError,
   IdempotencyConflictError,
 } from "./errors.ts";
-import type { Device, JobSpec } from "./spec.ts";
+import { type Device, type JobSpec, MODEL_REF_PATTERN } from "./spec.ts";
 import type { Job } from "./schema.ts";
 import type { JobLabels } from "./labels.ts";
 import { toJob } from "./_rows.ts";
@@ -70,6 +71,13 @@ const SQL = {
    */
   lockBaseJob: `select deleting_at from jobs where id = $1::uuid and tenant_id = $2::uuid
     for share`,
+  /**
+   * lockBaseModel: the tenant's uploaded model that a new job's `model.base` names, locked FOR
+   * SHARE until the submit commits. A delete locks it FOR UPDATE (jobs/models.ts `deleteModel`),
+   * so either the delete waits for this submit and then finds the new job among the model's
+   * users (409), or this submit waits for the delete and finds no row.
+   */
+  lockBaseModel: `select id from models where id = $1::uuid and tenant_id = $2::uuid for share`,
   /** idempotencyLookup: the job an Idempotency-Key already created, with its request hash. */
   idempotencyLookup: `select k.request_sha256, j.*
     from idempotency_keys k join jobs j on j.id = k.job_id
@@ -229,12 +237,12 @@ export interface SubmitOptions {
   requestSha256?: string;
   /**
    * When true (the API's submit), a `model.base` of `job:<id>[@step]` must name a job of the
-   * tenant that is not being deleted, checked under that job's row lock in the insert's
-   * transaction (SQL.lockBaseJob), so a delete racing this submit never leaves the new job
-   * naming a deleted base. Default false: the job is queued whatever it names (the worker
-   * refuses a base that is not the tenant's).
+   * tenant that is not being deleted, and one of `model:<id>` a model of the tenant, checked
+   * under that row's lock in the insert's transaction (SQL.lockBaseJob, SQL.lockBaseModel), so a
+   * delete racing this submit never leaves the new job naming a deleted base. Default false: the
+   * job is queued whatever it names (the worker refuses a base that is not the tenant's).
    */
-  requireBaseJob?: boolean;
+  requireBase?: boolean;
 }
 
 const BASE_JOB_REF =
@@ -260,7 +268,8 @@ class LostIdempotencyRace extends Error {}
  * Queues a job and wakes idle workers (NOTIFY). With an idempotency key, the same key and request
  * hash return the job the key created first (`created: false`).
  * @throws IdempotencyConflictError when the key was used with a different request.
- * @throws BaseJobGoneError with `requireBaseJob` when the base job is gone or being deleted.
+ * @throws BaseJobGoneError with `requireBase` when the base job is gone or being deleted.
+ * @throws BaseModelGoneError with `requireBase` when the base model is gone.
  */
 export async function submitJob(
   db: Database,
@@ -268,11 +277,19 @@ export async function submitJob(
 ): Promise<{ job: Job; created: boolean }> {
   const { tenantId, spec, idempotencyKey } = options;
   const labels = options.labels ?? { name: null, metadata: {} };
-  const baseJobId = options.requireBaseJob ? BASE_JOB_REF.exec(spec.model.base)?.[1] : undefined;
+  const baseJobId = options.requireBase ? BASE_JOB_REF.exec(spec.model.base)?.[1] : undefined;
+  const baseModelId = options.requireBase
+    ? MODEL_REF_PATTERN.exec(spec.model.base)?.[1]
+    : undefined;
+  const locksBase = baseJobId !== undefined || baseModelId !== undefined;
   const insert = async (q: Queryable) => {
     if (baseJobId !== undefined) {
       const [base] = await q.query(SQL.lockBaseJob, [baseJobId, tenantId]);
       if (!base || base.deleting_at !== null) throw new BaseJobGoneError(baseJobId);
+    }
+    if (baseModelId !== undefined) {
+      const [base] = await q.query(SQL.lockBaseModel, [baseModelId, tenantId]);
+      if (!base) throw new BaseModelGoneError(baseModelId);
     }
     return toJob(
       (await q.query(SQL.submit, [
@@ -290,8 +307,8 @@ export async function submitJob(
     );
   };
   if (idempotencyKey === undefined) {
-    // The base job's lock lasts until the insert commits: one transaction.
-    const job = baseJobId === undefined ? await insert(db) : await db.transaction(insert);
+    // The base's lock lasts until the insert commits: one transaction.
+    const job = locksBase ? await db.transaction(insert) : await insert(db);
     return { job, created: true };
   }
   const labelled = labels.name !== null || Object.keys(labels.metadata).length > 0;

@@ -1,0 +1,160 @@
+/**
+ * A delete of an uploaded model racing a submit that trains from it (`model.base: model:<id>`),
+ * against the real Postgres: the submit locks the model's row FOR SHARE in its insert's
+ * transaction and the delete locks it FOR UPDATE, checks its users and deletes in one, so either
+ * the delete finds the new job among the model's users (409) or the submit finds the model gone
+ * (422 at `model.base`) — never a queued job naming a deleted model.
+ */
+import assert from "node:assert/strict";
+import { createApp } from "../../api/app.ts";
+import { commitModel } from "../../jobs/mod.ts";
+import { req, startApiFixture } from "./_fixture.ts";
+
+const fx = await startApiFixture();
+
+/**
+ * A model row of tenant A (what `POST /v1/models` commits once its files checked out). Its files
+ * list is empty: the submit and the delete read only the row.
+ */
+async function uploadedModel(): Promise<string> {
+  const id = crypto.randomUUID();
+  const committed = await commitModel(fx.db, {
+    id,
+    tenantId: fx.tenantA.id,
+    name: null,
+    architecture: "Qwen3ForCausalLM",
+    config: { architectures: ["Qwen3ForCausalLM"], model_type: "qwen3" },
+    parameterCount: 1,
+    files: [],
+    requestSha256: "0".repeat(64),
+  });
+  assert.equal(committed.conflict, undefined);
+  return id;
+}
+
+/** Ids of tenant A's jobs that name `model:<modelId>` as their base, and whether the row is left. */
+async function namedBy(modelId: string) {
+  const users = await fx.db.query<{ id: string }>(
+    `select id from jobs where tenant_id = $1::uuid and spec->'model'->>'base' = $2::text`,
+    [fx.tenantA.id, `model:${modelId}`],
+  );
+  const rows = await fx.db.query(`select 1 from models where id = $1::uuid`, [modelId]);
+  return { users: users.map((u) => String(u.id)), modelLive: rows.length === 1 };
+}
+
+/** The submit body of a job training from the model. */
+function onModel(modelId: string) {
+  return { env: { id: "sokoban" }, model: { base: `model:${modelId}` } };
+}
+
+Deno.test("a model delete that lands between a submit's checks and its insert leaves the submit a 422 at model.base and no job naming the deleted model", async () => {
+  const modelId = await uploadedModel();
+  let deleted: number | undefined;
+  // The submit route's last check before the insert: the delete runs there, in the window.
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    checkSpec: async (spec) => {
+      if (spec.model.base !== `model:${modelId}`) return;
+      deleted = (await req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA })).status;
+    },
+  });
+  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: onModel(modelId) });
+  assert.equal(deleted, 204, "the delete found no user yet");
+  const body = await res.json();
+  assert.equal(res.status, 422, JSON.stringify(body));
+  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
+    ["model.base", "unknown_model"],
+  ]);
+  assert.equal(
+    body.detail,
+    `Cannot queue the job as model.base must name a model of this tenant: model:${modelId} is deleted`,
+  );
+  assert.deepEqual(await namedBy(modelId), { users: [], modelLive: false });
+});
+
+/** Backends of this database waiting for a lock while running a statement that holds `text`. */
+async function waitingOn(text: string): Promise<number> {
+  const [row] = await fx.db.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+     where datname = current_database() and wait_event_type = 'Lock'
+       and position($1::text in query) > 0`,
+    [text],
+  );
+  return Number(row.n);
+}
+
+/** Resolves once `check` is true, polling the database (at most `tries` round trips). */
+async function until(what: string, check: () => Promise<boolean>, tries = 5000): Promise<void> {
+  for (let i = 0; i < tries; i++) if (await check()) return;
+  throw new Error(`Cannot go on as ${what} must happen: it did not within ${tries} polls`);
+}
+
+Deno.test("a submit that takes the model's lock first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
+  const modelId = await uploadedModel();
+  let submit: Promise<Response> | undefined;
+  let del: Promise<Response> | undefined;
+  // A third transaction holds the model's row, so both requests queue behind it in a known
+  // order: the submit first, then the delete.
+  await fx.db.transaction(async (tx) => {
+    await tx.query(`select 1 from models where id = $1::uuid for update`, [modelId]);
+    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: onModel(modelId),
+    }));
+    let submitEnded = false;
+    submit.finally(() => submitEnded = true);
+    await until("the submit waiting for the model's row", async () => {
+      assert.equal(submitEnded, false, "the submit must wait for the model's row lock");
+      return await waitingOn("from models where id") === 1;
+    });
+    del = Promise.resolve(req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }));
+    await until(
+      "the delete waiting for the model's row",
+      async () => await waitingOn("from models where tenant_id") === 1,
+    );
+  });
+  const submitted = await submit!;
+  const job = await submitted.json();
+  assert.equal(submitted.status, 201, JSON.stringify(job));
+  const refused = await del!;
+  const problem = await refused.json();
+  assert.equal(refused.status, 409, JSON.stringify(problem));
+  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
+  assert.deepEqual(await namedBy(modelId), { users: [job.id], modelLive: true });
+  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+});
+
+Deno.test("model deletes and submits sent together never leave a job naming a deleted model", async () => {
+  const models: string[] = [];
+  for (let i = 0; i < 6; i++) models.push(await uploadedModel());
+  const outcomes = await Promise.all(models.map(async (modelId) => {
+    const [submitted, deleted] = await Promise.all([
+      req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: onModel(modelId) }),
+      req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }),
+    ]);
+    await submitted.body?.cancel();
+    await deleted.body?.cancel();
+    return { modelId, submit: submitted.status, del: deleted.status, ...await namedBy(modelId) };
+  }));
+  for (const o of outcomes) {
+    // Either the job was queued and the delete refused, or the model went and the submit was
+    // refused (422 from the submit's own lock, or from its earlier check when the delete was done).
+    if (o.submit === 201) {
+      assert.deepEqual([o.del, o.users.length, o.modelLive], [409, 1, true], JSON.stringify(o));
+      await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });
+    } else {
+      assert.deepEqual([o.submit, o.del, o.users, o.modelLive], [422, 204, [], false]);
+    }
+  }
+});
+
+Deno.test({
+  name: "stop the model delete-race fixture",
+  async fn() {
+    await fx.close();
+  },
+  sanitizeOps: false,
+  sanitizeResources: false,
+});
