@@ -11,10 +11,11 @@
  * presets to that. How the values were measured: bench/RESULTS.md.
  *
  * `household-hard` (bench:learn's env of that name) is the sparse-signal regime the paper is about:
- * all six household families, so that after the warm-up most groups are all-fail (10% / 11% success
- * and 56% all-fail groups on seed 11) and outcome RL has little signal. Its skill-conditioned
- * warm-up turns are household's skilled demonstrations (workers/seed/README.md, "Warm-up"), which
- * leave the policy using a location skill (success with it 2× without on seeds 21 and 22).
+ * all six household families, so that after the warm-up most groups are all-fail (seed 21: 9.5% /
+ * 8% held-out success, half of the first update's groups all-fail) and outcome RL has little
+ * signal. Its skill-conditioned warm-up turns are household's skilled demonstrations
+ * (workers/seed/README.md, "Warm-up"), which leave the policy using a location skill (seed 21:
+ * success 4.7% without it, 10.9% with it). Measurements: bench/RESULTS.md.
  */
 import type { JobSpecInput } from "./spec.ts";
 
@@ -79,6 +80,7 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
       history: 0,
     },
     rollout: { max_new_tokens: 16 },
+    advantage: { invalid_action_penalty: 0 },
     seed: { analyzer_max_steps: 3 },
     warmup: {
       policy: {
@@ -107,6 +109,11 @@ export const PRESET_FIELD_REASONS: Readonly<Record<string, string>> = {
   "env.history": "per size: builtin:tiny's prompts stay short with no past steps shown",
   "rollout.max_new_tokens": "per environment: a sokoban action is ~8 tokens with its tags, a " +
     "household action up to 15",
+  "advantage.invalid_action_penalty": "per environment: in household-hard most groups are " +
+    "all-fail, where the penalty is the only spread and mean/std normalisation blows it up to " +
+    "full-size advantages; with the authors' p = 0.1 every arm fell from 9.5% to 0–3% held-out " +
+    "success in 8 updates (lr 3e-4, 1e-4 and 3e-5), with p = 0 GRPO rose to 16% (seed 21, " +
+    "bench/RESULTS.md 2026-12-07)",
   "seed.analyzer_max_new_tokens": "per environment: sokoban's reference analyses run to ~74 " +
     "tokens (household keeps the default 192: its analyses run to 184)",
   "seed.analyzer_max_steps": "per environment: sokoban's analyzer reads the last step (earlier " +
