@@ -110,3 +110,30 @@ export async function runningJob(
   if (res.status !== 201) throw new Error(`Cannot submit the test job: ${await res.text()}`);
   return await claimAs(fx.db, (await res.json()).id);
 }
+
+/**
+ * Backends of `db`'s database waiting for a lock while running a statement that holds `text`
+ * (`pg_stat_activity`); for tests that order concurrent requests behind a held row lock.
+ */
+export async function waitingOn(db: Database, text: string): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity
+     where datname = current_database() and wait_event_type = 'Lock'
+       and position($1::text in query) > 0`,
+    [text],
+  );
+  return Number(row.n);
+}
+
+/**
+ * Resolves once `check` is true, polling (at most `tries` calls; no timers).
+ * @throws Error naming `what` when `check` stays false.
+ */
+export async function until(
+  what: string,
+  check: () => Promise<boolean>,
+  tries = 5000,
+): Promise<void> {
+  for (let i = 0; i < tries; i++) if (await check()) return;
+  throw new Error(`Cannot go on as ${what} must happen: it did not within ${tries} polls`);
+}

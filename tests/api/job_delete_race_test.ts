@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../api/app.ts";
 import { fenceOf, succeedJob } from "../../jobs/mod.ts";
-import { req, runningJob, startApiFixture } from "./_fixture.ts";
+import { req, runningJob, startApiFixture, until, waitingOn } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
@@ -61,23 +61,6 @@ Deno.test("a delete that lands between a submit's checks and its insert leaves t
   assert.deepEqual(await namedBy(baseId), { users: [], baseLive: false });
 });
 
-/** Backends of this database waiting for a lock while running a statement that holds `text`. */
-async function waitingOn(text: string): Promise<number> {
-  const [row] = await fx.db.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity
-     where datname = current_database() and wait_event_type = 'Lock'
-       and position($1::text in query) > 0`,
-    [text],
-  );
-  return Number(row.n);
-}
-
-/** Resolves once `check` is true, polling the database (at most `tries` round trips). */
-async function until(what: string, check: () => Promise<boolean>, tries = 5000): Promise<void> {
-  for (let i = 0; i < tries; i++) if (await check()) return;
-  throw new Error(`Cannot go on as ${what} must happen: it did not within ${tries} polls`);
-}
-
 Deno.test("a submit that takes the base job's lock first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
   const baseId = await finishedBase();
   let submit: Promise<Response> | undefined;
@@ -94,12 +77,12 @@ Deno.test("a submit that takes the base job's lock first makes a concurrent dele
     submit.finally(() => submitEnded = true);
     await until("the submit waiting for the base job's row", async () => {
       assert.equal(submitEnded, false, "the submit must wait for the base job's row lock");
-      return await waitingOn("for share") === 1;
+      return await waitingOn(fx.db, "for share") === 1;
     });
     del = Promise.resolve(req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA }));
     await until(
       "the delete waiting for the base job's row",
-      async () => await waitingOn("for update") === 1,
+      async () => await waitingOn(fx.db, "for update") === 1,
     );
   });
   const submitted = await submit!;

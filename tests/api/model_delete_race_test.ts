@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { createApp } from "../../api/app.ts";
 import { commitModel } from "../../jobs/mod.ts";
-import { req, startApiFixture } from "./_fixture.ts";
+import { req, startApiFixture, until, waitingOn } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
@@ -74,23 +74,6 @@ Deno.test("a model delete that lands between a submit's checks and its insert le
   assert.deepEqual(await namedBy(modelId), { users: [], modelLive: false });
 });
 
-/** Backends of this database waiting for a lock while running a statement that holds `text`. */
-async function waitingOn(text: string): Promise<number> {
-  const [row] = await fx.db.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity
-     where datname = current_database() and wait_event_type = 'Lock'
-       and position($1::text in query) > 0`,
-    [text],
-  );
-  return Number(row.n);
-}
-
-/** Resolves once `check` is true, polling the database (at most `tries` round trips). */
-async function until(what: string, check: () => Promise<boolean>, tries = 5000): Promise<void> {
-  for (let i = 0; i < tries; i++) if (await check()) return;
-  throw new Error(`Cannot go on as ${what} must happen: it did not within ${tries} polls`);
-}
-
 Deno.test("a submit that takes the model's lock first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
   const modelId = await uploadedModel();
   let submit: Promise<Response> | undefined;
@@ -107,12 +90,12 @@ Deno.test("a submit that takes the model's lock first makes a concurrent delete 
     submit.finally(() => submitEnded = true);
     await until("the submit waiting for the model's row", async () => {
       assert.equal(submitEnded, false, "the submit must wait for the model's row lock");
-      return await waitingOn("from models where id") === 1;
+      return await waitingOn(fx.db, "from models where id") === 1;
     });
     del = Promise.resolve(req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }));
     await until(
       "the delete waiting for the model's row",
-      async () => await waitingOn("from models where tenant_id") === 1,
+      async () => await waitingOn(fx.db, "from models where tenant_id") === 1,
     );
   });
   const submitted = await submit!;
