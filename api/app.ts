@@ -12,8 +12,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import {
-  BaseJobGoneError,
-  BaseModelGoneError,
+  BaseGoneError,
   IdempotencyConflictError,
   IntegrityError,
   isTransient,
@@ -88,16 +87,10 @@ function mapDomainError(error: unknown): ProblemError | undefined {
   if (error instanceof IdempotencyConflictError) {
     return new ConflictError(error.message, { cause: error });
   }
-  if (error instanceof BaseJobGoneError) {
+  if (error instanceof BaseGoneError) {
     return new UnprocessableError(error.message, {
       cause: error,
-      errors: [{ path: "model.base", code: "unknown_job", message: error.message }],
-    });
-  }
-  if (error instanceof BaseModelGoneError) {
-    return new UnprocessableError(error.message, {
-      cause: error,
-      errors: [{ path: "model.base", code: "unknown_model", message: error.message }],
+      errors: [{ path: "model.base", code: error.code, message: error.message }],
     });
   }
   if (error instanceof IntegrityError) {

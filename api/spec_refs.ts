@@ -12,13 +12,13 @@ import {
   getJob,
   getModel,
   getSecretInfo,
+  JOB_REF_PATTERN,
   MODEL_REF_PATTERN,
   OutboundUrlError,
 } from "../jobs/mod.ts";
 import type { Database } from "../jobs/db.ts";
 import { type FieldIssue, UnprocessableError } from "./errors.ts";
 
-const JOB_REF = /^job:([0-9a-f-]{36})(?:@\d+)?$/;
 const S3_URI = /^s3:\/\/([^/]+)\/(.*)$/;
 
 /**
@@ -57,7 +57,7 @@ export async function checkSpecRefs(
       });
     }
   }
-  const job = JOB_REF.exec(spec.model.base);
+  const job = JOB_REF_PATTERN.exec(spec.model.base);
   if (job && !(await getJob(db, { tenantId: ctx.tenantId, jobId: job[1] }))) {
     issues.push({
       path: "model.base",
@@ -99,7 +99,7 @@ export async function rootModelBase(
   const { tenantId, base } = ref;
   let current = base;
   for (let i = 0; i < MAX_BASE_LINKS; i++) {
-    const ref = JOB_REF.exec(current);
+    const ref = JOB_REF_PATTERN.exec(current);
     if (!ref) return current;
     const job = await getJob(db, { tenantId, jobId: ref[1] });
     const next = (job?.spec as { model?: { base?: unknown } } | undefined)?.model?.base;

@@ -52,36 +52,22 @@ export class IdempotencyConflictError extends Error {
 }
 
 /**
- * Thrown by a submit whose `model.base` (`job:<id>[@step]`) names a job the tenant does not have
- * (any more): deleted, or being deleted, by a delete that took the base job's row lock first
- * (jobs/queue.ts `submitJob` with `requireBase`). Nothing is stored. HTTP 422 at `model.base`.
+ * Thrown by a submit whose `model.base` names a job (`job:<id>[@step]`) or an uploaded model
+ * (`model:<id>`) the tenant does not have any more: deleted, or being deleted, by a delete that
+ * took the base's row lock first (jobs/queue.ts `submitJob` with `requireBase`; jobs/delete.ts,
+ * jobs/models.ts `deleteModel`). Nothing is stored. HTTP 422 at `model.base` with `code`.
  */
-export class BaseJobGoneError extends Error {
-  /** The base job's id. */
-  readonly jobId: string;
-  constructor(jobId: string) {
+export class BaseGoneError extends Error {
+  /** `unknown_job` or `unknown_model`: the error code at `model.base`. */
+  readonly code: "unknown_job" | "unknown_model";
+  constructor(kind: "job" | "model", id: string) {
     super(
-      `Cannot queue the job as model.base must name a job of this tenant: job:${jobId} is deleted or being deleted`,
+      kind === "job"
+        ? `Cannot queue the job as model.base must name a job of this tenant: job:${id} is deleted or being deleted`
+        : `Cannot queue the job as model.base must name a model of this tenant: model:${id} is deleted`,
     );
-    this.name = "BaseJobGoneError";
-    this.jobId = jobId;
-  }
-}
-
-/**
- * Thrown by a submit whose `model.base` (`model:<id>`) names a model the tenant does not have
- * (any more): deleted by a delete that took the model's row lock first (jobs/queue.ts `submitJob`
- * with `requireBase`, jobs/models.ts `deleteModel`). Nothing is stored. HTTP 422 at `model.base`.
- */
-export class BaseModelGoneError extends Error {
-  /** The model's id. */
-  readonly modelId: string;
-  constructor(modelId: string) {
-    super(
-      `Cannot queue the job as model.base must name a model of this tenant: model:${modelId} is deleted`,
-    );
-    this.name = "BaseModelGoneError";
-    this.modelId = modelId;
+    this.name = "BaseGoneError";
+    this.code = kind === "job" ? "unknown_job" : "unknown_model";
   }
 }
 

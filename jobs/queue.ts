@@ -10,14 +10,8 @@
  */
 import { createHash } from "node:crypto";
 import type { Database, Queryable } from "./db.ts";
-import {
-  BaseJobGoneError,
-  BaseModelGoneError,
-  type Fence,
-  FenceLostError,
-  IdempotencyConflictError,
-} from "./errors.ts";
-import { type Device, type JobSpec, MODEL_REF_PATTERN } from "./spec.ts";
+import { BaseGoneError, type Fence, FenceLostError, IdempotencyConflictError } from "./errors.ts";
+import { type Device, JOB_REF_PATTERN, type JobSpec, MODEL_REF_PATTERN } from "./spec.ts";
 import type { Job } from "./schema.ts";
 import type { JobLabels } from "./labels.ts";
 import { toJob } from "./_rows.ts";
@@ -245,9 +239,6 @@ export interface SubmitOptions {
   requireBase?: boolean;
 }
 
-const BASE_JOB_REF =
-  /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@\d+)?$/;
-
 /** Hex SHA-256 of the spec's canonical JSON (object keys sorted), used as the request hash. */
 export function specSha256(spec: unknown): string {
   const canonical = (v: unknown): unknown =>
@@ -268,8 +259,7 @@ class LostIdempotencyRace extends Error {}
  * Queues a job and wakes idle workers (NOTIFY). With an idempotency key, the same key and request
  * hash return the job the key created first (`created: false`).
  * @throws IdempotencyConflictError when the key was used with a different request.
- * @throws BaseJobGoneError with `requireBase` when the base job is gone or being deleted.
- * @throws BaseModelGoneError with `requireBase` when the base model is gone.
+ * @throws BaseGoneError with `requireBase` when the base job or model is gone or being deleted.
  */
 export async function submitJob(
   db: Database,
@@ -277,7 +267,7 @@ export async function submitJob(
 ): Promise<{ job: Job; created: boolean }> {
   const { tenantId, spec, idempotencyKey } = options;
   const labels = options.labels ?? { name: null, metadata: {} };
-  const baseJobId = options.requireBase ? BASE_JOB_REF.exec(spec.model.base)?.[1] : undefined;
+  const baseJobId = options.requireBase ? JOB_REF_PATTERN.exec(spec.model.base)?.[1] : undefined;
   const baseModelId = options.requireBase
     ? MODEL_REF_PATTERN.exec(spec.model.base)?.[1]
     : undefined;
@@ -285,11 +275,11 @@ export async function submitJob(
   const insert = async (q: Queryable) => {
     if (baseJobId !== undefined) {
       const [base] = await q.query(SQL.lockBaseJob, [baseJobId, tenantId]);
-      if (!base || base.deleting_at !== null) throw new BaseJobGoneError(baseJobId);
+      if (!base || base.deleting_at !== null) throw new BaseGoneError("job", baseJobId);
     }
     if (baseModelId !== undefined) {
       const [base] = await q.query(SQL.lockBaseModel, [baseModelId, tenantId]);
-      if (!base) throw new BaseModelGoneError(baseModelId);
+      if (!base) throw new BaseGoneError("model", baseModelId);
     }
     return toJob(
       (await q.query(SQL.submit, [

@@ -50,9 +50,12 @@ const S3_PREFIX_PATTERN = new RegExp(
 const S3_OBJECT_PATTERN = new RegExp(
   String.raw`^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\/${PLAIN_KEY}[^\s]*[^\s/]$`,
 );
-/** `job:<uuid>` or `job:<uuid>@<step>` — a checkpoint of an earlier job (latest when no step). */
-const JOB_REF_PATTERN =
-  /^job:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:@(?:0|[1-9][0-9]{0,8}))?$/;
+/**
+ * `job:<uuid>` or `job:<uuid>@<step>` — a checkpoint of an earlier job (latest when no step); group
+ * 1 is the job's id.
+ */
+export const JOB_REF_PATTERN =
+  /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(?:0|[1-9][0-9]{0,8}))?$/;
 /** `model:<uuid>` — a model uploaded with `POST /v1/models` (README.md, "Bring your own model"). */
 export const MODEL_REF_PATTERN =
   /^model:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;

@@ -277,7 +277,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     if (job.status !== "succeeded") throw new DemoJobFailedError(job);
     const seconds = (Date.now() - submittedAt) / 1000;
 
-    say(`\ndownloading the checkpoint and the skill library into ${outDir}…`);
+    say(`\ndownloading the checkpoint and the skill library into ${writesTo}…`);
     const artifacts = await step(downloadArtifacts(client, job, { outDir, spec }));
     say(renderSummary({ job, artifacts, url: api.url, key, dataDir, seconds, keep: args.keep }));
     if (args.keep) {
