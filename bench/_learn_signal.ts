@@ -22,6 +22,8 @@ export const SIGNAL_METRICS = [
   "skill_truthful_won_rate",
   "skill_truthful_lost_rate",
   "all_fail_group_share",
+  "step_skill_samples",
+  "teacher_gap_step_mean",
 ] as const;
 
 /** One metric name of {@link SIGNAL_METRICS}. */

@@ -373,6 +373,16 @@ const JobSpecObject = z.object({
      * (workers/seed/README.md, Arms). Only for method `seed` with `analyze` other than `none`.
      */
     skill_source: z.enum(SKILL_SOURCES).default("policy"),
+    /**
+     * Most critical-step skills per analysed trajectory that reach the teacher prompt: a turn
+     * with one is scored under it instead of the episode skill (the authors' `skill_mode`
+     * `episode_step` with `skill_teacher_mode` `step_priority`); 0: the episode skill only
+     * (`episode_only`). Left out: the authors' launchers' count for the environment
+     * ({@link stepSkillDefault}). Step skills come from the environment's reference analyzer
+     * (`skill_source: "reference"`; built-in household writes them); the policy's analyzer
+     * writes the episode skill only (workers/seed/README.md, Departures).
+     */
+    max_step_skills: int(0, 64).optional(),
     /** Token budget of one analysis (greedy). */
     analyzer_max_new_tokens: int(1, 4096).default(192),
     /** Analyzer prompts show only the last N steps of a trajectory (bounds its length). */
@@ -546,9 +556,13 @@ const JobSpecObject = z.object({
 
 /** What the object schema parses to: `advantage` fields may still be absent (filled below). */
 type SpecFields = z.output<typeof JobSpecObject>;
-/** A parsed JobSpec with every default filled in (`advantage` from {@link armDefaults}). */
-export type JobSpec = Omit<SpecFields, "advantage"> & {
+/**
+ * A parsed JobSpec with every default filled in (`advantage` from {@link armDefaults},
+ * `seed.max_step_skills` from {@link stepSkillDefault}).
+ */
+export type JobSpec = Omit<SpecFields, "advantage" | "seed"> & {
   advantage: Required<SpecFields["advantage"]>;
+  seed: Required<SpecFields["seed"]>;
 };
 /** `rollout.engine` when it names endpoints (see the JobSpec). */
 export type RemoteRolloutEngine = Exclude<z.output<typeof RolloutEngine>, "local">;
@@ -600,6 +614,17 @@ export function armDefaults(
 }
 
 /**
+ * The critical-step skills per trajectory the authors' SEED launchers run for an environment
+ * (agent_rl 2cf2fad, `examples/seed_trainer/_common/*.sh`: `SEED_SKILL_MODE=episode_step` with
+ * `SEED_ANALYSIS_MAX_STEP_SKILLS_PER_TRAJ` 5 for alfworld.sh and webshop.sh, 2 for search.sh;
+ * `episode_only` for sokoban_visual.sh and ezpoints.sh): household (ALFWorld) and webshop 5,
+ * search 2, every other id 0.
+ */
+export function stepSkillDefault(envId: string): number {
+  return envId === "household" || envId === "webshop" ? 5 : envId === "search" ? 2 : 0;
+}
+
+/**
  * The JobSpec schema. Parse with `JobSpecSchema.parse(input)` (throws `z.ZodError` with field
  * paths) or `.safeParse`. Defaults suit the small CPU models trained here; the paper's 3B settings
  * are lr 1e-6, B = 16, G = 8, 150 updates. `advantage` fields left out are filled from
@@ -627,6 +652,10 @@ export const JobSpecSchema = JobSpecObject.superRefine((spec, ctx) => {
   const a = spec.advantage;
   return {
     ...spec,
+    seed: {
+      ...spec.seed,
+      max_step_skills: spec.seed.max_step_skills ?? stepSkillDefault(spec.env.id),
+    },
     advantage: {
       ...a,
       estimator: arm.estimator,
@@ -699,7 +728,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * {@link MOVED_TO_EXPERIMENTAL} move to their new path (where that is absent); `optim.clip_ratio` (one
  * ε) becomes `clip_ratio_low` and `clip_ratio_high` where those are absent, and such a spec
  * predates `optim.loss_aggregation` and ran with one token mean per mini-batch, so it keeps
- * `token_mean` unless it says otherwise (a resumed job keeps its loss). The input is not modified.
+ * `token_mean` unless it says otherwise (a resumed job keeps its loss); a stored `seed` without
+ * `max_step_skills` predates critical-step skills and ran without them, so it keeps 0. The input
+ * is not modified.
  * @throws z.ZodError with field paths when the stored spec is invalid under both schemas.
  */
 export function parseStoredJobSpec(stored: unknown): JobSpec {
@@ -709,7 +740,7 @@ export function parseStoredJobSpec(stored: unknown): JobSpec {
   const spec = { ...stored } as Record<string, unknown>;
   const seed = spec.seed;
   if (seed !== null && typeof seed === "object" && !Array.isArray(seed)) {
-    const kept = { ...seed } as Record<string, unknown>;
+    const kept = { max_step_skills: 0, ...seed } as Record<string, unknown>;
     for (const field of RETIRED_SEED_FIELDS) delete kept[field];
     spec.seed = kept;
   }

@@ -35,9 +35,10 @@ Deno.test("signal rows skip step 0 and keep only the signal metrics", () => {
     "env,arm,method,seed,step,teacher_gap_won_mean,teacher_gap_lost_mean,old_logprob_won_mean," +
       "teacher_gap_advantage_corr," +
       "zero_advantage_group_share,analyzer_parse_rate,skill_well_formed_rate,skill_truthful_rate," +
-      "skill_truthful_won_rate,skill_truthful_lost_rate,all_fail_group_share",
+      "skill_truthful_won_rate,skill_truthful_lost_rate,all_fail_group_share," +
+      "step_skill_samples,teacher_gap_step_mean",
   );
-  assert.equal(csv[2], "sokoban,seed,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,,");
+  assert.equal(csv[2], "sokoban,seed,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,,,,");
 });
 
 Deno.test("the signal summary counts the steps that meet each target and averages the last step", () => {

@@ -334,3 +334,27 @@ Deno.test("rollout.engine is local by default, or endpoints with bounded in-flig
       .some((p: string) => p.startsWith("rollout.engine")),
   );
 });
+
+Deno.test("seed.max_step_skills defaults to the authors' launcher count per environment; a stored spec without it keeps 0", () => {
+  // examples/seed_trainer/_common: alfworld.sh and webshop.sh 5, search.sh 2, episode_only for
+  // sokoban_visual.sh and ezpoints.sh.
+  const defaults = ["household", "webshop", "search", "sokoban", "ezpoints", "my-env"].map((id) =>
+    parseJobSpec({ env: { id } }).seed.max_step_skills
+  );
+  assert.deepEqual(defaults, [5, 5, 2, 0, 0, 0]);
+  assert.equal(
+    parseJobSpec({ env: { id: "household" }, seed: { max_step_skills: 0 } }).seed.max_step_skills,
+    0,
+  );
+  assert.deepEqual(issuesOf({ env: { id: "household" }, seed: { max_step_skills: -1 } }), [
+    "seed.max_step_skills",
+  ]);
+  assert.deepEqual(issuesOf({ env: { id: "household" }, seed: { max_step_skills: 1.5 } }), [
+    "seed.max_step_skills",
+  ]);
+  // A job stored before the field ran without step skills and resumes without them.
+  const stored = { ...parseJobSpec({ env: { id: "household" } }) } as Record<string, unknown>;
+  const { max_step_skills: _, ...oldSeed } = stored.seed as Record<string, unknown>;
+  assert.equal(parseStoredJobSpec({ ...stored, seed: oldSeed }).seed.max_step_skills, 0);
+  assert.equal(parseStoredJobSpec(stored).seed.max_step_skills, 5);
+});

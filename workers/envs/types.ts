@@ -126,6 +126,13 @@ export interface Trajectory {
 export interface SkillAnalysis {
   episode_summary: string;
   episode_skill: string;
+  /**
+   * Optional critical-step skills: 0-based turn index (a decimal string, the JSON key of the
+   * reference code's `step_skills`, agent_rl `seed/analysis.py`) → one short imperative sentence
+   * for the policy at that turn. The teacher scores such a turn under its step skill instead of
+   * the episode skill (`seed.max_step_skills`, workers/seed/README.md, Algorithm, step 4).
+   */
+  step_skills?: Record<string, string>;
 }
 
 /** Scripted expert: acts from full knowledge of the task (used for warm-up demonstrations). */

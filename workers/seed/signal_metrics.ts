@@ -22,6 +22,10 @@
  *   the reference analysis of the same trajectory (`judgeSkill`, workers/envs/skill_judge.ts).
  * - `skill_truthful_won_rate`, `skill_truthful_lost_rate`: the truthful share among the skills of
  *   won / not-won trajectories (workflows vs avoidance rules; left out when a class has none).
+ * - `step_skill_samples`: samples (turns) the teacher scored under a critical-step skill
+ *   (`seed.max_step_skills`); `teacher_gap_step_mean`: mean Δ over their tokens — the teacher's
+ *   verdict on the very turns a step skill advises on (negative: the skill disfavours the action
+ *   the policy took there).
  *
  * Undefined values are left out of the result (never NaN, never a made-up 0): no teacher tokens
  * in a class, fewer than two samples or a constant Δ or A for the correlation, no groups, an
@@ -42,6 +46,8 @@ export const SIGNAL_METRIC_NAMES = [
   "skill_truthful_rate",
   "skill_truthful_won_rate",
   "skill_truthful_lost_rate",
+  "step_skill_samples",
+  "teacher_gap_step_mean",
 ] as const;
 
 /** The fields of a training sample (samples.ts `TurnSample`) these metrics read. */
@@ -208,6 +214,33 @@ function stripIds(t: Trajectory): Trajectory {
   };
 }
 
+/**
+ * `step_skill_samples` and `teacher_gap_step_mean` (see module doc): `stepSkilled[i]` says whether
+ * sample i was scored under a critical-step skill, `gaps[i]` its per-token Δ (nats). Both are left
+ * out when no sample had a teacher pass (GRPO, nothing parsed), the mean also when no step-skill
+ * sample has a token. Throws `RangeError` when the lengths differ.
+ */
+export function stepSkillMetrics(
+  gaps: readonly (ArrayLike<number> | null)[],
+  stepSkilled: readonly boolean[],
+): Record<string, number> {
+  if (gaps.length !== stepSkilled.length) {
+    throw new RangeError(
+      `Cannot compute step-skill metrics as stepSkilled must have one entry per sample (${gaps.length}): current length is ${stepSkilled.length}`,
+    );
+  }
+  const tokens: number[] = [];
+  let samples = 0;
+  gaps.forEach((g, i) => {
+    if (!stepSkilled[i] || g === null) return;
+    samples++;
+    tokens.push(...Array.from(g));
+  });
+  if (gaps.every((g) => g === null)) return {};
+  const m = mean(tokens);
+  return { step_skill_samples: samples, ...(m !== undefined ? { teacher_gap_step_mean: m } : {}) };
+}
+
 /** Inputs of {@link signalMetrics}: one step's samples, gaps, trajectories and analyses. */
 export interface SignalMetricsInput {
   env: Pick<AsyncEnvironment, "judgeSkill">;
@@ -218,12 +251,15 @@ export interface SignalMetricsInput {
   oldLogProbs?: readonly ArrayLike<number>[];
   trajectories: readonly (Trajectory & { id: string })[];
   analyses: ReadonlyMap<string, SkillAnalysis | null>;
+  /** Per sample: scored under a critical-step skill (aligned with `samples`; default none). */
+  stepSkilled?: readonly boolean[];
 }
 
 /** All metrics of this module for one step (see module doc). */
 export async function signalMetrics(input: SignalMetricsInput): Promise<Record<string, number>> {
   return {
     ...teacherGapMetrics(input.samples, input.gaps, input.oldLogProbs),
+    ...stepSkillMetrics(input.gaps, input.stepSkilled ?? input.gaps.map(() => false)),
     ...await skillQualityMetrics(input.env, input.trajectories, input.analyses),
   };
 }

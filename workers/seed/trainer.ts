@@ -54,6 +54,7 @@ import {
   recordSkills,
   type SkillLibrary,
   skillsByTrajectory,
+  stepSkillsByTrajectory,
   teacherPrompts,
 } from "../skills/mod.ts";
 import { ACTION_STOP, actionPolicy, type TextPolicy, turnSeed } from "./text_policy.ts";
@@ -163,7 +164,12 @@ export class SeedTrainer {
 
     await onStage("rescore");
     const skills = skillsByTrajectory(analysis.analyses);
-    const scored = await timer.time("rescore", () => this.#rescore(samples, skills));
+    const stepSkills = stepSkillsByTrajectory(
+      analysis.analyses,
+      new Map(trajectories.list.map((t) => [t.id, t.steps.length])),
+      spec.seed.max_step_skills,
+    );
+    const scored = await timer.time("rescore", () => this.#rescore(samples, skills, stepSkills));
     const gaps = teacherGaps(scored.teacher, scored.old);
     const withTeacher = samples.filter((_, i) => gaps[i] !== null);
     const meanGaps = meanPerTrajectory(withTeacher, gaps.filter((g) => g !== null));
@@ -182,6 +188,7 @@ export class SeedTrainer {
       oldLogProbs: scored.old,
       trajectories: trajectories.list,
       analyses: analysis.analyses,
+      stepSkilled: samples.map((s) => stepSkills.get(s.trajectoryId)?.has(s.turn) ?? false),
     });
     const engineGap = this.parts.remote
       ? this.#engineGap(samples, trajectories.list, scored.old)
@@ -341,7 +348,11 @@ export class SeedTrainer {
    * chat template); only the prompt ids change. Every pass sees the turn's images; the skill
    * prompt keeps its `<image>`.
    */
-  async #rescore(samples: TurnSample[], skills: Map<string, string | null>) {
+  async #rescore(
+    samples: TurnSample[],
+    skills: Map<string, string | null>,
+    stepSkills: Map<string, Map<number, string>>,
+  ) {
     const { theta, reference, spec } = this.parts;
     const temperature = scoringTemperature(spec);
     const plain: Sample[] = samples.map((s) =>
@@ -349,14 +360,18 @@ export class SeedTrainer {
     );
     const old = await theta.policy.score(plain, { temperature });
     const ref = reference ? await reference.score(plain, { temperature }) : old;
-    const prompts = teacherPrompts(samples, skills);
+    const prompts = teacherPrompts(samples, skills, stepSkills);
     const teacherIdx = prompts.flatMap((p, i) => (p === null ? [] : [i]));
-    // A trajectory's teacher prompts share their task line and skill block (insertSkill puts it
-    // after the task line): that prefix is computed once per trajectory, not once per turn.
+    // A trajectory's episode-skill teacher prompts share their task line and skill block
+    // (insertSkill puts it after the task line): that prefix is computed once per trajectory, not
+    // once per turn. Its step-skill prompts (block near the end) form a group of their own.
     const started = performance.now();
     const byTrajectory = new Map<string, number[]>();
     teacherIdx.forEach((i, k) => {
-      const id = samples[i].trajectoryId;
+      const s = samples[i];
+      const id = stepSkills.get(s.trajectoryId)?.has(s.turn)
+        ? `${s.trajectoryId}\u0000step`
+        : s.trajectoryId;
       const group = byTrajectory.get(id);
       if (group) group.push(k);
       else byTrajectory.set(id, [k]);

@@ -379,19 +379,97 @@ export function skillsByTrajectory(
   return new Map([...analyses].map(([id, a]) => [id, a?.episode_skill ?? null]));
 }
 
+/** Heading of the critical-step skill block (the reference code's, bold). */
+export const STEP_SKILL_HEADING = "**Critical-Step Skill**";
+
+/** The instruction line under it (the reference code's, with its colon). */
+export const STEP_SKILL_INSTRUCTION = "Use this current-step skill for this decision only:";
+
+/**
+ * The critical-step skill block of the teacher prompt, as the reference code's
+ * `seed/prompting.py` (`build_augmented_observation_text`, agent_rl at 2cf2fad) writes it:
+ *
+ *     **Critical-Step Skill**
+ *     Use this current-step skill for this decision only:
+ *     [<skill, stripped>]
+ */
+export function stepSkillBlock(skill: string): string {
+  return `${STEP_SKILL_HEADING}\n${STEP_SKILL_INSTRUCTION}\n[${skill}]`;
+}
+
+/**
+ * Inserts the critical-step skill block (`stepSkillBlock`) into a turn's prompt for teacher
+ * re-scoring, where the reference code's `seed/prompting.py` (`_insert_before_anchor`) puts it:
+ * before the first `Now it's your turn to` (else `Now it's your turn`), with a blank line on each
+ * side (the whitespace around the insertion point is replaced by it); else appended after a blank
+ * line. No episode-level block goes with it: the authors' default `skill_teacher_mode`
+ * `step_priority` scores a step that has a step skill under that skill alone. The skill is
+ * stripped only. Throws `SkillError` when it has no letter or digit.
+ */
+export function insertStepSkill(prompt: string, skill: string): string {
+  const stripped = skill.trim();
+  if (!meaningful(stripped)) {
+    throw new SkillError(
+      `Cannot insert a step skill as it must contain a letter or digit: current value is ${
+        JSON.stringify(skill)
+      }`,
+    );
+  }
+  const block = stepSkillBlock(stripped);
+  for (const anchor of TURN_ANCHORS) {
+    const at = prompt.indexOf(anchor);
+    if (at < 0) continue;
+    const prefix = prompt.slice(0, at).trimEnd(), suffix = prompt.slice(at).trimStart();
+    return prefix ? `${prefix}\n\n${block}\n\n${suffix}` : `${block}\n\n${suffix}`;
+  }
+  return prompt ? `${prompt}\n\n${block}` : block;
+}
+
+/**
+ * The critical-step skills per trajectory id: turn (0-based) → skill, the first `max` entries of
+ * each analysis' `step_skills` (in the analysis' key order, as the reference code's
+ * `list(step_skills.items())[:max]`, `seed/analysis.py`) whose key is a turn of the trajectory
+ * (`turns` by id; other keys are dropped, as theirs keeps only candidate steps) and whose skill
+ * has a letter or digit. Only trajectories whose analysis parsed (an episode skill) have them.
+ * `max` 0 gives none (the authors' `skill_mode: episode_only`).
+ */
+export function stepSkillsByTrajectory(
+  analyses: ReadonlyMap<string, SkillAnalysis | null>,
+  turns: ReadonlyMap<string, number>,
+  max: number,
+): Map<string, Map<number, string>> {
+  const out = new Map<string, Map<number, string>>();
+  if (max <= 0) return out;
+  for (const [id, a] of analyses) {
+    const length = turns.get(id) ?? 0;
+    const kept = new Map<number, string>();
+    for (const [key, skill] of Object.entries(a?.step_skills ?? {})) {
+      if (kept.size >= max) break;
+      const turn = /^\d+$/.test(key) ? Number(key) : -1;
+      if (turn >= 0 && turn < length && meaningful(skill)) kept.set(turn, skill);
+    }
+    if (kept.size > 0) out.set(id, kept);
+  }
+  return out;
+}
+
 /**
  * Teacher prompts (N,) for re-scoring (workers/seed/README.md, Algorithm, step 4): sample i's
- * (a `TurnSample` of workers/seed/samples.ts) ordinary prompt
- * with its trajectory's skill inserted (`insertSkill`), or null when the trajectory has no parsed
- * skill (teacher mask 0: no teacher pass is needed for it).
+ * (a `TurnSample` of workers/seed/samples.ts) ordinary prompt with its turn's critical-step skill
+ * inserted (`insertStepSkill`) where `stepSkills` has one for it, else with its trajectory's
+ * episode skill (`insertSkill`) — the authors' `step_priority`; null when the trajectory has no
+ * parsed skill (teacher mask 0: no teacher pass is needed for it).
  */
 export function teacherPrompts(
-  samples: readonly { prompt: string; trajectoryId: string }[],
+  samples: readonly { prompt: string; trajectoryId: string; turn: number }[],
   skills: ReadonlyMap<string, string | null>,
+  stepSkills: ReadonlyMap<string, ReadonlyMap<number, string>> = new Map(),
 ): (string | null)[] {
   return samples.map((s) => {
     const skill = skills.get(s.trajectoryId);
-    return typeof skill === "string" && skill.trim() !== "" ? insertSkill(s.prompt, skill) : null;
+    if (typeof skill !== "string" || skill.trim() === "") return null;
+    const step = stepSkills.get(s.trajectoryId)?.get(s.turn);
+    return step !== undefined ? insertStepSkill(s.prompt, step) : insertSkill(s.prompt, skill);
   });
 }
 

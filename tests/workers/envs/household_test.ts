@@ -262,3 +262,41 @@ Deno.test("the skilled demonstration names where the goal object is and its expe
     "go to cabinet 2",
   ]);
 });
+
+Deno.test("the reference analysis advises each search turn that left the oracle's path, in its step skills", () => {
+  const options = { prompt: "compact", status_line: true, expert: "search" };
+  // The task of the skilled-demonstration test above: the only soapbar starts in sinkbasin 1.
+  const [task] = env.sampleTasks("train", 1, 3, options);
+  const searching = env.createExpert(task);
+  const search = runPolicy(env, task, (o) => searching.act(o));
+  // Its first 9 turns search both cabinets, the countertop and both drawers (each a step away
+  // from sinkbasin 1); turn 9 goes to sinkbasin 1 and turn 10 takes the soapbar, as the oracle
+  // would, and the search ends once the soapbar is held.
+  assert.equal(search.steps[9].action, "go to sinkbasin 1");
+  const go = "go to sinkbasin 1: the soapbar 1 is in it.";
+  assert.deepEqual(
+    env.referenceAnalysis(search).step_skills,
+    Object.fromEntries([0, 1, 2, 3, 4, 5, 6, 7, 8].map((t) => [String(t), go])),
+  );
+  // An invalid turn counts; standing at sinkbasin 1 the advice is to take the soapbar.
+  const actions = ["fly away", "go to sinkbasin 1", "look", "take soapbar 1 from sinkbasin 1"];
+  const played = runPolicy(
+    env,
+    task,
+    (() => {
+      let turn = 0;
+      return () => actions[turn++] ?? "look";
+    })(),
+    4,
+  );
+  assert.deepEqual(played.steps.map((s) => s.valid), [false, true, true, true]);
+  assert.deepEqual(env.referenceAnalysis(played).step_skills, {
+    "0": go,
+    "2": "take soapbar 1 from sinkbasin 1.",
+  });
+  // The oracle's own path leaves no critical step: the analysis has no step skills.
+  const { expert } = env.skilledDemonstration!(task);
+  const oracle = runPolicy(env, task, (o) => expert.act(o));
+  assert.equal(oracle.won, true);
+  assert.equal(env.referenceAnalysis(oracle).step_skills, undefined);
+});

@@ -10,6 +10,7 @@ import {
   pearson,
   signalMetrics,
   skillQualityMetrics,
+  stepSkillMetrics,
   teacherGapMetrics,
   zeroAdvantageGroupShare,
 } from "../../../workers/seed/signal_metrics.ts";
@@ -112,7 +113,8 @@ Deno.test("skill quality: shares of well-formed and truthful parsed skills, judg
   assert.deepEqual(await skillQualityMetrics({}, trajectories, analyses), {});
   assert.deepEqual(await skillQualityMetrics(env, trajectories, new Map()), {});
   const all = await signalMetrics({ env, samples: SAMPLES, gaps: GAPS, trajectories, analyses });
-  assert.deepEqual(all, { ...teacherGapMetrics(SAMPLES, GAPS), ...m });
+  // No sample was scored under a step skill: a real 0, no step mean.
+  assert.deepEqual(all, { ...teacherGapMetrics(SAMPLES, GAPS), step_skill_samples: 0, ...m });
 });
 
 Deno.test("all-fail groups are counted by outcome, also where a penalty spreads their advantages", () => {
@@ -132,4 +134,16 @@ Deno.test("all-fail groups are counted by outcome, also where a penalty spreads 
   close(zeroAdvantageGroupShare(samples), 1 / 3); // group 0 is all-fail yet has a signal
   close(teacherGapMetrics(samples, samples.map(() => null)).all_fail_group_share, 2 / 3);
   assert.equal(allFailGroupShare([]), undefined);
+});
+
+Deno.test("step-skill metrics count the samples scored under a step skill and average Δ over their tokens", () => {
+  const gaps = [Float32Array.of(-1, -3), Float32Array.of(0.5), null, Float32Array.of(2)];
+  assert.deepEqual(stepSkillMetrics(gaps, [true, false, false, true]), {
+    step_skill_samples: 2,
+    teacher_gap_step_mean: (-1 - 3 + 2) / 3,
+  });
+  // A teacher pass without step skills: a real 0 and no mean; no teacher pass at all: nothing.
+  assert.deepEqual(stepSkillMetrics(gaps, [false, false, false, false]), { step_skill_samples: 0 });
+  assert.deepEqual(stepSkillMetrics([null, null], [true, true]), {});
+  assert.throws(() => stepSkillMetrics(gaps, [true]), RangeError);
 });

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
-import { getEnvironment } from "../../../workers/envs/mod.ts";
+import { getEnvironment, type Trajectory } from "../../../workers/envs/mod.ts";
 import { Tokenizer } from "../../../workers/model/mod.ts";
+import { scoringTemperature, TextPolicy } from "../../../workers/seed/mod.ts";
+import { insertSkill, insertStepSkill } from "../../../workers/skills/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
 
 /** A well-formed sokoban skill: true exactly for trajectories that kept walking into walls. */
@@ -54,5 +56,55 @@ Deno.test("a step reports Δ by outcome, corr(Δ, A), all-zero groups and skill 
     assert.ok(corr === undefined || (corr >= -1 && corr <= 1), `corr ${corr}`);
   } finally {
     await policy.release();
+  }
+});
+
+Deno.test("a turn with a critical-step skill is re-scored under that skill's prompt alone", async () => {
+  // Sokoban's reference analyses with one step skill at turn 0 (its own analyzer writes none).
+  const spec = parseJobSpec(
+    tinySpec({ seed: { skill_source: "reference", max_step_skills: 1 } }),
+  );
+  const { env: sokoban, model, policy } = await tinySokobanPolicy();
+  const advice = "push the box up";
+  const env = {
+    ...sokoban,
+    referenceAnalysis: async (t: Trajectory) => ({
+      ...await sokoban.referenceAnalysis(t),
+      step_skills: { "0": advice },
+    }),
+  };
+  const theta = new TextPolicy(policy, new Tokenizer(model.tokenizer));
+  // θ before the update, to score the same samples by hand (the same init, seed 1).
+  const fresh = await tinySokobanPolicy();
+  const before = new TextPolicy(fresh.policy, new Tokenizer(fresh.model.tokenizer));
+  try {
+    const { metrics, trajectories } = await testTrainer(spec, { env, theta }).step(
+      1,
+      () => Promise.resolve(),
+    );
+    assert.equal(metrics.step_skill_samples, trajectories.length);
+    const temperature = scoringTemperature(spec);
+    const firstTurns = trajectories.map((t) => t.steps[0]);
+    const score = (prompt: (p: string) => string) =>
+      before.policy.score(
+        firstTurns.map((s) => before.sample(prompt(s.prompt), s.responseIds ?? s.response, false)),
+        { temperature },
+      );
+    const teacher = await score((p) => insertStepSkill(p, advice));
+    const old = await score((p) => p);
+    const gaps = teacher.logprobs.flatMap((l, i) =>
+      Array.from(l, (x, k) => x - old.logprobs[i][k])
+    );
+    const expected = gaps.reduce((a, b) => a + b, 0) / gaps.length;
+    assert.ok(
+      Math.abs(metrics.teacher_gap_step_mean - expected) < 1e-4,
+      `${metrics.teacher_gap_step_mean} vs ${expected}`,
+    );
+    // Under the episode skill the first turns would score otherwise.
+    const episode = await score((p) => insertSkill(p, "x"));
+    assert.notDeepEqual(episode.logprobs, teacher.logprobs);
+  } finally {
+    await policy.release();
+    await fresh.policy.release();
   }
 });

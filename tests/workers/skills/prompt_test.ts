@@ -4,7 +4,10 @@ import {
   analysisTarget,
   buildAnalyzerPrompt,
   insertSkill,
+  insertStepSkill,
   parseSkillAnalysis,
+  stepSkillsByTrajectory,
+  teacherPrompts,
 } from "../../../workers/skills/mod.ts";
 import type { Task, Trajectory } from "../../../workers/envs/types.ts";
 import { SeedOptionError, SkillError } from "../../../workers/seed/errors.ts";
@@ -399,6 +402,81 @@ Deno.test("with neither line the skill is appended after a blank line", () => {
 
 Deno.test("an empty skill cannot be inserted", () => {
   assert.throws(() => insertSkill(policyPrompt, " ... "), SkillError);
+});
+
+// The critical-step block as seed/prompting.py writes it (`_format_skill_section("Critical-Step
+// Skill", "Use this current-step skill for this decision only", …)`), placed by
+// `_insert_before_anchor` before "Now it's your turn to".
+const STEP_BLOCK = [
+  "**Critical-Step Skill**",
+  "Use this current-step skill for this decision only:",
+  "[go to sinkbasin 1: the soapbar 1 is in it.]",
+];
+
+Deno.test("a critical-step skill goes before Now it's your turn, a blank line each side, with no episode block", () => {
+  assert.equal(
+    insertStepSkill(policyPrompt, " go to sinkbasin 1: the soapbar 1 is in it.\n"),
+    [
+      "You are an expert agent playing Sokoban.",
+      "Your task is to: push every box onto a goal",
+      "Your last 2 steps: up, left",
+      "",
+      ...STEP_BLOCK,
+      "",
+      "Now it's your turn to take an action.",
+    ].join("\n"),
+  );
+  // Without the anchor the block is appended after a blank line; an empty skill is refused.
+  assert.equal(
+    insertStepSkill("Grid:\n#@ #", "go to sinkbasin 1: the soapbar 1 is in it."),
+    ["Grid:", "#@ #", "", ...STEP_BLOCK].join("\n"),
+  );
+  assert.throws(() => insertStepSkill(policyPrompt, " : "), SkillError);
+});
+
+Deno.test("a turn with a step skill is scored under it alone; the trajectory's other turns under the episode skill", () => {
+  const analyses = new Map([
+    ["t1", {
+      episode_summary: "",
+      episode_skill: "Push boxes up first.",
+      // "x" is no turn, 7 is past the trajectory's end, "2" is blank: all three are dropped.
+      step_skills: {
+        "1": "go to sinkbasin 1: the soapbar 1 is in it.",
+        x: "a",
+        "7": "b",
+        "2": " ",
+      },
+    }],
+    ["t2", null],
+  ]);
+  const turns = new Map([["t1", 3], ["t2", 3]]);
+  const steps = stepSkillsByTrajectory(analyses, turns, 5);
+  assert.deepEqual([...steps], [[
+    "t1",
+    new Map([[1, "go to sinkbasin 1: the soapbar 1 is in it."]]),
+  ]]);
+  const samples = [0, 1, 2].flatMap((turn) =>
+    ["t1", "t2"].map((trajectoryId) => ({ prompt: policyPrompt, trajectoryId, turn }))
+  );
+  const skills = new Map([["t1", "Push boxes up first."], ["t2", null]]);
+  const prompts = teacherPrompts(samples, skills, steps);
+  assert.deepEqual(prompts, [
+    insertSkill(policyPrompt, "Push boxes up first."),
+    null,
+    insertStepSkill(policyPrompt, "go to sinkbasin 1: the soapbar 1 is in it."),
+    null,
+    insertSkill(policyPrompt, "Push boxes up first."),
+    null,
+  ]);
+  // max 0 (the authors' episode_only) keeps none; max 1 keeps the first in key order.
+  assert.equal(stepSkillsByTrajectory(analyses, turns, 0).size, 0);
+  const two = new Map([["t", {
+    episode_summary: "",
+    episode_skill: "s",
+    step_skills: { "2": "b", "0": "a" },
+  }]]);
+  // Integer-like keys iterate in ascending order in JavaScript objects, as in a JSON parse.
+  assert.deepEqual([...stepSkillsByTrajectory(two, new Map([["t", 3]]), 1).get("t")!], [[0, "a"]]);
 });
 
 /**

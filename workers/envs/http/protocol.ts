@@ -19,7 +19,7 @@
  * | POST   | /v1/experts                   | {task} → {expert_id}                                 |
  * | POST   | /v1/experts/{id}/act          | {observation, seq?} → {action}                       |
  * | DELETE | /v1/experts/{id}              | → 204                                                |
- * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill}      |
+ * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill, step_skills?} |
  * | POST   | /v1/skill-judgement           | {trajectory, skill} → {well_formed, truthful}        |
  * | GET    | /v1/vocabulary                | → {words}                                            |
  *
@@ -225,6 +225,7 @@ export const ActResponseSchema = z.object({ action: z.string() });
 export const AnalysisResponseSchema = z.object({
   episode_summary: z.string(),
   episode_skill: z.string(),
+  step_skills: z.record(z.string().regex(/^\d+$/), z.string()).optional(),
 });
 /** Answer of `POST /v1/skill-judgement`. */
 export const SkillJudgementResponseSchema = z.object({
