@@ -1,6 +1,6 @@
 /**
  * Where the analyzer warm-up's time goes on a model with a large vocabulary:
- * `deno task bench:analyzer-warmup [--episodes 8] [--turns 4] [--runs 3] [--threads 2]`.
+ * `deno task bench:analyzer-warmup` (flags: `USAGE` below, which `--help` prints).
  *
  * The model is `deno task tiny-model`'s (Qwen3, 2 layers of width 32, the real 151,936-token
  * tokenizer) with a rank-8 LoRA adapter on q_proj and v_proj, as the README's bring-your-own-model
@@ -14,7 +14,6 @@
  * seconds per optimizer step.
  * Not a test: times vary with machine load; compare numbers measured in one run.
  */
-import { parseArgs } from "node:util";
 import * as ort from "onnxruntime-node";
 import { tinyQwen3Files } from "../workers/model/tiny_qwen3.ts";
 import {
@@ -28,9 +27,26 @@ import { TextPolicy } from "../workers/seed/text_policy.ts";
 import { getEnvironment, toAsyncEnvironment } from "../workers/envs/mod.ts";
 import { analyzerSamples, sftTrain } from "../workers/seed/warmup.ts";
 import { analyzerPromptOptions } from "../workers/skills/mod.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `Where the analyzer warm-up's time goes on a model with a large vocabulary (the tiny
+Qwen3 of deno task tiny-model with a rank-8 LoRA adapter): the trajectories with the
+token draws on one thread and on --threads, then one epoch of analyzer SFT; medians
+over --runs.
+
+Usage:
+  deno task bench:analyzer-warmup [--episodes 8] [--turns 4] [--runs 3] [--threads 2]
+
+Flags:
+  --episodes N  Sokoban episodes of the policy per run, sampled at temperature 1 (default 8)
+  --turns N     turns per episode, each of at most 64 new tokens (default 4)
+  --runs N      runs; the times printed are medians over them (default 3)
+  --threads N   onnxruntime's threads, and the draws' threads of the second arm (default 2)`;
+
+const args = benchArgs({
+  name: "bench:analyzer-warmup",
+  usage: USAGE,
   options: {
     episodes: { type: "string", default: "8" },
     turns: { type: "string", default: "4" },

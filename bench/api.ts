@@ -1,6 +1,6 @@
 /**
- * `deno task bench:api [--rate 500] [--duration 10] [--connections 16] [--jobs 3000]
- * [--workers 1,4,8]` — API latency under a fixed request rate, and queue claims per second.
+ * `deno task bench:api` (flags: `USAGE` below, which `--help` prints) — API latency under a fixed
+ * request rate, and queue claims per second.
  *
  * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, runs `api/main.ts`
  * in a child process (so the load generator does not share its event loop), then drives
@@ -10,7 +10,6 @@
  * N of `--workers`. Goals (bench/README.md): GET p99 < 10 ms at 500 req/s; ≥ 1,000 claims/s.
  * Not a test: numbers depend on the machine; compare runs on one machine only.
  */
-import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { createKey } from "../jobs/api_keys.ts";
 import {
@@ -22,9 +21,27 @@ import {
   submitJob,
 } from "../jobs/mod.ts";
 import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
+import { benchArgs } from "./_args.ts";
 
-const args = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `API latency under a fixed request rate, and queue claims per second (goals in
+bench/README.md: GET p99 < 10 ms at 500 req/s; >= 1,000 claims/s).
+
+Usage:
+  deno task bench:api [--rate 500] [--duration 10] [--connections 16] [--jobs 3000]
+    [--workers 1,4,8]
+
+Flags:
+  --rate N         requests per second autocannon sends to GET /v1/jobs/{id}, then to
+                   POST /v1/jobs (default 500)
+  --duration S     seconds of load on each (default 10)
+  --connections N  autocannon's concurrent connections (default 16)
+  --jobs N         jobs queued before each claim measurement (default 3000)
+  --workers A,B    concurrent claim loops to time, one measurement per number (default 1,4,8)`;
+
+const args = benchArgs({
+  name: "bench:api",
+  usage: USAGE,
   options: {
     rate: { type: "string", default: "500" },
     duration: { type: "string", default: "10" },
@@ -32,7 +49,7 @@ const args = parseArgs({
     jobs: { type: "string", default: "3000" },
     workers: { type: "string", default: "1,4,8" },
   },
-}).values;
+});
 const rate = Number(args.rate);
 const duration = Number(args.duration);
 const connections = Number(args.connections);

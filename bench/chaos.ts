@@ -1,9 +1,6 @@
 /**
- * `deno task bench:chaos [--workers 3] [--jobs 20] [--steps 2] [--lease-ms 1000]
- * [--db-outages 2] [--db-outage-s 10-30] [--s3-outage-s 10-20] [--outage-gap-s 15-30]
- * [--kill-every-s 20] [--cancels 3] [--cancel-after-s 10-30] [--max-minutes 14] [--seed 1]
- * [--log-dir DIR] [--model tiny|large] [--hidden 640]` (each worker's log in DIR/<worker id>.log)
- * — the service under an adversarial operator.
+ * `deno task bench:chaos` (flags: `USAGE` below, which `--help` prints) — the service under an
+ * adversarial operator.
  *
  * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts), an S3 server over a temporary
  * folder, the API (`api/main.ts`) and `--workers` worker processes (`workers/main.ts`, the real
@@ -41,11 +38,8 @@
  * its Postgres cluster by pid) on every exit: normal, a signal, or a crash of the bench itself.
  *
  * Exits 1 when a check fails. Not a test: it runs for minutes (the defaults aim at < 15 min on
- * 2 cores); `--jobs 3 --steps 1 --db-outages 1 --db-outage-s 3-4 --s3-outage-s 3-4
- * --outage-gap-s 5-8 --kill-every-s 15 --cancels 1 --cancel-after-s 5-10 --max-minutes 3` is a
- * short smoke run.
+ * 2 cores); `USAGE` ends with a short smoke run.
  */
-import { parseArgs } from "node:util";
 import { createKey, ensureTenant } from "../jobs/api_keys.ts";
 import { extractVerified } from "../api/client/extract.ts";
 import {
@@ -61,9 +55,45 @@ import {
 import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
 import { parameterCount } from "../workers/model/config.ts";
 import { largeQwen3Config, largeQwen3Tar } from "./_chaos_model.ts";
+import { benchArgs } from "./_args.ts";
 
-const args = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `The service under an adversarial operator: real workers, an API and a Postgres over
+tiny SEED jobs while workers are killed, Postgres and the S3 server stopped and jobs
+cancelled; prints and checks what survived (exits 1 when a check fails).
+
+Usage:
+  deno task bench:chaos [--workers 3] [--jobs 20] [--steps 2] [--lease-ms 1000]
+    [--db-outages 2] [--db-outage-s 10-30] [--s3-outage-s 10-20] [--outage-gap-s 15-30]
+    [--kill-every-s 20] [--cancels 3] [--cancel-after-s 10-30] [--max-minutes 14] [--seed 1]
+    [--log-dir DIR] [--model tiny|large] [--hidden 640]
+
+Flags (ranges A-B are seconds, drawn uniformly):
+  --workers N          worker processes; a killed one is replaced at once (default 3)
+  --jobs N             tiny SEED jobs submitted through the API (default 20)
+  --steps N            RL steps per job, each checkpointed (default 2)
+  --lease-ms N         the workers' lease in ms (default 1000)
+  --db-outages N       times Postgres is stopped (default 2)
+  --db-outage-s A-B    how long each Postgres outage lasts (default 10-30)
+  --s3-outage-s A-B    how long the one S3 server outage lasts (default 10-20)
+  --outage-gap-s A-B   the wait before each outage (default 15-30)
+  --kill-every-s S     a random worker is SIGKILLed or SIGTERMed (7:3) about this often (default 20)
+  --cancels N          running jobs cancelled, at most (default 3)
+  --cancel-after-s A-B the wait before each cancel (default 10-30)
+  --max-minutes N      stops waiting for the jobs after this long (default 14)
+  --seed N             seed of the schedule, so a run's chaos can be repeated (default 1)
+  --log-dir DIR        keeps each worker's log in DIR/<worker id>.log (created when missing)
+  --model tiny|large   tiny trains builtin:tiny; large uploads a Qwen3-architecture model of width
+                       --hidden with random weights and trains it in full (default tiny)
+  --hidden N           the large model's width (default 640: ~1.2 GB of full fine-tuning step
+                       state)
+
+Short smoke run: --jobs 3 --steps 1 --db-outages 1 --db-outage-s 3-4 --s3-outage-s 3-4
+  --outage-gap-s 5-8 --kill-every-s 15 --cancels 1 --cancel-after-s 5-10 --max-minutes 3`;
+
+const args = benchArgs({
+  name: "bench:chaos",
+  usage: USAGE,
   options: {
     workers: { type: "string", default: "3" },
     jobs: { type: "string", default: "20" },
@@ -82,7 +112,7 @@ const args = parseArgs({
     model: { type: "string", default: "tiny" },
     hidden: { type: "string", default: "640" },
   },
-}).values;
+});
 const N_WORKERS = Number(args.workers);
 const N_JOBS = Number(args.jobs);
 const STEPS = Number(args.steps);

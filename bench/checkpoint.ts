@@ -1,5 +1,5 @@
 /**
- * `deno task bench:checkpoint [--state-mb 1200] [--steps 3] [--lease-ms 3000]`: one job whose
+ * `deno task bench:checkpoint` (flags: `USAGE` below, which `--help` prints): one job whose
  * step state is `--state-mb` MB (weights + AdamW moments, bench/_checkpoint_handler.ts) run by a
  * real worker process in a compute process, against a throwaway Postgres and an s3rver. Every
  * step commits its state as a checkpoint and the next reads it back. Prints one JSON line:
@@ -7,7 +7,6 @@
  * heartbeat interval lease/3), checkpoint commit and resume-read seconds per step, peak RSS of the
  * worker and of the compute process, and leases lost (requeues and attempts spent).
  */
-import { parseArgs } from "node:util";
 import {
   ensureTenant,
   getJob,
@@ -18,17 +17,34 @@ import {
   submitJob,
 } from "../jobs/mod.ts";
 import { startPostgres } from "../jobs/embedded/postgres_cluster.ts";
+import { benchArgs } from "./_args.ts";
 
-const args = parseArgs({
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `A model-sized step state committed and read back through a real worker's compute
+process (bench/README.md, "deno task bench:checkpoint").
+
+Usage:
+  deno task bench:checkpoint [--state-mb 1200] [--steps 3] [--lease-ms 3000]
+
+Flags:
+  --state-mb N  the job's step state in MB: weights + AdamW's two moments, three files of a third
+                each (default 1200)
+  --steps N     steps of the job; each commits its state as a checkpoint and the next reads it
+                back (default 3)
+  --lease-ms N  the job's lease in ms; the heartbeat runs every lease/3 (default 3000)`;
+
+const args = benchArgs({
+  name: "bench:checkpoint",
+  usage: USAGE,
   options: {
     "state-mb": { type: "string", default: "1200" },
     steps: { type: "string", default: "3" },
     "lease-ms": { type: "string", default: "3000" },
   },
 });
-const stateBytes = Number(args.values["state-mb"]) * 1e6;
-const steps = Number(args.values.steps);
-const leaseMs = Number(args.values["lease-ms"]);
+const stateBytes = Number(args["state-mb"]) * 1e6;
+const steps = Number(args.steps);
+const leaseMs = Number(args["lease-ms"]);
 
 const pg = await startPostgres();
 const s3Dir = await Deno.makeTempDir({ prefix: "seed-bench-ckpt-s3-" });

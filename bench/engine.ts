@@ -1,7 +1,5 @@
 /**
- * Engine benchmark:
- * `deno task bench:engine [--threads 2] [--repeats 3] [--only small|medium] [--spinning]
- * [--ep cpu|cuda|webgpu] [--no-torch]`.
+ * Engine benchmark: `deno task bench:engine` (flags: `USAGE` below, which `--help` prints).
  *
  * For a ~1M and a ~24M parameter Llama-style config it measures, in one run and at the same
  * thread count: SFT train-step tokens/s (forward + backward + AdamW) and batched greedy decode
@@ -12,7 +10,6 @@
  * or `--ep webgpu` our side runs on that provider (bench/tools/gpu_check.sh) while PyTorch and the
  * peak stay on the CPU: those ratios then compare a GPU with the CPU, and `--no-torch` skips them.
  */
-import { parseArgs } from "node:util";
 import { type DecoderConfig, parameterCount, parameterSpecs } from "../workers/model/config.ts";
 import { Policy } from "../workers/model/policy.ts";
 import { TOKEN_NLL } from "../workers/model/objective.ts";
@@ -23,9 +20,29 @@ import type { Sample } from "../workers/model/batch.ts";
 import type { ExecutionProvider } from "../workers/engine/mod.ts";
 import { CONFIGS } from "./_engine_configs.ts";
 import { splitLines } from "./_lines.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `Train-step and batched-decode tokens/s of a ~1M and a ~24M parameter model, ours on
+onnxruntime-node beside PyTorch on the CPU, and GFLOP/s beside the machine's fp32
+peak.
+
+Usage:
+  deno task bench:engine [--threads 2] [--repeats 3] [--only small|medium] [--spinning]
+    [--ep cpu|cuda|webgpu] [--no-torch]
+
+Flags:
+  --threads N     threads of both sides and of the peak measurement (default 2)
+  --repeats N     measurements of each; medians are printed (default 3)
+  --only NAME     one config only: small or medium (default both)
+  --spinning      onnxruntime's intra-op threads spin while waiting (default off)
+  --ep PROVIDER   cpu, cuda or webgpu: where our side runs; PyTorch and the peak stay on the CPU
+                  (default cpu)
+  --no-torch      skips PyTorch and the ratios to it`;
+
+const args = benchArgs({
+  name: "bench:engine",
+  usage: USAGE,
   options: {
     threads: { type: "string", default: "2" },
     repeats: { type: "string", default: "3" },

@@ -1,7 +1,8 @@
 /**
- * `deno run -A bench/jump_forward.ts [--checkpoint DIR] [--reps N]`: SEED's analysis call with
- * and without jump-forward decoding (workers/model/generate.ts, constrained_decoding.ts), under
- * the analysis schema with and without whitespace between the object's tokens.
+ * `deno task bench:jump-forward` (flags: `USAGE` below, which `--help` prints): SEED's analysis
+ * call with and without jump-forward decoding (workers/model/generate.ts,
+ * constrained_decoding.ts), under the analysis schema with and without whitespace between the
+ * object's tokens.
  *
  * One rollout of the sokoban demo preset (8 tasks × 8, sampled at temperature 1) gives 64
  * trajectories; each configuration then analyses all 64 greedily under the preset's schemas
@@ -17,7 +18,6 @@
  * `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4 whitespace bytes between the object's
  * tokens; 0: none, the default), `off`/`on` jump-forward.
  */
-import { parseArgs } from "node:util";
 import * as ort from "onnxruntime-node";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { maxTurnsOf, parseJobSpec } from "../jobs/spec.ts";
@@ -32,9 +32,25 @@ import {
 import { ACTION_STOP, runRollouts, TextPolicy } from "../workers/seed/mod.ts";
 import { analysisSchema, buildAnalyzerPrompt, parseSkillAnalysis } from "../workers/skills/mod.ts";
 import { resolveModel } from "../workers/seed/run/mod.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `SEED's analysis call with and without jump-forward decoding, under the analysis
+schema with and without whitespace between the object's tokens; configurations
+alternate in one process.
+
+Usage:
+  deno task bench:jump-forward [--checkpoint DIR] [--reps 5]
+
+Flags:
+  --checkpoint DIR  an HF model folder (config.json, model.safetensors, tokenizer.json), e.g. a
+                    warm-up cached by bench:learn --warmup-cache DIR (DIR/<hash>); without it a
+                    fresh builtin:tiny (random weights: timing only)
+  --reps N          rounds of every configuration; medians are printed (default 5)`;
+
+const args = benchArgs({
+  name: "bench:jump-forward",
+  usage: USAGE,
   options: { checkpoint: { type: "string" }, reps: { type: "string", default: "5" } },
 });
 const reps = Number(args.reps);

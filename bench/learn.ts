@@ -34,32 +34,8 @@
  * success, seconds per update of each arm, the warm-ups' table and the curves as Mermaid
  * `xychart-beta` blocks (for a README) go to stdout. Statistics: bench/_learn_stats.ts.
  *
- * `--threads N` sets onnxruntime's intra-op threads (default 2; another count changes the float
- * reductions, standing in for another CPU). `--report dir1,dir2,…` runs nothing: it summarises
- * earlier runs' output folders as one run (their `metrics.jsonl` and `warmup.jsonl`), so seeds can
- * run as separate processes and be reported together.
- *
- *     deno task bench:learn [--arms grpo,seed] [--baseline grpo]
- *       [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
- *       [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
- *       [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
- *       [--base-extra '{"seed":{"analyzer_max_steps":20}}'] [--warmup-cache DIR] [--threads 2]
- *     deno task bench:learn --report out1,out2 [--arms grpo,seed] [--baseline grpo] [--out DIR]
- *
- * `--seeds N` runs seeds `--seed` … `--seed`+N−1; `--seed-list` names them. `--opd-coef` sets
- * λ_opd (`seed.opd_coef`) of the RL jobs; `--extra` is a JSON object deep-merged into every RL
- * job's spec (objects merge, other values replace; not `method`, `random_seed` or `model`), so
- * variants compare without editing code; an arm's own field (e.g. `seed-gigpo`'s
- * `advantage.estimator`) is merged after it and wins. Neither changes the warm-up; `--base-extra` is merged the
- * same way into every job's spec, the warm-up's included (for settings the warm-up reads too, such
- * as the analyzer's window; it changes the warm-up cache key). `--warmup-cache DIR` keeps
- * each warm-up's step-0 checkpoint under DIR, keyed by the SHA-256 of its spec, and later runs
- * with the same spec load it instead of training again (runs are reproducible for a spec, seed
- * and thread count, so a variant sweep pays the warm-up once; empty DIR after changing warm-up
- * code). `--env` may be repeated
- * and adds to `--envs` (its default is then dropped). Run by hand; never in CI.
+ * Flags: `USAGE` below, which `--help` prints. Run by hand; never in CI.
  */
-import { parseArgs } from "node:util";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import { type JobSpecInput, parseJobSpec } from "../jobs/spec.ts";
 import { getEnvironment } from "../workers/envs/registry.ts";
@@ -79,8 +55,58 @@ import { learnMermaid, learnPlot } from "./_learn_plot.ts";
 import { warmupCsv, type WarmupRow, warmupRow, warmupTable } from "./_learn_warmup.ts";
 import { signalCsv, type SignalRow, signalRows, signalSummary } from "./_learn_signal.ts";
 import { ARMS, parseArms } from "./_learn_arms.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values: args } = parseArgs({
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `Learning curves of the paper's arms over seeds (bench/README.md).
+
+Usage:
+  deno task bench:learn [--arms grpo,seed] [--baseline grpo]
+    [--seeds 3 | --seed-list 1,2,3] [--seed 0] [--envs sokoban,household]
+    [--env search] [--steps 12] [--eval-every 4] [--warmup-episodes 64] [--eval-episodes 32]
+    [--opd-coef 0.01] [--extra '{"optim":{"lr":3e-4}}'] [--out .bench-out]
+    [--base-extra '{"seed":{"analyzer_max_steps":20}}'] [--warmup-cache DIR] [--threads 2]
+  deno task bench:learn --report out1,out2 [--arms grpo,seed] [--baseline grpo] [--out DIR]
+
+Flags:
+  --arms A,B           arms to run, comma-separated (default grpo,seed): grpo, gigpo, seed,
+                       seed-gigpo, seed-oracle (bench/_learn_arms.ts)
+  --baseline ARM       the arm every other arm is paired with; one of --arms, run first
+                       (default grpo)
+  --envs E,F           bench environments (default sokoban,household): sokoban, household,
+                       webshop, search, the vision tasks sokoban-image and ezpoints
+                       (builtin:tiny-vl), ezpoints-text (builtin:tiny on the text render), and
+                       the presets of jobs/presets.ts: sokoban-demo, household-demo,
+                       household-hard (the sparse-signal regime)
+  --env E              one more environment; may repeat, and drops the --envs default
+  --seeds N            runs seeds --seed … --seed+N−1 (default 3)
+  --seed S             the first seed (default 0)
+  --seed-list S,T      the seeds to run, instead of --seeds and --seed
+  --steps N            RL updates per job (default 12)
+  --eval-every N       evaluation interval, in updates (default 4)
+  --warmup-episodes N  warm-up demonstrations; not for the presets (default 64)
+  --eval-episodes N    evaluation episodes per split (default 32)
+  --opd-coef X         λ_opd (seed.opd_coef) of the RL jobs
+  --extra JSON         deep-merged into every RL job's spec (objects merge, other values replace;
+                       not method, random_seed or model), so variants compare without editing
+                       code; an arm's own field (seed-gigpo's advantage.estimator) is merged after
+                       it and wins. Neither --opd-coef nor --extra changes the warm-up
+  --base-extra JSON    merged the same way into every job's spec, the warm-up's included (for
+                       settings the warm-up reads too, such as the analyzer's window); it changes
+                       the warm-up cache key
+  --warmup-cache DIR   keeps each warm-up's step-0 checkpoint under DIR, keyed by the SHA-256 of
+                       its spec; later runs with the same spec load it instead of training again
+                       (runs are reproducible for a spec, seed and thread count). Empty DIR after
+                       changing warm-up code
+  --threads N          onnxruntime's intra-op threads (default 2; another count changes the float
+                       reductions, standing in for another CPU; part of the warm-up cache key)
+  --report D1,D2       runs nothing: summarises earlier runs' output folders as one run (their
+                       metrics.jsonl and warmup.jsonl), so seeds can run as separate processes
+  --out DIR            output folder (default .bench-out)`;
+
+const args = benchArgs({
+  name: "bench:learn",
+  usage: USAGE,
   options: {
     envs: { type: "string" },
     env: { type: "string", multiple: true },

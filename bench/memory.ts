@@ -1,6 +1,6 @@
 /**
- * Peak memory and wall time of a demo-sized job:
- * `deno task bench:memory [--repeats 1] [--variants default,arena] [--full]`.
+ * Peak memory and wall time of a demo-sized job: `deno task bench:memory` (flags: `USAGE` below,
+ * which `--help` prints).
  *
  * Runs the sokoban demo preset (jobs/presets.ts) in process (bench/_memory_context.ts: no
  * database or object store) in one child process per run, so each run's peak resident set
@@ -12,12 +12,12 @@
  *   calls: close to an arena-on configuration (bench/RESULTS.md has what it cost).
  * Not a test: times vary with machine load; compare the variants of one run.
  */
-import { parseArgs } from "node:util";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
 import type { JobSpecInput } from "../jobs/spec.ts";
 import { createSeedHandler } from "../workers/seed/run/handler.ts";
 import type { PolicyOptions } from "../workers/model/policy.ts";
 import { memoryContext } from "./_memory_context.ts";
+import { benchArgs } from "./_args.ts";
 
 /** Engine settings by variant name (see module doc). */
 const VARIANTS: Record<string, PolicyOptions> = {
@@ -48,8 +48,23 @@ function peakRssMb(): number {
   return Number(status.match(/VmHWM:\s+(\d+)/)![1]) / 1024;
 }
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `Peak memory (VmHWM) and wall time of a demo-sized job, one child process per run,
+alternating the engine's memory-setting variants.
+
+Usage:
+  deno task bench:memory [--repeats 1] [--variants default,arena] [--full]
+
+Flags:
+  --repeats N      rounds of every variant (default 1)
+  --variants A,B   variants to run (default default,arena): default, what jobs use; arena,
+                   onnxruntime's CPU memory arena and memory pattern on and 8,192-token calls
+  --full           the sokoban demo preset as the demo runs it, not cut to bench size
+  --child VARIANT  the child mode: one run of VARIANT in this process`;
+
+const args = benchArgs({
+  name: "bench:memory",
+  usage: USAGE,
   options: {
     repeats: { type: "string", default: "1" },
     variants: { type: "string", default: "default,arena" },

@@ -1,7 +1,7 @@
 /**
- * `deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]
- * [--compare DIR] [--distinct | --boards]` (or `--rollout`: a rollout-shaped load on the local
- * decode and on two servers as rollout endpoints, bench/_serve_rollout.ts) —
+ * `deno task bench:serve` (flags: `USAGE` below, which `--help` prints; `--rollout`: a
+ * rollout-shaped load on the local decode and on two servers as rollout endpoints,
+ * bench/_serve_rollout.ts) —
  * the inference server's continuous batching: aggregate generated tokens/s and p50/p99
  * time-to-first-token (TTFT) with 1, 8 and 32 concurrent streams, beside the same requests sent
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
@@ -25,7 +25,6 @@
  * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve trained checkpoints"):
  * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.
  */
-import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import { createKey, ensureTenant } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";
@@ -34,9 +33,42 @@ import { boardPrompts, model24m } from "./_serve_model.ts";
 import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_source.ts";
 import { startBenchStack } from "./_stack.ts";
 import { saveJob } from "../workers/seed/run/saved_job.ts";
+import { benchArgs } from "./_args.ts";
 
-const args = parseArgs({
-  args: Deno.args,
+/** What `--help` prints: how to run the bench and what each flag does. */
+const USAGE = `The inference server's continuous batching: aggregate generated tokens/s, p50/p99
+time to first token and the server's CPU ms per token at each number of concurrent
+streams, beside the same requests one after another. --rollout instead runs a
+training step's rollouts on the local decode and on two servers as rollout endpoints
+(bench/_serve_rollout.ts).
+
+Usage:
+  deno task bench:serve [--streams 1,8,32] [--tokens 64] [--models tiny,24m] [--threads 2]
+    [--compare DIR] [--distinct | --boards]
+  deno task bench:serve --rollout [--models 24m] [--threads 2] [--runs 3] [--tasks 8] [--group 4]
+    [--turns 4] [--tokens 32]
+
+Flags:
+  --streams A,B   concurrent streams to measure (default 1,8,32)
+  --tokens N      max_tokens of every request; new tokens per turn with --rollout
+                  (default 64; 32 with --rollout)
+  --models A,B    tiny (builtin:tiny, ~1M parameters) and/or 24m (~24M parameters)
+                  (default tiny,24m; 24m with --rollout)
+  --threads N     onnxruntime threads of each server (and of the local decode with --rollout)
+                  (default 2)
+  --compare DIR   another checkout of this repository: a second server runs from DIR and every row
+                  is measured on both, one right after the other
+  --distinct      every request's prompt starts with a line of its own (#<n>): no shared prefix
+  --boards        the n-th request sends the first turn of sokoban train task n mod 512
+  --rollout       the rollout-shaped load (the flags below apply to it only)
+  --runs N        measured runs of each side, alternating, after one unmeasured run (default 3)
+  --tasks N       tasks per step, B (default 8)
+  --group N       copies of each task, G (default 4)
+  --turns N       turns per episode at most (default 4)`;
+
+const args = benchArgs({
+  name: "bench:serve",
+  usage: USAGE,
   options: {
     streams: { type: "string", default: "1,8,32" },
     tokens: { type: "string", default: "64" },
@@ -51,7 +83,7 @@ const args = parseArgs({
     group: { type: "string", default: "4" },
     turns: { type: "string", default: "4" },
   },
-}).values;
+});
 if (args.rollout) {
   // the rollout-shaped load, local decode vs two endpoints (bench/_serve_rollout.ts)
   const { rolloutBench } = await import("./_serve_rollout.ts");
