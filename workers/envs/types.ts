@@ -264,6 +264,9 @@ export interface AsyncEnvironment {
   judgeSkill?(trajectory: Trajectory, skill: string): Promise<SkillJudgement>;
   /** As {@link Environment.skillPatterns}; absent for environments served over HTTP. */
   readonly skillPatterns?: SkillPatterns;
-  /** As {@link Environment.skilledDemonstration}; absent for environments served over HTTP. */
+  /**
+   * As {@link Environment.skilledDemonstration}; absent when the environment has none (served over
+   * HTTP: when its server does not advertise `skilled_demonstration`).
+   */
   skilledDemonstration?(task: Task): Promise<{ skill: string; expert: AsyncExpert }>;
 }

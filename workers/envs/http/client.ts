@@ -44,6 +44,7 @@ import {
   observationToWire,
   ParseResponseSchema,
   PromptResponseSchema,
+  SkilledDemonstrationCreatedSchema,
   SkillJudgementResponseSchema,
   TasksResponseSchema,
   VocabularyResponseSchema,
@@ -309,25 +310,10 @@ export async function connectHttpEnvironment(
       return (await t.call("POST", "/v1/parse", { response }, ParseResponseSchema)).action;
     },
     createExpert(task: Task): AsyncExpert {
-      let id: Promise<string> | null = null;
-      let seq = 0;
-      return {
-        async act(observation: Observation): Promise<string> {
-          id ??= t.call("POST", "/v1/experts", { task }, ExpertCreatedSchema).then((r) =>
-            r.expert_id
-          );
-          const body = { observation: observationToWire(observation), seq };
-          const r = await t.call("POST", `/v1/experts/${await id}/act`, body, ActResponseSchema);
-          seq++;
-          return r.action;
-        },
-        async close(): Promise<void> {
-          if (id === null) return;
-          const old = await id;
-          id = null;
-          await t.call("DELETE", `/v1/experts/${old}`, undefined, null);
-        },
-      };
+      return remoteExpert(
+        t,
+        () => t.call("POST", "/v1/experts", { task }, ExpertCreatedSchema).then((r) => r.expert_id),
+      );
     },
     async referenceAnalysis(trajectory: Trajectory): Promise<SkillAnalysis> {
       return await t.call("POST", "/v1/analysis", { trajectory }, AnalysisResponseSchema);
@@ -344,5 +330,55 @@ export async function connectHttpEnvironment(
         },
       }
       : {}),
+    ...(info.skilled_demonstration
+      ? {
+        async skilledDemonstration(task: Task): Promise<{ skill: string; expert: AsyncExpert }> {
+          const open = () =>
+            t.call(
+              "POST",
+              "/v1/skilled-demonstrations",
+              { task },
+              SkilledDemonstrationCreatedSchema,
+            );
+          const created = await open();
+          const expert = remoteExpert(
+            t,
+            () => open().then((r) => r.expert_id),
+            Promise.resolve(created.expert_id),
+          );
+          return { skill: created.skill, expert };
+        },
+      }
+      : {}),
+  };
+}
+
+/**
+ * An expert living on the server (`/v1/experts/{id}`): `act` sends the observation with `seq`,
+ * `close` deletes it. `opened` is the id of one already created; otherwise (and again after
+ * `close`) the first `act` calls `open` to create one.
+ */
+function remoteExpert(
+  t: Transport,
+  open: () => Promise<string>,
+  opened: Promise<string> | null = null,
+): AsyncExpert {
+  let id = opened;
+  let seq = 0;
+  return {
+    async act(observation: Observation): Promise<string> {
+      id ??= open();
+      const body = { observation: observationToWire(observation), seq };
+      const r = await t.call("POST", `/v1/experts/${await id}/act`, body, ActResponseSchema);
+      seq++;
+      return r.action;
+    },
+    async close(): Promise<void> {
+      if (id === null) return;
+      const old = await id;
+      id = null;
+      seq = 0;
+      await t.call("DELETE", `/v1/experts/${old}`, undefined, null);
+    },
   };
 }

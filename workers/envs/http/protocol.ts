@@ -19,6 +19,7 @@
  * | POST   | /v1/experts                   | {task} → {expert_id}                                 |
  * | POST   | /v1/experts/{id}/act          | {observation, seq?} → {action}                       |
  * | DELETE | /v1/experts/{id}              | → 204                                                |
+ * | POST   | /v1/skilled-demonstrations    | {task} → {skill, expert_id}                          |
  * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill, step_skills?} |
  * | POST   | /v1/skill-judgement           | {trajectory, skill} → {well_formed, truthful}        |
  * | GET    | /v1/vocabulary                | → {words}                                            |
@@ -26,6 +27,12 @@
  * `POST /v1/skill-judgement` is optional: a server serves it only when `GET /v1/info` answers
  * `skill_judge: true` (an environment with `judgeSkill`); a client of a server without it has no
  * `judgeSkill`, so the trainer reports no skill-quality metrics instead of failing.
+ * `POST /v1/skilled-demonstrations` is optional too: served when `GET /v1/info` answers
+ * `skilled_demonstration: true` (an environment with `skilledDemonstration`, e.g. household). It
+ * answers the demonstration's skill and the id of its expert, a live expert like those of
+ * `POST /v1/experts` (driven by `POST /v1/experts/{id}/act`, freed by `DELETE /v1/experts/{id}`);
+ * a client of a server without it has no `skilledDemonstration`, so the warm-up shows the
+ * ordinary expert's episodes with their own reference skill instead.
  *
  * `seq` (optional) is the number of steps/acts already applied; a retried request with the
  * previous `seq` gets the cached answer instead of acting twice, any other mismatch is a 409.
@@ -164,6 +171,8 @@ export const InfoSchema = z.object({
   splits: z.array(SplitSchema),
   /** True when `POST /v1/skill-judgement` is served; absent (older servers) means false. */
   skill_judge: z.boolean().optional(),
+  /** True when `POST /v1/skilled-demonstrations` is served; absent (older servers) means false. */
+  skilled_demonstration: z.boolean().optional(),
 });
 
 /** `POST /v1/tasks` body. */
@@ -174,7 +183,7 @@ export const TasksRequestSchema = z.object({
   options: z.record(z.string(), z.unknown()).optional(),
 });
 
-/** `POST /v1/episodes` and `POST /v1/experts` body. */
+/** `POST /v1/episodes`, `POST /v1/experts` and `POST /v1/skilled-demonstrations` body. */
 export const TaskRequestSchema = z.object({ task: TaskSchema });
 
 /** `POST /v1/episodes/{id}/step` body. */
@@ -219,6 +228,14 @@ export const PromptResponseSchema = z.object({ prompt: longText });
 export const ParseResponseSchema = z.object({ action: z.string().nullable() });
 /** Answer of `POST /v1/experts`. */
 export const ExpertCreatedSchema = z.object({ expert_id: shortText });
+/**
+ * Answer of `POST /v1/skilled-demonstrations`: the skill shown in every prompt of the
+ * demonstration, and its expert (an id of `/v1/experts/{id}`).
+ */
+export const SkilledDemonstrationCreatedSchema = z.object({
+  skill: z.string().max(20_000),
+  expert_id: shortText,
+});
 /** Answer of `POST /v1/experts/{id}/act`. */
 export const ActResponseSchema = z.object({ action: z.string() });
 /** Answer of `POST /v1/analysis`. */

@@ -160,6 +160,7 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
       default_max_turns: env.defaultMaxTurns,
       splits: [...SPLITS],
       skill_judge: env.judgeSkill !== undefined,
+      skilled_demonstration: env.skilledDemonstration !== undefined,
     }));
   app.post("/v1/tasks", async (c) => {
     const body = await readBody(c, TasksRequestSchema);
@@ -222,6 +223,15 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     experts.delete(c.req.param("id"));
     return c.body(null, 204);
   });
+  if (env.skilledDemonstration) {
+    const demonstrate = env.skilledDemonstration.bind(env);
+    // Its expert joins the others: `/v1/experts/{id}` acts on it and deletes it.
+    app.post("/v1/skilled-demonstrations", async (c) => {
+      const { task } = await readBody(c, TaskRequestSchema);
+      const { skill, expert } = demonstrate(task);
+      return c.json({ skill, expert_id: experts.add(expert) }, 201);
+    });
+  }
   app.post("/v1/analysis", async (c) => {
     const { trajectory } = await readBody(c, AnalysisRequestSchema);
     return c.json(env.referenceAnalysis(trajectory));

@@ -8,7 +8,7 @@ import {
   serveEnvironments,
   toAsyncEnvironment,
 } from "../../../../workers/envs/mod.ts";
-import type { AsyncEnvironment, Task } from "../../../../workers/envs/mod.ts";
+import type { AsyncEnvironment, AsyncExpert, Task } from "../../../../workers/envs/mod.ts";
 
 const sokoban = getEnvironment("sokoban");
 const household = getEnvironment("household");
@@ -280,6 +280,108 @@ Deno.test("every built-in environment plays an expert episode identically over H
         await remoteExpert.close();
       }
     }
+  } finally {
+    await server.close();
+  }
+});
+
+/** Plays `expert` on a fresh episode of `task` to the end; every action taken, and whether it won. */
+async function playExpert(
+  env: AsyncEnvironment,
+  task: Task,
+  expert: AsyncExpert,
+  maxTurns: number,
+): Promise<{ actions: string[]; won: boolean }> {
+  const episode = env.createEpisode(task);
+  let observation = await episode.reset();
+  const actions: string[] = [];
+  let won = false;
+  for (let turn = 1; turn <= maxTurns; turn++) {
+    const action = await expert.act(observation);
+    actions.push(action);
+    const r = await episode.step(action);
+    observation = r.observation;
+    won = r.won;
+    if (r.done) break;
+  }
+  await Promise.all([episode.close(), expert.close()]);
+  return { actions, won };
+}
+
+Deno.test("household's skilled demonstration over HTTP has the local skill and actions, and wins", async () => {
+  const server = await serveEnvironments([household]);
+  try {
+    const info = await (await fetch(`${server.url}/v1/info`)).json();
+    assert.equal(info.skilled_demonstration, true);
+    const remote = await connectHttpEnvironment(server.url);
+    assert.ok(remote.skilledDemonstration, "the server advertises skilled_demonstration");
+    const local = toAsyncEnvironment(household);
+    // With the searching expert as the ordinary one, the skilled expert (which goes straight to
+    // the goal object) acts differently, so a plain expert behind the id would fail.
+    const tasks = await remote.sampleTasks("train", 4, 11, { expert: "search" });
+    let differs = 0;
+    for (const task of tasks) {
+      const remoteDemo = await remote.skilledDemonstration(task);
+      const localDemo = await local.skilledDemonstration!(task);
+      assert.equal(remoteDemo.skill, localDemo.skill);
+      assert.match(remoteDemo.skill, /which was in/);
+      const turns = household.defaultMaxTurns;
+      const played = await playExpert(remote, task, remoteDemo.expert, turns);
+      assert.deepEqual(played, await playExpert(local, task, localDemo.expert, turns));
+      assert.ok(played.won, `the skilled expert wins ${task.id} over HTTP`);
+      // Closed (its server expert deleted), it opens a fresh one on the next act.
+      const first = await local.createEpisode(task).reset();
+      assert.equal(await remoteDemo.expert.act(first), played.actions[0]);
+      await remoteDemo.expert.close();
+      const ordinary = await playExpert(local, task, local.createExpert(task), turns);
+      if (ordinary.actions.join("\n") !== played.actions.join("\n")) differs++;
+    }
+    assert.ok(differs > 0, "some skilled demonstration acts unlike the ordinary expert");
+    // The demonstration's expert is an ordinary expert id: closed, it is gone.
+    const created = await fetch(`${server.url}/v1/skilled-demonstrations`, {
+      method: "POST",
+      body: JSON.stringify({ task: tasks[0] }),
+    });
+    assert.equal(created.status, 201);
+    const { expert_id: id } = await created.json();
+    assert.equal((await fetch(`${server.url}/v1/experts/${id}`, { method: "DELETE" })).status, 204);
+    const gone = await fetch(`${server.url}/v1/experts/${id}/act`, {
+      method: "POST",
+      body: JSON.stringify({ observation: { text: "x" } }),
+    });
+    assert.equal(gone.status, 404);
+    await gone.body?.cancel();
+    // Bad tasks are 4xx naming the field, never retried.
+    const bad = await fetch(`${server.url}/v1/skilled-demonstrations`, {
+      method: "POST",
+      body: JSON.stringify({ task: { ...tasks[0], seed: -1 } }),
+    });
+    assert.equal(bad.status, 400);
+    assert.equal((await bad.json()).errors[0].path, "task.seed");
+    const [sokobanTask] = sokoban.sampleTasks("train", 1, 0);
+    await assert.rejects(
+      () => remote.skilledDemonstration!(sokobanTask),
+      (e: unknown) => e instanceof EnvHttpError && e.status === 400 && /envId/.test(e.message),
+    );
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a served environment without skilled demonstrations does not advertise them", async () => {
+  const server = await serveEnvironments([sokoban]);
+  try {
+    const info = await (await fetch(`${server.url}/v1/info`)).json();
+    assert.equal(info.skilled_demonstration, false);
+    const remote = await connectHttpEnvironment(server.url);
+    assert.equal(remote.skilledDemonstration, undefined);
+    const [task] = sokoban.sampleTasks("train", 1, 0);
+    const r = await fetch(`${server.url}/v1/skilled-demonstrations`, {
+      method: "POST",
+      body: JSON.stringify({ task }),
+    });
+    assert.equal(r.status, 404);
+    await r.body?.cancel();
   } finally {
     await server.close();
   }
