@@ -35,7 +35,8 @@ import {
   demoSpec,
   QUICK_EVAL_EPISODES,
 } from "./specs.ts";
-import { downloadArtifacts, freeOutputFolder, renderSummary } from "./summary.ts";
+import { type DemoArtifacts, downloadArtifacts, renderSummary } from "./summary.ts";
+import { claimOutputFolder, type OutputFolder, releaseOutputFolder } from "./output_folder.ts";
 
 const USAGE = `Usage: deno task demo [options]
   --env ID             sokoban (default) | household | webshop | search
@@ -47,7 +48,7 @@ const USAGE = `Usage: deno task demo [options]
                        warm-up, each trained for one epoch (a quick run; default: the spec's)
   --seed N             random_seed of the job
   --out DIR            where the checkpoint and skills go (default demo-output); a folder
-                       holding an earlier run is kept and this run writes DIR-2 (DIR-3, …)
+                       that is not empty is kept and this run writes DIR-2 (DIR-3, …)
   --data-dir DIR       database + object store folder (default .seed/demo-<time>, fresh per run)
   --keep               keep the API and worker running after the summary (Ctrl-C stops them)
   --timeout-min M      give up on the job after M minutes (default 30)
@@ -192,15 +193,20 @@ export async function runDemo(args: DemoArgs): Promise<number> {
   aborted.catch(() => {});
   const step = <T>(p: Promise<T>) => Promise.race([p, aborted]);
   const started = Date.now();
+  // Taken at the start and given back unless the download fills it.
+  let folder: OutputFolder | undefined;
+  let download: Promise<DemoArtifacts> | undefined;
+  let downloaded = false;
   try {
     say(`SEED demo: ${args.method} on ${args.env} with builtin:tiny`);
     say(`data folder (database, object store, logs): ${dataDir}`);
-    // Said before the run, so a user who wanted the earlier output replaced can stop now.
-    const writesTo = await freeOutputFolder(outDir);
+    // Taken now, so a demo started beside this one writes elsewhere, and said before the run,
+    // so a user who wanted the earlier output replaced can stop now.
+    folder = await claimOutputFolder(outDir);
     say(
-      writesTo === outDir
-        ? `output folder: ${outDir}`
-        : `output folder: ${writesTo} (${outDir} holds an earlier run's output and is kept)`,
+      folder.reason === null
+        ? `output folder: ${folder.path}`
+        : `output folder: ${folder.path} (${outDir} ${folder.reason} and is kept)`,
     );
     if (Deno.env.get("DATABASE_URL")) say("database: DATABASE_URL (from the environment)");
     if (Deno.env.get("S3_ENDPOINT")) say(`object store: ${Deno.env.get("S3_ENDPOINT")}`);
@@ -277,8 +283,10 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     if (job.status !== "succeeded") throw new DemoJobFailedError(job);
     const seconds = (Date.now() - submittedAt) / 1000;
 
-    say(`\ndownloading the checkpoint and the skill library into ${writesTo}…`);
-    const artifacts = await step(downloadArtifacts(client, job, { outDir, spec }));
+    say(`\ndownloading the checkpoint and the skill library into ${folder.path}…`);
+    download = downloadArtifacts(client, job, { outDir: folder, spec });
+    const artifacts = await step(download);
+    downloaded = true;
     say(renderSummary({ job, artifacts, url: api.url, key, dataDir, seconds, keep: args.keep }));
     if (args.keep) {
       say(`The API (${api.url}) and the worker keep running. Press Ctrl-C to stop them.`);
@@ -309,6 +317,11 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     for (const child of [...children].reverse()) {
       const code = await child.stop();
       say(`${child.name} (pid ${child.pid}) stopped (exit code ${code})`);
+    }
+    if (folder && !downloaded) {
+      // An interrupted download fails once the API has stopped, and gives the folder back itself.
+      await download?.catch(() => {});
+      await releaseOutputFolder(folder).catch(() => {});
     }
     removeSignals();
   }

@@ -10,6 +10,13 @@ import { ApiError, type SeedClient } from "../client/mod.ts";
 import type { JobWire, MetricsWire } from "./progress.ts";
 import { percent } from "./progress.ts";
 import { type ExtractedFile, extractVerified } from "../client/mod.ts";
+import {
+  claimOutputFolder,
+  type OutputFolder,
+  PARTIAL_FOLDER,
+  publishDownload,
+  releaseOutputFolder,
+} from "./output_folder.ts";
 
 /** Thrown when the job left nothing to download, or a downloaded file fails its check. */
 export class DemoDownloadError extends Error {
@@ -37,10 +44,11 @@ export interface DemoArtifacts {
   metricsCsvPath: string;
   metrics: MetricsWire;
   /**
-   * The folder asked for when it held an earlier run's output, which is kept (`outDir` is then
-   * the next free `<asked>-N`); otherwise null.
+   * The folder asked for when it was not free as the run started (it held an earlier run's
+   * output, another run's unfinished download, or is a file), which is kept (`outDir` is then the
+   * next free `<asked>-N`); otherwise null.
    */
-  earlier: string | null;
+  passedOver: string | null;
 }
 
 /** One skill as stored (version 1; `skill` accepted as an alias of `text`). */
@@ -74,48 +82,30 @@ type CheckpointList = {
 };
 
 /**
- * The folder a run writes its files to: `dir` when it does not exist or is an empty folder, else
- * the first free one of `dir-2`, `dir-3`, …, so an earlier run's output is never replaced.
- */
-export async function freeOutputFolder(dir: string): Promise<string> {
-  for (let n = 1;; n++) {
-    const candidate = n === 1 ? dir : `${dir}-${n}`;
-    try {
-      const info = await Deno.stat(candidate);
-      if (info.isDirectory && await isEmptyFolder(candidate)) return candidate;
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) return candidate;
-      throw error;
-    }
-  }
-}
-
-async function isEmptyFolder(dir: string): Promise<boolean> {
-  for await (const _ of Deno.readDir(dir)) return false;
-  return true;
-}
-
-/**
  * Downloads the latest checkpoint, the latest skill library, the metrics and the final job into
- * `<outDir>.partial-<time>`, checks every file, then moves that folder to `outDir`, or to the
- * next free `<outDir>-N` when `outDir` holds an earlier run ({@link freeOutputFolder}; the earlier
- * one is kept). Also writes `spec.json` (what was submitted). Throws {@link DemoDownloadError}
- * (no checkpoint, hash mismatch) or the client's `ApiError`/`ArchiveError`.
+ * the output folder's `.demo-partial/`, checks every file, then moves them into the folder
+ * ({@link publishDownload}). `outDir` is the folder asked for, taken here with
+ * {@link claimOutputFolder} (it, or the next free `<outDir>-N` when it is not free: an earlier
+ * run's output is kept), or a folder the caller took earlier with it (the demo does, to name the
+ * folder in its first lines). Also writes `spec.json` (what was submitted). On failure the folder
+ * is given back ({@link releaseOutputFolder}). Throws {@link DemoDownloadError} (no checkpoint,
+ * hash mismatch), the client's `ApiError`/`ArchiveError`, or the file system's error.
  */
 export async function downloadArtifacts(
   client: SeedClient,
   job: JobWire,
-  options: { outDir: string; spec: unknown },
+  options: { outDir: string | OutputFolder; spec: unknown },
 ): Promise<DemoArtifacts> {
   const jobPath = `/v1/jobs/${encodeURIComponent(job.id)}`;
-  const { checkpoints } = await client.json<CheckpointList>(`${jobPath}/checkpoints`);
-  if (checkpoints.length === 0) {
-    throw new DemoDownloadError(`Cannot download job ${job.id} as it has no checkpoint`);
-  }
-  const latest = checkpoints.reduce((a, b) => (b.step > a.step ? b : a));
-  const partial = `${options.outDir}.partial-${Date.now()}`;
-  await Deno.mkdir(partial, { recursive: true });
+  let folder = typeof options.outDir === "string" ? null : options.outDir;
   try {
+    const { checkpoints } = await client.json<CheckpointList>(`${jobPath}/checkpoints`);
+    if (checkpoints.length === 0) {
+      throw new DemoDownloadError(`Cannot download job ${job.id} as it has no checkpoint`);
+    }
+    const latest = checkpoints.reduce((a, b) => (b.step > a.step ? b : a));
+    folder ??= await claimOutputFolder(options.outDir as string);
+    const partial = join(folder.path, PARTIAL_FOLDER);
     const checkpointDir = join(partial, "checkpoint");
     const res = await client.fetch(`${jobPath}/checkpoints/${latest.step}/archive`);
     const files = await extractVerified(res.body!, checkpointDir);
@@ -149,8 +139,8 @@ export async function downloadArtifacts(
       join(partial, "spec.json"),
       JSON.stringify(options.spec, null, 2) + "\n",
     );
-    const outDir = await freeOutputFolder(options.outDir);
-    await Deno.rename(partial, outDir); // over nothing, or over an empty folder
+    await publishDownload(folder);
+    const outDir = folder.path;
     const moved = (p: string) => outDir + p.slice(partial.length);
     return {
       outDir,
@@ -161,10 +151,11 @@ export async function downloadArtifacts(
       library,
       metricsCsvPath: join(outDir, "metrics.csv"),
       metrics,
-      earlier: outDir === options.outDir ? null : options.outDir,
+      passedOver: folder.reason === null ? null : folder.asked,
     };
   } catch (error) {
-    await Deno.remove(partial, { recursive: true }).catch(() => {});
+    // The error that ended the download is the one to report, not a failure to clean up.
+    if (folder) await releaseOutputFolder(folder).catch(() => {});
     throw error;
   }
 }
@@ -385,7 +376,9 @@ export function renderSummary(input: SummaryInput): string {
   } else lines.push("Skill library: none (this method analyses no trajectories).");
   lines.push(
     "",
-    `Files${a.earlier ? ` (${a.earlier}/ keeps an earlier run's output)` : ""}:`,
+    `Files${
+      a.passedOver ? ` (${a.passedOver}/ was not free when this run started and is kept)` : ""
+    }:`,
     ...table([
       [
         `${a.checkpointDir}/step-${a.step}/`,

@@ -86,7 +86,9 @@ Deno.test("the demo trains through the API and a worker and downloads a verified
       ),
       run.stdout,
     );
-    assert.ok(run.stdout.includes(`Files (${earlier}/ keeps an earlier run's output):`));
+    assert.ok(
+      run.stdout.includes(`Files (${earlier}/ was not free when this run started and is kept):`),
+    );
     assert.equal(await Deno.readTextFile(`${earlier}/stale.txt`), "from an earlier run");
 
     // The checkpoint: every file listed in SHA256SUMS, with that hash, and the HF file set.
@@ -244,6 +246,9 @@ Deno.test("Ctrl-C stops the demo's children in order: the worker drains the job,
     const workerLog = await Deno.readTextFile(`${tmp}/data/worker.log`);
     assert.match(workerLog, /"msg":"job released while draining"/, workerLog);
     assert.doesNotMatch(workerLog, /"msg":"job failed"/, workerLog);
+    // The output folder it took at the start is given back: nothing of this run stays.
+    assert.ok(stdout.includes(`output folder: ${tmp}/out\n`), stdout);
+    await assert.rejects(Deno.stat(`${tmp}/out`), Deno.errors.NotFound);
   } finally {
     for (const pid of pids) {
       try {

@@ -1,11 +1,13 @@
 /**
  * The demo's download (`api/demo/summary.ts` `downloadArtifacts`) over real HTTP against the API
- * with a real Postgres and S3 server: a second run never replaces the first run's output folder.
+ * with a real Postgres and S3 server: a second run never replaces the first run's output folder,
+ * and runs started together each write the folder they took at the start.
  */
 import assert from "node:assert/strict";
 import { fenceOf, saveCheckpoint, succeedJob } from "../../../jobs/mod.ts";
 import { SeedClient } from "../../../api/client/mod.ts";
-import { downloadArtifacts, freeOutputFolder } from "../../../api/demo/summary.ts";
+import { DemoDownloadError, downloadArtifacts } from "../../../api/demo/summary.ts";
+import { claimOutputFolder } from "../../../api/demo/output_folder.ts";
 import type { JobWire } from "../../../api/demo/progress.ts";
 import { serveApi } from "../../../api/main.ts";
 import { runningJob, startApiFixture } from "../_fixture.ts";
@@ -34,12 +36,12 @@ Deno.test("a second demo download keeps the first run's folder and writes the ne
     const first = await finishedJob(new Uint8Array([1, 2, 3]));
     const a = await downloadArtifacts(client, first, { outDir, spec: { run: 1 } });
     assert.equal(a.outDir, outDir);
-    assert.equal(a.earlier, null);
+    assert.equal(a.passedOver, null);
 
     const second = await finishedJob(new Uint8Array([4, 5, 6, 7]));
     const b = await downloadArtifacts(client, second, { outDir, spec: { run: 2 } });
     assert.equal(b.outDir, `${outDir}-2`);
-    assert.equal(b.earlier, outDir);
+    assert.equal(b.passedOver, outDir);
     assert.equal(b.checkpointDir, `${outDir}-2/checkpoint`);
     // The first run's files are as it left them; the second run's are beside them.
     assert.equal(JSON.parse(await Deno.readTextFile(`${outDir}/job.json`)).id, first.id);
@@ -68,15 +70,77 @@ Deno.test("the demo writes into an empty folder it is given, and past a file of 
   const tmp = await Deno.makeTempDir({ prefix: "seed-demo-download-" });
   try {
     await Deno.mkdir(`${tmp}/empty`);
-    assert.equal(await freeOutputFolder(`${tmp}/empty`), `${tmp}/empty`);
-    assert.equal(await freeOutputFolder(`${tmp}/absent`), `${tmp}/absent`);
-    await Deno.writeTextFile(`${tmp}/file`, "not a folder");
-    assert.equal(await freeOutputFolder(`${tmp}/file`), `${tmp}/file-2`);
     const job = await finishedJob(new Uint8Array([9]));
     const a = await downloadArtifacts(client, job, { outDir: `${tmp}/empty`, spec: {} });
     assert.equal(a.outDir, `${tmp}/empty`);
-    assert.equal(a.earlier, null);
+    assert.equal(a.passedOver, null);
     assert.equal(JSON.parse(await Deno.readTextFile(`${tmp}/empty/job.json`)).id, job.id);
+    await Deno.writeTextFile(`${tmp}/file`, "not a folder");
+    const b = await downloadArtifacts(client, job, { outDir: `${tmp}/file`, spec: {} });
+    assert.equal(b.outDir, `${tmp}/file-2`);
+    assert.equal(b.passedOver, `${tmp}/file`);
+    assert.equal(await Deno.readTextFile(`${tmp}/file`), "not a folder");
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("demos started together each write the folder they took, whichever finishes first", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "seed-demo-download-" });
+  try {
+    const outDir = `${tmp}/demo-output`;
+    // Both take a folder before their job runs, as the demo does to name it in its first lines.
+    const [first, second] = await Promise.all([
+      claimOutputFolder(outDir),
+      claimOutputFolder(outDir),
+    ]);
+    assert.notEqual(first.path, second.path);
+    const jobs = [await finishedJob(new Uint8Array([1])), await finishedJob(new Uint8Array([2]))];
+    // The run that took `demo-output-2` finishes first; neither moves to another folder.
+    const inBase = first.path === outDir ? first : second;
+    const inNext = inBase === first ? second : first;
+    const b = await downloadArtifacts(client, jobs[1], { outDir: inNext, spec: { run: 2 } });
+    const a = await downloadArtifacts(client, jobs[0], { outDir: inBase, spec: { run: 1 } });
+    assert.equal(a.outDir, outDir);
+    assert.equal(a.passedOver, null);
+    assert.equal(b.outDir, `${outDir}-2`);
+    assert.equal(b.passedOver, outDir);
+    assert.equal(JSON.parse(await Deno.readTextFile(`${outDir}/job.json`)).id, jobs[0].id);
+    assert.equal(JSON.parse(await Deno.readTextFile(`${outDir}-2/job.json`)).id, jobs[1].id);
+    assert.deepEqual(
+      await Deno.readFile(`${outDir}-2/checkpoint/step-1/model.safetensors`),
+      new Uint8Array([2]),
+    );
+    const names = [];
+    for await (const e of Deno.readDir(tmp)) names.push(e.name);
+    assert.deepEqual(names.sort(), ["demo-output", "demo-output-2"]);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+});
+
+Deno.test("a download that fails gives back the folder it took, and keeps a folder the user made", async () => {
+  const tmp = await Deno.makeTempDir({ prefix: "seed-demo-download-" });
+  try {
+    const job = await runningJob(fx, fx.keyA);
+    await succeedJob(fx.db, fenceOf(job));
+    const wire = await client.json<JobWire>(`/v1/jobs/${job.id}`);
+    const taken = await claimOutputFolder(`${tmp}/out`);
+    await assert.rejects(
+      downloadArtifacts(client, wire, { outDir: taken, spec: {} }),
+      DemoDownloadError,
+    );
+    await Deno.mkdir(`${tmp}/mine`);
+    await assert.rejects(
+      downloadArtifacts(client, wire, { outDir: `${tmp}/mine`, spec: {} }),
+      DemoDownloadError,
+    );
+    const names = [];
+    for await (const e of Deno.readDir(tmp)) names.push(e.name);
+    assert.deepEqual(names, ["mine"]);
+    for await (const _ of Deno.readDir(`${tmp}/mine`)) {
+      assert.fail("the user's folder must stay empty");
+    }
   } finally {
     await Deno.remove(tmp, { recursive: true });
   }
