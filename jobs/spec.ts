@@ -377,10 +377,12 @@ const JobSpecObject = z.object({
      * Most critical-step skills per analysed trajectory that reach the teacher prompt: a turn
      * with one is scored under it instead of the episode skill (the authors' `skill_mode`
      * `episode_step` with `skill_teacher_mode` `step_priority`); 0: the episode skill only
-     * (`episode_only`). Left out: the authors' launchers' count for the environment
-     * ({@link stepSkillDefault}). Step skills come from the environment's reference analyzer
-     * (`skill_source: "reference"`; built-in household writes them); the policy's analyzer
-     * writes the episode skill only (workers/seed/README.md, Departures).
+     * (`episode_only`). Left out: the authors' launchers' count for the environment — 5 for
+     * `household` and `webshop`, 2 for `search`, 0 for any other id (`stepSkillDefault`).
+     * Step skills come from the environment's reference analyzer (`skill_source: "reference"`;
+     * built-in household writes them); the policy's analyzer writes the episode skill only, so
+     * with `skill_source: "policy"` the field changes nothing yet (workers/seed/README.md,
+     * Departures).
      */
     max_step_skills: int(0, 64).optional(),
     /** Token budget of one analysis (greedy). */

@@ -264,21 +264,32 @@ export interface TokenGap {
   responseIds: readonly number[];
   /** Δ = ℓ_T − ℓ_old per response token (T,), nats (float32 from the score graph). */
   gaps: ArrayLike<number>;
+  /** The critical-step skill the turn was scored under; absent: its trajectory's episode skill. */
+  stepSkill?: string;
 }
 
 /**
  * The {@link TokenGap} of every turn that has teacher gaps, in sample order: `gaps[i]` (T_i,) of
- * `samples[i]`, whose scored response ids are `responses[i]` (T_i,).
+ * `samples[i]`, whose scored response ids are `responses[i]` (T_i,); `stepSkills` (trajectory id →
+ * turn → skill) names the turns scored under a critical-step skill.
  */
 export function tokenGapsOf(
   samples: readonly { trajectoryId: string; turn: number }[],
   gaps: readonly (ArrayLike<number> | null)[],
   responses: readonly (readonly number[])[],
+  stepSkills: ReadonlyMap<string, ReadonlyMap<number, string>> = new Map(),
 ): TokenGap[] {
   return samples.flatMap((s, i) => {
     const g = gaps[i];
     if (!g) return [];
-    return [{ trajectoryId: s.trajectoryId, turn: s.turn, responseIds: responses[i], gaps: g }];
+    const stepSkill = stepSkills.get(s.trajectoryId)?.get(s.turn);
+    return [{
+      trajectoryId: s.trajectoryId,
+      turn: s.turn,
+      responseIds: responses[i],
+      gaps: g,
+      ...(stepSkill !== undefined ? { stepSkill } : {}),
+    }];
   });
 }
 

@@ -12,7 +12,8 @@
  *   the actions of its wins) leaves a skill no room to raise them, whatever the skill says.
  * - `teacher_gap_advantage_corr`: Pearson correlation, over samples with a teacher signal, of the
  *   sample's mean Δ (over its tokens) with its advantage A. Positive when the skill raises the
- *   probability of good actions and lowers that of bad ones.
+ *   probability of good actions and lowers that of bad ones. Left out when every such A is zero
+ *   (|A| ≤ {@link ZERO_ADVANTAGE}: equal scores leave float noise of ~1e-11, not a signal).
  * - `zero_advantage_group_share`: share of GRPO groups (samples of one rollout group, `taskIndex`,
  *   see advantage.ts) whose advantages are all zero: such a group gives no policy-gradient signal.
  * - `all_fail_group_share`: share of groups none of whose trajectories was won (no outcome signal;
@@ -125,7 +126,10 @@ export function teacherGapMetrics(
   put("teacher_gap_won_mean", mean(won));
   put("teacher_gap_lost_mean", mean(lost));
   put("old_logprob_won_mean", mean(wonOld));
-  put("teacher_gap_advantage_corr", pearson(sampleGap, sampleAdvantage));
+  // Advantages all within float noise of 0 (every group's scores equal) are constant: no corr.
+  if (sampleAdvantage.some((a) => Math.abs(a) > ZERO_ADVANTAGE)) {
+    put("teacher_gap_advantage_corr", pearson(sampleGap, sampleAdvantage));
+  }
   put("zero_advantage_group_share", zeroAdvantageGroupShare(samples));
   put("all_fail_group_share", allFailGroupShare(samples));
   return out;
@@ -217,8 +221,8 @@ function stripIds(t: Trajectory): Trajectory {
 /**
  * `step_skill_samples` and `teacher_gap_step_mean` (see module doc): `stepSkilled[i]` says whether
  * sample i was scored under a critical-step skill, `gaps[i]` its per-token Δ (nats). Both are left
- * out when no sample had a teacher pass (GRPO, nothing parsed), the mean also when no step-skill
- * sample has a token. Throws `RangeError` when the lengths differ.
+ * out when no sample had a teacher pass (GRPO, nothing parsed), the mean also when no turn was
+ * scored under a step skill. Throws `RangeError` when the lengths differ.
  */
 export function stepSkillMetrics(
   gaps: readonly (ArrayLike<number> | null)[],

@@ -171,8 +171,15 @@ export class SeedTrainer {
     );
     const scored = await timer.time("rescore", () => this.#rescore(samples, skills, stepSkills));
     const gaps = teacherGaps(scored.teacher, scored.old);
-    const withTeacher = samples.filter((_, i) => gaps[i] !== null);
-    const meanGaps = meanPerTrajectory(withTeacher, gaps.filter((g) => g !== null));
+    const stepSkilled = samples.map((s) => stepSkills.get(s.trajectoryId)?.has(s.turn) ?? false);
+    // The library's mean Δ of an episode skill: over the turns scored under it (not step skills).
+    const underEpisodeSkill = samples.flatMap((_, i) =>
+      gaps[i] !== null && !stepSkilled[i] ? [i] : []
+    );
+    const meanGaps = meanPerTrajectory(
+      underEpisodeSkill.map((i) => samples[i]),
+      underEpisodeSkill.map((i) => gaps[i]!),
+    );
     const skillsAdded = recordSkills(this.parts.library, {
       step,
       trajectories: trajectories.list,
@@ -188,7 +195,7 @@ export class SeedTrainer {
       oldLogProbs: scored.old,
       trajectories: trajectories.list,
       analyses: analysis.analyses,
-      stepSkilled: samples.map((s) => stepSkills.get(s.trajectoryId)?.has(s.turn) ?? false),
+      stepSkilled,
     });
     const engineGap = this.parts.remote
       ? this.#engineGap(samples, trajectories.list, scored.old)
@@ -220,7 +227,7 @@ export class SeedTrainer {
       ...engineGap,
     };
     // Per-token teacher gaps of the re-scored turns, for the trajectory dump.
-    const tokenGaps = tokenGapsOf(samples, gaps, scored.rl.map((r) => r.response));
+    const tokenGaps = tokenGapsOf(samples, gaps, scored.rl.map((r) => r.response), stepSkills);
     const teacher = { analyses: analysis.analyses, raw: analysis.raw, tokenGaps };
     return { metrics, trajectories: trajectories.list, teacher };
   }

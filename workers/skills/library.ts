@@ -25,7 +25,10 @@ export interface SkillProvenance {
   trajectoryId: string;
   /** Whether the analysed trajectory was won. */
   success: boolean;
-  /** Mean teacher gap Δ = ℓ_T − ℓ_old over the trajectory's response tokens (nats); null if not re-scored. */
+  /**
+   * Mean teacher gap Δ = ℓ_T − ℓ_old over the response tokens of the trajectory's turns scored
+   * under this skill (nats; turns scored under a critical-step skill are not counted); null if none.
+   */
   meanTeacherGap: number | null;
   /**
    * Who wrote it (JobSpec `seed.skill_source`); absent in libraries written before it was kept,

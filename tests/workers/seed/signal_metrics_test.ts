@@ -147,3 +147,16 @@ Deno.test("step-skill metrics count the samples scored under a step skill and av
   assert.deepEqual(stepSkillMetrics([null, null], [true, true]), {});
   assert.throws(() => stepSkillMetrics(gaps, [true]), RangeError);
 });
+
+Deno.test("advantages that are all float noise around 0 give no correlation", () => {
+  // Equal scores in every group: (s − mean)/(0 + 1e-6) leaves rounding noise, not a signal.
+  const samples = [1e-11, -2e-11, 3e-12].map((advantage) => ({
+    taskIndex: 0,
+    won: false,
+    advantage,
+  }));
+  const gaps = [Float32Array.of(-1), Float32Array.of(0.5), Float32Array.of(2)];
+  assert.equal("teacher_gap_advantage_corr" in teacherGapMetrics(samples, gaps), false);
+  const real = samples.map((s, i) => ({ ...s, advantage: [1, -1, 0.5][i] }));
+  assert.ok("teacher_gap_advantage_corr" in teacherGapMetrics(real, gaps));
+});

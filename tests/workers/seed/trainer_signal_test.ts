@@ -3,7 +3,7 @@ import { parseJobSpec } from "../../../jobs/mod.ts";
 import { getEnvironment, type Trajectory } from "../../../workers/envs/mod.ts";
 import { Tokenizer } from "../../../workers/model/mod.ts";
 import { scoringTemperature, TextPolicy } from "../../../workers/seed/mod.ts";
-import { insertSkill, insertStepSkill } from "../../../workers/skills/mod.ts";
+import { insertSkill, insertStepSkill, SkillLibrary } from "../../../workers/skills/mod.ts";
 import { FixedAnalyzer, testTrainer, tinySokobanPolicy, tinySpec } from "./_jobs.ts";
 
 /** A well-formed sokoban skill: true exactly for trajectories that kept walking into walls. */
@@ -78,7 +78,8 @@ Deno.test("a turn with a critical-step skill is re-scored under that skill's pro
   const fresh = await tinySokobanPolicy();
   const before = new TextPolicy(fresh.policy, new Tokenizer(fresh.model.tokenizer));
   try {
-    const { metrics, trajectories } = await testTrainer(spec, { env, theta }).step(
+    const library = new SkillLibrary("job-1");
+    const { metrics, trajectories } = await testTrainer(spec, { env, theta, library }).step(
       1,
       () => Promise.resolve(),
     );
@@ -103,6 +104,30 @@ Deno.test("a turn with a critical-step skill is re-scored under that skill's pro
     // Under the episode skill the first turns would score otherwise.
     const episode = await score((p) => insertSkill(p, "x"));
     assert.notDeepEqual(episode.logprobs, teacher.logprobs);
+    // The library's mean Δ of each episode skill counts only the turns scored under it (1, 2, …).
+    const sightings = library.all().flatMap((s) => s.provenance);
+    assert.equal(sightings.length, trajectories.length);
+    for (const t of trajectories) {
+      const seen = sightings.find((p) => p.trajectoryId === t.id)!;
+      const later = t.steps.slice(1);
+      if (later.length === 0) {
+        assert.equal(seen.meanTeacherGap, null);
+        continue;
+      }
+      const skill = (await sokoban.referenceAnalysis(t)).episode_skill;
+      const scoreLater = (prompt: (p: string) => string) =>
+        before.policy.score(
+          later.map((s) => before.sample(prompt(s.prompt), s.responseIds ?? s.response, false)),
+          { temperature },
+        );
+      const [under, plain] = [
+        await scoreLater((p) => insertSkill(p, skill)),
+        await scoreLater((p) => p),
+      ];
+      const d = under.logprobs.flatMap((l, i) => Array.from(l, (x, k) => x - plain.logprobs[i][k]));
+      const mean = d.reduce((a, b) => a + b, 0) / d.length;
+      assert.ok(Math.abs(seen.meanTeacherGap! - mean) < 1e-4, `${seen.meanTeacherGap} vs ${mean}`);
+    }
   } finally {
     await policy.release();
     await fresh.policy.release();

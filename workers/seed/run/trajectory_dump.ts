@@ -33,6 +33,9 @@
  * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
  * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in
  * nats (workers/seed/README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
+ * A turn the teacher scored under a critical-step skill (`seed.max_step_skills`) instead of the
+ * trajectory's episode skill also has `"step_skill": "…"`, that skill (the analysis' `raw` holds
+ * every step skill the analyzer wrote, keyed by 0-based turn; `turn` here counts from 1).
  * Turns and trajectories without them have no such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
@@ -108,6 +111,8 @@ export interface DumpedStep {
   response_tokens?: string[];
   /** Re-scored turns: Δ = ℓ_T − ℓ_old per response token (T,), nats, 4 decimals. */
   teacher_gaps?: number[];
+  /** The critical-step skill the teacher scored this turn under (absent: the episode skill). */
+  step_skill?: string;
 }
 
 /**
@@ -241,6 +246,9 @@ export function dumpEntries(
         dumped.teacher_gaps = Array.from(gap.gaps).slice(0, ids.length).map((x) =>
           Math.round(x * 1e4) / 1e4
         );
+        if (gap.stepSkill !== undefined) {
+          dumped.step_skill = clip(gap.stepSkill, limits.maxFieldChars);
+        }
       }
       return dumped;
     }),

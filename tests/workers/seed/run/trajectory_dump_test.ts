@@ -216,17 +216,22 @@ Deno.test("a SEED rollout dump carries each analysis and the re-scored turns' to
       [played[1].id, null],
     ]),
     raw: new Map([[played[0].id, "{...}"], [played[1].id, "not json"]]),
-    tokenGaps: [{ trajectoryId: played[0].id, turn: 1, responseIds: ids, gaps }],
+    tokenGaps: [
+      { trajectoryId: played[0].id, turn: 0, responseIds: [], gaps: [], stepSkill: "go up" },
+      { trajectoryId: played[0].id, turn: 1, responseIds: ids, gaps },
+    ],
     decode: (x) => tokenizer.decode(x),
   });
   const [first, second] = entries(dump.json);
+  // Turn 1 (0-based 0) was scored under a critical-step skill, turn 2 under the episode skill.
+  assert.equal(first.steps[0].step_skill, "go up");
+  assert.equal(first.steps[1].step_skill, undefined);
   assert.deepEqual(first.analysis, {
     skill: "push <b>left</b> first",
     summary: "went left",
     raw: "{...}",
   });
   assert.deepEqual(second.analysis, { skill: null, summary: null, raw: "not json" });
-  assert.equal(first.steps[0].response_tokens, undefined, "turn 1 was not re-scored");
   const turn = first.steps[1];
   assert.equal(turn.response_tokens!.length, ids.length);
   assert.equal(turn.response_tokens!.join(""), response);
