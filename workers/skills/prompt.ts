@@ -347,27 +347,45 @@ export function skillBlock(skill: string): string {
  * line break inside it stays. Throws `SkillError` when it has no letter or digit.
  */
 export function insertSkill(prompt: string, skill: string): string {
+  const block = skillBlock(strippedSkill(skill, "a skill"));
+  for (const pattern of TASK_LINE_PATTERNS) {
+    const m = pattern.exec(prompt);
+    if (m) return insertBlockAt(prompt, m.index + m[0].length, block);
+  }
+  return insertBeforeTurnLine(prompt, block);
+}
+
+/**
+ * `skill` stripped of leading and trailing whitespace. Throws `SkillError` naming `what` when it
+ * has no letter or digit.
+ */
+function strippedSkill(skill: string, what: string): string {
   const stripped = skill.trim();
   if (!meaningful(stripped)) {
     throw new SkillError(
-      `Cannot insert a skill as it must contain a letter or digit: current value is ${
+      `Cannot insert ${what} as it must contain a letter or digit: current value is ${
         JSON.stringify(skill)
       }`,
     );
   }
-  const block = skillBlock(stripped);
-  const around = (at: number) => {
-    const prefix = prompt.slice(0, at).trimEnd(), suffix = prompt.slice(at).trimStart();
-    if (prefix && suffix) return `${prefix}\n\n${block}\n\n${suffix}`;
-    return prefix ? `${prefix}\n\n${block}` : `${block}\n\n${suffix}`;
-  };
-  for (const pattern of TASK_LINE_PATTERNS) {
-    const m = pattern.exec(prompt);
-    if (m) return around(m.index + m[0].length);
-  }
+  return stripped;
+}
+
+/**
+ * `block` inserted into `prompt` at char `at` with a blank line on each side, the whitespace
+ * around `at` replaced by them (the reference's `prefix.rstrip()` / `suffix.lstrip()`).
+ */
+function insertBlockAt(prompt: string, at: number, block: string): string {
+  const prefix = prompt.slice(0, at).trimEnd(), suffix = prompt.slice(at).trimStart();
+  if (prefix && suffix) return `${prefix}\n\n${block}\n\n${suffix}`;
+  return prefix ? `${prefix}\n\n${block}` : `${block}\n\n${suffix}`;
+}
+
+/** `block` inserted before the first turn anchor of `prompt`, else appended after a blank line. */
+function insertBeforeTurnLine(prompt: string, block: string): string {
   for (const anchor of TURN_ANCHORS) {
     const at = prompt.indexOf(anchor);
-    if (at >= 0) return around(at);
+    if (at >= 0) return insertBlockAt(prompt, at, block);
   }
   return prompt ? `${prompt}\n\n${block}` : block;
 }
@@ -407,22 +425,7 @@ export function stepSkillBlock(skill: string): string {
  * stripped only. Throws `SkillError` when it has no letter or digit.
  */
 export function insertStepSkill(prompt: string, skill: string): string {
-  const stripped = skill.trim();
-  if (!meaningful(stripped)) {
-    throw new SkillError(
-      `Cannot insert a step skill as it must contain a letter or digit: current value is ${
-        JSON.stringify(skill)
-      }`,
-    );
-  }
-  const block = stepSkillBlock(stripped);
-  for (const anchor of TURN_ANCHORS) {
-    const at = prompt.indexOf(anchor);
-    if (at < 0) continue;
-    const prefix = prompt.slice(0, at).trimEnd(), suffix = prompt.slice(at).trimStart();
-    return prefix ? `${prefix}\n\n${block}\n\n${suffix}` : `${block}\n\n${suffix}`;
-  }
-  return prompt ? `${prompt}\n\n${block}` : block;
+  return insertBeforeTurnLine(prompt, stepSkillBlock(strippedSkill(skill, "a step skill")));
 }
 
 /**
