@@ -377,12 +377,13 @@ const JobSpecObject = z.object({
      * Most critical-step skills per analysed trajectory that reach the teacher prompt: a turn
      * with one is scored under it instead of the episode skill (the authors' `skill_mode`
      * `episode_step` with `skill_teacher_mode` `step_priority`); 0: the episode skill only
-     * (`episode_only`). Left out: the authors' launchers' count for the environment — 5 for
-     * `household` and `webshop`, 2 for `search`, 0 for any other id (`stepSkillDefault`).
-     * Step skills come from the environment's reference analyzer (`skill_source: "reference"`;
-     * built-in household writes them); the policy's analyzer writes the episode skill only, so
-     * with `skill_source: "policy"` the field changes nothing yet (workers/seed/README.md,
-     * Departures).
+     * (`episode_only`). Step skills come only from the environment's reference analyzer
+     * (method `seed` with `skill_source: "reference"`; built-in household writes them). Left
+     * out: there, the authors' launchers' count for the environment — 5 for `household` and
+     * `webshop`, 2 for `search`, 0 for any other id; 0 for every other job (`stepSkillDefault`).
+     * The policy's analyzer writes the episode skill only, and `grpo`, `gigpo` and `sft` analyse
+     * nothing, so there a value set here is accepted and changes nothing, as the other `seed`
+     * fields under those methods (workers/seed/README.md, Departures).
      */
     max_step_skills: int(0, 64).optional(),
     /** Token budget of one analysis (greedy). */
@@ -616,13 +617,20 @@ export function armDefaults(
 }
 
 /**
- * The critical-step skills per trajectory the authors' SEED launchers run for an environment
- * (agent_rl 2cf2fad, `examples/seed_trainer/_common/*.sh`: `SEED_SKILL_MODE=episode_step` with
+ * The default of `seed.max_step_skills`. Where a job's analyses can carry critical-step skills
+ * (method `seed` with `skillSource` `reference`: only the environment's reference analyzer writes
+ * them), the count the authors' SEED launchers run for the environment (agent_rl 2cf2fad,
+ * `examples/seed_trainer/_common/*.sh`: `SEED_SKILL_MODE=episode_step` with
  * `SEED_ANALYSIS_MAX_STEP_SKILLS_PER_TRAJ` 5 for alfworld.sh and webshop.sh, 2 for search.sh;
  * `episode_only` for sokoban_visual.sh and ezpoints.sh): household (ALFWorld) and webshop 5,
- * search 2, every other id 0.
+ * search 2, every other id 0. Every other job gets 0, so its stored spec does not show a count
+ * that nothing reads (the policy's analyzer writes no step skills; other methods analyse nothing).
  */
-export function stepSkillDefault(envId: string): number {
+export function stepSkillDefault(
+  envId: string,
+  job: { method: Method; skillSource: (typeof SKILL_SOURCES)[number] },
+): number {
+  if (job.method !== "seed" || job.skillSource !== "reference") return 0;
   return envId === "household" || envId === "webshop" ? 5 : envId === "search" ? 2 : 0;
 }
 
@@ -656,7 +664,8 @@ export const JobSpecSchema = JobSpecObject.superRefine((spec, ctx) => {
     ...spec,
     seed: {
       ...spec.seed,
-      max_step_skills: spec.seed.max_step_skills ?? stepSkillDefault(spec.env.id),
+      max_step_skills: spec.seed.max_step_skills ??
+        stepSkillDefault(spec.env.id, { method: spec.method, skillSource: spec.seed.skill_source }),
     },
     advantage: {
       ...a,

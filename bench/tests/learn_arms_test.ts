@@ -27,3 +27,17 @@ Deno.test("each arm is its method plus at most one field, and parses as a JobSpe
   assert.deepEqual(row("seed-gigpo"), ["seed", "gigpo", "mean", "policy"]);
   assert.deepEqual(row("seed-oracle"), ["seed", "grpo", "mean_std", "reference"]);
 });
+
+Deno.test("on household only the oracle arm defaults to critical-step skills (the policy's analyzer writes none)", () => {
+  const counts = Object.entries(ARMS).map(([name, a]) => [
+    name,
+    parseJobSpec({ ...a.spec, method: a.method, env: { id: "household" } }).seed.max_step_skills,
+  ]);
+  assert.deepEqual(counts, [
+    ["grpo", 0],
+    ["gigpo", 0],
+    ["seed", 0],
+    ["seed-gigpo", 0],
+    ["seed-oracle", 5],
+  ]);
+});

@@ -335,15 +335,19 @@ Deno.test("rollout.engine is local by default, or endpoints with bounded in-flig
   );
 });
 
-Deno.test("seed.max_step_skills defaults to the authors' launcher count per environment; a stored spec without it keeps 0", () => {
+Deno.test("seed.max_step_skills defaults to the authors' launcher count per environment where the reference analyzer writes step skills", () => {
   // examples/seed_trainer/_common: alfworld.sh and webshop.sh 5, search.sh 2, episode_only for
   // sokoban_visual.sh and ezpoints.sh.
   const defaults = ["household", "webshop", "search", "sokoban", "ezpoints", "my-env"].map((id) =>
-    parseJobSpec({ env: { id } }).seed.max_step_skills
+    parseJobSpec({ env: { id }, seed: { skill_source: "reference" } }).seed.max_step_skills
   );
   assert.deepEqual(defaults, [5, 5, 2, 0, 0, 0]);
   assert.equal(
-    parseJobSpec({ env: { id: "household" }, seed: { max_step_skills: 0 } }).seed.max_step_skills,
+    parseJobSpec({
+      env: { id: "household" },
+      seed: { skill_source: "reference", max_step_skills: 0 },
+    })
+      .seed.max_step_skills,
     0,
   );
   assert.deepEqual(issuesOf({ env: { id: "household" }, seed: { max_step_skills: -1 } }), [
@@ -352,9 +356,36 @@ Deno.test("seed.max_step_skills defaults to the authors' launcher count per envi
   assert.deepEqual(issuesOf({ env: { id: "household" }, seed: { max_step_skills: 1.5 } }), [
     "seed.max_step_skills",
   ]);
-  // A job stored before the field ran without step skills and resumes without them.
+});
+
+Deno.test("seed.max_step_skills defaults to 0 where nothing writes step skills, and a value set there is accepted as the other seed fields are", () => {
+  // The policy's analyzer writes no step skills; grpo, gigpo and sft analyse nothing.
+  const policy = parseJobSpec({ env: { id: "household" } });
+  assert.equal(policy.seed.skill_source, "policy");
+  assert.equal(policy.seed.max_step_skills, 0);
+  for (const method of ["grpo", "gigpo", "sft"] as const) {
+    assert.equal(parseJobSpec({ method, env: { id: "household" } }).seed.max_step_skills, 0);
+  }
+  // The convention of the other seed fields (opd_coef under grpo, say): accepted, kept, unused.
+  assert.equal(
+    parseJobSpec({ method: "grpo", env: { id: "household" }, seed: { max_step_skills: 3 } })
+      .seed.max_step_skills,
+    3,
+  );
+  assert.equal(
+    parseJobSpec({ env: { id: "household" }, seed: { max_step_skills: 3 } }).seed.max_step_skills,
+    3,
+  );
+});
+
+Deno.test("a stored spec keeps its seed.max_step_skills, and one stored without it keeps 0", () => {
+  // Stored by an earlier release, which filled 5 for household whatever the skill source.
   const stored = { ...parseJobSpec({ env: { id: "household" } }) } as Record<string, unknown>;
-  const { max_step_skills: _, ...oldSeed } = stored.seed as Record<string, unknown>;
-  assert.equal(parseStoredJobSpec({ ...stored, seed: oldSeed }).seed.max_step_skills, 0);
-  assert.equal(parseStoredJobSpec(stored).seed.max_step_skills, 5);
+  const earlier = { ...stored, seed: { ...(stored.seed as object), max_step_skills: 5 } };
+  assert.equal(parseStoredJobSpec(earlier).seed.max_step_skills, 5);
+  const oracle = parseJobSpec({ env: { id: "household" }, seed: { skill_source: "reference" } });
+  assert.equal(parseStoredJobSpec(oracle).seed.max_step_skills, 5);
+  // A job stored before the field ran without step skills and resumes without them.
+  const { max_step_skills: _, ...oldSeed } = oracle.seed as Record<string, unknown>;
+  assert.equal(parseStoredJobSpec({ ...oracle, seed: oldSeed }).seed.max_step_skills, 0);
 });
