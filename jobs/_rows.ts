@@ -113,19 +113,44 @@ export function toSkillLibrary(r: Row): SkillLibrary {
   };
 }
 
+/** Most `job:` links a base chain follows (the same cap as api/spec_refs.ts `rootModelBase`). */
+const MAX_BASE_LINKS = 16;
+
 /**
- * The recursive CTE `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling
- * jobs with its `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names
- * (at most 16 links). `tenantParam` is the query's placeholder of the tenant id (e.g. `$1`). Used by
- * model and job deletes to find active users through `job:` chains.
+ * The recursive CTE `chain(user_id, base, depth)` seeded by `seed` (a select of those three
+ * columns at depth 0): each seed row, then, while `base` is `job:<uuid>[@step]`, the `model.base` of
+ * the tenant's job it names, at most {@link MAX_BASE_LINKS} links (depth 0 to 16). `user_id` is the
+ * job whose chain it is: that job uses every base on it. Marked jobs (`deleting_at`) are followed;
+ * a link naming a job the tenant does not have ends the chain at that `job:` base.
  */
-export function activeBaseChain(tenantParam: string): string {
-  return `chain(active_id, base, depth) as (
-      select id, spec->'model'->>'base', 0 from jobs
-      where tenant_id = ${tenantParam}::uuid and status in ('queued', 'running', 'cancelling')
+function baseChain(seed: string, tenantParam: string): string {
+  return `chain(user_id, base, depth) as (
+      ${seed}
       union all
-      select c.active_id, j.spec->'model'->>'base', c.depth + 1
+      select c.user_id, j.spec->'model'->>'base', c.depth + 1
       from chain c join jobs j on j.tenant_id = ${tenantParam}::uuid
         and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
-      where c.depth < 16)`;
+      where c.depth < ${MAX_BASE_LINKS})`;
+}
+
+/**
+ * {@link baseChain} of each of the tenant's queued/running/cancelling jobs: the bases they use.
+ * `tenantParam` is the query's placeholder of the tenant id (e.g. `$1`). Used by model and job
+ * deletes to find active users through `job:` chains.
+ */
+export function activeBaseChain(tenantParam: string): string {
+  return baseChain(
+    `select id, spec->'model'->>'base', 0 from jobs
+      where tenant_id = ${tenantParam}::uuid and status in ('queued', 'running', 'cancelling')`,
+    tenantParam,
+  );
+}
+
+/**
+ * {@link baseChain} of a job not inserted yet (`user_id` null) whose `model.base` is the query's
+ * `baseParam`: the bases a submit will use, the same links {@link activeBaseChain} follows once
+ * the job is queued. Used by the submit to lock them (jobs/queue.ts `submitJob`).
+ */
+export function newJobBaseChain(baseParam: string, tenantParam: string): string {
+  return baseChain(`select null::uuid, ${baseParam}::text, 0`, tenantParam);
 }

@@ -7,8 +7,10 @@
  *    (`succeeded`, `failed`, `cancelled`) and named by no queued/running/cancelling job's
  *    `model.base` (directly or through a `job:` chain), and sets `deleting_at`. From then on every
  *    read treats the job as gone (404, left out of listings), so nobody sees it half-deleted. A
- *    submit naming the job as its base locks the row FOR SHARE (queue.ts `submitJob` with
- *    `requireBase`): the mark waits for it and then sees its job, or it sees the mark.
+ *    submit naming the job as its base, directly or through a `job:` chain, locks the row FOR
+ *    SHARE (queue.ts `submitJob` with `requireBase`): the mark waits for it and then sees its job,
+ *    or it sees the mark. The row is the only lock the mark takes (queue.ts `submitJob` says why
+ *    that keeps the two free of deadlocks).
  * 2. **Objects**: every key under `tenants/{tenant}/jobs/{job}/` (jobs/keys.ts: checkpoints,
  *    skill libraries, evaluations, trajectories and their images, rollout-policy folders) is
  *    listed and deleted — the prefix, not the rows' keys, so objects no row owns (a lost run's
@@ -28,7 +30,7 @@ import type { Job } from "./schema.ts";
 import { activeBaseChain, toJob } from "./_rows.ts";
 
 /**
- * `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
+ * `chain(user_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
  * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
  * links, as jobs/models.ts follows them).
  */
@@ -39,7 +41,7 @@ const SQL = {
   lockJob: `select * from jobs where id = $1::uuid and tenant_id = $2::uuid for update`,
   /** jobUsers: active jobs of the tenant whose base is this job (directly or by a job: chain). */
   jobUsers: `with recursive ${CHAIN}
-    select distinct c.active_id as id from chain c
+    select distinct c.user_id as id from chain c
     where c.base = 'job:' || $1::text or c.base like 'job:' || $1::text || '@%'
     limit 10`,
   /** mark: sets deleting_at on a final job (kept when already set: a retry). */

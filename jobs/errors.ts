@@ -53,21 +53,33 @@ export class IdempotencyConflictError extends Error {
 
 /**
  * Thrown by a submit whose `model.base` names a job (`job:<id>[@step]`) or an uploaded model
- * (`model:<id>`) the tenant does not have any more: deleted, or being deleted, by a delete that
- * took the base's row lock first (jobs/queue.ts `submitJob` with `requireBase`; jobs/delete.ts,
+ * (`model:<id>`) the tenant does not have any more, directly or as a link of its `job:` chain (the
+ * base of the job it continues, and so on): deleted, or being deleted, by a delete that took that
+ * link's row lock first (jobs/queue.ts `submitJob` with `requireBase`; jobs/delete.ts,
  * jobs/models.ts `deleteModel`). Nothing is stored. HTTP 422 at `model.base` with `code`.
  */
 export class BaseGoneError extends Error {
   /** `unknown_job` or `unknown_model`: the error code at `model.base`. */
   readonly code: "unknown_job" | "unknown_model";
-  constructor(kind: "job" | "model", id: string) {
+  /** The link that is gone: `job:<id>` or `model:<id>`. */
+  readonly ref: string;
+  /**
+   * @param via the id of the chain's job whose `model.base` names the gone link; left out when
+   *   the submit's own `model.base` names it.
+   */
+  constructor(kind: "job" | "model", id: string, via?: string) {
+    const ref = `${kind}:${id}`;
+    const gone = kind === "job" ? "is deleted or being deleted" : "is deleted";
     super(
-      kind === "job"
-        ? `Cannot queue the job as model.base must name a job of this tenant: job:${id} is deleted or being deleted`
-        : `Cannot queue the job as model.base must name a model of this tenant: model:${id} is deleted`,
+      via !== undefined
+        ? `Cannot queue the job as each link of model.base's job: chain must be this tenant's: ${ref}, the base of job:${via}, ${gone}`
+        : kind === "job"
+        ? `Cannot queue the job as model.base must name a job of this tenant: ${ref} ${gone}`
+        : `Cannot queue the job as model.base must name a model of this tenant: ${ref} ${gone}`,
     );
     this.name = "BaseGoneError";
     this.code = kind === "job" ? "unknown_job" : "unknown_model";
+    this.ref = ref;
   }
 }
 

@@ -8,13 +8,11 @@ import type { CheckpointFile, Model } from "./schema.ts";
 import { activeBaseChain, toDate } from "./_rows.ts";
 
 /**
- * `chain(active_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
+ * `chain(user_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
  * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
  * links, as api/spec_refs.ts `rootModelBase` follows): a job continuing a LoRA job on a model uses
- * that model too. Only direct users are fenced against a racing submit (the submit locks the
- * model's row, jobs/queue.ts `submitJob` with `requireBase`); an indirect user submitted during a
- * delete locks the job it continues, not the model, and fails at its worker with a clear "no such
- * model" error.
+ * that model too. Direct and indirect users alike are fenced against a racing submit: the submit
+ * locks the model at the root of its base's chain (jobs/queue.ts `submitJob` with `requireBase`).
  */
 const CHAIN = activeBaseChain("$1");
 
@@ -37,17 +35,19 @@ const SQL = {
   /** listModels: the tenant's models, newest first. */
   listModels: `select * from models where tenant_id = $1::uuid order by created_at desc, id`,
   /**
-   * lockModel: the tenant's model, locked FOR UPDATE until the delete commits. A submit naming it
-   * as `model.base` locks it FOR SHARE in its insert's transaction (jobs/queue.ts
-   * `SQL.lockBaseModel`), so the delete either waits for that submit and then sees its job in
-   * `modelUsers` (a new statement, a new snapshot), or the submit waits and finds no row.
+   * lockModel: the tenant's model, locked FOR UPDATE until the delete commits. A submit whose
+   * `model.base` is the model, or a `job:` chain ending at it, locks it FOR SHARE in its insert's
+   * transaction (jobs/queue.ts `SQL.lockBaseModel`), so the delete either waits for that submit
+   * and then sees its job in `modelUsers` (a new statement, a new snapshot), or the submit waits
+   * and finds no row. This is the only lock the delete takes (see jobs/queue.ts `submitJob` on
+   * why that keeps the two free of deadlocks).
    */
   lockModel: `select id from models where tenant_id = $1::uuid and id = $2::uuid for update`,
   /** deleteModel: the locked model's row (`lockModel`), once `modelUsers` found no user. */
   deleteModel: `delete from models where tenant_id = $1::uuid and id = $2::uuid returning *`,
   /** modelUsers: ids of the tenant's active jobs that use the model, directly or by a job: chain. */
   modelUsers: `with recursive ${CHAIN}
-    select distinct c.active_id as id, j.queued_at from chain c join jobs j on j.id = c.active_id
+    select distinct c.user_id as id, j.queued_at from chain c join jobs j on j.id = c.user_id
     where c.base = 'model:' || $2::text
     order by j.queued_at limit 10`,
 } as const;
@@ -155,9 +155,10 @@ export async function listModels(db: Queryable, tenantId: string): Promise<Model
  * Deletes the tenant's model row (the caller deletes its objects after), in one transaction:
  * locks the row (SQL.lockModel), looks for users, deletes. Answers the deleted row, `{ usedBy }`
  * with the ids of the queued/running/cancelling jobs that use it, directly or through a `job:`
- * chain (nothing deleted), or null when the tenant has no such model. A submit naming the model
- * that races this delete is ordered by the row lock: either its job is among the users, or it
- * finds the model gone (jobs/queue.ts `submitJob` with `requireBase`).
+ * chain (nothing deleted), or null when the tenant has no such model. A submit naming the model,
+ * directly or through a `job:` chain, that races this delete is ordered by the row lock: either
+ * its job is among the users, or it finds the model gone (jobs/queue.ts `submitJob` with
+ * `requireBase`).
  */
 export async function deleteModel(
   db: Database,

@@ -14,7 +14,7 @@ import { BaseGoneError, type Fence, FenceLostError, IdempotencyConflictError } f
 import { type Device, JOB_REF_PATTERN, type JobSpec, MODEL_REF_PATTERN } from "./spec.ts";
 import type { Job } from "./schema.ts";
 import type { JobLabels } from "./labels.ts";
-import { toJob } from "./_rows.ts";
+import { newJobBaseChain, toJob } from "./_rows.ts";
 import { storableText } from "./_storable.ts";
 
 /** NOTIFY channel on which submit announces new work; the payload is the job's device. */
@@ -58,18 +58,30 @@ const SQL = {
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
     select moved.* from moved, evn, wake`,
   /**
-   * lockBaseJob: the tenant's job that a new job's `model.base` names, locked FOR SHARE until the
-   * submit commits. A delete locks it FOR UPDATE (jobs/delete.ts `markJobDeleting`), so either the
-   * delete waits for this submit and then finds the new job among the base's users (409), or this
-   * submit waits for the delete's mark and reads `deleting_at` (or no row, once purged).
+   * baseChain: the `model.base` `$1` of a job about to be queued, then, while a link is
+   * `job:<id>[@step]`, the base of the tenant's job it names (at most 16 links), nearest first:
+   * the same links the deletes' user searches follow from a queued job (jobs/_rows.ts). Read
+   * without locks: a job's spec never changes, so only a link's existence and `deleting_at` can
+   * change after this read, and `lockBaseJobs` / `lockBaseModel` read those under the lock.
    */
-  lockBaseJob: `select deleting_at from jobs where id = $1::uuid and tenant_id = $2::uuid
+  baseChain: `with recursive ${newJobBaseChain("$1", "$2")}
+    select base from chain order by depth`,
+  /**
+   * lockBaseJobs: the tenant's jobs of a new job's base chain (`$1`, nearest first), locked FOR
+   * SHARE in that order until the submit commits. A delete locks its job FOR UPDATE (jobs/delete.ts
+   * `markJobDeleting`), so either the delete waits for this submit and then finds the new job
+   * among the job's users (409), or this submit waits for the delete's mark and reads
+   * `deleting_at` (or no row, once purged).
+   */
+  lockBaseJobs: `select id, deleting_at from jobs
+    where id = any($1::uuid[]) and tenant_id = $2::uuid
+    order by array_position($1::uuid[], id)
     for share`,
   /**
-   * lockBaseModel: the tenant's uploaded model that a new job's `model.base` names, locked FOR
-   * SHARE until the submit commits. A delete locks it FOR UPDATE (jobs/models.ts `deleteModel`),
-   * so either the delete waits for this submit and then finds the new job among the model's
-   * users (409), or this submit waits for the delete and finds no row.
+   * lockBaseModel: the tenant's uploaded model that a new job's `model.base` names, or that its
+   * `job:` chain ends at, locked FOR SHARE until the submit commits. A delete locks it FOR UPDATE
+   * (jobs/models.ts `deleteModel`), so either the delete waits for this submit and then finds the
+   * new job among the model's users (409), or this submit waits for the delete and finds no row.
    */
   lockBaseModel: `select id from models where id = $1::uuid and tenant_id = $2::uuid for share`,
   /** idempotencyLookup: the job an Idempotency-Key already created, with its request hash. */
@@ -230,11 +242,12 @@ export interface SubmitOptions {
    */
   requestSha256?: string;
   /**
-   * When true (the API's submit), a `model.base` of `job:<id>[@step]` must name a job of the
-   * tenant that is not being deleted, and one of `model:<id>` a model of the tenant, checked
-   * under that row's lock in the insert's transaction (SQL.lockBaseJob, SQL.lockBaseModel), so a
-   * delete racing this submit never leaves the new job naming a deleted base. Default false: the
-   * job is queued whatever it names (the worker refuses a base that is not the tenant's).
+   * When true (the API's submit), every link of `model.base`'s chain must be the tenant's and
+   * not being deleted: a `job:<id>[@step]` base, the base of that job, and so on (16 links at
+   * most), down to a `model:<id>` at its root if it has one. Each is checked under its row's
+   * lock in the insert's transaction ({@link lockBaseChain}), so a delete racing this submit never
+   * leaves the new job using a deleted job or model. Default false: the job is queued whatever it
+   * names (the worker refuses a base that is not the tenant's).
    */
   requireBase?: boolean;
 }
@@ -256,10 +269,57 @@ export function specSha256(spec: unknown): string {
 class LostIdempotencyRace extends Error {}
 
 /**
+ * Locks FOR SHARE, in the submit's transaction `q`, every link of the chain of `base` (a job's
+ * `model.base`): the tenant's jobs it continues from, nearest first, then the uploaded model at
+ * its root if any (SQL.baseChain, SQL.lockBaseJobs, SQL.lockBaseModel). Bases of other kinds
+ * (`builtin:`, `hf:`, `s3://`) lock nothing.
+ *
+ * Lock order and deadlocks: jobs nearest first, then the model. Both deletes a submit races take
+ * one row lock each, first, and wait for nothing after it: `markJobDeleting` locks its job FOR
+ * UPDATE, then only reads (its users) and updates that same row; `deleteModel` locks its model
+ * FOR UPDATE, then only reads and deletes that row (no table references `models`). A delete thus
+ * never holds a lock this submit waits for while it waits for one this submit holds, so no cycle
+ * can form whatever the order; FOR SHARE locks of concurrent submits do not conflict with one
+ * another. The order is fixed anyway (the chain's own, as the deletes' user searches walk it) so
+ * a later lock taker sees one order.
+ * @throws BaseGoneError naming the first link, in chain order, that is not the tenant's or is
+ *   marked for deletion.
+ */
+async function lockBaseChain(q: Queryable, tenantId: string, base: string): Promise<void> {
+  const links = MODEL_REF_PATTERN.test(base)
+    ? [base]
+    : (await q.query<{ base: string }>(SQL.baseChain, [base, tenantId])).map((r) => r.base);
+  // The chain's jobs in order, each with the job whose base names it (undefined: model.base).
+  const jobs: { id: string; via?: string }[] = [];
+  let model: { id: string; via?: string } | undefined;
+  for (const link of links) {
+    const via = jobs.at(-1)?.id;
+    const job = JOB_REF_PATTERN.exec(link);
+    const uploaded = MODEL_REF_PATTERN.exec(link);
+    if (job) jobs.push({ id: job[1], via });
+    else if (uploaded) model = { id: uploaded[1], via };
+  }
+  if (jobs.length > 0) {
+    const rows = await q.query<{ id: string; deleting_at: unknown }>(SQL.lockBaseJobs, [
+      jobs.map((j) => j.id),
+      tenantId,
+    ]);
+    const live = new Set(rows.filter((r) => r.deleting_at === null).map((r) => String(r.id)));
+    const gone = jobs.find((j) => !live.has(j.id));
+    if (gone) throw new BaseGoneError("job", gone.id, gone.via);
+  }
+  if (model) {
+    const [row] = await q.query(SQL.lockBaseModel, [model.id, tenantId]);
+    if (!row) throw new BaseGoneError("model", model.id, model.via);
+  }
+}
+
+/**
  * Queues a job and wakes idle workers (NOTIFY). With an idempotency key, the same key and request
  * hash return the job the key created first (`created: false`).
  * @throws IdempotencyConflictError when the key was used with a different request.
- * @throws BaseGoneError with `requireBase` when the base job or model is gone or being deleted.
+ * @throws BaseGoneError with `requireBase` when a job or model of the base's chain is gone or
+ *   being deleted.
  */
 export async function submitJob(
   db: Database,
@@ -267,20 +327,11 @@ export async function submitJob(
 ): Promise<{ job: Job; created: boolean }> {
   const { tenantId, spec, idempotencyKey } = options;
   const labels = options.labels ?? { name: null, metadata: {} };
-  const baseJobId = options.requireBase ? JOB_REF_PATTERN.exec(spec.model.base)?.[1] : undefined;
-  const baseModelId = options.requireBase
-    ? MODEL_REF_PATTERN.exec(spec.model.base)?.[1]
-    : undefined;
-  const locksBase = baseJobId !== undefined || baseModelId !== undefined;
+  const base = spec.model.base;
+  const locksBase = options.requireBase === true &&
+    (JOB_REF_PATTERN.test(base) || MODEL_REF_PATTERN.test(base));
   const insert = async (q: Queryable) => {
-    if (baseJobId !== undefined) {
-      const [base] = await q.query(SQL.lockBaseJob, [baseJobId, tenantId]);
-      if (!base || base.deleting_at !== null) throw new BaseGoneError("job", baseJobId);
-    }
-    if (baseModelId !== undefined) {
-      const [base] = await q.query(SQL.lockBaseModel, [baseModelId, tenantId]);
-      if (!base) throw new BaseGoneError("model", baseModelId);
-    }
+    if (locksBase) await lockBaseChain(q, tenantId, base);
     return toJob(
       (await q.query(SQL.submit, [
         tenantId,
@@ -297,7 +348,7 @@ export async function submitJob(
     );
   };
   if (idempotencyKey === undefined) {
-    // The base's lock lasts until the insert commits: one transaction.
+    // The base chain's locks last until the insert commits: one transaction.
     const job = locksBase ? await db.transaction(insert) : await insert(db);
     return { job, created: true };
   }

@@ -1,8 +1,9 @@
 /**
- * A delete of a job racing a submit that continues from it (`model.base: job:<id>`), against the
- * real Postgres: the submit locks the base job's row in its insert's transaction, so either the
- * delete finds the new job among the base's users (409) or the submit finds the base gone (422 at
- * `model.base`) — never a queued job naming a deleted base.
+ * A delete of a job racing a submit that continues from it (`model.base: job:<id>`), or from a job
+ * that continued from it (a `job:` chain), against the real Postgres: the submit locks every job
+ * of its base's chain in its insert's transaction, so either the delete finds the new job among
+ * the job's users (409) or the submit finds the job gone (422 at `model.base` naming it) — never a
+ * queued job whose chain holds a deleted job.
  */
 import assert from "node:assert/strict";
 import { createApp } from "../../api/app.ts";
@@ -11,11 +12,29 @@ import { req, runningJob, startApiFixture, until, waitingOn } from "./_fixture.t
 
 const fx = await startApiFixture();
 
-/** A succeeded job of tenant A: what a new job may continue from, and what may be deleted. */
-async function finishedBase(): Promise<string> {
-  const job = await runningJob(fx, fx.keyA);
+/**
+ * A succeeded job of tenant A (trained from `base`, `builtin:tiny` when left out): what a new job
+ * may continue from, and what may be deleted.
+ */
+async function finishedBase(base?: string): Promise<string> {
+  const spec = base === undefined ? undefined : { env: { id: "sokoban" }, model: { base } };
+  const job = await runningJob(fx, fx.keyA, spec);
   await succeedJob(fx.db, fenceOf(job));
   return job.id;
+}
+
+/**
+ * A two-link chain of tenant A's succeeded jobs: `root`, and `middle` continued from it
+ * (`model.base: job:<root>`). A submit on `job:<middle>` uses both.
+ */
+async function finishedChain(): Promise<{ root: string; middle: string }> {
+  const root = await finishedBase();
+  return { root, middle: await finishedBase(`job:${root}`) };
+}
+
+/** The submit body of a job continuing from `jobId`. */
+function continuing(jobId: string) {
+  return { env: { id: "sokoban" }, model: { base: `job:${jobId}` } };
 }
 
 /** Ids of tenant A's jobs that name `job:<baseId>` as their base, and the base row's state. */
@@ -118,6 +137,106 @@ Deno.test("deletes and submits sent together never leave a job naming a deleted 
       await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });
     } else {
       assert.deepEqual([o.submit, o.del, o.users, o.baseLive], [422, 204, [], false]);
+    }
+  }
+});
+
+Deno.test("a delete of a job two links up a submit's chain that lands between its checks and its insert leaves the submit a 422 naming that job", async () => {
+  const { root, middle } = await finishedChain();
+  let deleted: number | undefined;
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    checkSpec: async (spec) => {
+      if (spec.model.base !== `job:${middle}`) return;
+      deleted = (await req(fx.app, "DELETE", `/v1/jobs/${root}`, { key: fx.keyA })).status;
+    },
+  });
+  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: continuing(middle) });
+  assert.equal(deleted, 204, "the delete found no user yet (the middle job is final)");
+  const body = await res.json();
+  assert.equal(res.status, 422, JSON.stringify(body));
+  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
+    ["model.base", "unknown_job"],
+  ]);
+  assert.equal(
+    body.detail,
+    `Cannot queue the job as each link of model.base's job: chain must be this tenant's: job:${root}, the base of job:${middle}, is deleted or being deleted`,
+  );
+  assert.deepEqual(await namedBy(middle), { users: [], baseLive: true });
+  assert.deepEqual(await namedBy(root), { users: [middle], baseLive: false });
+});
+
+Deno.test("a submit that locks its chain first makes a delete of the job two links up wait and then refuse with 409 naming the new job", async () => {
+  const { root, middle } = await finishedChain();
+  let submit: Promise<Response> | undefined;
+  let del: Promise<Response> | undefined;
+  // A third transaction holds the root's row, so both requests queue behind it in a known order:
+  // the submit (holding the middle job's row) first, then the delete.
+  await fx.db.transaction(async (tx) => {
+    await tx.query(`select 1 from jobs where id = $1::uuid for update`, [root]);
+    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: continuing(middle),
+    }));
+    let submitEnded = false;
+    submit.finally(() => submitEnded = true);
+    await until("the submit waiting for the root job's row", async () => {
+      assert.equal(submitEnded, false, "the submit must wait for the root job's row lock");
+      return await waitingOn(fx.db, "for share") === 1;
+    });
+    del = Promise.resolve(req(fx.app, "DELETE", `/v1/jobs/${root}`, { key: fx.keyA }));
+    await until(
+      "the delete waiting for the root job's row",
+      async () => await waitingOn(fx.db, "for update") === 1,
+    );
+  });
+  const submitted = await submit!;
+  const job = await submitted.json();
+  assert.equal(submitted.status, 201, JSON.stringify(job));
+  const refused = await del!;
+  const problem = await refused.json();
+  assert.equal(refused.status, 409, JSON.stringify(problem));
+  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
+  assert.deepEqual(await namedBy(middle), { users: [job.id], baseLive: true });
+  assert.deepEqual(await namedBy(root), { users: [middle], baseLive: true });
+  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+});
+
+Deno.test("deletes of a chain's root and submits on its middle job sent together never leave a queued job whose chain holds a deleted job", async () => {
+  const chains: { root: string; middle: string }[] = [];
+  for (let i = 0; i < 6; i++) chains.push(await finishedChain()); // one claim at a time
+  const outcomes = await Promise.all(chains.map(async ({ root, middle }) => {
+    const [submitted, deleted] = await Promise.all([
+      req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: continuing(middle) }),
+      req(fx.app, "DELETE", `/v1/jobs/${root}`, { key: fx.keyA }),
+    ]);
+    await deleted.body?.cancel();
+    const body = await submitted.json();
+    return {
+      root,
+      submit: submitted.status,
+      code: body.errors?.[0]?.code,
+      del: deleted.status,
+      users: (await namedBy(middle)).users,
+      rootLive: (await namedBy(root)).baseLive,
+    };
+  }));
+  for (const o of outcomes) {
+    // Either the job was queued and the delete refused, or the root went and the submit was
+    // refused naming it.
+    if (o.submit === 201) {
+      assert.deepEqual([o.del, o.users.length, o.rootLive], [409, 1, true], JSON.stringify(o));
+      await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });
+    } else {
+      assert.deepEqual([o.submit, o.code, o.del, o.users, o.rootLive], [
+        422,
+        "unknown_job",
+        204,
+        [],
+        false,
+      ]);
     }
   }
 });

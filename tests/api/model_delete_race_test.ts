@@ -1,14 +1,15 @@
 /**
  * A delete of an uploaded model racing a submit that trains from it (`model.base: model:<id>`),
- * against the real Postgres: the submit locks the model's row FOR SHARE in its insert's
- * transaction and the delete locks it FOR UPDATE, checks its users and deletes in one, so either
- * the delete finds the new job among the model's users (409) or the submit finds the model gone
- * (422 at `model.base`) — never a queued job naming a deleted model.
+ * or that continues a job trained from it (a `job:` chain ending at the model), against the real
+ * Postgres: the submit locks the model's row FOR SHARE in its insert's transaction and the delete
+ * locks it FOR UPDATE, checks its users and deletes in one, so either the delete finds the new job
+ * among the model's users (409) or the submit finds the model gone (422 at `model.base`) — never a
+ * queued job whose chain ends at a deleted model.
  */
 import assert from "node:assert/strict";
 import { createApp } from "../../api/app.ts";
-import { commitModel } from "../../jobs/mod.ts";
-import { req, startApiFixture, until, waitingOn } from "./_fixture.ts";
+import { commitModel, fenceOf, succeedJob } from "../../jobs/mod.ts";
+import { req, runningJob, startApiFixture, until, waitingOn } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
@@ -129,6 +130,127 @@ Deno.test("model deletes and submits sent together never leave a job naming a de
       await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });
     } else {
       assert.deepEqual([o.submit, o.del, o.users, o.modelLive], [422, 204, [], false]);
+    }
+  }
+});
+
+/** A succeeded job of tenant A trained from `base`: what a new job may continue from. */
+async function finishedOn(base: string): Promise<string> {
+  const job = await runningJob(fx, fx.keyA, { env: { id: "sokoban" }, model: { base } });
+  await succeedJob(fx.db, fenceOf(job));
+  return job.id;
+}
+
+/** Ids of tenant A's jobs that name `job:<jobId>` as their base. */
+async function continuing(jobId: string): Promise<string[]> {
+  const users = await fx.db.query<{ id: string }>(
+    `select id from jobs where tenant_id = $1::uuid and spec->'model'->>'base' = $2::text`,
+    [fx.tenantA.id, `job:${jobId}`],
+  );
+  return users.map((u) => String(u.id));
+}
+
+/** The submit body of a job continuing from `jobId`. */
+function onJob(jobId: string) {
+  return { env: { id: "sokoban" }, model: { base: `job:${jobId}` } };
+}
+
+Deno.test("a model delete that lands between the checks and the insert of a submit on a job chain ending at the model leaves the submit a 422 naming the model", async () => {
+  const modelId = await uploadedModel();
+  // model:M ← job first ← job second: a submit on job:second uses the model two links up.
+  const first = await finishedOn(`model:${modelId}`);
+  const second = await finishedOn(`job:${first}`);
+  let deleted: number | undefined;
+  const app = createApp({
+    db: fx.db,
+    store: fx.store,
+    authCacheMs: 0,
+    checkSpec: async (spec) => {
+      if (spec.model.base !== `job:${second}`) return;
+      deleted = (await req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA })).status;
+    },
+  });
+  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: onJob(second) });
+  assert.equal(deleted, 204, "the delete found no user yet (the chain's jobs are final)");
+  const body = await res.json();
+  assert.equal(res.status, 422, JSON.stringify(body));
+  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
+    ["model.base", "unknown_model"],
+  ]);
+  assert.equal(
+    body.detail,
+    `Cannot queue the job as each link of model.base's job: chain must be this tenant's: model:${modelId}, the base of job:${first}, is deleted`,
+  );
+  assert.deepEqual(await continuing(second), []);
+  assert.deepEqual(await namedBy(modelId), { users: [first], modelLive: false });
+});
+
+Deno.test("a submit on a job chain ending at the model that locks the model first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
+  const modelId = await uploadedModel();
+  const first = await finishedOn(`model:${modelId}`);
+  let submit: Promise<Response> | undefined;
+  let del: Promise<Response> | undefined;
+  await fx.db.transaction(async (tx) => {
+    await tx.query(`select 1 from models where id = $1::uuid for update`, [modelId]);
+    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: onJob(first) }));
+    let submitEnded = false;
+    submit.finally(() => submitEnded = true);
+    await until("the submit waiting for the model's row", async () => {
+      assert.equal(submitEnded, false, "the submit must wait for the model's row lock");
+      return await waitingOn(fx.db, "from models where id") === 1;
+    });
+    del = Promise.resolve(req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }));
+    await until(
+      "the delete waiting for the model's row",
+      async () => await waitingOn(fx.db, "from models where tenant_id") === 1,
+    );
+  });
+  const submitted = await submit!;
+  const job = await submitted.json();
+  assert.equal(submitted.status, 201, JSON.stringify(job));
+  const refused = await del!;
+  const problem = await refused.json();
+  assert.equal(refused.status, 409, JSON.stringify(problem));
+  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
+  assert.deepEqual(await continuing(first), [job.id]);
+  assert.deepEqual(await namedBy(modelId), { users: [first], modelLive: true });
+  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+});
+
+Deno.test("model deletes and submits on job chains ending at them sent together never leave a queued job whose chain ends at a deleted model", async () => {
+  const chains: { modelId: string; first: string }[] = [];
+  for (let i = 0; i < 6; i++) {
+    const modelId = await uploadedModel();
+    chains.push({ modelId, first: await finishedOn(`model:${modelId}`) }); // one claim at a time
+  }
+  const outcomes = await Promise.all(chains.map(async ({ modelId, first }) => {
+    const [submitted, deleted] = await Promise.all([
+      req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: onJob(first) }),
+      req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }),
+    ]);
+    await deleted.body?.cancel();
+    const body = await submitted.json();
+    return {
+      modelId,
+      submit: submitted.status,
+      code: body.errors?.[0]?.code,
+      del: deleted.status,
+      users: await continuing(first),
+      modelLive: (await namedBy(modelId)).modelLive,
+    };
+  }));
+  for (const o of outcomes) {
+    if (o.submit === 201) {
+      assert.deepEqual([o.del, o.users.length, o.modelLive], [409, 1, true], JSON.stringify(o));
+      await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });
+    } else {
+      assert.deepEqual([o.submit, o.code, o.del, o.users, o.modelLive], [
+        422,
+        "unknown_model",
+        204,
+        [],
+        false,
+      ]);
     }
   }
 });
