@@ -4,8 +4,11 @@
  * Each bench declares its flags once (the `parseArgs` options table) beside a `USAGE` text and
  * calls `benchArgs` at the top. `--help` or `-h` prints the usage to stdout and exits 0; an
  * unknown option, an option missing its value, a value given to a boolean option or a positional
- * argument prints `bench:<name>: <what is wrong> (see --help)` to stderr and exits 2, with no
- * stack trace. `parseBenchArgs` is the same without printing or exiting.
+ * argument (unless the bench takes them, `positionals`) prints
+ * `bench:<name>: <what is wrong> (see --help)` to stderr and exits 2, with no stack trace.
+ * `parseBenchArgs` is the same without printing or exiting; `benchCommandLine` also gives the
+ * positional arguments of a tool that takes them. The developer tools' shell scripts
+ * (bench/tools/*.sh) answer the same way by hand.
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 
@@ -15,8 +18,13 @@ export interface BenchArgsConfig<O extends ParseArgsOptionsConfig> {
   name: string;
   /** The text `--help` prints: how to run the bench and what each flag does. */
   usage: string;
-  /** The flags, as `parseArgs` takes them (no positional arguments are accepted). */
+  /** The flags, as `parseArgs` takes them. */
   options: O;
+  /**
+   * The most positional arguments the tool takes (`bench/tools/preset.ts NAME`); default 0. More
+   * than that is a bad command line.
+   */
+  positionals?: number;
 }
 
 /** The flag values `parseArgs` gives for `options` (a default makes a flag's value non-optional). */
@@ -26,7 +34,7 @@ export type BenchArgValues<O extends ParseArgsOptionsConfig> = ReturnType<
 
 /** A parsed command line: the values, a request for the usage, or a one-line error. */
 export type BenchArgsOutcome<O extends ParseArgsOptionsConfig> =
-  | { kind: "values"; values: BenchArgValues<O> }
+  | { kind: "values"; values: BenchArgValues<O>; positionals: string[] }
   | { kind: "help"; text: string }
   | { kind: "error"; line: string };
 
@@ -44,14 +52,32 @@ export function parseBenchArgs<const O extends ParseArgsOptionsConfig>(
   if ((end < 0 ? argv : argv.slice(0, end)).some((a) => a === "--help" || a === "-h")) {
     return { kind: "help", text: config.usage };
   }
+  const most = config.positionals ?? 0;
   try {
-    const { values } = parseArgs({ args: [...argv], options: config.options });
-    return { kind: "values", values };
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: config.options,
+      allowPositionals: most > 0,
+    });
+    if (positionals.length > most) {
+      return {
+        kind: "error",
+        line: `${config.name}: Unexpected argument '${
+          positionals[most]
+        }'. This command takes at most ${most} positional argument${
+          most === 1 ? "" : "s"
+        } (see --help)`,
+      };
+    }
+    return { kind: "values", values, positionals };
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (typeof code !== "string" || !code.startsWith("ERR_PARSE_ARGS_")) throw error;
     // parseArgs' messages may span lines ("argument is ambiguous. Did you forget …"): join them.
-    const message = (error as Error).message.split("\n").map((l) => l.trim()).join(" ");
+    let message = (error as Error).message.split("\n").map((l) => l.trim()).join(" ");
+    // Where positional arguments are allowed it adds how to pass one that starts with "-": a
+    // tool's users mistype flags far more often than they name such a file.
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") message = message.split(". To specify")[0];
     return { kind: "error", line: `${config.name}: ${message} (see --help)` };
   }
 }
@@ -64,6 +90,17 @@ export function benchArgs<const O extends ParseArgsOptionsConfig>(
   config: BenchArgsConfig<O>,
   argv: readonly string[] = Deno.args,
 ): BenchArgValues<O> {
+  return benchCommandLine(config, argv).values;
+}
+
+/**
+ * {@link benchArgs} for a tool that also takes positional arguments (`config.positionals`): the
+ * flag values and the positional arguments. Exits as {@link benchArgs} does.
+ */
+export function benchCommandLine<const O extends ParseArgsOptionsConfig>(
+  config: BenchArgsConfig<O>,
+  argv: readonly string[] = Deno.args,
+): { values: BenchArgValues<O>; positionals: string[] } {
   const outcome = parseBenchArgs(argv, config);
   if (outcome.kind === "help") {
     console.log(outcome.text);
@@ -73,5 +110,5 @@ export function benchArgs<const O extends ParseArgsOptionsConfig>(
     console.error(outcome.line);
     Deno.exit(2);
   }
-  return outcome.values;
+  return { values: outcome.values, positionals: outcome.positionals };
 }

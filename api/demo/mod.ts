@@ -10,7 +10,8 @@
  * - `progress.ts`: follows the job's SSE stream and draws the progress line.
  * - `output_folder.ts`: takes the output folder when the run starts (`demo-output/`, or the next
  *   free `-2`, `-3`, …, atomically, so demos started together never share one) and moves the
- *   checked download into it without replacing anything.
+ *   checked download into it without replacing anything; removes the unfinished download a
+ *   killed run left (its lock no longer held).
  * - `summary.ts`: downloads the checkpoint archive and skill library and prints the summary with
  *   the curl commands of this run.
  *

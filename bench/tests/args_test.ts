@@ -96,3 +96,19 @@ Deno.test("a bad options table is thrown, not reported as a bad command line", (
     TypeError,
   );
 });
+
+Deno.test("a tool that takes positional arguments gets them, and one too many is one error line", () => {
+  const tool = { name: "bench/tools/preset.ts", usage: "Usage: …", options: {}, positionals: 1 };
+  const good = parseBenchArgs(["sokoban"], tool);
+  assert.equal(good.kind, "values");
+  if (good.kind === "values") assert.deepEqual(good.positionals, ["sokoban"]);
+  assert.deepEqual(parseBenchArgs(["sokoban", "household"], tool), {
+    kind: "error",
+    line:
+      "bench/tools/preset.ts: Unexpected argument 'household'. This command takes at most 1 positional argument (see --help)",
+  });
+  assert.deepEqual(parseBenchArgs(["--nope"], tool), {
+    kind: "error",
+    line: "bench/tools/preset.ts: Unknown option '--nope' (see --help)",
+  });
+});

@@ -11,7 +11,7 @@
  * share one database: the baseline's migrations must be a prefix of the working tree's. Not a
  * test. Example: `deno task bench:api-compare --baseline b7de12c`.
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "../_args.ts";
 import autocannon from "autocannon";
 import { createKey } from "../../jobs/api_keys.ts";
 import {
@@ -25,8 +25,24 @@ import {
 } from "../../jobs/mod.ts";
 import { startPostgres } from "../../jobs/embedded/postgres_cluster.ts";
 
-const args = parseArgs({
-  args: Deno.args,
+/** What `--help` prints. */
+const USAGE = `bench:api's numbers for the working tree and a baseline revision, interleaved.
+
+Usage: deno task bench:api-compare --baseline REV [--rounds 3] [--rate 500] [--duration 5]
+  [--connections 16] [--jobs 2000] [--workers 1,4,8]
+
+Flags:
+  --baseline REV      the git revision to compare with (required)
+  --rounds N          rounds, each measuring both sides (default 3)
+  --rate N            requests per second of the GET load (default 500)
+  --duration S        seconds of each load (default 5)
+  --connections N     concurrent connections (default 16)
+  --jobs N            jobs queued per claim run (default 2000)
+  --workers A,B       claiming worker counts (default 1,4,8)`;
+
+const args = benchArgs({
+  name: "bench:api-compare",
+  usage: USAGE,
   options: {
     baseline: { type: "string" },
     rounds: { type: "string", default: "3" },
@@ -36,7 +52,7 @@ const args = parseArgs({
     jobs: { type: "string", default: "2000" },
     workers: { type: "string", default: "1,4,8" },
   },
-}).values;
+});
 if (!args.baseline) throw new Error("Cannot compare as --baseline must name a git revision");
 const rounds = Number(args.rounds);
 const jobsPerRun = Number(args.jobs);

@@ -7,7 +7,15 @@ import { createApp } from "../../api/app.ts";
 import { getJob } from "../../api/queries.ts";
 import { openDatabase, openStore, startLocalS3 } from "../../jobs/mod.ts";
 import { startPostgres } from "../../jobs/embedded/postgres_cluster.ts";
+import { benchArgs } from "../_args.ts";
 
+benchArgs({
+  name: "bench/tools/api_profile.ts",
+  usage: `In-process cost of one GET /v1/jobs/{id} and its parts, no HTTP.
+
+Usage: deno run -A bench/tools/api_profile.ts   (no flags)`,
+  options: {},
+});
 const pg = await startPostgres();
 const dir = await Deno.makeTempDir();
 const s3 = await startLocalS3({ directory: dir });

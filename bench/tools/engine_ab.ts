@@ -11,7 +11,7 @@
  * from /proc/self/stat, 10 ms ticks; less sensitive to load than wall time, though contention
  * for caches and memory still moves it) and their ratios. Not a test: numbers vary with load.
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "../_args.ts";
 import { type DecoderConfig, type Parameters, parameterSpecs } from "../../workers/model/config.ts";
 import { Policy } from "../../workers/model/policy.ts";
 import { AdamW } from "../../workers/model/optim.ts";
@@ -20,8 +20,22 @@ import { Rng } from "../../workers/model/sampling.ts";
 import { initParameters } from "../../workers/model/init.ts";
 import { CONFIGS } from "../_engine_configs.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints. */
+const USAGE = `The train step of two checkouts alternating in one process.
+
+Usage: deno run -A bench/tools/engine_ab.ts --base DIR [--only medium|small] [--repeats 9]
+  [--threads 2] [--no-torch]
+
+Flags:
+  --base DIR     a folder holding another version's workers/ (required)
+  --only NAME    the bench config: medium or small (default medium)
+  --repeats N    alternations of base and new (default 9)
+  --threads N    onnxruntime's intra-op threads (default 2)
+  --no-torch     leave out PyTorch's step (bench/engine_torch.py)`;
+
+const args = benchArgs({
+  name: "bench/tools/engine_ab.ts",
+  usage: USAGE,
   options: {
     base: { type: "string" },
     only: { type: "string", default: "medium" },

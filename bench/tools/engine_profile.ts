@@ -8,7 +8,7 @@
  * meaningful on a loaded machine, where absolute times do not. The profile's JSON (Chrome trace
  * format) is left in the temp folder printed at the end.
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "../_args.ts";
 import * as ort from "onnxruntime-node";
 import { SessionCache, sessionOptions } from "../../workers/engine/mod.ts";
 import { type DecoderConfig, parameterSpecs } from "../../workers/model/config.ts";
@@ -20,8 +20,21 @@ import { initParameters } from "../../workers/model/init.ts";
 import type { Sample } from "../../workers/model/batch.ts";
 import { CONFIGS } from "../_engine_configs.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints. */
+const USAGE = `Where a train step's time goes, by onnxruntime's profiler.
+
+Usage: deno run -A bench/tools/engine_profile.ts [--only small|medium] [--steps 3] [--threads 2]
+  [--top 25]
+
+Flags:
+  --only NAME    the bench config: small or medium (default medium)
+  --steps N      profiled train steps after the warm-up one (default 3)
+  --threads N    onnxruntime's intra-op threads (default 2)
+  --top N        rows of each table (default 25)`;
+
+const args = benchArgs({
+  name: "bench/tools/engine_profile.ts",
+  usage: USAGE,
   options: {
     only: { type: "string", default: "medium" },
     steps: { type: "string", default: "3" },

@@ -12,6 +12,16 @@
 # (workers/engine/workers/engine/README.md, "GPU workers"). About 45 MB in all (deno ≈ 31 MB, onnxruntime ≈ 13 MB
 # compressed).
 set -euo pipefail
+USAGE="Usage: bash bench/tools/gpu_pack.sh   (no arguments; GPU_PACK_EXTRA=\"FILE…\" packs what more files import)"
+# No arguments: --help/-h prints the usage; anything else is one error line and exit 2, as the
+# Deno tools answer (bench/_args.ts).
+for arg in "$@"; do
+  case $arg in
+  -h | --help) echo "$USAGE"; exit 0 ;;
+  -*) echo "bench/tools/gpu_pack.sh: Unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  *) echo "bench/tools/gpu_pack.sh: Unexpected argument '$arg'. This command does not take positional arguments (see --help)" >&2; exit 2 ;;
+  esac
+done
 cd "$(git rev-parse --show-toplevel)"
 exclude="$(git rev-parse --git-path info/exclude)"
 mkdir -p "$(dirname "$exclude")"

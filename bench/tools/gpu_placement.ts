@@ -9,14 +9,25 @@
  * Used by bench/tools/gpu_check.sh; the log format is onnxruntime 1.30's, so an unparsed log prints its
  * placement lines raw.
  */
-import { parseArgs } from "node:util";
+import { benchArgs } from "../_args.ts";
 import * as ort from "onnxruntime-node";
 import type { DecoderConfig } from "../../workers/model/config.ts";
 import { buildDecodeGraph, buildScoreGraph, buildTrainGraph } from "../../workers/model/llama.ts";
 import { SEED_OBJECTIVE } from "../../workers/seed/objective.ts";
 
-const { values: args } = parseArgs({
-  args: Deno.args,
+/** What `--help` prints. */
+const USAGE = `Which nodes of the model's graphs onnxruntime runs on a provider.
+
+Usage: deno run -A bench/tools/gpu_placement.ts [--ep webgpu|cuda|cpu] [--graph NAME]
+
+Flags:
+  --ep NAME      the execution provider (default webgpu)
+  --graph NAME   load one graph (train, score, decode) with the verbose log and exit: what
+                 the tool runs in each child process`;
+
+const args = benchArgs({
+  name: "bench/tools/gpu_placement.ts",
+  usage: USAGE,
   options: { ep: { type: "string", default: "webgpu" }, graph: { type: "string" } },
 });
 const ep = args.ep!;

@@ -9,19 +9,44 @@ Usage: python3 bench/tools/peft_check.py DIR   (DIR as written by `deno run -A b
 import json
 import sys
 
-import torch
-from peft import PeftModel
-from transformers import AutoModelForCausalLM
+USAGE = "Usage: python3 bench/tools/peft_check.py DIR   (DIR as written by bench/tools/peft_fixture.ts)"
+
+
+def parse_args(argv):
+    """The fixture folder from the command line. Prints the usage and exits 0 on --help/-h; prints
+    one error line to stderr and exits 2 on a flag, a missing DIR or a second argument, as the
+    bench's Deno tools do (bench/_args.ts)."""
+    if any(a in ("--help", "-h") for a in argv):
+        print(USAGE)
+        sys.exit(0)
+    problem = None
+    if any(a.startswith("-") for a in argv):
+        problem = f"Unknown option '{next(a for a in argv if a.startswith('-'))}'"
+    elif len(argv) == 0:
+        problem = "DIR is missing"
+    elif len(argv) > 1:
+        problem = f"Unexpected argument '{argv[1]}'. This command takes 1 positional argument"
+    if problem:
+        print(f"bench/tools/peft_check.py: {problem} (see --help)", file=sys.stderr)
+        sys.exit(2)
+    return argv[0]
 
 
 def logprobs(model, ids):
+    import torch
+
     with torch.no_grad():
         logits = model(input_ids=ids).logits.double()  # (B, T, V)
     return logits.log_softmax(-1)[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1)
 
 
 def main():
-    d = sys.argv[1]
+    d = parse_args(sys.argv[1:])
+    # Imported once the command line is good, so --help works where they are not installed.
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
     with open(f"{d}/expected.json") as f:
         spec = json.load(f)
     ids = torch.tensor(spec["ids"])

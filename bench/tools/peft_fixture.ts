@@ -22,8 +22,20 @@ import {
 import { parameterSpecs } from "../../workers/model/config.ts";
 import { Policy } from "../../workers/model/policy.ts";
 import { Rng } from "../../workers/model/sampling.ts";
+import { benchCommandLine } from "../_args.ts";
 
-const dir = Deno.args[0] ?? ".bench-out/peft";
+/** What `--help` prints. */
+const USAGE = `Writes the PEFT check's fixture (base, adapter, merged, expected.json) into DIR.
+
+Usage: deno run -A bench/tools/peft_fixture.ts [DIR]   (default .bench-out/peft)
+then, where transformers and peft are: python3 bench/tools/peft_check.py DIR`;
+
+const dir = benchCommandLine({
+  name: "bench/tools/peft_fixture.ts",
+  usage: USAGE,
+  options: {},
+  positionals: 1,
+}).positionals[0] ?? ".bench-out/peft";
 const config: DecoderConfig = {
   architecture: "Qwen2ForCausalLM",
   vocab_size: 64,

@@ -16,8 +16,31 @@
 import { DEMO_PRESETS } from "../../jobs/presets.ts";
 import { createSeedHandler } from "../../workers/seed/run/handler.ts";
 import { memoryContext } from "../_memory_context.ts";
+import { benchCommandLine } from "../_args.ts";
 
-const arg = Deno.args[0] ?? "sokoban";
+/** What `--help` prints. */
+const USAGE = `Runs one JobSpec in process; prints its step-0 and final eval and the wall time.
+
+Usage: deno run -A bench/tools/preset.ts [NAME | SPEC.json]
+  NAME        a DEMO_PRESETS entry of jobs/presets.ts (default sokoban)
+  SPEC.json   any JobSpec file
+Settings (environment): PRESET_OVERRIDES (JSON merged into the spec), PRESET_METRICS_OUT,
+PRESET_SKILLS_OUT, PRESET_TRAJECTORIES_OUT (files to write), PRESET_THREADS (default 2)`;
+
+const arg = benchCommandLine({
+  name: "bench/tools/preset.ts",
+  usage: USAGE,
+  options: {},
+  positionals: 1,
+}).positionals[0] ?? "sokoban";
+if (!arg.endsWith(".json") && !Object.hasOwn(DEMO_PRESETS, arg)) {
+  console.error(
+    `bench/tools/preset.ts: Unknown preset '${arg}': one of ${
+      Object.keys(DEMO_PRESETS).join(", ")
+    }, or a JobSpec .json file (see --help)`,
+  );
+  Deno.exit(2);
+}
 const base = arg.endsWith(".json") ? JSON.parse(await Deno.readTextFile(arg)) : DEMO_PRESETS[arg];
 const overrides = JSON.parse(Deno.env.get("PRESET_OVERRIDES") ?? "{}");
 const merge = (a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> => {

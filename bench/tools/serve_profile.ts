@@ -11,7 +11,7 @@
  * gather and append, feeds). Not a test: numbers depend on the machine.
  */
 import { cpuUsage } from "node:process";
-import { parseArgs } from "node:util";
+import { benchArgs } from "../_args.ts";
 import { SessionCache } from "../../workers/engine/mod.ts";
 import { resolveEnvironment } from "../../workers/envs/mod.ts";
 import { createBuiltinTiny, KvCache, Tokenizer } from "../../workers/model/mod.ts";
@@ -21,8 +21,26 @@ import { DecodeEngine } from "../../workers/serve/engine.ts";
 import { decodeModel } from "../../workers/serve/models.ts";
 import { ChoiceText } from "../../workers/serve/text.ts";
 
-const args = parseArgs({
-  args: Deno.args,
+/** What `--help` prints. */
+const USAGE = `Where the inference server's decode loop spends its time, without HTTP.
+
+Usage: deno run -A bench/tools/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m]
+  [--threads 2] [--repeat 2] [--prefill-tokens N] [--distinct | --boards] [--per-step N]
+
+Flags:
+  --streams A,B        concurrent requests per measurement (default 1,32)
+  --tokens N           tokens generated per request (default 64)
+  --models A,B         models: tiny, 24m (default tiny,24m)
+  --threads N          onnxruntime's intra-op threads (default 2)
+  --repeat N           measurements per row (default 2)
+  --prefill-tokens N   most prompt tokens per engine call (default: the engine's)
+  --distinct           each request with a line of its own first
+  --boards             each request the first turn of its own sokoban task
+  --per-step N         N requests join before each iteration of the loop`;
+
+const args = benchArgs({
+  name: "bench/tools/serve_profile.ts",
+  usage: USAGE,
   options: {
     streams: { type: "string", default: "1,32" },
     tokens: { type: "string", default: "64" },
@@ -34,7 +52,7 @@ const args = parseArgs({
     boards: { type: "boolean", default: false },
     "per-step": { type: "string" },
   },
-}).values;
+});
 
 /** Time spent in KvCache copies (append and its growth, shifts, gather), ms. */
 const copies = { ms: 0, gather: 0 };

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import {
   claimOutputFolder,
+  type OutputFolder,
   PARTIAL_FOLDER,
   publishDownload,
   releaseOutputFolder,
@@ -41,6 +42,7 @@ Deno.test("runs that take the same output folder at the same instant get differe
     for (const c of claims.filter((c) => c !== first)) {
       assert.equal(c.reason, "holds another demo run's unfinished download");
     }
+    for (const c of claims) await releaseOutputFolder(c);
   });
 });
 
@@ -80,6 +82,7 @@ Deno.test("a folder holding anything, or a file of that name, is passed over and
     const c = await claimOutputFolder(`${tmp}/a/b/absent`);
     assert.equal(c.path, `${tmp}/a/b/absent`);
     assert.equal(c.reason, null);
+    for (const taken of [a, b, c]) await releaseOutputFolder(taken);
   });
 });
 
@@ -100,6 +103,7 @@ Deno.test("a published download fills the folder it took, and nothing of the par
     const next = await claimOutputFolder(`${tmp}/out`);
     assert.equal(next.path, `${tmp}/out-2`);
     assert.equal(next.reason, "holds an earlier run's output");
+    await releaseOutputFolder(next);
   });
 });
 
@@ -121,5 +125,82 @@ Deno.test("a file made in the folder during the run is never replaced by the dow
     // What had been moved is taken back; given back, the folder keeps the user's file only.
     await releaseOutputFolder(folder);
     assert.deepEqual(await names(folder.path), ["job.json"]);
+  });
+});
+
+/** Starts a process that takes `dir` as a demo run does and holds it; resolves to what it took. */
+async function holder(dir: string): Promise<{ child: Deno.ChildProcess; path: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("./_claim_child.ts", import.meta.url).pathname, dir],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  while (!out.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`Cannot take ${dir} in a child process: it exited first`);
+    out += value;
+  }
+  await reader.cancel();
+  return { child, path: out.trim() };
+}
+
+/** Kills process `pid` with SIGKILL (no clean-up runs) and waits until it has exited. */
+async function killOutright(child: Deno.ChildProcess): Promise<void> {
+  Deno.kill(child.pid, "SIGKILL");
+  const status = await child.status;
+  assert.equal(status.signal, "SIGKILL");
+}
+
+Deno.test("a killed run's unfinished download is removed by the next run; a live run's never is", async () => {
+  await withTmp(async (tmp) => {
+    const base = `${tmp}/out`;
+    const killed = await holder(base);
+    const live = await holder(base);
+    assert.equal(killed.path, base);
+    assert.equal(live.path, `${base}-2`);
+    let next: OutputFolder | undefined;
+    try {
+      // While both run, both folders are theirs: passed over, nothing removed.
+      const beside = await claimOutputFolder(base);
+      assert.equal(beside.path, `${base}-3`);
+      assert.equal(beside.reason, "holds another demo run's unfinished download");
+      assert.deepEqual(beside.removedStale, []);
+      await releaseOutputFolder(beside);
+
+      await killOutright(killed.child);
+      assert.deepEqual(await names(base), [PARTIAL_FOLDER]); // what SIGKILL leaves behind
+      next = await claimOutputFolder(base);
+      assert.equal(next.path, base);
+      assert.equal(next.reason, null);
+      assert.deepEqual(next.removedStale, [`${base}/${PARTIAL_FOLDER}`]);
+      assert.equal(next.created, false);
+      // The live run's folder is still its own.
+      assert.deepEqual(await names(`${base}-2`), [PARTIAL_FOLDER]);
+      const again = await claimOutputFolder(base);
+      assert.equal(again.path, `${base}-3`);
+      assert.deepEqual(again.removedStale, []);
+      await releaseOutputFolder(again);
+    } finally {
+      if (next) await releaseOutputFolder(next);
+      for (const { child } of [killed, live]) {
+        try {
+          Deno.kill(child.pid, "SIGKILL");
+        } catch { /* exited already */ }
+        await child.status;
+      }
+    }
+  });
+});
+
+Deno.test("a partial folder without a lock file is kept: its run may be about to lock it", async () => {
+  await withTmp(async (tmp) => {
+    await Deno.mkdir(`${tmp}/out/${PARTIAL_FOLDER}`, { recursive: true });
+    const taken = await claimOutputFolder(`${tmp}/out`);
+    assert.equal(taken.path, `${tmp}/out-2`);
+    assert.deepEqual(taken.removedStale, []);
+    assert.deepEqual(await names(`${tmp}/out`), [PARTIAL_FOLDER]);
+    await releaseOutputFolder(taken);
   });
 });

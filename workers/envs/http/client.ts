@@ -16,7 +16,10 @@
  *
  * Retries: connection errors, timeouts and 5xx answers are retried `retries` times with
  * exponential backoff (`backoffMs · 2^attempt`); 4xx answers never are. Steps and expert acts
- * carry `seq`, so a retried step is answered from the server's cache instead of acting twice.
+ * carry `seq`, so a retried step is answered from the server's cache instead of acting twice;
+ * creates (episodes, experts, skilled demonstrations) carry a fresh `request_id` that their
+ * retries repeat, so a retry whose first answer was lost gets the same episode or expert instead
+ * of leaving one behind on the server.
  */
 import { z } from "zod";
 import type {
@@ -278,7 +281,12 @@ export async function connectHttpEnvironment(
             );
             return observationFromWire(r.observation);
           }
-          const created = await t.call("POST", "/v1/episodes", { task }, EpisodeCreatedSchema);
+          const created = await t.call(
+            "POST",
+            "/v1/episodes",
+            { task, request_id: crypto.randomUUID() },
+            EpisodeCreatedSchema,
+          );
           id = created.episode_id;
           return observationFromWire(created.observation);
         },
@@ -312,7 +320,14 @@ export async function connectHttpEnvironment(
     createExpert(task: Task): AsyncExpert {
       return remoteExpert(
         t,
-        () => t.call("POST", "/v1/experts", { task }, ExpertCreatedSchema).then((r) => r.expert_id),
+        () =>
+          t.call(
+            "POST",
+            "/v1/experts",
+            { task, request_id: crypto.randomUUID() },
+            ExpertCreatedSchema,
+          )
+            .then((r) => r.expert_id),
       );
     },
     async referenceAnalysis(trajectory: Trajectory): Promise<SkillAnalysis> {
@@ -337,7 +352,7 @@ export async function connectHttpEnvironment(
             t.call(
               "POST",
               "/v1/skilled-demonstrations",
-              { task },
+              { task, request_id: crypto.randomUUID() },
               SkilledDemonstrationCreatedSchema,
             );
           const created = await open();

@@ -10,16 +10,16 @@
  * |--------|-------------------------------|-----------------------------------------------------|
  * | GET    | /v1/info                      | → {@link InfoSchema}                                 |
  * | POST   | /v1/tasks                     | {split, count, seed, options?} → {tasks}             |
- * | POST   | /v1/episodes                  | {task} → {episode_id, observation} (created, reset)  |
+ * | POST   | /v1/episodes                  | {task, request_id?} → {episode_id, observation} (created, reset) |
  * | POST   | /v1/episodes/{id}/reset       | {} → {observation}                                   |
  * | POST   | /v1/episodes/{id}/step        | {action, seq?} → StepResult                          |
  * | DELETE | /v1/episodes/{id}             | → 204                                                |
  * | POST   | /v1/prompt                    | {input: PromptInput} → {prompt}                      |
  * | POST   | /v1/parse                     | {response} → {action: string or null}                |
- * | POST   | /v1/experts                   | {task} → {expert_id}                                 |
+ * | POST   | /v1/experts                   | {task, request_id?} → {expert_id}                    |
  * | POST   | /v1/experts/{id}/act          | {observation, seq?} → {action}                       |
  * | DELETE | /v1/experts/{id}              | → 204                                                |
- * | POST   | /v1/skilled-demonstrations    | {task} → {skill, expert_id}                          |
+ * | POST   | /v1/skilled-demonstrations    | {task, request_id?} → {skill, expert_id}             |
  * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill, step_skills?} |
  * | POST   | /v1/skill-judgement           | {trajectory, skill} → {well_formed, truthful}        |
  * | GET    | /v1/vocabulary                | → {words}                                            |
@@ -36,6 +36,11 @@
  *
  * `seq` (optional) is the number of steps/acts already applied; a retried request with the
  * previous `seq` gets the cached answer instead of acting twice, any other mismatch is a 409.
+ * `request_id` (optional, a fresh random id per episode, expert or demonstration the client
+ * wants) does the same for the three creates: a retried create whose first answer was lost (a
+ * timeout, a dropped connection) gets that first answer, the same id, while it lives, instead of
+ * a second episode or expert that nobody would drive or delete (it would hold one of the
+ * server's `maxLive` places until it idled out).
  * Errors are `application/problem+json` `{type, title, status, detail, errors?: [{path, message}]}`;
  * 4xx means the request was wrong (never retried), 5xx the server failed (retried by the client).
  * Observation images travel as `{width, height, rgb_base64}` (RGB bytes, row-major, base64 with
@@ -183,8 +188,14 @@ export const TasksRequestSchema = z.object({
   options: z.record(z.string(), z.unknown()).optional(),
 });
 
-/** `POST /v1/episodes`, `POST /v1/experts` and `POST /v1/skilled-demonstrations` body. */
-export const TaskRequestSchema = z.object({ task: TaskSchema });
+/**
+ * `POST /v1/episodes`, `POST /v1/experts` and `POST /v1/skilled-demonstrations` body; a retry
+ * repeats `request_id` (see the module doc).
+ */
+export const TaskRequestSchema = z.object({
+  task: TaskSchema,
+  request_id: z.string().min(1).max(100).optional(),
+});
 
 /** `POST /v1/episodes/{id}/step` body. */
 export const StepRequestSchema = z.object({

@@ -3,7 +3,9 @@
  * protocol.ts (Hono app; `serveEnvironments` binds it to a port).
  *
  * Live episodes and experts are kept in memory, keyed by random ids; those idle for longer than
- * `idleMs` are dropped, and at most `maxLive` of each exist (a further create answers 429).
+ * `idleMs` are dropped, and at most `maxLive` of each exist (a further create answers 429). A
+ * create that repeats the `request_id` of a live one is answered as the first was, creating
+ * nothing (a client's retry after the first answer was lost).
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
@@ -64,14 +66,29 @@ interface Live<T> {
   /** Steps (or acts) applied, and the last answer, for retried requests. */
   seq: number;
   last?: unknown;
+  /** The create's `request_id` (scoped by route) and answer, repeated to a retried create. */
+  requestKey?: string;
+  created?: unknown;
 }
 
 /** A keyed store of live episodes or experts with idle expiry and a size cap. */
 class LiveStore<T> {
   readonly #items = new Map<string, Live<T>>();
+  /** Live ids by their create's request key. */
+  readonly #byRequest = new Map<string, string>();
   constructor(readonly kind: string, readonly idleMs: number, readonly maxLive: number) {}
 
-  add(value: T): string {
+  /**
+   * Creates a live item with `make(id)` and returns its answer; when `requestKey` is that of a
+   * live item, returns that item's first answer instead and makes nothing (a retried create).
+   * Throws EnvServerError 429 when `maxLive` items live.
+   */
+  create<A>(requestKey: string | undefined, make: (id: string) => { value: T; answer: A }): A {
+    const known = requestKey === undefined ? undefined : this.#byRequest.get(requestKey);
+    if (known !== undefined) {
+      const item = this.get(known);
+      return item.created as A;
+    }
     this.sweep();
     if (this.#items.size >= this.maxLive) {
       throw new EnvServerError(
@@ -81,8 +98,10 @@ class LiveStore<T> {
       );
     }
     const id = crypto.randomUUID();
-    this.#items.set(id, { value, lastUsedMs: Date.now(), seq: 0 });
-    return id;
+    const { value, answer } = make(id);
+    this.#items.set(id, { value, lastUsedMs: Date.now(), seq: 0, requestKey, created: answer });
+    if (requestKey !== undefined) this.#byRequest.set(requestKey, id);
+    return answer;
   }
 
   get(id: string): Live<T> {
@@ -98,12 +117,14 @@ class LiveStore<T> {
   }
 
   delete(id: string): void {
+    const item = this.#items.get(id);
+    if (item?.requestKey !== undefined) this.#byRequest.delete(item.requestKey);
     this.#items.delete(id);
   }
 
   sweep(): void {
     const cutoff = Date.now() - this.idleMs;
-    for (const [id, item] of this.#items) if (item.lastUsedMs < cutoff) this.#items.delete(id);
+    for (const [id, item] of this.#items) if (item.lastUsedMs < cutoff) this.delete(id);
   }
 }
 
@@ -167,10 +188,15 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     return c.json({ tasks: env.sampleTasks(body.split, body.count, body.seed, body.options) });
   });
   app.post("/v1/episodes", async (c) => {
-    const { task } = await readBody(c, TaskRequestSchema);
-    const episode = env.createEpisode(task);
-    const observation = observationToWire(episode.reset());
-    return c.json({ episode_id: episodes.add(episode), observation }, 201);
+    const { task, request_id } = await readBody(c, TaskRequestSchema);
+    const answer = episodes.create(request_id && `episode:${request_id}`, (id) => {
+      const episode = env.createEpisode(task);
+      return {
+        value: episode,
+        answer: { episode_id: id, observation: observationToWire(episode.reset()) },
+      };
+    });
+    return c.json(answer, 201);
   });
   app.post("/v1/episodes/:id/reset", (c) => {
     const live = episodes.get(c.req.param("id"));
@@ -206,8 +232,12 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     return c.json({ action: env.parseAction(response) });
   });
   app.post("/v1/experts", async (c) => {
-    const { task } = await readBody(c, TaskRequestSchema);
-    return c.json({ expert_id: experts.add(env.createExpert(task)) }, 201);
+    const { task, request_id } = await readBody(c, TaskRequestSchema);
+    const answer = experts.create(
+      request_id && `expert:${request_id}`,
+      (id) => ({ value: env.createExpert(task), answer: { expert_id: id } }),
+    );
+    return c.json(answer, 201);
   });
   app.post("/v1/experts/:id/act", async (c) => {
     const live = experts.get(c.req.param("id"));
@@ -227,9 +257,12 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     const demonstrate = env.skilledDemonstration.bind(env);
     // Its expert joins the others: `/v1/experts/{id}` acts on it and deletes it.
     app.post("/v1/skilled-demonstrations", async (c) => {
-      const { task } = await readBody(c, TaskRequestSchema);
-      const { skill, expert } = demonstrate(task);
-      return c.json({ skill, expert_id: experts.add(expert) }, 201);
+      const { task, request_id } = await readBody(c, TaskRequestSchema);
+      const answer = experts.create(request_id && `demonstration:${request_id}`, (id) => {
+        const { skill, expert } = demonstrate(task);
+        return { value: expert, answer: { skill, expert_id: id } };
+      });
+      return c.json(answer, 201);
     });
   }
   app.post("/v1/analysis", async (c) => {

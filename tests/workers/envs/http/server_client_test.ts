@@ -386,3 +386,86 @@ Deno.test("a served environment without skilled demonstrations does not advertis
     await server.close();
   }
 });
+
+Deno.test("a create retried after its answer was lost gets the same episode or expert, leaving none behind", async () => {
+  // One live episode and one live expert at most: a create whose lost first answer left an
+  // orphan behind would make its own retry a 429, and every later create too.
+  const server = await serveEnvironments([household], { maxLive: 1 });
+  const lost: string[] = [];
+  // The real request reaches the real server, which creates and answers; the answer is dropped
+  // on the way back, once per create path, as a reset connection drops it.
+  const lossy: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    const path = new URL(String(input)).pathname;
+    const creates = ["/v1/episodes", "/v1/experts", "/v1/skilled-demonstrations"];
+    if (init?.method === "POST" && creates.includes(path) && !lost.includes(path)) {
+      lost.push(path);
+      await res.body?.cancel();
+      throw new TypeError("connection reset by peer");
+    }
+    return res;
+  };
+  try {
+    const remote = await connectHttpEnvironment(server.url, { fetch: lossy, backoffMs: 1 });
+    const local = toAsyncEnvironment(household);
+    const [task] = await remote.sampleTasks("train", 1, 5, {});
+    const first = await local.createEpisode(task).reset();
+
+    const episode = remote.createEpisode(task);
+    assert.deepEqual(await episode.reset(), first);
+    await episode.close();
+    const expert = remote.createExpert(task);
+    assert.equal(await expert.act(first), await local.createExpert(task).act(first));
+    await expert.close();
+    const demo = await remote.skilledDemonstration!(task);
+    const localDemo = await local.skilledDemonstration!(task);
+    assert.equal(demo.skill, localDemo.skill);
+    assert.equal(await demo.expert.act(first), await localDemo.expert.act(first));
+    await demo.expert.close();
+    assert.deepEqual(lost.sort(), ["/v1/episodes", "/v1/experts", "/v1/skilled-demonstrations"]);
+
+    // Closed, each freed the one place: nothing was left behind to hold it.
+    const again = await remote.skilledDemonstration!(task);
+    const localAgain = await local.skilledDemonstration!(task);
+    assert.equal(await again.expert.act(first), await localAgain.expert.act(first));
+    await again.expert.close();
+    const episode2 = remote.createEpisode(task);
+    await episode2.reset();
+    await episode2.close();
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a create that repeats a live create's request_id is answered as the first, and a new one is not", async () => {
+  const server = await serveEnvironments([household]);
+  try {
+    const [task] = household.sampleTasks("train", 1, 5);
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${server.url}${path}`, {
+        method: "POST",
+        body: JSON.stringify(body),
+      });
+      assert.equal(res.status, 201);
+      return await res.json();
+    };
+    const a = await post("/v1/skilled-demonstrations", { task, request_id: "r1" });
+    const b = await post("/v1/skilled-demonstrations", { task, request_id: "r1" });
+    assert.deepEqual(b, a);
+    // Another create, another id; the same request id on another route is another request.
+    const c = await post("/v1/skilled-demonstrations", { task, request_id: "r2" });
+    assert.notEqual(c.expert_id, a.expert_id);
+    const d = await post("/v1/experts", { task, request_id: "r1" });
+    assert.notEqual(d.expert_id, a.expert_id);
+    // Deleted, its request id is free again: a late duplicate makes a new one.
+    const deleted = await fetch(`${server.url}/v1/experts/${a.expert_id}`, { method: "DELETE" });
+    assert.equal(deleted.status, 204);
+    const e = await post("/v1/skilled-demonstrations", { task, request_id: "r1" });
+    assert.notEqual(e.expert_id, a.expert_id);
+    for (const id of [c.expert_id, d.expert_id, e.expert_id]) {
+      await (await fetch(`${server.url}/v1/experts/${id}`, { method: "DELETE" })).body?.cancel();
+    }
+  } finally {
+    await server.close();
+  }
+});
