@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU worker check, run from the repository root on a GPU machine
-# (workers/engine/workers/engine/README.md, "GPU workers"). For a machine without Deno or registry access, first
+# (workers/engine/README.md, "GPU workers"). For a machine without Deno or registry access, first
 # run `bash bench/tools/gpu_pack.sh` where they are and copy `.gpu/` along with the repository.
 #
 # On the machine it unpacks the packed deno and node_modules (when .gpu/ holds them), installs the

@@ -9,7 +9,7 @@
 # Usage (in a checkout whose node_modules a deno command has filled):
 #   bash bench/tools/gpu_pack.sh
 # then copy the checkout with `.gpu` to the GPU machine and run bench/tools/gpu_check.sh there
-# (workers/engine/workers/engine/README.md, "GPU workers"). About 45 MB in all (deno ≈ 31 MB, onnxruntime ≈ 13 MB
+# (workers/engine/README.md, "GPU workers"). About 45 MB in all (deno ≈ 31 MB, onnxruntime ≈ 13 MB
 # compressed).
 set -euo pipefail
 USAGE="Usage: bash bench/tools/gpu_pack.sh   (no arguments; GPU_PACK_EXTRA=\"FILE…\" packs what more files import)"
