@@ -17,7 +17,8 @@
  * is reused and means nothing across pid namespaces (two containers sharing a folder); the lock
  * is shared by every process on one kernel. A partial folder whose lock some process holds, or
  * that has no lock file (one made by an older version, or one whose run died in the microseconds
- * between making it and locking it), is never removed. (Folders shared between machines over a
+ * between making it and locking it), or whose lock file this process cannot open (another
+ * user's), is never removed. (Folders shared between machines over a
  * network file system are outside this rule.)
  */
 import { dirname, join } from "node:path";
@@ -128,17 +129,17 @@ async function lockPartial(partial: string): Promise<Deno.FsFile> {
 
 /**
  * Removes the partial folder `partial` when no process holds its lock (its run was killed);
- * answers whether it did. Kept: a folder whose lock is held, one without a lock file, and one
- * removed or replaced meanwhile (the lock taken must still be the file at `partial`: a run that
- * gives its folder back unlinks the lock file before it lets go of it).
+ * answers whether it did. Kept: a folder whose lock is held, one without a lock file, one whose
+ * lock file this process cannot open (another user's, a link that leads nowhere: it says nothing
+ * of its run), and one removed or replaced meanwhile (the lock taken must still be the file at
+ * `partial`: a run that gives its folder back unlinks the lock file before it lets go of it).
  */
 async function removeIfStale(partial: string): Promise<boolean> {
   let lock: Deno.FsFile;
   try {
     lock = await Deno.open(join(partial, PARTIAL_LOCK), { read: true });
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
+  } catch {
+    return false; // passed over, as a folder whose run is alive: the next folder is tried
   }
   try {
     if (!(await lock.tryLock(true))) return false;

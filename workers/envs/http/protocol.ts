@@ -40,7 +40,8 @@
  * wants) does the same for the three creates: a retried create whose first answer was lost (a
  * timeout, a dropped connection) gets that first answer, the same id, while it lives, instead of
  * a second episode or expert that nobody would drive or delete (it would hold one of the
- * server's `maxLive` places until it idled out).
+ * server's `maxLive` places until it idled out). A create that repeats a live item's
+ * `request_id` with another task is a 409 (the id was reused, not retried).
  * Errors are `application/problem+json` `{type, title, status, detail, errors?: [{path, message}]}`;
  * 4xx means the request was wrong (never retried), 5xx the server failed (retried by the client).
  * Observation images travel as `{width, height, rgb_base64}` (RGB bytes, row-major, base64 with

@@ -5,7 +5,7 @@
  * Live episodes and experts are kept in memory, keyed by random ids; those idle for longer than
  * `idleMs` are dropped, and at most `maxLive` of each exist (a further create answers 429). A
  * create that repeats the `request_id` of a live one is answered as the first was, creating
- * nothing (a client's retry after the first answer was lost).
+ * nothing (a client's retry after the first answer was lost); with another task it is a 409.
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
@@ -69,6 +69,8 @@ interface Live<T> {
   /** The create's `request_id` (scoped by route) and answer, repeated to a retried create. */
   requestKey?: string;
   created?: unknown;
+  /** The create's task as JSON: a create repeating `requestKey` must send the same one. */
+  createdFor?: string;
 }
 
 /** A keyed store of live episodes or experts with idle expiry and a size cap. */
@@ -79,14 +81,29 @@ class LiveStore<T> {
   constructor(readonly kind: string, readonly idleMs: number, readonly maxLive: number) {}
 
   /**
-   * Creates a live item with `make(id)` and returns its answer; when `requestKey` is that of a
+   * Creates a live item with `make(id)` and returns its answer; when `request.key` is that of a
    * live item, returns that item's first answer instead and makes nothing (a retried create).
-   * Throws EnvServerError 429 when `maxLive` items live.
+   * `request.body` is what the create asked for (its task as JSON).
+   * Throws EnvServerError 429 when `maxLive` items live, and 409 when `request.key` is that of a
+   * live item created for another body (a request id reused, not a retry: answering the first
+   * item would hand the caller one it did not ask for).
    */
-  create<A>(requestKey: string | undefined, make: (id: string) => { value: T; answer: A }): A {
+  create<A>(
+    request: { key: string; body: string } | undefined,
+    make: (id: string) => { value: T; answer: A },
+  ): A {
+    const requestKey = request?.key;
     const known = requestKey === undefined ? undefined : this.#byRequest.get(requestKey);
     if (known !== undefined) {
       const item = this.get(known);
+      if (item.createdFor !== request?.body) {
+        throw new EnvServerError(
+          409,
+          `Cannot create ${this.kind} as request_id must be new or repeat its first request: ` +
+            `${this.kind} ${known} was created for it with another task`,
+          [{ path: "request_id", message: `already used for ${this.kind} ${known}` }],
+        );
+      }
       return item.created as A;
     }
     this.sweep();
@@ -99,7 +116,14 @@ class LiveStore<T> {
     }
     const id = crypto.randomUUID();
     const { value, answer } = make(id);
-    this.#items.set(id, { value, lastUsedMs: Date.now(), seq: 0, requestKey, created: answer });
+    this.#items.set(id, {
+      value,
+      lastUsedMs: Date.now(),
+      seq: 0,
+      requestKey,
+      created: answer,
+      createdFor: request?.body,
+    });
     if (requestKey !== undefined) this.#byRequest.set(requestKey, id);
     return answer;
   }
@@ -150,6 +174,21 @@ async function readBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.i
   return result.data;
 }
 
+/**
+ * The request key and body {@link LiveStore.create} matches a retried create by: `request_id`
+ * scoped by `route` (the same id on another route is another request) and the task as JSON;
+ * undefined without a `request_id`.
+ */
+function retryable(
+  route: string,
+  requestId: string | undefined,
+  task: unknown,
+): { key: string; body: string } | undefined {
+  return requestId === undefined
+    ? undefined
+    : { key: `${route}:${requestId}`, body: JSON.stringify(task) };
+}
+
 /** Applies `seq` semantics: returns the cached answer of a retry, or undefined to act. */
 function replayed(live: Live<unknown>, seq: number | undefined, what: string): unknown {
   if (seq === undefined) return undefined;
@@ -189,7 +228,7 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
   });
   app.post("/v1/episodes", async (c) => {
     const { task, request_id } = await readBody(c, TaskRequestSchema);
-    const answer = episodes.create(request_id && `episode:${request_id}`, (id) => {
+    const answer = episodes.create(retryable("episode", request_id, task), (id) => {
       const episode = env.createEpisode(task);
       return {
         value: episode,
@@ -234,7 +273,7 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
   app.post("/v1/experts", async (c) => {
     const { task, request_id } = await readBody(c, TaskRequestSchema);
     const answer = experts.create(
-      request_id && `expert:${request_id}`,
+      retryable("expert", request_id, task),
       (id) => ({ value: env.createExpert(task), answer: { expert_id: id } }),
     );
     return c.json(answer, 201);
@@ -258,7 +297,7 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     // Its expert joins the others: `/v1/experts/{id}` acts on it and deletes it.
     app.post("/v1/skilled-demonstrations", async (c) => {
       const { task, request_id } = await readBody(c, TaskRequestSchema);
-      const answer = experts.create(request_id && `demonstration:${request_id}`, (id) => {
+      const answer = experts.create(retryable("demonstration", request_id, task), (id) => {
         const { skill, expert } = demonstrate(task);
         return { value: expert, answer: { skill, expert_id: id } };
       });

@@ -469,3 +469,35 @@ Deno.test("a create that repeats a live create's request_id is answered as the f
     await server.close();
   }
 });
+
+Deno.test("a create that reuses a live create's request_id for another task is refused with a 409 naming request_id", async () => {
+  const server = await serveEnvironments([household]);
+  try {
+    const [task, other] = household.sampleTasks("train", 2, 5);
+    const post = (path: string, body: unknown) =>
+      fetch(`${server.url}${path}`, { method: "POST", body: JSON.stringify(body) });
+    const first = await post("/v1/episodes", { task, request_id: "r1" });
+    assert.equal(first.status, 201);
+    const { episode_id } = await first.json();
+    // Answering the first episode would hand this caller one playing a task it did not ask for.
+    const reused = await post("/v1/episodes", { task: other, request_id: "r1" });
+    assert.equal(reused.status, 409);
+    const problem = await reused.json();
+    assert.match(problem.detail, /request_id/);
+    assert.deepEqual(problem.errors.map((e: { path: string }) => e.path), ["request_id"]);
+    // The first episode's own retry still gets it.
+    const retry = await post("/v1/episodes", { task, request_id: "r1" });
+    assert.equal(retry.status, 201);
+    assert.equal((await retry.json()).episode_id, episode_id);
+    // A request_id that is not a string of 1 to 100 characters is a 400 naming it.
+    for (const request_id of [7, "", "x".repeat(101)]) {
+      const bad = await post("/v1/experts", { task, request_id });
+      assert.equal(bad.status, 400);
+      assert.equal((await bad.json()).errors[0].path, "request_id");
+    }
+    await (await fetch(`${server.url}/v1/episodes/${episode_id}`, { method: "DELETE" })).body
+      ?.cancel();
+  } finally {
+    await server.close();
+  }
+});
