@@ -7,7 +7,7 @@
  * | POST   | /v1/completions        | `text_completion` (also as SSE chunks)                    |
  * | GET    | /v1/models             | `{object: "list", data: [model]}`: checkpoints, uploads, named |
  * | GET    | /v1/models/{model}     | one model (a name's `/` escaped as `%2F` or not)          |
- * | GET    | /healthz               | `{ok, active, waiting}`                                   |
+ * | GET    | /healthz               | `{ok, active, waiting, prefix_cache_bytes}` (bytes of prompt KV kept) |
  * | POST   | /v1/load_checkpoint, /v1/load_lora_adapter, /v1/unload_lora_adapter | lora_admin.ts |
  *
  * Every /v1 route needs a job-API key (auth.ts); errors are `{error: {message, type, param,
@@ -94,7 +94,13 @@ export function createServeApp(opts: ServeAppOptions): Hono<ServeAuthEnv> {
   });
   app.get(
     "/healthz",
-    (c) => c.json({ ok: true, active: opts.engine.active, waiting: opts.engine.waiting }),
+    (c) =>
+      c.json({
+        ok: true,
+        active: opts.engine.active,
+        waiting: opts.engine.waiting,
+        prefix_cache_bytes: opts.engine.keptPrefixBytes,
+      }),
   );
   const maxBody = opts.maxBodyBytes ?? 1024 * 1024;
   app.use(

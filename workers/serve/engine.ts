@@ -56,9 +56,9 @@ const MIN_SHARED_PREFIX = 16;
 
 /**
  * Default bytes of prompt KV kept for later prompts that begin with the same tokens (see
- * {@link DecodeEngineOptions.prefixCacheBytes}).
+ * {@link DecodeEngineOptions.prefixCacheBytes}; the server's `SERVE_PREFIX_CACHE_MB`).
  */
-const PREFIX_CACHE_BYTES = 256 * 2 ** 20;
+export const PREFIX_CACHE_BYTES = 256 * 2 ** 20;
 
 /** Most kept prompts (each a cache row), bounding the per-prompt search. */
 const KEPT_PROMPTS = 512;
@@ -249,6 +249,14 @@ export class DecodeEngine {
   /** Sequences waiting to join. */
   get waiting(): number {
     return this.#waiting.reduce((n, p) => n + p.req.choices.length, 0);
+  }
+
+  /**
+   * Bytes of prompt KV kept now for later prompts (each cache counted once however many kept
+   * prefixes it holds); at most `prefixCacheBytes`.
+   */
+  get keptPrefixBytes(): number {
+    return [...new Set(this.#kept.map((k) => k.cache))].reduce((n, c) => n + c.bytes, 0);
   }
 
   /**
@@ -499,9 +507,7 @@ export class DecodeEngine {
       k.tokens.every((t, i) => t === tokens[i]);
     this.#kept = this.#kept.filter((k) => !covered(k));
     this.#kept.push(entry);
-    const bytes = () =>
-      [...new Set(this.#kept.map((k) => k.cache))].reduce((n, c) => n + c.bytes, 0);
-    while (this.#kept.length > KEPT_PROMPTS || bytes() > budget) this.#kept.shift();
+    while (this.#kept.length > KEPT_PROMPTS || this.keptPrefixBytes > budget) this.#kept.shift();
   }
 
   /**

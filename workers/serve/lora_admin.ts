@@ -25,6 +25,12 @@
  * answers, as vLLM reloads an adapter that left its LoRA cache from its `lora_path`; only
  * `unload_lora_adapter` (or replacing it) drops a name. A request holding a model keeps its
  * session alive past an unload or an eviction until its last token.
+ *
+ * Names registered (loaded or evicted) are bounded per tenant, `maxNames`
+ * (`SERVE_MAX_REGISTERED_NAMES`, default 256): an evicted name costs no weights, only its recipe,
+ * but without a bound a client could register names without end. A load under a new name when
+ * the tenant has that many is a 400 (code `named_model_limit_exceeded`) and registers nothing; a
+ * load under a name already registered replaces it as before.
  */
 import type { Hono } from "hono";
 import { z } from "zod";
@@ -105,6 +111,14 @@ const HF_WEIGHTS = "model.safetensors";
 
 /** Named models kept loaded by default (`SERVE_MAX_NAMED_MODELS`). */
 export const DEFAULT_MAX_NAMED_MODELS = 8;
+
+/**
+ * Names a tenant may have registered, loaded or evicted, by default (`SERVE_MAX_REGISTERED_NAMES`):
+ * 256, the most `SERVE_MAX_NAMED_MODELS` allows, so one tenant can always fill every loaded slot;
+ * far more than a trainer uses (one policy name, or one per version it keeps), and an evicted
+ * name holds only its recipe (two folder paths, its origins), a few hundred bytes.
+ */
+export const DEFAULT_MAX_REGISTERED_NAMES = 256;
 
 /**
  * Where a named model's weights come from, kept while the name is registered so an evicted
@@ -191,6 +205,11 @@ export class NamedModels {
       sessions: SessionCache;
       /** Most named models loaded at once, over all tenants (default {@link DEFAULT_MAX_NAMED_MODELS}). */
       maxModels?: number;
+      /**
+       * Most names one tenant has registered, loaded or evicted (default
+       * {@link DEFAULT_MAX_REGISTERED_NAMES}).
+       */
+      maxNames?: number;
     },
   ) {}
 
@@ -293,26 +312,24 @@ export class NamedModels {
    * Loads a Hugging Face folder under `modelName` (replacing a model of that name).
    * @throws ServeError 400 at `checkpoint_path` for a path outside the tenant's prefix or a folder
    *   that is no model (no config.json, weights missing or of the wrong shape); 404 at
-   *   `checkpoint_path` when its files vanish while loading (the job was deleted).
+   *   `checkpoint_path` when its files vanish while loading (the job was deleted); 400 at
+   *   `model_name` when the name is new and the tenant has `maxNames` registered already.
    */
   async loadCheckpoint(tenantId: string, modelName: string, at: string): Promise<void> {
+    this.#checkRoom(tenantId, modelName, "model_name");
     const hf = await this.#fullModel(tenantId, at);
     const origins = await this.#origins(tenantId, at);
     const recipe: Recipe = { kind: "checkpoint", at, origins, loadedAt: new Date() };
-    this.#set(
-      tenantId,
-      modelName,
-      await this.#served(modelName, hf, "checkpoint_path"),
-      hf,
-      recipe,
-    );
+    const served = await this.#served(modelName, hf, "checkpoint_path");
+    await this.#register(tenantId, modelName, served, hf, recipe, "model_name");
   }
 
   /**
    * Loads a PEFT adapter under `loraName`, merged onto the tenant's full model `baseName`
    * (default: the adapter's `base_model_name_or_path`).
-   * @throws ServeError 400 when the name is taken (unless `inplace`), the base is not loaded or
-   *   the path is outside the tenant's prefix; LoraError for an adapter that does not fit.
+   * @throws ServeError 400 when the name is taken (unless `inplace`), the name is new and the
+   *   tenant has `maxNames` registered already, the base is not loaded or the path is outside the
+   *   tenant's prefix; LoraError for an adapter that does not fit.
    */
   async loadAdapter(
     tenantId: string,
@@ -326,6 +343,7 @@ export class NamedModels {
     ) {
       throw badRequest(`The lora adapter '${loraName}' has already been loaded.`, "lora_name");
     }
+    this.#checkRoom(tenantId, loraName, "lora_name");
     const read = await this.#reader(tenantId, at, "lora_path");
     const [config, weights] = await Promise.all([
       read(ADAPTER_FILES.config),
@@ -386,7 +404,49 @@ export class NamedModels {
       origins,
       loadedAt: new Date(),
     };
-    this.#set(tenantId, loraName, await this.#served(loraName, hf, "lora_path"), null, recipe);
+    const served = await this.#served(loraName, hf, "lora_path");
+    await this.#register(tenantId, loraName, served, null, recipe, "lora_name");
+  }
+
+  /**
+   * Refuses a new name when the tenant has `maxNames` registered (loaded or evicted); a name
+   * already registered may always be loaded again.
+   * @throws ServeError 400 at `param` (code `named_model_limit_exceeded`).
+   */
+  #checkRoom(tenantId: string, modelName: string, param: string): void {
+    const loaded = this.#tenants.get(tenantId), evicted = this.#evicted.get(tenantId);
+    if (loaded?.has(modelName) || evicted?.has(modelName)) return;
+    const max = this.opts.maxNames ?? DEFAULT_MAX_REGISTERED_NAMES;
+    const registered = (loaded?.size ?? 0) + (evicted?.size ?? 0);
+    if (registered < max) return;
+    throw badRequest(
+      `Cannot load '${modelName}' as the names a tenant has registered (loaded or evicted) must be at most ${max} (SERVE_MAX_REGISTERED_NAMES): current count is ${registered}. Free one with POST /v1/unload_lora_adapter {"lora_name": "<name>"}, or load under a name already registered (which replaces it).`,
+      param,
+      "named_model_limit_exceeded",
+    );
+  }
+
+  /**
+   * Sets `model` under `modelName` once it is loaded, checking the room again (another load may
+   * have registered a name meanwhile); refused, the model's session is released and nothing
+   * registered changes.
+   * @throws ServeError 400 at `param` (see `#checkRoom`).
+   */
+  async #register(
+    tenantId: string,
+    modelName: string,
+    model: ServedModel,
+    hf: HfModel | null,
+    recipe: Recipe,
+    param: string,
+  ): Promise<void> {
+    try {
+      this.#checkRoom(tenantId, modelName, param);
+    } catch (e) {
+      await model.release?.().catch(() => {});
+      throw e;
+    }
+    this.#set(tenantId, modelName, model, hf, recipe);
   }
 
   /** Unloads a named model, loaded or evicted; false when the tenant has none of that name. */

@@ -3,7 +3,8 @@
  * database (`DATABASE_URL`, else embedded PGlite in `SEED_DATA_DIR`) and the artifact store
  * (`S3_*`, else the embedded server) as every other process does, and serves app.ts on
  * `SERVE_HOST:SERVE_PORT`. SIGINT/SIGTERM stop accepting requests, finish the ones in flight and
- * close both. It runs beside the job API and the workers and is never imported by `api/`.
+ * close both. It runs beside the job API and the workers and is never imported by `api/`. A bad
+ * variable stops it at start with one log line naming the variable and its value (exit 1).
  *
  * | variable                   | default     | meaning                                               |
  * | -------------------------- | ----------- | ----------------------------------------------------- |
@@ -12,6 +13,8 @@
  * | `SERVE_MAX_QUEUE`          | 64          | sequences waiting to join; beyond: 429 + Retry-After  |
  * | `SERVE_MAX_MODELS`         | 4           | checkpoints kept loaded (least recently used dropped) |
  * | `SERVE_MAX_NAMED_MODELS`   | 8           | models loaded by name (`/v1/load_checkpoint`, `/v1/load_lora_adapter`) kept, over all tenants (least recently used evicted, loaded again on its next request) |
+ * | `SERVE_MAX_REGISTERED_NAMES` | 256       | names one tenant may have registered, loaded or evicted (≥ `SERVE_MAX_NAMED_MODELS`); a load under a new name beyond it is a 400 |
+ * | `SERVE_PREFIX_CACHE_MB`    | 256         | MiB of prompt KV kept for later prompts that begin with the same tokens, over all models (0 keeps none) |
  * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
  * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
  * | `SERVE_EXECUTION_PROVIDERS` | `cpu`      | onnxruntime providers to try at start, best first (e.g. `cuda,webgpu,cpu`), probed as a GPU worker's are (workers/engine/providers.ts) |
@@ -26,9 +29,13 @@ import {
 } from "../engine/mod.ts";
 import { createLogger } from "../worker/mod.ts";
 import { createServeApp } from "./app.ts";
-import { DecodeEngine, type DecodeEngineOptions } from "./engine.ts";
+import { DecodeEngine, type DecodeEngineOptions, PREFIX_CACHE_BYTES } from "./engine.ts";
 import { ModelRegistry } from "./models.ts";
-import { DEFAULT_MAX_NAMED_MODELS, NamedModels } from "./lora_admin.ts";
+import {
+  DEFAULT_MAX_NAMED_MODELS,
+  DEFAULT_MAX_REGISTERED_NAMES,
+  NamedModels,
+} from "./lora_admin.ts";
 
 const EnvSchema = z.object({
   SERVE_HOST: z.string().min(1).default("127.0.0.1"),
@@ -39,11 +46,26 @@ const EnvSchema = z.object({
   SERVE_MAX_NAMED_MODELS: z.coerce.number().int().min(1).max(256).default(
     DEFAULT_MAX_NAMED_MODELS,
   ),
+  SERVE_MAX_REGISTERED_NAMES: z.coerce.number().int().min(1).max(100_000).default(
+    DEFAULT_MAX_REGISTERED_NAMES,
+  ),
+  SERVE_PREFIX_CACHE_MB: z.coerce.number().int().min(0).max(65_536).default(
+    PREFIX_CACHE_BYTES / 2 ** 20,
+  ),
   SERVE_THREADS: z.coerce.number().int().min(1).max(256).default(2),
   SERVE_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(256),
   SERVE_EXECUTION_PROVIDERS: z.string().default("cpu").transform((s) => s.split(",")).pipe(
     z.array(z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]])).min(1),
   ),
+}).superRefine((c, ctx) => {
+  // below it, a server used by one tenant could never fill its loaded slots
+  if (c.SERVE_MAX_REGISTERED_NAMES < c.SERVE_MAX_NAMED_MODELS) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["SERVE_MAX_REGISTERED_NAMES"],
+      message: `must be at least SERVE_MAX_NAMED_MODELS (${c.SERVE_MAX_NAMED_MODELS})`,
+    });
+  }
 });
 
 /** Validated server settings (table in the module doc). */
@@ -58,6 +80,23 @@ export function serveConfigFromEnv(
 ): ServeConfig {
   const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
   return EnvSchema.parse(Object.fromEntries(Object.keys(EnvSchema.shape).map((k) => [k, pick(k)])));
+}
+
+/**
+ * One line saying which variable of `env` is invalid, its value and why, for a settings error of
+ * {@link serveConfigFromEnv}.
+ */
+export function serveConfigErrorMessage(
+  e: z.ZodError,
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): string {
+  const why = e.issues.map((issue) => {
+    const name = String(issue.path[0]);
+    return `${name}: ${issue.message.replace(/^Invalid input: /, "")} (current value ${
+      JSON.stringify(env[name])
+    })`;
+  });
+  return `Cannot start the server as its settings must be valid: ${why.join("; ")}`;
 }
 
 /** What {@link startServer} started. */
@@ -88,6 +127,7 @@ export function startServer(options: StartOptions): RunningServer {
   const engine = new DecodeEngine({
     maxBatch: c.SERVE_MAX_BATCH,
     maxQueue: c.SERVE_MAX_QUEUE,
+    prefixCacheBytes: c.SERVE_PREFIX_CACHE_MB * 2 ** 20,
     ...options.engine,
   });
   const registry = new ModelRegistry({
@@ -101,6 +141,7 @@ export function startServer(options: StartOptions): RunningServer {
     store: options.store,
     sessions,
     maxModels: c.SERVE_MAX_NAMED_MODELS,
+    maxNames: c.SERVE_MAX_REGISTERED_NAMES,
   });
   const app = createServeApp({
     db: options.db,
@@ -131,7 +172,14 @@ export function startServer(options: StartOptions): RunningServer {
 
 if (import.meta.main) {
   const log = createLogger({ service: "serve" });
-  const config = serveConfigFromEnv();
+  let config: ServeConfig;
+  try {
+    config = serveConfigFromEnv();
+  } catch (e) {
+    if (!(e instanceof z.ZodError)) throw e;
+    log.error("the server cannot start", { error: serveConfigErrorMessage(e) });
+    Deno.exit(1);
+  }
   const db = await openDatabase();
   const store = await openStore();
   const providers = config.SERVE_EXECUTION_PROVIDERS;
