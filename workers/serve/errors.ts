@@ -6,8 +6,9 @@
  * {"error": {"message": "…", "type": "invalid_request_error", "param": "temperature", "code": null}}
  * ```
  *
- * Types and codes follow OpenAI's API: `invalid_request_error` (400, 404 with code
- * `model_not_found`, 413), `authentication_error` is sent as `invalid_request_error` with code
+ * Types and codes follow OpenAI's API: `invalid_request_error` (400, with code
+ * `named_model_limit_exceeded` when a tenant's registered names are full; 404 with code
+ * `model_not_found`; 413), `authentication_error` is sent as `invalid_request_error` with code
  * `invalid_api_key` (401) as OpenAI does, `rate_limit_error` with code `rate_limit_exceeded`
  * (429, with `Retry-After`), `server_error` (500, and 502 with code `checkpoint_integrity` for a
  * stored object that fails its SHA-256).
