@@ -28,6 +28,7 @@ import {
   safeParseJobSpec,
   skillSourceIssues,
   submitJob,
+  submittedFields,
   TERMINAL_STATUSES,
 } from "../jobs/mod.ts";
 import {
@@ -47,10 +48,14 @@ import { jobView } from "./views.ts";
 
 /**
  * The body of `POST /v1/jobs`: the JobSpec's fields plus the labels `name` (or `suffix`) and
- * `metadata` (jobs/labels.ts), which are stored beside the spec, not in it.
+ * `metadata` (jobs/labels.ts), which are stored beside the spec, not in it. `submitted` is the
+ * JobSpec's fields as posted, defaults left out (jobs/spec.ts `submittedFields`), stored as the
+ * job's `submitted_spec`.
  * @throws BadRequestError (400) with the field paths of every violation of either part.
  */
-export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabels } {
+export function parseSubmitBody(
+  raw: unknown,
+): { spec: JobSpec; submitted: Record<string, unknown>; labels: JobLabels } {
   const fields: Record<string, unknown> = {};
   let rest: unknown = raw;
   if (raw !== null && typeof raw === "object" && !Array.isArray(raw)) {
@@ -74,7 +79,9 @@ export function parseSubmitBody(raw: unknown): { spec: JobSpec; labels: JobLabel
       errors: [{ path: stored.path, code: "custom", message: stored.message }],
     });
   }
-  return { spec: spec.data!, labels: stored };
+  // The spec parsed, so `rest` was an object.
+  const submitted = submittedFields(rest as Record<string, unknown>, spec.data!);
+  return { spec: spec.data!, submitted, labels: stored };
 }
 
 /**
@@ -188,7 +195,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
   app.post("/", async (c) => {
     const tenant = c.get("tenant");
     const idempotencyKey = parseIdempotencyKey(c);
-    const { spec, labels } = parseSubmitBody(await parseJsonBody(c, z.unknown()));
+    const { spec, submitted, labels } = parseSubmitBody(await parseJsonBody(c, z.unknown()));
     await checkEnv(
       envs,
       spec,
@@ -201,6 +208,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
     const { job, created } = await submitJob(db, {
       tenantId: tenant.id,
       spec,
+      submittedSpec: submitted,
       labels,
       idempotencyKey,
       // checkSpecRefs saw the base job or model; a delete may have taken it since (422, as if

@@ -111,7 +111,16 @@ export const JobView = z.object({
   queued_at: z.string(),
   started_at: z.string().nullable(),
   finished_at: z.string().nullable(),
+  /** The JobSpec with every default filled in: what the job runs. */
   spec: z.record(z.string(), z.unknown()),
+  /**
+   * The JobSpec fields as `POST /v1/jobs` received them, defaults left out (labels apart); null
+   * for a job submitted before the service kept them, or queued by the service itself rather than
+   * through the API.
+   */
+  submitted_spec: z.record(z.string(), z.unknown()).nullable().describe(
+    "The JobSpec fields as POST /v1/jobs received them (name, suffix and metadata apart), defaults left out: submit it (edited) to copy the job with its defaults filled afresh. Null for a job submitted before the service kept it, or queued by the service itself rather than through the API.",
+  ),
 });
 /** The wire type of {@link JobView}. */
 export type JobView = z.infer<typeof JobView>;

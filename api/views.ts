@@ -43,6 +43,7 @@ export function jobView(job: Job, result: EvalResult | null = null): JobView {
     started_at: iso(job.startedAt),
     finished_at: iso(job.finishedAt),
     spec: job.spec as Record<string, unknown>,
+    submitted_spec: job.submittedSpec,
   };
 }
 

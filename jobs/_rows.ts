@@ -38,6 +38,7 @@ export function toJob(r: Row): Job {
     status: r.status as JobStatus,
     method: String(r.method),
     spec: json<unknown>(r.spec),
+    submittedSpec: json<Record<string, unknown> | null>(r.submitted_spec ?? null),
     priority: Number(r.priority),
     device: String(r.device),
     attempt: Number(r.attempt),

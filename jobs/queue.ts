@@ -50,9 +50,9 @@ const SQL = {
   /** submit: a new queued job, its first event, and a wake-up for idle workers of its device. */
   submit: `with moved as (
       insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata,
-        metadata_keys)
+        metadata_keys, submitted_spec)
       values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb,
-        array(select jsonb_array_elements_text($9::jsonb)))
+        array(select jsonb_array_elements_text($9::jsonb)), $10::jsonb)
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
@@ -234,6 +234,11 @@ export interface SubmitOptions {
   spec: JobSpec;
   /** The job's name and metadata (labels.ts); default none. */
   labels?: JobLabels;
+  /**
+   * The JobSpec fields as the client posted them, defaults left out (spec.ts `submittedFields`):
+   * the API's submit passes them; a job the service queues itself (bench, tests) has none (null).
+   */
+  submittedSpec?: Record<string, unknown>;
   /** Optional `Idempotency-Key` header value (1–255 characters). */
   idempotencyKey?: string;
   /**
@@ -344,6 +349,7 @@ export async function submitJob(
         JSON.stringify(labels.metadata),
         // The submitted order, which jsonb does not keep (labels.ts `metadataInOrder`).
         JSON.stringify(Object.keys(labels.metadata)),
+        options.submittedSpec === undefined ? null : JSON.stringify(options.submittedSpec),
       ]))[0],
     );
   };

@@ -98,6 +98,13 @@ export const jobs = pgTable("jobs", {
   method: text("method").notNull(),
   /** The parsed JobSpec (defaults filled in). */
   spec: jsonb("spec").notNull(),
+  /**
+   * The JobSpec fields as the client posted them to `POST /v1/jobs` (after JSON parsing and
+   * validation, before defaults are filled in; jobs/spec.ts `submittedFields`), so a copy of the
+   * job can fill its dependent defaults afresh. Null for jobs queued by the service itself (bench,
+   * tests) and for jobs submitted before it existed.
+   */
+  submittedSpec: jsonb("submitted_spec").$type<Record<string, unknown>>(),
   /** Larger is claimed sooner; ties by `queued_at`. */
   priority: integer("priority").notNull().default(0),
   device: text("device").notNull().default("cpu"),
@@ -154,6 +161,10 @@ export const jobs = pgTable("jobs", {
   check("jobs_error_length", sql`${t.error} is null or length(${t.error}) <= 4000`),
   check("jobs_name_length", sql`${t.name} is null or length(${t.name}) between 1 and 128`),
   check("jobs_metadata_object", sql`jsonb_typeof(${t.metadata}) = 'object'`),
+  check(
+    "jobs_submitted_spec_object",
+    sql`${t.submittedSpec} is null or jsonb_typeof(${t.submittedSpec}) = 'object'`,
+  ),
   check(
     "jobs_deleting_is_final",
     sql`${t.deletingAt} is null or ${t.status} in ('succeeded', 'failed', 'cancelled')`,

@@ -715,6 +715,37 @@ export function safeParseJobSpec(
 }
 
 /**
+ * The JobSpec fields a client submitted, as stored beside the parsed spec (`jobs.submitted_spec`,
+ * `submitted_spec` of a job on the wire): `input` (the JSON object posted, labels taken out)
+ * reduced to the paths its parse `spec` also holds, each with `spec`'s value there. Defaults the
+ * client left out stay out, so a copy submitted from it fills them afresh (the dependent ones
+ * too: {@link armDefaults}, {@link stepSkillDefault}, `env.max_turns`). By construction it holds
+ * nothing the stored spec does not: a field the parse dropped is dropped here, whatever it held.
+ * Arrays are walked element by element; a key `__proto__` stays an own key.
+ */
+export function submittedFields(
+  input: Record<string, unknown>,
+  spec: JobSpec,
+): Record<string, unknown> {
+  return keepSubmitted(input, spec) as Record<string, unknown>;
+}
+
+function keepSubmitted(input: unknown, parsed: unknown): unknown {
+  if (isObject(input) && isObject(parsed)) {
+    return Object.fromEntries(
+      Object.keys(input).filter((k) => Object.hasOwn(parsed, k)).map((k) => [
+        k,
+        keepSubmitted(input[k], parsed[k]),
+      ]),
+    );
+  }
+  if (Array.isArray(input) && Array.isArray(parsed)) {
+    return parsed.slice(0, input.length).map((v, i) => keepSubmitted(input[i], v));
+  }
+  return parsed;
+}
+
+/**
  * JobSpec fields that existed once and are read no more: the measured departures that became
  * fixed behaviour (jobs/README.md, Retired fields). A stored spec written before their removal
  * still runs: `parseStoredJobSpec` drops them; a new submit that sets one is refused (400).

@@ -600,7 +600,11 @@ Deno.test({
         assert.deepEqual(JSON.parse((await page.textContent("#job-spec"))!), original.spec);
         await page.click("#edit-copy");
         await page.waitForSelector("#copy-editor");
-        assert.deepEqual(JSON.parse(await page.inputValue("#copy-editor")), original.spec);
+        // The copy starts from the spec as submitted (defaults filled afresh at its submit).
+        assert.deepEqual(
+          JSON.parse(await page.inputValue("#copy-editor")),
+          original.submitted_spec,
+        );
         const before = (await json(fx, "/v1/jobs?limit=100")).jobs.length;
         // A bad copy: the API's field message on the field's line, nothing stored.
         const bad = structuredClone(original.spec);
@@ -614,7 +618,7 @@ Deno.test({
         assert.equal((await json(fx, "/v1/jobs?limit=100")).jobs.length, before);
         await shot("job-copy-error");
         // A good copy: a new job with the edit, the rest as the original's.
-        const edited = { ...structuredClone(original.spec), steps: 1 };
+        const edited = { ...structuredClone(original.submitted_spec), steps: 1 };
         await page.fill("#copy-editor", JSON.stringify(edited, null, 2));
         await page.click("#submit-copy");
         await page.waitForURL((url) =>
@@ -735,7 +739,11 @@ Deno.test({
         await page.waitForSelector("#copy-editor");
         const original = await json(fx, `/v1/jobs/${namedId}`);
         const body = JSON.parse(await page.inputValue("#copy-editor"));
-        assert.deepEqual(body, { name: `${NAME} (copy)`, metadata: METADATA, ...original.spec });
+        assert.deepEqual(body, {
+          name: `${NAME} (copy)`,
+          metadata: METADATA,
+          ...original.submitted_spec,
+        });
         await page.fill(
           "#copy-editor",
           JSON.stringify({ ...body, metadata: { ...METADATA, run: "8" } }, null, 2),

@@ -3,8 +3,10 @@ import {
   acknowledgeCancel,
   failJob,
   fenceOf,
+  parseJobSpec,
   recordMetrics,
   setProgress,
+  submitJob,
   succeedJob,
 } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
@@ -72,6 +74,53 @@ Deno.test("POST /v1/jobs fills a left-out env.max_turns with the environment's d
   });
   assert.equal(custom.status, 201, await custom.clone().text());
   assert.equal((await custom.json()).spec.env.max_turns, undefined);
+});
+
+Deno.test("a job keeps the spec fields as submitted in submitted_spec, defaults left out, beside the stored spec with them filled in", async () => {
+  const posted = {
+    env: { id: "household", options: { families: ["pick_and_place"], prompt: "compact" } },
+    steps: 3,
+    eval: { episodes: 32 },
+  };
+  const res = await req(fx.app, "POST", "/v1/jobs", {
+    key: fx.keyA,
+    json: { name: "kept", metadata: { team: "rl" }, ...posted },
+  });
+  assert.equal(res.status, 201, await res.clone().text());
+  const created = await res.json();
+  const job = await (await req(fx.app, "GET", `/v1/jobs/${created.id}`, { key: fx.keyA })).json();
+  // What was posted, labels apart: no default, not even inside `eval`.
+  assert.deepEqual(job.submitted_spec, posted);
+  assert.deepEqual(created.submitted_spec, posted);
+  // The stored spec has every default, those that depend on other fields included.
+  assert.equal(job.spec.method, "seed");
+  assert.equal(job.spec.seed.skill_source, "policy");
+  assert.equal(job.spec.seed.max_step_skills, 0);
+  assert.equal(job.spec.advantage.estimator, "grpo");
+  assert.equal(job.spec.advantage.norm, "mean_std");
+  assert.equal(job.spec.env.max_turns, 30);
+  assert.equal(job.spec.eval.episodes, 32);
+  assert.equal(typeof job.spec.eval.temperature, "number");
+  // Submitted again with one field changed, the defaults that depend on it follow it.
+  const again = async (edit: Record<string, unknown>) => {
+    const r = await req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: { ...job.submitted_spec, ...edit },
+    });
+    assert.equal(r.status, 201, await r.clone().text());
+    return (await r.json()).spec;
+  };
+  assert.equal((await again({ seed: { skill_source: "reference" } })).seed.max_step_skills, 5);
+  assert.equal((await again({ method: "gigpo" })).advantage.estimator, "gigpo");
+  // A job the service queues itself (not through POST /v1/jobs) has none.
+  const { job: internal } = await submitJob(fx.db, {
+    tenantId: fx.tenantA.id,
+    spec: parseJobSpec(spec),
+  });
+  const shown = await (await req(fx.app, "GET", `/v1/jobs/${internal.id}`, { key: fx.keyA }))
+    .json();
+  assert.equal(shown.submitted_spec, null);
+  assert.equal(shown.spec.rollout.group_size, 8);
 });
 
 Deno.test("POST /v1/jobs answers 400 for malformed JSON", async () => {

@@ -6,6 +6,7 @@ import {
   maxTurnsOf,
   parseJobSpec,
   parseStoredJobSpec,
+  submittedFields,
 } from "../../jobs/spec.ts";
 
 const issuesOf = (input: unknown) =>
@@ -388,4 +389,26 @@ Deno.test("a stored spec keeps its seed.max_step_skills, and one stored without 
   // A job stored before the field ran without step skills and resumes without them.
   const { max_step_skills: _, ...oldSeed } = oracle.seed as Record<string, unknown>;
   assert.equal(parseStoredJobSpec({ ...oracle, seed: oldSeed }).seed.max_step_skills, 0);
+});
+
+Deno.test("submittedFields keeps what the client wrote, defaults left out, and only what the parse kept", () => {
+  const input = {
+    env: { id: "household", options: { families: ["pick_and_place"] } },
+    rollout: { engine: { endpoints: [{ base_url: "https://a.example.com", model: "m" }] } },
+    seed: { skill_source: "reference" },
+  };
+  const spec = parseJobSpec(input);
+  assert.equal(spec.seed.max_step_skills, 5);
+  assert.deepEqual(submittedFields(input, spec), input);
+  // A field the parse does not hold (here a value no schema would keep, passed beside a parse
+  // that dropped it) is not kept, at any depth, inside arrays too, nor is an own `__proto__` key.
+  const extra = JSON.parse(JSON.stringify(input));
+  extra.api_key = "sk-top";
+  extra.env.token = "sk-env";
+  extra.rollout.engine.endpoints[0].api_key = "sk-endpoint";
+  extra.seed = JSON.parse('{"skill_source": "reference", "__proto__": {"polluted": true}}');
+  const kept = submittedFields(extra, spec);
+  assert.deepEqual(kept, input);
+  assert.doesNotMatch(JSON.stringify(kept), /sk-|polluted/);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
 });

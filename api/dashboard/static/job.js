@@ -2,8 +2,8 @@
  * A job's page: live status and progress (the job's SSE event stream triggers re-reads), the
  * learning curves (charts.js), the evaluation table before and after training, checkpoints with
  * downloads (one tar archive, or a single file through a presigned URL), the job's full spec as
- * JSON text with an editor that submits an edited copy (name and metadata included) as a new job,
- * the event log, and for a final job a Delete button.
+ * JSON text with an editor that submits an edited copy (name, metadata and the spec's fields as
+ * submitted) as a new job, the event log, and for a final job a Delete button.
  */
 import { api, download, follow, request } from "./api.js";
 import { chartSpecs, drawChart } from "./charts.js";
@@ -292,7 +292,8 @@ export async function jobView(root, { id, signal }) {
 
   /**
    * The spec as JSON text, and an editor for a copy (opened on demand, kept across refreshes): the
-   * job's name with " (copy)" and its metadata above the spec's fields (jobs.js `copyBody`).
+   * job's name with " (copy)" and its metadata above the spec's fields as submitted, defaults left
+   * out (jobs.js `copyBody`).
    */
   const renderSpec = (/** @type {any} */ job) => {
     const text = JSON.stringify(job.spec ?? {}, null, 2);
@@ -321,7 +322,12 @@ export async function jobView(root, { id, signal }) {
                 "p",
                 { class: "muted" },
                 "Edit, then submit as a new job (this one is unchanged). name and metadata are " +
-                  "the new job's labels; the other fields are its spec.",
+                  "the new job's labels; the other fields are its spec" +
+                  (job.submitted_spec
+                    ? " as this job was submitted: the fields left out take their defaults " +
+                      "afresh (those that depend on other fields too)."
+                    : " with every default this job ran with filled in (its submission was not " +
+                      "kept)."),
               ),
               form.element,
             );

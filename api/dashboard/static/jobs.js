@@ -114,8 +114,11 @@ const MAX_NAME_CHARS = 128;
 
 /**
  * The body that submits a copy of `job` (`POST /v1/jobs`): its name with {@link COPY_SUFFIX}
- * (the name cut so that the whole stays within 128 characters), its metadata unchanged, then its
- * spec's fields. A label the job lacks is left out, so an unlabelled job's copy is its spec alone.
+ * (the name cut so that the whole stays within 128 characters), its metadata unchanged, then the
+ * spec's fields as they were submitted (`submitted_spec`: defaults left out, so the copy's
+ * defaults, those that depend on other fields included, are filled afresh from what it says);
+ * a job without `submitted_spec` (submitted before the API kept it) gives its stored `spec`. A
+ * label the job lacks is left out, so an unlabelled job's copy is its spec alone.
  * @param {any} job
  * @returns {Record<string, unknown>}
  */
@@ -128,7 +131,7 @@ export function copyBody(job) {
     body.name = `${[...name].slice(0, room).join("")}${COPY_SUFFIX}`;
   }
   if (Object.keys(metadata).length) body.metadata = { ...metadata };
-  return { ...body, ...(job.spec ?? {}) };
+  return { ...body, ...(job.submitted_spec ?? job.spec ?? {}) };
 }
 
 /**
