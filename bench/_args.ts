@@ -7,8 +7,8 @@
  * argument (unless the bench takes them, `positionals`) prints
  * `bench:<name>: <what is wrong> (see --help)` to stderr and exits 2, with no stack trace.
  * `parseBenchArgs` is the same without printing or exiting; `benchCommandLine` also gives the
- * positional arguments of a tool that takes them. The developer tools' shell scripts
- * (bench/tools/*.sh) answer the same way by hand.
+ * positional arguments of a tool that takes them. The shell scripts (bench/gpu_rollout.sh,
+ * bench/tools/*.sh) answer the same way through bench/tools/_no_args.sh.
  */
 import { parseArgs, type ParseArgsOptionsConfig } from "node:util";
 

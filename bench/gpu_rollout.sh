@@ -18,15 +18,10 @@
 # Results in $OUT when set, else ./.bench-out/gpu-rollout: summary.txt, rollout.log.
 set -uo pipefail
 USAGE="Usage: bash bench/gpu_rollout.sh   (no arguments; settings by environment: OUT, GPU_ROLLOUT_BUDGET_S)"
-# No arguments: --help/-h prints the usage; anything else is one error line and exit 2, as the
-# Deno tools answer (bench/_args.ts).
-for arg in "$@"; do
-  case $arg in
-  -h | --help) echo "$USAGE"; exit 0 ;;
-  -*) echo "bench/gpu_rollout.sh: Unknown option '$arg' (see --help)" >&2; exit 2 ;;
-  *) echo "bench/gpu_rollout.sh: Unexpected argument '$arg'. This command does not take positional arguments (see --help)" >&2; exit 2 ;;
-  esac
-done
+# No arguments: --help/-h prints the usage; anything else is one error line and exit 2.
+# shellcheck source=bench/tools/_no_args.sh
+source "$(dirname "$0")/tools/_no_args.sh"
+no_args "$USAGE" bench/gpu_rollout.sh "$@"
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/.bench-out/gpu-rollout}
 BUDGET_S=${GPU_ROLLOUT_BUDGET_S:-540}

@@ -20,15 +20,10 @@
 #   gpu_check.log  everything above in order
 set -uo pipefail
 USAGE="Usage: bash bench/tools/gpu_check.sh   (no arguments; settings by environment: OUT, GPU_CHECK_BUDGET_S, GPU_CHECK_NO_GL, GPU_CHECK_AS_LOADED)"
-# No arguments: --help/-h prints the usage; anything else is one error line and exit 2, as the
-# Deno tools answer (bench/_args.ts).
-for arg in "$@"; do
-  case $arg in
-  -h | --help) echo "$USAGE"; exit 0 ;;
-  -*) echo "bench/tools/gpu_check.sh: Unknown option '$arg' (see --help)" >&2; exit 2 ;;
-  *) echo "bench/tools/gpu_check.sh: Unexpected argument '$arg'. This command does not take positional arguments (see --help)" >&2; exit 2 ;;
-  esac
-done
+# No arguments: --help/-h prints the usage; anything else is one error line and exit 2.
+# shellcheck source=bench/tools/_no_args.sh
+source "$(dirname "$0")/_no_args.sh"
+no_args "$USAGE" bench/tools/gpu_check.sh "$@"
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin" # ldconfig
 OUT=${OUT:-$PWD/.bench-out/gpu}

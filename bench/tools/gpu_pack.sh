@@ -13,15 +13,10 @@
 # compressed).
 set -euo pipefail
 USAGE="Usage: bash bench/tools/gpu_pack.sh   (no arguments; GPU_PACK_EXTRA=\"FILE…\" packs what more files import)"
-# No arguments: --help/-h prints the usage; anything else is one error line and exit 2, as the
-# Deno tools answer (bench/_args.ts).
-for arg in "$@"; do
-  case $arg in
-  -h | --help) echo "$USAGE"; exit 0 ;;
-  -*) echo "bench/tools/gpu_pack.sh: Unknown option '$arg' (see --help)" >&2; exit 2 ;;
-  *) echo "bench/tools/gpu_pack.sh: Unexpected argument '$arg'. This command does not take positional arguments (see --help)" >&2; exit 2 ;;
-  esac
-done
+# No arguments: --help/-h prints the usage; anything else is one error line and exit 2.
+# shellcheck source=bench/tools/_no_args.sh
+source "$(dirname "$0")/_no_args.sh"
+no_args "$USAGE" bench/tools/gpu_pack.sh "$@"
 cd "$(git rev-parse --show-toplevel)"
 exclude="$(git rev-parse --git-path info/exclude)"
 mkdir -p "$(dirname "$exclude")"

@@ -6,9 +6,9 @@
  * queued job whose chain holds a deleted job.
  */
 import assert from "node:assert/strict";
-import { createApp } from "../../api/app.ts";
 import { fenceOf, succeedJob } from "../../jobs/mod.ts";
-import { req, runningJob, startApiFixture, until, waitingOn } from "./_fixture.ts";
+import { deleteInSubmitWindow, sentTogether, submitLocksFirst } from "./_delete_race.ts";
+import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
@@ -52,80 +52,44 @@ async function namedBy(baseId: string) {
 
 Deno.test("a delete that lands between a submit's checks and its insert leaves the submit a 422 at model.base and no job naming the deleted base", async () => {
   const baseId = await finishedBase();
-  let deleted: number | undefined;
   // The submit route's last check before the insert: the delete runs there, in the window.
-  const app = createApp({
-    db: fx.db,
-    store: fx.store,
-    authCacheMs: 0,
-    checkSpec: async (spec) => {
-      if (spec.model.base !== `job:${baseId}`) return;
-      deleted = (await req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA })).status;
+  await deleteInSubmitWindow(fx, {
+    submit: continuing(baseId),
+    deletePath: `/v1/jobs/${baseId}`,
+    deleteFinds: "the delete found no user yet",
+    refused: {
+      code: "unknown_job",
+      detail:
+        `Cannot queue the job as model.base must name a job of this tenant: job:${baseId} is deleted or being deleted`,
     },
   });
-  const res = await req(app, "POST", "/v1/jobs", {
-    key: fx.keyA,
-    json: { env: { id: "sokoban" }, model: { base: `job:${baseId}` } },
-  });
-  assert.equal(deleted, 204, "the delete found no user yet");
-  const body = await res.json();
-  assert.equal(res.status, 422, JSON.stringify(body));
-  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
-    ["model.base", "unknown_job"],
-  ]);
-  assert.equal(
-    body.detail,
-    `Cannot queue the job as model.base must name a job of this tenant: job:${baseId} is deleted or being deleted`,
-  );
   assert.deepEqual(await namedBy(baseId), { users: [], baseLive: false });
 });
 
 Deno.test("a submit that takes the base job's lock first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
   const baseId = await finishedBase();
-  let submit: Promise<Response> | undefined;
-  let del: Promise<Response> | undefined;
   // A third transaction holds the base row, so both requests queue behind it in a known order:
   // the submit first, then the delete.
-  await fx.db.transaction(async (tx) => {
-    await tx.query(`select 1 from jobs where id = $1::uuid for update`, [baseId]);
-    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", {
-      key: fx.keyA,
-      json: { env: { id: "sokoban" }, model: { base: `job:${baseId}` } },
-    }));
-    let submitEnded = false;
-    submit.finally(() => submitEnded = true);
-    await until("the submit waiting for the base job's row", async () => {
-      assert.equal(submitEnded, false, "the submit must wait for the base job's row lock");
-      return await waitingOn(fx.db, "for share") === 1;
-    });
-    del = Promise.resolve(req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA }));
-    await until(
-      "the delete waiting for the base job's row",
-      async () => await waitingOn(fx.db, "for update") === 1,
-    );
+  const jobId = await submitLocksFirst(fx, {
+    submit: continuing(baseId),
+    deletePath: `/v1/jobs/${baseId}`,
+    held: { table: "jobs", id: baseId },
+    heldName: "the base job's row",
+    submitWaitsOn: "for share",
+    deleteWaitsOn: "for update",
   });
-  const submitted = await submit!;
-  const job = await submitted.json();
-  assert.equal(submitted.status, 201, JSON.stringify(job));
-  const refused = await del!;
-  const problem = await refused.json();
-  assert.equal(refused.status, 409, JSON.stringify(problem));
-  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
-  assert.deepEqual(await namedBy(baseId), { users: [job.id], baseLive: true });
-  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  assert.deepEqual(await namedBy(baseId), { users: [jobId], baseLive: true });
+  await req(fx.app, "POST", `/v1/jobs/${jobId}/cancel`, { key: fx.keyA });
 });
 
 Deno.test("deletes and submits sent together never leave a job naming a deleted base", async () => {
   const bases: string[] = [];
   for (let i = 0; i < 6; i++) bases.push(await finishedBase()); // one claim at a time
   const outcomes = await Promise.all(bases.map(async (baseId) => {
-    const [submitted, deleted] = await Promise.all([
-      req(fx.app, "POST", "/v1/jobs", {
-        key: fx.keyA,
-        json: { env: { id: "sokoban" }, model: { base: `job:${baseId}` } },
-      }),
-      req(fx.app, "DELETE", `/v1/jobs/${baseId}`, { key: fx.keyA }),
-    ]);
+    const [submitted, deleted] = await sentTogether(fx, {
+      submit: continuing(baseId),
+      deletePath: `/v1/jobs/${baseId}`,
+    });
     await submitted.body?.cancel();
     await deleted.body?.cancel();
     return { baseId, submit: submitted.status, del: deleted.status, ...await namedBy(baseId) };
@@ -143,75 +107,45 @@ Deno.test("deletes and submits sent together never leave a job naming a deleted 
 
 Deno.test("a delete of a job two links up a submit's chain that lands between its checks and its insert leaves the submit a 422 naming that job", async () => {
   const { root, middle } = await finishedChain();
-  let deleted: number | undefined;
-  const app = createApp({
-    db: fx.db,
-    store: fx.store,
-    authCacheMs: 0,
-    checkSpec: async (spec) => {
-      if (spec.model.base !== `job:${middle}`) return;
-      deleted = (await req(fx.app, "DELETE", `/v1/jobs/${root}`, { key: fx.keyA })).status;
+  await deleteInSubmitWindow(fx, {
+    submit: continuing(middle),
+    deletePath: `/v1/jobs/${root}`,
+    deleteFinds: "the delete found no user yet (the middle job is final)",
+    refused: {
+      code: "unknown_job",
+      detail:
+        `Cannot queue the job as each link of model.base's job: chain must be this tenant's: job:${root}, the base of job:${middle}, is deleted or being deleted`,
     },
   });
-  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: continuing(middle) });
-  assert.equal(deleted, 204, "the delete found no user yet (the middle job is final)");
-  const body = await res.json();
-  assert.equal(res.status, 422, JSON.stringify(body));
-  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
-    ["model.base", "unknown_job"],
-  ]);
-  assert.equal(
-    body.detail,
-    `Cannot queue the job as each link of model.base's job: chain must be this tenant's: job:${root}, the base of job:${middle}, is deleted or being deleted`,
-  );
   assert.deepEqual(await namedBy(middle), { users: [], baseLive: true });
   assert.deepEqual(await namedBy(root), { users: [middle], baseLive: false });
 });
 
 Deno.test("a submit that locks its chain first makes a delete of the job two links up wait and then refuse with 409 naming the new job", async () => {
   const { root, middle } = await finishedChain();
-  let submit: Promise<Response> | undefined;
-  let del: Promise<Response> | undefined;
   // A third transaction holds the root's row, so both requests queue behind it in a known order:
   // the submit (holding the middle job's row) first, then the delete.
-  await fx.db.transaction(async (tx) => {
-    await tx.query(`select 1 from jobs where id = $1::uuid for update`, [root]);
-    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", {
-      key: fx.keyA,
-      json: continuing(middle),
-    }));
-    let submitEnded = false;
-    submit.finally(() => submitEnded = true);
-    await until("the submit waiting for the root job's row", async () => {
-      assert.equal(submitEnded, false, "the submit must wait for the root job's row lock");
-      return await waitingOn(fx.db, "for share") === 1;
-    });
-    del = Promise.resolve(req(fx.app, "DELETE", `/v1/jobs/${root}`, { key: fx.keyA }));
-    await until(
-      "the delete waiting for the root job's row",
-      async () => await waitingOn(fx.db, "for update") === 1,
-    );
+  const jobId = await submitLocksFirst(fx, {
+    submit: continuing(middle),
+    deletePath: `/v1/jobs/${root}`,
+    held: { table: "jobs", id: root },
+    heldName: "the root job's row",
+    submitWaitsOn: "for share",
+    deleteWaitsOn: "for update",
   });
-  const submitted = await submit!;
-  const job = await submitted.json();
-  assert.equal(submitted.status, 201, JSON.stringify(job));
-  const refused = await del!;
-  const problem = await refused.json();
-  assert.equal(refused.status, 409, JSON.stringify(problem));
-  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
-  assert.deepEqual(await namedBy(middle), { users: [job.id], baseLive: true });
+  assert.deepEqual(await namedBy(middle), { users: [jobId], baseLive: true });
   assert.deepEqual(await namedBy(root), { users: [middle], baseLive: true });
-  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  await req(fx.app, "POST", `/v1/jobs/${jobId}/cancel`, { key: fx.keyA });
 });
 
 Deno.test("deletes of a chain's root and submits on its middle job sent together never leave a queued job whose chain holds a deleted job", async () => {
   const chains: { root: string; middle: string }[] = [];
   for (let i = 0; i < 6; i++) chains.push(await finishedChain()); // one claim at a time
   const outcomes = await Promise.all(chains.map(async ({ root, middle }) => {
-    const [submitted, deleted] = await Promise.all([
-      req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: continuing(middle) }),
-      req(fx.app, "DELETE", `/v1/jobs/${root}`, { key: fx.keyA }),
-    ]);
+    const [submitted, deleted] = await sentTogether(fx, {
+      submit: continuing(middle),
+      deletePath: `/v1/jobs/${root}`,
+    });
     await deleted.body?.cancel();
     const body = await submitted.json();
     return {

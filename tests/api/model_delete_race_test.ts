@@ -7,9 +7,9 @@
  * queued job whose chain ends at a deleted model.
  */
 import assert from "node:assert/strict";
-import { createApp } from "../../api/app.ts";
 import { commitModel, fenceOf, succeedJob } from "../../jobs/mod.ts";
-import { req, runningJob, startApiFixture, until, waitingOn } from "./_fixture.ts";
+import { deleteInSubmitWindow, sentTogether, submitLocksFirst } from "./_delete_race.ts";
+import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
@@ -43,6 +43,19 @@ async function namedBy(modelId: string) {
   return { users: users.map((u) => String(u.id)), modelLive: rows.length === 1 };
 }
 
+/**
+ * The model's row held by a third transaction, and the statements that wait for it: the submit's
+ * FOR SHARE of `models where id`, the delete's FOR UPDATE of `models where tenant_id`.
+ */
+function modelRowHeld(modelId: string) {
+  return {
+    held: { table: "models", id: modelId },
+    heldName: "the model's row",
+    submitWaitsOn: "from models where id",
+    deleteWaitsOn: "from models where tenant_id",
+  } as const;
+}
+
 /** The submit body of a job training from the model. */
 function onModel(modelId: string) {
   return { env: { id: "sokoban" }, model: { base: `model:${modelId}` } };
@@ -50,74 +63,41 @@ function onModel(modelId: string) {
 
 Deno.test("a model delete that lands between a submit's checks and its insert leaves the submit a 422 at model.base and no job naming the deleted model", async () => {
   const modelId = await uploadedModel();
-  let deleted: number | undefined;
   // The submit route's last check before the insert: the delete runs there, in the window.
-  const app = createApp({
-    db: fx.db,
-    store: fx.store,
-    authCacheMs: 0,
-    checkSpec: async (spec) => {
-      if (spec.model.base !== `model:${modelId}`) return;
-      deleted = (await req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA })).status;
+  await deleteInSubmitWindow(fx, {
+    submit: onModel(modelId),
+    deletePath: `/v1/models/${modelId}`,
+    deleteFinds: "the delete found no user yet",
+    refused: {
+      code: "unknown_model",
+      detail:
+        `Cannot queue the job as model.base must name a model of this tenant: model:${modelId} is deleted`,
     },
   });
-  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: onModel(modelId) });
-  assert.equal(deleted, 204, "the delete found no user yet");
-  const body = await res.json();
-  assert.equal(res.status, 422, JSON.stringify(body));
-  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
-    ["model.base", "unknown_model"],
-  ]);
-  assert.equal(
-    body.detail,
-    `Cannot queue the job as model.base must name a model of this tenant: model:${modelId} is deleted`,
-  );
   assert.deepEqual(await namedBy(modelId), { users: [], modelLive: false });
 });
 
 Deno.test("a submit that takes the model's lock first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
   const modelId = await uploadedModel();
-  let submit: Promise<Response> | undefined;
-  let del: Promise<Response> | undefined;
   // A third transaction holds the model's row, so both requests queue behind it in a known
   // order: the submit first, then the delete.
-  await fx.db.transaction(async (tx) => {
-    await tx.query(`select 1 from models where id = $1::uuid for update`, [modelId]);
-    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", {
-      key: fx.keyA,
-      json: onModel(modelId),
-    }));
-    let submitEnded = false;
-    submit.finally(() => submitEnded = true);
-    await until("the submit waiting for the model's row", async () => {
-      assert.equal(submitEnded, false, "the submit must wait for the model's row lock");
-      return await waitingOn(fx.db, "from models where id") === 1;
-    });
-    del = Promise.resolve(req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }));
-    await until(
-      "the delete waiting for the model's row",
-      async () => await waitingOn(fx.db, "from models where tenant_id") === 1,
-    );
+  const jobId = await submitLocksFirst(fx, {
+    submit: onModel(modelId),
+    deletePath: `/v1/models/${modelId}`,
+    ...modelRowHeld(modelId),
   });
-  const submitted = await submit!;
-  const job = await submitted.json();
-  assert.equal(submitted.status, 201, JSON.stringify(job));
-  const refused = await del!;
-  const problem = await refused.json();
-  assert.equal(refused.status, 409, JSON.stringify(problem));
-  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
-  assert.deepEqual(await namedBy(modelId), { users: [job.id], modelLive: true });
-  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  assert.deepEqual(await namedBy(modelId), { users: [jobId], modelLive: true });
+  await req(fx.app, "POST", `/v1/jobs/${jobId}/cancel`, { key: fx.keyA });
 });
 
 Deno.test("model deletes and submits sent together never leave a job naming a deleted model", async () => {
   const models: string[] = [];
   for (let i = 0; i < 6; i++) models.push(await uploadedModel());
   const outcomes = await Promise.all(models.map(async (modelId) => {
-    const [submitted, deleted] = await Promise.all([
-      req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: onModel(modelId) }),
-      req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }),
-    ]);
+    const [submitted, deleted] = await sentTogether(fx, {
+      submit: onModel(modelId),
+      deletePath: `/v1/models/${modelId}`,
+    });
     await submitted.body?.cancel();
     await deleted.body?.cancel();
     return { modelId, submit: submitted.status, del: deleted.status, ...await namedBy(modelId) };
@@ -160,27 +140,16 @@ Deno.test("a model delete that lands between the checks and the insert of a subm
   // model:M ← job first ← job second: a submit on job:second uses the model two links up.
   const first = await finishedOn(`model:${modelId}`);
   const second = await finishedOn(`job:${first}`);
-  let deleted: number | undefined;
-  const app = createApp({
-    db: fx.db,
-    store: fx.store,
-    authCacheMs: 0,
-    checkSpec: async (spec) => {
-      if (spec.model.base !== `job:${second}`) return;
-      deleted = (await req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA })).status;
+  await deleteInSubmitWindow(fx, {
+    submit: onJob(second),
+    deletePath: `/v1/models/${modelId}`,
+    deleteFinds: "the delete found no user yet (the chain's jobs are final)",
+    refused: {
+      code: "unknown_model",
+      detail:
+        `Cannot queue the job as each link of model.base's job: chain must be this tenant's: model:${modelId}, the base of job:${first}, is deleted`,
     },
   });
-  const res = await req(app, "POST", "/v1/jobs", { key: fx.keyA, json: onJob(second) });
-  assert.equal(deleted, 204, "the delete found no user yet (the chain's jobs are final)");
-  const body = await res.json();
-  assert.equal(res.status, 422, JSON.stringify(body));
-  assert.deepEqual(body.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
-    ["model.base", "unknown_model"],
-  ]);
-  assert.equal(
-    body.detail,
-    `Cannot queue the job as each link of model.base's job: chain must be this tenant's: model:${modelId}, the base of job:${first}, is deleted`,
-  );
   assert.deepEqual(await continuing(second), []);
   assert.deepEqual(await namedBy(modelId), { users: [first], modelLive: false });
 });
@@ -188,33 +157,14 @@ Deno.test("a model delete that lands between the checks and the insert of a subm
 Deno.test("a submit on a job chain ending at the model that locks the model first makes a concurrent delete wait and then refuse with 409 naming the new job", async () => {
   const modelId = await uploadedModel();
   const first = await finishedOn(`model:${modelId}`);
-  let submit: Promise<Response> | undefined;
-  let del: Promise<Response> | undefined;
-  await fx.db.transaction(async (tx) => {
-    await tx.query(`select 1 from models where id = $1::uuid for update`, [modelId]);
-    submit = Promise.resolve(req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: onJob(first) }));
-    let submitEnded = false;
-    submit.finally(() => submitEnded = true);
-    await until("the submit waiting for the model's row", async () => {
-      assert.equal(submitEnded, false, "the submit must wait for the model's row lock");
-      return await waitingOn(fx.db, "from models where id") === 1;
-    });
-    del = Promise.resolve(req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }));
-    await until(
-      "the delete waiting for the model's row",
-      async () => await waitingOn(fx.db, "from models where tenant_id") === 1,
-    );
+  const jobId = await submitLocksFirst(fx, {
+    submit: onJob(first),
+    deletePath: `/v1/models/${modelId}`,
+    ...modelRowHeld(modelId),
   });
-  const submitted = await submit!;
-  const job = await submitted.json();
-  assert.equal(submitted.status, 201, JSON.stringify(job));
-  const refused = await del!;
-  const problem = await refused.json();
-  assert.equal(refused.status, 409, JSON.stringify(problem));
-  assert.match(problem.detail, new RegExp(`job ${job.id} uses it as model\\.base`));
-  assert.deepEqual(await continuing(first), [job.id]);
+  assert.deepEqual(await continuing(first), [jobId]);
   assert.deepEqual(await namedBy(modelId), { users: [first], modelLive: true });
-  await req(fx.app, "POST", `/v1/jobs/${job.id}/cancel`, { key: fx.keyA });
+  await req(fx.app, "POST", `/v1/jobs/${jobId}/cancel`, { key: fx.keyA });
 });
 
 Deno.test("model deletes and submits on job chains ending at them sent together never leave a queued job whose chain ends at a deleted model", async () => {
@@ -224,10 +174,10 @@ Deno.test("model deletes and submits on job chains ending at them sent together 
     chains.push({ modelId, first: await finishedOn(`model:${modelId}`) }); // one claim at a time
   }
   const outcomes = await Promise.all(chains.map(async ({ modelId, first }) => {
-    const [submitted, deleted] = await Promise.all([
-      req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: onJob(first) }),
-      req(fx.app, "DELETE", `/v1/models/${modelId}`, { key: fx.keyA }),
-    ]);
+    const [submitted, deleted] = await sentTogether(fx, {
+      submit: onJob(first),
+      deletePath: `/v1/models/${modelId}`,
+    });
     await deleted.body?.cancel();
     const body = await submitted.json();
     return {
