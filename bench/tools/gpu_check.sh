@@ -24,7 +24,7 @@ USAGE="Usage: bash bench/tools/gpu_check.sh   (no arguments; settings by environ
 # shellcheck source=bench/tools/_no_args.sh
 source "$(dirname "$0")/_no_args.sh"
 no_args "$USAGE" bench/tools/gpu_check.sh "$@"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.." # the repository root
 export PATH="$PATH:/usr/sbin:/sbin" # ldconfig
 OUT=${OUT:-$PWD/.bench-out/gpu}
 BUDGET_S=${GPU_CHECK_BUDGET_S:-540}
