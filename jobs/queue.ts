@@ -52,7 +52,7 @@ const SQL = {
       insert into jobs (tenant_id, method, spec, priority, device, max_attempts, name, metadata,
         metadata_keys, submitted_spec)
       values ($1::uuid, $2::text, $3::jsonb, $4::int, $5::text, $6::int, $7::text, $8::jsonb,
-        array(select jsonb_array_elements_text($9::jsonb)), $10::jsonb)
+        array(select jsonb_array_elements_text($9::jsonb)), $10::json)
       returning *),
     ${STATUS_EVENT},
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))

@@ -13,6 +13,7 @@ import {
   check,
   index,
   integer,
+  json,
   jsonb,
   pgEnum,
   pgTable,
@@ -102,9 +103,11 @@ export const jobs = pgTable("jobs", {
    * The JobSpec fields as the client posted them to `POST /v1/jobs` (after JSON parsing and
    * validation, before defaults are filled in; jobs/spec.ts `submittedFields`), so a copy of the
    * job can fill its dependent defaults afresh. Null for jobs queued by the service itself (bench,
-   * tests) and for jobs submitted before it existed.
+   * tests) and for jobs submitted before it existed. `json`, not `jsonb`: json keeps the text as
+   * written, so the keys come back in the posted order (jsonb sorts them shorter first), and
+   * nothing queries inside it.
    */
-  submittedSpec: jsonb("submitted_spec").$type<Record<string, unknown>>(),
+  submittedSpec: json("submitted_spec").$type<Record<string, unknown>>(),
   /** Larger is claimed sooner; ties by `queued_at`. */
   priority: integer("priority").notNull().default(0),
   device: text("device").notNull().default("cpu"),
@@ -163,7 +166,7 @@ export const jobs = pgTable("jobs", {
   check("jobs_metadata_object", sql`jsonb_typeof(${t.metadata}) = 'object'`),
   check(
     "jobs_submitted_spec_object",
-    sql`${t.submittedSpec} is null or jsonb_typeof(${t.submittedSpec}) = 'object'`,
+    sql`${t.submittedSpec} is null or json_typeof(${t.submittedSpec}) = 'object'`,
   ),
   check(
     "jobs_deleting_is_final",

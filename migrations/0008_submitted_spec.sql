@@ -1,2 +1,2 @@
-ALTER TABLE "jobs" ADD COLUMN "submitted_spec" jsonb;--> statement-breakpoint
-ALTER TABLE "jobs" ADD CONSTRAINT "jobs_submitted_spec_object" CHECK ("jobs"."submitted_spec" is null or jsonb_typeof("jobs"."submitted_spec") = 'object');
+ALTER TABLE "jobs" ADD COLUMN "submitted_spec" json;--> statement-breakpoint
+ALTER TABLE "jobs" ADD CONSTRAINT "jobs_submitted_spec_object" CHECK ("jobs"."submitted_spec" is null or json_typeof("jobs"."submitted_spec") = 'object');

@@ -7,7 +7,13 @@ import { num, tickLabels } from "../../api/dashboard/static/format.js";
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
-import { copyBody, labelsOf, metadataFilter, resultText } from "../../api/dashboard/static/jobs.js";
+import {
+  copyBody,
+  labelsOf,
+  metadataFilter,
+  resultText,
+  runText,
+} from "../../api/dashboard/static/jobs.js";
 
 Deno.test("numbers keep their significant digits below 1 and never print -0", () => {
   assert.equal(num(-0.00035), "-0.00035");
@@ -131,4 +137,15 @@ Deno.test("the metadata filter reads key=value, splitting at the first =", () =>
     assert.ok(e instanceof Error, bad);
     assert.match(e.message, new RegExp(`must read key=value: current value is ${bad}$`));
   }
+});
+
+Deno.test("a job's run counts from 1, where the API's attempt counts from 0", () => {
+  const started = "2026-12-07T12:00:00Z";
+  assert.equal(runText({ attempt: 0, max_attempts: 3, started_at: started }), "1 of at most 3");
+  // Requeued twice by the reaper: the last run it may have.
+  assert.equal(runText({ attempt: 2, max_attempts: 3, started_at: started }), "3 of at most 3");
+  assert.equal(
+    runText({ attempt: 0, max_attempts: 3, started_at: null }),
+    "not started (at most 3 runs)",
+  );
 });

@@ -326,6 +326,12 @@ Deno.test({
         assert.equal((await points("analyzer"))["parse rate"], 2);
         assert.equal((await points("phases")).rollout, count("seconds_rollout"));
         await shot("job");
+        // It ran once: attempt 0 in the API.
+        const run = await page.$eval(
+          "#job-header dl.facts dt:text-is('run') + dd",
+          (dd) => dd.textContent,
+        );
+        assert.equal(run, "1 of at most 3");
         for (const chart of ["success", "reward", "losses", "teacher-gap", "phases"]) {
           assert.ok(await seriesPixels(page, chart) > 20, `${chart}: the series are drawn`);
         }
@@ -681,6 +687,7 @@ Deno.test({
         assert.equal(facts.name, NAME);
         assert.equal(facts["metadata team"], "rl");
         assert.equal(facts["metadata run"], "7");
+        assert.equal(facts.run, "not started (at most 3 runs)");
         // Queued: it can be cancelled, not deleted.
         assert.equal(await page.locator("#delete-job").count(), 0);
         assert.equal(await page.locator("#cancel-job").count(), 1);

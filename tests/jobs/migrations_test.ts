@@ -64,7 +64,7 @@ Deno.test("0008_submitted_spec applies on a database with jobs: theirs stay as t
     const { job } = await submitJob(db, { tenantId, spec, submittedSpec: submitted });
     assert.deepEqual((await getJob(db, { tenantId, jobId: job.id }))?.submittedSpec, submitted);
     await assert.rejects(
-      db.query(`update jobs set submitted_spec = '[1]'::jsonb where id = $1::uuid`, [jobId]),
+      db.query(`update jobs set submitted_spec = '[1]'::json where id = $1::uuid`, [jobId]),
       /jobs_submitted_spec_object/,
     );
   } finally {

@@ -4,7 +4,8 @@
  * (`S3_*`, else the embedded server) as every other process does, and serves app.ts on
  * `SERVE_HOST:SERVE_PORT`. SIGINT/SIGTERM stop accepting requests, finish the ones in flight and
  * close both. It runs beside the job API and the workers and is never imported by `api/`. A bad
- * variable stops it at start with one log line naming the variable and its value (exit 1).
+ * variable stops it at start with one log line naming the variable, its allowed values and its
+ * value (exit 1); an empty variable counts as unset (its default).
  *
  * | variable                   | default     | meaning                                               |
  * | -------------------------- | ----------- | ----------------------------------------------------- |
@@ -37,33 +38,45 @@ import {
   NamedModels,
 } from "./lora_admin.ts";
 
+/**
+ * A whole-number setting from `min` to `max` (decimal digits only: `1.5`, `1e3`, `0x10` and `-1`
+ * are refused, where `Number` would read some of them). Every way to break it gives the same
+ * issue message, the rule that `serveConfigErrorMessage` puts after "must be".
+ */
+function wholeNumber(min: number, max: number, fallback: number) {
+  const rule = `a whole number from ${min} to ${max}`;
+  return z.string().regex(/^[0-9]+$/, { error: rule }).transform(Number)
+    .pipe(z.number().min(min, { error: rule }).max(max, { error: rule })).default(fallback);
+}
+
+const PROVIDERS_RULE = `a comma-separated list of ${EXECUTION_PROVIDERS.join(", ")}`;
+
 const EnvSchema = z.object({
-  SERVE_HOST: z.string().min(1).default("127.0.0.1"),
-  SERVE_PORT: z.coerce.number().int().min(0).max(65535).default(8788),
-  SERVE_MAX_BATCH: z.coerce.number().int().min(1).max(1024).default(32),
-  SERVE_MAX_QUEUE: z.coerce.number().int().min(0).max(100_000).default(64),
-  SERVE_MAX_MODELS: z.coerce.number().int().min(1).max(256).default(4),
-  SERVE_MAX_NAMED_MODELS: z.coerce.number().int().min(1).max(256).default(
-    DEFAULT_MAX_NAMED_MODELS,
-  ),
-  SERVE_MAX_REGISTERED_NAMES: z.coerce.number().int().min(1).max(100_000).default(
-    DEFAULT_MAX_REGISTERED_NAMES,
-  ),
-  SERVE_PREFIX_CACHE_MB: z.coerce.number().int().min(0).max(65_536).default(
-    PREFIX_CACHE_BYTES / 2 ** 20,
-  ),
-  SERVE_THREADS: z.coerce.number().int().min(1).max(256).default(2),
-  SERVE_DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).max(1_000_000).default(256),
-  SERVE_EXECUTION_PROVIDERS: z.string().default("cpu").transform((s) => s.split(",")).pipe(
-    z.array(z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]])).min(1),
-  ),
+  SERVE_HOST: z.string({ error: "a host name or address" }).min(1).default("127.0.0.1"),
+  SERVE_PORT: wholeNumber(0, 65535, 8788),
+  SERVE_MAX_BATCH: wholeNumber(1, 1024, 32),
+  SERVE_MAX_QUEUE: wholeNumber(0, 100_000, 64),
+  SERVE_MAX_MODELS: wholeNumber(1, 256, 4),
+  SERVE_MAX_NAMED_MODELS: wholeNumber(1, 256, DEFAULT_MAX_NAMED_MODELS),
+  SERVE_MAX_REGISTERED_NAMES: wholeNumber(1, 100_000, DEFAULT_MAX_REGISTERED_NAMES),
+  SERVE_PREFIX_CACHE_MB: wholeNumber(0, 65_536, PREFIX_CACHE_BYTES / 2 ** 20),
+  SERVE_THREADS: wholeNumber(1, 256, 2),
+  SERVE_DEFAULT_MAX_TOKENS: wholeNumber(1, 1_000_000, 256),
+  SERVE_EXECUTION_PROVIDERS: z.string().default("cpu")
+    .transform((s) => s.split(",").map((p) => p.trim())).pipe(
+      z.array(
+        z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]], {
+          error: PROVIDERS_RULE,
+        }),
+      ).min(1, { error: PROVIDERS_RULE }),
+    ),
 }).superRefine((c, ctx) => {
   // below it, a server used by one tenant could never fill its loaded slots
   if (c.SERVE_MAX_REGISTERED_NAMES < c.SERVE_MAX_NAMED_MODELS) {
     ctx.addIssue({
       code: "custom",
       path: ["SERVE_MAX_REGISTERED_NAMES"],
-      message: `must be at least SERVE_MAX_NAMED_MODELS (${c.SERVE_MAX_NAMED_MODELS})`,
+      message: `a whole number from SERVE_MAX_NAMED_MODELS (${c.SERVE_MAX_NAMED_MODELS}) to 100000`,
     });
   }
 });
@@ -72,8 +85,11 @@ const EnvSchema = z.object({
 export type ServeConfig = z.infer<typeof EnvSchema>;
 
 /**
- * Reads the settings from the environment.
- * @throws z.ZodError naming the variable when a value is invalid.
+ * Reads the settings from the environment. An empty value (`SERVE_PREFIX_CACHE_MB=`) counts as
+ * unset, so the variable takes its default, as the worker's variables do.
+ * @throws z.ZodError with one issue per invalid variable: its path is the variable's name, its
+ *   message the rule the value breaks ("a whole number from 0 to 65536"); see
+ *   {@link serveConfigErrorMessage}.
  */
 export function serveConfigFromEnv(
   env: Record<string, string | undefined> = Deno.env.toObject(),
@@ -83,20 +99,23 @@ export function serveConfigFromEnv(
 }
 
 /**
- * One line saying which variable of `env` is invalid, its value and why, for a settings error of
- * {@link serveConfigFromEnv}.
+ * One line for a settings error of {@link serveConfigFromEnv}: "Cannot start the server as
+ * SERVE_X must be <rule>: current value is "<value>"", then "; SERVE_Y must be …" for each other
+ * invalid variable (each named once).
  */
 export function serveConfigErrorMessage(
   e: z.ZodError,
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): string {
-  const why = e.issues.map((issue) => {
+  const rules = new Map<string, string>();
+  for (const issue of e.issues) {
     const name = String(issue.path[0]);
-    return `${name}: ${issue.message.replace(/^Invalid input: /, "")} (current value ${
-      JSON.stringify(env[name])
-    })`;
-  });
-  return `Cannot start the server as its settings must be valid: ${why.join("; ")}`;
+    if (!rules.has(name)) rules.set(name, issue.message);
+  }
+  const why = [...rules].map(([name, rule]) =>
+    `${name} must be ${rule}: current value is ${JSON.stringify(env[name])}`
+  );
+  return `Cannot start the server as ${why.join("; ")}`;
 }
 
 /** What {@link startServer} started. */

@@ -17,7 +17,15 @@ import {
   successHalfWidth,
   time,
 } from "./format.js";
-import { cancel, copyBody, labelsOf, progressBar, progressText, statusBadge } from "./jobs.js";
+import {
+  cancel,
+  copyBody,
+  labelsOf,
+  progressBar,
+  progressText,
+  runText,
+  statusBadge,
+} from "./jobs.js";
 import { specEditor } from "./submit.js";
 
 /**
@@ -127,7 +135,7 @@ export async function jobView(root, { id, signal }) {
           ["method", job.method],
           ["environment", String(job.spec?.env?.id ?? "")],
           ["model", String(job.spec?.model?.base ?? "")],
-          ["attempt", `${job.attempt} (at most ${job.max_attempts} runs)`],
+          ["run", runText(job)],
           ["created", time(job.created_at)],
           ["started", time(job.started_at)],
           ["finished", time(job.finished_at)],

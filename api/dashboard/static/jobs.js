@@ -46,6 +46,17 @@ export function progressText(job) {
 }
 
 /**
+ * Which run of its allowed runs a job is on: `1 of at most 3`. The API's `attempt` counts from 0
+ * and grows by one each time the reaper requeues the job after its worker was lost; the job fails
+ * once `max_attempts` runs are used (jobs/README.md). A job no worker has started yet says so.
+ * @param {{attempt: number, max_attempts: number, started_at: string | null}} job
+ */
+export function runText(job) {
+  if (job.started_at === null) return `not started (at most ${job.max_attempts} runs)`;
+  return `${job.attempt + 1} of at most ${job.max_attempts}`;
+}
+
+/**
  * A progress bar element (share of steps done).
  * @param {any} job
  */

@@ -48,10 +48,75 @@ Deno.test("a setting below another's bound is refused in one line naming both an
     assert.ok(e instanceof z.ZodError);
     assert.equal(
       serveConfigErrorMessage(e, env),
-      'Cannot start the server as its settings must be valid: SERVE_MAX_REGISTERED_NAMES: must be at least SERVE_MAX_NAMED_MODELS (16) (current value "12")',
+      'Cannot start the server as SERVE_MAX_REGISTERED_NAMES must be a whole number from SERVE_MAX_NAMED_MODELS (16) to 100000: current value is "12"',
     );
     return true;
   });
+});
+
+Deno.test("each bad serve setting reads 'Cannot start the server as <variable> must be <rule>: current value is <value>'", () => {
+  const message = (env: Record<string, string>) => {
+    try {
+      serveConfigFromEnv(env);
+    } catch (e) {
+      assert.ok(e instanceof z.ZodError);
+      return serveConfigErrorMessage(e, env);
+    }
+    assert.fail(`${JSON.stringify(env)} was accepted`);
+  };
+  assert.equal(
+    message({ SERVE_MAX_REGISTERED_NAMES: "abc" }),
+    'Cannot start the server as SERVE_MAX_REGISTERED_NAMES must be a whole number from 1 to 100000: current value is "abc"',
+  );
+  assert.equal(
+    message({ SERVE_PREFIX_CACHE_MB: "1.5" }),
+    'Cannot start the server as SERVE_PREFIX_CACHE_MB must be a whole number from 0 to 65536: current value is "1.5"',
+  );
+  // Only decimal digits: what Number() would read as 0 or 1000 is refused, not taken.
+  for (const value of [" ", "1e3", "0x10", "-1", "65537"]) {
+    assert.equal(
+      message({ SERVE_PREFIX_CACHE_MB: value }),
+      `Cannot start the server as SERVE_PREFIX_CACHE_MB must be a whole number from 0 to 65536: current value is ${
+        JSON.stringify(value)
+      }`,
+    );
+  }
+  const ranges: Record<string, string> = {
+    SERVE_PORT: "0 to 65535",
+    SERVE_MAX_BATCH: "1 to 1024",
+    SERVE_MAX_QUEUE: "0 to 100000",
+    SERVE_MAX_MODELS: "1 to 256",
+    SERVE_MAX_NAMED_MODELS: "1 to 256",
+    SERVE_THREADS: "1 to 256",
+    SERVE_DEFAULT_MAX_TOKENS: "1 to 1000000",
+  };
+  for (const [name, range] of Object.entries(ranges)) {
+    assert.equal(
+      message({ [name]: "2.5" }),
+      `Cannot start the server as ${name} must be a whole number from ${range}: current value is "2.5"`,
+    );
+  }
+  assert.equal(
+    message({ SERVE_EXECUTION_PROVIDERS: "cuda,gpu" }),
+    'Cannot start the server as SERVE_EXECUTION_PROVIDERS must be a comma-separated list of cuda, webgpu, cpu: current value is "cuda,gpu"',
+  );
+  // Two bad variables: both named, in one line.
+  assert.equal(
+    message({ SERVE_PORT: "http", SERVE_THREADS: "0" }),
+    'Cannot start the server as SERVE_PORT must be a whole number from 0 to 65535: current value is "http"; SERVE_THREADS must be a whole number from 1 to 256: current value is "0"',
+  );
+});
+
+Deno.test("an empty serve setting takes its default, so SERVE_PREFIX_CACHE_MB= keeps 256 MiB, not 0", () => {
+  const defaults = serveConfigFromEnv({});
+  assert.equal(serveConfigFromEnv({ SERVE_PREFIX_CACHE_MB: "" }).SERVE_PREFIX_CACHE_MB, 256);
+  const names = Object.keys(defaults);
+  assert.deepEqual(serveConfigFromEnv(Object.fromEntries(names.map((n) => [n, ""]))), defaults);
+  // A list with spaces after its commas reads as without.
+  assert.deepEqual(
+    serveConfigFromEnv({ SERVE_EXECUTION_PROVIDERS: "cuda, cpu" }).SERVE_EXECUTION_PROVIDERS,
+    ["cuda", "cpu"],
+  );
 });
 
 Deno.test("deno task serve with a bad setting exits 1 with one log line naming the variable and its value", async () => {
@@ -70,6 +135,6 @@ Deno.test("deno task serve with a bad setting exits 1 with one log line naming t
   assert.equal(line.level, "error");
   assert.equal(
     line.error,
-    'Cannot start the server as its settings must be valid: SERVE_MAX_NAMED_MODELS: Too small: expected number to be >=1 (current value "0")',
+    'Cannot start the server as SERVE_MAX_NAMED_MODELS must be a whole number from 1 to 256: current value is "0"',
   );
 });
