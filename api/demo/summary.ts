@@ -404,7 +404,7 @@ export function renderSummary(input: SummaryInput): string {
     );
   }
   lines.push(
-    `  # chat with the trained checkpoint (OpenAI-compatible, model job:${job.id}; workers/serve/README.md, "Models it serves"):`,
+    `  # chat with the trained checkpoint (OpenAI-compatible, model job:${job.id}; workers/serve/README.md, "Running the server"):`,
     `  SEED_DATA_DIR=${sh(input.dataDir)} npx -y deno@2.9.6 task serve`,
   );
   lines.push(
