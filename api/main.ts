@@ -5,7 +5,10 @@
  * SIGTERM stop accepting requests, finish the ones in flight (for at most
  * {@link SHUTDOWN_GRACE_MS}: an event stream never finishes by itself, its client reconnects with
  * `Last-Event-ID`) and close both. A second signal more than `SAME_PRESS_MS` after the first
- * exits at once; signals within it are one Ctrl-C delivered twice (jobs/stop_signals.ts).
+ * exits at once; signals within it are one Ctrl-C delivered twice (jobs/stop_signals.ts). With
+ * `SEED_EXIT_WITH_PARENT=1` (set by `deno task demo` for its children) the end of stdin, a pipe
+ * from the parent, stops it as the first signal does: it ends with its parent, even a parent
+ * killed with SIGKILL (jobs/exit_with_parent.ts).
  *
  * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
  * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
@@ -16,6 +19,7 @@ import {
   type Database,
   DEFAULT_SWEEP_GRACE_MS,
   DEFAULT_SWEEP_INTERVAL_MS,
+  exitWithParentFromEnv,
   onStopSignals,
   openDatabase,
   openStore,
@@ -125,25 +129,36 @@ export async function serveApi(
 if (import.meta.main) {
   const port = Number(Deno.env.get("PORT") ?? 8787);
   const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
-  const api = await serveApi({ hostname, port }).catch((e) => {
+  const cannotStart = (e: unknown): never => {
     // A bad setting (e.g. S3_BUCKET) or a dependency that refuses: one line, no stack trace.
     const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
     console.error(JSON.stringify({ level: "error", msg: "the api cannot start", error }));
     Deno.exit(1);
-  });
+  };
+  let exitWithParent = false;
+  try {
+    exitWithParent = exitWithParentFromEnv();
+  } catch (e) {
+    cannotStart(e);
+  }
+  const api = await serveApi({ hostname, port }).catch(cannotStart);
   console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
-  onStopSignals({
-    first: () => {
-      console.error(JSON.stringify({
-        level: "info",
-        msg: "stopping: finishing requests in flight",
-        graceMs: SHUTDOWN_GRACE_MS,
-      }));
-      api.stop().then(() => Deno.exit(0));
+  onStopSignals(
+    {
+      first: () => {
+        console.error(JSON.stringify({
+          level: "info",
+          msg: "stopping: finishing requests in flight",
+          graceMs: SHUTDOWN_GRACE_MS,
+        }));
+        api.stop().then(() => Deno.exit(0));
+      },
+      again: () => {
+        console.error(JSON.stringify({ level: "warn", msg: "second signal: exiting now" }));
+        Deno.exit(130);
+      },
     },
-    again: () => {
-      console.error(JSON.stringify({ level: "warn", msg: "second signal: exiting now" }));
-      Deno.exit(130);
-    },
-  });
+    undefined,
+    { exitWithParent },
+  );
 }

@@ -157,7 +157,13 @@ export {
 } from "./step_commit.ts";
 export { isTransient } from "./transient.ts";
 export { SSE_HEADERS } from "./sse_headers.ts";
-export { onStopSignals, SAME_PRESS_MS, type StopSignalHandlers } from "./stop_signals.ts";
+export {
+  onStopSignals,
+  SAME_PRESS_MS,
+  type StopSignalHandlers,
+  type StopSignalOptions,
+} from "./stop_signals.ts";
+export { EXIT_WITH_PARENT_VAR, exitWithParentFromEnv } from "./exit_with_parent.ts";
 export {
   deleteSecret,
   getSecretInfo,

@@ -16,11 +16,16 @@
  * `WORKER_DEVICE=gpu`) are more than `cpu` probes them once, before it opens anything, and runs
  * every job on the first that loads (workers/engine/README.md, "GPU workers"); when none loads it exits with the
  * reason of each.
+ *
+ * With `SEED_EXIT_WITH_PARENT=1` (set by `deno task demo` for its worker) the end of stdin, a pipe
+ * from the parent, drains it as the first signal does: it ends with its parent, even a parent
+ * killed with SIGKILL (jobs/exit_with_parent.ts).
  */
 import { z } from "zod";
 import {
   type ArtifactStore,
   type Database,
+  exitWithParentFromEnv,
   isTransient,
   onStopSignals,
   openDatabase,
@@ -63,8 +68,10 @@ export async function main(): Promise<never> {
     Deno.exit(1);
   };
   let config: WorkerConfig, executionProvider: ProviderChoice | undefined;
+  let exitWithParent = false;
   try {
     config = workerConfigFromEnv();
+    exitWithParent = exitWithParentFromEnv();
     executionProvider = await chooseProvider(config.executionProviders, config.device, log);
   } catch (e) {
     exitAfterStart(e);
@@ -73,13 +80,17 @@ export async function main(): Promise<never> {
   const starting = new AbortController();
   // Set once the database and store are open; a signal before that ends the wait instead.
   const started: { worker?: Worker } = {};
-  const removeSignals = onStopSignals({
-    first: () => started.worker ? started.worker.drain() : starting.abort(),
-    again: () => {
-      log.warn("second signal: exiting now");
-      Deno.exit(130);
+  const removeSignals = onStopSignals(
+    {
+      first: () => started.worker ? started.worker.drain() : starting.abort(),
+      again: () => {
+        log.warn("second signal: exiting now");
+        Deno.exit(130);
+      },
     },
-  });
+    undefined,
+    { exitWithParent },
+  );
   const waitFor = (what: string) => (error: unknown, attempt: number, delayMs: number) => {
     // The first failure and then one line about every 30 s (tries are at most 1 s apart).
     if (attempt === 1 || attempt % 30 === 0) {

@@ -4,8 +4,14 @@
  * after a grace period. Each runs in a process group (and session) of its own, so a Ctrl-C in
  * the demo's terminal reaches the demo alone, which then stops them in order (the worker first:
  * it is a client of the embedded database the API process serves).
+ *
+ * Each also ends when the demo ends by any means, SIGKILL included, which no handler of the demo
+ * sees: its stdin is a pipe whose write end only the demo holds (and never writes to), and
+ * `SEED_EXIT_WITH_PARENT=1` makes it stop gracefully, as on SIGTERM, when that pipe reaches end
+ * of file, which the kernel causes when the demo exits (jobs/exit_with_parent.ts).
  */
 import { fileURLToPath } from "node:url";
+import { EXIT_WITH_PARENT_VAR } from "../../jobs/exit_with_parent.ts";
 
 /** The repository root (the folder holding deno.json), as a path. */
 export const REPO_ROOT: string = fileURLToPath(new URL("../..", import.meta.url)).replace(
@@ -63,7 +69,11 @@ export interface SpawnOptions {
   onLine?: (line: string) => void;
 }
 
-/** Starts `deno run -A --config <repo>/deno.json ENTRY ARGS…` in the repository root. */
+/**
+ * Starts `deno run -A --config <repo>/deno.json ENTRY ARGS…` in the repository root, with
+ * `SEED_EXIT_WITH_PARENT=1` and stdin a pipe held open by this process, so the child stops when
+ * this process exits (the entry must honour the variable, as api/main.ts and workers/main.ts do).
+ */
 export async function spawnDeno(options: SpawnOptions): Promise<Child> {
   const log = await Deno.open(options.logPath, { create: true, append: true });
   const entry = options.entry.startsWith("/") ? options.entry : `${REPO_ROOT}/${options.entry}`;
@@ -78,8 +88,9 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
       ...(options.args ?? []),
     ],
     cwd: REPO_ROOT,
-    env: { ...options.env, NO_COLOR: "1" },
-    stdin: "null",
+    env: { ...options.env, NO_COLOR: "1", [EXIT_WITH_PARENT_VAR]: "1" },
+    // Never written to: its end of file, when this process exits, tells the child to stop.
+    stdin: "piped",
     stdout: "piped",
     stderr: "piped",
     // setsid: the terminal's Ctrl-C (sent to its foreground process group) does not reach it.
@@ -102,6 +113,7 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
   };
   const pumps = Promise.all([pump(process.stdout), pump(process.stderr)]);
   const exited = process.status.then(async (s) => {
+    await process.stdin.close().catch(() => {});
     await pumps.catch(() => {});
     log.close();
     return s.code;

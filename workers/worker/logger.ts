@@ -23,7 +23,17 @@ export interface Logger {
 export type LogSink = (line: string) => void;
 
 const encoder = new TextEncoder();
-const stderrSink: LogSink = (line) => Deno.stderr.writeSync(encoder.encode(line + "\n"));
+/**
+ * A line that cannot be written because the reader of stderr is gone (the parent that read a
+ * child's log was killed) is dropped: logging must not stop the process from stopping cleanly.
+ */
+const stderrSink: LogSink = (line) => {
+  try {
+    Deno.stderr.writeSync(encoder.encode(line + "\n"));
+  } catch (e) {
+    if (!(e instanceof Deno.errors.BrokenPipe)) throw e;
+  }
+};
 
 function levelFromEnv(): LogLevel {
   const v = (Deno.env.get("LOG_LEVEL") ?? "info").toLowerCase();
