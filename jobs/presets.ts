@@ -6,8 +6,8 @@
  *
  * A preset holds only what differs from the schema defaults (jobs/spec.ts), and every field it
  * sets is listed in {@link PRESET_FIELD_REASONS} with why it is per environment or per size; the
- * settings both presets share (RL optimizer, analyzer warm-up, analyzer prompt) are the schema
- * defaults, so `{"env":{"id":"sokoban"}}` trains with them. tests/jobs/presets_test.ts holds the
+ * settings the presets share (RL optimizer but for sokoban's lr, analyzer warm-up, analyzer prompt)
+ * are the schema defaults, so `{"env":{"id":"sokoban"}}` trains with them. tests/jobs/presets_test.ts holds the
  * presets to that. How the values were measured: bench/RESULTS.md.
  *
  * `household-hard` (bench:learn's env of that name) is the sparse-signal regime the paper is about:
@@ -39,6 +39,7 @@ export const DEMO_PRESETS: Record<string, JobSpecInput> = {
       history: 0,
     },
     rollout: { max_new_tokens: 8 },
+    optim: { lr: 1e-4 },
     seed: { analyzer_max_new_tokens: 96, analyzer_max_steps: 1 },
     warmup: {
       policy: {
@@ -114,6 +115,10 @@ export const PRESET_FIELD_REASONS: Readonly<Record<string, string>> = {
     "full-size advantages; with the authors' p = 0.1 every arm fell from 9.5% to 0–3% held-out " +
     "success in 8 updates (lr 3e-4, 1e-4 and 3e-5), with p = 0 GRPO rose to 16% (seed 21, " +
     "bench/RESULTS.md 2026-12-07)",
+  "optim.lr": "per environment and size: on the sokoban demo's warm-ups (seeds 11–13 at 1 and 2 " +
+    "threads) ten updates at the default lr 3e-4 lowered test_seen success on 4 of 5 (−19 to +3.5 " +
+    "points, GRPO alike); at 1e-4 they moved it −0.5 to +11 points and ended above the 3e-4 run " +
+    "on all five, on both splits (mean +8.7 / +10.4 points; bench/RESULTS.md 2026-12-07)",
   "seed.analyzer_max_new_tokens": "per environment: sokoban's reference analyses run to ~74 " +
     "tokens (household keeps the default 192: its analyses run to 184)",
   "seed.analyzer_max_steps": "per environment: sokoban's analyzer reads the last step (earlier " +
