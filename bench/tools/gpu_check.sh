@@ -19,7 +19,7 @@
 #   cpu.txt        bench:engine on the CPU (or the CPU test run when no GPU provider loaded)
 #   gpu_check.log  everything above in order
 set -uo pipefail
-USAGE="Usage: bash bench/tools/gpu_check.sh   (no arguments; settings by environment: OUT, GPU_CHECK_BUDGET_S, GPU_CHECK_NO_GL, GPU_CHECK_AS_LOADED)"
+USAGE="Usage: bash bench/tools/gpu_check.sh   (no arguments; settings by environment: OUT (results folder), GPU_CHECK_BUDGET_S (default 540), GPU_CHECK_NO_GL=1 and GPU_CHECK_AS_LOADED=cpu for a dry run without a GPU; workers/engine/README.md)"
 # No arguments: --help/-h prints the usage; anything else is one error line and exit 2.
 # shellcheck source=bench/tools/_no_args.sh
 source "$(dirname "$0")/_no_args.sh"
