@@ -32,6 +32,7 @@ const TYPES: Record<string, string> = {
   js: "text/javascript; charset=utf-8",
   css: "text/css; charset=utf-8",
   json: "application/json; charset=utf-8",
+  svg: "image/svg+xml",
 };
 
 /** The editor's presets: the smallest valid spec, then the demo's (jobs/presets.ts). */
@@ -51,6 +52,7 @@ function assetFiles(): Map<string, () => string> {
   for (
     const name of [
       "index.html",
+      "favicon.svg",
       "style.css",
       "main.js",
       "api.js",

@@ -21,6 +21,15 @@ Deno.test("the dashboard page and its files carry a CSP without inline script", 
   assert.match((await req(fx.app, "GET", "/")).headers.get("content-type")!, /^text\/html/);
 });
 
+Deno.test("the page names its icon, and the icon is served as SVG", async () => {
+  const html = await (await req(fx.app, "GET", "/")).text();
+  assert.match(html, /<link rel="icon" href="\/dashboard\/favicon.svg" type="image\/svg\+xml">/);
+  const res = await req(fx.app, "GET", "/dashboard/favicon.svg");
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "image/svg+xml");
+  assert.match(await res.text(), /^<svg /);
+});
+
 Deno.test("the dashboard serves only its own files", async () => {
   for (
     const path of [

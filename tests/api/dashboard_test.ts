@@ -165,6 +165,12 @@ Deno.test({
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const problems: string[] = [];
       page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      // Every file the page asks for is found.
+      page.on("response", (r) => {
+        if (r.status() === 404 && !new URL(r.url()).pathname.startsWith("/v1/")) {
+          problems.push(`404: ${r.url()}`);
+        }
+      });
       page.on("console", (m) => {
         // Answers of 4xx the tests ask for (a wrong key, a bad spec) are logged as load failures.
         if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
