@@ -24,6 +24,8 @@ export const SIGNAL_METRICS = [
   "all_fail_group_share",
   "step_skill_samples",
   "teacher_gap_step_mean",
+  // Last, so the earlier columns keep their places in files written before it.
+  "skill_reference_match_rate",
 ] as const;
 
 /** One metric name of {@link SIGNAL_METRICS}. */
@@ -132,7 +134,9 @@ export function signalSummary(rows: readonly SignalRow[]): string[] {
           lastMean("skill_well_formed_rate")
         }, truthful ${lastMean("skill_truthful_rate")} (won ${
           lastMean("skill_truthful_won_rate")
-        }, lost ${lastMean("skill_truthful_lost_rate")})`,
+        }, lost ${lastMean("skill_truthful_lost_rate")}), reference match ${
+          lastMean("skill_reference_match_rate")
+        }`,
     );
   }
   return out;

@@ -18,6 +18,7 @@ function run(seed: number, won: number[], corr: number[]) {
       skill_well_formed_rate: 1,
       skill_truthful_rate: 0.5 + 0.1 * seed,
       skill_truthful_won_rate: 0.9,
+      skill_reference_match_rate: 0.25,
       loss: 3,
     })
   );
@@ -36,9 +37,12 @@ Deno.test("signal rows skip step 0 and keep only the signal metrics", () => {
       "teacher_gap_advantage_corr," +
       "zero_advantage_group_share,analyzer_parse_rate,skill_well_formed_rate,skill_truthful_rate," +
       "skill_truthful_won_rate,skill_truthful_lost_rate,all_fail_group_share," +
-      "step_skill_samples,teacher_gap_step_mean",
+      "step_skill_samples,teacher_gap_step_mean,skill_reference_match_rate",
   );
-  assert.equal(csv[2], "sokoban,seed,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,,,,");
+  assert.equal(
+    csv[2],
+    "sokoban,seed,seed,1,2,0.0500,,,-0.1000,,1.0000,1.0000,0.6000,0.9000,,,,,0.2500",
+  );
 });
 
 Deno.test("the signal summary counts the steps that meet each target and averages the last step", () => {
@@ -52,6 +56,6 @@ Deno.test("the signal summary counts the steps that meet each target and average
   // Last step: truthful 0.6 (seed 1) and 0.7 (seed 2).
   assert.match(
     lines[1],
-    /step 2 \(mean over 2 seed\(s\)\): well-formed 1\.00, truthful 0\.65 \(won 0\.90, lost —\)/,
+    /step 2 \(mean over 2 seed\(s\)\): well-formed 1\.00, truthful 0\.65 \(won 0\.90, lost —\), reference match 0\.25/,
   );
 });

@@ -1,11 +1,18 @@
 /**
  * Judging a hindsight skill against an environment's reference analyzer: is it **well-formed**
  * (a sentence the reference analyzer's grammar can produce: one of its skill templates with every
- * slot filled by a legal value) and **truthful** (the very skill the reference analyzer writes for
- * the same trajectory)? Built-in environments describe their grammar as {@link SkillTemplate}s;
- * the skill metrics of the trainer (workers/seed/signal_metrics.ts) count both shares per step.
+ * slot filled by a legal value), **truthful** (every fact it states holds for the trajectory) and
+ * a **reference match** (the very skill the reference analyzer writes for the same trajectory)?
+ * Built-in environments describe their grammar as {@link SkillTemplate}s; the skill metrics of the
+ * trainer (workers/seed/signal_metrics.ts) count the three shares per step.
  *
- * Both tests compare {@link normalizeSkillText} forms, so case, whitespace and sentence
+ * Truthful is judged against the environment's list of true skills of the trajectory
+ * ({@link judgeAgainstTrueSkills}): `household` lists one failure skill per mistake the replay
+ * shows (the reference writes only the first) and compares lists of places as sets; the other
+ * environments list the reference skill only ({@link judgeWithGrammar}), so there truthful is a
+ * reference match.
+ *
+ * All tests compare {@link normalizeSkillText} forms, so case, whitespace and sentence
  * punctuation (`.`, `,`, `;`, `:`, quotes) do not matter, while the symbols that carry meaning in
  * some environment (`+ - * / ( ) = [ ]`, formulas and `click[…]`) do.
  */
@@ -14,8 +21,16 @@
 export interface SkillJudgement {
   /** The reference analyzer's grammar accepts the skill (a template with legal slot values). */
   wellFormed: boolean;
-  /** The skill equals the reference analysis' skill of the same trajectory (normalised). */
+  /**
+   * Well-formed, and every fact the skill states holds for the trajectory: it is (normalised, up
+   * to the order of set-valued slots) one of the environment's true skills of the trajectory.
+   */
   truthful: boolean;
+  /**
+   * Well-formed, and the skill equals the reference analysis' skill of the same trajectory
+   * (normalised): the former meaning of `truthful`, kept so earlier measurements compare.
+   */
+  matchesReference: boolean;
 }
 
 /** Symbols kept by {@link normalizeSkillText} (they carry meaning in formulas and actions). */
@@ -162,15 +177,94 @@ export function matchesSkillGrammar(grammar: readonly RegExp[], skill: string): 
 
 /**
  * Judges `skill` against `grammar` and the reference skill of the same trajectory: well-formed
- * when the grammar accepts it; truthful when it is well-formed and its normalised text equals the
- * reference skill's (same template, same slot values).
+ * when the grammar accepts it; truthful and a reference match when it is well-formed and its
+ * normalised text equals the reference skill's (same template, same slot values).
  */
 export function judgeWithGrammar(
   grammar: readonly RegExp[],
   skill: string,
   referenceSkill: string,
 ): SkillJudgement {
+  return judgeAgainstTrueSkills(grammar, skill, { trueSkills: [referenceSkill] });
+}
+
+/** What {@link judgeAgainstTrueSkills} compares a skill with. */
+export interface TrueSkills {
+  /** The skills that state only true things of the trajectory; the first is the reference's. */
+  trueSkills: readonly string[];
+  /**
+   * Slots whose value is a set written as a list (slot name → separator in normalised form,
+   * e.g. `{where: " and "}`): their items are compared in any order. Default: none.
+   */
+  setSlots?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Judges `skill` against `grammar` and the true skills of its trajectory: well-formed when the
+ * grammar accepts it; truthful when it is well-formed and its {@link canonicalSkillText} equals
+ * that of one of `truth.trueSkills`; a reference match when its normalised text equals
+ * `truth.trueSkills[0]`'s. Throws `RangeError` when `truth.trueSkills` is empty.
+ */
+export function judgeAgainstTrueSkills(
+  grammar: readonly RegExp[],
+  skill: string,
+  truth: TrueSkills,
+): SkillJudgement {
+  const [reference] = truth.trueSkills;
+  if (reference === undefined) {
+    throw new RangeError(
+      "Cannot judge a skill as truth.trueSkills must name at least the reference skill: current value is []",
+    );
+  }
   const wellFormed = matchesSkillGrammar(grammar, skill);
-  const truthful = wellFormed && normalizeSkillText(skill) === normalizeSkillText(referenceSkill);
-  return { wellFormed, truthful };
+  const matchesReference = wellFormed &&
+    normalizeSkillText(skill) === normalizeSkillText(reference);
+  let truthful = matchesReference;
+  if (wellFormed && !truthful) {
+    const setSlots = truth.setSlots ?? {};
+    const canonical = canonicalSkillText(grammar, skill, setSlots);
+    truthful = truth.trueSkills.some((t) => canonicalSkillText(grammar, t, setSlots) === canonical);
+  }
+  return { wellFormed, truthful, matchesReference };
+}
+
+/** The grammar's matchers with match indices (flag `d`), built once per grammar. */
+const indexedGrammars = new WeakMap<readonly RegExp[], RegExp[]>();
+
+/**
+ * The comparison form of `skill` up to the order of list items: its normalised text, where the
+ * first template of `grammar` that matches it has each slot of `setSlots` (slot name →
+ * separator) rewritten with its items sorted. E.g. with `{where: " and "}`, `"… in apple 2 in
+ * cabinet 3 and apple 1 in fridge 1 …"` → `"… in apple 1 in fridge 1 and apple 2 in cabinet 3
+ * …"`. A skill no template matches keeps its normalised text.
+ */
+export function canonicalSkillText(
+  grammar: readonly RegExp[],
+  skill: string,
+  setSlots: Readonly<Record<string, string>>,
+): string {
+  const text = normalizeSkillText(skill);
+  const names = Object.keys(setSlots);
+  if (names.length === 0) return text;
+  let indexed = indexedGrammars.get(grammar);
+  if (indexed === undefined) {
+    indexed = grammar.map((re) => new RegExp(re.source, "d"));
+    indexedGrammars.set(grammar, indexed);
+  }
+  for (const re of indexed) {
+    const match = re.exec(text);
+    if (match === null) continue;
+    const groups = match.indices?.groups ?? {};
+    const spans = names.flatMap((name) => {
+      const span = groups[name];
+      return span === undefined ? [] : [{ span, separator: setSlots[name] }];
+    }).sort((a, b) => b.span[0] - a.span[0]);
+    let out = text;
+    for (const { span: [start, end], separator } of spans) {
+      const items = out.slice(start, end).split(separator).sort();
+      out = out.slice(0, start) + items.join(separator) + out.slice(end);
+    }
+    return out;
+  }
+  return text;
 }

@@ -6,7 +6,8 @@
  *   in workers/envs/async.ts wraps any sync `Environment`, workers/envs/http/client.ts is the
  *   remote one.
  * - Optional `judgeSkill` on both forms: is a skill well-formed under the environment's
- *   reference-analyzer grammar and truthful for a trajectory (workers/envs/skill_judge.ts)?
+ *   reference-analyzer grammar, truthful for a trajectory, the reference's own skill
+ *   (workers/envs/skill_judge.ts)?
  * - Shared errors live in workers/envs/errors.ts: `EnvOptionsError` + `parseEnvOptions` (options),
  *   `TaskSamplingError` + `checkSampleArgs` (split/count/seed), `InvalidTaskError`.
  */
@@ -184,7 +185,9 @@ export interface Environment {
   /**
    * Optional: judges a skill written for a finished `trajectory` against the reference analyzer
    * (workers/envs/skill_judge.ts): `wellFormed` when the analyzer's grammar accepts it (one of
-   * its skill templates with legal slot values), `truthful` when it equals (normalised)
+   * its skill templates with legal slot values), `truthful` when every fact it states holds for
+   * the trajectory (household: any mistake the replay shows, lists as sets; elsewhere the same as
+   * `matchesReference`), `matchesReference` when it equals (normalised)
    * `referenceAnalysis(trajectory).episode_skill`. Environments without it report no skill
    * quality metrics.
    */

@@ -19,8 +19,12 @@
  * - `all_fail_group_share`: share of groups none of whose trajectories was won (no outcome signal;
  *   with an invalid-action penalty their advantages need not be zero).
  * - `skills_judged`, `skill_well_formed_rate`, `skill_truthful_rate`: of this step's parsed
- *   skills, the share the environment's reference-analyzer grammar accepts and the share equal to
- *   the reference analysis of the same trajectory (`judgeSkill`, workers/envs/skill_judge.ts).
+ *   skills, the share the environment's reference-analyzer grammar accepts and the share that
+ *   state only true facts of their own trajectory (`judgeSkill`, workers/envs/skill_judge.ts;
+ *   household: the workflow of a win, or any mistake the loss really shows).
+ * - `skill_reference_match_rate`: the share equal (normalised) to the reference analysis' skill
+ *   of the same trajectory — what `skill_truthful_rate` counted before household's judge became
+ *   fact-level; the same number in the other environments.
  * - `skill_truthful_won_rate`, `skill_truthful_lost_rate`: the truthful share among the skills of
  *   won / not-won trajectories (workflows vs avoidance rules; left out when a class has none).
  * - `step_skill_samples`: samples (turns) the teacher scored under a critical-step skill
@@ -45,6 +49,7 @@ export const SIGNAL_METRIC_NAMES = [
   "skills_judged",
   "skill_well_formed_rate",
   "skill_truthful_rate",
+  "skill_reference_match_rate",
   "skill_truthful_won_rate",
   "skill_truthful_lost_rate",
   "step_skill_samples",
@@ -196,6 +201,7 @@ export async function skillQualityMetrics(
     skills_judged: judged.length,
     skill_well_formed_rate: judged.filter((j) => j.wellFormed).length / judged.length,
     skill_truthful_rate: truthfulShare(judged),
+    skill_reference_match_rate: judged.filter((j) => j.matchesReference).length / judged.length,
     ...(won.length > 0 ? { skill_truthful_won_rate: truthfulShare(won) } : {}),
     ...(lost.length > 0 ? { skill_truthful_lost_rate: truthfulShare(lost) } : {}),
   };

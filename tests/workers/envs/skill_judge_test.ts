@@ -81,18 +81,22 @@ for (const id of ["sokoban", "household", "webshop", "ezpoints"]) {
     played.forEach((t, i) => {
       assert.deepEqual(
         env.judgeSkill!(t, skills[i]),
-        { wellFormed: true, truthful: true },
+        { wellFormed: true, truthful: true, matchesReference: true },
         `reference skill not accepted: ${skills[i]}`,
       );
       // Case, spacing and sentence punctuation do not matter.
       const restyled = `  ${skills[i].toUpperCase().replace(/[.;,]/g, "")}!! `;
-      assert.deepEqual(env.judgeSkill!(t, restyled), { wellFormed: true, truthful: true });
+      assert.deepEqual(env.judgeSkill!(t, restyled), {
+        wellFormed: true,
+        truthful: true,
+        matchesReference: true,
+      });
       kinds.add(normalizeSkillText(skills[i]).split(" ").slice(0, 6).join(" "));
       const other = skills.find((s) => normalizeSkillText(s) !== normalizeSkillText(skills[i]));
       assert.ok(other !== undefined);
       assert.deepEqual(
         env.judgeSkill!(t, other),
-        { wellFormed: true, truthful: false },
+        { wellFormed: true, truthful: false, matchesReference: false },
         `${other} vs ${skills[i]}`,
       );
     });
@@ -104,10 +108,22 @@ for (const id of ["sokoban", "household", "webshop", "ezpoints"]) {
     const env = getEnvironment(id);
     const t = trajectories(env, 2)[1];
     const skill = env.referenceAnalysis(t).episode_skill;
-    assert.deepEqual(env.judgeSkill!(t, SALAD), { wellFormed: false, truthful: false });
-    assert.deepEqual(env.judgeSkill!(t, ""), { wellFormed: false, truthful: false });
+    assert.deepEqual(env.judgeSkill!(t, SALAD), {
+      wellFormed: false,
+      truthful: false,
+      matchesReference: false,
+    });
+    assert.deepEqual(env.judgeSkill!(t, ""), {
+      wellFormed: false,
+      truthful: false,
+      matchesReference: false,
+    });
     const cut = skill.slice(0, Math.floor(skill.length * 0.6));
-    assert.deepEqual(env.judgeSkill!(t, cut), { wellFormed: false, truthful: false });
+    assert.deepEqual(env.judgeSkill!(t, cut), {
+      wellFormed: false,
+      truthful: false,
+      matchesReference: false,
+    });
     assert.equal(env.judgeSkill!(t, `${skill} again`).wellFormed, false);
   });
 }
@@ -240,7 +256,7 @@ Deno.test("ezpoints: a formula slot keeps its operators (10 + 2 is not 10 * 2)",
     "With these cards (10+2) makes 12",
     "with these cards ( 10 * 2 ) makes 12.",
   );
-  assert.deepEqual(j, { wellFormed: true, truthful: false });
+  assert.deepEqual(j, { wellFormed: true, truthful: false, matchesReference: false });
   assert.equal(normalizeSkillText("Push it UP; then (10+2)!"), "push it up then ( 10 + 2 )");
 });
 
@@ -249,8 +265,16 @@ Deno.test("the async form judges like the sync one, and is absent for an env wit
   const t = trajectories(env, 1)[0];
   const skill = env.referenceAnalysis(t).episode_skill;
   const wrapped = toAsyncEnvironment(env);
-  assert.deepEqual(await wrapped.judgeSkill!(t, skill), { wellFormed: true, truthful: true });
-  assert.deepEqual(await wrapped.judgeSkill!(t, SALAD), { wellFormed: false, truthful: false });
+  assert.deepEqual(await wrapped.judgeSkill!(t, skill), {
+    wellFormed: true,
+    truthful: true,
+    matchesReference: true,
+  });
+  assert.deepEqual(await wrapped.judgeSkill!(t, SALAD), {
+    wellFormed: false,
+    truthful: false,
+    matchesReference: false,
+  });
   const { judgeSkill: _, ...plain } = env;
   assert.equal(toAsyncEnvironment(plain as Environment).judgeSkill, undefined);
 });

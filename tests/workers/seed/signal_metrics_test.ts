@@ -107,6 +107,8 @@ Deno.test("skill quality: shares of well-formed and truthful parsed skills, judg
   assert.equal(m.skills_judged, 3);
   close(m.skill_well_formed_rate, 2 / 3);
   close(m.skill_truthful_rate, 1 / 3);
+  // Sokoban's truthful skills are the reference's: the two shares agree.
+  close(m.skill_reference_match_rate, 1 / 3);
   // None of the four is won: the truthful share of lost skills is the overall one, no won share.
   close(m.skill_truthful_lost_rate, 1 / 3);
   assert.equal("skill_truthful_won_rate" in m, false);
@@ -115,6 +117,36 @@ Deno.test("skill quality: shares of well-formed and truthful parsed skills, judg
   const all = await signalMetrics({ env, samples: SAMPLES, gaps: GAPS, trajectories, analyses });
   // No sample was scored under a step skill: a real 0, no step mean.
   assert.deepEqual(all, { ...teacherGapMetrics(SAMPLES, GAPS), step_skill_samples: 0, ...m });
+});
+
+Deno.test("skill quality: a household skill true of its loss but not the reference's counts as truthful, not as a match", async () => {
+  const household = getEnvironment("household");
+  // Two cloths in two receptacles (task 2), never found in 30 looks.
+  const task = household.sampleTasks("train", 1, 2, { families: ["pick_and_place"] })[0];
+  const steps = Array.from({ length: household.defaultMaxTurns }, () => ({
+    observation: "",
+    response: "look",
+    action: "look",
+    valid: true,
+    reward: 0,
+  }));
+  const lost = { id: "h0", task, steps, won: false, score: 0 };
+  const reference = household.referenceAnalysis(lost).episode_skill;
+  const swapped = reference.replace(
+    /which was in (\S+ \d+ in \S+ \d+) and (\S+ \d+ in \S+ \d+):/,
+    "which was in $2 and $1:",
+  );
+  assert.notEqual(swapped, reference);
+  const m = await skillQualityMetrics(
+    toAsyncEnvironment(household),
+    [lost, { ...lost, id: "h1" }],
+    new Map([
+      ["h0", { episode_summary: "", episode_skill: reference }],
+      ["h1", { episode_summary: "", episode_skill: swapped }],
+    ]),
+  );
+  close(m.skill_truthful_rate, 1);
+  close(m.skill_reference_match_rate, 0.5);
 });
 
 Deno.test("all-fail groups are counted by outcome, also where a penalty spreads their advantages", () => {

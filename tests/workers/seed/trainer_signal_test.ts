@@ -25,6 +25,7 @@ Deno.test("a step reports Δ by outcome, corr(Δ, A), all-zero groups and skill 
       sokoban.referenceAnalysis(t).episode_skill === BUMPS
     ).length;
     assert.equal(metrics.skill_truthful_rate, truthful / n);
+    assert.equal(metrics.skill_reference_match_rate, truthful / n);
     for (const won of [true, false]) {
       const mine = trajectories.filter((t) => t.won === won);
       const name = won ? "skill_truthful_won_rate" : "skill_truthful_lost_rate";

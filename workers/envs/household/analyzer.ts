@@ -142,59 +142,71 @@ function successSummary(scenario: Scenario, facts: ReplayFacts): string {
 }
 
 /**
- * The actual mistake of a failed episode (first matching rule wins) and the corrective rule.
- * Returns `[mistake, instead]`.
+ * Every mistake of a failed episode that the replay shows, each with its corrective rule, as
+ * `[mistake, instead]` pairs. The rules are tried in a fixed order and the first pair is the
+ * reference analysis' mistake (`diagnose`): too many invalid actions; a desklamp used without
+ * the goal object; a goal object put in the target unprocessed, or only in wrong receptacles, or
+ * only one of two; a wrong object taken; the goal object never found, or seen and never taken;
+ * else the first goal object taken but never used under the lamp / processed / put in the
+ * target. A rule that names an object or receptacle adds one pair per instance (each wrong
+ * receptacle used, each goal object taken and never processed, …), and the closing rules also
+ * hold of a goal object taken after the first; a pair whose mistake text repeats is left out.
+ * Never empty for a lost episode. The skill judge counts a skill naming any of them as truthful.
  */
-function diagnose(scenario: Scenario, facts: ReplayFacts): [string, string] {
+export function diagnoses(scenario: Scenario, facts: ReplayFacts): [string, string][] {
   const { goal } = scenario;
   const o = goal.objectType;
   const tool = TOOLS[goal.family];
+  const found: [string, string][] = [];
+  const add = (mistake: string, instead: string) => {
+    if (!found.some(([m]) => m === mistake)) found.push([mistake, instead]);
+  };
   if (facts.invalid * 2 > facts.steps) {
-    return [
+    add(
       `repeated invalid actions: ${facts.invalid} of ${facts.steps} actions were not admissible`,
       "choose only actions from the admissible list",
-    ];
+    );
   }
   if (goal.family === "examine_in_light") {
-    const wrongUse = facts.lampUses.find((u) => u.held === null || typeOf(u.held) !== o);
-    if (wrongUse !== undefined && facts.tookGoal.length === 0) {
-      return [
+    const wrongUses = facts.lampUses.filter((u) => u.held === null || typeOf(u.held) !== o);
+    for (const wrongUse of facts.tookGoal.length === 0 ? wrongUses : []) {
+      add(
         wrongUse.held === null
           ? `used ${wrongUse.lamp} without holding a ${o}`
           : `used ${wrongUse.lamp} while holding the ${wrongUse.held} instead of a ${o}`,
         `take the ${o} first (${goalWhere(scenario)}), then use the desklamp`,
-      ];
+      );
     }
   } else {
     const goalPuts = facts.puts.filter((p) => typeOf(p.obj) === o);
     const inTarget = goalPuts.filter((p) => typeOf(p.into) === goal.targetType);
-    const unprocessed = inTarget.find((p) => !facts.processed.some((q) => q.obj === p.obj));
-    if (tool !== undefined && unprocessed !== undefined) {
-      return [
-        `forgot to ${tool.verb} the ${unprocessed.obj} before putting it in ${unprocessed.into}`,
+    const unprocessed = inTarget.filter((p) => !facts.processed.some((q) => q.obj === p.obj));
+    for (const put of tool !== undefined ? unprocessed : []) {
+      add(
+        `forgot to ${tool.verb} the ${put.obj} before putting it in ${put.into}`,
         `${tool.verb} the ${o} with the ${tool.type} before putting it in the ${goal.targetType}`,
-      ];
+      );
     }
-    const wrongPlace = goalPuts.find((p) => typeOf(p.into) !== goal.targetType);
-    if (wrongPlace !== undefined && inTarget.length === 0) {
-      return [
+    const wrongPlaces = goalPuts.filter((p) => typeOf(p.into) !== goal.targetType);
+    for (const wrongPlace of inTarget.length === 0 ? wrongPlaces : []) {
+      add(
         `put the ${wrongPlace.obj} in ${wrongPlace.into}, the wrong receptacle, but the task ` +
-        `needs a ${goal.targetType}`,
+          `needs a ${goal.targetType}`,
         `put the ${o} only in a ${goal.targetType}`,
-      ];
+      );
     }
     if (goal.family === "pick_two_and_place" && inTarget.length === 1) {
-      return [
+      add(
         `put only one ${o} in the ${goal.targetType} and never brought the second one`,
         `after the first ${o}, fetch another ${o} (${goalWhere(scenario)}) and put it too`,
-      ];
+      );
     }
   }
-  if (facts.tookGoal.length === 0 && facts.tookOther.length > 0) {
-    return [
-      `took the wrong object: the ${facts.tookOther[0]} instead of a ${o}`,
+  for (const other of facts.tookGoal.length === 0 ? facts.tookOther : []) {
+    add(
+      `took the wrong object: the ${other} instead of a ${o}`,
       `take only a ${o} (${goalWhere(scenario)})`,
-    ];
+    );
   }
   if (facts.seenGoalAt === null) {
     const hidden = [
@@ -204,34 +216,61 @@ function diagnose(scenario: Scenario, facts: ReplayFacts): [string, string] {
     const why = unopened.length > 0
       ? `visited ${unopened.join(" and ")} but never opened it`
       : `never visited ${hidden.join(" or ")}`;
-    return [
+    add(
       `never found a ${o}, which was in ${goalWhere(scenario)}: it ${why}`,
       `search receptacles not yet visited and open closed ones until a ${o} is seen`,
-    ];
-  }
-  if (facts.tookGoal.length === 0) {
-    return [
+    );
+  } else if (facts.tookGoal.length === 0) {
+    add(
       `saw a ${o} at ${facts.seenGoalAt} but never took it`,
       `take the ${o} as soon as it is seen`,
-    ];
+    );
   }
-  const first = facts.tookGoal[0];
-  if (goal.family === "examine_in_light") {
+  // The closing rules: the reference names the first goal object taken when no rule above
+  // holds; each also holds of any goal object taken of which its fact is true.
+  const closing = (obj: string): [string, string] => {
+    if (goal.family === "examine_in_light") {
+      return [
+        `took the ${obj} but never used the desklamp while holding it`,
+        `after taking the ${o}, go to the desklamp and use it`,
+      ];
+    }
+    if (tool !== undefined && facts.processed.length === 0) {
+      return [
+        `took the ${obj} but never ${tool.verb}ed it with the ${tool.type}`,
+        `go to the ${tool.type} and ${tool.verb} the ${o} right after taking it`,
+      ];
+    }
     return [
-      `took the ${first} but never used the desklamp while holding it`,
-      `after taking the ${o}, go to the desklamp and use it`,
+      `took the ${obj} but ran out of steps before putting it in a ${goal.targetType}`,
+      `go straight to the ${goal.targetType} and put the ${o}`,
     ];
+  };
+  if (found.length === 0) add(...closing(facts.tookGoal[0]));
+  for (const obj of facts.tookGoal) {
+    if (goal.family === "examine_in_light") {
+      if (!facts.lampUses.some((u) => u.held === obj)) add(...closing(obj));
+      continue;
+    }
+    if (tool !== undefined && !facts.processed.some((p) => p.obj === obj)) {
+      add(
+        `took the ${obj} but never ${tool.verb}ed it with the ${tool.type}`,
+        `go to the ${tool.type} and ${tool.verb} the ${o} right after taking it`,
+      );
+    }
+    if (!facts.puts.some((p) => p.obj === obj && typeOf(p.into) === goal.targetType)) {
+      add(
+        `took the ${obj} but ran out of steps before putting it in a ${goal.targetType}`,
+        `go straight to the ${goal.targetType} and put the ${o}`,
+      );
+    }
   }
-  if (tool !== undefined && facts.processed.length === 0) {
-    return [
-      `took the ${first} but never ${tool.verb}ed it with the ${tool.type}`,
-      `go to the ${tool.type} and ${tool.verb} the ${o} right after taking it`,
-    ];
-  }
-  return [
-    `took the ${first} but ran out of steps before putting it in a ${goal.targetType}`,
-    `go straight to the ${goal.targetType} and put the ${o}`,
-  ];
+  return found;
+}
+
+/** The reference analysis' mistake of a failed episode: the first of {@link diagnoses}. */
+function diagnose(scenario: Scenario, facts: ReplayFacts): [string, string] {
+  return diagnoses(scenario, facts)[0];
 }
 
 function warningSigns(facts: ReplayFacts): string[] {
@@ -309,12 +348,26 @@ export function analyzeHousehold(
     facts,
     analysis: {
       episode_summary: `Failure after ${facts.steps} steps: the agent ${mistake}.${warning}`,
-      episode_skill: `Avoid this mistake: ${mistake}. Instead, ${instead}; ${
-        workflowRule(scenario)
-      }.`,
+      episode_skill: failureSkill(scenario, [mistake, instead]),
       ...stepSkills,
     },
   };
+}
+
+/** The failure skill of one (mistake, correction) pair: `Avoid this mistake: … Instead, …; rule.` */
+function failureSkill(scenario: Scenario, [mistake, instead]: [string, string]): string {
+  return `Avoid this mistake: ${mistake}. Instead, ${instead}; ${workflowRule(scenario)}.`;
+}
+
+/**
+ * The episode skills that state only true things of a finished trajectory (replayed into
+ * `facts`): for a win the family's workflow rule with its object and target types; for a loss
+ * one failure skill per pair of {@link diagnoses}. The first is the reference analysis'
+ * `episode_skill`.
+ */
+export function trueEpisodeSkills(scenario: Scenario, facts: ReplayFacts): string[] {
+  if (facts.won) return [`${capitalize(workflowRule(scenario))}.`];
+  return diagnoses(scenario, facts).map((pair) => failureSkill(scenario, pair));
 }
 
 function capitalize(text: string): string {

@@ -6,7 +6,8 @@
  * that can occur in that family. Slots take legal values only: object and receptacle types of the
  * world (objects the family's tool can process, receptacles a task of the family can target),
  * numbered names (`apple 2`, `cabinet 3`), counts; the goal object type is the same wherever it
- * recurs. A skill it accepts is well-formed (workers/envs/skill_judge.ts).
+ * recurs. A skill it accepts is well-formed (workers/envs/skill_judge.ts); the judge (mod.ts)
+ * then compares it with the trajectory's true skills, {@link HOUSEHOLD_SET_SLOTS} as sets.
  * {@link householdSkillPatterns} is the same language as literal text (won and lost apart), for decoding skills under
  * it; grammar and pattern are built from the same texts (`familyTexts`) and slot values.
  */
@@ -143,6 +144,18 @@ function familyTemplates(family: Family): SkillTemplate[] {
 export const HOUSEHOLD_SKILL_GRAMMAR: readonly RegExp[] = compileSkillGrammar(
   FAMILIES.flatMap(familyTemplates),
 );
+
+/**
+ * The slots of {@link HOUSEHOLD_SKILL_GRAMMAR} that list a set (slot → separator in normalised
+ * text): the goal objects and where they start (`apple 1 in fridge 1 and apple 2 in cabinet 3`),
+ * the receptacles visited but never opened, those never visited. The judge compares their items
+ * in any order.
+ */
+export const HOUSEHOLD_SET_SLOTS: Readonly<Record<string, string>> = {
+  where: " and ",
+  recsand: " and ",
+  recsor: " or ",
+};
 
 /** A number as the analyzer writes it (the grammar's `\d+`). */
 const NUMBER: SkillPattern = { repeat: { oneOf: [..."0123456789"] } };

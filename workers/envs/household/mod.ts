@@ -25,9 +25,9 @@ import type {
   Task,
   Trajectory,
 } from "../types.ts";
-import { analyzeHousehold } from "./analyzer.ts";
-import { judgeWithGrammar } from "../skill_judge.ts";
-import { HOUSEHOLD_SKILL_GRAMMAR, householdSkillPatterns } from "./judge.ts";
+import { analyzeHousehold, replay, trueEpisodeSkills } from "./analyzer.ts";
+import { judgeAgainstTrueSkills, type SkillJudgement } from "../skill_judge.ts";
+import { HOUSEHOLD_SET_SLOTS, HOUSEHOLD_SKILL_GRAMMAR, householdSkillPatterns } from "./judge.ts";
 import { HouseholdEpisode } from "./episode.ts";
 import { HouseholdExpert } from "./expert.ts";
 import { hash32 } from "../_rng.ts";
@@ -236,12 +236,7 @@ export const householdEnvironment: Environment = {
   get skillPatterns() {
     return householdSkillPatterns();
   },
-  judgeSkill: (trajectory: Trajectory, skill: string) =>
-    judgeWithGrammar(
-      HOUSEHOLD_SKILL_GRAMMAR,
-      skill,
-      householdReference(trajectory).episode_skill,
-    ),
+  judgeSkill: judgeHouseholdSkill,
   vocabulary: () => [...VOCABULARY],
 };
 
@@ -256,6 +251,23 @@ function householdReference(trajectory: Trajectory) {
     HOUSEHOLD_MAX_TURNS,
   );
   return analyzeHousehold(trajectory, episode).analysis;
+}
+
+/**
+ * The household skill judge (Environment.judgeSkill): well-formed under
+ * {@link HOUSEHOLD_SKILL_GRAMMAR}; truthful when the skill is one of the trajectory's true
+ * episode skills (analyzer.ts `trueEpisodeSkills`: a win's workflow rule, or a loss's failure
+ * skill of any mistake the replay shows, with its objects, receptacles and counts), lists of
+ * places compared as sets; a reference match when it is the reference analysis' skill.
+ */
+function judgeHouseholdSkill(trajectory: Trajectory, skill: string): SkillJudgement {
+  const scenario = householdScenario(trajectory.task);
+  const episode = new HouseholdEpisode(trajectory.task, scenario, HOUSEHOLD_MAX_TURNS);
+  const facts = replay(episode, trajectory.steps.map((s) => s.action));
+  return judgeAgainstTrueSkills(HOUSEHOLD_SKILL_GRAMMAR, skill, {
+    trueSkills: trueEpisodeSkills(scenario, facts),
+    setSlots: HOUSEHOLD_SET_SLOTS,
+  });
 }
 
 /**

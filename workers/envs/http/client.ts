@@ -341,7 +341,9 @@ export async function connectHttpEnvironment(
         async judgeSkill(trajectory: Trajectory, skill: string): Promise<SkillJudgement> {
           const body = { trajectory, skill };
           const r = await t.call("POST", "/v1/skill-judgement", body, SkillJudgementResponseSchema);
-          return { wellFormed: r.well_formed, truthful: r.truthful };
+          // A server older than `matches_reference` judged truthful as the reference match.
+          const matchesReference = r.matches_reference ?? r.truthful;
+          return { wellFormed: r.well_formed, truthful: r.truthful, matchesReference };
         },
       }
       : {}),

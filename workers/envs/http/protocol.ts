@@ -21,12 +21,14 @@
  * | DELETE | /v1/experts/{id}              | → 204                                                |
  * | POST   | /v1/skilled-demonstrations    | {task, request_id?} → {skill, expert_id}             |
  * | POST   | /v1/analysis                  | {trajectory} → {episode_summary, episode_skill, step_skills?} |
- * | POST   | /v1/skill-judgement           | {trajectory, skill} → {well_formed, truthful}        |
+ * | POST   | /v1/skill-judgement           | {trajectory, skill} → {well_formed, truthful, matches_reference?} |
  * | GET    | /v1/vocabulary                | → {words}                                            |
  *
  * `POST /v1/skill-judgement` is optional: a server serves it only when `GET /v1/info` answers
  * `skill_judge: true` (an environment with `judgeSkill`); a client of a server without it has no
- * `judgeSkill`, so the trainer reports no skill-quality metrics instead of failing.
+ * `judgeSkill`, so the trainer reports no skill-quality metrics instead of failing. Its
+ * `matches_reference` (the skill is the reference analysis' own) is absent from older servers,
+ * whose `truthful` meant exactly that; the client then reads `truthful` for it.
  * `POST /v1/skilled-demonstrations` is optional too: served when `GET /v1/info` answers
  * `skilled_demonstration: true` (an environment with `skilledDemonstration`, e.g. household). It
  * answers the demonstration's skill and the id of its expert, a live expert like those of
@@ -256,10 +258,15 @@ export const AnalysisResponseSchema = z.object({
   episode_skill: z.string(),
   step_skills: z.record(z.string().regex(/^\d+$/), z.string()).optional(),
 });
-/** Answer of `POST /v1/skill-judgement`. */
+/**
+ * Answer of `POST /v1/skill-judgement` (workers/envs/skill_judge.ts `SkillJudgement`):
+ * `matches_reference` is optional, absent from servers older than it, whose `truthful` was the
+ * reference match.
+ */
 export const SkillJudgementResponseSchema = z.object({
   well_formed: z.boolean(),
   truthful: z.boolean(),
+  matches_reference: z.boolean().optional(),
 });
 /** Answer of `GET /v1/vocabulary`. */
 export const VocabularyResponseSchema = z.object({ words: z.array(z.string()) });

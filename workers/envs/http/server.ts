@@ -313,7 +313,11 @@ function envRoutes(env: Environment, options: EnvServerOptions): Hono {
     app.post("/v1/skill-judgement", async (c) => {
       const { trajectory, skill } = await readBody(c, SkillJudgementRequestSchema);
       const j = judge(trajectory, skill);
-      return c.json({ well_formed: j.wellFormed, truthful: j.truthful });
+      return c.json({
+        well_formed: j.wellFormed,
+        truthful: j.truthful,
+        matches_reference: j.matchesReference,
+      });
     });
   }
   app.get("/v1/vocabulary", (c) => c.json({ words: env.vocabulary() }));

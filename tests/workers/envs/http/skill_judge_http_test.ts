@@ -4,6 +4,7 @@ import {
   type Environment,
   getEnvironment,
   serveEnvironments,
+  type SkillJudgement,
   type Trajectory,
 } from "../../../../workers/envs/mod.ts";
 
@@ -34,13 +35,80 @@ Deno.test("an HTTP environment judges skills like the in-process one", async () 
     for (const skill of [truth, untrue, salad]) {
       assert.deepEqual(await remote.judgeSkill(t, skill), sokoban.judgeSkill!(t, skill), skill);
     }
-    assert.deepEqual(await remote.judgeSkill(t, truth), { wellFormed: true, truthful: true });
+    assert.deepEqual(await remote.judgeSkill(t, truth), {
+      wellFormed: true,
+      truthful: true,
+      matchesReference: true,
+    });
     const bad = await fetch(`${server.url}/v1/skill-judgement`, {
       method: "POST",
       body: JSON.stringify({ trajectory: t }),
     });
     assert.equal(bad.status, 400);
     assert.match((await bad.json()).detail, /skill/);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a household skill true of its trajectory but not the reference's crosses HTTP as such", async () => {
+  const household = getEnvironment("household");
+  const server = await serveEnvironments([household]);
+  try {
+    const remote = await connectHttpEnvironment(server.url);
+    const task = household.sampleTasks("train", 1, 2, { families: ["pick_and_place"] })[0];
+    const steps = Array.from({ length: household.defaultMaxTurns }, () => ({
+      observation: "",
+      response: "<action>look</action>",
+      action: "look",
+      valid: true,
+      reward: 0,
+    }));
+    const t: Trajectory = { task, steps, won: false, score: 0 };
+    const reference = household.referenceAnalysis(t).episode_skill;
+    assert.match(reference, /never found a/);
+    // The same mistake with the goal objects' places listed from the last.
+    const swapped = reference.replace(
+      /which was in (.*?): it never visited (.*?)\. Instead/,
+      (_, where: string, unvisited: string) =>
+        `which was in ${where.split(" and ").reverse().join(" and ")}: it never visited ${
+          unvisited.split(" or ").reverse().join(" or ")
+        }. Instead`,
+    );
+    // Task 2's two cloths lie in two receptacles, so the order differs.
+    assert.notEqual(swapped, reference);
+    const expected = { wellFormed: true, truthful: true, matchesReference: false };
+    assert.deepEqual(household.judgeSkill!(t, swapped), expected);
+    assert.deepEqual(await remote.judgeSkill!(t, swapped), expected);
+  } finally {
+    await server.close();
+  }
+});
+
+Deno.test("a client reads an older server's truthful as the reference match", async () => {
+  // Servers older than `matches_reference` answer {well_formed, truthful} only.
+  const older: Environment = {
+    ...sokoban,
+    judgeSkill(trajectory, skill) {
+      const { matchesReference: _, ...answer } = sokoban.judgeSkill!(trajectory, skill);
+      return answer as SkillJudgement;
+    },
+  };
+  const server = await serveEnvironments([older]);
+  try {
+    const remote = await connectHttpEnvironment(server.url);
+    const t = walkLeft(sokoban);
+    const raw = await fetch(`${server.url}/v1/skill-judgement`, {
+      method: "POST",
+      body: JSON.stringify({ trajectory: t, skill: "x" }),
+    });
+    assert.deepEqual(await raw.json(), { well_formed: false, truthful: false });
+    const truth = sokoban.referenceAnalysis(t).episode_skill;
+    assert.deepEqual(await remote.judgeSkill!(t, truth), {
+      wellFormed: true,
+      truthful: true,
+      matchesReference: true,
+    });
   } finally {
     await server.close();
   }
