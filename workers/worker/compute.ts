@@ -19,9 +19,10 @@
 lock, held by this side while the run lives, tells a live folder from a left one).
  *
  * The two talk over a Unix socket in that folder (stdout stays the handler's). A
- * worker killed with SIGKILL closes the socket; the child exits when it next reads it, that is
- * when the onnxruntime call in progress returns. Calls arriving after `stop()` are not served,
- * so nothing the child computes after a cancel or a lost fence is written.
+ * worker killed with SIGKILL closes the socket; on Linux the kernel then kills the child at once
+ * (`PR_SET_PDEATHSIG`, _parent_death.ts), and elsewhere the child exits when it next reads the
+ * socket, that is when the onnxruntime call in progress returns. Calls arriving after `stop()`
+ * are not served, so nothing the child computes after a cancel or a lost fence is written.
  *
  * Signals: the worker alone owns the child's lifetime. The child runs in a process group (and
  * session) of its own, so Ctrl-C in a terminal, which signals the whole foreground group,

@@ -5,7 +5,9 @@
  * under the fence), runs the handler, and reports how it ended. Checkpoint files and reads of
  * stored files pass through the run's scratch folder (`SEED_COMPUTE_SCRATCH`), never the socket. The process never touches the
  * database or the store itself, and exits as soon as it finds the socket closed (its worker
- * is gone). It ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
+ * is gone). On Linux the kernel also kills it (SIGKILL) the moment its worker exits, even in the
+ * middle of synchronous code that would read the socket only later (_parent_death.ts). It
+ * ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
  */
 import type { HandlerOutcome, JobContext, JobHandler, ResumePoint } from "./handler.ts";
 import type { Logger, LogLevel } from "./logger.ts";
@@ -21,12 +23,16 @@ import {
   type WirePoint,
   writeFrame,
 } from "./_compute_protocol.ts";
+import { dieWithParent } from "./_parent_death.ts";
 
 // The worker owns this process's lifetime (it drains on SIGINT/SIGTERM and stops this process
 // with SIGKILL): a SIGINT or SIGTERM sent to every process of a group or cgroup must not end the
 // step the worker is draining. compute.ts also starts this process in a group of its own.
 Deno.addSignalListener("SIGINT", () => {});
 Deno.addSignalListener("SIGTERM", () => {});
+// Before the connect: a worker that exits after this line takes this process with it, and one
+// that exited before it leaves no listener on the socket, so the connect fails.
+dieWithParent();
 
 const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 let nextId = 1;
