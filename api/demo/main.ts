@@ -217,6 +217,8 @@ export async function runDemo(args: DemoArgs): Promise<number> {
     );
     if (Deno.env.get("DATABASE_URL")) say("database: DATABASE_URL (from the environment)");
     if (Deno.env.get("S3_ENDPOINT")) say(`object store: ${Deno.env.get("S3_ENDPOINT")}`);
+    // A signal during the claim: start nothing (the folder is given back in `finally`).
+    abort.signal.throwIfAborted();
     say("starting the API…");
     const api = await step(startApi({
       env,
@@ -231,6 +233,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
       logPath: `${dataDir}/keys.log`,
     }));
     say(`API key created for tenant "demo": ${key}`);
+    abort.signal.throwIfAborted();
     const worker = await spawnDeno({
       name: "worker",
       entry: args.workerEntry,
