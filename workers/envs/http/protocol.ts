@@ -43,7 +43,10 @@
  * timeout, a dropped connection) gets that first answer, the same id, while it lives, instead of
  * a second episode or expert that nobody would drive or delete (it would hold one of the
  * server's `maxLive` places until it idled out). A create that repeats a live item's
- * `request_id` with another task is a 409 (the id was reused, not retried).
+ * `request_id` with another task is a 409 (the id was reused, not retried). A create that repeats
+ * the `request_id` of an item already deleted or idled out is a 410 naming `request_id` (a late
+ * duplicate: the server keeps such ids for its idle timeout after the item went, at most
+ * `maxLive` of them), never a new item.
  * Errors are `application/problem+json` `{type, title, status, detail, errors?: [{path, message}]}`;
  * 4xx means the request was wrong (never retried), 5xx the server failed (retried by the client).
  * Observation images travel as `{width, height, rgb_base64}` (RGB bytes, row-major, base64 with

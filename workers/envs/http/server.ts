@@ -5,7 +5,10 @@
  * Live episodes and experts are kept in memory, keyed by random ids; those idle for longer than
  * `idleMs` are dropped, and at most `maxLive` of each exist (a further create answers 429). A
  * create that repeats the `request_id` of a live one is answered as the first was, creating
- * nothing (a client's retry after the first answer was lost); with another task it is a 409.
+ * nothing (a client's retry after the first answer was lost); with another task it is a 409. The
+ * `request_id` of an item deleted or idled out stays used for `idleMs` more (at most `maxLive` such
+ * ids per store, oldest forgotten first): a late duplicate of its create is a 410 naming
+ * `request_id`, not a new item nobody would drive or delete.
  */
 import { Hono } from "hono";
 import type { Context } from "hono";
@@ -44,12 +47,12 @@ export interface EnvServerOptions {
 
 /** An error answered as `application/problem+json` with `status`. */
 export class EnvServerError extends Error {
-  readonly status: 400 | 404 | 409 | 413 | 429;
+  readonly status: 400 | 404 | 409 | 410 | 413 | 429;
   readonly errors?: { path: string; message: string }[];
 
   /** @param status HTTP status; @param message the problem's detail. */
   constructor(
-    status: 400 | 404 | 409 | 413 | 429,
+    status: 400 | 404 | 409 | 410 | 413 | 429,
     message: string,
     errors?: { path: string; message: string }[],
   ) {
@@ -73,26 +76,51 @@ interface Live<T> {
   createdFor?: string;
 }
 
+/** The request key of an item that is gone (deleted or idled out), kept to refuse its reuse. */
+interface Retired {
+  /** The id the create made. */
+  id: string;
+  /** When the item went (`Date.now()`, ms). */
+  retiredMs: number;
+}
+
 /** A keyed store of live episodes or experts with idle expiry and a size cap. */
 class LiveStore<T> {
   readonly #items = new Map<string, Live<T>>();
   /** Live ids by their create's request key. */
   readonly #byRequest = new Map<string, string>();
+  /**
+   * Request keys of items that are gone, oldest first (a Map keeps insertion order): each for
+   * `idleMs` after its item went, at most `maxLive` of them.
+   */
+  readonly #retired = new Map<string, Retired>();
   constructor(readonly kind: string, readonly idleMs: number, readonly maxLive: number) {}
 
   /**
    * Creates a live item with `make(id)` and returns its answer; when `request.key` is that of a
    * live item, returns that item's first answer instead and makes nothing (a retried create).
    * `request.body` is what the create asked for (its task as JSON).
-   * Throws EnvServerError 429 when `maxLive` items live, and 409 when `request.key` is that of a
+   * Throws EnvServerError 429 when `maxLive` items live; 409 when `request.key` is that of a
    * live item created for another body (a request id reused, not a retry: answering the first
-   * item would hand the caller one it did not ask for).
+   * item would hand the caller one it did not ask for); 410 when it is that of an item deleted or
+   * idled out within the last `idleMs` (a late duplicate: a new item would be one nobody drives
+   * or deletes).
    */
   create<A>(
     request: { key: string; body: string } | undefined,
     make: (id: string) => { value: T; answer: A },
   ): A {
     const requestKey = request?.key;
+    this.#forgetRetired();
+    const retired = requestKey === undefined ? undefined : this.#retired.get(requestKey);
+    if (retired !== undefined) {
+      throw new EnvServerError(
+        410,
+        `Cannot create ${this.kind} as request_id must be new: ${this.kind} ${retired.id} was ` +
+          `created for it and is gone (deleted or idled out); send a new request_id for a new ${this.kind}`,
+        [{ path: "request_id", message: `already used for ${this.kind} ${retired.id}, now gone` }],
+      );
+    }
     const known = requestKey === undefined ? undefined : this.#byRequest.get(requestKey);
     if (known !== undefined) {
       const item = this.get(known);
@@ -140,10 +168,26 @@ class LiveStore<T> {
     return item;
   }
 
+  /** Drops item `id` (nothing when there is none); its request key stays used (see create). */
   delete(id: string): void {
     const item = this.#items.get(id);
-    if (item?.requestKey !== undefined) this.#byRequest.delete(item.requestKey);
+    if (item?.requestKey !== undefined) {
+      this.#byRequest.delete(item.requestKey);
+      this.#retired.set(item.requestKey, { id, retiredMs: Date.now() });
+      if (this.#retired.size > this.maxLive) {
+        this.#retired.delete(this.#retired.keys().next().value!);
+      }
+    }
     this.#items.delete(id);
+  }
+
+  /** Forgets the request keys of items gone for longer than `idleMs`. */
+  #forgetRetired(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [key, retired] of this.#retired) {
+      if (retired.retiredMs >= cutoff) break;
+      this.#retired.delete(key);
+    }
   }
 
   sweep(): void {

@@ -437,7 +437,7 @@ Deno.test("a create retried after its answer was lost gets the same episode or e
   }
 });
 
-Deno.test("a create that repeats a live create's request_id is answered as the first, and a new one is not", async () => {
+Deno.test("a create that repeats a live create's request_id is answered as the first, one that repeats a deleted create's is a 410, and a new one is neither", async () => {
   const server = await serveEnvironments([household]);
   try {
     const [task] = household.sampleTasks("train", 1, 5);
@@ -457,10 +457,23 @@ Deno.test("a create that repeats a live create's request_id is answered as the f
     assert.notEqual(c.expert_id, a.expert_id);
     const d = await post("/v1/experts", { task, request_id: "r1" });
     assert.notEqual(d.expert_id, a.expert_id);
-    // Deleted, its request id is free again: a late duplicate makes a new one.
+    // Deleted, its request id stays used: a late duplicate is a 410 naming request_id and the
+    // expert, and makes nothing (one more expert would be one nobody drives or deletes).
     const deleted = await fetch(`${server.url}/v1/experts/${a.expert_id}`, { method: "DELETE" });
     assert.equal(deleted.status, 204);
-    const e = await post("/v1/skilled-demonstrations", { task, request_id: "r1" });
+    const late = await fetch(`${server.url}/v1/skilled-demonstrations`, {
+      method: "POST",
+      body: JSON.stringify({ task, request_id: "r1" }),
+    });
+    assert.equal(late.status, 410);
+    const problem = await late.json();
+    assert.equal(
+      problem.detail,
+      `Cannot create expert as request_id must be new: expert ${a.expert_id} was created for it and is gone (deleted or idled out); send a new request_id for a new expert`,
+    );
+    assert.deepEqual(problem.errors.map((e: { path: string }) => e.path), ["request_id"]);
+    // A new request id makes a new expert.
+    const e = await post("/v1/skilled-demonstrations", { task, request_id: "r3" });
     assert.notEqual(e.expert_id, a.expert_id);
     for (const id of [c.expert_id, d.expert_id, e.expert_id]) {
       await (await fetch(`${server.url}/v1/experts/${id}`, { method: "DELETE" })).body?.cancel();
