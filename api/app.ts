@@ -12,6 +12,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import {
+  BaseChainTooLongError,
   BaseGoneError,
   IdempotencyConflictError,
   IntegrityError,
@@ -87,7 +88,7 @@ function mapDomainError(error: unknown): ProblemError | undefined {
   if (error instanceof IdempotencyConflictError) {
     return new ConflictError(error.message, { cause: error });
   }
-  if (error instanceof BaseGoneError) {
+  if (error instanceof BaseGoneError || error instanceof BaseChainTooLongError) {
     return new UnprocessableError(error.message, {
       cause: error,
       errors: [{ path: "model.base", code: error.code, message: error.message }],

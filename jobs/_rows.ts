@@ -13,6 +13,7 @@ import type {
   JobStatus,
   SkillLibrary,
 } from "./schema.ts";
+import { MAX_ADAPTER_CHAIN } from "./spec.ts";
 
 type Row = Record<string, unknown>;
 
@@ -114,15 +115,27 @@ export function toSkillLibrary(r: Row): SkillLibrary {
   };
 }
 
-/** Most `job:` links a base chain follows (the same cap as api/spec_refs.ts `rootModelBase`). */
-const MAX_BASE_LINKS = 16;
+/**
+ * SQL predicate: job row `j` writes adapter-only checkpoints (a `model.lora` job without
+ * `save_merged`), so loading one of them reads `j`'s own `model.base` too (the adapter applies to
+ * it: workers/seed/run/model_source.ts). Every other job's checkpoints hold full weights (a full
+ * fine-tune's `model.safetensors`, a LoRA job's `merged/` folder) and load alone.
+ */
+export function adapterOnly(j: string): string {
+  return `(jsonb_typeof(${j}.spec->'model'->'lora') = 'object'
+    and coalesce((${j}.spec->'model'->'lora'->>'save_merged')::boolean, false) = false)`;
+}
 
 /**
  * The recursive CTE `chain(user_id, base, depth)` seeded by `seed` (a select of those three
- * columns at depth 0): each seed row, then, while `base` is `job:<uuid>[@step]`, the `model.base` of
- * the tenant's job it names, at most {@link MAX_BASE_LINKS} links (depth 0 to 16). `user_id` is the
- * job whose chain it is: that job uses every base on it. Marked jobs (`deleting_at`) are followed;
- * a link naming a job the tenant does not have ends the chain at that `job:` base.
+ * columns at depth 0): the links a job uses, as the worker loads its model. Each seed row, then,
+ * while `base` is `job:<uuid>[@step]` naming a tenant's job whose checkpoints are adapter-only
+ * ({@link adapterOnly}), that job's `model.base`, at most {@link MAX_ADAPTER_CHAIN} links after the
+ * seed (depth 0 to 8: the worker loads at most 8 adapters in a row, then a model with full
+ * weights). A job with full-weight checkpoints ends the chain: loading it reads nothing it was
+ * trained from. `user_id` is the job whose chain it is: that job uses every base on it. Marked
+ * jobs (`deleting_at`) are followed; a link naming a job the tenant does not have ends the chain
+ * at that `job:` base.
  */
 function baseChain(seed: string, tenantParam: string): string {
   return `chain(user_id, base, depth) as (
@@ -131,7 +144,7 @@ function baseChain(seed: string, tenantParam: string): string {
       select c.user_id, j.spec->'model'->>'base', c.depth + 1
       from chain c join jobs j on j.tenant_id = ${tenantParam}::uuid
         and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
-      where c.depth < ${MAX_BASE_LINKS})`;
+      where c.depth < ${MAX_ADAPTER_CHAIN} and ${adapterOnly("j")})`;
 }
 
 /**

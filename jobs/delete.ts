@@ -31,8 +31,8 @@ import { activeBaseChain, toJob } from "./_rows.ts";
 
 /**
  * `chain(user_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
- * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
- * links, as jobs/models.ts follows them).
+ * `model.base`, then, while that is `job:<uuid>[@step]` naming a job with adapter-only
+ * checkpoints, the base of that job (jobs/_rows.ts `baseChain`, as jobs/models.ts follows them).
  */
 const CHAIN = activeBaseChain("$2");
 

@@ -83,6 +83,27 @@ export class BaseGoneError extends Error {
   }
 }
 
+/**
+ * Thrown by a submit whose `model.base` chain holds more adapter-only LoRA jobs in a row (each a
+ * `model.lora` job without `save_merged`, whose checkpoints need the base they apply to) than the
+ * worker loads (jobs/spec.ts `MAX_ADAPTER_CHAIN`): such a job could only fail when it starts. Nothing
+ * is stored. HTTP 422 at `model.base`, code `adapter_chain_too_long`.
+ */
+export class BaseChainTooLongError extends Error {
+  /** The error code at `model.base`. */
+  readonly code = "adapter_chain_too_long";
+  /** The submit's `model.base`. */
+  readonly base: string;
+  /** @param max the most adapter-only jobs in a row (MAX_ADAPTER_CHAIN). */
+  constructor(base: string, max: number) {
+    super(
+      `Cannot queue the job as model.base's chain of LoRA adapters must be at most ${max} jobs long: ${base} and the jobs it continues from are more than ${max} adapter-only jobs in a row; continue from a job whose checkpoints hold full weights (trained without model.lora, or with model.lora.save_merged)`,
+    );
+    this.name = "BaseChainTooLongError";
+    this.base = base;
+  }
+}
+
 /** Thrown when an object read from the store does not hash to the SHA-256 recorded for it. */
 export class IntegrityError extends Error {
   /** Object key. */

@@ -9,9 +9,9 @@ import { activeBaseChain, toDate } from "./_rows.ts";
 
 /**
  * `chain(user_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
- * `model.base`, then, while that is `job:<uuid>[@step]`, the base of the job it names (at most 16
- * links, as api/spec_refs.ts `rootModelBase` follows): a job continuing a LoRA job on a model uses
- * that model too. Direct and indirect users alike are fenced against a racing submit: the submit
+ * `model.base`, then, while that is `job:<uuid>[@step]` naming a job with adapter-only
+ * checkpoints, the base of that job (jobs/_rows.ts `baseChain`): a job continuing a LoRA job on a
+ * model uses that model too. Direct and indirect users alike are fenced against a racing submit: the submit
  * locks the model at the root of its base's chain (jobs/queue.ts `submitJob` with `requireBase`).
  */
 const CHAIN = activeBaseChain("$1");

@@ -10,11 +10,23 @@
  */
 import { createHash } from "node:crypto";
 import type { Database, Queryable } from "./db.ts";
-import { BaseGoneError, type Fence, FenceLostError, IdempotencyConflictError } from "./errors.ts";
-import { type Device, JOB_REF_PATTERN, type JobSpec, MODEL_REF_PATTERN } from "./spec.ts";
+import {
+  BaseChainTooLongError,
+  BaseGoneError,
+  type Fence,
+  FenceLostError,
+  IdempotencyConflictError,
+} from "./errors.ts";
+import {
+  type Device,
+  JOB_REF_PATTERN,
+  type JobSpec,
+  MAX_ADAPTER_CHAIN,
+  MODEL_REF_PATTERN,
+} from "./spec.ts";
 import type { Job } from "./schema.ts";
 import type { JobLabels } from "./labels.ts";
-import { newJobBaseChain, toJob } from "./_rows.ts";
+import { adapterOnly, newJobBaseChain, toJob } from "./_rows.ts";
 import { storableText } from "./_storable.ts";
 
 /** NOTIFY channel on which submit announces new work; the payload is the job's device. */
@@ -58,14 +70,19 @@ const SQL = {
     wake as (select pg_notify('${JOBS_CHANNEL}', $5::text))
     select moved.* from moved, evn, wake`,
   /**
-   * baseChain: the `model.base` `$1` of a job about to be queued, then, while a link is
-   * `job:<id>[@step]`, the base of the tenant's job it names (at most 16 links), nearest first:
-   * the same links the deletes' user searches follow from a queued job (jobs/_rows.ts). Read
-   * without locks: a job's spec never changes, so only a link's existence and `deleting_at` can
-   * change after this read, and `lockBaseJobs` / `lockBaseModel` read those under the lock.
+   * baseChain: the links a job about to be queued with `model.base` `$1` uses (jobs/_rows.ts
+   * `baseChain`): that base, then, while a link names the tenant's job with adapter-only
+   * checkpoints, that job's base (at most 8 links after the first), nearest first, each with
+   * `adapter`: whether it names such a job (its checkpoints need its base in turn). The same links
+   * the deletes' user searches follow from a queued job. Read without locks: a job's spec never
+   * changes, so only a link's existence and `deleting_at` can change after this read, and
+   * `lockBaseJobs` / `lockBaseModel` read those under the lock.
    */
   baseChain: `with recursive ${newJobBaseChain("$1", "$2")}
-    select base from chain order by depth`,
+    select c.base, exists (select 1 from jobs j where j.tenant_id = $2::uuid
+        and c.base like 'job:%' and j.id::text = substring(c.base from 5 for 36)
+        and ${adapterOnly("j")}) as adapter
+    from chain c order by c.depth`,
   /**
    * lockBaseJobs: the tenant's jobs of a new job's base chain (`$1`, nearest first), locked FOR
    * SHARE in that order until the submit commits. A delete locks its job FOR UPDATE (jobs/delete.ts
@@ -247,12 +264,16 @@ export interface SubmitOptions {
    */
   requestSha256?: string;
   /**
-   * When true (the API's submit), every link of `model.base`'s chain must be the tenant's and
-   * not being deleted: a `job:<id>[@step]` base, the base of that job, and so on (16 links at
-   * most), down to a `model:<id>` at its root if it has one. Each is checked under its row's
-   * lock in the insert's transaction ({@link lockBaseChain}), so a delete racing this submit never
-   * leaves the new job using a deleted job or model. Default false: the job is queued whatever it
-   * names (the worker refuses a base that is not the tenant's).
+   * When true (the API's submit), every link of `model.base`'s chain that loading it reads must
+   * be the tenant's and not being deleted: a `job:<id>[@step]` base; when that job's checkpoints
+   * are adapter-only (a `model.lora` job without `save_merged`), the base the adapter applies to
+   * too, and so on, down to a `model:<id>` if the chain reaches one. A job with full-weight
+   * checkpoints ends the chain (what it was trained from is not read). Each link is checked under
+   * its row's lock in the insert's transaction ({@link lockBaseChain}), so a delete racing this
+   * submit never leaves the new job using a deleted job or model; a chain of more than
+   * {@link MAX_ADAPTER_CHAIN} adapter-only jobs, which the worker cannot load, is refused. Default
+   * false: the job is queued whatever it names (the worker refuses a base that is not the
+   * tenant's).
    */
   requireBase?: boolean;
 }
@@ -275,9 +296,10 @@ class LostIdempotencyRace extends Error {}
 
 /**
  * Locks FOR SHARE, in the submit's transaction `q`, every link of the chain of `base` (a job's
- * `model.base`): the tenant's jobs it continues from, nearest first, then the uploaded model at
- * its root if any (SQL.baseChain, SQL.lockBaseJobs, SQL.lockBaseModel). Bases of other kinds
- * (`builtin:`, `hf:`, `s3://`) lock nothing.
+ * `model.base`) that loading it reads: the tenant's jobs it continues from through adapter-only
+ * checkpoints, nearest first, then the uploaded model the chain ends at if any (SQL.baseChain,
+ * SQL.lockBaseJobs, SQL.lockBaseModel). Bases of other kinds (`builtin:`, `hf:`, `s3://`) lock
+ * nothing.
  *
  * Lock order and deadlocks: jobs nearest first, then the model. Both deletes a submit races take
  * one row lock each, first, and wait for nothing after it: `markJobDeleting` locks its job FOR
@@ -287,17 +309,24 @@ class LostIdempotencyRace extends Error {}
  * can form whatever the order; FOR SHARE locks of concurrent submits do not conflict with one
  * another. The order is fixed anyway (the chain's own, as the deletes' user searches walk it) so
  * a later lock taker sees one order.
+ * @throws BaseChainTooLongError when the chain holds more than {@link MAX_ADAPTER_CHAIN}
+ *   adapter-only jobs in a row (its last link still names one).
  * @throws BaseGoneError naming the first link, in chain order, that is not the tenant's or is
  *   marked for deletion.
  */
 async function lockBaseChain(q: Queryable, tenantId: string, base: string): Promise<void> {
   const links = MODEL_REF_PATTERN.test(base)
-    ? [base]
-    : (await q.query<{ base: string }>(SQL.baseChain, [base, tenantId])).map((r) => r.base);
+    ? [{ base, adapter: false }]
+    : await q.query<{ base: string; adapter: boolean }>(SQL.baseChain, [base, tenantId]);
+  // The chain stops after MAX_ADAPTER_CHAIN links past the first: a last link that still needs
+  // its base is one adapter more than the worker loads.
+  if (links.length > MAX_ADAPTER_CHAIN && links.at(-1)!.adapter) {
+    throw new BaseChainTooLongError(base, MAX_ADAPTER_CHAIN);
+  }
   // The chain's jobs in order, each with the job whose base names it (undefined: model.base).
   const jobs: { id: string; via?: string }[] = [];
   let model: { id: string; via?: string } | undefined;
-  for (const link of links) {
+  for (const { base: link } of links) {
     const via = jobs.at(-1)?.id;
     const job = JOB_REF_PATTERN.exec(link);
     const uploaded = MODEL_REF_PATTERN.exec(link);
@@ -324,7 +353,8 @@ async function lockBaseChain(q: Queryable, tenantId: string, base: string): Prom
  * hash return the job the key created first (`created: false`).
  * @throws IdempotencyConflictError when the key was used with a different request.
  * @throws BaseGoneError with `requireBase` when a job or model of the base's chain is gone or
- *   being deleted.
+ *   being deleted; BaseChainTooLongError with `requireBase` when the chain holds more adapter-only
+ *   jobs in a row than the worker loads.
  */
 export async function submitJob(
   db: Database,

@@ -56,6 +56,13 @@ const S3_OBJECT_PATTERN = new RegExp(
  */
 export const JOB_REF_PATTERN =
   /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(?:0|[1-9][0-9]{0,8}))?$/;
+/**
+ * Most adapter-only LoRA checkpoints (a `model.lora` job without `save_merged`) loaded in a row
+ * to build one model: each applies to its job's `model.base`, which may be another. The worker
+ * refuses a longer chain (workers/seed/run/model_source.ts), and the API refuses to queue a job
+ * on one (jobs/queue.ts `submitJob` with `requireBase`).
+ */
+export const MAX_ADAPTER_CHAIN = 8;
 /** `model:<uuid>` — a model uploaded with `POST /v1/models` (README.md, "Bring your own model"). */
 export const MODEL_REF_PATTERN =
   /^model:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;

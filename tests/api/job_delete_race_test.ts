@@ -1,7 +1,7 @@
 /**
  * A delete of a job racing a submit that continues from it (`model.base: job:<id>`), or from a job
- * that continued from it (a `job:` chain), against the real Postgres: the submit locks every job
- * of its base's chain in its insert's transaction, so either the delete finds the new job among
+ * whose adapter-only LoRA checkpoints apply to it (a `job:` chain), against the real Postgres: the
+ * submit locks every job of its base's chain it reads in its insert's transaction, so either the delete finds the new job among
  * the job's users (409) or the submit finds the job gone (422 at `model.base` naming it) — never a
  * queued job whose chain holds a deleted job.
  */
@@ -13,23 +13,27 @@ import { req, runningJob, startApiFixture } from "./_fixture.ts";
 const fx = await startApiFixture();
 
 /**
- * A succeeded job of tenant A (trained from `base`, `builtin:tiny` when left out): what a new job
+ * A succeeded job of tenant A (trained from `base`, `builtin:tiny` when left out; a LoRA job
+ * without merged weights with `adapter`, whose checkpoints need `base` to load): what a new job
  * may continue from, and what may be deleted.
  */
-async function finishedBase(base?: string): Promise<string> {
-  const spec = base === undefined ? undefined : { env: { id: "sokoban" }, model: { base } };
+async function finishedBase(base?: string, adapter = false): Promise<string> {
+  const lora = adapter ? { lora: { rank: 4 } } : {};
+  const spec = base === undefined
+    ? undefined
+    : { env: { id: "sokoban" }, model: { base, ...lora } };
   const job = await runningJob(fx, fx.keyA, spec);
   await succeedJob(fx.db, fenceOf(job));
   return job.id;
 }
 
 /**
- * A two-link chain of tenant A's succeeded jobs: `root`, and `middle` continued from it
- * (`model.base: job:<root>`). A submit on `job:<middle>` uses both.
+ * A two-link chain of tenant A's succeeded jobs: `root`, and `middle`, a LoRA adapter trained on
+ * it (`model.base: job:<root>`, no merged weights). A submit on `job:<middle>` uses both.
  */
 async function finishedChain(): Promise<{ root: string; middle: string }> {
   const root = await finishedBase();
-  return { root, middle: await finishedBase(`job:${root}`) };
+  return { root, middle: await finishedBase(`job:${root}`, true) };
 }
 
 /** The submit body of a job continuing from `jobId`. */

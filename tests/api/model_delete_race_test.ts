@@ -114,9 +114,13 @@ Deno.test("model deletes and submits sent together never leave a job naming a de
   }
 });
 
-/** A succeeded job of tenant A trained from `base`: what a new job may continue from. */
+/**
+ * A succeeded LoRA job of tenant A trained on `base` without merged weights: what a new job may
+ * continue from, loading `base` too (the adapter applies to it).
+ */
 async function finishedOn(base: string): Promise<string> {
-  const job = await runningJob(fx, fx.keyA, { env: { id: "sokoban" }, model: { base } });
+  const model = { base, lora: { rank: 4 } };
+  const job = await runningJob(fx, fx.keyA, { env: { id: "sokoban" }, model });
   await succeedJob(fx.db, fenceOf(job));
   return job.id;
 }

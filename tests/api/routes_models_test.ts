@@ -693,9 +693,10 @@ Deno.test("a job names an uploaded model as model:<id>; the model cannot be dele
   assert.deepEqual(await fx.store.list(`tenants/${fx.tenantA.id}/models/${model.id}/`), []);
 });
 
-Deno.test("a model a queued job uses through a job: chain cannot be deleted either", async () => {
+Deno.test("a model a queued job uses through a job: chain of LoRA adapters cannot be deleted either", async () => {
   const model = await (await upload(archive)).json();
-  const direct = { env: { id: "sokoban" }, model: { base: model.base } };
+  // A LoRA job without merged weights: its checkpoints are an adapter that applies to the model.
+  const direct = { env: { id: "sokoban" }, model: { base: model.base, lora: { rank: 4 } } };
   const first = await (await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: direct }))
     .json();
   const chained = { env: { id: "sokoban" }, model: { base: `job:${first.id}@0` } };

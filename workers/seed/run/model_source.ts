@@ -36,6 +36,7 @@ import {
   readAdapter,
 } from "../../model/mod.ts";
 import { derivedSeed, SEED_USE } from "./seeds.ts";
+import { MAX_ADAPTER_CHAIN } from "../../../jobs/mod.ts";
 import type { ArtifactReader } from "../../worker/handler.ts";
 import { type ObservationImage, promptImages } from "../rollout.ts";
 import { buildAnalyzerPrompt, SKILL_HEADING, SKILL_INSTRUCTION } from "../../skills/mod.ts";
@@ -234,9 +235,6 @@ export async function pinModelBase(base: string, artifacts: ArtifactReader): Pro
   const ck = await artifacts.checkpoint(job[1]);
   return ck ? `job:${job[1]}@${ck.step}` : base;
 }
-
-/** Most `job:` links followed through adapter-only checkpoints (a guard against cycles). */
-const MAX_ADAPTER_CHAIN = 8;
 
 async function resolveAt(
   base: string,
