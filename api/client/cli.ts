@@ -5,7 +5,9 @@
  *   submit SPEC.json [--name N] [--metadata K=V]… [--idempotency-key K] [--json]
  *                                                     prints the new job id
  *   list [--status S[,S]] [--name N | --name-prefix P] [--metadata K=V]… [--limit N] [--cursor C]
- *                                                     newest first, a header row, one job a line
+ *                                                     newest first, a header row, one job a line;
+ *                                                     names match case-sensitively, `%` and `_`
+ *                                                     as plain characters
  *   status ID [--json]                                status, progress, key metrics one a line
  *   follow ID [--json]                                event lines + progress bar; exit 0 iff succeeded
  *   cancel ID
@@ -37,6 +39,8 @@ import type { CliIo } from "./cli_io.ts";
 const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
   submit SPEC.json [--name N] [--metadata K=V]... [--idempotency-key K] [--json]
   list [--status S[,S]] [--name N | --name-prefix P] [--metadata K=V]... [--limit N] [--cursor C] [--json]
+      --name: the whole name; --name-prefix: its beginning. Both are case-sensitive, and
+      % and _ are plain characters (no wildcards).
   status ID [--json]
   follow ID [--json]
   cancel ID

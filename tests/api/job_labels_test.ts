@@ -231,6 +231,9 @@ Deno.test("GET /v1/jobs filters by exact name, name prefix and every metadata pa
 
   assert.deepEqual(await ids(`name=${run}-lr-1`), [a]);
   assert.deepEqual(await ids(`name_prefix=${run}-lr-`), [b, a]);
+  // Names match case-sensitively, exact or prefix (api/README.md, CLI `list`).
+  assert.deepEqual(await ids(`name=${run}-LR-1`), []);
+  assert.deepEqual(await ids(`name_prefix=${run}-LR-`), []);
   // `%` and `_` in a prefix are the characters themselves, not patterns.
   assert.deepEqual(await ids(`name_prefix=${encodeURIComponent(`${run}_x%`)}`), [c]);
   assert.deepEqual(await ids(`name_prefix=${run}_`), [c]);
@@ -347,6 +350,16 @@ Deno.test("the CLI submits with --name and --metadata, filters the list by them 
     const none = await cli(["list", "--name", `${run}-none`]);
     assert.equal(none.out, "");
     assert.equal(none.err, "no jobs\n");
+    // Case-sensitive, as the help says; `_` is the character itself, not any one character.
+    for (
+      const args of [["--name", `${run}-CLI`], ["--name-prefix", `${run}-C`], [
+        "--name-prefix",
+        `${run}_`,
+      ]]
+    ) {
+      const other = await cli(["list", ...args]);
+      assert.equal(other.err, "no jobs\n", `list ${args.join(" ")}`);
+    }
     await assert.rejects(
       cli(["list", "--metadata", "novalue"]),
       /--metadata novalue as it must be KEY=VALUE/,

@@ -313,6 +313,15 @@ Deno.test("the CLI's list refuses --name with --name-prefix as a usage error", a
   assert.match(res.err, /^Cannot list jobs as --name and --name-prefix exclude each other/);
 });
 
+Deno.test("the CLI's help says --name and --name-prefix match case-sensitively, without wildcards", async () => {
+  const res = await run(["--help"]);
+  assert.equal(res.code, 0);
+  assert.match(
+    res.out,
+    /--name: the whole name; --name-prefix: its beginning\. Both are case-sensitive, and\n +% and _ are plain characters \(no wildcards\)\./,
+  );
+});
+
 Deno.test("the CLI's list pages with the cursor it prints", async () => {
   const dir = await Deno.makeTempDir();
   try {
