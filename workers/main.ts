@@ -9,7 +9,8 @@
  * `deno task`) forwards the signal to the worker once more.
  *
  * Run as the entry point, it registers the SEED trainer (`workers/seed/run/handler.ts`) for the
- * methods `seed`, `grpo` and `sft`. Imported (e.g. by a test's worker process), it registers
+ * methods `seed`, `grpo` and `sft`, with the teacher pass's prefix KV budget from
+ * `WORKER_PREFIX_CACHE_MB` (workers/worker/config.ts). Imported (e.g. by a test's worker process), it registers
  * nothing: the importer registers its own handlers before calling {@link main}.
  *
  * A worker whose providers (`WORKER_EXECUTION_PROVIDERS`, default cuda, webgpu, cpu for
@@ -44,12 +45,23 @@ import {
   workerConfigFromEnv,
 } from "./worker/mod.ts";
 
+/** Options of {@link main}. */
+export interface MainOptions {
+  /**
+   * Registers the handlers that take settings from the worker's configuration; called once the
+   * environment is validated, before anything is opened.
+   */
+  register?: (config: WorkerConfig) => void;
+}
+
 /** How long a stopping worker gives its connections to close before it exits anyway, in ms. */
 export const EXIT_DEADLINE_MS = 10_000;
 
 /**
- * Runs a worker with the given handler registrations already made, then exits the process: 0
- * after a drain, 1 when it cannot start (one log line saying why) or crashed.
+ * Runs a worker with the given handler registrations already made (plus those `options.register`
+ * makes from the validated configuration), then exits the process: 0 after a drain, 1 when it
+ * cannot start (one log line saying why: an invalid variable such as `WORKER_PREFIX_CACHE_MB=1.5`)
+ * or crashed.
  *
  * A database or store that cannot be reached at start is waited for (tries 50 ms … 1 s apart,
  * `untilReachable`), never a reason to exit; a stop signal meanwhile exits at once. After the
@@ -57,7 +69,7 @@ export const EXIT_DEADLINE_MS = 10_000;
  * process exits even if a connection is still open (a connection the driver reopened during an
  * outage must not keep a drained worker alive).
  */
-export async function main(): Promise<never> {
+export async function main(options: MainOptions = {}): Promise<never> {
   const log = createLogger({ service: "worker" });
   const exitAfterStart: (e: unknown) => never = (e) => {
     // A bad variable, no usable provider, a migration that fails: one line, no stack trace.
@@ -71,6 +83,7 @@ export async function main(): Promise<never> {
   let exitWithParent = false;
   try {
     config = workerConfigFromEnv();
+    options.register?.(config);
     exitWithParent = exitWithParentFromEnv();
     executionProvider = await chooseProvider(config.executionProviders, config.device, log);
   } catch (e) {
@@ -189,6 +202,11 @@ async function chooseProvider(
 }
 
 if (import.meta.main) {
-  registerSeedHandlers();
-  await main();
+  await main({
+    register: (config) =>
+      registerSeedHandlers(
+        undefined,
+        config.prefixCacheBytes === undefined ? {} : { prefixCacheBytes: config.prefixCacheBytes },
+      ),
+  });
 }

@@ -155,7 +155,8 @@ export const MAX_TOKENS_PER_CALL = 2048;
 /**
  * Most bytes of prefix KV caches `Policy.scoreSharedPrefixes` holds at once (groups beyond it
  * are prefilled and scored in later rounds): 128 MiB. The demo's teacher pass needs ~9 MB; a
- * 24-layer model with 2 KV heads of 64 channels needs 24 KB per prefix token.
+ * 24-layer model with 2 KV heads of 64 channels needs 24 KB per prefix token. A worker's
+ * `WORKER_PREFIX_CACHE_MB` sets another budget for its trainer (workers/worker/config.ts).
  */
 export const PREFIX_CACHE_BYTES = 128 * 2 ** 20;
 

@@ -81,6 +81,12 @@ export interface TrainerParts {
     engine: RemoteRolloutEngine;
     publish(version: number): Promise<PublishedPolicy>;
   };
+  /**
+   * Most bytes of prompt-prefix KV caches the teacher pass holds at once
+   * (`Policy.scoreSharedPrefixes`' `cacheBytes`; the worker's `WORKER_PREFIX_CACHE_MB`). Absent:
+   * the policy's default, `PREFIX_CACHE_BYTES`.
+   */
+  prefixCacheBytes?: number;
 }
 
 /** Called when a phase starts (progress and stage events). */
@@ -386,7 +392,7 @@ export class SeedTrainer {
     const teacher = await theta.policy.scoreSharedPrefixes(
       teacherIdx.map((i) => ({ ...plain[i], prompt: theta.promptIds(prompts[i]!) })),
       [...byTrajectory.values()],
-      { temperature },
+      { temperature, cacheBytes: this.parts.prefixCacheBytes },
     );
     // 0 when no pass ran (GRPO, or no analysis parsed).
     const teacherSeconds = teacherIdx.length > 0 ? (performance.now() - started) / 1000 : 0;

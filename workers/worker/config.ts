@@ -10,6 +10,7 @@
  * | `REAPER_INTERVAL_MS` | `5000`                          | reaper scan interval; 0 = no reaper  |
  * | `WORKER_RETRY_FOR_MS`| `600000`                        | how long a write waits out an outage |
  * | `WORKER_EXECUTION_PROVIDERS` | `cuda,webgpu,cpu` (gpu), `cpu` (cpu) | onnxruntime providers to try, best first |
+ * | `WORKER_PREFIX_CACHE_MB` | `128` (`PREFIX_CACHE_BYTES`, workers/model/policy.ts) | MiB of prompt-prefix KV the trainer's teacher pass holds at once |
  *
  * A `gpu` worker probes its execution providers once at start (workers/engine/providers.ts) and
  * uses the first that loads; leave `cpu` out of `WORKER_EXECUTION_PROVIDERS` to make a worker
@@ -19,6 +20,23 @@
 import { z } from "zod";
 import { DEVICES } from "../../jobs/mod.ts";
 import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
+
+/** Most `WORKER_PREFIX_CACHE_MB` (64 GiB), as the inference server's `SERVE_PREFIX_CACHE_MB`. */
+export const MAX_PREFIX_CACHE_MB = 65_536;
+
+/**
+ * `WORKER_PREFIX_CACHE_MB`: decimal digits only (`1.5`, `1e3`, `0x10`, `-1` are refused, where
+ * `z.coerce.number` would read some of them), from 0 to {@link MAX_PREFIX_CACHE_MB}.
+ */
+const PrefixCacheMb = z.string().optional().superRefine((s, ctx) => {
+  if (s === undefined || (/^[0-9]+$/.test(s) && Number(s) <= MAX_PREFIX_CACHE_MB)) return;
+  ctx.addIssue({
+    code: "custom",
+    message: `must be a whole number of MiB from 0 to ${MAX_PREFIX_CACHE_MB}: current value is ${
+      JSON.stringify(s)
+    }`,
+  });
+}).transform((s) => s === undefined ? undefined : Number(s));
 
 const ConfigSchema = z.object({
   WORKER_DEVICE: z.enum(DEVICES).default("cpu"),
@@ -36,6 +54,7 @@ const ConfigSchema = z.object({
         .refine((l) => new Set(l).size === l.length, "must name each provider once")
         .optional(),
     ),
+  WORKER_PREFIX_CACHE_MB: PrefixCacheMb,
 }).superRefine((c, ctx) => {
   const gpuOnes = c.WORKER_EXECUTION_PROVIDERS?.filter((p) => p !== "cpu") ?? [];
   if (c.WORKER_DEVICE === "cpu" && gpuOnes.length > 0) {
@@ -63,6 +82,12 @@ export interface WorkerConfig {
    * cuda, webgpu, cpu for a gpu worker and cpu for a cpu worker).
    */
   executionProviders: ExecutionProvider[];
+  /**
+   * Most bytes of prompt-prefix KV caches the trainer's teacher pass holds at once
+   * (`WORKER_PREFIX_CACHE_MB` × 2^20; `Policy.scoreSharedPrefixes`' `cacheBytes`). Undefined when
+   * the variable is unset: the policy's default, `PREFIX_CACHE_BYTES` (128 MiB).
+   */
+  prefixCacheBytes?: number;
 }
 
 /**
@@ -81,6 +106,7 @@ export function workerConfigFromEnv(
     REAPER_INTERVAL_MS: pick("REAPER_INTERVAL_MS"),
     WORKER_RETRY_FOR_MS: pick("WORKER_RETRY_FOR_MS"),
     WORKER_EXECUTION_PROVIDERS: pick("WORKER_EXECUTION_PROVIDERS"),
+    WORKER_PREFIX_CACHE_MB: pick("WORKER_PREFIX_CACHE_MB"),
   });
   return {
     device: c.WORKER_DEVICE,
@@ -91,5 +117,8 @@ export function workerConfigFromEnv(
     retryForMs: c.WORKER_RETRY_FOR_MS,
     executionProviders: c.WORKER_EXECUTION_PROVIDERS ??
       (c.WORKER_DEVICE === "gpu" ? [...EXECUTION_PROVIDERS] : ["cpu"]),
+    ...(c.WORKER_PREFIX_CACHE_MB === undefined
+      ? {}
+      : { prefixCacheBytes: c.WORKER_PREFIX_CACHE_MB * 2 ** 20 }),
   };
 }

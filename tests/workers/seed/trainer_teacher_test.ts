@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
 import { compileTextPattern, Tokenizer } from "../../../workers/model/mod.ts";
-import { runPlan, TextPolicy } from "../../../workers/seed/mod.ts";
+import { runPlan, SeedTrainer, TextPolicy } from "../../../workers/seed/mod.ts";
 import {
   analysisSchema,
   analyzerGenerateOptions,
@@ -37,6 +37,25 @@ Deno.test("a step with parsed skills re-scores under the skill prompt and distil
   assert.equal(skill.text, "push the box up");
   assert.equal(skill.timesSeen, spec.rollout.tasks_per_step * spec.rollout.group_size);
   assert.ok(Number.isFinite(skill.meanTeacherGap), "mean Δ recorded");
+  await policy.release();
+});
+
+Deno.test("the trainer hands its prefixCacheBytes (WORKER_PREFIX_CACHE_MB) to the teacher pass as its KV budget", async () => {
+  const spec = parseJobSpec(tinySpec({ seed: { opd_coef: 1 } }));
+  const { env, model, policy } = await tinySokobanPolicy();
+  const theta = new FixedAnalyzer(policy, new Tokenizer(model.tokenizer));
+  // The real pass runs; this only records the budget the trainer hands it.
+  const budgets: (number | undefined)[] = [];
+  const score = policy.scoreSharedPrefixes.bind(policy);
+  policy.scoreSharedPrefixes = (input, groups, opts) => {
+    budgets.push(opts?.cacheBytes);
+    return score(input, groups, opts);
+  };
+  const base = testTrainer(spec, { env, theta, library: new SkillLibrary("job-1") });
+  const trainer = new SeedTrainer({ ...base.parts, prefixCacheBytes: 3 * 2 ** 20 });
+  const { metrics } = await trainer.step(1, () => Promise.resolve());
+  assert.ok(metrics.teacher_samples > 0);
+  assert.deepEqual(budgets, [3 * 2 ** 20]);
   await policy.release();
 });
 

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { workerConfigFromEnv } from "../../../workers/worker/mod.ts";
+import { PREFIX_CACHE_BYTES } from "../../../workers/model/policy.ts";
 
 /** The issues of the ZodError `fn` throws, as `path: message` lines. */
 function issues(fn: () => unknown): string[] {
@@ -58,6 +59,32 @@ Deno.test("a bad WORKER_EXECUTION_PROVIDERS is an error naming the variable and 
   );
 });
 
+Deno.test("WORKER_PREFIX_CACHE_MB sets the teacher pass's prefix KV budget in bytes; unset or empty keeps the policy's", () => {
+  assert.equal(workerConfigFromEnv({}).prefixCacheBytes, undefined);
+  assert.equal(workerConfigFromEnv({ WORKER_PREFIX_CACHE_MB: "" }).prefixCacheBytes, undefined);
+  assert.equal(workerConfigFromEnv({ WORKER_PREFIX_CACHE_MB: "0" }).prefixCacheBytes, 0);
+  assert.equal(workerConfigFromEnv({ WORKER_PREFIX_CACHE_MB: "512" }).prefixCacheBytes, 2 ** 29);
+  assert.equal(
+    workerConfigFromEnv({ WORKER_PREFIX_CACHE_MB: "65536" }).prefixCacheBytes,
+    65_536 * 2 ** 20,
+  );
+  // The documented default (README.md, workers/worker/config.ts) is the policy's own.
+  assert.equal(PREFIX_CACHE_BYTES, 128 * 2 ** 20);
+});
+
+Deno.test("a bad WORKER_PREFIX_CACHE_MB is an error naming the variable, the rule and the value", () => {
+  for (const value of ["1.5", "-1", "1e3", "0x10", "lots", " 8", "65537"]) {
+    assert.deepEqual(
+      issues(() => workerConfigFromEnv({ WORKER_PREFIX_CACHE_MB: value })),
+      [
+        "WORKER_PREFIX_CACHE_MB: must be a whole number of MiB from 0 to 65536: " +
+        `current value is ${JSON.stringify(value)}`,
+      ],
+      value,
+    );
+  }
+});
+
 /** Runs `deno task worker`'s entry with `env` (and no database: it must stop before one). */
 async function startWorker(env: Record<string, string>) {
   const dir = await Deno.makeTempDir({ prefix: "seed-never-used-" });
@@ -79,6 +106,16 @@ Deno.test("a worker with an invalid provider list exits at start naming the vari
   assert.notEqual(code, 0);
   assert.match(text, /WORKER_EXECUTION_PROVIDERS/);
   assert.match(text, /must be cpu when WORKER_DEVICE is cpu/);
+});
+
+Deno.test("a worker with a bad WORKER_PREFIX_CACHE_MB exits at start naming the variable and value", async () => {
+  const { code, text } = await startWorker({ WORKER_PREFIX_CACHE_MB: "1.5" });
+  assert.equal(code, 1);
+  assert.match(text, /the worker cannot start/);
+  assert.match(
+    text,
+    /must be a whole number of MiB from 0 to 65536: current value is \\?"1\.5\\?".*WORKER_PREFIX_CACHE_MB/s,
+  );
 });
 
 Deno.test("a gpu worker told not to fall back to cpu exits at start when no GPU provider loads", async (t) => {

@@ -74,6 +74,11 @@ import { derivedSeed, SEED_USE } from "./seeds.ts";
 export interface SeedHandlerOptions {
   /** onnxruntime settings (default: the worker's execution provider, 2 threads). */
   engine?: EngineOptions;
+  /**
+   * Most bytes of prompt-prefix KV the teacher pass holds at once (the worker's
+   * `WORKER_PREFIX_CACHE_MB`; default `PREFIX_CACHE_BYTES` of workers/model/policy.ts).
+   */
+  prefixCacheBytes?: number;
 }
 
 /** What a run holds while it trains. */
@@ -134,7 +139,7 @@ export function createSeedHandler(options: SeedHandlerOptions = {}): JobHandler 
   return async (ctx: JobContext): Promise<HandlerOutcome> => {
     const run = await setUp(ctx, options);
     try {
-      return await train(run);
+      return await train(run, options);
     } finally {
       await run.reference?.release();
       await run.theta.policy.release();
@@ -285,7 +290,7 @@ function baseReference(theta: Policy): Policy {
   return new Policy(theta.config, theta.params, { sessions: theta.sessions });
 }
 
-async function train(run: RunState): Promise<HandlerOutcome> {
+async function train(run: RunState, options: SeedHandlerOptions): Promise<HandlerOutcome> {
   const { ctx, spec, plan } = run;
   const total = plan.steps;
   if (run.step < 0) {
@@ -319,6 +324,7 @@ async function train(run: RunState): Promise<HandlerOutcome> {
     rng: run.rng,
     library: run.library,
     remote: await remoteEngine(run),
+    prefixCacheBytes: options.prefixCacheBytes,
   });
   for (let step = run.step + 1; step <= total; step++) {
     ctx.signal.throwIfAborted();
