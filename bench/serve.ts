@@ -21,7 +21,9 @@
  * (user + system, all its threads, from /proc) per completion token, which a loaded machine
  * inflates much less than wall time. With `--compare DIR` (another checkout of this repository,
  * e.g. `git clone --branch main . /tmp/base`) a second server runs from DIR and every row is measured
- * on both, one right after the other, so their ratio is taken under the same load. Each server
+ * on both in the order this, compare, compare, this (ABBA, bench/_abba.ts), each side's two passes
+ * pooled: load that drifts during a row weighs on both sides alike, where a fixed A-then-B order
+ * gave the drift to B (the row's `requests` counts both passes). Each server
  * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve trained checkpoints"):
  * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.
  */
@@ -34,6 +36,7 @@ import { builtinVocabulary, probeFirstTurn } from "../workers/seed/run/model_sou
 import { startBenchStack } from "./_stack.ts";
 import { saveJob } from "../workers/seed/run/saved_job.ts";
 import { benchArgs } from "./_args.ts";
+import { abbaOrder } from "./_abba.ts";
 
 /** What `--help` prints: how to run the bench and what each flag does. */
 const USAGE = `The inference server's continuous batching: aggregate generated tokens/s, p50/p99
@@ -57,7 +60,9 @@ Flags:
   --threads N     onnxruntime threads of each server (and of the local decode with --rollout)
                   (default 2)
   --compare DIR   another checkout of this repository: a second server runs from DIR and every row
-                  is measured on both, one right after the other
+                  is measured on both in the order this, compare, compare, this (ABBA), each
+                  side's two passes pooled (its requests column counts both), so load that
+                  drifts during a row weighs on both sides alike
   --distinct      every request's prompt starts with a line of its own (#<n>): no shared prefix
   --boards        the n-th request sends the first turn of sokoban train task n mod 512
   --rollout       the rollout-shaped load (the flags below apply to it only)
@@ -137,6 +142,42 @@ async function streamOne(client: OpenAI, model: string, prompt: string, seed: nu
   return { ttft, tokens };
 }
 
+/** One pass of a row on one server: its requests' results, wall seconds and server CPU seconds. */
+interface Measured {
+  results: { ttft: number; tokens: number }[];
+  seconds: number;
+  cpu: number;
+}
+
+/**
+ * Sends one row's requests to `server`: `streams` one after another (sequential), or
+ * max(streams, 8) in bursts of `streams` (concurrent).
+ */
+async function measure(
+  server: { child: Deno.ChildProcess; client: OpenAI },
+  row: { model: string; prompt: string; streams: number; mode: string },
+): Promise<Measured> {
+  const { child, client } = server;
+  const { model, prompt, streams, mode } = row;
+  const requests = Math.max(streams, 8);
+  const results: Measured["results"] = [];
+  const t0 = performance.now(), cpu0 = await cpuSeconds(child.pid);
+  if (mode === "sequential") {
+    for (let i = 0; i < streams; i++) results.push(await streamOne(client, model, prompt, i));
+  } else {
+    for (let done = 0; done < requests; done += streams) {
+      const n = Math.min(streams, requests - done);
+      results.push(
+        ...await Promise.all(
+          Array.from({ length: n }, (_, i) => streamOne(client, model, prompt, done + i)),
+        ),
+      );
+    }
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { results, seconds, cpu: await cpuSeconds(child.pid) - cpu0 };
+}
+
 const { env, db, store, stop: stopStack } = await startBenchStack("bench-serve");
 /** Seconds of CPU (user + system, all threads) process `pid` has used (Linux /proc). */
 async function cpuSeconds(pid: number): Promise<number> {
@@ -210,26 +251,25 @@ try {
     const single = new Map<string, number>();
     for (const streams of STREAMS) {
       for (const mode of streams === 1 ? ["concurrent"] : ["sequential", "concurrent"]) {
-        for (const { label, child, client } of servers) {
-          const requests = Math.max(streams, 8);
-          const results: { ttft: number; tokens: number }[] = [];
-          const t0 = performance.now(), cpu0 = await cpuSeconds(child.pid);
-          if (mode === "sequential") {
-            for (let i = 0; i < streams; i++) {
-              results.push(await streamOne(client, model, prompt, i));
-            }
-          } else {
-            for (let done = 0; done < requests; done += streams) {
-              const n = Math.min(streams, requests - done);
-              results.push(
-                ...await Promise.all(
-                  Array.from({ length: n }, (_, i) => streamOne(client, model, prompt, done + i)),
-                ),
-              );
-            }
-          }
-          const seconds = (performance.now() - t0) / 1000;
-          const cpu = await cpuSeconds(child.pid) - cpu0;
+        // A B B A (bench/_abba.ts): each side's two passes pooled, so load that drifts during
+        // the row weighs on both sides alike
+        const pooled = new Map<string, Measured>();
+        for (const server of abbaOrder(servers)) {
+          const m = await measure(server, { model, prompt, streams, mode });
+          const sum = pooled.get(server.label);
+          pooled.set(
+            server.label,
+            sum
+              ? {
+                results: [...sum.results, ...m.results],
+                seconds: sum.seconds + m.seconds,
+                cpu: sum.cpu + m.cpu,
+              }
+              : m,
+          );
+        }
+        for (const { label } of servers) {
+          const { results, seconds, cpu } = pooled.get(label)!;
           const tokens = results.reduce((n, r) => n + r.tokens, 0), rate = tokens / seconds;
           if (streams === 1) single.set(label, rate);
           const ttfts = results.map((r) => r.ttft);
