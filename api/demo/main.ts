@@ -224,6 +224,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
       env,
       logPath: `${dataDir}/api.log`,
       onSpawn: (child) => children.push(child),
+      signal: abort.signal,
     }));
     say(`API listening on ${api.url} (pid ${api.child.pid})`);
     const key = await step(createApiKey({
@@ -231,6 +232,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
       tenant: "demo",
       name: `demo-${stamp(new Date())}`,
       logPath: `${dataDir}/keys.log`,
+      signal: abort.signal,
     }));
     say(`API key created for tenant "demo": ${key}`);
     abort.signal.throwIfAborted();
@@ -239,6 +241,7 @@ export async function runDemo(args: DemoArgs): Promise<number> {
       entry: args.workerEntry,
       env,
       logPath: `${dataDir}/worker.log`,
+      signal: abort.signal,
     });
     children.push(worker);
     say(`worker started (pid ${worker.pid}, ${args.workerEntry})`);

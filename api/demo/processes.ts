@@ -67,6 +67,11 @@ export interface SpawnOptions {
    * log; used to learn the API's port from its "api listening" line.
    */
   onLine?: (line: string) => void;
+  /**
+   * The caller's stop (the demo's Ctrl-C): aborted before the child exists, nothing is started
+   * and its reason is thrown.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -75,7 +80,13 @@ export interface SpawnOptions {
  * this process exits (the entry must honour the variable, as api/main.ts and workers/main.ts do).
  */
 export async function spawnDeno(options: SpawnOptions): Promise<Child> {
+  options.signal?.throwIfAborted();
   const log = await Deno.open(options.logPath, { create: true, append: true });
+  if (options.signal?.aborted) {
+    // Stopped while the log opened: the caller has already stopped what it started.
+    log.close();
+    throw options.signal.reason;
+  }
   const entry = options.entry.startsWith("/") ? options.entry : `${REPO_ROOT}/${options.entry}`;
   const process = new Deno.Command(Deno.execPath(), {
     args: [
@@ -155,7 +166,8 @@ export async function spawnDeno(options: SpawnOptions): Promise<Child> {
 /**
  * Starts the API (`api/main.ts`) on a free loopback port and resolves with its base URL once it
  * logged "api listening". Throws {@link ChildProcessError} when it exits first or takes longer
- * than `timeoutMs` (default 180 000: a first run may still be loading npm packages).
+ * than `timeoutMs` (default 180 000: a first run may still be loading npm packages), and
+ * `options.signal`'s reason when it is aborted before the child exists (nothing is started).
  */
 export async function startApi(
   options: {
@@ -164,6 +176,8 @@ export async function startApi(
     timeoutMs?: number;
     /** Called as soon as the child exists, so a caller interrupted meanwhile can stop it. */
     onSpawn?: (child: Child) => void;
+    /** The caller's stop: aborted before the child exists, nothing is started. */
+    signal?: AbortSignal;
   },
 ): Promise<{ child: Child; url: string }> {
   let resolvePort!: (port: number) => void;
@@ -175,6 +189,7 @@ export async function startApi(
     denoFlags: ["--unstable-no-legacy-abort"],
     env: { ...options.env, PORT: "0", HOST: "127.0.0.1" },
     logPath: options.logPath,
+    signal: options.signal,
     onLine: (line) => {
       if (!line.includes("api listening")) return;
       try {
@@ -219,11 +234,20 @@ export async function startApi(
 
 /**
  * Runs `deno run -A api/tools/keys.ts create --tenant TENANT --name NAME` against the same data and
- * returns the printed key. Throws {@link ChildProcessError} with the child's stderr on failure.
+ * returns the printed key. Throws {@link ChildProcessError} with the child's stderr on failure, and
+ * `options.signal`'s reason when it is aborted: before the start nothing runs, later the child is
+ * killed.
  */
 export async function createApiKey(
-  options: { env: Record<string, string>; tenant: string; name: string; logPath: string },
+  options: {
+    env: Record<string, string>;
+    tenant: string;
+    name: string;
+    logPath: string;
+    signal?: AbortSignal;
+  },
 ): Promise<string> {
+  options.signal?.throwIfAborted();
   const out = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -242,7 +266,9 @@ export async function createApiKey(
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
+    signal: options.signal,
   }).output();
+  options.signal?.throwIfAborted();
   const stderr = new TextDecoder().decode(out.stderr);
   await Deno.writeTextFile(options.logPath, stderr, { append: true });
   const key = new TextDecoder().decode(out.stdout).trim();
