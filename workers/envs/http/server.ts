@@ -112,6 +112,8 @@ class LiveStore<T> {
   ): A {
     const requestKey = request?.key;
     this.#forgetRetired();
+    // Idle items go first, so a late duplicate of one idled out but not yet swept is a 410 too.
+    this.sweep();
     const retired = requestKey === undefined ? undefined : this.#retired.get(requestKey);
     if (retired !== undefined) {
       throw new EnvServerError(
@@ -134,7 +136,6 @@ class LiveStore<T> {
       }
       return item.created as A;
     }
-    this.sweep();
     if (this.#items.size >= this.maxLive) {
       throw new EnvServerError(
         429,

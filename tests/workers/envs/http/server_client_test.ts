@@ -483,6 +483,36 @@ Deno.test("a create that repeats a live create's request_id is answered as the f
   }
 });
 
+Deno.test("a late duplicate of a create whose item idled out is a 410 even before anything swept it", async () => {
+  const server = await serveEnvironments([household], { idleMs: 50 });
+  try {
+    const [task] = household.sampleTasks("train", 1, 5);
+    const create = () =>
+      fetch(`${server.url}/v1/experts`, {
+        method: "POST",
+        body: JSON.stringify({ task, request_id: "r1" }),
+      });
+    const first = await create();
+    assert.equal(first.status, 201);
+    const { expert_id } = await first.json();
+    // Idle for longer than idleMs; no other create ran, so nothing has swept it yet.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const late = await create();
+    assert.equal(late.status, 410);
+    const problem = await late.json();
+    assert.match(problem.detail, new RegExp(`expert ${expert_id} was created for it and is gone`));
+    // The idled-out expert is gone, not revived by the duplicate.
+    const act = await fetch(`${server.url}/v1/experts/${expert_id}/act`, {
+      method: "POST",
+      body: JSON.stringify({ observation: "" }),
+    });
+    assert.equal(act.status, 404);
+    await act.body?.cancel();
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("a create that reuses a live create's request_id for another task is refused with a 409 naming request_id", async () => {
   const server = await serveEnvironments([household]);
   try {
