@@ -25,26 +25,29 @@ import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
 export const MAX_PREFIX_CACHE_MB = 65_536;
 
 /**
- * `WORKER_PREFIX_CACHE_MB`: decimal digits only (`1.5`, `1e3`, `0x10`, `-1` are refused, where
- * `z.coerce.number` would read some of them), from 0 to {@link MAX_PREFIX_CACHE_MB}.
+ * A variable holding a whole number of `unit` from `min` to `max`: decimal digits only (`1.5`,
+ * `1e3`, `0x10`, `-1`, `abc` are refused, where `z.coerce.number` would read some of them and call
+ * the others "NaN"). Unset stays undefined (the caller's default applies).
  */
-const PrefixCacheMb = z.string().optional().superRefine((s, ctx) => {
-  if (s === undefined || (/^[0-9]+$/.test(s) && Number(s) <= MAX_PREFIX_CACHE_MB)) return;
-  ctx.addIssue({
-    code: "custom",
-    message: `must be a whole number of MiB from 0 to ${MAX_PREFIX_CACHE_MB}: current value is ${
-      JSON.stringify(s)
-    }`,
-  });
-}).transform((s) => s === undefined ? undefined : Number(s));
+function wholeNumber(unit: string, min: number, max: number) {
+  return z.string().optional().superRefine((s, ctx) => {
+    if (s === undefined || (/^[0-9]+$/.test(s) && Number(s) >= min && Number(s) <= max)) return;
+    ctx.addIssue({
+      code: "custom",
+      message: `must be a whole number of ${unit} from ${min} to ${max}: current value is ${
+        JSON.stringify(s)
+      }`,
+    });
+  }).transform((s) => s === undefined ? undefined : Number(s));
+}
 
 const ConfigSchema = z.object({
   WORKER_DEVICE: z.enum(DEVICES).default("cpu"),
   WORKER_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional(),
-  WORKER_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(30_000),
-  WORKER_POLL_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
-  REAPER_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
-  WORKER_RETRY_FOR_MS: z.coerce.number().int().min(0).max(86_400_000).default(600_000),
+  WORKER_LEASE_MS: wholeNumber("ms", 300, 3_600_000),
+  WORKER_POLL_MS: wholeNumber("ms", 10, 600_000),
+  REAPER_INTERVAL_MS: wholeNumber("ms", 0, 3_600_000),
+  WORKER_RETRY_FOR_MS: wholeNumber("ms", 0, 86_400_000),
   WORKER_EXECUTION_PROVIDERS: z.string().optional()
     .transform((s) => s?.split(",").map((p) => p.trim()))
     .pipe(
@@ -54,7 +57,7 @@ const ConfigSchema = z.object({
         .refine((l) => new Set(l).size === l.length, "must name each provider once")
         .optional(),
     ),
-  WORKER_PREFIX_CACHE_MB: PrefixCacheMb,
+  WORKER_PREFIX_CACHE_MB: wholeNumber("MiB", 0, MAX_PREFIX_CACHE_MB),
 }).superRefine((c, ctx) => {
   const gpuOnes = c.WORKER_EXECUTION_PROVIDERS?.filter((p) => p !== "cpu") ?? [];
   if (c.WORKER_DEVICE === "cpu" && gpuOnes.length > 0) {
@@ -111,10 +114,10 @@ export function workerConfigFromEnv(
   return {
     device: c.WORKER_DEVICE,
     workerId: c.WORKER_ID,
-    leaseMs: c.WORKER_LEASE_MS,
-    pollMs: c.WORKER_POLL_MS,
-    reaperIntervalMs: c.REAPER_INTERVAL_MS,
-    retryForMs: c.WORKER_RETRY_FOR_MS,
+    leaseMs: c.WORKER_LEASE_MS ?? 30_000,
+    pollMs: c.WORKER_POLL_MS ?? 5_000,
+    reaperIntervalMs: c.REAPER_INTERVAL_MS ?? 5_000,
+    retryForMs: c.WORKER_RETRY_FOR_MS ?? 600_000,
     executionProviders: c.WORKER_EXECUTION_PROVIDERS ??
       (c.WORKER_DEVICE === "gpu" ? [...EXECUTION_PROVIDERS] : ["cpu"]),
     ...(c.WORKER_PREFIX_CACHE_MB === undefined

@@ -85,6 +85,28 @@ Deno.test("a bad WORKER_PREFIX_CACHE_MB is an error naming the variable, the rul
   }
 });
 
+Deno.test("a bad lease, poll, reaper or retry time is an error naming the variable, the range and the value", () => {
+  const cases: [string, string, string][] = [
+    ["WORKER_LEASE_MS", "abc", "from 300 to 3600000"],
+    ["WORKER_LEASE_MS", "100", "from 300 to 3600000"],
+    ["WORKER_POLL_MS", "-5", "from 10 to 600000"],
+    ["REAPER_INTERVAL_MS", "5s", "from 0 to 3600000"],
+    ["WORKER_RETRY_FOR_MS", "1e3", "from 0 to 86400000"],
+  ];
+  for (const [name, value, range] of cases) {
+    assert.deepEqual(
+      issues(() => workerConfigFromEnv({ [name]: value })),
+      [`${name}: must be a whole number of ms ${range}: current value is ${JSON.stringify(value)}`],
+      `${name}=${value}`,
+    );
+  }
+  const c = workerConfigFromEnv({ WORKER_LEASE_MS: "1000", REAPER_INTERVAL_MS: "0" });
+  assert.deepEqual(
+    [c.leaseMs, c.pollMs, c.reaperIntervalMs, c.retryForMs],
+    [1_000, 5_000, 0, 600_000],
+  );
+});
+
 /** Runs `deno task worker`'s entry with `env` (and no database: it must stop before one). */
 async function startWorker(env: Record<string, string>) {
   const dir = await Deno.makeTempDir({ prefix: "seed-never-used-" });
