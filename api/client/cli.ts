@@ -202,6 +202,36 @@ async function skills(
 }
 
 /**
+ * The JSON object in the JobSpec file at `path` (the `submit` command's SPEC.json).
+ * @throws Error "Cannot read the JobSpec file PATH …" naming the file when it cannot be read, is
+ *   not JSON (with the parser's position), or holds something other than a JSON object.
+ */
+export async function readSpecFile(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    throw new Error(`Cannot read the JobSpec file ${path}: ${(e as Error).message}`);
+  }
+  let spec: unknown;
+  try {
+    spec = JSON.parse(text);
+  } catch (e) {
+    throw new Error(
+      `Cannot read the JobSpec file ${path} as it must be JSON: ${(e as Error).message}`,
+    );
+  }
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
+    const kind = spec === null ? "null" : Array.isArray(spec) ? "an array" : typeof spec;
+    throw new Error(
+      `Cannot read the JobSpec file ${path} as it must hold a JSON object such as ` +
+        `{"env": {"id": "sokoban"}}: it holds ${kind}`,
+    );
+  }
+  return spec as Record<string, unknown>;
+}
+
+/**
  * `--metadata K=V` options as an object (the first `=` splits; a later one belongs to the value).
  * @throws Error "Cannot use --metadata …" for an option without `=` or with an empty key.
  */
@@ -261,9 +291,14 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   const jobPath = `/v1/jobs/${encodeURIComponent(arg ?? "")}`;
   switch (command) {
     case "submit": {
-      const spec = JSON.parse(await Deno.readTextFile(arg));
+      const spec = await readSpecFile(arg);
       if (values.name !== undefined) spec.name = values.name;
-      if (values.metadata) spec.metadata = { ...spec.metadata, ...metadataOption(values.metadata) };
+      if (values.metadata) {
+        spec.metadata = {
+          ...spec.metadata as Record<string, string> | undefined,
+          ...metadataOption(values.metadata),
+        };
+      }
       const job = await client.submit(spec, values["idempotency-key"]) as unknown as Job;
       if (values.json) io.out(JSON.stringify(job, null, 2) + "\n");
       else io.out(`${job.id}\n`);

@@ -447,3 +447,31 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 });
+
+Deno.test("the CLI's submit names the spec file when it is missing, not JSON, or not an object", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const missing = await run(["submit", `${dir}/nope.json`]).catch((e) => e);
+    assert.ok(missing instanceof Error);
+    assert.match(missing.message, new RegExp(`^Cannot read the JobSpec file ${dir}/nope\\.json: `));
+    await Deno.writeTextFile(`${dir}/comma.json`, '{"env": {"id": "sokoban"},}');
+    const comma = await run(["submit", `${dir}/comma.json`]).catch((e) => e);
+    assert.ok(comma instanceof Error);
+    assert.match(
+      comma.message,
+      new RegExp(
+        `^Cannot read the JobSpec file ${dir}/comma\\.json as it must be JSON: .*position 26`,
+      ),
+    );
+    await Deno.writeTextFile(`${dir}/null.json`, "null");
+    const nul = await run(["submit", `${dir}/null.json`, "--name", "x"]).catch((e) => e);
+    assert.ok(nul instanceof Error);
+    assert.equal(
+      nul.message,
+      `Cannot read the JobSpec file ${dir}/null.json as it must hold a JSON object such as ` +
+        `{"env": {"id": "sokoban"}}: it holds null`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
