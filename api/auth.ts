@@ -16,7 +16,9 @@ export interface AuthEnv {
 
 const MESSAGES: Record<BearerKeyFailure, string> = {
   missing: "Cannot authenticate the request as it must carry `Authorization: Bearer <api key>`",
-  malformed: "Cannot authenticate the request as the Authorization header must be `Bearer seed_…`",
+  malformed:
+    "Cannot authenticate the request as the Authorization header must be `Bearer seed_…` " +
+    "with the whole key (seed_ and 43 letters, digits, - or _, as `deno task keys create` prints it)",
   unknown:
     "Cannot authenticate the request as the API key must be active: it is unknown or revoked",
 };

@@ -166,6 +166,12 @@ Deno.test("requests without a key, with a malformed key or an unknown key are 40
     await req(fx.app, "GET", "/v1/jobs", { headers: { authorization: "Bearer nope" } }),
     401,
   );
+  // A key cut short in copying starts with seed_ like a good one: the detail says what is missing.
+  const cut = await problem(
+    await req(fx.app, "GET", "/v1/jobs", { key: fx.keyA.slice(0, 20) }),
+    401,
+  );
+  assert.match(cut.detail, /with the whole key \(seed_ and 43 letters, digits, - or _/);
   await problem(await req(fx.app, "GET", "/v1/jobs", { key: `seed_${"x".repeat(43)}` }), 401);
   await problem(
     await req(fx.app, "GET", "/v1/jobs", { headers: { authorization: "Basic a" } }),
