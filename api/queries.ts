@@ -19,6 +19,7 @@ import {
 } from "../jobs/mod.ts";
 import { decodeCursor, encodeCursor, JobCursor } from "./cursor.ts";
 import { NotFoundError } from "./errors.ts";
+import { uuidOfDigits } from "./schemas.ts";
 
 /**
  * Fetches a tenant's job (jobs/ `getJob`, one raw statement: about half the cost of the drizzle
@@ -49,6 +50,8 @@ export interface ListJobsOptions {
   name?: string;
   /** Jobs whose name starts with this (case-sensitive). */
   namePrefix?: string;
+  /** Jobs whose id starts with these hex digits (8–32, lowercase; hyphens are skipped). */
+  idPrefix?: string;
   /** Jobs whose metadata holds every one of these pairs. */
   metadata?: Record<string, string>;
   limit: number;
@@ -57,7 +60,7 @@ export interface ListJobsOptions {
 
 /**
  * One page of a tenant's jobs, newest first (created_at desc, id desc), optionally filtered by
- * status, name (exact or prefix) and metadata pairs (all must match). Jobs being deleted are left
+ * status, name (exact or prefix), the start of the id and metadata pairs (all must match). Jobs being deleted are left
  * out. `cursor` is the previous page's `nextCursor`; it is null on the last page.
  */
 export async function listJobs(
@@ -72,6 +75,13 @@ export async function listJobs(
     // `like` with the prefix's own % _ \ escaped; the C collation matches jobs_tenant_name_idx.
     const pattern = options.namePrefix.replace(/[\\%_]/g, (ch) => `\\${ch}`) + "%";
     filters.push(sql`${jobs.name} collate "C" like ${pattern}`);
+  }
+  if (options.idPrefix !== undefined) {
+    // A uuid range (the primary key's order is the hex digits' order) with bound values: the
+    // lowest and highest ids that start with these digits.
+    const hex = options.idPrefix.replaceAll("-", "");
+    filters.push(gte(jobs.id, uuidOfDigits(hex.padEnd(32, "0"))));
+    filters.push(lte(jobs.id, uuidOfDigits(hex.padEnd(32, "f"))));
   }
   if (options.metadata && Object.keys(options.metadata).length > 0) {
     filters.push(sql`${jobs.metadata} @> ${JSON.stringify(options.metadata)}::jsonb`);

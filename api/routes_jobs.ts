@@ -270,6 +270,7 @@ export function jobRoutes(options: AppOptions): Hono<AuthEnv> {
         statuses: q.status,
         name: q.name,
         namePrefix: q.name_prefix,
+        idPrefix: q.id_prefix,
         metadata: q.metadata,
         limit: q.limit,
         cursor: q.cursor,

@@ -18,6 +18,31 @@ const STEP_DIGITS = new RegExp(`^[0-9]{1,${MAX_STEP_DIGITS}}$`);
 /** Path `{id}` of a job (a uuid; anything else is reported as an unknown job, 404). */
 export const JobIdParam = z.uuid();
 
+/** Fewest hex digits `id_prefix` takes: the 8 the dashboard shows for a job without a name. */
+export const MIN_ID_PREFIX_DIGITS = 8;
+
+/**
+ * The start of a job id as written (`720402c1`, `720402c1-8a3a`, `720402c18a3a`, any case): 8 to
+ * 32 hex digits, with the id's hyphens in their places or none. Lowercased.
+ */
+export const JobIdPrefix = z.string().max(36).transform((s) => s.toLowerCase()).refine(
+  (s) => {
+    const hex = s.replaceAll("-", "");
+    return /^[0-9a-f]+$/.test(hex) && hex.length >= MIN_ID_PREFIX_DIGITS &&
+      (s === hex || uuidOfDigits(hex.padEnd(32, "0")).startsWith(s));
+  },
+  {
+    error:
+      `id_prefix must be the start of a job id: ${MIN_ID_PREFIX_DIGITS} to 32 hex digits, with the id's hyphens in their places or none`,
+  },
+);
+
+/** Hex digits written as a uuid is (hyphens after the 8th, 12th, 16th and 20th digit). */
+export function uuidOfDigits(hex: string): string {
+  return [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)]
+    .filter((part) => part !== "").join("-");
+}
+
 /**
  * A step in a path (`{step}`) or query (`?step=`): decimal digits only, 0..1e9. Only digit
  * strings are turned into numbers: `z.coerce.number()` read `?step=` and `?step=%20` as step 0
@@ -32,7 +57,7 @@ export const StepParam = z.preprocess(
 
 /**
  * `GET /v1/jobs` query. `status` is one state or a comma-separated list; `name` matches the name
- * exactly, `name_prefix` its beginning; `metadata[key]=value` (repeatable with other keys) keeps
+ * exactly, `name_prefix` its beginning; `id_prefix` the beginning of the id; `metadata[key]=value` (repeatable with other keys) keeps
  * jobs whose metadata holds every given pair (api/routes_jobs.ts gathers them into `metadata`).
  */
 export const ListJobsQuery = z.object({
@@ -41,6 +66,9 @@ export const ListJobsQuery = z.object({
   ).optional(),
   name: JobName.optional().describe("Jobs named exactly this"),
   name_prefix: JobName.optional().describe("Jobs whose name starts with this (case-sensitive)"),
+  id_prefix: JobIdPrefix.optional().describe(
+    "Jobs whose id starts with this: 8 to 32 hex digits (any case), with the id's hyphens or none",
+  ),
   metadata: JobMetadata.optional().describe(
     "Sent as metadata[key]=value (one parameter per key): jobs whose metadata holds every pair",
   ),

@@ -18,6 +18,8 @@
  *                                                     a header row; --json/--csv every step
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
+ *
+ * A job ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts).
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -35,6 +37,7 @@ import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
+import { intOption, resolveJobId } from "./cli_args.ts";
 
 const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
   submit SPEC.json [--name N] [--metadata K=V]... [--idempotency-key K] [--json]
@@ -50,6 +53,8 @@ const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command
   metrics ID [--json | --csv]
 ${MODELS_USAGE}
 ${SECRETS_USAGE}
+A job ID is the whole id or its start (at least 8 hex digits, as the dashboard shows) when no
+other job's id starts the same.
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY (deno task demo prints both)
 Install once: deno install -g -A -n seed --config deno.json api/client/cli.ts (repository root)`;
 
@@ -137,27 +142,19 @@ function stageStart(data: string): { stage: string; ms: number } | null {
   }
 }
 
-/**
- * The `--step` option as a step number (undefined when absent). @throws Error "Cannot `what` as
- * --step must be a non-negative integer" otherwise.
- */
+/** The `--step` option (a step number, as the API's `{step}` takes it), undefined when absent. */
 function stepOption(raw: string | undefined, what: string): number | undefined {
-  const step = raw === undefined ? undefined : Number(raw);
-  if (step !== undefined && !(Number.isInteger(step) && step >= 0)) {
-    throw new Error(
-      `Cannot ${what} as --step must be a non-negative integer: current value is ${raw}`,
-    );
-  }
-  return step;
+  return intOption("step", raw, { what, min: 0, max: 1_000_000_000 });
 }
 
 async function download(
   client: SeedClient,
   id: string,
-  opts: { step?: string; out?: string },
+  given: number | undefined,
+  opts: { out?: string },
   io: CliIo,
 ): Promise<number> {
-  let step = stepOption(opts.step, "download");
+  let step = given;
   if (step === undefined) {
     const { checkpoints } = await client.json<{ checkpoints: { step: number }[] }>(
       `/v1/jobs/${id}/checkpoints`,
@@ -178,15 +175,15 @@ async function download(
 /**
  * `skills ID [--step N] [--out FILE]`: the job's skill library (`GET /v1/jobs/{id}/skills`; the
  * latest without `--step`) as stored (`{version, job_id, step, skills}`), pretty-printed JSON, to
- * FILE or stdout. @throws Error on a bad `--step`; ApiError (404) when there is no library.
+ * FILE or stdout (`step` checked by the caller). @throws ApiError (404) when there is no library.
  */
 async function skills(
   client: SeedClient,
   id: string,
-  opts: { step?: string; out?: string },
+  step: number | undefined,
+  opts: { out?: string },
   io: CliIo,
 ): Promise<number> {
-  const step = stepOption(opts.step, "download skills");
   const res = await client.json<{ step: number; skill_count: number; library: unknown }>(
     `/v1/jobs/${id}/skills${step === undefined ? "" : `?step=${step}`}`,
   );
@@ -288,7 +285,16 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     baseUrl: io.env("SEED_API_URL") || "http://127.0.0.1:8787",
     apiKey: io.env("SEED_API_KEY"),
   });
-  const jobPath = `/v1/jobs/${encodeURIComponent(arg ?? "")}`;
+  // Commands that name a job take its whole id or a unique start of it (checked before use).
+  const jobCommands = ["status", "follow", "cancel", "delete", "download", "skills", "metrics"];
+  const limit = command === "list"
+    ? intOption("limit", values.limit, { what: "list jobs", min: 1, max: 100 })
+    : undefined;
+  const step = command === "download" || command === "skills"
+    ? stepOption(values.step, command === "skills" ? "download skills" : "download")
+    : undefined;
+  const jobId = jobCommands.includes(command) ? await resolveJobId(client, arg) : arg;
+  const jobPath = `/v1/jobs/${encodeURIComponent(jobId ?? "")}`;
   switch (command) {
     case "submit": {
       const spec = await readSpecFile(arg);
@@ -314,7 +320,7 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       }
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
-      if (values.limit) q.set("limit", values.limit);
+      if (limit !== undefined) q.set("limit", String(limit));
       if (values.name !== undefined) q.set("name", values.name);
       if (values["name-prefix"] !== undefined) q.set("name_prefix", values["name-prefix"]);
       for (const [k, v] of Object.entries(metadataOption(values.metadata ?? []))) {
@@ -338,7 +344,7 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
       return 0;
     }
     case "follow":
-      return await follow(client, encodeURIComponent(arg), values, io);
+      return await follow(client, encodeURIComponent(jobId), values, io);
     case "cancel": {
       const job = await client.json<Job>(`${jobPath}/cancel`, { method: "POST" });
       io.out(`${job.id}\t${job.status}\n`);
@@ -346,13 +352,13 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
     }
     case "delete": {
       await client.fetch(jobPath, { method: "DELETE" });
-      io.out(`${arg}\tdeleted\n`);
+      io.out(`${jobId}\tdeleted\n`);
       return 0;
     }
     case "download":
-      return await download(client, encodeURIComponent(arg), values, io);
+      return await download(client, encodeURIComponent(jobId), step, values, io);
     case "skills":
-      return await skills(client, encodeURIComponent(arg), values, io);
+      return await skills(client, encodeURIComponent(jobId), step, values, io);
     case "models":
       return await modelsCommand(client, { sub: arg, arg: positionals[2], options: values }, io);
     case "metrics": {

@@ -2,7 +2,7 @@
  * What `seed status` and `seed list` print for a person (api/client/cli.ts): the job with a few
  * key metrics rounded, one a line; the job list as a table with a header row.
  */
-import { renderBar, stageDetail } from "./progress.ts";
+import { renderBar, stageCount, stageDetail } from "./progress.ts";
 
 /** A job as `GET /v1/jobs/{id}` answers it (the fields the CLI reads). */
 export type Job = {
@@ -175,14 +175,19 @@ export function table(rows: string[][]): string {
   ).join("\n") + "\n";
 }
 
-/** The job's progress bar (progress.ts). */
+/**
+ * The job's progress bar (progress.ts): its updates (`3/10`), or within a warm-up stage that
+ * stage's own count (`SFT step 336/1120`, {@link stageCount}) with the rest of its detail.
+ */
 export function bar(job: Job): string {
+  const within = stageCount(job.progress);
   return renderBar({
     status: job.status,
     stage: job.progress?.stage,
-    step: job.progress?.step,
-    totalSteps: job.progress?.total_steps,
+    step: within?.done ?? job.progress?.step,
+    totalSteps: within?.total ?? job.progress?.total_steps,
+    label: within?.label,
     etaS: job.progress?.eta_s,
-    detail: stageDetail(job.progress),
+    detail: within ? within.rest : stageDetail(job.progress),
   });
 }

@@ -30,5 +30,7 @@ export {
   formatDuration,
   PlainProgress,
   renderBar,
+  type StageCount,
+  stageCount,
   stageDetail,
 } from "./progress.ts";

@@ -1,6 +1,8 @@
 /**
  * One-line progress bar for terminals: `[########------------] 8/20  rollout  ETA 1m05s` (a job),
- * `[####----] 1.2 GiB/3.4 GiB  uploading  model.safetensors  ETA 2m10s` (a model upload).
+ * `[###---------] SFT step 336/1120  warmup_policy  loss 0.412` (a job in a warm-up stage: the
+ * stage's own count, see {@link stageCount}), `[####----] 1.2 GiB/3.4 GiB  uploading
+ * model.safetensors  ETA 2m10s` (a model upload).
  */
 
 /** Formats seconds as `1h02m`, `3m05s` or `42s`. */
@@ -35,8 +37,39 @@ export interface BarState {
   /** How `step`/`totalSteps` read: plain counts (default) or bytes (`1.2 GiB/3.4 GiB`). */
   unit?: "steps" | "bytes";
   etaS?: number;
+  /** How the count reads in place of `step/totalSteps` (`SFT step 8/16`). */
+  label?: string;
   /** Where a long stage is (`stageDetail`), shown after the stage. */
   detail?: string;
+}
+
+/** A stage's own count, for the bar: what it fills by and how it reads. */
+export interface StageCount {
+  /** Work done and planned within the stage: optimizer steps, or turns played. */
+  done: number;
+  total: number;
+  /** The count as text: `SFT step 8/16`, `trajectories turn 5/20`. */
+  label: string;
+  /** The rest of {@link stageDetail}: `loss 2.310`, `187 episodes playing` ("" when none). */
+  rest: string;
+}
+
+/**
+ * The count a warm-up stage's progress carries (`done` of `total`, workers/seed/run/warmup_stage.ts
+ * `StageProgress`), which the bar shows in place of the job's updates (still 0 of N for the warm-up,
+ * about half of a demo's time); null when the progress has none (`total` missing or 0).
+ */
+export function stageCount(
+  progress: Record<string, unknown> | null | undefined,
+): StageCount | null {
+  const { phase, done, total, loss, episodes } = progress ?? {};
+  if (typeof done !== "number" || typeof total !== "number" || !(total > 0)) return null;
+  if (phase === "trajectories") {
+    const rest = typeof episodes === "number" ? `${episodes} episodes playing` : "";
+    return { done, total, label: `trajectories turn ${done}/${total}`, rest };
+  }
+  const rest = typeof loss === "number" ? `loss ${loss.toFixed(3)}` : "";
+  return { done, total, label: `SFT step ${done}/${total}`, rest };
 }
 
 /**
@@ -62,9 +95,10 @@ export function renderBar(state: BarState, width = 24): string {
   if (state.totalSteps && state.totalSteps > 0 && state.step !== undefined) {
     const frac = Math.min(1, Math.max(0, state.step / state.totalSteps));
     const filled = Math.round(frac * width);
-    const count = state.unit === "bytes"
-      ? `${formatBytes(state.step)}/${formatBytes(state.totalSteps)}`
-      : `${state.step}/${state.totalSteps}`;
+    const count = state.label ??
+      (state.unit === "bytes"
+        ? `${formatBytes(state.step)}/${formatBytes(state.totalSteps)}`
+        : `${state.step}/${state.totalSteps}`);
     parts.push(`[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${count}`);
   } else if (state.step !== undefined) {
     parts.push(state.unit === "bytes" ? formatBytes(state.step) : `step ${state.step}`);

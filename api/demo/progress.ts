@@ -12,7 +12,8 @@ import {
   percent,
   PlainProgress,
   renderBar,
-  stageDetail,
+  type StageCount,
+  stageCount,
 } from "../client/mod.ts";
 
 export { eventLine, percent };
@@ -29,7 +30,7 @@ export interface JobWire {
     step?: number;
     total_steps?: number;
     eta_s?: number;
-    /** Warm-up stages: turns or optimizer steps done and planned (`stageDetail` reads the rest). */
+    /** Warm-up stages: turns or optimizer steps done and planned (`stageCount` reads them). */
     done?: number;
     total?: number;
     [key: string]: unknown;
@@ -58,11 +59,11 @@ export interface ProgressState {
   successRate?: number;
   /** Distinct skills found so far. */
   skills?: number;
-  /** Within a warm-up stage: optimizer steps done and planned (the job's `progress.done`/`total`). */
-  stageDone?: number;
-  stageTotal?: number;
-  /** Within a warm-up stage: where it is, as text (`stageDetail` of the job's progress). */
-  stageDetail?: string;
+  /**
+   * Within a warm-up stage: its own count (`stageCount` of the job's progress: SFT steps or turns
+   * done and planned), which the bar shows in place of the updates.
+   */
+  stageCount?: StageCount;
 }
 
 /** Skills found so far: the latest `skill_library_size` when recorded, else Σ `skills_added`. */
@@ -80,17 +81,15 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
   if (etaS !== undefined && state.etaReadAtMs !== undefined && state.status === "running") {
     etaS = Math.max(0, etaS - (nowMs - state.etaReadAtMs) / 1000);
   }
+  const within = state.stageCount;
   const bar = renderBar({
     status: state.status === "running" ? undefined : state.status,
     stage: state.stage,
-    step: state.step,
-    totalSteps: state.totalSteps,
+    step: within?.done ?? state.step,
+    totalSteps: within?.total ?? state.totalSteps,
+    label: within?.label,
   });
-  const parts = [bar];
-  if (
-    state.stage?.startsWith("warmup") && state.stageDone !== undefined &&
-    state.stageTotal !== undefined && state.stageTotal > 1
-  ) parts.push(state.stageDetail ?? `SFT step ${state.stageDone}/${state.stageTotal}`);
+  const parts = [bar, within?.rest];
   if (state.successRate !== undefined) parts.push(`success ${percent(state.successRate)}`);
   if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
   if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
@@ -161,9 +160,8 @@ export async function followJob(
       return;
     }
     // A warm-up stage prints a line per tenth of its SFT steps, besides the periodic one.
-    const tenth = state.stageDone !== undefined && state.stageTotal
-      ? Math.floor((10 * state.stageDone) / state.stageTotal)
-      : "";
+    const within = state.stageCount;
+    const tenth = within ? Math.floor((10 * within.done) / within.total) : "";
     const out = plain.next(
       { line, key: `${state.status} ${state.step} ${state.stage} ${tenth}`, stage: state.stage },
       Date.now(),
@@ -176,10 +174,7 @@ export async function followJob(
     state.stage = job.progress?.stage ?? state.stage;
     state.step = job.progress?.step ?? state.step;
     state.totalSteps = job.progress?.total_steps ?? state.totalSteps;
-    const { done, total } = job.progress ?? {};
-    state.stageDone = typeof done === "number" ? done : undefined;
-    state.stageTotal = typeof total === "number" ? total : undefined;
-    state.stageDetail = stageDetail(job.progress) || undefined;
+    state.stageCount = stageCount(job.progress) ?? undefined;
     if (job.progress?.eta_s !== undefined && job.progress.eta_s !== state.etaS) {
       state.etaS = job.progress.eta_s;
       state.etaReadAtMs = Date.now();

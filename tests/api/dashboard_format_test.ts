@@ -11,6 +11,8 @@ import {
   copyBody,
   labelsOf,
   metadataFilter,
+  progressShare,
+  progressText,
   resultText,
   runText,
 } from "../../api/dashboard/static/jobs.js";
@@ -148,4 +150,31 @@ Deno.test("a job's run counts from 1, where the API's attempt counts from 0", ()
     runText({ attempt: 0, max_attempts: 3, started_at: null }),
     "not started (at most 3 runs)",
   );
+});
+
+Deno.test("a job in its warm-up shows the stage's own count, not the updates' 0 of N", () => {
+  const progress = { stage: "warmup_policy", step: 0, total_steps: 10, phase: "sft", done: 336 };
+  const warm = { status: "running", progress: { ...progress, total: 1120, loss: 0.41234 } };
+  assert.equal(progressText(warm), "warmup_policy · SFT step 336/1120, loss 0.412");
+  assert.equal(progressShare(warm), 0.3);
+  const turns = {
+    status: "running",
+    progress: { stage: "warmup_analyzer", step: 0, total_steps: 10, phase: "trajectories" },
+  };
+  const playing = { ...turns, progress: { ...turns.progress, done: 5, total: 20, episodes: 187 } };
+  assert.equal(
+    progressText(playing),
+    "warmup_analyzer · trajectories: turn 5/20, 187 episodes playing",
+  );
+  assert.equal(progressShare(playing), 0.25);
+  // Without a count, and after the warm-up, the updates.
+  assert.equal(progressText(turns), "warmup_analyzer 0/10");
+  assert.equal(progressShare(turns), 0);
+  const rollout = { status: "running", progress: { stage: "rollout", step: 4, total_steps: 10 } };
+  assert.equal(progressText(rollout), "rollout 4/10");
+  assert.equal(progressShare(rollout), 0.4);
+  // A job that failed in its warm-up shows where its updates stood.
+  const failed = { ...warm, status: "failed" };
+  assert.equal(progressText(failed), "warmup_policy 0/10");
+  assert.equal(progressShare(failed), 0);
 });

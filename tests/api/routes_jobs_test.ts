@@ -10,7 +10,7 @@ import {
   succeedJob,
 } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
-import { req, runningJob, startApiFixture } from "./_fixture.ts";
+import { renameJobId, req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 const spec = { env: { id: "sokoban" } };
@@ -441,6 +441,49 @@ Deno.test("a job cancelled while running whose run then fails or succeeds ends c
 
 Deno.test("an unknown route is a problem+json 404", async () => {
   await problem(await req(fx.app, "GET", "/v2/nothing"), 404);
+});
+
+Deno.test("GET /v1/jobs?id_prefix= lists the tenant's jobs whose id starts with the hex digits given", async () => {
+  const head = crypto.randomUUID().slice(0, 8);
+  const ids = [`${head}-aaaa-4000-8000-000000000001`, `${head}-abcd-4000-8000-000000000002`];
+  for (const id of ids) {
+    const res = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyA, json: spec });
+    await renameJobId(fx.db, (await res.json()).id, id);
+  }
+  // Another tenant's job with the same start is not theirs to find.
+  const other = await req(fx.app, "POST", "/v1/jobs", { key: fx.keyB, json: spec });
+  await renameJobId(fx.db, (await other.json()).id, `${head}-aaaa-4000-8000-000000000003`);
+  const list = async (prefix: string) => {
+    const res = await req(fx.app, "GET", `/v1/jobs?id_prefix=${encodeURIComponent(prefix)}`, {
+      key: fx.keyA,
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    return ((await res.json()).jobs as { id: string }[]).map((j) => j.id).sort();
+  };
+  assert.deepEqual(await list(head), ids);
+  assert.deepEqual(await list(head.toUpperCase()), ids);
+  assert.deepEqual(await list(`${head}-aa`), [ids[0]]);
+  assert.deepEqual(await list(`${head}ab`), [ids[1]]);
+  assert.deepEqual(await list(`${head}-`), ids);
+  assert.deepEqual(await list(ids[1]), [ids[1]]);
+  assert.deepEqual(await list(`${head}-b`), []);
+  // Fewer than 8 digits, other characters, a SQL pattern or a hyphen out of place: a 400.
+  for (
+    const bad of [
+      head.slice(0, 7),
+      `${head.slice(0, 7)}g`,
+      `${head}%`,
+      "%",
+      `${head.slice(0, 4)}-${head.slice(4)}`,
+    ]
+  ) {
+    const res = await req(fx.app, "GET", `/v1/jobs?id_prefix=${encodeURIComponent(bad)}`, {
+      key: fx.keyA,
+    });
+    const body = await problem(res, 400);
+    assert.equal(body.errors[0].path, "id_prefix", bad);
+    assert.match(body.errors[0].message, /8 to 32 hex digits/);
+  }
 });
 
 Deno.test({

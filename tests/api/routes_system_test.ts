@@ -66,7 +66,15 @@ Deno.test("openapi.json documents every route with schemas generated from zod", 
   assert.equal(input.properties.rollout.properties.group_size.maximum, 64);
   assert.equal(doc.components.schemas.Job.properties.status.enum.length, 6);
   const listParams = doc.paths["/v1/jobs"].get.parameters.map((p: { name: string }) => p.name);
-  assert.deepEqual(listParams, ["status", "name", "name_prefix", "metadata", "limit", "cursor"]);
+  assert.deepEqual(listParams, [
+    "status",
+    "name",
+    "name_prefix",
+    "id_prefix",
+    "metadata",
+    "limit",
+    "cursor",
+  ]);
   const metadata = doc.paths["/v1/jobs"].get.parameters.find((p: { name: string }) =>
     p.name === "metadata"
   );

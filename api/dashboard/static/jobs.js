@@ -34,14 +34,29 @@ export function stageDetail(p) {
 }
 
 /**
- * A job's progress as text: `rollout 3/8`, `warmup_analyzer 0/10 · SFT step 8/16, loss 2.310`.
+ * A warm-up stage's own count (`done` of `total` SFT steps or trajectory turns), which the bar
+ * fills by in place of the job's updates (0 of N for the whole warm-up), as the CLI's bar does
+ * (api/client/progress.ts `stageCount`); null for a finished job or progress without one.
+ * @param {any} job
+ * @returns {{done: number, total: number} | null}
+ */
+export function stageCount(job) {
+  const p = job.progress;
+  if (!ACTIVE_STATUSES.includes(job.status)) return null;
+  if (typeof p?.done !== "number" || typeof p?.total !== "number" || !(p.total > 0)) return null;
+  return { done: p.done, total: p.total };
+}
+
+/**
+ * A job's progress as text: `rollout 3/8`; in a warm-up stage its own count instead of the
+ * updates, `warmup_policy · SFT step 336/1120, loss 0.412`.
  * @param {any} job
  */
 export function progressText(job) {
   const p = job.progress;
   if (!p) return "";
-  const steps = p.total_steps ? ` ${p.step ?? 0}/${p.total_steps}` : "";
   const detail = ACTIVE_STATUSES.includes(job.status) ? stageDetail(p) : "";
+  const steps = p.total_steps && !stageCount(job) ? ` ${p.step ?? 0}/${p.total_steps}` : "";
   return `${p.stage ?? ""}${steps}${detail ? ` · ${detail}` : ""}`;
 }
 
@@ -57,16 +72,24 @@ export function runText(job) {
 }
 
 /**
- * A progress bar element (share of steps done).
+ * The share of a job's progress bar in [0, 1]: 1 once succeeded; in a warm-up stage the share of
+ * its own count ({@link stageCount}); else the share of updates done.
+ * @param {any} job
+ */
+export function progressShare(job) {
+  const p = job.progress;
+  const within = stageCount(job);
+  if (job.status === "succeeded") return 1;
+  if (within) return Math.min(1, within.done / within.total);
+  return p?.total_steps ? Math.min(1, (p.step ?? 0) / p.total_steps) : 0;
+}
+
+/**
+ * A progress bar element ({@link progressShare}).
  * @param {any} job
  */
 export function progressBar(job) {
-  const p = job.progress;
-  const share = job.status === "succeeded"
-    ? 1
-    : p?.total_steps
-    ? Math.min(1, (p.step ?? 0) / p.total_steps)
-    : 0;
+  const share = progressShare(job);
   return h(
     "span",
     { class: "bar", title: `${Math.round(share * 100)}%` },

@@ -11,7 +11,7 @@ import {
 import { cliMain } from "../../../api/client/cli.ts";
 import type { CliIo } from "../../../api/client/cli_io.ts";
 import { serveApi } from "../../../api/main.ts";
-import { claimAs, startApiFixture } from "../_fixture.ts";
+import { claimAs, renameJobId, startApiFixture } from "../_fixture.ts";
 
 const fx = await startApiFixture();
 const serverEnv = { ...fx.s3Env, DATABASE_URL: fx.url, SEED_SECRETS_KEY: "5a".repeat(32) };
@@ -148,7 +148,10 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
     assert.equal(first.err, `skill library of step 1: 1 skill, written to ${file}\n`);
     const missing = await run(["skills", id, "--step", "2"]).catch((e) => e);
     assert.match(String(missing), /HTTP 404: Cannot find a skill library of job .* at step 2/);
-    await assert.rejects(run(["skills", id, "--step", "1.5"]), /--step must be a non-negative/);
+    await assert.rejects(
+      run(["skills", id, "--step", "1.5"]),
+      /--step must be a whole number from 0 to 1000000000: current value is "1.5"/,
+    );
     assert.equal((await run(["skills"])).code, 2);
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -192,8 +195,10 @@ Deno.test("the CLI's follow attached mid-stage counts the time in the stage from
       stage: "warmup_policy",
       step: 0,
       totalSteps: 10,
+      phase: "sft",
       done: 36,
       total: 1120,
+      loss: 2.31,
     });
     // The job ends once follow has printed the stage, so the stage event has been read.
     const { promise: stageShown, resolve } = Promise.withResolvers<void>();
@@ -204,9 +209,13 @@ Deno.test("the CLI's follow attached mid-stage counts the time in the stage from
     await succeedJob(fx.db, fenceOf(job));
     const res = await following;
     assert.equal(res.code, 0, res.err);
-    assert.match(res.err, /warmup_policy {2}SFT step 36\/1120 {2}\(1m[1-3]\ds in warmup_policy\)/);
+    // The bar counts the stage's SFT steps (36 of 1120: 1 of 24 marks), not the updates (0/10).
+    assert.match(
+      res.err,
+      /\[#-{23}\] SFT step 36\/1120 {2}\w+ {2}warmup_policy {2}loss 2\.310 {2}\(1m[1-3]\ds in warmup_policy\)/,
+    );
     const status = await run(["status", id]);
-    assert.match(status.out, /^progress .*warmup_policy {2}SFT step 36\/1120/m);
+    assert.match(status.out, /^progress +\[#-{23}\] SFT step 36\/1120 {2}\w+ {2}warmup_policy/m);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -435,6 +444,88 @@ Deno.test("the CLI prints the problem detail and exits 1 on an HTTP error", asyn
   const usage = await run(["status"]);
   assert.equal(usage.code, 2);
   assert.match(usage.err, /^Usage:/);
+});
+
+Deno.test("the CLI takes a job id's unique start of 8 hex digits wherever it takes a job id", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const head = crypto.randomUUID().slice(0, 8);
+    const ids = [`${head}-aaaa-4000-8000-000000000001`, `${head}-abcd-4000-8000-000000000002`];
+    for (const [i, id] of ids.entries()) {
+      const submitted = await run(["submit", `${dir}/spec.json`, "--name", `twin-${i}`]);
+      await renameJobId(fx.db, submitted.out.trim(), id);
+    }
+    // The start the dashboard shows is two jobs' start: an error listing both, nothing done.
+    const both = await run(["cancel", head]).catch((e) => e);
+    assert.ok(both instanceof Error, "an ambiguous start must fail");
+    assert.match(
+      both.message,
+      new RegExp(`^Cannot tell which job ${head} is as 2 jobs' ids start`),
+    );
+    assert.match(both.message, new RegExp(`\n  ${ids[1]}  twin-1  queued  \\d{4}-`));
+    assert.match(both.message, new RegExp(`\n  ${ids[0]}  twin-0  queued  \\d{4}-`));
+    // One more digit tells them apart, for every command that names a job.
+    const status = await run(["status", `${head}-ab`]);
+    assert.equal(status.code, 0, status.err);
+    assert.match(status.out, new RegExp(`^job +${ids[1]}$`, "m"));
+    const metrics = await run(["metrics", `${head}AB`]);
+    assert.equal(metrics.code, 0, metrics.err);
+    assert.equal(metrics.err, "no metrics yet\n");
+    const skills = await run(["skills", `${head}ab`]).catch((e) => e);
+    assert.match(String(skills), new RegExp(`/v1/jobs/${ids[1]}/skills failed with HTTP 404`));
+    const download = await run(["download", `${head}ab`]).catch((e) => e);
+    assert.equal(download.message, `Cannot download job ${ids[1]} as it has no checkpoint yet`);
+    const cancel = await run(["cancel", `${head}ab`]);
+    assert.equal(cancel.out, `${ids[1]}\tcancelled\n`);
+    const follow = await run(["follow", `${head}ab`]);
+    assert.equal(follow.code, 1);
+    assert.match(follow.err, new RegExp(`job ${ids[1]} cancelled\n$`));
+    const deleted = await run(["delete", `${head}ab`]);
+    assert.equal(deleted.out, `${ids[1]}\tdeleted\n`);
+    // With the other gone, the 8 digits name one job.
+    assert.match((await run(["status", head])).out, new RegExp(`^job +${ids[0]}$`, "m"));
+    // The whole id works as before.
+    assert.match((await run(["status", ids[0]])).out, new RegExp(`^job +${ids[0]}$`, "m"));
+    await run(["cancel", ids[0]]);
+    const none = await run(["status", `${head}-b`]).catch((e) => e);
+    assert.equal(
+      none.message,
+      `Cannot find job ${head}-b: no job of this tenant has an id starting with it`,
+    );
+    const short = await run(["status", head.slice(0, 7)]).catch((e) => e);
+    assert.match(
+      short.message,
+      new RegExp(
+        `^Cannot find job ${
+          head.slice(0, 7)
+        } as a job id's start must have at least 8 hex digits: it has 7`,
+      ),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI names its own --limit and --step when they are not whole numbers", async () => {
+  for (const bad of ["abc", "0", "101", "1e1", "0x10", ""]) {
+    const res = await run(["list", "--limit", bad]).catch((e) => e);
+    assert.ok(res instanceof Error, `--limit ${bad}`);
+    assert.equal(
+      res.message,
+      `Cannot list jobs as --limit must be a whole number from 1 to 100: current value is ${
+        JSON.stringify(bad)
+      }`,
+    );
+  }
+  assert.equal((await run(["list", "--limit", "1"])).code, 0);
+  const step = await run(["download", crypto.randomUUID(), "--step=-1"]).catch((e) => e);
+  assert.equal(
+    step.message,
+    'Cannot download as --step must be a whole number from 0 to 1000000000: current value is "-1"',
+  );
+  const skillsStep = await run(["skills", crypto.randomUUID(), "--step", "2.5"]).catch((e) => e);
+  assert.match(skillsStep.message, /^Cannot download skills as --step must be a whole number/);
 });
 
 Deno.test({

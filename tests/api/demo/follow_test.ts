@@ -48,7 +48,9 @@ Deno.test("the demo's progress shows a warm-up's SFT steps that advance with no 
     });
     assert.equal(final.status, "succeeded");
     // Several distinct SFT steps were printed although only one event arrived before the end.
-    const seen = new Set([...out.matchAll(/warmup_policy {2}SFT step (\d)\/8/g)].map((m) => m[1]));
+    const seen = new Set(
+      [...out.matchAll(/\] SFT step (\d)\/8 {2}warmup_policy/g)].map((m) => m[1]),
+    );
     assert.ok(seen.size >= 3, `SFT steps printed: ${[...seen]}\n${out}`);
   } finally {
     await server.shutdown();

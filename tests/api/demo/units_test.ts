@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { parseJobSpec } from "../../../jobs/mod.ts";
 import { parseDemoArgs } from "../../../api/demo/main.ts";
+import { stageCount } from "../../../api/client/mod.ts";
 import {
   eventLine,
   type MetricsWire,
@@ -134,18 +135,26 @@ Deno.test("the progress line shows stage, step of total, success, skills and a c
   }, 40_000);
   assert.equal(line, "[############------------] 3/6  rollout  success 38%  skills 12  ETA 1m00s");
   assert.equal(progressLine({ status: "queued" }), "queued");
-  // A warm-up stage shows its optimizer steps.
+  // A warm-up stage fills the bar by its own count (its SFT steps, its trajectories' turns), not
+  // by the updates, which stay at 0 for the whole warm-up.
+  const warmup = { status: "running", stage: "warmup_policy", step: 0, totalSteps: 16 };
   assert.equal(
     progressLine({
-      status: "running",
-      stage: "warmup_policy",
-      step: 0,
-      totalSteps: 16,
-      stageDone: 340,
-      stageTotal: 784,
+      ...warmup,
+      stageCount: stageCount({ phase: "sft", done: 392, total: 784, loss: 0.41234 })!,
     }),
-    "[------------------------] 0/16  warmup_policy  SFT step 340/784",
+    "[############------------] SFT step 392/784  warmup_policy  loss 0.412",
   );
+  assert.equal(
+    progressLine({
+      ...warmup,
+      stage: "warmup_analyzer",
+      stageCount: stageCount({ phase: "trajectories", done: 5, total: 20, episodes: 187 })!,
+    }),
+    "[######------------------] trajectories turn 5/20  warmup_analyzer  187 episodes playing",
+  );
+  // Before the stage reports a count, the updates.
+  assert.equal(progressLine(warmup), "[------------------------] 0/16  warmup_policy");
 });
 
 Deno.test("events print once per stage, never for step summaries, and evals with their figures", () => {

@@ -1,0 +1,71 @@
+/// <reference lib="dom" />
+/**
+ * The progress bar of a job in its warm-up, in real headless Chromium against the real API over
+ * HTTP (real Postgres and S3 server, as tests/api/dashboard_test.ts): the list and the job page fill
+ * the bar by the warm-up stage's own count (its SFT steps) and say it, rather than sitting at the
+ * updates' 0 of N for the warm-up's whole time.
+ */
+import assert from "node:assert/strict";
+import { fenceOf, setProgress } from "../../jobs/mod.ts";
+import { launchChromium } from "../_harness/chromium.ts";
+import { runningJob, startApiFixture } from "./_fixture.ts";
+
+Deno.test({
+  name: "a job in its warm-up fills its bar by the stage's SFT steps in the list and on its page",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const fx = await startApiFixture();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      fx.app.fetch,
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const browser = await launchChromium();
+    try {
+      const job = await runningJob(fx, fx.keyA);
+      // As the worker writes it (workers/seed/run/warmup_stage.ts stageReporter): 336 of 1120.
+      await setProgress(fx.db, fenceOf(job), {
+        stage: "warmup_policy",
+        step: 0,
+        totalSteps: 10,
+        phase: "sft",
+        unit: "steps",
+        done: 336,
+        total: 1120,
+        loss: 0.41234,
+      });
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      await page.goto(`${origin}/`);
+      await page.waitForSelector("#api-key");
+      await page.fill("#api-key", fx.keyA);
+      await page.click("#sign-in");
+      const row = `tr[data-job="${job.id}"]`;
+      await page.waitForSelector(row);
+      const look = (scope: string) =>
+        page.$eval(scope, (el) => ({
+          width: (el.querySelector(".bar .fill") as HTMLElement).style.width,
+          title: (el.querySelector(".bar") as HTMLElement).title,
+          text: el.textContent ?? "",
+        }));
+      const listed = await look(`${row} td.progress`);
+      assert.equal(listed.width, "30%");
+      assert.equal(listed.title, "30%");
+      assert.equal(listed.text.trim(), "warmup_policy · SFT step 336/1120, loss 0.412");
+
+      await page.goto(`${origin}/#/jobs/${job.id}`);
+      await page.waitForSelector("#job-progress .bar");
+      const shown = await look("#job-progress");
+      assert.equal(shown.width, "30%");
+      assert.match(shown.text, /^\s*warmup_policy · SFT step 336\/1120, loss 0\.412/);
+      assert.doesNotMatch(shown.text, /0\/10/);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await fx.close();
+    }
+  },
+});
