@@ -101,7 +101,8 @@ Flags:
   --threads N          onnxruntime's intra-op threads (default 2; another count changes the float
                        reductions, standing in for another CPU; part of the warm-up cache key)
   --report D1,D2       runs nothing: summarises earlier runs' output folders as one run (their
-                       metrics.jsonl and warmup.jsonl), so seeds can run as separate processes
+                       metrics.jsonl and warmup.jsonl), so seeds and arms can run as separate
+                       processes; folders holding one seed's warm-up must agree on it
   --out DIR            output folder (default .bench-out)`;
 
 const args = benchArgs({
@@ -492,14 +493,28 @@ async function runAll(): Promise<void> {
 }
 
 /**
+ * A warm-up's step-0 metrics without their timings (`seconds_*`, `*_seconds`), as JSON with sorted
+ * keys: equal for the same warm-up whether trained or loaded from `--warmup-cache`.
+ */
+function warmupFingerprint(metrics: Record<string, number>): string {
+  const kept = Object.keys(metrics).filter((k) =>
+    !k.startsWith("seconds_") && !k.endsWith("_seconds")
+  );
+  return JSON.stringify(kept.sort().map((k) => [k, metrics[k]]));
+}
+
+/**
  * `--report`: the rows of earlier runs' output folders (their `metrics.jsonl` and
  * `warmup.jsonl`), so that seeds run as separate processes are summarised as one run. A run
- * (env, arm, seed) found in two folders is an error: the report would pair it twice.
+ * (env, arm, seed) found in two folders is an error: the report would pair it twice. A warm-up
+ * (env, seed) found in several folders (one per arm) is one row when they agree on everything but
+ * timings ({@link warmupFingerprint}), else an error: arms from different warm-ups are no pair.
  */
 async function loadReport(dirs: string[]): Promise<void> {
   if (dirs.length === 0) usage("Cannot use --report as it must name at least one folder");
   const runs = new Map<string, { info: RunInfo; metrics: Map<number, Record<string, number>> }>();
   const owner = new Map<string, string>();
+  const warmups = new Map<string, { dir: string; fingerprint: string }>();
   for (const dir of dirs) {
     const text = await Deno.readTextFile(`${dir}/metrics.jsonl`).catch((error) =>
       usage(`Cannot read --report folder ${dir}: ${(error as Error).message}`)
@@ -534,6 +549,21 @@ async function loadReport(dirs: string[]): Promise<void> {
     const warm = await Deno.readTextFile(`${dir}/warmup.jsonl`).catch(() => "");
     for (const line of warm.split("\n").filter((l) => l.trim() !== "")) {
       const x = JSON.parse(line);
+      // Folders of other arms from the same warm-up (one per arm, as separate processes write
+      // them) each hold it: one row per warm-up, and arms from different warm-ups are no pair.
+      const k = JSON.stringify([x.env, x.seed]);
+      const fingerprint = warmupFingerprint(x.metrics);
+      const earlier = warmups.get(k);
+      if (earlier !== undefined) {
+        if (earlier.fingerprint !== fingerprint) {
+          usage(
+            `Cannot use --report as the warm-up of ${k} in ${dir} differs from the one in ` +
+              `${earlier.dir} (another thread count or code): their arms are not paired`,
+          );
+        }
+        continue;
+      }
+      warmups.set(k, { dir, fingerprint });
       addWarmup(x.env, x.seed, x.metrics);
     }
   }
