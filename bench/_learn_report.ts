@@ -381,18 +381,21 @@ export function summaryTable(s: LearnSummary): string[] {
   }
   out.push("");
   for (const r of s.reach) {
-    const reached = r.armSamples === null
-      ? `not reached within ${r.baselineSamples} samples`
-      : r.armSamples === 0
+    const target = `${r.baseline}'s final ${
+      fix(100 * r.baselineFinal, 1)
+    }% (mean curve, interpolated)`;
+    if (r.armSamples === null) {
+      out.push(
+        `${r.env} ${r.split}: ${r.arm} does not reach ${target} within ${r.baselineSamples} samples`,
+      );
+      continue;
+    }
+    const reached = r.armSamples === 0
       ? `0 samples (already at step 0, the shared warm-up)`
       : `${Math.round(r.armSamples)} samples (${
         fix((100 * r.armSamples) / r.baselineSamples, 0, "n/a")
       }% of ${r.baseline}'s ${r.baselineSamples})`;
-    out.push(
-      `${r.env} ${r.split}: ${r.arm} reaches ${r.baseline}'s final ${
-        fix(100 * r.baselineFinal, 1)
-      }% (mean curve, interpolated) at ${reached}`,
-    );
+    out.push(`${r.env} ${r.split}: ${r.arm} reaches ${target} at ${reached}`);
   }
   const sec = (i: Interval) => `${fix(i.mean, 2)} s ±${fix(i.half, 2, "n/a")}`;
   for (const env of new Set(s.timing.map((t) => t.env))) {

@@ -74,6 +74,11 @@ Deno.test("summarize interpolates the samples SEED needs to reach GRPO's final s
   // Swapped roles, GRPO's best is below SEED's final: "not reached" (null).
   const swapped = data.map((r) => ({ ...r, arm: r.arm === "seed" ? "grpo" : "seed" }));
   assert.equal(summarize(swapped, []).reach[0].armSamples, null);
+  const line = summaryTable(summarize(swapped, [])).find((l) => l.includes("final"));
+  assert.equal(
+    line,
+    "sokoban test_seen: seed does not reach grpo's final 62.5% (mean curve, interpolated) within 32 samples",
+  );
 });
 
 Deno.test("summarize averages seconds per update and parse rates over seeds", () => {
