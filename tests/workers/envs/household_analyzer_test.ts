@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import {
   householdEnvironment as env,
+  HouseholdEpisode,
   householdScenario,
 } from "../../../workers/envs/household/mod.ts";
+import { diagnoses, replay } from "../../../workers/envs/household/analyzer.ts";
 import { expertPlan } from "../../../workers/envs/household/expert.ts";
 import type { Family } from "../../../workers/envs/household/world.ts";
 import type { SkillAnalysis, Task } from "../../../workers/envs/types.ts";
@@ -127,4 +129,37 @@ Deno.test("bringing only one of two objects is named for pick-two tasks", () => 
   const firstPut = plan.findIndex((a) => a.startsWith("put "));
   const analysis = analyze(task, plan.slice(0, firstPut + 1));
   assert.ok(analysis.episode_skill.includes("put only one"));
+});
+
+Deno.test("putting the same object in the target twice still counts as one of two for pick-two tasks", () => {
+  const task = taskOf("pick_two_and_place", 2);
+  const scenario = householdScenario(task);
+  const plan = expertPlan(scenario);
+  const firstPut = plan.findIndex((a) => a.startsWith("put "));
+  const [put, target] = plan[firstPut].split(" in/on ");
+  const obj = put.slice("put ".length);
+  const actions = [
+    ...plan.slice(0, firstPut + 1),
+    `take ${obj} from ${target}`,
+    `put ${obj} in/on ${target}`,
+  ];
+  const trajectory = runActions(env, task, actions);
+  assert.equal(trajectory.won, false);
+  assert.equal(trajectory.steps.length, actions.length);
+  assert.ok(trajectory.steps.every((s) => s.valid));
+  const analysis = analyze(task, actions);
+  const o = scenario.goal.objectType;
+  assert.equal(
+    analysis.episode_summary,
+    `Failure after ${actions.length} steps: the agent put only one ${o} in the ` +
+      `${scenario.goal.targetType} and never brought the second one.`,
+  );
+  const facts = replay(
+    new HouseholdEpisode(task, scenario, env.defaultMaxTurns),
+    actions,
+  );
+  const mistakes = diagnoses(scenario, facts).map(([mistake]) => mistake);
+  assert.deepEqual(mistakes, [
+    `put only one ${o} in the ${scenario.goal.targetType} and never brought the second one`,
+  ]);
 });

@@ -146,7 +146,7 @@ function successSummary(scenario: Scenario, facts: ReplayFacts): string {
  * `[mistake, instead]` pairs. The rules are tried in a fixed order and the first pair is the
  * reference analysis' mistake (`diagnose`): too many invalid actions; a desklamp used without
  * the goal object; a goal object put in the target unprocessed, or only in wrong receptacles, or
- * only one of two; a wrong object taken; the goal object never found, or seen and never taken;
+ * only one of two (distinct objects: one object put twice is one); a wrong object taken; the goal object never found, or seen and never taken;
  * else the first goal object taken but never used under the lamp / processed / put in the
  * target. A rule that names an object or receptacle adds one pair per instance (each wrong
  * receptacle used, each goal object taken and never processed, …), and the closing rules also
@@ -195,7 +195,10 @@ export function diagnoses(scenario: Scenario, facts: ReplayFacts): [string, stri
         `put the ${o} only in a ${goal.targetType}`,
       );
     }
-    if (goal.family === "pick_two_and_place" && inTarget.length === 1) {
+    // Distinct objects, as the goal counts them (`goalReached`): the same object put in the
+    // target twice (taken back out between) is still only one of the two.
+    const placedObjects = new Set(inTarget.map((p) => p.obj));
+    if (goal.family === "pick_two_and_place" && placedObjects.size === 1) {
       add(
         `put only one ${o} in the ${goal.targetType} and never brought the second one`,
         `after the first ${o}, fetch another ${o} (${goalWhere(scenario)}) and put it too`,
