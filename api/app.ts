@@ -91,7 +91,11 @@ function mapDomainError(error: unknown): ProblemError | undefined {
   if (error instanceof BaseGoneError || error instanceof BaseChainTooLongError) {
     return new UnprocessableError(error.message, {
       cause: error,
-      errors: [{ path: "model.base", code: error.code, message: error.message }],
+      errors: [{
+        path: error instanceof BaseChainTooLongError ? error.path : "model.base",
+        code: error.code,
+        message: error.message,
+      }],
     });
   }
   if (error instanceof IntegrityError) {

@@ -84,23 +84,37 @@ export class BaseGoneError extends Error {
 }
 
 /**
- * Thrown by a submit whose `model.base` chain holds more adapter-only LoRA jobs in a row (each a
- * `model.lora` job without `save_merged`, whose checkpoints need the base they apply to) than the
- * worker loads (jobs/spec.ts `MAX_ADAPTER_CHAIN`): such a job could only fail when it starts. Nothing
- * is stored. HTTP 422 at `model.base`, code `adapter_chain_too_long`.
+ * Thrown by a submit whose checkpoints would need more adapter-only LoRA checkpoints loaded in a
+ * row (each of a `model.lora` job without `save_merged`, applying to its job's base) than the
+ * worker and the inference server load (jobs/spec.ts `MAX_ADAPTER_CHAIN`). Either `model.base`'s
+ * chain alone holds more than that many adapter-only jobs (`path` `model.base`: the job could only
+ * fail when it starts), or it holds exactly that many and the job is adapter-only too (`path`
+ * `model.lora`: it would train, but its own checkpoints could be neither served nor continued
+ * from). Nothing is stored. HTTP 422 at `path`, code `adapter_chain_too_long`.
  */
 export class BaseChainTooLongError extends Error {
-  /** The error code at `model.base`. */
+  /** The error code at {@link path}. */
   readonly code = "adapter_chain_too_long";
   /** The submit's `model.base`. */
   readonly base: string;
-  /** @param max the most adapter-only jobs in a row (MAX_ADAPTER_CHAIN). */
-  constructor(base: string, max: number) {
+  /** The spec field whose value is refused: `model.base`, or `model.lora` for the job's own adapter. */
+  readonly path: "model.base" | "model.lora";
+  /**
+   * @param max the most adapter-only jobs in a row (MAX_ADAPTER_CHAIN).
+   * @param ownAdapter true when the base's chain holds exactly `max` adapter-only jobs and the
+   *   job's own adapter-only checkpoints would be one more; false when the chain alone is longer.
+   */
+  constructor(base: string, max: number, ownAdapter = false) {
     super(
-      `Cannot queue the job as model.base's chain of LoRA adapters must be at most ${max} jobs long: ${base} and the jobs it continues from are more than ${max} adapter-only jobs in a row; continue from a job whose checkpoints hold full weights (trained without model.lora, or with model.lora.save_merged)`,
+      ownAdapter
+        ? `Cannot queue the job as the chain of LoRA adapters loading its checkpoints reads must be at most ${max} jobs long: ${base} and the jobs it continues from are already ${max} adapter-only jobs in a row, and this job's model.lora without save_merged would be adapter ${
+          max + 1
+        }; set model.lora.save_merged: true (its checkpoints then hold full weights and load alone), or continue from a job whose checkpoints hold full weights (trained without model.lora, or with model.lora.save_merged)`
+        : `Cannot queue the job as model.base's chain of LoRA adapters must be at most ${max} jobs long: ${base} and the jobs it continues from are more than ${max} adapter-only jobs in a row; continue from a job whose checkpoints hold full weights (trained without model.lora, or with model.lora.save_merged)`,
     );
     this.name = "BaseChainTooLongError";
     this.base = base;
+    this.path = ownAdapter ? "model.lora" : "model.base";
   }
 }
 

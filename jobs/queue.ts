@@ -271,7 +271,9 @@ export interface SubmitOptions {
    * checkpoints ends the chain (what it was trained from is not read). Each link is checked under
    * its row's lock in the insert's transaction ({@link lockBaseChain}), so a delete racing this
    * submit never leaves the new job using a deleted job or model; a chain of more than
-   * {@link MAX_ADAPTER_CHAIN} adapter-only jobs, which the worker cannot load, is refused. Default
+   * {@link MAX_ADAPTER_CHAIN} adapter-only jobs, which the worker cannot load, is refused, and so
+   * is an adapter-only job on a chain of exactly that many (its own checkpoints would need one
+   * adapter more than the worker and the inference server load). Default
    * false: the job is queued whatever it names (the worker refuses a base that is not the
    * tenant's).
    */
@@ -310,11 +312,18 @@ class LostIdempotencyRace extends Error {}
  * another. The order is fixed anyway (the chain's own, as the deletes' user searches walk it) so
  * a later lock taker sees one order.
  * @throws BaseChainTooLongError when the chain holds more than {@link MAX_ADAPTER_CHAIN}
- *   adapter-only jobs in a row (its last link still names one).
+ *   adapter-only jobs in a row (its last link still names one), or exactly that many and
+ *   `adapterOnly` (the new job's checkpoints are adapter-only too: loading one would merge one
+ *   adapter more than `MAX_ADAPTER_CHAIN`, as workers/seed/run/model_source.ts `resolveModel`
+ *   counts the checkpoint's own adapter first, for the worker and the inference server alike).
  * @throws BaseGoneError naming the first link, in chain order, that is not the tenant's or is
  *   marked for deletion.
  */
-async function lockBaseChain(q: Queryable, tenantId: string, base: string): Promise<void> {
+async function lockBaseChain(
+  q: Queryable,
+  tenantId: string,
+  { base, adapterOnly }: { base: string; adapterOnly: boolean },
+): Promise<void> {
   const links = MODEL_REF_PATTERN.test(base)
     ? [{ base, adapter: false }]
     : await q.query<{ base: string; adapter: boolean }>(SQL.baseChain, [base, tenantId]);
@@ -322,6 +331,10 @@ async function lockBaseChain(q: Queryable, tenantId: string, base: string): Prom
   // its base is one adapter more than the worker loads.
   if (links.length > MAX_ADAPTER_CHAIN && links.at(-1)!.adapter) {
     throw new BaseChainTooLongError(base, MAX_ADAPTER_CHAIN);
+  }
+  // Within the cap, the chain's adapter links are its leading ones (a full-weight job ends it).
+  if (adapterOnly && links.filter((l) => l.adapter).length >= MAX_ADAPTER_CHAIN) {
+    throw new BaseChainTooLongError(base, MAX_ADAPTER_CHAIN, true);
   }
   // The chain's jobs in order, each with the job whose base names it (undefined: model.base).
   const jobs: { id: string; via?: string }[] = [];
@@ -354,7 +367,7 @@ async function lockBaseChain(q: Queryable, tenantId: string, base: string): Prom
  * @throws IdempotencyConflictError when the key was used with a different request.
  * @throws BaseGoneError with `requireBase` when a job or model of the base's chain is gone or
  *   being deleted; BaseChainTooLongError with `requireBase` when the chain holds more adapter-only
- *   jobs in a row than the worker loads.
+ *   jobs in a row than the worker loads, or as many and the job is adapter-only too.
  */
 export async function submitJob(
   db: Database,
@@ -366,7 +379,11 @@ export async function submitJob(
   const locksBase = options.requireBase === true &&
     (JOB_REF_PATTERN.test(base) || MODEL_REF_PATTERN.test(base));
   const insert = async (q: Queryable) => {
-    if (locksBase) await lockBaseChain(q, tenantId, base);
+    if (locksBase) {
+      // As jobs/_rows.ts `adapterOnly`: a LoRA job without save_merged writes only its adapter.
+      const adapterOnly = spec.model.lora !== undefined && !spec.model.lora.save_merged;
+      await lockBaseChain(q, tenantId, { base, adapterOnly });
+    }
     return toJob(
       (await q.query(SQL.submit, [
         tenantId,

@@ -58,9 +58,11 @@ export const JOB_REF_PATTERN =
   /^job:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:@(?:0|[1-9][0-9]{0,8}))?$/;
 /**
  * Most adapter-only LoRA checkpoints (a `model.lora` job without `save_merged`) loaded in a row
- * to build one model: each applies to its job's `model.base`, which may be another. The worker
- * refuses a longer chain (workers/seed/run/model_source.ts), and the API refuses to queue a job
- * on one (jobs/queue.ts `submitJob` with `requireBase`).
+ * to build one model, the loaded checkpoint's own included: each applies to its job's
+ * `model.base`, which may be another. The worker and the inference server refuse a longer chain
+ * (workers/seed/run/model_source.ts), and the API refuses to queue a job on one, or an
+ * adapter-only job on a chain of exactly this many, whose own checkpoints would make one
+ * (jobs/queue.ts `submitJob` with `requireBase`).
  */
 export const MAX_ADAPTER_CHAIN = 8;
 /** `model:<uuid>` — a model uploaded with `POST /v1/models` (README.md, "Bring your own model"). */
@@ -316,7 +318,11 @@ const JobSpecObject = z.object({
           message: "Cannot use these target_modules as each module must appear once",
         })
         .default(["q_proj", "v_proj"]),
-      /** Also write the merged full weights (W + (α/r)·B·A) as a Hugging Face folder. */
+      /**
+       * Also write the merged full weights (W + (α/r)·B·A) as a Hugging Face folder. Its
+       * checkpoints then load alone; without it they need the base's chain too, and a job whose
+       * `job:` base is already 8 adapter-only jobs in a row is refused (`adapter_chain_too_long`).
+       */
       save_merged: z.boolean().default(false),
     }).strict().optional(),
   }).strict().prefault({}),

@@ -4,11 +4,12 @@
  * or LoRA with `save_merged`) loads alone, so the jobs it was trained from may go; an adapter-only
  * LoRA checkpoint needs the base it applies to, so that base is held by a queued job and refused
  * when gone; and a chain of more adapter-only jobs in a row than the worker loads
- * (`MAX_ADAPTER_CHAIN`, 8) is refused at submit.
+ * (`MAX_ADAPTER_CHAIN`, 8) is refused at submit, as is an adapter-only job whose own checkpoints
+ * would make one.
  */
 import assert from "node:assert/strict";
-import { fenceOf, MAX_ADAPTER_CHAIN, succeedJob } from "../../jobs/mod.ts";
-import { req, runningJob, startApiFixture } from "./_fixture.ts";
+import { fenceOf, MAX_ADAPTER_CHAIN, parseJobSpec, submitJob, succeedJob } from "../../jobs/mod.ts";
+import { claimAs, req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
@@ -101,7 +102,19 @@ Deno.test("a job continued from an adapter-only LoRA checkpoint needs the base t
 
 Deno.test("a chain of 8 adapter-only jobs is queued and holds its far end; one of 9 is a 422 at model.base, as the worker could not load it", async () => {
   assert.equal(MAX_ADAPTER_CHAIN, 8);
-  const j = await finishedChain("adapter", 9);
+  const j = await finishedChain("adapter", 8);
+  // j[8], a ninth adapter in a row, as a job queued without the API's chain check (none refused
+  // it before adapter-only jobs on a chain of 8 were refused at submit, below).
+  const { job } = await submitJob(fx.db, {
+    tenantId: fx.tenantA.id,
+    spec: parseJobSpec({
+      env: { id: "sokoban" },
+      model: { base: `job:${j[7]}@0`, lora: { rank: 4 } },
+      priority: 1000,
+    }),
+  });
+  await succeedJob(fx.db, fenceOf(await claimAs(fx.db, job.id)));
+  j.push(job.id);
   // On j[7]: the adapters j[7] … j[0], then builtin:tiny. j[0] is read, so it is in use.
   const queued = await queuedOn(j[7]);
   const held = await del(j[0]);
@@ -123,6 +136,35 @@ Deno.test("a chain of 8 adapter-only jobs is queued and holds its far end; one o
   // A full-weight job ends a chain: a long chain of full fine-tunes is queued on its last job.
   const full = await finishedChain("full", 10);
   await cancel(await queuedOn(full[9]));
+});
+
+Deno.test("an adapter-only LoRA job is queued while its checkpoints need at most 8 adapters; on 8 adapter-only jobs in a row it is a 422 at model.lora naming save_merged", async () => {
+  // j[7] was queued on 7 adapter-only jobs: its own checkpoints load with exactly 8 adapters.
+  const j = await finishedChain("adapter", 8);
+  const onTop = (lora: Record<string, unknown>) =>
+    req(fx.app, "POST", "/v1/jobs", {
+      key: fx.keyA,
+      json: { env: { id: "sokoban" }, model: { base: `job:${j[7]}`, lora } },
+    });
+  // Adapter-only on j[7]: its checkpoints would need 9 adapters, which neither the worker nor
+  // the inference server loads, so nothing could serve or continue from it.
+  const refused = await onTop({ rank: 4 });
+  const problem = await refused.json();
+  assert.equal(refused.status, 422, JSON.stringify(problem));
+  assert.deepEqual(problem.errors.map((e: { path: string; code: string }) => [e.path, e.code]), [
+    ["model.lora", "adapter_chain_too_long"],
+  ]);
+  assert.equal(
+    problem.detail,
+    `Cannot queue the job as the chain of LoRA adapters loading its checkpoints reads must be at most 8 jobs long: job:${
+      j[7]
+    } and the jobs it continues from are already 8 adapter-only jobs in a row, and this job's model.lora without save_merged would be adapter 9; set model.lora.save_merged: true (its checkpoints then hold full weights and load alone), or continue from a job whose checkpoints hold full weights (trained without model.lora, or with model.lora.save_merged)`,
+  );
+  // With merged weights its checkpoints load alone: queued.
+  const merged = await onTop({ rank: 4, save_merged: true });
+  const body = await merged.json();
+  assert.equal(merged.status, 201, JSON.stringify(body));
+  await cancel(body.id);
 });
 
 Deno.test({
