@@ -28,7 +28,8 @@ export const MIN_ID_PREFIX_DIGITS = 8;
 export const JobIdPrefix = z.string().max(36).transform((s) => s.toLowerCase()).refine(
   (s) => {
     const hex = s.replaceAll("-", "");
-    return /^[0-9a-f]+$/.test(hex) && hex.length >= MIN_ID_PREFIX_DIGITS &&
+    // At most 32 digits: 33 to 36 digits without hyphens fit the 36 characters but no uuid.
+    return /^[0-9a-f]+$/.test(hex) && hex.length >= MIN_ID_PREFIX_DIGITS && hex.length <= 32 &&
       (s === hex || uuidOfDigits(hex.padEnd(32, "0")).startsWith(s));
   },
   {

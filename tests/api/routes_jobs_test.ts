@@ -467,7 +467,8 @@ Deno.test("GET /v1/jobs?id_prefix= lists the tenant's jobs whose id starts with 
   assert.deepEqual(await list(`${head}-`), ids);
   assert.deepEqual(await list(ids[1]), [ids[1]]);
   assert.deepEqual(await list(`${head}-b`), []);
-  // Fewer than 8 digits, other characters, a SQL pattern or a hyphen out of place: a 400.
+  // Fewer than 8 or more than 32 digits, other characters, a SQL pattern or a hyphen out of
+  // place: a 400.
   for (
     const bad of [
       head.slice(0, 7),
@@ -475,6 +476,9 @@ Deno.test("GET /v1/jobs?id_prefix= lists the tenant's jobs whose id starts with 
       `${head}%`,
       "%",
       `${head.slice(0, 4)}-${head.slice(4)}`,
+      // More than a whole id's 32 digits (up to the 36 characters a hyphenated id has).
+      `${head}${"0".repeat(25)}`,
+      `${head}${"0".repeat(28)}`,
     ]
   ) {
     const res = await req(fx.app, "GET", `/v1/jobs?id_prefix=${encodeURIComponent(bad)}`, {
