@@ -163,3 +163,37 @@ Deno.test("putting the same object in the target twice still counts as one of tw
     `put only one ${o} in the ${scenario.goal.targetType} and never brought the second one`,
   ]);
 });
+
+Deno.test("an object put in the target and taken back out is named as taken back, not as never put", () => {
+  const task = taskOf("pick_two_and_place", 2);
+  const scenario = householdScenario(task);
+  const plan = expertPlan(scenario);
+  const firstPut = plan.findIndex((a) => a.startsWith("put "));
+  const [put, target] = plan[firstPut].split(" in/on ");
+  const obj = put.slice("put ".length);
+  const elsewhere =
+    scenario.objects.find((x) =>
+      x.location !== target && !x.location.startsWith(scenario.goal.targetType)
+    )!.location;
+  // The first object in, back out and into another receptacle; then the second one in: one
+  // object in the target at the end.
+  const actions = [
+    ...plan.slice(0, firstPut + 1),
+    `take ${obj} from ${target}`,
+    `go to ${elsewhere}`,
+    `put ${obj} in/on ${elsewhere}`,
+    ...plan.slice(firstPut + 1),
+  ];
+  const trajectory = runActions(env, task, actions);
+  assert.equal(trajectory.won, false);
+  assert.ok(trajectory.steps.every((s) => s.valid));
+  const analysis = analyze(task, actions);
+  assert.equal(
+    analysis.episode_summary,
+    `Failure after ${actions.length} steps: the agent took the ${obj} from ${target} after ` +
+      `putting it in ${target}.`,
+  );
+  const facts = replay(new HouseholdEpisode(task, scenario, env.defaultMaxTurns), actions);
+  const mistakes = diagnoses(scenario, facts).map(([mistake]) => mistake);
+  assert.deepEqual(mistakes, [`took the ${obj} from ${target} after putting it in ${target}`]);
+});

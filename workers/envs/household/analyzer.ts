@@ -24,6 +24,11 @@ export interface ReplayFacts {
   opened: Set<string>;
   /** Every `put`: object and receptacle, in order. */
   puts: { obj: string; into: string }[];
+  /**
+   * Goal-type objects taken back out of a receptacle of the target type they had been put in and
+   * not in one at the end (the goal check counts only where objects are then), with where from.
+   */
+  tookBack: { obj: string; from: string }[];
   /** Each desklamp use: the lamp and the object held (or null). */
   lampUses: { lamp: string; held: string | null }[];
   invalid: number;
@@ -45,6 +50,7 @@ export function replay(
     processed: [],
     opened: new Set(),
     puts: [],
+    tookBack: [],
     lampUses: [],
     invalid: 0,
     steps: 0,
@@ -73,6 +79,10 @@ export function replay(
     const held = episode.state.held;
     if (words.startsWith("take ") && held !== null) {
       (typeOf(held) === goal.objectType ? facts.tookGoal : facts.tookOther).push(held);
+      if (
+        at !== null && typeOf(at) === goal.targetType &&
+        facts.puts.some((p) => p.obj === held && p.into === at)
+      ) facts.tookBack.push({ obj: held, from: at });
     }
     if (words.startsWith("put ") && heldBefore !== null && at !== null) {
       facts.puts.push({ obj: heldBefore, into: at });
@@ -87,6 +97,11 @@ export function replay(
     if (words.startsWith("use ") && at !== null) facts.lampUses.push({ lamp: at, held });
     if (result.done) break;
   }
+  facts.tookBack = facts.tookBack.filter(({ obj }, i, all) => {
+    const end = episode.state.objectAt.get(obj);
+    return all.findIndex((t) => t.obj === obj) === i &&
+      !(end !== undefined && end !== "hand" && typeOf(end) === goal.targetType);
+  });
   facts.won = goalReached(goal, episode.state);
   return facts;
 }
@@ -146,7 +161,8 @@ function successSummary(scenario: Scenario, facts: ReplayFacts): string {
  * `[mistake, instead]` pairs. The rules are tried in a fixed order and the first pair is the
  * reference analysis' mistake (`diagnose`): too many invalid actions; a desklamp used without
  * the goal object; a goal object put in the target unprocessed, or only in wrong receptacles, or
- * only one of two (distinct objects: one object put twice is one); a wrong object taken; the goal object never found, or seen and never taken;
+ * taken back out of it and not put back, or only one of two (distinct objects: one object put
+ * twice is one); a wrong object taken; the goal object never found, or seen and never taken;
  * else the first goal object taken but never used under the lamp / processed / put in the
  * target. A rule that names an object or receptacle adds one pair per instance (each wrong
  * receptacle used, each goal object taken and never processed, …), and the closing rules also
@@ -193,6 +209,13 @@ export function diagnoses(scenario: Scenario, facts: ReplayFacts): [string, stri
         `put the ${wrongPlace.obj} in ${wrongPlace.into}, the wrong receptacle, but the task ` +
           `needs a ${goal.targetType}`,
         `put the ${o} only in a ${goal.targetType}`,
+      );
+    }
+    // An object put in the target and taken back out of it is not there for the goal check.
+    for (const back of facts.tookBack) {
+      add(
+        `took the ${back.obj} from ${back.from} after putting it in ${back.from}`,
+        `after putting the ${o} in the ${goal.targetType}, never take it from the ${goal.targetType}`,
       );
     }
     // Distinct objects, as the goal counts them (`goalReached`): the same object put in the
