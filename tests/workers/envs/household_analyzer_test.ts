@@ -191,9 +191,14 @@ Deno.test("an object put in the target and taken back out is named as taken back
   assert.equal(
     analysis.episode_summary,
     `Failure after ${actions.length} steps: the agent took the ${obj} from ${target} after ` +
-      `putting it in ${target}.`,
+      `putting it in the ${scenario.goal.targetType}.`,
   );
   const facts = replay(new HouseholdEpisode(task, scenario, env.defaultMaxTurns), actions);
   const mistakes = diagnoses(scenario, facts).map(([mistake]) => mistake);
-  assert.deepEqual(mistakes, [`took the ${obj} from ${target} after putting it in ${target}`]);
+  assert.deepEqual(mistakes, [
+    `took the ${obj} from ${target} after putting it in the ${scenario.goal.targetType}`,
+  ]);
+  // The skill grammar (judge.ts) holds the new mistake: the reference skill is well-formed.
+  const judged = env.judgeSkill!(trajectory, analysis.episode_skill);
+  assert.deepEqual([judged.wellFormed, judged.truthful], [true, true]);
 });

@@ -214,7 +214,7 @@ export function diagnoses(scenario: Scenario, facts: ReplayFacts): [string, stri
     // An object put in the target and taken back out of it is not there for the goal check.
     for (const back of facts.tookBack) {
       add(
-        `took the ${back.obj} from ${back.from} after putting it in ${back.from}`,
+        `took the ${back.obj} from ${back.from} after putting it in the ${goal.targetType}`,
         `after putting the ${o} in the ${goal.targetType}, never take it from the ${goal.targetType}`,
       );
     }

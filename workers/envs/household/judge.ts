@@ -60,6 +60,10 @@ function mistakePairs(family: Family): [string, string][] {
   }
   pairs.push(
     [
+      "took the {gobj} from {rec} after putting it in the {r}",
+      "after putting the {o} in the {r}, never take it from the {r}",
+    ],
+    [
       "put the {gobj} in {rec}, the wrong receptacle, but the task needs a {r}",
       "put the {o} only in a {r}",
     ],
