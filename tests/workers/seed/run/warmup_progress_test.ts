@@ -84,7 +84,9 @@ Deno.test("the warm-up reports SFT steps with their loss and the analyzer's traj
   assert.ok(Number.isFinite(last.loss) && (last.loss as number) > 0);
   assert.match(
     policy.at(-1)!.status,
-    new RegExp(`progress .*warmup_policy  SFT step ${total}/${total}, loss \\d+\\.\\d{3}( |\\n)`),
+    new RegExp(
+      `progress  \\[#{24}\\] SFT step ${total}/${total}  running  warmup_policy  loss \\d+\\.\\d{3}( |\\n)`,
+    ),
   );
   assert.match(policy.at(-1)!.dashboard, new RegExp(`SFT step ${total}/${total}, loss \\d`));
 
@@ -103,7 +105,7 @@ Deno.test("the warm-up reports SFT steps with their loss and the analyzer's traj
   });
   assert.ok(turns.length >= 2);
   assert.ok(
-    turns[0].status.includes("warmup_analyzer  trajectories: turn 0/3, 3 episodes playing"),
+    turns[0].status.includes("trajectories turn 0/3  running  warmup_analyzer  3 episodes playing"),
     turns[0].status,
   );
   assert.match(turns[0].dashboard, /^warmup_analyzer · trajectories: turn 0\/3/);
