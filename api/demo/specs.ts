@@ -23,8 +23,9 @@ export type DemoMethod = (typeof DEMO_METHODS)[number];
  * Sokoban 6×6, one box, with the small-model options (relative positions, compact prompt): the
  * trainer's tuned preset `DEMO_PRESETS.sokoban` (jobs/presets.ts, shared by the demo, the trainer's
  * bench and the docs): policy SFT until 45% held-out success (336–672 steps over seeds, with
- * skill-conditioned demonstrations throughout), ~216 steps of analyzer SFT, then 10 SEED updates of 8 tasks × 8 copies, evaluated (temperature
- * 1, 200 episodes per split) after warm-up, half-way and at the end.
+ * skill-conditioned demonstrations throughout), ~216 steps of analyzer SFT, then 10 SEED updates
+ * of 16 tasks × 8 copies, evaluated (temperature 1, 200 episodes per split) after warm-up, half-way
+ * and at the end.
  */
 export const SOKOBAN_SEED: JobSpecInput = DEMO_PRESETS.sokoban;
 
