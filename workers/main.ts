@@ -42,6 +42,7 @@ import {
   untilReachable,
   Worker,
   type WorkerConfig,
+  workerConfigErrorMessage,
   workerConfigFromEnv,
 } from "./worker/mod.ts";
 
@@ -60,8 +61,9 @@ export const EXIT_DEADLINE_MS = 10_000;
 /**
  * Runs a worker with the given handler registrations already made (plus those `options.register`
  * makes from the validated configuration), then exits the process: 0 after a drain, 1 when it
- * cannot start (one log line saying why: an invalid variable such as `WORKER_PREFIX_CACHE_MB=1.5`)
- * or crashed.
+ * cannot start (one log line saying why: an invalid variable such as `WORKER_PREFIX_CACHE_MB=1.5`,
+ * `Cannot start the worker as WORKER_PREFIX_CACHE_MB must be a whole number of MiB from 0 to 65536:
+ * current value is "1.5"`) or crashed.
  *
  * A database or store that cannot be reached at start is waited for (tries 50 ms … 1 s apart,
  * `untilReachable`), never a reason to exit; a stop signal meanwhile exits at once. After the
@@ -71,14 +73,6 @@ export const EXIT_DEADLINE_MS = 10_000;
  */
 export async function main(options: MainOptions = {}): Promise<never> {
   const log = createLogger({ service: "worker" });
-  const exitAfterStart: (e: unknown) => never = (e) => {
-    // A bad variable, no usable provider, a migration that fails: one line, no stack trace.
-    const message = e instanceof z.ZodError
-      ? `Cannot start the worker as its environment must be valid: ${z.prettifyError(e)}`
-      : readableError(e);
-    log.error("the worker cannot start", { error: message });
-    Deno.exit(1);
-  };
   let config: WorkerConfig, executionProvider: ProviderChoice | undefined;
   let exitWithParent = false;
   try {
@@ -87,7 +81,7 @@ export async function main(options: MainOptions = {}): Promise<never> {
     exitWithParent = exitWithParentFromEnv();
     executionProvider = await chooseProvider(config.executionProviders, config.device, log);
   } catch (e) {
-    exitAfterStart(e);
+    exitAfterStart(log, e);
   }
   ignoreIdleConnectionErrors(log);
   const starting = new AbortController();
@@ -125,7 +119,7 @@ export async function main(options: MainOptions = {}): Promise<never> {
       onWait: waitFor("the artifact store"),
     });
   } catch (e) {
-    if (!starting.signal.aborted) exitAfterStart(e);
+    if (!starting.signal.aborted) exitAfterStart(log, e);
     log.info("stopped before the database and the store were reachable");
     await closeWithin(EXIT_DEADLINE_MS, [store?.close(), db?.close()], log);
     Deno.exit(0);
@@ -144,6 +138,16 @@ export async function main(options: MainOptions = {}): Promise<never> {
   }
   await closeWithin(EXIT_DEADLINE_MS, [store.close(), db.close()], log);
   Deno.exit(code);
+}
+
+/**
+ * Logs why the worker cannot start, in one line without a stack trace (a bad variable, in the
+ * shape of jobs/settings.ts; no usable provider; a migration that fails), and exits 1.
+ */
+function exitAfterStart(log: Logger, e: unknown): never {
+  const message = e instanceof z.ZodError ? workerConfigErrorMessage(e) : readableError(e);
+  log.error("the worker cannot start", { error: message });
+  Deno.exit(1);
 }
 
 /**

@@ -21,7 +21,14 @@
  * | `SERVE_EXECUTION_PROVIDERS` | `cpu`      | onnxruntime providers to try at start, best first (e.g. `cuda,webgpu,cpu`), probed as a GPU worker's are (workers/engine/providers.ts) |
  */
 import { z } from "zod";
-import { type ArtifactStore, type Database, openDatabase, openStore } from "../../jobs/mod.ts";
+import {
+  type ArtifactStore,
+  type Database,
+  openDatabase,
+  openStore,
+  settingsErrorMessage,
+  wholeNumberSetting,
+} from "../../jobs/mod.ts";
 import {
   chooseExecutionProvider,
   EXECUTION_PROVIDERS,
@@ -38,15 +45,9 @@ import {
   NamedModels,
 } from "./lora_admin.ts";
 
-/**
- * A whole-number setting from `min` to `max` (decimal digits only: `1.5`, `1e3`, `0x10` and `-1`
- * are refused, where `Number` would read some of them). Every way to break it gives the same
- * issue message, the rule that `serveConfigErrorMessage` puts after "must be".
- */
-function wholeNumber(min: number, max: number, fallback: number) {
-  const rule = `a whole number from ${min} to ${max}`;
-  return z.string().regex(/^[0-9]+$/, { error: rule }).transform(Number)
-    .pipe(z.number().min(min, { error: rule }).max(max, { error: rule })).default(fallback);
+/** A whole-number setting from `min` to `max` with its default (jobs/settings.ts). */
+function wholeNumber(min: number, max: number, fallback: number, unit?: string) {
+  return wholeNumberSetting(min, max, { unit }).default(fallback);
 }
 
 const PROVIDERS_RULE = `a comma-separated list of ${EXECUTION_PROVIDERS.join(", ")}`;
@@ -59,7 +60,7 @@ const EnvSchema = z.object({
   SERVE_MAX_MODELS: wholeNumber(1, 256, 4),
   SERVE_MAX_NAMED_MODELS: wholeNumber(1, 256, DEFAULT_MAX_NAMED_MODELS),
   SERVE_MAX_REGISTERED_NAMES: wholeNumber(1, 100_000, DEFAULT_MAX_REGISTERED_NAMES),
-  SERVE_PREFIX_CACHE_MB: wholeNumber(0, 65_536, PREFIX_CACHE_BYTES / 2 ** 20),
+  SERVE_PREFIX_CACHE_MB: wholeNumber(0, 65_536, PREFIX_CACHE_BYTES / 2 ** 20, "MiB"),
   SERVE_THREADS: wholeNumber(1, 256, 2),
   SERVE_DEFAULT_MAX_TOKENS: wholeNumber(1, 1_000_000, 256),
   SERVE_EXECUTION_PROVIDERS: z.string().default("cpu")
@@ -88,7 +89,7 @@ export type ServeConfig = z.infer<typeof EnvSchema>;
  * Reads the settings from the environment. An empty value (`SERVE_PREFIX_CACHE_MB=`) counts as
  * unset, so the variable takes its default, as the worker's variables do.
  * @throws z.ZodError with one issue per invalid variable: its path is the variable's name, its
- *   message the rule the value breaks ("a whole number from 0 to 65536"); see
+ *   message the rule the value breaks ("a whole number of MiB from 0 to 65536"); see
  *   {@link serveConfigErrorMessage}.
  */
 export function serveConfigFromEnv(
@@ -101,21 +102,13 @@ export function serveConfigFromEnv(
 /**
  * One line for a settings error of {@link serveConfigFromEnv}: "Cannot start the server as
  * SERVE_X must be <rule>: current value is "<value>"", then "; SERVE_Y must be …" for each other
- * invalid variable (each named once).
+ * invalid variable (each named once; jobs/settings.ts `settingsErrorMessage`, as the worker's).
  */
 export function serveConfigErrorMessage(
   e: z.ZodError,
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): string {
-  const rules = new Map<string, string>();
-  for (const issue of e.issues) {
-    const name = String(issue.path[0]);
-    if (!rules.has(name)) rules.set(name, issue.message);
-  }
-  const why = [...rules].map(([name, rule]) =>
-    `${name} must be ${rule}: current value is ${JSON.stringify(env[name])}`
-  );
-  return `Cannot start the server as ${why.join("; ")}`;
+  return settingsErrorMessage("the server", e, env);
 }
 
 /** What {@link startServer} started. */

@@ -12,61 +12,56 @@
  * | `WORKER_EXECUTION_PROVIDERS` | `cuda,webgpu,cpu` (gpu), `cpu` (cpu) | onnxruntime providers to try, best first |
  * | `WORKER_PREFIX_CACHE_MB` | `128` (`PREFIX_CACHE_BYTES`, workers/model/policy.ts) | MiB of prompt-prefix KV the trainer's teacher pass holds at once |
  *
+ * An empty variable counts as unset. A bad value is a ZodError whose issues name the variable and
+ * the rule it breaks; {@link workerConfigErrorMessage} makes it the one line the worker exits with
+ * (`Cannot start the worker as WORKER_POLL_MS must be a whole number of ms from 10 to 600000:
+ * current value is "5s"`, jobs/settings.ts).
+ *
  * A `gpu` worker probes its execution providers once at start (workers/engine/providers.ts) and
  * uses the first that loads; leave `cpu` out of `WORKER_EXECUTION_PROVIDERS` to make a worker
  * without a working GPU provider refuse to start instead of running GPU jobs on its CPU. A `cpu`
  * worker only takes `cpu`: a GPU provider there would run `cpu` jobs on a GPU no job asked for.
  */
 import { z } from "zod";
-import { DEVICES } from "../../jobs/mod.ts";
+import { DEVICES, settingsErrorMessage, wholeNumberSetting } from "../../jobs/mod.ts";
 import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
 
 /** Most `WORKER_PREFIX_CACHE_MB` (64 GiB), as the inference server's `SERVE_PREFIX_CACHE_MB`. */
 export const MAX_PREFIX_CACHE_MB = 65_536;
 
-/**
- * A variable holding a whole number of `unit` from `min` to `max`: decimal digits only (`1.5`,
- * `1e3`, `0x10`, `-1`, `abc` are refused, where `z.coerce.number` would read some of them and call
- * the others "NaN"). Unset stays undefined (the caller's default applies).
- */
-function wholeNumber(unit: string, min: number, max: number) {
-  return z.string().optional().superRefine((s, ctx) => {
-    if (s === undefined || (/^[0-9]+$/.test(s) && Number(s) >= min && Number(s) <= max)) return;
-    ctx.addIssue({
-      code: "custom",
-      message: `must be a whole number of ${unit} from ${min} to ${max}: current value is ${
-        JSON.stringify(s)
-      }`,
-    });
-  }).transform((s) => s === undefined ? undefined : Number(s));
-}
+const PROVIDERS_RULE = `a comma-separated list of ${EXECUTION_PROVIDERS.join(", ")}`;
 
 const ConfigSchema = z.object({
-  WORKER_DEVICE: z.enum(DEVICES).default("cpu"),
-  WORKER_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/).optional(),
-  WORKER_LEASE_MS: wholeNumber("ms", 300, 3_600_000),
-  WORKER_POLL_MS: wholeNumber("ms", 10, 600_000),
-  REAPER_INTERVAL_MS: wholeNumber("ms", 0, 3_600_000),
-  WORKER_RETRY_FOR_MS: wholeNumber("ms", 0, 86_400_000),
+  WORKER_DEVICE: z.enum(DEVICES, { error: `one of ${DEVICES.join(", ")}` }).default("cpu"),
+  WORKER_ID: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, {
+    error: "1 to 128 letters, digits, dots, underscores, colons or hyphens",
+  }).optional(),
+  WORKER_LEASE_MS: wholeNumberSetting(300, 3_600_000, { unit: "ms" }).optional(),
+  WORKER_POLL_MS: wholeNumberSetting(10, 600_000, { unit: "ms" }).optional(),
+  REAPER_INTERVAL_MS: wholeNumberSetting(0, 3_600_000, { unit: "ms" }).optional(),
+  WORKER_RETRY_FOR_MS: wholeNumberSetting(0, 86_400_000, { unit: "ms" }).optional(),
   WORKER_EXECUTION_PROVIDERS: z.string().optional()
     .transform((s) => s?.split(",").map((p) => p.trim()))
     .pipe(
-      z.array(z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]]), {
-        error: "must be a comma-separated list of cuda, webgpu, cpu",
-      }).min(1)
-        .refine((l) => new Set(l).size === l.length, "must name each provider once")
+      z.array(
+        z.enum(EXECUTION_PROVIDERS as [ExecutionProvider, ...ExecutionProvider[]], {
+          error: PROVIDERS_RULE,
+        }),
+        { error: PROVIDERS_RULE },
+      ).min(1, { error: PROVIDERS_RULE })
+        .refine((l) => new Set(l).size === l.length, {
+          error: `${PROVIDERS_RULE} that names each provider once`,
+        })
         .optional(),
     ),
-  WORKER_PREFIX_CACHE_MB: wholeNumber("MiB", 0, MAX_PREFIX_CACHE_MB),
+  WORKER_PREFIX_CACHE_MB: wholeNumberSetting(0, MAX_PREFIX_CACHE_MB, { unit: "MiB" }).optional(),
 }).superRefine((c, ctx) => {
   const gpuOnes = c.WORKER_EXECUTION_PROVIDERS?.filter((p) => p !== "cpu") ?? [];
   if (c.WORKER_DEVICE === "cpu" && gpuOnes.length > 0) {
     ctx.addIssue({
       code: "custom",
       path: ["WORKER_EXECUTION_PROVIDERS"],
-      message: `must be cpu when WORKER_DEVICE is cpu (set WORKER_DEVICE=gpu to use ${
-        gpuOnes.join(", ")
-      })`,
+      message: `cpu when WORKER_DEVICE is cpu (set WORKER_DEVICE=gpu to use ${gpuOnes.join(", ")})`,
     });
   }
 });
@@ -95,7 +90,8 @@ export interface WorkerConfig {
 
 /**
  * Reads the worker's variables (table in the module doc).
- * @throws z.ZodError naming the variable when a value is invalid.
+ * @throws z.ZodError with an issue per invalid variable: its path begins with the variable's name,
+ *   its message is the rule the value breaks (see {@link workerConfigErrorMessage}).
  */
 export function workerConfigFromEnv(
   env: Record<string, string | undefined> = Deno.env.toObject(),
@@ -124,4 +120,16 @@ export function workerConfigFromEnv(
       ? {}
       : { prefixCacheBytes: c.WORKER_PREFIX_CACHE_MB * 2 ** 20 }),
   };
+}
+
+/**
+ * The one line a worker that cannot start logs for an error of {@link workerConfigFromEnv}:
+ * `Cannot start the worker as WORKER_POLL_MS must be a whole number of ms from 10 to 600000:
+ * current value is "5s"` (jobs/settings.ts `settingsErrorMessage`; each bad variable named once).
+ */
+export function workerConfigErrorMessage(
+  error: z.ZodError,
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): string {
+  return settingsErrorMessage("the worker", error, env);
 }

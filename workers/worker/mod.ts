@@ -40,4 +40,4 @@ export {
   Worker,
   type WorkerOptions,
 } from "./worker.ts";
-export { type WorkerConfig, workerConfigFromEnv } from "./config.ts";
+export { type WorkerConfig, workerConfigErrorMessage, workerConfigFromEnv } from "./config.ts";

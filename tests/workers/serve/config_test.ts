@@ -70,13 +70,13 @@ Deno.test("each bad serve setting reads 'Cannot start the server as <variable> m
   );
   assert.equal(
     message({ SERVE_PREFIX_CACHE_MB: "1.5" }),
-    'Cannot start the server as SERVE_PREFIX_CACHE_MB must be a whole number from 0 to 65536: current value is "1.5"',
+    'Cannot start the server as SERVE_PREFIX_CACHE_MB must be a whole number of MiB from 0 to 65536: current value is "1.5"',
   );
   // Only decimal digits: what Number() would read as 0 or 1000 is refused, not taken.
   for (const value of [" ", "1e3", "0x10", "-1", "65537"]) {
     assert.equal(
       message({ SERVE_PREFIX_CACHE_MB: value }),
-      `Cannot start the server as SERVE_PREFIX_CACHE_MB must be a whole number from 0 to 65536: current value is ${
+      `Cannot start the server as SERVE_PREFIX_CACHE_MB must be a whole number of MiB from 0 to 65536: current value is ${
         JSON.stringify(value)
       }`,
     );
