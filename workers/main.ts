@@ -61,9 +61,9 @@ export const EXIT_DEADLINE_MS = 10_000;
 /**
  * Runs a worker with the given handler registrations already made (plus those `options.register`
  * makes from the validated configuration), then exits the process: 0 after a drain, 1 when it
- * cannot start (one log line saying why: an invalid variable such as `WORKER_PREFIX_CACHE_MB=1.5`,
- * `Cannot start the worker as WORKER_PREFIX_CACHE_MB must be a whole number of MiB from 0 to 65536:
- * current value is "1.5"`) or crashed.
+ * cannot start (one log line saying why: an invalid variable such as `WORKER_PREFIX_CACHE_MB=1.5`
+ * or `LOG_LEVEL=debg`, `Cannot start the worker as LOG_LEVEL must be one of debug, info, warn,
+ * error: current value is "debg"`) or crashed.
  *
  * A database or store that cannot be reached at start is waited for (tries 50 ms … 1 s apart,
  * `untilReachable`), never a reason to exit; a stop signal meanwhile exits at once. After the
@@ -72,11 +72,16 @@ export const EXIT_DEADLINE_MS = 10_000;
  * outage must not keep a drained worker alive).
  */
 export async function main(options: MainOptions = {}): Promise<never> {
-  const log = createLogger({ service: "worker" });
   let config: WorkerConfig, executionProvider: ProviderChoice | undefined;
-  let exitWithParent = false;
   try {
     config = workerConfigFromEnv();
+  } catch (e) {
+    // LOG_LEVEL may be the bad variable: this one line is an error, shown at every level.
+    exitAfterStart(createLogger({ service: "worker" }, { level: "error" }), e);
+  }
+  const log = createLogger({ service: "worker" }, { level: config.logLevel });
+  let exitWithParent = false;
+  try {
     options.register?.(config);
     exitWithParent = exitWithParentFromEnv();
     executionProvider = await chooseProvider(config.executionProviders, config.device, log);

@@ -19,6 +19,7 @@
  * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
  * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
  * | `SERVE_EXECUTION_PROVIDERS` | `cpu`      | onnxruntime providers to try at start, best first (e.g. `cuda,webgpu,cpu`), probed as a GPU worker's are (workers/engine/providers.ts) |
+ * | `LOG_LEVEL`                | info        | the log's threshold: debug, info, warn or error (any case; workers/worker/logger.ts) |
  */
 import { z } from "zod";
 import {
@@ -35,7 +36,7 @@ import {
   type ExecutionProvider,
   SessionCache,
 } from "../engine/mod.ts";
-import { createLogger } from "../worker/mod.ts";
+import { createLogger, LogLevelSetting } from "../worker/mod.ts";
 import { createServeApp } from "./app.ts";
 import { DecodeEngine, type DecodeEngineOptions, PREFIX_CACHE_BYTES } from "./engine.ts";
 import { ModelRegistry } from "./models.ts";
@@ -71,6 +72,7 @@ const EnvSchema = z.object({
         }),
       ).min(1, { error: PROVIDERS_RULE }),
     ),
+  LOG_LEVEL: LogLevelSetting.default("info"),
 }).superRefine((c, ctx) => {
   // below it, a server used by one tenant could never fill its loaded slots
   if (c.SERVE_MAX_REGISTERED_NAMES < c.SERVE_MAX_NAMED_MODELS) {
@@ -183,15 +185,17 @@ export function startServer(options: StartOptions): RunningServer {
 }
 
 if (import.meta.main) {
-  const log = createLogger({ service: "serve" });
   let config: ServeConfig;
   try {
     config = serveConfigFromEnv();
   } catch (e) {
     if (!(e instanceof z.ZodError)) throw e;
-    log.error("the server cannot start", { error: serveConfigErrorMessage(e) });
+    // LOG_LEVEL may be the bad variable: this one line is an error, shown at every level.
+    createLogger({ service: "serve" }, { level: "error" })
+      .error("the server cannot start", { error: serveConfigErrorMessage(e) });
     Deno.exit(1);
   }
+  const log = createLogger({ service: "serve" }, { level: config.LOG_LEVEL });
   const db = await openDatabase();
   const store = await openStore();
   const providers = config.SERVE_EXECUTION_PROVIDERS;

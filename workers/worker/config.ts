@@ -11,6 +11,7 @@
  * | `WORKER_RETRY_FOR_MS`| `600000`                        | how long a write waits out an outage |
  * | `WORKER_EXECUTION_PROVIDERS` | `cuda,webgpu,cpu` (gpu), `cpu` (cpu) | onnxruntime providers to try, best first |
  * | `WORKER_PREFIX_CACHE_MB` | `128` (`PREFIX_CACHE_BYTES`, workers/model/policy.ts) | MiB of prompt-prefix KV the trainer's teacher pass holds at once |
+ * | `LOG_LEVEL`          | `info`                          | debug, info, warn or error (any case): the log's threshold (logger.ts) |
  *
  * An empty variable counts as unset. A bad value is a ZodError whose issues name the variable and
  * the rule it breaks; {@link workerConfigErrorMessage} makes it the one line the worker exits with
@@ -25,6 +26,7 @@
 import { z } from "zod";
 import { DEVICES, settingsErrorMessage, wholeNumberSetting } from "../../jobs/mod.ts";
 import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
+import { type LogLevel, LogLevelSetting } from "./logger.ts";
 
 /** Most `WORKER_PREFIX_CACHE_MB` (64 GiB), as the inference server's `SERVE_PREFIX_CACHE_MB`. */
 export const MAX_PREFIX_CACHE_MB = 65_536;
@@ -55,6 +57,7 @@ const ConfigSchema = z.object({
         .optional(),
     ),
   WORKER_PREFIX_CACHE_MB: wholeNumberSetting(0, MAX_PREFIX_CACHE_MB, { unit: "MiB" }).optional(),
+  LOG_LEVEL: LogLevelSetting.default("info"),
 }).superRefine((c, ctx) => {
   const gpuOnes = c.WORKER_EXECUTION_PROVIDERS?.filter((p) => p !== "cpu") ?? [];
   if (c.WORKER_DEVICE === "cpu" && gpuOnes.length > 0) {
@@ -86,6 +89,8 @@ export interface WorkerConfig {
    * the variable is unset: the policy's default, `PREFIX_CACHE_BYTES` (128 MiB).
    */
   prefixCacheBytes?: number;
+  /** The log's threshold (`LOG_LEVEL`, default info). */
+  logLevel: LogLevel;
 }
 
 /**
@@ -106,6 +111,7 @@ export function workerConfigFromEnv(
     WORKER_RETRY_FOR_MS: pick("WORKER_RETRY_FOR_MS"),
     WORKER_EXECUTION_PROVIDERS: pick("WORKER_EXECUTION_PROVIDERS"),
     WORKER_PREFIX_CACHE_MB: pick("WORKER_PREFIX_CACHE_MB"),
+    LOG_LEVEL: pick("LOG_LEVEL"),
   });
   return {
     device: c.WORKER_DEVICE,
@@ -116,6 +122,7 @@ export function workerConfigFromEnv(
     retryForMs: c.WORKER_RETRY_FOR_MS ?? 600_000,
     executionProviders: c.WORKER_EXECUTION_PROVIDERS ??
       (c.WORKER_DEVICE === "gpu" ? [...EXECUTION_PROVIDERS] : ["cpu"]),
+    logLevel: c.LOG_LEVEL,
     ...(c.WORKER_PREFIX_CACHE_MB === undefined
       ? {}
       : { prefixCacheBytes: c.WORKER_PREFIX_CACHE_MB * 2 ** 20 }),
@@ -124,8 +131,8 @@ export function workerConfigFromEnv(
 
 /**
  * The one line a worker that cannot start logs for an error of {@link workerConfigFromEnv}:
- * `Cannot start the worker as WORKER_POLL_MS must be a whole number of ms from 10 to 600000:
- * current value is "5s"` (jobs/settings.ts `settingsErrorMessage`; each bad variable named once).
+ * `Cannot start the worker as LOG_LEVEL must be one of debug, info, warn, error: current value is
+ * "debg"` (jobs/settings.ts `settingsErrorMessage`; each bad variable named once).
  */
 export function workerConfigErrorMessage(
   error: z.ZodError,

@@ -1,11 +1,25 @@
 /**
  * The one structured logger of library code (library code never prints): JSON lines on stderr, each
  * with a time, level, message and the bound fields (`jobId`, `attempt`, `workerId`, …). `LOG_LEVEL`
- * (debug | info | warn | error, default info) sets the threshold.
+ * (debug | info | warn | error in any case, default info) sets the threshold; any other value is
+ * refused, never read as some level: the processes that log (`deno task worker`, `deno task serve`)
+ * validate it with their other variables and stop at start naming it.
  */
+import { z } from "zod";
+
+/** Log levels, least to most severe: the values `LOG_LEVEL` takes. */
+export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
 
 /** Log levels, least to most severe. */
-export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogLevel = typeof LOG_LEVELS[number];
+
+/**
+ * The schema of `LOG_LEVEL`'s value: a level in any case (`DEBUG` reads as debug). Anything else
+ * raises the issue "one of debug, info, warn, error", the rule jobs/settings.ts puts after "must
+ * be". Chain `.default("info")` for an unset variable.
+ */
+export const LogLevelSetting = z.string().transform((s) => s.toLowerCase())
+  .pipe(z.enum(LOG_LEVELS, { error: `one of ${LOG_LEVELS.join(", ")}` }));
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -35,9 +49,23 @@ const stderrSink: LogSink = (line) => {
   }
 };
 
-function levelFromEnv(): LogLevel {
-  const v = (Deno.env.get("LOG_LEVEL") ?? "info").toLowerCase();
-  return v in RANK ? v as LogLevel : "info";
+/**
+ * The level `LOG_LEVEL` names in `env`: info when it is unset or empty.
+ * @throws RangeError "Cannot use LOG_LEVEL as it must be one of debug, info, warn, error: current
+ *   value is "debg"" for any other value.
+ */
+export function logLevelFromEnv(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): LogLevel {
+  const raw = env.LOG_LEVEL;
+  if (raw === undefined || raw === "") return "info";
+  const parsed = LogLevelSetting.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  throw new RangeError(
+    `Cannot use LOG_LEVEL as it must be ${parsed.error.issues[0].message}: current value is ${
+      JSON.stringify(raw)
+    }`,
+  );
 }
 
 /** Turns an error into loggable fields (name, message, and the stack for operators). */
@@ -48,13 +76,15 @@ export function errorFields(e: unknown): Record<string, unknown> {
 
 /**
  * Creates a logger with `fields` bound.
- * @param options.level threshold (default `LOG_LEVEL` or info); `options.sink` receives lines.
+ * @param options.level threshold (default: {@link logLevelFromEnv}); `options.sink` receives lines.
+ * @throws RangeError naming LOG_LEVEL when no level is given and its value is not a level.
  */
 export function createLogger(
   fields: Record<string, unknown> = {},
   options: { level?: LogLevel; sink?: LogSink } = {},
 ): Logger {
-  const threshold = RANK[options.level ?? levelFromEnv()];
+  const level = options.level ?? logLevelFromEnv();
+  const threshold = RANK[level];
   const sink = options.sink ?? stderrSink;
   const write = (level: LogLevel, msg: string, extra?: Record<string, unknown>) => {
     if (RANK[level] < threshold) return;
@@ -65,6 +95,6 @@ export function createLogger(
     info: (m, f) => write("info", m, f),
     warn: (m, f) => write("warn", m, f),
     error: (m, f) => write("error", m, f),
-    child: (more) => createLogger({ ...fields, ...more }, { level: options.level, sink }),
+    child: (more) => createLogger({ ...fields, ...more }, { level, sink }),
   };
 }

@@ -4,8 +4,8 @@
  * job at a time, heartbeats every lease/3 while its handler runs, runs the reaper, drains on
  * SIGTERM; `handler.ts` is the `JobHandler` / `JobContext` contract (every write fenced) and the
  * registry of handlers by method; `retry.ts` retries transient Postgres/S3 failures; `logger.ts`
- * the structured logger; `config.ts` the `WORKER_*` variables. It knows nothing of SEED:
- * `workers/seed/run/handler.ts` registers the training handlers.
+ * the structured logger (`LOG_LEVEL`); `config.ts` the `WORKER_*` variables. It knows nothing
+ * of SEED: `workers/seed/run/handler.ts` registers the training handlers.
  */
 export {
   ArtifactAccessError,
@@ -23,7 +23,16 @@ export {
   type ResumePoint,
   type StepCommit,
 } from "./handler.ts";
-export { createLogger, errorFields, type Logger, type LogLevel, type LogSink } from "./logger.ts";
+export {
+  createLogger,
+  errorFields,
+  LOG_LEVELS,
+  type Logger,
+  type LogLevel,
+  logLevelFromEnv,
+  LogLevelSetting,
+  type LogSink,
+} from "./logger.ts";
 export {
   isTransient,
   type ReachOptions,

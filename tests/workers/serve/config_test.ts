@@ -107,6 +107,20 @@ Deno.test("each bad serve setting reads 'Cannot start the server as <variable> m
   );
 });
 
+Deno.test("serve's LOG_LEVEL takes a level in any case, and anything else is refused naming it", () => {
+  assert.equal(serveConfigFromEnv({}).LOG_LEVEL, "info");
+  assert.equal(serveConfigFromEnv({ LOG_LEVEL: "Warn" }).LOG_LEVEL, "warn");
+  const env = { LOG_LEVEL: "debg" };
+  assert.throws(() => serveConfigFromEnv(env), (e) => {
+    assert.ok(e instanceof z.ZodError);
+    assert.equal(
+      serveConfigErrorMessage(e, env),
+      'Cannot start the server as LOG_LEVEL must be one of debug, info, warn, error: current value is "debg"',
+    );
+    return true;
+  });
+});
+
 Deno.test("an empty serve setting takes its default, so SERVE_PREFIX_CACHE_MB= keeps 256 MiB, not 0", () => {
   const defaults = serveConfigFromEnv({});
   assert.equal(serveConfigFromEnv({ SERVE_PREFIX_CACHE_MB: "" }).SERVE_PREFIX_CACHE_MB, 256);
@@ -136,5 +150,24 @@ Deno.test("deno task serve with a bad setting exits 1 with one log line naming t
   assert.equal(
     line.error,
     'Cannot start the server as SERVE_MAX_NAMED_MODELS must be a whole number from 1 to 256: current value is "0"',
+  );
+});
+
+Deno.test("deno task serve with LOG_LEVEL=debg exits 1 with one log line naming LOG_LEVEL", async () => {
+  // With a second bad variable, so that a server that took LOG_LEVEL for some level would stop too.
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../../../workers/serve/main.ts", import.meta.url).pathname],
+    env: { LOG_LEVEL: "debg", SERVE_THREADS: "0", NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
+  assert.equal(out.code, 1, text);
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 1, text);
+  assert.equal(
+    JSON.parse(lines[0]).error,
+    'Cannot start the server as SERVE_THREADS must be a whole number from 1 to 256: current value is "0"; ' +
+      'LOG_LEVEL must be one of debug, info, warn, error: current value is "debg"',
   );
 });

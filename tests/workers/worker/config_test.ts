@@ -155,6 +155,41 @@ Deno.test("a worker with a bad WORKER_PREFIX_CACHE_MB exits at start naming the 
   );
 });
 
+Deno.test("LOG_LEVEL takes debug, info, warn or error in any case; unset or empty is info", () => {
+  assert.equal(workerConfigFromEnv({}).logLevel, "info");
+  assert.equal(workerConfigFromEnv({ LOG_LEVEL: "" }).logLevel, "info");
+  assert.equal(workerConfigFromEnv({ LOG_LEVEL: "warn" }).logLevel, "warn");
+  assert.equal(workerConfigFromEnv({ LOG_LEVEL: "DEBUG" }).logLevel, "debug");
+});
+
+Deno.test("a LOG_LEVEL that is not a level is an error naming it, the levels and the value", () => {
+  // "constructor" was read as a level once: a key every object has.
+  for (const value of ["debg", "information", "constructor", "2", " info"]) {
+    assert.equal(
+      startError({ LOG_LEVEL: value }),
+      "Cannot start the worker as LOG_LEVEL must be one of debug, info, warn, error: " +
+        `current value is ${JSON.stringify(value)}`,
+      value,
+    );
+  }
+});
+
+Deno.test("a worker with LOG_LEVEL=debg exits 1 at start with one line naming LOG_LEVEL", async () => {
+  // With a second bad variable, so that a worker that took LOG_LEVEL for some level would stop too.
+  const { code, text } = await startWorker({ LOG_LEVEL: "debg", WORKER_POLL_MS: "5s" });
+  assert.equal(code, 1, text);
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 1, text);
+  const line = JSON.parse(lines[0]);
+  assert.equal(line.level, "error");
+  assert.equal(line.msg, "the worker cannot start");
+  assert.equal(
+    line.error,
+    'Cannot start the worker as WORKER_POLL_MS must be a whole number of ms from 10 to 600000: current value is "5s"; ' +
+      'LOG_LEVEL must be one of debug, info, warn, error: current value is "debg"',
+  );
+});
+
 Deno.test("a gpu worker told not to fall back to cpu exits at start when no GPU provider loads", async (t) => {
   const { code, text } = await startWorker({
     WORKER_DEVICE: "gpu",

@@ -54,6 +54,7 @@ Deno.test("worker settings come from the environment and are validated", () => {
     pollMs: 5_000,
     reaperIntervalMs: 5_000,
     retryForMs: 600_000,
+    logLevel: "info",
   });
   const gpu = workerConfigFromEnv({ WORKER_DEVICE: "gpu", WORKER_LEASE_MS: "600" });
   assert.deepEqual([gpu.device, gpu.leaseMs], ["gpu", 600]);
