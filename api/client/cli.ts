@@ -19,7 +19,8 @@
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
  *
- * A job ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts).
+ * A job ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts); anything else
+ * is a usage error (exit 2) naming the ID as typed, before any request.
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -37,7 +38,7 @@ import { extractVerified } from "./extract.ts";
 import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
 import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
-import { intOption, resolveJobId } from "./cli_args.ts";
+import { intOption, resolveJobId, UsageError } from "./cli_args.ts";
 
 const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
   submit SPEC.json [--name N] [--metadata K=V]... [--idempotency-key K] [--json]
@@ -293,7 +294,17 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   const step = command === "download" || command === "skills"
     ? stepOption(values.step, command === "skills" ? "download skills" : "download")
     : undefined;
-  const jobId = jobCommands.includes(command) ? await resolveJobId(client, arg) : arg;
+  let jobId = arg;
+  if (jobCommands.includes(command)) {
+    try {
+      jobId = await resolveJobId(client, arg);
+    } catch (e) {
+      // An id that names no job as typed: the user's own words, before any request.
+      if (!(e instanceof UsageError)) throw e;
+      io.err(`${e.message}\n`);
+      return 2;
+    }
+  }
   const jobPath = `/v1/jobs/${encodeURIComponent(jobId ?? "")}`;
   switch (command) {
     case "submit": {
