@@ -2,7 +2,7 @@
  * What `seed status` and `seed list` print for a person (api/client/cli.ts): the job with a few
  * key metrics rounded, one a line; the job list as a table with a header row.
  */
-import { renderBar, stageCount, stageDetail } from "./progress.ts";
+import { renderBar, stageCount, stageDetail, warmupStep } from "./progress.ts";
 
 /** A job as `GET /v1/jobs/{id}` answers it (the fields the CLI reads). */
 export type Job = {
@@ -120,7 +120,11 @@ function result(job: Job): string {
   return `${first[0]} ${metricText(first[0], first[1])}`;
 }
 
-/** `list`'s table: a header row, then one job a line (name and model `-` where none). */
+/**
+ * `list`'s table: a header row, then one job a line (name and model `-` where none). STEP is the
+ * job's updates (`3/10`), or in a warm-up stage `warm-up 120/560` ({@link warmupStep}), the count
+ * `status`'s bar shows there.
+ */
 export function listTable(jobs: Job[]): string {
   const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED (UTC)", "RESULT"]];
   for (const j of jobs) {
@@ -132,7 +136,8 @@ export function listTable(jobs: Job[]): string {
       j.spec?.model?.base ?? "-",
       j.method,
       j.status,
-      step === undefined ? "-" : total ? `${step}/${total}` : String(step),
+      warmupStep(j.progress) ??
+        (step === undefined ? "-" : total ? `${step}/${total}` : String(step)),
       j.created_at.slice(0, 19).replace("T", " "),
       result(j),
     ]);

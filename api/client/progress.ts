@@ -73,6 +73,20 @@ export function stageCount(
 }
 
 /**
+ * How far a job in a warm-up stage (`warmup_policy`, `warmup_analyzer`: a stage whose name begins
+ * with `warmup`, workers/seed/run/warmup_stage.ts) is, in a few characters for a table column:
+ * `warm-up 120/560`, the stage's own count ({@link stageCount}: SFT steps or trajectory turns), or
+ * `warm-up` before the stage reports one; null outside the warm-up, where the job's updates
+ * (`3/10`) say it.
+ */
+export function warmupStep(progress: Record<string, unknown> | null | undefined): string | null {
+  const within = stageCount(progress);
+  if (within) return `warm-up ${within.done}/${within.total}`;
+  const stage = progress?.stage;
+  return typeof stage === "string" && stage.startsWith("warmup") ? "warm-up" : null;
+}
+
+/**
  * Where a job is inside a long stage, from its `progress` (`GET /v1/jobs/{id}`): the warm-up's
  * `phase` fields (workers/seed/run/warmup_stage.ts `StageProgress`) as `trajectories: turn 5/20,
  * 187 episodes playing` or `SFT step 8/16, loss 2.310`; a `done`/`total` without a phase as

@@ -200,6 +200,9 @@ Deno.test("the CLI's follow attached mid-stage counts the time in the stage from
       total: 1120,
       loss: 2.31,
     });
+    // list's STEP says the warm-up and its count, as the bar does, not the updates' 0/10.
+    const listed = await run(["list", "--limit", "100"]);
+    assert.match(listed.out, new RegExp(`^${id} .* warm-up 36/1120 `, "m"));
     // The job ends once follow has printed the stage, so the stage event has been read.
     const { promise: stageShown, resolve } = Promise.withResolvers<void>();
     const following = run(["follow", id], "", (text) => {
