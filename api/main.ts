@@ -10,10 +10,16 @@
  * from the parent, stops it as the first signal does: it ends with its parent, even a parent
  * killed with SIGKILL (jobs/exit_with_parent.ts).
  *
+ * Its variables ({@link ApiSettings}: `HOST`, `PORT`, `SWEEPER_INTERVAL_MS`, `SWEEPER_GRACE_MS`)
+ * are read before anything is opened; a bad one stops it with one log line naming each bad
+ * variable, its rule and its value, and exit status 1, as the worker does: `Cannot start the API
+ * as PORT must be a whole number from 0 to 65535: current value is "abc"`.
+ *
  * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
  * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
  * Architecture). A deployment with other environments passes an `envs` provider to `createApp`.
  */
+import { z } from "zod";
 import {
   type ArtifactStore,
   type Database,
@@ -23,8 +29,10 @@ import {
   onStopSignals,
   openDatabase,
   openStore,
+  settingsErrorMessage,
   startSweeper,
   type Sweeper,
+  wholeNumberSetting,
 } from "../jobs/mod.ts";
 import { checkUploadedModel } from "../workers/model/upload_check.ts";
 import { createApp } from "./app.ts";
@@ -61,23 +69,72 @@ export interface RunningApi {
 }
 
 /**
- * The orphan sweeper of jobs/sweeper.ts on the timer of `SWEEPER_INTERVAL_MS` (default 1 h; 0
- * turns it off) with the grace of `SWEEPER_GRACE_MS` (default 24 h); each sweep that removed
- * something, and each that failed, is one log line.
+ * Longest `SWEEPER_INTERVAL_MS`, ms: 7 days, within what a timer holds (2^31 − 1 ms, about 24.8
+ * days; a longer delay fires at once, so a sweep would run without pause).
  */
-function startApiSweeper(db: Database, store: ArtifactStore): Sweeper | undefined {
-  const ms = (name: string, fallback: number) => {
-    const raw = Deno.env.get(name);
-    const value = raw === undefined || raw === "" ? fallback : Number(raw);
-    if (!Number.isInteger(value) || value < 0) {
-      throw new RangeError(
-        `Cannot start the API as ${name} must be a non-negative integer of milliseconds: current value is ${raw}`,
-      );
-    }
-    return value;
-  };
-  const intervalMs = ms("SWEEPER_INTERVAL_MS", DEFAULT_SWEEP_INTERVAL_MS);
-  const graceMs = ms("SWEEPER_GRACE_MS", DEFAULT_SWEEP_GRACE_MS);
+export const MAX_SWEEP_INTERVAL_MS = 7 * 24 * 3600_000;
+
+/** Longest `SWEEPER_GRACE_MS`, ms: 365 days. */
+export const MAX_SWEEP_GRACE_MS = 365 * 24 * 3600_000;
+
+const SettingsSchema = z.object({
+  HOST: z.string({ error: "a host name or address" }).default("127.0.0.1"),
+  PORT: wholeNumberSetting(0, 65535).default(8787),
+  SWEEPER_INTERVAL_MS: wholeNumberSetting(0, MAX_SWEEP_INTERVAL_MS, { unit: "ms" })
+    .default(DEFAULT_SWEEP_INTERVAL_MS),
+  SWEEPER_GRACE_MS: wholeNumberSetting(0, MAX_SWEEP_GRACE_MS, { unit: "ms" })
+    .default(DEFAULT_SWEEP_GRACE_MS),
+});
+
+/**
+ * The API's start-up settings, from the environment; an empty variable counts as unset.
+ *
+ * | variable              | default    | meaning                                                  |
+ * | --------------------- | ---------- | -------------------------------------------------------- |
+ * | `HOST`                | 127.0.0.1  | listen address                                           |
+ * | `PORT`                | 8787       | listen port, 0 to 65535 (0: a free one, logged at start) |
+ * | `SWEEPER_INTERVAL_MS` | 3600000    | ms between orphan sweeps, 0 to 7 days (0: no sweeper)    |
+ * | `SWEEPER_GRACE_MS`    | 86400000   | ms an object without a row is kept, 0 to 365 days        |
+ */
+export type ApiSettings = z.infer<typeof SettingsSchema>;
+
+/**
+ * Reads {@link ApiSettings} from `env`: whole numbers as decimal digits only (`1e3`, `0x10`, ` 8`
+ * and `-1` are refused, jobs/settings.ts `wholeNumberSetting`).
+ * @throws z.ZodError with an issue per bad variable: its path is the variable's name, its message
+ *   the rule the value breaks; {@link apiSettingsErrorMessage} makes it one line.
+ */
+export function apiSettingsFromEnv(
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): ApiSettings {
+  const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
+  return SettingsSchema.parse(
+    Object.fromEntries(Object.keys(SettingsSchema.shape).map((k) => [k, pick(k)])),
+  );
+}
+
+/**
+ * The one line an API that cannot start logs for an error of {@link apiSettingsFromEnv}: `Cannot
+ * start the API as PORT must be a whole number from 0 to 65535: current value is "abc"`, then `;
+ * NAME must be …` for each other bad variable (jobs/settings.ts `settingsErrorMessage`, as the
+ * worker's and the inference server's).
+ */
+export function apiSettingsErrorMessage(
+  error: z.ZodError,
+  env: Record<string, string | undefined> = Deno.env.toObject(),
+): string {
+  return settingsErrorMessage("the API", error, env);
+}
+
+/**
+ * The orphan sweeper of jobs/sweeper.ts every `intervalMs` (0: none) with the grace `graceMs`;
+ * each sweep that removed something, and each that failed, is one log line.
+ */
+function startApiSweeper(
+  db: Database,
+  store: ArtifactStore,
+  { intervalMs, graceMs }: { intervalMs: number; graceMs: number },
+): Sweeper | undefined {
   if (intervalMs === 0) return undefined;
   const log = (level: string, msg: string, fields: Record<string, unknown>) =>
     console.error(JSON.stringify({ level, msg, ...fields }));
@@ -92,13 +149,27 @@ function startApiSweeper(db: Database, store: ArtifactStore): Sweeper | undefine
   });
 }
 
-/** Opens db and store and serves the API; `port` 0 picks a free one. */
+/**
+ * Opens db and store and serves the API; `port` 0 picks a free one. The sweeper's interval and
+ * grace are `options.sweeper`'s, else the environment's (`SWEEPER_INTERVAL_MS`, `SWEEPER_GRACE_MS`).
+ * @throws z.ZodError for a bad sweeper variable when `options.sweeper` is not given (before
+ *   anything is opened; {@link apiSettingsFromEnv}).
+ */
 export async function serveApi(
-  options: { hostname?: string; port?: number; maxBodyBytes?: number } = {},
+  options: {
+    hostname?: string;
+    port?: number;
+    maxBodyBytes?: number;
+    sweeper?: { intervalMs: number; graceMs: number };
+  } = {},
 ): Promise<RunningApi> {
+  const sweeperTiming = options.sweeper ?? (() => {
+    const s = apiSettingsFromEnv();
+    return { intervalMs: s.SWEEPER_INTERVAL_MS, graceMs: s.SWEEPER_GRACE_MS };
+  })();
   const db = await openDatabase();
   const store = await openStore();
-  const sweeper = startApiSweeper(db, store);
+  const sweeper = startApiSweeper(db, store, sweeperTiming);
   const app = createApp({
     db,
     store,
@@ -126,22 +197,35 @@ export async function serveApi(
   };
 }
 
+/**
+ * Logs why the API cannot start, one line without a stack trace (a bad variable as
+ * {@link apiSettingsErrorMessage} writes it; another error, such as a bad `S3_BUCKET` or a
+ * dependency that refuses, as `Name: message`), and exits with status 1.
+ */
+function cannotStart(e: unknown): never {
+  const error = e instanceof z.ZodError
+    ? apiSettingsErrorMessage(e)
+    : e instanceof Error
+    ? `${e.name}: ${e.message}`
+    : String(e);
+  console.error(JSON.stringify({ level: "error", msg: "the api cannot start", error }));
+  Deno.exit(1);
+}
+
 if (import.meta.main) {
-  const port = Number(Deno.env.get("PORT") ?? 8787);
-  const hostname = Deno.env.get("HOST") ?? "127.0.0.1";
-  const cannotStart = (e: unknown): never => {
-    // A bad setting (e.g. S3_BUCKET) or a dependency that refuses: one line, no stack trace.
-    const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-    console.error(JSON.stringify({ level: "error", msg: "the api cannot start", error }));
-    Deno.exit(1);
-  };
-  let exitWithParent = false;
+  let settings: ApiSettings, exitWithParent: boolean;
   try {
+    settings = apiSettingsFromEnv();
     exitWithParent = exitWithParentFromEnv();
   } catch (e) {
     cannotStart(e);
   }
-  const api = await serveApi({ hostname, port }).catch(cannotStart);
+  const { HOST: hostname, PORT: port } = settings;
+  const api = await serveApi({
+    hostname,
+    port,
+    sweeper: { intervalMs: settings.SWEEPER_INTERVAL_MS, graceMs: settings.SWEEPER_GRACE_MS },
+  }).catch(cannotStart);
   console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
   onStopSignals(
     {

@@ -221,7 +221,13 @@ export const LAYER_EXCEPTIONS: LayerException[] = [
     from: "workers/envs/http/client.ts",
     to: "jobs/outbound_url.ts",
     reason: "the HTTP environment client applies the service's one set of outbound URL rules " +
-      "(shared with the API and the annotator); the environments and the env server import " +
-      "no other folder",
+      "(shared with the API and the annotator); the environments import no other folder",
+  },
+  {
+    from: "workers/envs/server_main.ts",
+    to: "jobs/settings.ts",
+    reason: "`deno task env-server` reads `--port` with the service's one whole-number parser " +
+      "and says what is wrong in its one start-up line, as the API's `PORT` and the inference " +
+      "server's `SERVE_PORT` (jobs/settings.ts imports only zod)",
   },
 ];

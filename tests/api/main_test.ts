@@ -3,7 +3,8 @@
  * folder (embedded PGlite and embedded S3 server), read until it listens; and its stop.
  */
 import assert from "node:assert/strict";
-import { serveApi } from "../../api/main.ts";
+import { z } from "zod";
+import { apiSettingsErrorMessage, apiSettingsFromEnv, serveApi } from "../../api/main.ts";
 import { startApiFixture } from "./_fixture.ts";
 
 const repoRoot = new URL("../../", import.meta.url);
@@ -95,4 +96,130 @@ Deno.test({
   },
   sanitizeOps: false,
   sanitizeResources: false,
+});
+
+/** The one line an API started with `env` exits with (apiSettingsErrorMessage). */
+function startError(env: Record<string, string>): string {
+  try {
+    apiSettingsFromEnv(env);
+  } catch (e) {
+    assert.ok(e instanceof z.ZodError, String(e));
+    return apiSettingsErrorMessage(e, env);
+  }
+  assert.fail(`${JSON.stringify(env)} was accepted`);
+}
+
+Deno.test("the API's settings default to 127.0.0.1:8787, an hourly sweep and a day's grace; empty counts as unset", () => {
+  assert.deepEqual(apiSettingsFromEnv({}), {
+    HOST: "127.0.0.1",
+    PORT: 8787,
+    SWEEPER_INTERVAL_MS: 3_600_000,
+    SWEEPER_GRACE_MS: 86_400_000,
+  });
+  assert.deepEqual(
+    apiSettingsFromEnv({ HOST: "", PORT: "", SWEEPER_INTERVAL_MS: "", SWEEPER_GRACE_MS: "" }),
+    apiSettingsFromEnv({}),
+  );
+  // PORT=0 (a free port) is how the demo, the benchmarks and the tests start it.
+  assert.deepEqual(
+    apiSettingsFromEnv({
+      HOST: "0.0.0.0",
+      PORT: "0",
+      SWEEPER_INTERVAL_MS: "0",
+      SWEEPER_GRACE_MS: "60000",
+    }),
+    { HOST: "0.0.0.0", PORT: 0, SWEEPER_INTERVAL_MS: 0, SWEEPER_GRACE_MS: 60_000 },
+  );
+  assert.equal(apiSettingsFromEnv({ PORT: "65535" }).PORT, 65535);
+});
+
+Deno.test("a bad PORT or sweeper time is one line naming the variable, its rule and its value", () => {
+  // Number() reads " " as 0, "1e3" as 1000 and "0x10" as 16: each is refused, not taken.
+  for (const value of ["abc", "65536", "-1", "80.5", "1e3", "0x10", " ", " 80"]) {
+    assert.equal(
+      startError({ PORT: value }),
+      `Cannot start the API as PORT must be a whole number from 0 to 65535: current value is ${
+        JSON.stringify(value)
+      }`,
+      value,
+    );
+  }
+  for (const value of ["1e3", "0x10", " ", "-1", "1h", "604800001"]) {
+    assert.equal(
+      startError({ SWEEPER_INTERVAL_MS: value }),
+      "Cannot start the API as SWEEPER_INTERVAL_MS must be a whole number of ms from 0 to " +
+        `604800000: current value is ${JSON.stringify(value)}`,
+      value,
+    );
+  }
+  assert.equal(
+    startError({ SWEEPER_GRACE_MS: "1e3" }),
+    "Cannot start the API as SWEEPER_GRACE_MS must be a whole number of ms from 0 to " +
+      '31536000000: current value is "1e3"',
+  );
+});
+
+/**
+ * Runs `deno task api`'s entry with only `env` set (and a data folder it must leave empty). An API
+ * that took the settings would serve until stopped: it is killed after 60 s (a bound, not a
+ * measurement; it exits in well under a second).
+ */
+async function startApi(env: Record<string, string>) {
+  const dataDir = await Deno.makeTempDir({ prefix: "seed-never-used-" });
+  try {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("../../api/main.ts", import.meta.url).pathname],
+      clearEnv: true,
+      env: {
+        PATH: Deno.env.get("PATH") ?? "",
+        HOME: Deno.env.get("HOME") ?? "",
+        SEED_DATA_DIR: dataDir,
+        ...env,
+      },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    const opened = [...Deno.readDirSync(dataDir)].map((e) => e.name);
+    return {
+      code: out.code,
+      text: new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr),
+      opened,
+    };
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+}
+
+Deno.test("an API started with PORT=abc exits 1 at start with one line naming PORT, before opening anything", async () => {
+  const { code, text, opened } = await startApi({ PORT: "abc" });
+  assert.equal(code, 1, text);
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 1, text);
+  assert.deepEqual(JSON.parse(lines[0]), {
+    level: "error",
+    msg: "the api cannot start",
+    error:
+      'Cannot start the API as PORT must be a whole number from 0 to 65535: current value is "abc"',
+  });
+  assert.deepEqual(opened, [], "no database or store was opened");
+});
+
+Deno.test("an API started with SWEEPER_INTERVAL_MS=1e3 and a blank SWEEPER_GRACE_MS names both in its one line", async () => {
+  const { code, text, opened } = await startApi({
+    PORT: "0",
+    SWEEPER_INTERVAL_MS: "1e3",
+    SWEEPER_GRACE_MS: " ",
+  });
+  assert.equal(code, 1, text);
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 1, text);
+  assert.equal(
+    JSON.parse(lines[0]).error,
+    "Cannot start the API as SWEEPER_INTERVAL_MS must be a whole number of ms from 0 to 604800000: " +
+      'current value is "1e3"; SWEEPER_GRACE_MS must be a whole number of ms from 0 to ' +
+      '31536000000: current value is " "',
+  );
+  assert.deepEqual(opened, []);
 });

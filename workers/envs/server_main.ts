@@ -3,9 +3,16 @@
  * the HTTP environment protocol (workers/envs/http/protocol.ts).
  *
  * Without `--env` every built-in is served (each under `/envs/{id}`); with exactly one it is
- * also served at the root. Default port 8787 on 127.0.0.1. Stops on SIGINT/SIGTERM.
+ * also served at the root. Default port 8787 on 127.0.0.1 (`--port 0`: a free one, printed). Stops
+ * on SIGINT/SIGTERM. A `--port` that is not a whole number from 0 to 65535 (decimal digits only:
+ * `1e3`, `0x10` and an empty value are refused) or an unknown `--env` stops it before it serves,
+ * with one line and exit status 2 (a usage error): `Cannot start the environment server as --port
+ * must be a whole number from 0 to 65535: current value is "abc"` (jobs/settings.ts, the line of
+ * the API's `PORT` and the inference server's `SERVE_PORT`).
  */
 import { parseArgs } from "node:util";
+import { z } from "zod";
+import { settingsErrorMessage, wholeNumberSetting } from "../../jobs/settings.ts";
 import { serveEnvironments } from "./http/server.ts";
 import { getEnvironment, listEnvironments } from "./registry.ts";
 
@@ -17,13 +24,13 @@ const { values } = parseArgs({
     host: { type: "string", default: "127.0.0.1" },
   },
 });
-const port = Number(values.port);
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error(
-    `Cannot start as --port must be an integer in 0..65535: current value is ${values.port}`,
-  );
+const flags = { "--port": values.port };
+const parsed = z.object({ "--port": wholeNumberSetting(0, 65535) }).safeParse(flags);
+if (!parsed.success) {
+  console.error(settingsErrorMessage("the environment server", parsed.error, flags));
   Deno.exit(2);
 }
+const port = parsed.data["--port"];
 let envs;
 try {
   envs = values.env && values.env.length > 0

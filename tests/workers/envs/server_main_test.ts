@@ -55,3 +55,30 @@ Deno.test("env-server refuses an unknown environment id", async () => {
   assert.equal(out.code, 2);
   assert.match(new TextDecoder().decode(out.stderr), /must be one of sokoban/);
 });
+
+Deno.test("env-server refuses a --port that is not a whole number from 0 to 65535 with one line and exit 2", async () => {
+  // Number() would read "1e3" as 1000, "0x10" as 16 and "" as 0 (a free port): each is refused.
+  for (const value of ["abc", "1e3", "0x10", "", "65536", "-1"]) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("../../../workers/envs/server_main.ts", import.meta.url).pathname,
+        "--env",
+        "sokoban",
+        `--port=${value}`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      // A server that took the port would serve until stopped (a bound, not a measurement).
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    assert.equal(out.code, 2, value);
+    assert.equal(new TextDecoder().decode(out.stdout), "", value);
+    assert.equal(
+      new TextDecoder().decode(out.stderr),
+      "Cannot start the environment server as --port must be a whole number from 0 to 65535: " +
+        `current value is ${JSON.stringify(value)}\n`,
+    );
+  }
+});
