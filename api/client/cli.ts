@@ -19,8 +19,10 @@
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
  *
- * A job ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts); anything else
- * is a usage error (exit 2) naming the ID as typed, before any request.
+ * A job ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts). A usage error
+ * (an unknown option, an option without its value, a flag value that breaks its rule such as
+ * `--limit 0` or `--metadata K`, a malformed ID) prints one message naming what was typed and exits
+ * 2, before any request; a failure after that exits 1.
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -231,41 +233,77 @@ export async function readSpecFile(path: string): Promise<Record<string, unknown
 
 /**
  * `--metadata K=V` options as an object (the first `=` splits; a later one belongs to the value).
- * @throws Error "Cannot use --metadata …" for an option without `=` or with an empty key.
+ * @throws UsageError "Cannot use --metadata "K" as it must be KEY=VALUE with a non-empty key" for
+ *   an option without `=` or with an empty key.
  */
 export function metadataOption(options: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const o of options) {
     const at = o.indexOf("=");
     if (at <= 0) {
-      throw new Error(`Cannot use --metadata ${o} as it must be KEY=VALUE with a non-empty key`);
+      throw new UsageError(
+        `Cannot use --metadata ${JSON.stringify(o)} as it must be KEY=VALUE with a non-empty key`,
+      );
     }
     out[o.slice(0, at)] = o.slice(at + 1);
   }
   return out;
 }
 
-/** Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage). */
+/**
+ * Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage: a {@link UsageError}'s
+ * message is printed on stderr).
+ * @throws Error, ApiError for a failure after the command was read (the caller prints it, exit 1).
+ */
 export async function cliMain(args: string[], io: CliIo = denoIo): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: args[0] === "--" ? args.slice(1) : args,
-    allowPositionals: true,
-    options: {
-      "idempotency-key": { type: "string" },
-      json: { type: "boolean" },
-      status: { type: "string" },
-      cursor: { type: "string" },
-      after: { type: "string" },
-      limit: { type: "string" },
-      step: { type: "string" },
-      out: { type: "string" },
-      csv: { type: "boolean" },
-      name: { type: "string" },
-      "name-prefix": { type: "string" },
-      metadata: { type: "string", multiple: true },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+  try {
+    return await runCommand(args, io);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.err(`${e.message}\n`);
+    return 2;
+  }
+}
+
+/** The command line's options, as `parseArgs` reads them. */
+const OPTIONS = {
+  "idempotency-key": { type: "string" },
+  json: { type: "boolean" },
+  status: { type: "string" },
+  cursor: { type: "string" },
+  after: { type: "string" },
+  limit: { type: "string" },
+  step: { type: "string" },
+  out: { type: "string" },
+  csv: { type: "boolean" },
+  name: { type: "string" },
+  "name-prefix": { type: "string" },
+  metadata: { type: "string", multiple: true },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/**
+ * The command line read by `parseArgs`.
+ * @throws UsageError for an option it does not know or one without its value (`--limit` last),
+ *   with the usage text.
+ */
+function readArgs(args: string[]) {
+  try {
+    return parseArgs({
+      args: args[0] === "--" ? args.slice(1) : args,
+      allowPositionals: true,
+      options: OPTIONS,
+    });
+  } catch (e) {
+    // node:util's errors (ERR_PARSE_ARGS_UNKNOWN_OPTION, …_INVALID_OPTION_VALUE) say which option.
+    if (!String((e as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS_")) throw e;
+    throw new UsageError(`Cannot read the command line: ${(e as Error).message}\n${USAGE}`);
+  }
+}
+
+/** {@link cliMain} without the usage errors' exit status. */
+async function runCommand(args: string[], io: CliIo): Promise<number> {
+  const { positionals, values } = readArgs(args);
   const [command, arg] = positionals;
   const needsArg = [
     "submit",
@@ -294,17 +332,8 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   const step = command === "download" || command === "skills"
     ? stepOption(values.step, command === "skills" ? "download skills" : "download")
     : undefined;
-  let jobId = arg;
-  if (jobCommands.includes(command)) {
-    try {
-      jobId = await resolveJobId(client, arg);
-    } catch (e) {
-      // An id that names no job as typed: the user's own words, before any request.
-      if (!(e instanceof UsageError)) throw e;
-      io.err(`${e.message}\n`);
-      return 2;
-    }
-  }
+  // An id that names no job as typed is a UsageError, before any request.
+  const jobId = jobCommands.includes(command) ? await resolveJobId(client, arg) : arg;
   const jobPath = `/v1/jobs/${encodeURIComponent(jobId ?? "")}`;
   switch (command) {
     case "submit": {

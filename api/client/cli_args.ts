@@ -1,8 +1,9 @@
 /**
  * The CLI's arguments checked before anything is sent (api/client/cli.ts): numeric flags by their
  * own name (`--limit`, `--step`), and a job id, whole or as its unique start (the 8 characters the
- * dashboard shows for a job without a name), resolved to the whole id through `GET /v1/jobs`. A job
- * id that is neither is a {@link UsageError} naming what was typed, before any request.
+ * dashboard shows for a job without a name), resolved to the whole id through `GET /v1/jobs`. A flag
+ * value that breaks its rule, or a job id that is neither, is a {@link UsageError} naming what was
+ * typed, before any request.
  */
 import type { SeedClient } from "./client.ts";
 
@@ -47,8 +48,8 @@ const SHOWN_MATCHES = 10;
 /**
  * The whole-number value of flag `--flag` (undefined when absent): decimal digits only, from `min`
  * to `max` (`Number()` would read "" as 0 and take `0x10` and `1e3`).
- * @throws Error "Cannot `what` as --flag must be a whole number from min to max: current value is
- *   V" otherwise.
+ * @throws UsageError "Cannot `what` as --flag must be a whole number from min to max: current
+ *   value is "V"" otherwise.
  */
 export function intOption(
   flag: string,
@@ -58,7 +59,7 @@ export function intOption(
   if (raw === undefined) return undefined;
   const n = /^[0-9]{1,10}$/.test(raw) ? Number(raw) : NaN;
   if (!(n >= options.min && n <= options.max)) {
-    throw new Error(
+    throw new UsageError(
       `Cannot ${options.what} as --${flag} must be a whole number from ${options.min} to ${options.max}: current value is ${
         JSON.stringify(raw)
       }`,

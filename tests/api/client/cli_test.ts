@@ -148,8 +148,10 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
     assert.equal(first.err, `skill library of step 1: 1 skill, written to ${file}\n`);
     const missing = await run(["skills", id, "--step", "2"]).catch((e) => e);
     assert.match(String(missing), /HTTP 404: Cannot find a skill library of job .* at step 2/);
-    await assert.rejects(
-      run(["skills", id, "--step", "1.5"]),
+    const fractional = await run(["skills", id, "--step", "1.5"]);
+    assert.equal(fractional.code, 2);
+    assert.match(
+      fractional.err,
       /--step must be a whole number from 0 to 1000000000: current value is "1.5"/,
     );
     assert.equal((await run(["skills"])).code, 2);
@@ -508,25 +510,82 @@ Deno.test("the CLI takes a job id's unique start of 8 hex digits wherever it tak
   }
 });
 
-Deno.test("the CLI names its own --limit and --step when they are not whole numbers", async () => {
+Deno.test("the CLI names its own --limit and --step when they are not whole numbers, a usage error (exit 2)", async () => {
   for (const bad of ["abc", "0", "101", "1e1", "0x10", ""]) {
-    const res = await run(["list", "--limit", bad]).catch((e) => e);
-    assert.ok(res instanceof Error, `--limit ${bad}`);
+    const res = await run(["list", "--limit", bad]);
+    assert.equal(res.code, 2, `--limit ${bad}`);
+    assert.equal(res.out, "");
     assert.equal(
-      res.message,
+      res.err,
       `Cannot list jobs as --limit must be a whole number from 1 to 100: current value is ${
         JSON.stringify(bad)
-      }`,
+      }\n`,
     );
   }
   assert.equal((await run(["list", "--limit", "1"])).code, 0);
-  const step = await run(["download", crypto.randomUUID(), "--step=-1"]).catch((e) => e);
+  const step = await run(["download", crypto.randomUUID(), "--step=-1"]);
+  assert.equal(step.code, 2);
   assert.equal(
-    step.message,
-    'Cannot download as --step must be a whole number from 0 to 1000000000: current value is "-1"',
+    step.err,
+    'Cannot download as --step must be a whole number from 0 to 1000000000: current value is "-1"\n',
   );
-  const skillsStep = await run(["skills", crypto.randomUUID(), "--step", "2.5"]).catch((e) => e);
-  assert.match(skillsStep.message, /^Cannot download skills as --step must be a whole number/);
+  const skillsStep = await run(["skills", crypto.randomUUID(), "--step", "2.5"]);
+  assert.equal(skillsStep.code, 2);
+  assert.match(skillsStep.err, /^Cannot download skills as --step must be a whole number/);
+});
+
+Deno.test("every flag the CLI cannot use is a usage error (exit 2) naming it, before any request", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify({ env: { id: "sokoban" } }));
+    const before = (await run(["list", "--limit", "100"])).out;
+    // A --metadata without "=": for list and for submit, which then submits nothing.
+    for (const args of [["list"], ["submit", `${dir}/spec.json`]]) {
+      const res = await run([...args, "--metadata", "team"]);
+      assert.equal(res.code, 2, args[0]);
+      assert.equal(res.out, "");
+      assert.equal(
+        res.err,
+        'Cannot use --metadata "team" as it must be KEY=VALUE with a non-empty key\n',
+      );
+      assert.equal((await run([...args, "--metadata", "=x"])).code, 2);
+    }
+    assert.equal((await run(["list", "--limit", "100"])).out, before, "no job was submitted");
+    // An option the CLI does not know, or one without its value: the usage follows.
+    const unknown = await run(["list", "--limt", "5"]);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.err, /^Cannot read the command line: Unknown option '--limt'/);
+    assert.match(unknown.err, /\nUsage: seed <command>/);
+    const missing = await run(["list", "--limit"]);
+    assert.equal(missing.code, 2);
+    assert.match(
+      missing.err,
+      /^Cannot read the command line: Option '--limit <value>' argument missing/,
+    );
+    const valued = await run(["list", "--json=yes"]);
+    assert.equal(valued.code, 2);
+    assert.match(
+      valued.err,
+      /^Cannot read the command line: Option '--json' does not take an argument/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the seed command exits 2 for a bad --limit, as for a malformed job id", async () => {
+  for (const args of [["list", "--limit", "0"], ["list", "--bogus"], ["status", "xyz"]]) {
+    const child = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "api/client/cli.ts", ...args],
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = new TextDecoder().decode(child.stderr);
+    assert.equal(child.code, 2, `${args.join(" ")}: ${err}`);
+    assert.match(err, /^Cannot /);
+    assert.doesNotMatch(err, /^seed: /);
+  }
 });
 
 Deno.test({
