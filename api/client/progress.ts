@@ -5,6 +5,10 @@
  * model.safetensors  ETA 2m10s` (a model upload).
  */
 
+// The warm-up's count in words: one plain-JavaScript copy that the dashboard loads as served.
+export { stageCount, stageDetail, warmupStep } from "../dashboard/static/stage_progress.js";
+export type { StageCount } from "../dashboard/static/stage_progress.js";
+
 /** Formats seconds as `1h02m`, `3m05s` or `42s`. */
 export function formatDuration(seconds: number): string {
   const s = Math.max(0, Math.round(seconds));
@@ -41,66 +45,6 @@ export interface BarState {
   label?: string;
   /** Where a long stage is (`stageDetail`), shown after the stage. */
   detail?: string;
-}
-
-/** A stage's own count, for the bar: what it fills by and how it reads. */
-export interface StageCount {
-  /** Work done and planned within the stage: optimizer steps, or turns played. */
-  done: number;
-  total: number;
-  /** The count as text: `SFT step 8/16`, `trajectories turn 5/20`. */
-  label: string;
-  /** The rest of {@link stageDetail}: `loss 2.310`, `187 episodes playing` ("" when none). */
-  rest: string;
-}
-
-/**
- * The count a warm-up stage's progress carries (`done` of `total`, workers/seed/run/warmup_stage.ts
- * `StageProgress`), which the bar shows in place of the job's updates (still 0 of N for the warm-up,
- * about half of a demo's time); null when the progress has none (`total` missing or 0).
- */
-export function stageCount(
-  progress: Record<string, unknown> | null | undefined,
-): StageCount | null {
-  const { phase, done, total, loss, episodes } = progress ?? {};
-  if (typeof done !== "number" || typeof total !== "number" || !(total > 0)) return null;
-  if (phase === "trajectories") {
-    const rest = typeof episodes === "number" ? `${episodes} episodes playing` : "";
-    return { done, total, label: `trajectories turn ${done}/${total}`, rest };
-  }
-  const rest = typeof loss === "number" ? `loss ${loss.toFixed(3)}` : "";
-  return { done, total, label: `SFT step ${done}/${total}`, rest };
-}
-
-/**
- * How far a job in a warm-up stage (`warmup_policy`, `warmup_analyzer`: a stage whose name begins
- * with `warmup`, workers/seed/run/warmup_stage.ts) is, in a few characters for a table column:
- * `warm-up 120/560`, the stage's own count ({@link stageCount}: SFT steps or trajectory turns), or
- * `warm-up` before the stage reports one; null outside the warm-up, where the job's updates
- * (`3/10`) say it.
- */
-export function warmupStep(progress: Record<string, unknown> | null | undefined): string | null {
-  const within = stageCount(progress);
-  if (within) return `warm-up ${within.done}/${within.total}`;
-  const stage = progress?.stage;
-  return typeof stage === "string" && stage.startsWith("warmup") ? "warm-up" : null;
-}
-
-/**
- * Where a job is inside a long stage, from its `progress` (`GET /v1/jobs/{id}`): the warm-up's
- * `phase` fields (workers/seed/run/warmup_stage.ts `StageProgress`) as `trajectories: turn 5/20,
- * 187 episodes playing` or `SFT step 8/16, loss 2.310`; a `done`/`total` without a phase as
- * `SFT step 8/16`; "" otherwise.
- */
-export function stageDetail(progress: Record<string, unknown> | null | undefined): string {
-  const { phase, done, total, loss, episodes } = progress ?? {};
-  if (typeof done !== "number" || typeof total !== "number") return "";
-  if (phase === "trajectories") {
-    const playing = typeof episodes === "number" ? `, ${episodes} episodes playing` : "";
-    return `trajectories: turn ${done}/${total}${playing}`;
-  }
-  const lossText = typeof loss === "number" ? `, loss ${loss.toFixed(3)}` : "";
-  return `SFT step ${done}/${total}${lossText}`;
 }
 
 /** Renders the bar (no trailing newline), `width` characters of bar (default 24). */

@@ -58,6 +58,7 @@ function assetFiles(): Map<string, () => string> {
       "api.js",
       "dom.js",
       "format.js",
+      "stage_progress.js",
       "signin.js",
       "jobs.js",
       "submit.js",

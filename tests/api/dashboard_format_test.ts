@@ -173,8 +173,25 @@ Deno.test("a job in its warm-up shows the stage's own count, not the updates' 0 
   const rollout = { status: "running", progress: { stage: "rollout", step: 4, total_steps: 10 } };
   assert.equal(progressText(rollout), "rollout 4/10");
   assert.equal(progressShare(rollout), 0.4);
-  // A job that failed in its warm-up shows where its updates stood.
+  // A job that failed or was cancelled in its warm-up shows where it stopped, as seed status and
+  // seed list do (warm-up 336/1120), not the updates' 0/10.
   const failed = { ...warm, status: "failed" };
-  assert.equal(progressText(failed), "warmup_policy 0/10");
-  assert.equal(progressShare(failed), 0);
+  assert.equal(progressText(failed), "warmup_policy · SFT step 336/1120, loss 0.412");
+  assert.equal(progressShare(failed), 0.3);
+  const cancelled = { ...playing, status: "cancelled" };
+  assert.equal(
+    progressText(cancelled),
+    "warmup_analyzer · trajectories: turn 5/20, 187 episodes playing",
+  );
+  assert.equal(progressShare(cancelled), 0.25);
+  // A succeeded job's bar is full, whatever its progress says.
+  assert.equal(progressShare({ ...rollout, status: "succeeded" }), 1);
+});
+
+Deno.test("the dashboard and the CLI read a warm-up's progress with the same module", async () => {
+  const cli = await import("../../api/client/progress.ts");
+  const page = await import("../../api/dashboard/static/stage_progress.js");
+  assert.equal(cli.stageCount, page.stageCount);
+  assert.equal(cli.stageDetail, page.stageDetail);
+  assert.equal(cli.warmupStep, page.warmupStep);
 });

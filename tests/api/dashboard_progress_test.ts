@@ -3,10 +3,11 @@
  * The progress bar of a job in its warm-up, in real headless Chromium against the real API over
  * HTTP (real Postgres and S3 server, as tests/api/dashboard_test.ts): the list and the job page fill
  * the bar by the warm-up stage's own count (its SFT steps) and say it, rather than sitting at the
- * updates' 0 of N for the warm-up's whole time.
+ * updates' 0 of N for the warm-up's whole time; a job that failed in its warm-up says where it
+ * stopped, as `seed status` and `seed list` do.
  */
 import assert from "node:assert/strict";
-import { fenceOf, setProgress } from "../../jobs/mod.ts";
+import { failJob, fenceOf, setProgress } from "../../jobs/mod.ts";
 import { launchChromium } from "../_harness/chromium.ts";
 import { runningJob, startApiFixture } from "./_fixture.ts";
 
@@ -61,6 +62,65 @@ Deno.test({
       assert.equal(shown.width, "30%");
       assert.match(shown.text, /^\s*warmup_policy · SFT step 336\/1120, loss 0\.412/);
       assert.doesNotMatch(shown.text, /0\/10/);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await fx.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a job that failed in its warm-up shows the stage's count where it stopped in the list and on its page",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const fx = await startApiFixture();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      fx.app.fetch,
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const browser = await launchChromium();
+    try {
+      const job = await runningJob(fx, fx.keyA);
+      await setProgress(fx.db, fenceOf(job), {
+        stage: "warmup_policy",
+        step: 0,
+        totalSteps: 10,
+        phase: "sft",
+        unit: "steps",
+        done: 140,
+        total: 560,
+        loss: 1.5,
+      });
+      await failJob(fx.db, fenceOf(job), "Cannot train: the environment went away");
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      await page.goto(`${origin}/`);
+      await page.waitForSelector("#api-key");
+      await page.fill("#api-key", fx.keyA);
+      await page.click("#sign-in");
+      const row = `tr[data-job="${job.id}"]`;
+      await page.waitForSelector(`${row} [data-status="failed"]`);
+      const look = (scope: string) =>
+        page.$eval(scope, (el) => ({
+          width: (el.querySelector(".bar .fill") as HTMLElement).style.width,
+          text: el.textContent ?? "",
+        }));
+      // seed list: warm-up 140/560; seed status: [######---…] SFT step 140/560  failed  …
+      const listed = await look(`${row} td.progress`);
+      assert.equal(listed.text.trim(), "warmup_policy · SFT step 140/560, loss 1.500");
+      assert.equal(listed.width, "25%");
+
+      await page.goto(`${origin}/#/jobs/${job.id}`);
+      await page.waitForSelector("#job-progress .bar");
+      const shown = await look("#job-progress");
+      assert.match(shown.text, /^\s*warmup_policy · SFT step 140\/560, loss 1\.500/);
+      assert.equal(shown.width, "25%");
       assert.deepEqual(problems, []);
     } finally {
       await browser.close();

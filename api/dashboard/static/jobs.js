@@ -5,6 +5,7 @@
 import { api, follow } from "./api.js";
 import { h, replace } from "./dom.js";
 import { ACTIVE_STATUSES, duration, percent, time } from "./format.js";
+import { stageCount, stageDetail } from "./stage_progress.js";
 
 const FILTERS = [
   ["", "all"],
@@ -18,45 +19,16 @@ const FILTERS = [
 ];
 
 /**
- * Where a job is inside a long stage (the warm-up's `phase`, `done`, `total`, `loss`, `episodes`),
- * as the CLI writes it (api/client/progress.ts `stageDetail`): `trajectories: turn 5/20, 187
- * episodes playing`, `SFT step 8/16, loss 2.310`; "" when the progress has none.
- * @param {any} p
- */
-export function stageDetail(p) {
-  if (typeof p?.done !== "number" || typeof p?.total !== "number") return "";
-  if (p.phase === "trajectories") {
-    const playing = typeof p.episodes === "number" ? `, ${p.episodes} episodes playing` : "";
-    return `trajectories: turn ${p.done}/${p.total}${playing}`;
-  }
-  const loss = typeof p.loss === "number" ? `, loss ${p.loss.toFixed(3)}` : "";
-  return `SFT step ${p.done}/${p.total}${loss}`;
-}
-
-/**
- * A warm-up stage's own count (`done` of `total` SFT steps or trajectory turns), which the bar
- * fills by in place of the job's updates (0 of N for the whole warm-up), as the CLI's bar does
- * (api/client/progress.ts `stageCount`); null for a finished job or progress without one.
- * @param {any} job
- * @returns {{done: number, total: number} | null}
- */
-export function stageCount(job) {
-  const p = job.progress;
-  if (!ACTIVE_STATUSES.includes(job.status)) return null;
-  if (typeof p?.done !== "number" || typeof p?.total !== "number" || !(p.total > 0)) return null;
-  return { done: p.done, total: p.total };
-}
-
-/**
  * A job's progress as text: `rollout 3/8`; in a warm-up stage its own count instead of the
- * updates, `warmup_policy · SFT step 336/1120, loss 0.412`.
+ * updates, `warmup_policy · SFT step 336/1120, loss 0.412` (stage_progress.js `stageDetail`, the
+ * words of `seed status`), also for a job that failed or was cancelled there: where it stopped.
  * @param {any} job
  */
 export function progressText(job) {
   const p = job.progress;
   if (!p) return "";
-  const detail = ACTIVE_STATUSES.includes(job.status) ? stageDetail(p) : "";
-  const steps = p.total_steps && !stageCount(job) ? ` ${p.step ?? 0}/${p.total_steps}` : "";
+  const detail = stageDetail(p);
+  const steps = p.total_steps && !stageCount(p) ? ` ${p.step ?? 0}/${p.total_steps}` : "";
   return `${p.stage ?? ""}${steps}${detail ? ` · ${detail}` : ""}`;
 }
 
@@ -73,12 +45,13 @@ export function runText(job) {
 
 /**
  * The share of a job's progress bar in [0, 1]: 1 once succeeded; in a warm-up stage the share of
- * its own count ({@link stageCount}); else the share of updates done.
+ * its own count (stage_progress.js `stageCount`, as `seed status`'s bar, whatever the status);
+ * else the share of updates done.
  * @param {any} job
  */
 export function progressShare(job) {
   const p = job.progress;
-  const within = stageCount(job);
+  const within = stageCount(p);
   if (job.status === "succeeded") return 1;
   if (within) return Math.min(1, within.done / within.total);
   return p?.total_steps ? Math.min(1, (p.step ?? 0) / p.total_steps) : 0;

@@ -1,0 +1,69 @@
+/**
+ * A warm-up stage's own count in words, one copy for the dashboard and the CLI (a plain module, so
+ * the page loads it as served, without a build step; api/client/progress.ts re-exports it for the
+ * `seed` bar, `seed list` and the demo). The worker writes the count into the job's `progress`
+ * (workers/seed/run/warmup_stage.ts `StageProgress`: `phase`, `done`, `total`, `loss`, `episodes`)
+ * and leaves it there when the job stops, so a job that failed or was cancelled in its warm-up
+ * still says where it stopped.
+ */
+
+/**
+ * A stage's own count: what a bar fills by and how it reads.
+ * @typedef {object} StageCount
+ * @property {number} done Work done within the stage: optimizer steps, or turns played.
+ * @property {number} total Work planned within the stage.
+ * @property {string} label The count as text: `SFT step 8/16`, `trajectories turn 5/20`.
+ * @property {string} rest The rest of {@link stageDetail}: `loss 2.310`, `187 episodes playing`
+ *   ("" when none).
+ */
+
+/**
+ * The count a warm-up stage's progress carries (`done` of `total`), which a bar shows in place of
+ * the job's updates (still 0 of N for the warm-up, about half of a demo's time), whatever the job's
+ * status; null when the progress has none (`total` missing or 0).
+ * @param {Record<string, unknown> | null | undefined} progress the job's `progress`
+ * @returns {StageCount | null}
+ */
+export function stageCount(progress) {
+  const { phase, done, total, loss, episodes } = progress ?? {};
+  if (typeof done !== "number" || typeof total !== "number" || !(total > 0)) return null;
+  if (phase === "trajectories") {
+    const rest = typeof episodes === "number" ? `${episodes} episodes playing` : "";
+    return { done, total, label: `trajectories turn ${done}/${total}`, rest };
+  }
+  const rest = typeof loss === "number" ? `loss ${loss.toFixed(3)}` : "";
+  return { done, total, label: `SFT step ${done}/${total}`, rest };
+}
+
+/**
+ * How far a job in a warm-up stage (`warmup_policy`, `warmup_analyzer`: a stage whose name begins
+ * with `warmup`) is, in a few characters for a table column: `warm-up 120/560`, the stage's own
+ * count ({@link stageCount}: SFT steps or trajectory turns), or `warm-up` before the stage reports
+ * one; null outside the warm-up, where the job's updates (`3/10`) say it.
+ * @param {Record<string, unknown> | null | undefined} progress the job's `progress`
+ * @returns {string | null}
+ */
+export function warmupStep(progress) {
+  const within = stageCount(progress);
+  if (within) return `warm-up ${within.done}/${within.total}`;
+  const stage = progress?.stage;
+  return typeof stage === "string" && stage.startsWith("warmup") ? "warm-up" : null;
+}
+
+/**
+ * Where a job is inside a long stage: the warm-up's count as `trajectories: turn 5/20, 187
+ * episodes playing` or `SFT step 8/16, loss 2.310`; a `done`/`total` without a phase as
+ * `SFT step 8/16`; "" otherwise.
+ * @param {Record<string, unknown> | null | undefined} progress the job's `progress`
+ * @returns {string}
+ */
+export function stageDetail(progress) {
+  const { phase, done, total, loss, episodes } = progress ?? {};
+  if (typeof done !== "number" || typeof total !== "number") return "";
+  if (phase === "trajectories") {
+    const playing = typeof episodes === "number" ? `, ${episodes} episodes playing` : "";
+    return `trajectories: turn ${done}/${total}${playing}`;
+  }
+  const lossText = typeof loss === "number" ? `, loss ${loss.toFixed(3)}` : "";
+  return `SFT step ${done}/${total}${lossText}`;
+}
