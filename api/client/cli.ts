@@ -19,10 +19,12 @@
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
  *   secrets put NAME | list | delete NAME             tenant secrets (cli_secrets.ts)
  *
- * A job ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts). A usage error
- * (an unknown option, an option without its value, a flag value that breaks its rule such as
- * `--limit 0` or `--metadata K`, a malformed ID) prints one message naming what was typed and exits
- * 2, before any request; a failure after that exits 1.
+ * Which command takes which flag, and the usage text, come from one table (cli_commands.ts). A job
+ * ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts). A usage error (an
+ * unknown option, an option without its value, a flag the command does not take, two flags that
+ * exclude each other, a flag value that breaks its rule such as `--limit 0` or `--metadata K`, a
+ * malformed ID) prints one message naming what was typed and exits 2, before any request; a
+ * failure after that exits 1.
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -37,29 +39,43 @@ import {
 } from "./cli_format.ts";
 import { eventLine } from "./events.ts";
 import { extractVerified } from "./extract.ts";
-import { MODELS_USAGE, modelsCommand } from "./cli_models.ts";
-import { SECRETS_USAGE, secretsCommand } from "./cli_secrets.ts";
+import { modelsCommand } from "./cli_models.ts";
+import { secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
 import { intOption, resolveJobId, UsageError } from "./cli_args.ts";
+import {
+  checkFlags,
+  COMMANDS,
+  commandSpec,
+  OPTIONS,
+  type TypedFlag,
+  usageLine,
+  usageLines,
+} from "./cli_commands.ts";
 
-const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
-  submit SPEC.json [--name N] [--metadata K=V]... [--idempotency-key K] [--json]
-  list [--status S[,S]] [--name N | --name-prefix P] [--metadata K=V]... [--limit N] [--cursor C] [--json]
-      --name: the whole name; --name-prefix: its beginning. Both are case-sensitive, and
-      % and _ are plain characters (no wildcards).
-  status ID [--json]
-  follow ID [--json]
-  cancel ID
-  delete ID
-  download ID [--step N] [--out DIR]
-  skills ID [--step N] [--out FILE]
-  metrics ID [--json | --csv]
-${MODELS_USAGE}
-${SECRETS_USAGE}
-A job ID is the whole id or its start (at least 8 hex digits, as the dashboard shows) when no
+/** The lines below the commands in every usage text. */
+const FOOTER =
+  `A job ID is the whole id or its start (at least 8 hex digits, as the dashboard shows) when no
 other job's id starts the same.
 Environment: SEED_API_URL (default http://127.0.0.1:8787), SEED_API_KEY (deno task demo prints both)
 Install once: deno install -g -A -n seed --config deno.json api/client/cli.ts (repository root)`;
+
+/** `seed --help`: every command of {@link COMMANDS}, one a line, then {@link FOOTER}. */
+const USAGE = `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
+${COMMANDS.map(usageLine).join("\n")}
+${FOOTER}`;
+
+/**
+ * The usage of `seed COMMAND --help`: the lines of {@link COMMANDS} for `command` (`models`: every
+ * `models` command; `models get`: that one), or the whole usage for a command it does not know.
+ */
+export function commandUsage(command: string | undefined): string {
+  const lines = command === undefined ? "" : usageLines(command);
+  if (lines === "") return USAGE;
+  return `Usage: seed <command> [options]   (or: deno task seed -- <command> [options])
+${lines}
+${FOOTER}`;
+}
 
 const encoder = new TextEncoder();
 const denoIo: CliIo = {
@@ -265,23 +281,6 @@ export async function cliMain(args: string[], io: CliIo = denoIo): Promise<numbe
   }
 }
 
-/** The command line's options, as `parseArgs` reads them. */
-const OPTIONS = {
-  "idempotency-key": { type: "string" },
-  json: { type: "boolean" },
-  status: { type: "string" },
-  cursor: { type: "string" },
-  after: { type: "string" },
-  limit: { type: "string" },
-  step: { type: "string" },
-  out: { type: "string" },
-  csv: { type: "boolean" },
-  name: { type: "string" },
-  "name-prefix": { type: "string" },
-  metadata: { type: "string", multiple: true },
-  help: { type: "boolean", short: "h" },
-} as const;
-
 /**
  * The command line read by `parseArgs`.
  * @throws UsageError for an option it does not know or one without its value (`--limit` last),
@@ -293,6 +292,7 @@ function readArgs(args: string[]) {
       args: args[0] === "--" ? args.slice(1) : args,
       allowPositionals: true,
       options: OPTIONS,
+      tokens: true,
     });
   } catch (e) {
     // node:util's errors (ERR_PARSE_ARGS_UNKNOWN_OPTION, …_INVALID_OPTION_VALUE) say which option.
@@ -301,31 +301,47 @@ function readArgs(args: string[]) {
   }
 }
 
+/**
+ * The flags as typed, in order (`--limit`, `-h`), from `parseArgs`' tokens.
+ */
+function typedFlags(tokens: { kind: string; name?: string; rawName?: string }[]): TypedFlag[] {
+  return tokens.filter((t) => t.kind === "option").map((t) => ({
+    name: t.name!,
+    raw: t.rawName!,
+  }));
+}
+
 /** {@link cliMain} without the usage errors' exit status. */
 async function runCommand(args: string[], io: CliIo): Promise<number> {
-  const { positionals, values } = readArgs(args);
+  const { positionals, values, tokens } = readArgs(args);
   const [command, arg] = positionals;
-  const needsArg = [
-    "submit",
-    "status",
-    "follow",
-    "cancel",
-    "delete",
-    "download",
-    "skills",
-    "metrics",
-    "models",
-  ];
-  if (values.help || !command || (needsArg.includes(command) && !arg)) {
-    (values.help ? io.out : io.err)(USAGE + "\n");
-    return values.help ? 0 : 2;
+  // `models` and `secrets` have commands of their own: `models get` is one of COMMANDS.
+  const family = COMMANDS.filter((c) => c.name.split(" ")[0] === command);
+  const spec = commandSpec(command) ?? commandSpec(`${command} ${arg}`);
+  if (values.help) {
+    io.out(commandUsage(spec?.name ?? command) + "\n");
+    return 0;
+  }
+  const needsArg = family.some((c) => c.args !== "" || c.name.includes(" "));
+  if (!command || (needsArg && !arg)) {
+    io.err(USAGE + "\n");
+    return 2;
+  }
+  if (spec) {
+    try {
+      checkFlags(spec, typedFlags(tokens));
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      throw new UsageError(`${e.message}\nUsage: seed ${usageLine(spec).trimStart()}`);
+    }
   }
   const client = new SeedClient({
     baseUrl: io.env("SEED_API_URL") || "http://127.0.0.1:8787",
     apiKey: io.env("SEED_API_KEY"),
   });
   // Commands that name a job take its whole id or a unique start of it (checked before use).
-  const jobCommands = ["status", "follow", "cancel", "delete", "download", "skills", "metrics"];
+  const jobCommands = COMMANDS.filter((c) => c.args === "ID" && !c.name.includes(" "))
+    .map((c) => c.name);
   const limit = command === "list"
     ? intOption("limit", values.limit, { what: "list jobs", min: 1, max: 100 })
     : undefined;
@@ -352,12 +368,6 @@ async function runCommand(args: string[], io: CliIo): Promise<number> {
       return 0;
     }
     case "list": {
-      if (values.name !== undefined && values["name-prefix"] !== undefined) {
-        io.err(
-          `Cannot list jobs as --name and --name-prefix exclude each other: give one of them\n${USAGE}\n`,
-        );
-        return 2;
-      }
       const q = new URLSearchParams();
       if (values.status) q.set("status", values.status);
       if (limit !== undefined) q.set("limit", String(limit));

@@ -8,16 +8,14 @@
  *   models delete ID                                              refused while a job uses it
  */
 import type { CliIo } from "./cli_io.ts";
+import { usageLines } from "./cli_commands.ts";
 import type { ModelInfo, SeedClient } from "./client.ts";
 import { table } from "./cli_format.ts";
 import { folderTar, listModelFolder } from "./model_folder.ts";
 import { formatBytes, PlainProgress, renderBar } from "./progress.ts";
 
-/** Usage lines of the `models` commands (part of the CLI's usage text). */
-export const MODELS_USAGE = `  models upload DIR [--name N] [--idempotency-key K] [--json]
-  models list [--json]
-  models get ID [--json]
-  models delete ID`;
+/** Usage lines of the `models` commands, from the CLI's one table (cli_commands.ts). */
+export const MODELS_USAGE: string = usageLines("models");
 
 /** Options the `models` commands read. */
 export interface ModelsOptions {

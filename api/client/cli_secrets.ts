@@ -9,12 +9,11 @@
  * The value is read from stdin, never argv: arguments are visible to every user in `ps`.
  */
 import type { CliIo } from "./cli_io.ts";
+import { usageLines } from "./cli_commands.ts";
 import type { SeedClient } from "./client.ts";
 
-/** Usage lines of the `secrets` commands (part of the CLI's usage text). */
-export const SECRETS_USAGE = `  secrets put NAME            (the value is read from stdin)
-  secrets list
-  secrets delete NAME`;
+/** Usage lines of the `secrets` commands, from the CLI's one table (cli_commands.ts). */
+export const SECRETS_USAGE: string = usageLines("secrets");
 
 /**
  * Runs `secrets SUB [NAME]`; returns the exit code (0 ok, 2 usage).

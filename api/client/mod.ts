@@ -1,7 +1,8 @@
 /**
  * The API's clients in TypeScript: an HTTP client ({@link SeedClient}: bearer key, problem+json
  * errors as {@link ApiError}, an SSE reader that resumes with `Last-Event-ID`), the command-line
- * client `deno task seed` (`cli.ts`, its output for a person in `cli_format.ts` and `events.ts`,
+ * client `deno task seed` (`cli.ts`, its commands and their flags in one table in
+ * `cli_commands.ts`, its output for a person in `cli_format.ts` and `events.ts`,
  * its `models` commands in `cli_models.ts`, `secrets` in
  * `cli_secrets.ts`), the progress bar it and the demo draw, the verified extraction of checkpoint
  * archives, and the tar stream of a model folder for `POST /v1/models` (`model_folder.ts`).

@@ -324,7 +324,10 @@ Deno.test("the CLI's list refuses --name with --name-prefix as a usage error", a
   const res = await run(["list", "--name", "foo", "--name-prefix", "f"]);
   assert.equal(res.code, 2);
   assert.equal(res.out, "");
-  assert.match(res.err, /^Cannot list jobs as --name and --name-prefix exclude each other/);
+  assert.match(
+    res.err,
+    /^Cannot use --name with --name-prefix in list as they exclude each other: give one of them\n/,
+  );
 });
 
 Deno.test("the CLI's help says --name and --name-prefix match case-sensitively, without wildcards", async () => {
