@@ -5,8 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { failJob, fenceOf, recordMetrics, succeedJob } from "../../jobs/mod.ts";
-import { cliMain } from "../../api/client/cli.ts";
-import type { CliIo } from "../../api/client/cli_io.ts";
+import { runCli } from "./client/_run_cli.ts";
 import { serveApi } from "../../api/main.ts";
 import { claimAs, startApiFixture } from "./_fixture.ts";
 
@@ -39,19 +38,8 @@ async function jobCount(): Promise<number> {
   return Number(row.n);
 }
 
-async function cli(args: string[]) {
-  let out = "";
-  let err = "";
-  const env: Record<string, string> = { SEED_API_URL: base, SEED_API_KEY: fx.keyA };
-  const io: CliIo = {
-    out: (t) => out += t,
-    err: (t) => err += t,
-    tty: false,
-    env: (n) => env[n],
-    stdin: () => Promise.resolve(""),
-  };
-  const code = await cliMain(args, io);
-  return { code, out, err };
+function cli(args: string[]) {
+  return runCli(args, { SEED_API_URL: base, SEED_API_KEY: fx.keyA });
 }
 
 Deno.test("a job submitted with a name and metadata shows both in every view, and suffix names it too", async () => {

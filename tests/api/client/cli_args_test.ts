@@ -4,9 +4,8 @@
  * refused connection.
  */
 import assert from "node:assert/strict";
-import { cliMain } from "../../../api/client/cli.ts";
 import { isJobIdStart } from "../../../api/client/cli_args.ts";
-import type { CliIo } from "../../../api/client/cli_io.ts";
+import { type CliRun, runCli } from "./_run_cli.ts";
 import { JobIdPrefix } from "../../../api/schemas.ts";
 
 const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -14,22 +13,8 @@ const nowhere = `http://127.0.0.1:${closed.addr.port}`;
 closed.close();
 
 /** Runs the CLI against an API that is not there. */
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const env: Record<string, string> = {
-    SEED_API_URL: nowhere,
-    SEED_API_KEY: "seed_unused",
-  };
-  const io: CliIo = {
-    out: (t) => out += t,
-    err: (t) => err += t,
-    tty: false,
-    env: (n) => env[n],
-    stdin: () => Promise.resolve(""),
-  };
-  const code = await cliMain(args, io);
-  return { code, out, err };
+function run(args: string[]): Promise<CliRun> {
+  return runCli(args, { SEED_API_URL: nowhere, SEED_API_KEY: "seed_unused" });
 }
 
 /** Ids typed wrong: other letters, too few or too many digits, hyphens out of place. */

@@ -6,31 +6,18 @@
  * got past its checks fails as a refused connection (or a file it cannot read), not exit 2.
  */
 import assert from "node:assert/strict";
-import { cliMain } from "../../../api/client/cli.ts";
-import type { CliIo } from "../../../api/client/cli_io.ts";
+import { type CliRun, runCli } from "./_run_cli.ts";
 
 const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
 const nowhere = `http://127.0.0.1:${closed.addr.port}`;
 closed.close();
 
 /** Runs the CLI against an API that is not there; `thrown` is a failure after the checks. */
-async function run(
-  args: string[],
-): Promise<{ code: number; out: string; err: string; thrown?: string }> {
-  let out = "";
-  let err = "";
-  const env: Record<string, string> = { SEED_API_URL: nowhere, SEED_API_KEY: "seed_unused" };
-  const io: CliIo = {
-    out: (t) => out += t,
-    err: (t) => err += t,
-    tty: false,
-    env: (n) => env[n],
-    stdin: () => Promise.resolve(""),
-  };
+async function run(args: string[]): Promise<CliRun & { thrown?: string }> {
   try {
-    return { code: await cliMain(args, io), out, err };
+    return await runCli(args, { SEED_API_URL: nowhere, SEED_API_KEY: "seed_unused" });
   } catch (e) {
-    return { code: 1, out, err, thrown: String(e) };
+    return { code: 1, out: "", err: "", thrown: String(e) };
   }
 }
 
