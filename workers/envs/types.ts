@@ -203,9 +203,7 @@ export interface Environment {
   /**
    * Optional: a demonstration of `task` that needs its skill. `skill` is a reference skill that
    * states what the observation hides (household: the skill a lost trajectory gets, naming where
-   * the goal objects are; sokoban: a workflow skill naming one of the level's push orders) and
-   * `expert` acts on that knowledge (household: goes straight there; sokoban: pushes in that
-   * order).
+   * the goal objects are) and `expert` acts on that knowledge (household: goes straight there).
    * The warm-up's skill-conditioned demonstrations (JobSpec `warmup.policy.skill_share`) use it
    * instead of the ordinary expert with its own solve's skill, whose actions can be read off the
    * observation alone (a policy taught on those learns to ignore the skill).

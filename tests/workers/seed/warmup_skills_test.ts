@@ -3,20 +3,11 @@ import { getEnvironment, toAsyncEnvironment } from "../../../workers/envs/mod.ts
 import { gridLinesOf, move, parseGrid } from "../../../workers/envs/sokoban/room.ts";
 import { solve } from "../../../workers/envs/sokoban/solver.ts";
 import { Policy, Tokenizer } from "../../../workers/model/mod.ts";
-import {
-  correctiveSteps,
-  expertEpisode,
-  expertSamples,
-  sftTrain,
-  TextPolicy,
-} from "../../../workers/seed/mod.ts";
+import { correctiveSteps, expertSamples, sftTrain, TextPolicy } from "../../../workers/seed/mod.ts";
 import { insertSkill, SKILL_HEADING } from "../../../workers/skills/mod.ts";
 import { resolveModel } from "../../../workers/seed/run/mod.ts";
 
-const sokoban = toAsyncEnvironment(getEnvironment("sokoban"));
-// Sokoban as an environment without skilled demonstrations (as webshop is): its
-// skill-conditioned demonstrations are the ordinary ones with their own episode's skill.
-const env = { ...sokoban, skilledDemonstration: undefined };
+const env = toAsyncEnvironment(getEnvironment("sokoban"));
 const envOptions = { relative_positions: true, prompt: "compact" };
 const data = { env, envOptions, episodes: 6, maxTurns: 20, historyLength: 0, seed: 3 };
 
@@ -28,7 +19,7 @@ async function textPolicy(): Promise<TextPolicy> {
   );
 }
 
-Deno.test("without skilled demonstrations, skill-conditioned demonstrations carry their own episode's reference skill after the task line", async () => {
+Deno.test("skill-conditioned demonstrations carry their own episode's reference skill after the task line", async () => {
   const text = await textPolicy();
   const plain = await expertSamples(text, data);
   const skilled = await expertSamples(text, { ...data, skillShare: 1 });
@@ -184,34 +175,5 @@ Deno.test("household skill-conditioned demonstrations go straight to the recepta
   // The same task without skills: the ordinary demonstrations only.
   const plain = await expertSamples(text, options);
   assert.deepEqual(plain.samples, demos.ordinary);
-  await text.policy.release();
-});
-
-Deno.test("sokoban skill-conditioned demonstrations push in the order their skill names, which is not always the ordinary expert's", async () => {
-  const text = await textPolicy();
-  const options = { ...data, env: sokoban, episodes: 20 };
-  const demos = await expertSamples(text, { ...options, skillShare: 1 });
-  const plain = await expertSamples(text, options);
-  assert.equal(demos.won, 20);
-  assert.equal(demos.skilled, demos.samples.length);
-  assert.deepEqual(plain.samples, demos.ordinary);
-  const decode = (ids: number[]) => text.tokenizer.decode(ids);
-  // Each skilled sample's prompt names a push order; the demonstration's pushes follow it.
-  const tasks = await sokoban.sampleTasks("train", 20, data.seed, envOptions);
-  let differs = 0;
-  for (const task of tasks) {
-    const demo = await sokoban.skilledDemonstration!(task);
-    await demo.expert.close();
-    const own = demos.samples.filter((s) => decode(s.prompt).includes(demo.skill));
-    assert.ok(own.length > 0, task.id);
-    const ordinary = await sokoban.referenceAnalysis({
-      task,
-      ...(await expertEpisode(sokoban, task, { ...options, episodes: 1 })),
-      score: 10,
-    });
-    if (ordinary.episode_skill !== demo.skill) differs++;
-  }
-  assert.ok(differs > 0 && differs < 20, `${differs} of 20 in another order`);
-  assert.notDeepEqual(demos.samples.map((s) => s.response), plain.samples.map((s) => s.response));
   await text.policy.release();
 });

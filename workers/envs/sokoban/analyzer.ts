@@ -56,19 +56,6 @@ function fill(template: string, slots: Record<string, string | number>): string 
   return template.replace(/\{(\w+)\}/g, (_, k: string) => String(slots[k]));
 }
 
-/**
- * The workflow skill of a solve whose pushes went in `pushOrder`'s directions (repeats of one
- * direction merged), in a level of `boxes` boxes: "Walk behind the box, then push it left then up
- * onto the target; …" ({@link ANALYZER_TEMPLATES}.workflow).
- */
-export function workflowSkill(pushOrder: readonly Direction[], boxes: number): string {
-  return fill(ANALYZER_TEMPLATES.workflow, {
-    box: boxes > 1 ? "each box" : "the box",
-    pushes: pushOrder.join(" then "),
-    target: boxes > 1 ? "the targets" : "the target",
-  });
-}
-
 /** What happened on one step of a replay. */
 interface ReplayStep {
   dir: Direction | null;
@@ -130,7 +117,11 @@ export function analyzeSokoban(level: Level, trajectory: Trajectory): SkillAnaly
     }
     return {
       episode_summary: fill(ANALYZER_TEMPLATES.solved, { n, moves: describeMoves(steps, box) }),
-      episode_skill: workflowSkill(pushDirs, level.start.boxes.length),
+      episode_skill: fill(ANALYZER_TEMPLATES.workflow, {
+        box: many ? "each box" : "the box",
+        pushes: pushDirs.join(" then "),
+        target: many ? "the targets" : "the target",
+      }),
     };
   }
   const live = liveCells(room);

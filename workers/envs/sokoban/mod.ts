@@ -40,7 +40,6 @@ import { SOKOBAN_SKILL_GRAMMAR, SOKOBAN_SKILL_PATTERNS } from "./judge.ts";
 import { SokobanEpisode } from "./episode.ts";
 import { FEEDBACK_TEMPLATES } from "./feedback.ts";
 import { SokobanExpert } from "./expert.ts";
-import { sokobanSkilledDemonstration } from "./skilled.ts";
 import {
   generateLevel,
   type LayoutFamily,
@@ -212,10 +211,6 @@ export const sokobanEnvironment: Environment = {
 
   createExpert(_task: Task): SokobanExpert {
     return new SokobanExpert();
-  },
-
-  skilledDemonstration(task: Task) {
-    return sokobanSkilledDemonstration(levelOf(task).level, task.seed);
   },
 
   referenceAnalysis(trajectory: Trajectory) {

@@ -12,7 +12,6 @@ import type { AsyncEnvironment, AsyncExpert, Task } from "../../../../workers/en
 
 const sokoban = getEnvironment("sokoban");
 const household = getEnvironment("household");
-const ezpoints = getEnvironment("ezpoints");
 
 /** Plays `actions` on `task`; returns every observation and step result as plain JSON. */
 async function play(env: AsyncEnvironment, task: Task, actions: string[]): Promise<unknown[]> {
@@ -370,13 +369,13 @@ Deno.test("household's skilled demonstration over HTTP has the local skill and a
 });
 
 Deno.test("a served environment without skilled demonstrations does not advertise them", async () => {
-  const server = await serveEnvironments([ezpoints]);
+  const server = await serveEnvironments([sokoban]);
   try {
     const info = await (await fetch(`${server.url}/v1/info`)).json();
     assert.equal(info.skilled_demonstration, false);
     const remote = await connectHttpEnvironment(server.url);
     assert.equal(remote.skilledDemonstration, undefined);
-    const [task] = ezpoints.sampleTasks("train", 1, 0);
+    const [task] = sokoban.sampleTasks("train", 1, 0);
     const r = await fetch(`${server.url}/v1/skilled-demonstrations`, {
       method: "POST",
       body: JSON.stringify({ task }),
