@@ -82,3 +82,38 @@ Deno.test("env-server refuses a --port that is not a whole number from 0 to 6553
     );
   }
 });
+
+Deno.test("env-server refuses a command line it cannot read with one line and exit 2", async () => {
+  // `--port -1` (a value starting with a dash), `--port` last, a mistyped flag, a stray argument.
+  const cases: [string[], string][] = [
+    [["--port", "-1"], "Option '--port' argument is ambiguous."],
+    [["--port"], "Option '--port <value>' argument missing"],
+    [["--prot", "5"], "Unknown option '--prot'"],
+    [["--env", "sokoban", "5"], "Unexpected argument '5'"],
+  ];
+  for (const [args, why] of cases) {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        new URL("../../../workers/envs/server_main.ts", import.meta.url).pathname,
+        ...args,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      // A server that read the line would serve until stopped (a bound, not a measurement).
+      signal: AbortSignal.timeout(60_000),
+    }).output();
+    const err = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 2, args.join(" "));
+    assert.equal(new TextDecoder().decode(out.stdout), "", args.join(" "));
+    assert.ok(
+      err.startsWith(
+        "Cannot start the environment server as its command line must be " +
+          `[--env ID]… [--port P] [--host H]: ${why}`,
+      ),
+      err,
+    );
+    assert.equal(err.split("\n").length, 2, err); // one line, then the newline
+  }
+});
