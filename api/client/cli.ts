@@ -22,9 +22,9 @@
  * Which command takes which flag, and the usage text, come from one table (cli_commands.ts). A job
  * ID is the whole id or its unique start, at least 8 hex digits (cli_args.ts). A usage error (an
  * unknown option, an option without its value, a flag the command does not take, two flags that
- * exclude each other, a flag value that breaks its rule such as `--limit 0` or `--metadata K`, a
- * malformed ID) prints one message naming what was typed and exits 2, before any request; a
- * failure after that exits 1.
+ * exclude each other, an argument more than the command takes (`cancel A B`), a flag value that
+ * breaks its rule such as `--limit 0` or `--metadata K`, a malformed ID) prints one message naming
+ * what was typed and exits 2, before any request; a failure after that exits 1.
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -44,6 +44,7 @@ import { secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
 import { intOption, resolveJobId, UsageError } from "./cli_args.ts";
 import {
+  checkArguments,
   checkFlags,
   COMMANDS,
   commandSpec,
@@ -330,6 +331,7 @@ async function runCommand(args: string[], io: CliIo): Promise<number> {
   if (spec) {
     try {
       checkFlags(spec, typedFlags(tokens));
+      checkArguments(spec, positionals);
     } catch (e) {
       if (!(e instanceof UsageError)) throw e;
       throw new UsageError(`${e.message}\nUsage: seed ${usageLine(spec).trimStart()}`);

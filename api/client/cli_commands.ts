@@ -2,7 +2,7 @@
  * The CLI's one table of commands and the flags each takes (api/client/cli.ts). The usage text of
  * `seed --help` and of `seed COMMAND --help`, the options `parseArgs` reads, and the check that a
  * flag belongs to the command it was given with ({@link checkFlags}) all come from it, so they
- * cannot disagree.
+ * cannot disagree; {@link checkArguments} holds a command to the arguments its usage shows.
  */
 import { UsageError } from "./cli_args.ts";
 
@@ -217,4 +217,21 @@ export function checkFlags(spec: CommandSpec, typed: TypedFlag[]): void {
       `Cannot use ${first} with ${second} in ${spec.name} as they exclude each other: give one of them`,
     );
   }
+}
+
+/**
+ * Checks the positional arguments typed with command `spec` (the command's own words first, as
+ * `models get ID`): no more than its name and its {@link CommandSpec.args}, so `seed cancel A B`
+ * does not cancel A alone and `seed secrets put NAME VALUE` does not read the value from stdin.
+ * Too few are the caller's business (the usage text).
+ * @throws UsageError "Cannot use "B" with cancel as it takes ID only" (or "as it takes no
+ *   arguments"), naming the first argument too many as typed.
+ */
+export function checkArguments(spec: CommandSpec, positionals: string[]): void {
+  const taken = spec.name.split(" ").length + (spec.args === "" ? 0 : 1);
+  if (positionals.length <= taken) return;
+  const takes = spec.args === "" ? "no arguments" : `${spec.args} only`;
+  throw new UsageError(
+    `Cannot use ${JSON.stringify(positionals[taken])} with ${spec.name} as it takes ${takes}`,
+  );
 }

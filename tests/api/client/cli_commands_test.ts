@@ -125,6 +125,26 @@ Deno.test("every command takes exactly the flags its line of seed --help shows",
   }
 });
 
+Deno.test("an argument more than the command's line shows is a usage error naming it, before any request", async () => {
+  const cancel = await run(["cancel", "01234567", "89abcdef"]);
+  assert.equal(cancel.code, 2);
+  assert.equal(cancel.out, "");
+  assert.equal(
+    cancel.err,
+    'Cannot use "89abcdef" with cancel as it takes ID only\nUsage: seed cancel ID\n',
+  );
+  // After `--` it is an argument too, not a flag.
+  const status = await run(["status", "01234567", "--", "--json"]);
+  assert.match(status.err, /^Cannot use "--json" with status as it takes ID only\n/);
+  for (const { command } of await helpCommands()) {
+    const res = await run([...positionals(command), "extra"]);
+    const what = command.join(" ");
+    assert.equal(res.code, 2, `${what} extra: ${res.thrown ?? res.err}`);
+    assert.ok(res.err.startsWith(`Cannot use "extra" with ${what} as it takes `), res.err);
+    assert.ok(res.err.includes(`\nUsage: seed ${what}`), res.err);
+  }
+});
+
 Deno.test("a command's --help shows that command's line, and seed --help all of them", async () => {
   const all = (await run(["--help"])).out;
   for (const { command } of await helpCommands()) {
