@@ -371,7 +371,9 @@ async function runCommand(args: string[], io: CliIo): Promise<number> {
     }
     case "list": {
       const q = new URLSearchParams();
-      if (values.status) q.set("status", values.status);
+      // An empty value is sent too: the API refuses it (400 naming the parameter) rather than the
+      // list quietly showing every job, as `--status "$UNSET"` would.
+      if (values.status !== undefined) q.set("status", values.status);
       if (limit !== undefined) q.set("limit", String(limit));
       if (values.name !== undefined) q.set("name", values.name);
       if (values["name-prefix"] !== undefined) q.set("name_prefix", values["name-prefix"]);
@@ -379,7 +381,7 @@ async function runCommand(args: string[], io: CliIo): Promise<number> {
         q.set(`metadata[${k}]`, v);
       }
       const cursor = values.cursor ?? values.after;
-      if (cursor) q.set("cursor", cursor);
+      if (cursor !== undefined) q.set("cursor", cursor);
       const query = q.size > 0 ? `?${q}` : "";
       const page = await client.json<{ jobs: Job[]; next_cursor: string | null }>(
         `/v1/jobs${query}`,

@@ -363,6 +363,18 @@ Deno.test("the CLI's list pages with the cursor it prints", async () => {
   }
 });
 
+Deno.test("the CLI's list sends an empty --status or --cursor, which the API refuses, rather than listing every job", async () => {
+  for (const args of [["--status", ""], ["--status="], ["--cursor", ""], ["--after="]]) {
+    const failed = await run(["list", ...args]).then(
+      (r) => `exit ${r.code}: ${r.out}`,
+      (e) => String(e),
+    );
+    const name = args[0].startsWith("--status") ? "status" : "cursor";
+    assert.match(failed, /^ApiError: GET \/v1\/jobs\?\S+ failed with HTTP 400/, args.join(" "));
+    assert.match(failed, new RegExp(`violates the schema at \`${name}`), args.join(" "));
+  }
+});
+
 Deno.test("the CLI's 401 says to set SEED_API_KEY and where keys come from, a refused connection which URL", async () => {
   for (const key of [undefined, "seed_not-a-key"]) {
     const child = await new Deno.Command(Deno.execPath(), {
