@@ -9,12 +9,14 @@ import { startApiFixture } from "./_fixture.ts";
 
 const repoRoot = new URL("../../", import.meta.url);
 
-Deno.test("deno task api runs with --unstable-no-legacy-abort, as deno task serve does, and starts without Deno's legacy request-abort warning", async () => {
+Deno.test("deno task api runs with --unstable-no-legacy-abort, as deno task serve and deno task worker do, and starts without Deno's legacy request-abort warning", async () => {
   const tasks = JSON.parse(await Deno.readTextFile(new URL("deno.json", repoRoot))).tasks;
   const args: string[] = tasks.api.split(/\s+/);
   assert.equal(args[0], "deno");
   assert.ok(args.includes("--unstable-no-legacy-abort"), tasks.api);
   assert.ok(tasks.serve.split(/\s+/).includes("--unstable-no-legacy-abort"), tasks.serve);
+  // A worker that is the first process on a data folder starts the embedded store itself.
+  assert.ok(tasks.worker.split(/\s+/).includes("--unstable-no-legacy-abort"), tasks.worker);
   // Without the flag, the embedded store's node:http server (s3rver) reads request.signal and
   // Deno prints its legacy-behaviour warning on the API's first lines.
   const dataDir = await Deno.makeTempDir({ prefix: "seed-data-" });
