@@ -147,6 +147,7 @@ export async function followJob(
   const path = `/v1/jobs/${encodeURIComponent(jobId)}`;
   const state: ProgressState = { status: "queued" };
   let lastStep: number | undefined;
+  let lastStatus: string | undefined;
   let shown = "";
   // A terminal redraws whenever the line changes; plain output prints a line when the status or
   // step changes and otherwise at least every `plainEveryMs` (PlainProgress), even within a stage.
@@ -181,8 +182,11 @@ export async function followJob(
     }
     const rate = job.latest_metrics?.success_rate;
     if (typeof rate === "number") state.successRate = rate;
-    if (state.step !== lastStep) {
+    // A step's metrics (its skill library size) land after its progress, so they are read again
+    // when the step or the status changes (the last step's, when the job ends).
+    if (state.step !== lastStep || job.status !== lastStatus) {
       lastStep = state.step;
+      lastStatus = job.status;
       const metrics = await client.json<MetricsWire>(`${path}/metrics`);
       state.skills = skillsFound(metrics) ?? state.skills;
     }
