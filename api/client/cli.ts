@@ -298,8 +298,24 @@ function readArgs(args: string[]) {
   } catch (e) {
     // node:util's errors (ERR_PARSE_ARGS_UNKNOWN_OPTION, …_INVALID_OPTION_VALUE) say which option.
     if (!String((e as { code?: unknown }).code).startsWith("ERR_PARSE_ARGS_")) throw e;
-    throw new UsageError(`Cannot read the command line: ${(e as Error).message}\n${USAGE}`);
+    throw new UsageError(`${parseArgsMessage((e as Error).message)}\n${USAGE}`);
   }
+}
+
+/**
+ * A usage error's first line for one of `parseArgs`' messages: an unknown option, one without its
+ * value or a flag given a value, named as typed; anything else quoted whole.
+ */
+export function parseArgsMessage(message: string): string {
+  const unknown = /^Unknown option '([^']+)'/.exec(message)?.[1];
+  if (unknown !== undefined) {
+    return `Cannot use ${unknown} as it is not an option of seed (seed --help lists them)`;
+  }
+  const missing = /^Option '(-[^' ]+)[^']*' argument missing/.exec(message)?.[1];
+  if (missing !== undefined) return `Cannot use ${missing} as it needs a value after it`;
+  const valued = /^Option '(-[^' ]+)' does not take an argument/.exec(message)?.[1];
+  if (valued !== undefined) return `Cannot use ${valued} with a value as it takes none`;
+  return `Cannot read the command line: ${message}`;
 }
 
 /**
