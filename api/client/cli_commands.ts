@@ -186,9 +186,11 @@ export interface TypedFlag {
 
 /**
  * Checks the flags typed with command `spec`: each must be one it takes (`--help` goes with any),
- * and no two of a pair it names in `exclusive` may come together.
+ * only a repeatable one (`--metadata`) may come twice, and no two of a pair it names in
+ * `exclusive` may come together.
  * @throws UsageError "Cannot use --limit with status: it applies to list" for a flag the command
- *   does not take; "Cannot use --json with --csv in metrics as they exclude each other: give one
+ *   does not take; "Cannot use --limit twice with list as it takes one value: give it once" for
+ *   a flag given twice that is not repeatable; "Cannot use --json with --csv in metrics as they exclude each other: give one
  *   of them" for both of such a pair (each named as typed, in the order typed).
  */
 export function checkFlags(spec: CommandSpec, typed: TypedFlag[]): void {
@@ -202,6 +204,12 @@ export function checkFlags(spec: CommandSpec, typed: TypedFlag[]): void {
         `Cannot use ${raw} with ${spec.name}: it applies to ${
           others === "" ? "no command" : others
         }`,
+      );
+    }
+    const multiple = (OPTIONS[flag] as { multiple?: boolean }).multiple === true;
+    if (given.has(flag) && !multiple) {
+      throw new UsageError(
+        `Cannot use ${raw} twice with ${spec.name} as it takes one value: give it once`,
       );
     }
     if (!given.has(flag)) given.set(flag, raw);

@@ -105,6 +105,27 @@ Deno.test("flags that exclude each other are a usage error naming both, in the o
   }
 });
 
+Deno.test("a flag given twice is a usage error unless it repeats (--metadata), before any request", async () => {
+  for (
+    const [args, raw, command] of [
+      [["list", "--limit", "abc", "--limit", "5"], "--limit", "list"],
+      [["metrics", "01234567", "--json", "--json"], "--json", "metrics"],
+      [["list", "--status=running", "--status", "queued"], "--status", "list"],
+    ] as const
+  ) {
+    const res = await run([...args]);
+    assert.equal(res.code, 2, args.join(" "));
+    assert.equal(res.out, "");
+    assert.ok(
+      res.err.startsWith(`Cannot use ${raw} twice with ${command} as it takes one value`),
+      res.err,
+    );
+  }
+  // Repeatable: both pairs reach the request (which fails here: no API listens).
+  const repeated = await run(["list", "--metadata", "a=1", "--metadata", "b=2"]);
+  assert.notEqual(repeated.code, 2, repeated.err);
+});
+
 Deno.test("every command takes exactly the flags its line of seed --help shows", async () => {
   const commands = await helpCommands();
   assert.equal(commands.length, 16, "every command has a line");
