@@ -29,6 +29,7 @@ import {
   onStopSignals,
   openDatabase,
   openStore,
+  readSettings,
   settingsErrorMessage,
   startSweeper,
   type Sweeper,
@@ -107,10 +108,7 @@ export type ApiSettings = z.infer<typeof SettingsSchema>;
 export function apiSettingsFromEnv(
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): ApiSettings {
-  const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
-  return SettingsSchema.parse(
-    Object.fromEntries(Object.keys(SettingsSchema.shape).map((k) => [k, pick(k)])),
-  );
+  return readSettings(SettingsSchema, env);
 }
 
 /**

@@ -164,7 +164,7 @@ export {
   type StopSignalOptions,
 } from "./stop_signals.ts";
 export { EXIT_WITH_PARENT_VAR, exitWithParentFromEnv } from "./exit_with_parent.ts";
-export { settingsErrorMessage, wholeNumberSetting } from "./settings.ts";
+export { readSettings, settingsErrorMessage, wholeNumberSetting } from "./settings.ts";
 export {
   deleteSecret,
   getSecretInfo,

@@ -25,6 +25,22 @@ export function wholeNumberSetting(min: number, max: number, options: { unit?: s
 }
 
 /**
+ * Parses the variables `schema` names (its keys) from `env`, an empty value counting as unset, so
+ * `PORT=` takes the default as an absent `PORT` does.
+ * @throws z.ZodError with an issue per bad variable (see {@link settingsErrorMessage}).
+ */
+export function readSettings<T extends z.ZodObject>(
+  schema: T,
+  env: Record<string, string | undefined>,
+): z.output<T> {
+  return schema.parse(
+    Object.fromEntries(
+      Object.keys(schema.shape).map((k) => [k, env[k] === "" ? undefined : env[k]]),
+    ),
+  );
+}
+
+/**
  * The one line that says why `process` (`the worker`, `the server`) cannot start, from the error of
  * a schema of settings whose issues' paths begin with the variable's name and whose messages are
  * rules: `Cannot start the worker as WORKER_POLL_MS must be a whole number of ms from 10 to 600000:

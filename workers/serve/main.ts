@@ -27,6 +27,7 @@ import {
   type Database,
   openDatabase,
   openStore,
+  readSettings,
   settingsErrorMessage,
   wholeNumberSetting,
 } from "../../jobs/mod.ts";
@@ -97,8 +98,7 @@ export type ServeConfig = z.infer<typeof EnvSchema>;
 export function serveConfigFromEnv(
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): ServeConfig {
-  const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
-  return EnvSchema.parse(Object.fromEntries(Object.keys(EnvSchema.shape).map((k) => [k, pick(k)])));
+  return readSettings(EnvSchema, env);
 }
 
 /**

@@ -24,7 +24,7 @@
  * worker only takes `cpu`: a GPU provider there would run `cpu` jobs on a GPU no job asked for.
  */
 import { z } from "zod";
-import { DEVICES, settingsErrorMessage, wholeNumberSetting } from "../../jobs/mod.ts";
+import { DEVICES, readSettings, settingsErrorMessage, wholeNumberSetting } from "../../jobs/mod.ts";
 import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
 import { type LogLevel, LogLevelSetting } from "./logger.ts";
 
@@ -101,18 +101,7 @@ export interface WorkerConfig {
 export function workerConfigFromEnv(
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): WorkerConfig {
-  const pick = (k: string) => (env[k] === "" ? undefined : env[k]);
-  const c = ConfigSchema.parse({
-    WORKER_DEVICE: pick("WORKER_DEVICE"),
-    WORKER_ID: pick("WORKER_ID"),
-    WORKER_LEASE_MS: pick("WORKER_LEASE_MS"),
-    WORKER_POLL_MS: pick("WORKER_POLL_MS"),
-    REAPER_INTERVAL_MS: pick("REAPER_INTERVAL_MS"),
-    WORKER_RETRY_FOR_MS: pick("WORKER_RETRY_FOR_MS"),
-    WORKER_EXECUTION_PROVIDERS: pick("WORKER_EXECUTION_PROVIDERS"),
-    WORKER_PREFIX_CACHE_MB: pick("WORKER_PREFIX_CACHE_MB"),
-    LOG_LEVEL: pick("LOG_LEVEL"),
-  });
+  const c = readSettings(ConfigSchema, env);
   return {
     device: c.WORKER_DEVICE,
     workerId: c.WORKER_ID,

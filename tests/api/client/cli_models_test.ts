@@ -6,8 +6,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import process from "node:process";
-import { cliMain } from "../../../api/client/cli.ts";
-import type { CliIo } from "../../../api/client/cli_io.ts";
+import { type CliRun, runCli } from "./_run_cli.ts";
 import { folderTar, listModelFolder } from "../../../api/client/model_folder.ts";
 import { formatBytes, renderBar } from "../../../api/client/progress.ts";
 import { serveApi } from "../../../api/main.ts";
@@ -22,17 +21,8 @@ const env: Record<string, string> = {
   SEED_API_KEY: fx.keyA,
 };
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const io: CliIo = {
-    out: (t) => out += t,
-    err: (t) => err += t,
-    tty: false,
-    env: (n) => env[n],
-  };
-  const code = await cliMain(args, io);
-  return { code, out, err };
+function run(args: string[]): Promise<CliRun> {
+  return runCli(args, env);
 }
 
 /** Writes `files` into a new temporary folder, plus entries the CLI must leave out. */
