@@ -10,8 +10,10 @@ import { NotFoundError, ProblemError } from "./errors.ts";
 import {
   getCheckpoint,
   getSkillLibrary,
+  type JobStatus,
   listCheckpoints,
   listSkillLibraries,
+  TERMINAL_STATUSES,
 } from "../jobs/mod.ts";
 import { getJob } from "./queries.ts";
 import { jobIdOf } from "./routes_jobs.ts";
@@ -20,10 +22,42 @@ import { tarStream } from "./tar.ts";
 import { parseQuery, stepParamOf } from "./validate.ts";
 import { checkpointView, skillsView } from "./views.ts";
 
-async function checkpointAt(options: AppOptions, jobId: string, step: number) {
-  const ckpt = await getCheckpoint(options.db, jobId, step);
-  if (!ckpt) throw new NotFoundError(`Cannot find a checkpoint of job ${jobId} at step ${step}`);
-  return ckpt;
+/** Most steps a 404 for a missing checkpoint names (those nearest the step asked for). */
+const SHOWN_STEPS = 20;
+
+/**
+ * The checkpoint of `job` at `step`.
+ * @throws NotFoundError naming the steps that have a checkpoint ("… at step 7: its checkpoints
+ *   are at steps 4, 8", up to {@link SHOWN_STEPS} nearest the step, or "it has no checkpoints
+ *   yet"), so a caller who guessed a step learns which to ask for.
+ */
+async function checkpointAt(
+  options: AppOptions,
+  job: { id: string; status: JobStatus },
+  step: number,
+) {
+  const ckpt = await getCheckpoint(options.db, job.id, step);
+  if (ckpt) return ckpt;
+  const steps = (await listCheckpoints(options.db, job.id)).map((c) => c.step);
+  const has = steps.length === 0
+    ? `it has no checkpoints${TERMINAL_STATUSES.includes(job.status) ? "" : " yet"}`
+    : `its checkpoints are at steps ${nearestSteps(steps, step)}`;
+  throw new NotFoundError(`Cannot find a checkpoint of job ${job.id} at step ${step}: ${has}`);
+}
+
+/**
+ * `steps` (ascending) as `4, 8`, or, past {@link SHOWN_STEPS}, the ones nearest `step` with `…`
+ * where some were left out and the count: `…, 90, 100, …, 190 (of 50)`.
+ */
+function nearestSteps(steps: number[], step: number): string {
+  if (steps.length <= SHOWN_STEPS) return steps.join(", ");
+  const at = steps.findIndex((s) => s > step);
+  const middle = at === -1 ? steps.length : at;
+  const start = Math.max(0, Math.min(middle - SHOWN_STEPS / 2, steps.length - SHOWN_STEPS));
+  const shown = steps.slice(start, start + SHOWN_STEPS).map(String);
+  if (start > 0) shown.unshift("…");
+  if (start + SHOWN_STEPS < steps.length) shown.push("…");
+  return `${shown.join(", ")} (of ${steps.length})`;
 }
 
 /** Mounts the checkpoint and skills routes on a `/v1/jobs` base. */
@@ -39,13 +73,13 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
   app.get("/:id/checkpoints/:step", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const step = stepParamOf(c.req.param("step"));
-    return c.json(checkpointView(await checkpointAt(options, job.id, step)));
+    return c.json(checkpointView(await checkpointAt(options, job, step)));
   });
 
   app.get("/:id/checkpoints/:step/archive", async (c) => {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const step = stepParamOf(c.req.param("step"));
-    const ckpt = await checkpointAt(options, job.id, step);
+    const ckpt = await checkpointAt(options, job, step);
     const folder = `step-${step}`;
     // The store is checked before the first byte: the first file is opened here, so a store
     // that is down answers 503 + Retry-After (app.ts) instead of a 200 cut short. A failure
@@ -72,7 +106,7 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const job = await getJob(db, c.get("tenant").id, jobIdOf(c));
     const step = stepParamOf(c.req.param("step"));
     const q = parseQuery(c, FileQuery);
-    const ckpt = await checkpointAt(options, job.id, step);
+    const ckpt = await checkpointAt(options, job, step);
     const name = c.req.param("name");
     const file = ckpt.files.find((f) => f.name === name);
     if (!file) {

@@ -218,6 +218,55 @@ Deno.test("unknown checkpoints, files and other tenants' checkpoints are 404", a
   assert.equal((await bad.json()).errors[0].path, "expires_in");
 });
 
+Deno.test("a step without a checkpoint is a 404 naming the steps that have one, on every checkpoint route", async () => {
+  for (const path of ["3", "3/archive", "3/files/config.json"]) {
+    const res = await req(fx.app, "GET", `/v1/jobs/${job.id}/checkpoints/${path}`, {
+      key: fx.keyA,
+    });
+    assert.equal(res.status, 404, path);
+    assert.equal(
+      (await res.json()).detail,
+      `Cannot find a checkpoint of job ${job.id} at step 3: its checkpoints are at steps 2, 4, 6`,
+      path,
+    );
+  }
+  const empty = await runningJob(fx, fx.keyA);
+  const res = await req(fx.app, "GET", `/v1/jobs/${empty.id}/checkpoints/0/archive`, {
+    key: fx.keyA,
+  });
+  assert.equal(res.status, 404);
+  assert.equal(
+    (await res.json()).detail,
+    `Cannot find a checkpoint of job ${empty.id} at step 0: it has no checkpoints yet`,
+  );
+  // Past 20 checkpoints the 20 nearest the step asked for are named, with the count.
+  const many = await runningJob(fx, fx.keyA);
+  for (let step = 0; step <= 48; step += 2) {
+    await saveCheckpoint(fx.db, fx.store, { fence: fenceOf(many), tenantId: fx.tenantA.id }, {
+      step,
+      files: [{ name: "config.json", bytes: config }],
+    });
+  }
+  const detail = async (step: number) =>
+    (await (await req(fx.app, "GET", `/v1/jobs/${many.id}/checkpoints/${step}`, {
+      key: fx.keyA,
+    })).json()).detail;
+  const evens = (from: number, to: number) =>
+    Array.from({ length: (to - from) / 2 + 1 }, (_, i) => from + 2 * i).join(", ");
+  assert.equal(
+    await detail(25),
+    `Cannot find a checkpoint of job ${many.id} at step 25: its checkpoints are at steps …, ${
+      evens(6, 44)
+    }, … (of 25)`,
+  );
+  assert.equal(
+    await detail(1001),
+    `Cannot find a checkpoint of job ${many.id} at step 1001: its checkpoints are at steps …, ${
+      evens(10, 48)
+    } (of 25)`,
+  );
+});
+
 Deno.test("the skill library is the latest by default or the one at ?step=", async () => {
   const latest = await (await req(fx.app, "GET", `/v1/jobs/${job.id}/skills`, { key: fx.keyA }))
     .json();

@@ -116,6 +116,31 @@ Deno.test("the CLI downloads the latest checkpoint and verifies every file's sha
   }
 });
 
+Deno.test("the CLI's download of a step without a checkpoint names the steps that have one", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
+    for (const step of [4, 8]) {
+      await saveCheckpoint(fx.db, fx.store, writer, {
+        step,
+        files: [{ name: "config.json", bytes: new TextEncoder().encode("{}") }],
+      });
+    }
+    const missing = await run(["download", id, "--step", "7", "--out", `${dir}/out`])
+      .catch((e) => e);
+    assert.ok(missing instanceof Error, "a download of a step without a checkpoint must fail");
+    assert.equal(
+      missing.message,
+      `GET /v1/jobs/${id}/checkpoints/7/archive failed with HTTP 404: Cannot find a checkpoint ` +
+        `of job ${id} at step 7: its checkpoints are at steps 4, 8`,
+    );
+    await assert.rejects(() => Deno.stat(`${dir}/out`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI downloads a job's skill library, the latest or a given step, to stdout or a file", async () => {
   const dir = await Deno.makeTempDir();
   try {
