@@ -12,7 +12,9 @@
  *   follow ID [--json]                                event lines + progress bar; exit 0 iff succeeded
  *   cancel ID
  *   delete ID                                         a final job with its checkpoints and logs
- *   download ID [--step N] [--out DIR]                checkpoint archive → files, sha256 checked
+ *   download ID [--step N] [--out DIR] [--overwrite]  checkpoint archive → DIR/step-N/, sha256
+ *                                                     checked; refuses to write over a file there
+ *                                                     unless --overwrite
  *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
  *   metrics ID [--json | --csv]                       each metric's latest value, a table with
  *                                                     a header row; --json/--csv every step
@@ -38,7 +40,7 @@ import {
   metricsTable,
 } from "./cli_format.ts";
 import { eventLine } from "./events.ts";
-import { extractVerified } from "./extract.ts";
+import { DestinationExistsError, extractVerified } from "./extract.ts";
 import { modelsCommand } from "./cli_models.ts";
 import { secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
@@ -167,11 +169,20 @@ function stepOption(raw: string | undefined, what: string): number | undefined {
   return intOption("step", raw, { what, min: 0, max: 1_000_000_000 });
 }
 
+/**
+ * `download ID [--step N] [--out DIR] [--overwrite]`: the checkpoint archive of step N (the latest
+ * without `--step`) extracted into `DIR/step-N/` (DIR `job-ID` by default), each file checked
+ * against its `SHA256SUMS`; prints one `sha256  bytes\tpath` line a file.
+ * @throws Error "Cannot download job ID as it has no checkpoint yet"; "Cannot download step N of
+ *   job ID into DIR as PATH already exists: give --overwrite to replace it" (nothing written) when
+ *   files of the archive are there and `overwrite` is not set; the client's ApiError (a 404 for a
+ *   step without a checkpoint names the steps that have one); ArchiveError for a bad archive.
+ */
 async function download(
   client: SeedClient,
   id: string,
   given: number | undefined,
-  opts: { out?: string },
+  opts: { out?: string; overwrite?: boolean },
   io: CliIo,
 ): Promise<number> {
   let step = given;
@@ -186,7 +197,20 @@ async function download(
   }
   const out = opts.out ?? `job-${id}`;
   const res = await client.fetch(`/v1/jobs/${id}/checkpoints/${step}/archive`);
-  const files = await extractVerified(res.body!, out);
+  let files;
+  try {
+    files = await extractVerified(res.body!, out, { overwrite: opts.overwrite });
+  } catch (error) {
+    if (!(error instanceof DestinationExistsError)) throw error;
+    const [first, ...others] = error.paths;
+    const what = others.length === 0
+      ? `${first} already exists: give --overwrite to replace it`
+      : `${first} and ${others.length} more of its files already exist: give --overwrite to ` +
+        `replace them`;
+    throw new Error(`Cannot download step ${step} of job ${id} into ${out} as ${what}`, {
+      cause: error,
+    });
+  }
   for (const f of files) io.out(`${f.sha256}  ${f.bytes}\t${f.path}\n`);
   io.err(`downloaded step ${step}: ${files.length} files, sha256 verified, into ${out}\n`);
   return 0;

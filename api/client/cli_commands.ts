@@ -21,6 +21,7 @@ export const OPTIONS = {
   step: { type: "string" },
   out: { type: "string" },
   csv: { type: "boolean" },
+  overwrite: { type: "boolean" },
   name: { type: "string" },
   "name-prefix": { type: "string" },
   metadata: { type: "string", multiple: true },
@@ -88,8 +89,11 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: "download",
     args: "ID",
-    flags: { step: "N", out: "DIR" },
-    notes: ["the latest checkpoint by default; sha256 checked"],
+    flags: { step: "N", out: "DIR", overwrite: "" },
+    notes: [
+      "the latest checkpoint by default, into DIR/step-N/; sha256 checked; files already",
+      "there are an error unless --overwrite",
+    ],
   },
   {
     name: "skills",

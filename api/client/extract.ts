@@ -1,10 +1,11 @@
 /**
  * Extracts a checkpoint archive answered by `GET /v1/jobs/{id}/checkpoints/{step}/archive` (made by
  * `tarStream` in `api/tar.ts`: `SHA256SUMS` first, then one entry per file), hashing each file as it
- * is written and checking it against `SHA256SUMS`. Used by the CLI's `download` and the demo.
+ * is written and checking it against `SHA256SUMS`. A file already at the destination is not written
+ * over unless the caller says so. Used by the CLI's `download` and the demo.
  */
 import { createHash } from "node:crypto";
-import { mkdir, open } from "node:fs/promises";
+import { lstat, mkdir, open } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { extract } from "tar-stream";
 
@@ -27,31 +28,87 @@ export class ArchiveError extends Error {
 }
 
 /**
+ * Thrown by {@link extractVerified} when files of the archive are already at the destination and
+ * `overwrite` was not given; nothing was written.
+ */
+export class DestinationExistsError extends Error {
+  /** The paths on disk (outDir joined with the archive's names) that exist, in archive order. */
+  readonly paths: string[];
+  constructor(outDir: string, paths: string[]) {
+    super(
+      paths.length === 1
+        ? `Cannot extract the archive into ${outDir} as ${paths[0]} already exists`
+        : `Cannot extract the archive into ${outDir} as ${paths[0]} and ${
+          paths.length - 1
+        } more of its files already exist`,
+    );
+    this.name = "DestinationExistsError";
+    this.paths = paths;
+  }
+}
+
+/** Options of {@link extractVerified}. */
+export interface ExtractOptions {
+  /** Write over files already at the destination (default false: refuse before writing any). */
+  overwrite?: boolean;
+}
+
+/**
  * Extracts an archive made by `tarStream` (api/tar.ts) into `outDir`, hashing each file as it is
  * written and checking it against the archive's `SHA256SUMS`; also checks that every listed
- * file arrived. Rejects names with `..` or a leading `/`. Throws {@link ArchiveError}.
+ * file arrived. Rejects names with `..` or a leading `/`. Without `overwrite`, a file listed in
+ * `SHA256SUMS` that already exists under `outDir` (as a file, folder or link) stops it before
+ * anything is written, and a file created there meanwhile is not replaced either. The body is
+ * cancelled on any error.
+ * @throws ArchiveError for an unsafe name, a missing `SHA256SUMS` or a hash mismatch;
+ *   DestinationExistsError for files already there; the body's or the file system's error.
  */
 export async function extractVerified(
   body: ReadableStream<Uint8Array>,
   outDir: string,
+  options: ExtractOptions = {},
 ): Promise<ExtractedFile[]> {
   const ex = extract();
+  const reader = body.getReader();
   let bodyError: unknown;
   const feed = (async () => {
     try {
-      for await (const chunk of body) {
-        if (!ex.write(chunk)) await new Promise<void>((r) => ex.once("drain", () => r()));
+      // `destroying`: destroy() was called (its "close" may already have been emitted).
+      while (!ex.destroying) {
+        const { done, value } = await reader.read();
+        if (done || ex.destroying) break;
+        if (!ex.write(value) && !ex.destroying) {
+          await new Promise<void>((r) => {
+            ex.once("drain", () => r());
+            ex.once("close", () => r());
+          });
+        }
       }
-      (ex as unknown as { end(): void }).end();
+      if (!ex.destroying) (ex as unknown as { end(): void }).end();
     } catch (error) {
       bodyError = error;
       ex.destroy(error as Error);
     }
   })();
   try {
-    return await extractEntries(ex, outDir, feed);
+    return await extractEntries(ex, outDir, feed, options.overwrite === true);
   } catch (error) {
+    // The rest of the body is not waited for: cancelling ends a read in flight.
+    ex.destroy();
+    await reader.cancel().catch(() => {});
+    await feed;
     throw bodyError ?? error; // the stream's own cause, not streamx's "Stream was destroyed"
+  }
+}
+
+/** Whether anything (a file, folder or link, even a broken one) is at `path`. */
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return false;
+    throw error;
   }
 }
 
@@ -59,6 +116,7 @@ async function extractEntries(
   ex: ReturnType<typeof extract>,
   outDir: string,
   feed: Promise<void>,
+  overwrite: boolean,
 ): Promise<ExtractedFile[]> {
   let expected: Map<string, string> | undefined;
   const files: ExtractedFile[] = [];
@@ -80,6 +138,14 @@ async function extractEntries(
           return [m[2], m[1]] as [string, string];
         }),
       );
+      if (!overwrite) {
+        const there: string[] = [];
+        for (const listed of expected.keys()) {
+          const path = join(outDir, listed);
+          if (await exists(path)) there.push(path);
+        }
+        if (there.length > 0) throw new DestinationExistsError(outDir, there);
+      }
       continue;
     }
     if (!expected) {
@@ -87,7 +153,12 @@ async function extractEntries(
     }
     const path = join(outDir, name);
     await mkdir(dirname(path), { recursive: true });
-    const handle = await open(path, "w");
+    // "wx": a file that appeared since the check above is not replaced either.
+    const handle = await open(path, overwrite ? "w" : "wx").catch((error) => {
+      throw (error as { code?: string }).code === "EEXIST"
+        ? new DestinationExistsError(outDir, [path])
+        : error;
+    });
     const hash = createHash("sha256");
     let bytes = 0;
     try {

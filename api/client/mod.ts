@@ -23,7 +23,13 @@ export {
 export { cliMain } from "./cli.ts";
 export type { CliIo } from "./cli_io.ts";
 export { eventLine, percent } from "./events.ts";
-export { ArchiveError, type ExtractedFile, extractVerified } from "./extract.ts";
+export {
+  ArchiveError,
+  DestinationExistsError,
+  type ExtractedFile,
+  type ExtractOptions,
+  extractVerified,
+} from "./extract.ts";
 export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from "./model_folder.ts";
 export {
   type BarState,

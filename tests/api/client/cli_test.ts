@@ -116,6 +116,51 @@ Deno.test("the CLI downloads the latest checkpoint and verifies every file's sha
   }
 });
 
+Deno.test("the CLI's download refuses to write over files already there unless given --overwrite", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const config = new TextEncoder().encode('{"layers": 2}');
+    await saveCheckpoint(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+      step: 3,
+      files: [{ name: "config.json", bytes: config }, {
+        name: "model.safetensors",
+        bytes: new Uint8Array(64).fill(7),
+      }],
+    });
+    const out = `${dir}/out`;
+    assert.equal((await run(["download", id, "--out", out])).code, 0);
+    // A file of the user's where the download would write: kept, and named in the error.
+    await Deno.writeTextFile(`${out}/step-3/config.json`, "mine");
+    await Deno.remove(`${out}/step-3/model.safetensors`);
+    const again = await run(["download", id, "--out", out]).catch((e) => e);
+    assert.ok(again instanceof Error, "a download over an existing file must fail");
+    assert.equal(
+      again.message,
+      `Cannot download step 3 of job ${id} into ${out} as ${out}/step-3/config.json already ` +
+        `exists: give --overwrite to replace it`,
+    );
+    assert.equal(await Deno.readTextFile(`${out}/step-3/config.json`), "mine");
+    // Nothing was written: the file that was missing is still missing.
+    await assert.rejects(() => Deno.stat(`${out}/step-3/model.safetensors`), Deno.errors.NotFound);
+    const replaced = await run(["download", id, "--out", out, "--overwrite"]);
+    assert.equal(replaced.code, 0, replaced.err);
+    assert.deepEqual(await Deno.readFile(`${out}/step-3/config.json`), config);
+    assert.equal((await Deno.readFile(`${out}/step-3/model.safetensors`)).byteLength, 64);
+    // Every file there: one error naming the first, with the count of the others.
+    const both = await run(["download", id, "--out", out]).catch((e) => e);
+    assert.equal(
+      both.message,
+      `Cannot download step 3 of job ${id} into ${out} as ${out}/step-3/config.json and 1 more ` +
+        `of its files already exist: give --overwrite to replace them`,
+    );
+    const help = await run(["download", "--help"]);
+    assert.match(help.out, /^ {2}download ID \[--step N\] \[--out DIR\] \[--overwrite\]/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI's download of a step without a checkpoint names the steps that have one", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { ArchiveError, extractVerified } from "../../../api/client/extract.ts";
+import {
+  ArchiveError,
+  DestinationExistsError,
+  extractVerified,
+} from "../../../api/client/extract.ts";
 
 Deno.test("an archive without SHA256SUMS is refused", async () => {
   const { pack } = await import("tar-stream");
@@ -48,6 +52,82 @@ Deno.test("an archive that lacks a file its SHA256SUMS lists is refused, naming 
       ["a.txt", "hello"],
     ]);
     await assert.rejects(() => extractVerified(body, dir), /lacks b\.txt/);
+    assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "hello");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("files already at the destination stop the extraction before anything is written, and the body is cancelled", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/step-1`);
+    await Deno.writeTextFile(`${dir}/step-1/b.txt`, "mine");
+    await Deno.symlink(`${dir}/nowhere`, `${dir}/step-1/c.txt`); // a broken link counts too
+    const tar = await archive([
+      ["SHA256SUMS", ["a", "b", "c"].map((n) => `${HELLO_SHA256}  step-1/${n}.txt\n`).join("")],
+      ["step-1/a.txt", "hello"],
+      ["step-1/b.txt", "hello"],
+      ["step-1/c.txt", "hello"],
+    ]);
+    // The archive, then a body that does not end until cancelled, as a large download's rest.
+    let cancelled = false;
+    let endRest = () => {};
+    const rest = new Promise<void>((resolve) => endRest = resolve);
+    const reader = tar.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) await rest;
+        else controller.enqueue(value);
+      },
+      cancel() {
+        cancelled = true;
+        endRest();
+      },
+    }, { highWaterMark: 0 });
+    const error = await extractVerified(body, dir).catch((e) => e);
+    assert.ok(error instanceof DestinationExistsError, String(error));
+    assert.deepEqual(error.paths, [`${dir}/step-1/b.txt`, `${dir}/step-1/c.txt`]);
+    assert.equal(
+      error.message,
+      `Cannot extract the archive into ${dir} as ${dir}/step-1/b.txt and 1 more of its files ` +
+        `already exist`,
+    );
+    assert.equal(await Deno.readTextFile(`${dir}/step-1/b.txt`), "mine");
+    await assert.rejects(() => Deno.stat(`${dir}/step-1/a.txt`), Deno.errors.NotFound);
+    assert.ok(cancelled, "the body must be cancelled");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("with overwrite, files already at the destination are replaced", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/a.txt`, "mine, longer than hello");
+    const body = await archive([["SHA256SUMS", `${HELLO_SHA256}  a.txt\n`], ["a.txt", "hello"]]);
+    const files = await extractVerified(body, dir, { overwrite: true });
+    assert.deepEqual(files.map((f) => f.sha256), [HELLO_SHA256]);
+    assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "hello");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a file that appears after the check is not written over either", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // The second a.txt meets the file the first one wrote, as it would a file another process
+    // created between the check and the write.
+    const body = await archive([
+      ["SHA256SUMS", `${HELLO_SHA256}  a.txt\n`],
+      ["a.txt", "hello"],
+      ["a.txt", "other"],
+    ]);
+    const error = await extractVerified(body, dir).catch((e) => e);
+    assert.ok(error instanceof DestinationExistsError, String(error));
+    assert.deepEqual(error.paths, [`${dir}/a.txt`]);
     assert.equal(await Deno.readTextFile(`${dir}/a.txt`), "hello");
   } finally {
     await Deno.remove(dir, { recursive: true });
