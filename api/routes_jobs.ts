@@ -167,7 +167,9 @@ async function checkEnv(
     );
   }
   const detail = errors[0].path === "env.id"
-    ? `Cannot queue the job as env.id must name a known environment: current value is ${env.id}`
+    ? `Cannot queue the job as env.id must name a known environment (${
+      entries.map((e) => e.id).join(", ")
+    }): current value is ${JSON.stringify(env.id)}`
     : `Cannot queue the job as env.options must fit the ${env.id} options schema: ${
       errors[0].path
     }: ${errors[0].message}`;
