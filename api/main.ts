@@ -75,6 +75,16 @@ export interface RunningApi {
  */
 export const MAX_SWEEP_INTERVAL_MS = 7 * 24 * 3600_000;
 
+/**
+ * Shortest `SWEEPER_GRACE_MS`, ms: 1 hour. Objects are stored before the row that owns them
+ * commits (a checkpoint's files before its row, a model upload's first file before its last one
+ * arrives), so a sweep with a shorter grace would delete the objects of saves and uploads still in
+ * flight: at 0, every one a sweep finds. An hour is longer than a checkpoint save (seconds) and a
+ * model upload over a data-centre link (64 GiB at 100 MB/s: 11 min); slower uploads need more
+ * (jobs/README.md, "Orphan sweeper").
+ */
+export const MIN_SWEEP_GRACE_MS = 3600_000;
+
 /** Longest `SWEEPER_GRACE_MS`, ms: 365 days. */
 export const MAX_SWEEP_GRACE_MS = 365 * 24 * 3600_000;
 
@@ -83,7 +93,7 @@ const SettingsSchema = z.object({
   PORT: wholeNumberSetting(0, 65535).default(8787),
   SWEEPER_INTERVAL_MS: wholeNumberSetting(0, MAX_SWEEP_INTERVAL_MS, { unit: "ms" })
     .default(DEFAULT_SWEEP_INTERVAL_MS),
-  SWEEPER_GRACE_MS: wholeNumberSetting(0, MAX_SWEEP_GRACE_MS, { unit: "ms" })
+  SWEEPER_GRACE_MS: wholeNumberSetting(MIN_SWEEP_GRACE_MS, MAX_SWEEP_GRACE_MS, { unit: "ms" })
     .default(DEFAULT_SWEEP_GRACE_MS),
 });
 
@@ -95,7 +105,7 @@ const SettingsSchema = z.object({
  * | `HOST`                | 127.0.0.1  | listen address                                           |
  * | `PORT`                | 8787       | listen port, 0 to 65535 (0: a free one, logged at start) |
  * | `SWEEPER_INTERVAL_MS` | 3600000    | ms between orphan sweeps, 0 to 7 days (0: no sweeper)    |
- * | `SWEEPER_GRACE_MS`    | 86400000   | ms an object without a row is kept, 0 to 365 days        |
+ * | `SWEEPER_GRACE_MS`    | 86400000   | ms an object without a row is kept, 1 hour to 365 days   |
  */
 export type ApiSettings = z.infer<typeof SettingsSchema>;
 

@@ -128,9 +128,9 @@ Deno.test("the API's settings default to 127.0.0.1:8787, an hourly sweep and a d
       HOST: "0.0.0.0",
       PORT: "0",
       SWEEPER_INTERVAL_MS: "0",
-      SWEEPER_GRACE_MS: "60000",
+      SWEEPER_GRACE_MS: "7200000",
     }),
-    { HOST: "0.0.0.0", PORT: 0, SWEEPER_INTERVAL_MS: 0, SWEEPER_GRACE_MS: 60_000 },
+    { HOST: "0.0.0.0", PORT: 0, SWEEPER_INTERVAL_MS: 0, SWEEPER_GRACE_MS: 7_200_000 },
   );
   assert.equal(apiSettingsFromEnv({ PORT: "65535" }).PORT, 65535);
 });
@@ -154,11 +154,17 @@ Deno.test("a bad PORT or sweeper time is one line naming the variable, its rule 
       value,
     );
   }
-  assert.equal(
-    startError({ SWEEPER_GRACE_MS: "1e3" }),
-    "Cannot start the API as SWEEPER_GRACE_MS must be a whole number of ms from 0 to " +
-      '31536000000: current value is "1e3"',
-  );
+  // A grace under an hour would let a sweep delete the objects of an upload whose row is not
+  // committed yet (a checkpoint being saved, a model being uploaded): 0 is refused, not "none".
+  for (const value of ["1e3", "0", "1000", "3599999", "31536000001"]) {
+    assert.equal(
+      startError({ SWEEPER_GRACE_MS: value }),
+      "Cannot start the API as SWEEPER_GRACE_MS must be a whole number of ms from 3600000 to " +
+        `31536000000: current value is ${JSON.stringify(value)}`,
+      value,
+    );
+  }
+  assert.equal(apiSettingsFromEnv({ SWEEPER_GRACE_MS: "3600000" }).SWEEPER_GRACE_MS, 3_600_000);
 });
 
 /**
@@ -220,7 +226,7 @@ Deno.test("an API started with SWEEPER_INTERVAL_MS=1e3 and a blank SWEEPER_GRACE
   assert.equal(
     JSON.parse(lines[0]).error,
     "Cannot start the API as SWEEPER_INTERVAL_MS must be a whole number of ms from 0 to 604800000: " +
-      'current value is "1e3"; SWEEPER_GRACE_MS must be a whole number of ms from 0 to ' +
+      'current value is "1e3"; SWEEPER_GRACE_MS must be a whole number of ms from 3600000 to ' +
       '31536000000: current value is " "',
   );
   assert.deepEqual(opened, []);
