@@ -22,7 +22,7 @@ import { tarStream } from "./tar.ts";
 import { parseQuery, stepParamOf } from "./validate.ts";
 import { checkpointView, skillsView } from "./views.ts";
 
-/** Most steps a 404 for a missing checkpoint names (those nearest the step asked for). */
+/** Most steps a 404 for a missing checkpoint or skill library names (those nearest the step). */
 const SHOWN_STEPS = 20;
 
 /**
@@ -39,10 +39,24 @@ async function checkpointAt(
   const ckpt = await getCheckpoint(options.db, job.id, step);
   if (ckpt) return ckpt;
   const steps = (await listCheckpoints(options.db, job.id)).map((c) => c.step);
-  const has = steps.length === 0
-    ? `it has no checkpoints${TERMINAL_STATUSES.includes(job.status) ? "" : " yet"}`
-    : `its checkpoints are at steps ${nearestSteps(steps, step)}`;
+  const has = stepsHeld("checkpoints", steps, step, job.status);
   throw new NotFoundError(`Cannot find a checkpoint of job ${job.id} at step ${step}: ${has}`);
+}
+
+/**
+ * The end of a 404 for a step without a checkpoint or skill library (`what`, plural): `its
+ * checkpoints are at steps 4, 8` ({@link nearestSteps} of `step`; the latest ones when `step` is
+ * undefined), or for a job without any `it has no checkpoints`, with ` yet` while the job is not
+ * final and may still save one.
+ */
+function stepsHeld(
+  what: string,
+  steps: number[],
+  step: number | undefined,
+  status: JobStatus,
+): string {
+  if (steps.length > 0) return `its ${what} are at steps ${nearestSteps(steps, step ?? Infinity)}`;
+  return `it has no ${what}${TERMINAL_STATUSES.includes(status) ? "" : " yet"}`;
 }
 
 /**
@@ -141,8 +155,11 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
     const q = parseQuery(c, SkillsQuery);
     const row = await getSkillLibrary(db, job.id, q.step);
     if (!row) {
+      // As for checkpoints: the steps that have a library, so a guessed ?step= learns which to ask.
+      const steps = (await listSkillLibraries(db, job.id)).map((r) => r.step);
       const at = q.step === undefined ? "" : ` at step ${q.step}`;
-      throw new NotFoundError(`Cannot find a skill library of job ${job.id}${at}`);
+      const has = stepsHeld("skill libraries", steps, q.step, job.status);
+      throw new NotFoundError(`Cannot find a skill library of job ${job.id}${at}: ${has}`);
     }
     const bytes = await store.get(row.key, { sha256: row.sha256 });
     let library: unknown;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { fenceOf, saveCheckpoint, saveSkillLibrary } from "../../jobs/mod.ts";
+import { fenceOf, saveCheckpoint, saveSkillLibrary, succeedJob } from "../../jobs/mod.ts";
 import { extractVerified } from "../../api/client/extract.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
@@ -280,6 +280,50 @@ Deno.test("the skill library is the latest by default or the one at ?step=", asy
   const bad = await req(fx.app, "GET", `/v1/jobs/${job.id}/skills?step=-1`, { key: fx.keyA });
   assert.equal(bad.status, 400);
   assert.equal((await bad.json()).errors[0].path, "step");
+});
+
+Deno.test("a step without a skill library is a 404 naming the steps that have one", async () => {
+  const detail = async (jobId: string, query: string) => {
+    const res = await req(fx.app, "GET", `/v1/jobs/${jobId}/skills${query}`, { key: fx.keyA });
+    assert.equal(res.status, 404, query);
+    return (await res.json()).detail;
+  };
+  assert.equal(
+    await detail(job.id, "?step=3"),
+    `Cannot find a skill library of job ${job.id} at step 3: its skill libraries are at steps 2, 4`,
+  );
+  // A job without one: "yet" while it may still save one, not once it has ended.
+  const empty = await runningJob(fx, fx.keyA);
+  assert.equal(
+    await detail(empty.id, ""),
+    `Cannot find a skill library of job ${empty.id}: it has no skill libraries yet`,
+  );
+  assert.equal(
+    await detail(empty.id, "?step=0"),
+    `Cannot find a skill library of job ${empty.id} at step 0: it has no skill libraries yet`,
+  );
+  await succeedJob(fx.db, fenceOf(empty));
+  assert.equal(
+    await detail(empty.id, "?step=0"),
+    `Cannot find a skill library of job ${empty.id} at step 0: it has no skill libraries`,
+  );
+  // Past 20 libraries the 20 nearest the step asked for are named, with the count.
+  const many = await runningJob(fx, fx.keyA);
+  for (let step = 1; step <= 21; step++) {
+    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(many), tenantId: fx.tenantA.id }, {
+      step,
+      json: skills2,
+      skillCount: 1,
+    });
+  }
+  const steps = (from: number, to: number) =>
+    Array.from({ length: to - from + 1 }, (_, i) => from + i).join(", ");
+  assert.equal(
+    await detail(many.id, "?step=0"),
+    `Cannot find a skill library of job ${many.id} at step 0: its skill libraries are at steps ${
+      steps(1, 20)
+    }, … (of 21)`,
+  );
 });
 
 Deno.test({

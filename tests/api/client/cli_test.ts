@@ -191,7 +191,11 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
   try {
     const { id, job } = await submitAndClaim(dir);
     const none = await run(["skills", id]).catch((e) => e);
-    assert.match(String(none), /HTTP 404: Cannot find a skill library of job/);
+    assert.equal(
+      none.message,
+      `GET /v1/jobs/${id}/skills failed with HTTP 404: Cannot find a skill library of job ${id}: ` +
+        `it has no skill libraries yet`,
+    );
     const writer = { fence: fenceOf(job), tenantId: fx.tenantA.id };
     const library = (step: number, texts: string[]) => ({
       version: 1,
@@ -217,7 +221,11 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
     );
     assert.equal(first.err, `skill library of step 1: 1 skill, written to ${file}\n`);
     const missing = await run(["skills", id, "--step", "2"]).catch((e) => e);
-    assert.match(String(missing), /HTTP 404: Cannot find a skill library of job .* at step 2/);
+    assert.equal(
+      missing.message,
+      `GET /v1/jobs/${id}/skills?step=2 failed with HTTP 404: Cannot find a skill library of job ` +
+        `${id} at step 2: its skill libraries are at steps 1, 3`,
+    );
     const fractional = await run(["skills", id, "--step", "1.5"]);
     assert.equal(fractional.code, 2);
     assert.match(
