@@ -15,7 +15,9 @@
  *   download ID [--step N] [--out DIR] [--overwrite]  checkpoint archive → DIR/step-N/, sha256
  *                                                     checked; refuses to write over a file there
  *                                                     unless --overwrite
- *   skills ID [--step N] [--out FILE]                 skill library JSON → FILE or stdout
+ *   skills ID [--step N] [--out FILE] [--overwrite]   skill library JSON → FILE or stdout;
+ *                                                     refuses to write over FILE unless
+ *                                                     --overwrite
  *   metrics ID [--json | --csv]                       each metric's latest value, a table with
  *                                                     a header row; --json/--csv every step
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
@@ -217,15 +219,19 @@ async function download(
 }
 
 /**
- * `skills ID [--step N] [--out FILE]`: the job's skill library (`GET /v1/jobs/{id}/skills`; the
- * latest without `--step`) as stored (`{version, job_id, step, skills}`), pretty-printed JSON, to
- * FILE or stdout (`step` checked by the caller). @throws ApiError (404) when there is no library.
+ * `skills ID [--step N] [--out FILE] [--overwrite]`: the job's skill library (`GET
+ * /v1/jobs/{id}/skills`; the latest without `--step`) as stored (`{version, job_id, step,
+ * skills}`), pretty-printed JSON, to FILE or stdout (`step` checked by the caller).
+ * @throws Error "Cannot download the skill library of step N of job ID as FILE already exists:
+ *   give --overwrite to replace it" (FILE left as it was) when FILE is there and `overwrite` is
+ *   not set; the client's ApiError when there is no library (its 404 names the steps that have
+ *   one).
  */
 async function skills(
   client: SeedClient,
   id: string,
   step: number | undefined,
-  opts: { out?: string },
+  opts: { out?: string; overwrite?: boolean },
   io: CliIo,
 ): Promise<number> {
   const res = await client.json<{ step: number; skill_count: number; library: unknown }>(
@@ -233,7 +239,19 @@ async function skills(
   );
   const text = JSON.stringify(res.library, null, 2) + "\n";
   if (opts.out === undefined) io.out(text);
-  else await Deno.writeTextFile(opts.out, text);
+  else {
+    // createNew: the check and the write are one open (O_EXCL), so no file made in between is lost.
+    try {
+      await Deno.writeTextFile(opts.out, text, { createNew: !opts.overwrite });
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      throw new Error(
+        `Cannot download the skill library of step ${res.step} of job ${id} as ${opts.out} ` +
+          `already exists: give --overwrite to replace it`,
+        { cause: error },
+      );
+    }
+  }
   io.err(
     `skill library of step ${res.step}: ${res.skill_count} skill${
       res.skill_count === 1 ? "" : "s"

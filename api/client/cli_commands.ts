@@ -44,6 +44,11 @@ export interface CommandSpec {
   flags: Partial<Record<FlagName, string>>;
   /** Pairs of its flags that exclude each other; the usage shows a pair as `[--a A | --b B]`. */
   exclusive?: [FlagName, FlagName][];
+  /**
+   * Flags that mean something only with another (`skills`: `overwrite` needs `out`, as without it
+   * the library goes to stdout); one given without the other is a usage error.
+   */
+  needs?: Partial<Record<FlagName, FlagName>>;
   /** Another name of one of its flags (`after` for `cursor`): excludes it, not in the usage. */
   aliases?: Partial<Record<FlagName, FlagName>>;
   /** What it does, for the usage line (after the flags, or on lines of their own). */
@@ -98,8 +103,12 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: "skills",
     args: "ID",
-    flags: { step: "N", out: "FILE" },
-    notes: ["the skill library JSON, the latest by default, → FILE or stdout"],
+    flags: { step: "N", out: "FILE", overwrite: "" },
+    needs: { overwrite: "out" },
+    notes: [
+      "the skill library JSON, the latest by default, → FILE or stdout; a FILE already there",
+      "is an error unless --overwrite",
+    ],
   },
   {
     name: "metrics",
@@ -190,12 +199,14 @@ export interface TypedFlag {
 
 /**
  * Checks the flags typed with command `spec`: each must be one it takes (`--help` goes with any),
- * only a repeatable one (`--metadata`) may come twice, and no two of a pair it names in
- * `exclusive` may come together.
+ * only a repeatable one (`--metadata`) may come twice, no two of a pair it names in `exclusive`
+ * may come together, and none it `needs` another for may come without that one.
  * @throws UsageError "Cannot use --limit with status: it applies to list" for a flag the command
  *   does not take; "Cannot use --limit twice with list as it takes one value: give it once" for
  *   a flag given twice that is not repeatable; "Cannot use --json with --csv in metrics as they exclude each other: give one
- *   of them" for both of such a pair (each named as typed, in the order typed).
+ *   of them" for both of such a pair (each named as typed, in the order typed); "Cannot use
+ *   --overwrite with skills as it needs --out FILE: give both, or neither" for a flag without
+ *   the one it needs.
  */
 export function checkFlags(spec: CommandSpec, typed: TypedFlag[]): void {
   const given = new Map<FlagName, string>();
@@ -227,6 +238,16 @@ export function checkFlags(spec: CommandSpec, typed: TypedFlag[]): void {
       : [rawB, rawA];
     throw new UsageError(
       `Cannot use ${first} with ${second} in ${spec.name} as they exclude each other: give one of them`,
+    );
+  }
+  for (const [flag, needed] of Object.entries(spec.needs ?? {}) as [FlagName, FlagName][]) {
+    const raw = given.get(flag);
+    if (raw === undefined || given.has(needed)) continue;
+    const value = spec.flags[needed];
+    throw new UsageError(
+      `Cannot use ${raw} with ${spec.name} as it needs --${needed}${
+        value ? ` ${value}` : ""
+      }: give both, or neither`,
     );
   }
 }

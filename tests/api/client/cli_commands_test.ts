@@ -32,6 +32,8 @@ const VALUES: Record<string, string[]> = {
   step: ["1"],
   out: ["/nonexistent/out"],
   csv: [],
+  // With the --out it needs in skills (download, the other command taking it, takes --out too).
+  overwrite: ["--out", "/nonexistent/out"],
   name: ["n"],
   "name-prefix": ["n"],
   metadata: ["k=v"],
@@ -103,6 +105,22 @@ Deno.test("flags that exclude each other are a usage error naming both, in the o
       res.err,
     );
   }
+});
+
+Deno.test("a flag without the flag it needs is a usage error naming both, before any request", async () => {
+  const res = await run(["skills", "01234567", "--overwrite"]);
+  assert.equal(res.code, 2);
+  assert.equal(res.out, "");
+  assert.ok(
+    res.err.startsWith(
+      "Cannot use --overwrite with skills as it needs --out FILE: give both, or neither\n" +
+        "Usage: seed skills ID [--step N] [--out FILE] [--overwrite]\n",
+    ),
+    res.err,
+  );
+  // With it, the command gets past its checks (and fails here as no API listens).
+  const both = await run(["skills", "01234567", "--overwrite", "--out", "/nonexistent/out"]);
+  assert.ok(both.thrown !== undefined, both.err);
 });
 
 Deno.test("a flag given twice is a usage error unless it repeats (--metadata), before any request", async () => {

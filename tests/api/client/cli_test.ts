@@ -238,6 +238,37 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
   }
 });
 
+Deno.test("the CLI's skills refuses to write over a file already there unless given --overwrite", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const json = { version: 1, job_id: id, step: 2, skills: [{ text: "plan first" }] };
+    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+      step: 2,
+      json,
+      skillCount: 1,
+    });
+    // A file of the user's where the library would go: kept, and named in the error.
+    const file = `${dir}/skills.json`;
+    await Deno.writeTextFile(file, "mine");
+    const kept = await run(["skills", id, "--out", file]).catch((e) => e);
+    assert.ok(kept instanceof Error, "skills over an existing file must fail");
+    assert.equal(
+      kept.message,
+      `Cannot download the skill library of step 2 of job ${id} as ${file} already exists: ` +
+        `give --overwrite to replace it`,
+    );
+    assert.equal(await Deno.readTextFile(file), "mine");
+    const replaced = await run(["skills", id, "--out", file, "--overwrite"]);
+    assert.equal(replaced.code, 0, replaced.err);
+    assert.deepEqual(JSON.parse(await Deno.readTextFile(file)), json);
+    const help = await run(["skills", "--help"]);
+    assert.match(help.out, /^ {2}skills ID \[--step N\] \[--out FILE\] \[--overwrite\]/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI follows a job's events until it finishes and exits 0 when it succeeded", async () => {
   const dir = await Deno.makeTempDir();
   try {
