@@ -36,6 +36,7 @@ import { PlainProgress } from "./progress.ts";
 import {
   bar,
   describe,
+  isFinal,
   type Job,
   listTable,
   type MetricsPage,
@@ -175,7 +176,8 @@ function stepOption(raw: string | undefined, what: string): number | undefined {
  * `download ID [--step N] [--out DIR] [--overwrite]`: the checkpoint archive of step N (the latest
  * without `--step`) extracted into `DIR/step-N/` (DIR `job-ID` by default), each file checked
  * against its `SHA256SUMS`; prints one `sha256  bytes\tpath` line a file.
- * @throws Error "Cannot download job ID as it has no checkpoint yet"; "Cannot download step N of
+ * @throws Error "Cannot download job ID as it has no checkpoints yet" (without "yet" for a job
+ *   that has ended, as the API's checkpoint 404 says it); "Cannot download step N of
  *   job ID into DIR as PATH already exists: give --overwrite to replace it" (nothing written) when
  *   files of the archive are there and `overwrite` is not set; the client's ApiError (a 404 for a
  *   step without a checkpoint names the steps that have one); ArchiveError for a bad archive.
@@ -193,7 +195,10 @@ async function download(
       `/v1/jobs/${id}/checkpoints`,
     );
     if (checkpoints.length === 0) {
-      throw new Error(`Cannot download job ${id} as it has no checkpoint yet`);
+      // "yet" only while the job may still save one.
+      const job = await client.json<Job>(`/v1/jobs/${id}`);
+      const yet = isFinal(job.status) ? "" : " yet";
+      throw new Error(`Cannot download job ${id} as it has no checkpoints${yet}`);
     }
     step = checkpoints[checkpoints.length - 1].step;
   }

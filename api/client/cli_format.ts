@@ -107,14 +107,18 @@ function evalText(result: NonNullable<Job["result"]>): string {
   return `${rates.join(", ")} (step ${result.step})`;
 }
 
+/** Whether a job's `status` is final (succeeded, failed or cancelled): it will change no more. */
+export function isFinal(status: string): boolean {
+  return ["succeeded", "failed", "cancelled"].includes(status);
+}
+
 /**
  * What a job came to, for `list`: its error when it failed; for a finished job its latest
  * evaluation; else (still training, or never evaluated) its latest success rate.
  */
 function result(job: Job): string {
   if (job.error) return job.error.length > 60 ? `${job.error.slice(0, 59)}…` : job.error;
-  const final = ["succeeded", "failed", "cancelled"].includes(job.status);
-  if (job.result && final) return evalText(job.result);
+  if (job.result && isFinal(job.status)) return evalText(job.result);
   const [first] = keyMetrics(job.latest_metrics ?? {}, 1);
   if (!first) return "-";
   return `${first[0]} ${metricText(first[0], first[1])}`;

@@ -186,6 +186,30 @@ Deno.test("the CLI's download of a step without a checkpoint names the steps tha
   }
 });
 
+Deno.test('the CLI\'s download of a job without checkpoints says so, "yet" only while it can still save one', async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const running = await run(["download", id, "--out", `${dir}/out`]).catch((e) => e);
+    assert.ok(running instanceof Error, "a download of a job without checkpoints must fail");
+    assert.equal(running.message, `Cannot download job ${id} as it has no checkpoints yet`);
+    await succeedJob(fx.db, fenceOf(job));
+    const ended = await run(["download", id, "--out", `${dir}/out`]).catch((e) => e);
+    assert.equal(ended.message, `Cannot download job ${id} as it has no checkpoints`);
+    // The same words as the API's 404 for a step asked for.
+    const step = await run(["download", id, "--step", "0", "--out", `${dir}/out`])
+      .catch((e) => e);
+    assert.equal(
+      step.message,
+      `GET /v1/jobs/${id}/checkpoints/0/archive failed with HTTP 404: Cannot find a checkpoint ` +
+        `of job ${id} at step 0: it has no checkpoints`,
+    );
+    await assert.rejects(() => Deno.stat(`${dir}/out`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI downloads a job's skill library, the latest or a given step, to stdout or a file", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -604,7 +628,7 @@ Deno.test("the CLI takes a job id's unique start of 8 hex digits wherever it tak
     const skills = await run(["skills", `${head}ab`]).catch((e) => e);
     assert.match(String(skills), new RegExp(`/v1/jobs/${ids[1]}/skills failed with HTTP 404`));
     const download = await run(["download", `${head}ab`]).catch((e) => e);
-    assert.equal(download.message, `Cannot download job ${ids[1]} as it has no checkpoint yet`);
+    assert.equal(download.message, `Cannot download job ${ids[1]} as it has no checkpoints yet`);
     const cancel = await run(["cancel", `${head}ab`]);
     assert.equal(cancel.out, `${ids[1]}\tcancelled\n`);
     const follow = await run(["follow", `${head}ab`]);
