@@ -7,6 +7,7 @@ import { num, tickLabels } from "../../api/dashboard/static/format.js";
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
+import { stageCount, stageDetail, warmupStep } from "../../api/dashboard/static/stage_progress.js";
 import {
   copyBody,
   labelsOf,
@@ -186,6 +187,18 @@ Deno.test("a job in its warm-up shows the stage's own count, not the updates' 0 
   assert.equal(progressShare(cancelled), 0.25);
   // A succeeded job's bar is full, whatever its progress says.
   assert.equal(progressShare({ ...rollout, status: "succeeded" }), 1);
+});
+
+Deno.test("a warm-up phase with nothing planned says so, not 0/0, and its bar counts the updates", () => {
+  const none = { stage: "warmup_analyzer", step: 0, total_steps: 10, done: 0, total: 0 };
+  const sft = { status: "running", progress: { ...none, phase: "sft", loss: 1.5 } };
+  assert.equal(stageDetail(sft.progress), "SFT: no steps");
+  assert.equal(progressText(sft), "warmup_analyzer 0/10 · SFT: no steps");
+  assert.equal(progressShare(sft), 0);
+  const turns = { status: "running", progress: { ...none, phase: "trajectories", episodes: 0 } };
+  assert.equal(progressText(turns), "warmup_analyzer 0/10 · trajectories: no turns");
+  assert.equal(stageCount(turns.progress), null);
+  assert.equal(warmupStep(turns.progress), "warm-up");
 });
 
 Deno.test("the dashboard and the CLI read a warm-up's progress with the same module", async () => {
