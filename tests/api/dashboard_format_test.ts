@@ -14,6 +14,7 @@ import {
   metadataFilter,
   progressShare,
   progressText,
+  queuedAgain,
   resultText,
   runText,
 } from "../../api/dashboard/static/jobs.js";
@@ -207,4 +208,30 @@ Deno.test("the dashboard and the CLI read a warm-up's progress with the same mod
   assert.equal(cli.stageCount, page.stageCount);
   assert.equal(cli.stageDetail, page.stageDetail);
   assert.equal(cli.warmupStep, page.warmupStep);
+});
+
+Deno.test("a job queued again after a run says which run it waits for, not the last run's stage", () => {
+  const last = { stage: "rollout", step: 3, total_steps: 8, eta_s: 120 };
+  const started = "2026-12-07T12:00:00Z";
+  // Requeued by the reaper (lease expired): attempt 1, its second run.
+  const retry = {
+    status: "queued",
+    attempt: 1,
+    max_attempts: 3,
+    started_at: started,
+    progress: last,
+  };
+  assert.ok(queuedAgain(retry));
+  assert.equal(progressText(retry), "queued for retry: run 2 of at most 3");
+  assert.equal(progressShare(retry), 0);
+  // Given back by a stopping worker: the same run, not used up.
+  const resumed = { ...retry, attempt: 0 };
+  assert.equal(progressText(resumed), "queued to resume: run 1 of at most 3");
+  // Never started, and running again: as before.
+  const fresh = { status: "queued", attempt: 0, max_attempts: 3, started_at: null, progress: null };
+  assert.ok(!queuedAgain(fresh));
+  assert.equal(progressText(fresh), "");
+  const running = { ...retry, status: "running" };
+  assert.equal(progressText(running), "rollout 3/8");
+  assert.equal(progressShare(running), 3 / 8);
 });
