@@ -3,7 +3,7 @@
  * tick formatting, the sign-in return location, and the alignment of several jobs' curves.
  */
 import assert from "node:assert/strict";
-import { num, tickLabels } from "../../api/dashboard/static/format.js";
+import { num, percent, percentPoints, tickLabels } from "../../api/dashboard/static/format.js";
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
@@ -28,6 +28,17 @@ Deno.test("numbers keep their significant digits below 1 and never print -0", ()
   assert.equal(num(0), "0");
   assert.equal(num(null), "—");
   assert.equal(num(Number.NaN), "—");
+});
+
+Deno.test("rates read as percentages and their differences as percentage points, one decimal", () => {
+  assert.equal(percent(0.8125), "81.3%");
+  assert.equal(percent(0), "0.0%");
+  assert.equal(percent(undefined), "—");
+  assert.equal(percentPoints(0.40625 - 0.5), "-9.4");
+  assert.equal(percentPoints(0.173), "17.3");
+  // A difference that rounds to zero is not "-0.0".
+  assert.equal(percentPoints(-0.0004), "0.0");
+  assert.equal(percentPoints(Number.NaN), "—");
 });
 
 Deno.test("tick labels carry the decimals their spacing needs, with a minus and no -0", () => {
