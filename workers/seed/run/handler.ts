@@ -354,6 +354,9 @@ async function train(run: RunState, options: SeedHandlerOptions): Promise<Handle
       metrics.seconds_eval = evals.metrics.seconds_eval;
       if (evals.dump) dumps.push(evals.dump);
       events.push(...evals.events);
+    } else {
+      // No evaluation ran: no `seconds_eval` (the trainer's phase timer says 0), as no eval rates.
+      delete metrics.seconds_eval;
     }
     events.push({ type: "step", data: summary(step, total, metrics) });
     run.step = step;
