@@ -3,16 +3,18 @@
  * tick formatting, the sign-in return location, and the alignment of several jobs' curves.
  */
 import assert from "node:assert/strict";
-import { num, tickLabels } from "../../api/dashboard/static/format.js";
+import { num, percent, percentPoints, tickLabels } from "../../api/dashboard/static/format.js";
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
+import { stageCount, stageDetail, warmupStep } from "../../api/dashboard/static/stage_progress.js";
 import {
   copyBody,
   labelsOf,
   metadataFilter,
   progressShare,
   progressText,
+  queuedAgain,
   resultText,
   runText,
 } from "../../api/dashboard/static/jobs.js";
@@ -26,6 +28,17 @@ Deno.test("numbers keep their significant digits below 1 and never print -0", ()
   assert.equal(num(0), "0");
   assert.equal(num(null), "—");
   assert.equal(num(Number.NaN), "—");
+});
+
+Deno.test("rates read as percentages and their differences as percentage points, one decimal", () => {
+  assert.equal(percent(0.8125), "81.3%");
+  assert.equal(percent(0), "0.0%");
+  assert.equal(percent(undefined), "—");
+  assert.equal(percentPoints(0.40625 - 0.5), "-9.4");
+  assert.equal(percentPoints(0.173), "17.3");
+  // A difference that rounds to zero is not "-0.0".
+  assert.equal(percentPoints(-0.0004), "0.0");
+  assert.equal(percentPoints(Number.NaN), "—");
 });
 
 Deno.test("tick labels carry the decimals their spacing needs, with a minus and no -0", () => {
@@ -188,10 +201,48 @@ Deno.test("a job in its warm-up shows the stage's own count, not the updates' 0 
   assert.equal(progressShare({ ...rollout, status: "succeeded" }), 1);
 });
 
+Deno.test("a warm-up phase with nothing planned says so, not 0/0, and its bar counts the updates", () => {
+  const none = { stage: "warmup_analyzer", step: 0, total_steps: 10, done: 0, total: 0 };
+  const sft = { status: "running", progress: { ...none, phase: "sft", loss: 1.5 } };
+  assert.equal(stageDetail(sft.progress), "SFT: no steps");
+  assert.equal(progressText(sft), "warmup_analyzer 0/10 · SFT: no steps");
+  assert.equal(progressShare(sft), 0);
+  const turns = { status: "running", progress: { ...none, phase: "trajectories", episodes: 0 } };
+  assert.equal(progressText(turns), "warmup_analyzer 0/10 · trajectories: no turns");
+  assert.equal(stageCount(turns.progress), null);
+  assert.equal(warmupStep(turns.progress), "warm-up");
+});
+
 Deno.test("the dashboard and the CLI read a warm-up's progress with the same module", async () => {
   const cli = await import("../../api/client/progress.ts");
   const page = await import("../../api/dashboard/static/stage_progress.js");
   assert.equal(cli.stageCount, page.stageCount);
   assert.equal(cli.stageDetail, page.stageDetail);
   assert.equal(cli.warmupStep, page.warmupStep);
+});
+
+Deno.test("a job queued again after a run says which run it waits for, not the last run's stage", () => {
+  const last = { stage: "rollout", step: 3, total_steps: 8, eta_s: 120 };
+  const started = "2026-12-07T12:00:00Z";
+  // Requeued by the reaper (lease expired): attempt 1, its second run.
+  const retry = {
+    status: "queued",
+    attempt: 1,
+    max_attempts: 3,
+    started_at: started,
+    progress: last,
+  };
+  assert.ok(queuedAgain(retry));
+  assert.equal(progressText(retry), "queued for retry: run 2 of at most 3");
+  assert.equal(progressShare(retry), 0);
+  // Given back by a stopping worker: the same run, not used up.
+  const resumed = { ...retry, attempt: 0 };
+  assert.equal(progressText(resumed), "queued to resume: run 1 of at most 3");
+  // Never started, and running again: as before.
+  const fresh = { status: "queued", attempt: 0, max_attempts: 3, started_at: null, progress: null };
+  assert.ok(!queuedAgain(fresh));
+  assert.equal(progressText(fresh), "");
+  const running = { ...retry, status: "running" };
+  assert.equal(progressText(running), "rollout 3/8");
+  assert.equal(progressShare(running), 3 / 8);
 });

@@ -7,7 +7,7 @@
  * stopped, as `seed status` and `seed list` do.
  */
 import assert from "node:assert/strict";
-import { failJob, fenceOf, setProgress } from "../../jobs/mod.ts";
+import { failJob, fenceOf, reapExpiredLeases, setProgress } from "../../jobs/mod.ts";
 import { launchChromium } from "../_harness/chromium.ts";
 import { runningJob, startApiFixture } from "./_fixture.ts";
 
@@ -121,6 +121,68 @@ Deno.test({
       const shown = await look("#job-progress");
       assert.match(shown.text, /^\s*warmup_policy · SFT step 140\/560, loss 1\.500/);
       assert.equal(shown.width, "25%");
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await fx.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a job queued for retry after its worker was lost says so in the list and on its page, without the last run's bar or ETA",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const fx = await startApiFixture();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      fx.app.fetch,
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const browser = await launchChromium();
+    try {
+      const job = await runningJob(fx, fx.keyA);
+      await setProgress(fx.db, fenceOf(job), {
+        stage: "rollout",
+        step: 3,
+        totalSteps: 8,
+        etaS: 120,
+      });
+      // The worker stops heartbeating; the reaper (on the database's clock, an hour on) requeues
+      // the job for its second run, its progress still the first run's.
+      const [reaped] = await reapExpiredLeases(fx.db, { now: new Date(Date.now() + 3_600_000) });
+      assert.equal(reaped.id, job.id);
+      assert.equal(reaped.status, "queued");
+      assert.equal(reaped.attempt, 1);
+      assert.equal(reaped.progress?.step, 3);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      await page.goto(`${origin}/`);
+      await page.waitForSelector("#api-key");
+      await page.fill("#api-key", fx.keyA);
+      await page.click("#sign-in");
+      const row = `tr[data-job="${job.id}"]`;
+      await page.waitForSelector(`${row} [data-status="queued"]`);
+      const look = (scope: string) =>
+        page.$eval(scope, (el) => ({
+          width: (el.querySelector(".bar .fill") as HTMLElement).style.width,
+          text: el.textContent ?? "",
+        }));
+      const listed = await look(`${row} td.progress`);
+      assert.equal(listed.text.trim(), "queued for retry: run 2 of at most 3");
+      assert.equal(listed.width, "0%");
+      const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent ?? ""));
+      assert.ok(!cells.some((t) => /2m00s|3\/8/.test(t)), JSON.stringify(cells));
+
+      await page.goto(`${origin}/#/jobs/${job.id}`);
+      await page.waitForSelector("#job-progress .bar");
+      const shown = await look("#job-progress");
+      assert.equal(shown.text.trim(), "queued for retry: run 2 of at most 3");
+      assert.equal(shown.width, "0%");
       assert.deepEqual(problems, []);
     } finally {
       await browser.close();

@@ -29,9 +29,24 @@ export function time(iso) {
   return d.toLocaleString(undefined, { hour12: false });
 }
 
-/** @param {number | null | undefined} x in [0, 1] */
+/**
+ * A rate in [0, 1] (a success rate) as a percentage with one decimal, `81.3%`: the one format of
+ * rates on the dashboard; `—` for none.
+ * @param {number | null | undefined} x in [0, 1]
+ */
 export function percent(x) {
   return x === null || x === undefined || !Number.isFinite(x) ? "—" : `${(x * 100).toFixed(1)}%`;
+}
+
+/**
+ * A difference of two rates, or a rate's interval half-width, in percentage points with the
+ * decimal {@link percent} gives the rates (`10.0`, `-2.5`), never `-0.0`; `—` for none.
+ * @param {number | null | undefined} x a difference of rates in [−1, 1]
+ */
+export function percentPoints(x) {
+  if (x === null || x === undefined || !Number.isFinite(x)) return "—";
+  const text = (x * 100).toFixed(1);
+  return Number(text) === 0 ? "0.0" : text;
 }
 
 /**

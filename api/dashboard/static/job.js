@@ -14,6 +14,7 @@ import {
   duration,
   num,
   percent,
+  percentPoints,
   successHalfWidth,
   time,
 } from "./format.js";
@@ -181,7 +182,7 @@ export async function jobView(root, { id, signal }) {
     const cell = (/** @type {any} */ x) =>
       x
         ? `${percent(x.rate)}${
-          episodes ? ` ±${(successHalfWidth(x.rate, episodes) * 100).toFixed(1)}` : ""
+          episodes ? ` ±${percentPoints(successHalfWidth(x.rate, episodes))}` : ""
         } (step ${x.step})`
         : "—";
     replace(
@@ -213,7 +214,7 @@ export async function jobView(root, { id, signal }) {
               h(
                 "td",
                 null,
-                r.after ? `${((r.after.rate - r.before.rate) * 100).toFixed(1)} pts` : "—",
+                r.after ? `${percentPoints(r.after.rate - r.before.rate)} pts` : "—",
               ),
               h("td", null, num(r.before?.score)),
               h("td", null, num(r.after?.score)),

@@ -53,13 +53,15 @@ export function warmupStep(progress) {
 /**
  * Where a job is inside a long stage: the warm-up's count as `trajectories: turn 5/20, 187
  * episodes playing` or `SFT step 8/16, loss 2.310`; a `done`/`total` without a phase as
- * `SFT step 8/16`; "" otherwise.
+ * `SFT step 8/16`; a phase with nothing planned (`total` 0: no samples to train on, no turns to
+ * play) as `SFT: no steps` or `trajectories: no turns`, not `0/0`; "" otherwise.
  * @param {Record<string, unknown> | null | undefined} progress the job's `progress`
  * @returns {string}
  */
 export function stageDetail(progress) {
   const { phase, done, total, loss, episodes } = progress ?? {};
   if (typeof done !== "number" || typeof total !== "number") return "";
+  if (!(total > 0)) return phase === "trajectories" ? "trajectories: no turns" : "SFT: no steps";
   if (phase === "trajectories") {
     const playing = typeof episodes === "number" ? `, ${episodes} episodes playing` : "";
     return `trajectories: turn ${done}/${total}${playing}`;

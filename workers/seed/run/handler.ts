@@ -25,7 +25,7 @@
  * folder (checkpoint.ts), and a resumed run resolves `model.base` again and reads the adapter
  * onto it.
  */
-import { type JobSpec, maxTurnsOf, METHODS } from "../../../jobs/mod.ts";
+import { type JobProgress, type JobSpec, maxTurnsOf, METHODS } from "../../../jobs/mod.ts";
 import { type AsyncEnvironment, resolveEnvironment } from "../../envs/mod.ts";
 import type { EngineOptions } from "../../engine/mod.ts";
 import {
@@ -65,6 +65,7 @@ import { SeedTrainer } from "../trainer.ts";
 import { type RunPlan, runPlan } from "../run_plan.ts";
 import { STEP_EVENT_METRICS } from "../metrics.ts";
 import { runWarmup } from "./warmup_stage.ts";
+import { UpdateEta } from "./update_eta.ts";
 import { SeedOptionError } from "../errors.ts";
 import { policyPublisher } from "./publish_policy.ts";
 import { RemoteRolloutEngine } from "../remote_rollout.ts";
@@ -101,6 +102,8 @@ interface RunState {
   rng: Rng;
   library: SkillLibrary;
   step: number;
+  /** The clock of this run's updates, for the ETA in the job's progress. */
+  updates: UpdateEta;
 }
 
 const copyParams = (p: Parameters): Parameters => new Map([...p].map(([k, v]) => [k, v.slice()]));
@@ -234,6 +237,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
       rng: Rng.fromState(state.rng),
       library: SkillLibrary.fromJSON(state.skill_library),
       step: state.step,
+      updates: new UpdateEta(spec.eval_every),
     };
   }
   const baseName = lora ? await pinModelBase(spec.model.base, ctx.artifacts) : spec.model.base;
@@ -264,6 +268,7 @@ async function setUp(ctx: JobContext, options: SeedHandlerOptions): Promise<RunS
     rng: new Rng(derivedSeed(spec.random_seed, SEED_USE.trainer)),
     library: new SkillLibrary(ctx.jobId),
     step: -1,
+    updates: new UpdateEta(spec.eval_every),
   };
 }
 
@@ -329,9 +334,10 @@ async function train(run: RunState, options: SeedHandlerOptions): Promise<Handle
   for (let step = run.step + 1; step <= total; step++) {
     ctx.signal.throwIfAborted();
     const done = step - 1;
+    run.updates.start(step, Date.now());
     const { metrics, trajectories, teacher } = await trainer.step(
       step,
-      (stage) => ctx.setProgress({ stage, step: done, totalSteps: total }),
+      (stage) => ctx.setProgress(progressOf(run, stage, done, total)),
       ctx.signal,
     );
     const dumps = ctx.saveTrajectories
@@ -348,6 +354,9 @@ async function train(run: RunState, options: SeedHandlerOptions): Promise<Handle
       metrics.seconds_eval = evals.metrics.seconds_eval;
       if (evals.dump) dumps.push(evals.dump);
       events.push(...evals.events);
+    } else {
+      // No evaluation ran: no `seconds_eval` (the trainer's phase timer says 0), as no eval rates.
+      delete metrics.seconds_eval;
     }
     events.push({ type: "step", data: summary(step, total, metrics) });
     run.step = step;
@@ -359,6 +368,7 @@ async function train(run: RunState, options: SeedHandlerOptions): Promise<Handle
       ...parts,
       events: parts ? [...events, checkpointEvent(step, parts.checkpoint)] : events,
     });
+    run.updates.finish(Date.now());
     if (ctx.draining && step < total) return "drained";
   }
   await ctx.setProgress({ stage: "done", step: total, totalSteps: total, etaS: 0 });
@@ -407,6 +417,15 @@ async function remoteEngine(run: RunState) {
   };
 }
 
+/**
+ * The job's progress at `stage` with `step` of `total` updates done, and the ETA of the updates
+ * (update_eta.ts) once this run has timed one; without it the worker's clock fills it in.
+ */
+function progressOf(run: RunState, stage: string, step: number, total: number): JobProgress {
+  const etaS = run.updates.etaS(total, Date.now());
+  return { stage, step, totalSteps: total, ...(etaS === undefined ? {} : { etaS }) };
+}
+
 /** The fields of the per-step `step` event. */
 function summary(step: number, total: number, m: Record<string, number>) {
   const out: Record<string, unknown> = { step, total_steps: total };
@@ -425,7 +444,7 @@ function summary(step: number, total: number, m: Record<string, number>) {
  */
 async function evaluateNow(run: RunState, step: number, total: number) {
   const { ctx, spec } = run;
-  await ctx.setProgress({ stage: "eval", step, totalSteps: total });
+  await ctx.setProgress(progressOf(run, "eval", step, total));
   const started = performance.now();
   const r = await evaluate(run.theta, {
     env: run.env,
@@ -455,7 +474,7 @@ function checkpointEvent(step: number, files: readonly { name: string }[]) {
 /** The checkpoint files and (for methods with analysis) the skill library of `step`. */
 async function checkpointParts(run: RunState, step: number, total: number) {
   const { ctx, spec } = run;
-  await ctx.setProgress({ stage: "checkpoint", step, totalSteps: total });
+  await ctx.setProgress(progressOf(run, "checkpoint", step, total));
   const state: TrainerState = {
     version: 1,
     job_id: ctx.jobId,
