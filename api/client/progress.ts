@@ -5,8 +5,15 @@
  * model.safetensors  ETA 2m10s` (a model upload).
  */
 
-// The warm-up's count in words: one plain-JavaScript copy that the dashboard loads as served.
-export { stageCount, stageDetail, warmupStep } from "../dashboard/static/stage_progress.js";
+// The warm-up's count and a job queued again in words: one plain-JavaScript copy that the dashboard
+// loads as served.
+export {
+  queuedAgain,
+  queuedAgainText,
+  stageCount,
+  stageDetail,
+  warmupStep,
+} from "../dashboard/static/stage_progress.js";
 export type { StageCount } from "../dashboard/static/stage_progress.js";
 
 /** Formats seconds as `1h02m`, `3m05s` or `42s`. */

@@ -7,14 +7,18 @@ import { num, percent, percentPoints, tickLabels } from "../../api/dashboard/sta
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
-import { stageCount, stageDetail, warmupStep } from "../../api/dashboard/static/stage_progress.js";
+import {
+  queuedAgain,
+  stageCount,
+  stageDetail,
+  warmupStep,
+} from "../../api/dashboard/static/stage_progress.js";
 import {
   copyBody,
   labelsOf,
   metadataFilter,
   progressShare,
   progressText,
-  queuedAgain,
   resultText,
   runText,
 } from "../../api/dashboard/static/jobs.js";
@@ -213,12 +217,14 @@ Deno.test("a warm-up phase with nothing planned says so, not 0/0, and its bar co
   assert.equal(warmupStep(turns.progress), "warm-up");
 });
 
-Deno.test("the dashboard and the CLI read a warm-up's progress with the same module", async () => {
+Deno.test("the dashboard and the CLI read a warm-up's progress and a job queued again with the same module", async () => {
   const cli = await import("../../api/client/progress.ts");
   const page = await import("../../api/dashboard/static/stage_progress.js");
   assert.equal(cli.stageCount, page.stageCount);
   assert.equal(cli.stageDetail, page.stageDetail);
   assert.equal(cli.warmupStep, page.warmupStep);
+  assert.equal(cli.queuedAgain, page.queuedAgain);
+  assert.equal(cli.queuedAgainText, page.queuedAgainText);
 });
 
 Deno.test("a job queued again after a run says which run it waits for, not the last run's stage", () => {

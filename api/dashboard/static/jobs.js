@@ -5,7 +5,7 @@
 import { api, follow } from "./api.js";
 import { h, replace } from "./dom.js";
 import { ACTIVE_STATUSES, duration, percent, time } from "./format.js";
-import { stageCount, stageDetail } from "./stage_progress.js";
+import { queuedAgainText, stageCount, stageDetail } from "./stage_progress.js";
 
 const FILTERS = [
   ["", "all"],
@@ -19,29 +19,18 @@ const FILTERS = [
 ];
 
 /**
- * Whether `job` is back in the queue after a run of it started: its worker was lost (the reaper
- * requeued it with the next attempt) or gave it back while stopping. Its `progress` is still the
- * last run's, which the next run replaces.
- * @param {{status: string, started_at: string | null}} job
- */
-export function queuedAgain(job) {
-  return job.status === "queued" && job.started_at !== null && job.started_at !== undefined;
-}
-
-/**
  * A job's progress as text: `rollout 3/8`; in a warm-up stage its own count instead of the
  * updates, `warmup_policy · SFT step 336/1120, loss 0.412` (stage_progress.js `stageDetail`, the
  * words of `seed status`), also for a job that failed or was cancelled there: where it stopped.
- * A job queued again ({@link queuedAgain}) says which run it waits for, `queued for retry: run 2
- * of at most 3` (`queued to resume: run 1 of at most 3` when its worker gave it back without
- * using up the run), not the last run's stage.
+ * A job queued again (stage_progress.js `queuedAgain`) says which run it waits for, `queued for
+ * retry: run 2 of at most 3` (`queued to resume: run 1 of at most 3` when its worker gave it back
+ * without using up the run; `queuedAgainText`, the words of `seed status`), not the last run's
+ * stage.
  * @param {any} job
  */
 export function progressText(job) {
-  if (queuedAgain(job)) {
-    const run = `run ${job.attempt + 1} of at most ${job.max_attempts}`;
-    return job.attempt > 0 ? `queued for retry: ${run}` : `queued to resume: ${run}`;
-  }
+  const again = queuedAgainText(job);
+  if (again !== null) return again;
   const p = job.progress;
   if (!p) return "";
   const detail = stageDetail(p);
@@ -62,9 +51,9 @@ export function runText(job) {
 
 /**
  * The share of a job's progress bar in [0, 1]: 1 once succeeded; 0 while queued (a job queued
- * again, {@link queuedAgain}, included: its progress is the last run's); in a warm-up stage the
- * share of its own count (stage_progress.js `stageCount`, as `seed status`'s bar, whatever the
- * status); else the share of updates done.
+ * again, stage_progress.js `queuedAgain`, included: its progress is the last run's); in a warm-up
+ * stage the share of its own count (stage_progress.js `stageCount`, as `seed status`'s bar,
+ * whatever the status); else the share of updates done.
  * @param {any} job
  */
 export function progressShare(job) {

@@ -1,10 +1,14 @@
 /**
- * A warm-up stage's own count in words, one copy for the dashboard and the CLI (a plain module, so
- * the page loads it as served, without a build step; api/client/progress.ts re-exports it for the
- * `seed` bar, `seed list` and the demo). The worker writes the count into the job's `progress`
- * (workers/seed/run/warmup_stage.ts `StageProgress`: `phase`, `done`, `total`, `loss`, `episodes`)
- * and leaves it there when the job stops, so a job that failed or was cancelled in its warm-up
- * still says where it stopped.
+ * A job's progress in words where the dashboard and the CLI must agree, one copy for both (a plain
+ * module, so the page loads it as served, without a build step; api/client/progress.ts re-exports
+ * it for the `seed` bar, `seed list` and the demo):
+ *
+ * - a warm-up stage's own count. The worker writes the count into the job's `progress`
+ *   (workers/seed/run/warmup_stage.ts `StageProgress`: `phase`, `done`, `total`, `loss`,
+ *   `episodes`) and leaves it there when the job stops, so a job that failed or was cancelled in
+ *   its warm-up still says where it stopped;
+ * - a job back in the queue after a run of it started ({@link queuedAgain}), whose `progress` is
+ *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage.
  */
 
 /**
@@ -68,4 +72,30 @@ export function stageDetail(progress) {
   }
   const lossText = typeof loss === "number" ? `, loss ${loss.toFixed(3)}` : "";
   return `SFT step ${done}/${total}${lossText}`;
+}
+
+/**
+ * Whether `job` is back in the queue after a run of it started: its worker was lost (the reaper
+ * requeued it with the next attempt) or gave it back while stopping. Its `progress` is still the
+ * last run's, which the next run replaces: show {@link queuedAgainText}, not that progress.
+ * @param {{status: string, started_at?: string | null}} job a job as the API answers it
+ * @returns {boolean}
+ */
+export function queuedAgain(job) {
+  return job.status === "queued" && job.started_at !== null && job.started_at !== undefined;
+}
+
+/**
+ * Which run a job queued again ({@link queuedAgain}) waits for: `queued for retry: run 2 of at
+ * most 3` after a lost run (`attempt` counts from 0, so it is run `attempt + 1`), `queued to
+ * resume: run 1 of at most 3` when its worker gave it back without using up the run (`attempt`
+ * still 0); null for any other job.
+ * @param {{status: string, started_at?: string | null, attempt: number, max_attempts: number}} job
+ *   a job as the API answers it
+ * @returns {string | null}
+ */
+export function queuedAgainText(job) {
+  if (!queuedAgain(job)) return null;
+  const run = `run ${job.attempt + 1} of at most ${job.max_attempts}`;
+  return job.attempt > 0 ? `queued for retry: ${run}` : `queued to resume: ${run}`;
 }
