@@ -32,7 +32,7 @@
  */
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
-import { PlainProgress } from "./progress.ts";
+import { PlainProgress, queuedAgain } from "./progress.ts";
 import {
   bar,
   describe,
@@ -115,9 +115,11 @@ async function follow(
     const line = bar(job);
     if (!io.tty) {
       const p = job.progress;
-      const key = `${job.status} ${p?.step} ${p?.stage}`;
-      const stageSinceMs = p?.stage ? stageStarts.get(p.stage) : undefined;
-      const out = plain.next({ line, key, stage: p?.stage, stageSinceMs }, Date.now());
+      // A job queued again is in no stage: the one in its progress is the last run's.
+      const stage = queuedAgain(job) ? undefined : p?.stage;
+      const key = `${job.status} ${p?.step} ${stage}`;
+      const stageSinceMs = stage ? stageStarts.get(stage) : undefined;
+      const out = plain.next({ line, key, stage, stageSinceMs }, Date.now());
       if (out !== null) io.err(`${out}\n`);
       return;
     }

@@ -2,7 +2,7 @@
  * What `seed status` and `seed list` print for a person (api/client/cli.ts): the job with a few
  * key metrics rounded, one a line; the job list as a table with a header row.
  */
-import { renderBar, stageCount, stageDetail, warmupStep } from "./progress.ts";
+import { queuedAgainText, renderBar, stageCount, stageDetail, warmupStep } from "./progress.ts";
 
 /** A job as `GET /v1/jobs/{id}` answers it (the fields the CLI reads). */
 export type Job = {
@@ -18,6 +18,8 @@ export type Job = {
   max_attempts: number;
   method: string;
   created_at: string;
+  /** When its latest run started; null before the first (a queued job with one is queued again). */
+  started_at?: string | null;
   finished_at?: string | null;
   error: string | null;
   progress:
@@ -127,7 +129,8 @@ function result(job: Job): string {
 /**
  * `list`'s table: a header row, then one job a line (name and model `-` where none). STEP is the
  * job's updates (`3/10`), or in a warm-up stage `warm-up 120/560` ({@link warmupStep}), the count
- * `status`'s bar shows there.
+ * `status`'s bar shows there; for a job back in the queue after a run started, the run it waits
+ * for (`queued for retry: run 2 of at most 3`, {@link queuedAgainText}), not the last run's count.
  */
 export function listTable(jobs: Job[]): string {
   const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED (UTC)", "RESULT"]];
@@ -140,7 +143,7 @@ export function listTable(jobs: Job[]): string {
       j.spec?.model?.base ?? "-",
       j.method,
       j.status,
-      warmupStep(j.progress) ??
+      queuedAgainText(j) ?? warmupStep(j.progress) ??
         (step === undefined ? "-" : total ? `${step}/${total}` : String(step)),
       j.created_at.slice(0, 19).replace("T", " "),
       result(j),
@@ -186,9 +189,14 @@ export function table(rows: string[][]): string {
 
 /**
  * The job's progress bar (progress.ts): its updates (`3/10`), or within a warm-up stage that
- * stage's own count (`SFT step 336/1120`, {@link stageCount}) with the rest of its detail.
+ * stage's own count (`SFT step 336/1120`, {@link stageCount}) with the rest of its detail; the ETA
+ * only while the job runs. A job back in the queue after a run started gets no bar but the run it
+ * waits for, `queued for retry: run 2 of at most 3` ({@link queuedAgainText}, the dashboard's
+ * words): its `progress` is still the last run's.
  */
 export function bar(job: Job): string {
+  const again = queuedAgainText(job);
+  if (again !== null) return again;
   const within = stageCount(job.progress);
   return renderBar({
     status: job.status,
@@ -196,7 +204,7 @@ export function bar(job: Job): string {
     step: within?.done ?? job.progress?.step,
     totalSteps: within?.total ?? job.progress?.total_steps,
     label: within?.label,
-    etaS: job.progress?.eta_s,
+    etaS: job.status === "running" ? job.progress?.eta_s : undefined,
     detail: within ? within.rest : stageDetail(job.progress),
   });
 }

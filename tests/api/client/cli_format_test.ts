@@ -1,6 +1,9 @@
-/** What `seed list` prints (api/client/cli_format.ts `listTable`), from jobs as the API answers. */
+/**
+ * What `seed list` and `seed status` print (api/client/cli_format.ts), from jobs as the API
+ * answers them.
+ */
 import assert from "node:assert/strict";
-import { type Job, listTable } from "../../../api/client/cli_format.ts";
+import { bar, describe, type Job, listTable } from "../../../api/client/cli_format.ts";
 
 /** A running job with `progress`, as `GET /v1/jobs` lists it. */
 function job(id: string, progress: Job["progress"]): Job {
@@ -60,4 +63,39 @@ Deno.test("seed list's STEP says warm-up with the stage's own count while a job 
     rl: "3/10",
     queued: "-",
   });
+});
+
+Deno.test("seed status and seed list show a job queued again by the run it waits for, not the last run's bar, stage or ETA", () => {
+  // The first run got to update 3 of 8 with 2 minutes to go; then its worker was lost and the
+  // reaper queued the job for its second run.
+  const last = { stage: "rollout", step: 3, total_steps: 8, eta_s: 120 };
+  const retry: Job = {
+    ...job("retry", last),
+    status: "queued",
+    attempt: 1,
+    started_at: "2026-12-07T10:01:00.000Z",
+  };
+  assert.equal(bar(retry), "queued for retry: run 2 of at most 3");
+  assert.match(describe(retry), /^progress {2}queued for retry: run 2 of at most 3$/m);
+  assert.doesNotMatch(describe(retry), /ETA|3\/8|rollout/);
+  // Given back by a stopping worker: the same run, not used up.
+  const resumed: Job = { ...retry, id: "resumed", attempt: 0 };
+  assert.equal(bar(resumed), "queued to resume: run 1 of at most 3");
+  assert.deepEqual(stepColumn([retry, resumed]), {
+    retry: "queued for retry: run 2 of at most 3",
+    resumed: "queued to resume: run 1 of at most 3",
+  });
+  // Running again, the bar is the new run's; a job that stopped keeps its count but no ETA.
+  assert.equal(
+    bar({ ...retry, status: "running" }),
+    `[#########${"-".repeat(15)}] 3/8  running  rollout  ETA 2m00s`,
+  );
+  assert.equal(
+    bar({ ...retry, status: "failed" }),
+    `[#########${"-".repeat(15)}] 3/8  failed  rollout`,
+  );
+  // Never started: nothing to show yet, as before.
+  const fresh: Job = { ...job("fresh", null), status: "queued", started_at: null };
+  assert.doesNotMatch(describe(fresh), /^progress/m);
+  assert.deepEqual(stepColumn([fresh]), { fresh: "-" });
 });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   appendEvent,
   fenceOf,
+  reapExpiredLeases,
   recordMetrics,
   saveCheckpoint,
   saveSkillLibrary,
@@ -26,6 +27,7 @@ async function run(
   args: string[],
   stdin = "",
   onOut?: (text: string) => void,
+  onErr?: (text: string) => void,
 ): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
@@ -34,7 +36,10 @@ async function run(
       out += t;
       onOut?.(t);
     },
-    err: (t) => err += t,
+    err: (t) => {
+      err += t;
+      onErr?.(t);
+    },
     tty: false,
     env: (n) => env[n],
     stdin: () => Promise.resolve(stdin),
@@ -309,7 +314,12 @@ Deno.test("the CLI follows a job's events until it finishes and exits 0 when it 
       "stage: rollout",
       "status: succeeded",
     ]);
-    assert.match(res.err, /\[#+-*\] 2\/4 {2}\w+ {2}rollout {2}ETA 30s/);
+    // The bar as follow last drew it: with the ETA while running, none once the job succeeded.
+    assert.match(
+      res.err,
+      /\[#+-*\] 2\/4 {2}(running {2}rollout {2}ETA 30s|succeeded {2}rollout)$/m,
+    );
+    assert.doesNotMatch(res.err, /succeeded .*ETA/);
     assert.match(res.err, new RegExp(`job ${id} succeeded`));
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -354,6 +364,53 @@ Deno.test("the CLI's follow attached mid-stage counts the time in the stage from
     );
     const status = await run(["status", id]);
     assert.match(status.out, /^progress +\[#-{23}\] SFT step 36\/1120 {2}\w+ {2}warmup_policy/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's follow of a job queued again after its worker was lost says the run it waits for, not the lost run's stage", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await setProgress(fx.db, fenceOf(job), { stage: "rollout", step: 2, totalSteps: 4, etaS: 30 });
+    await appendEvent(fx.db, fenceOf(job), "stage", { stage: "rollout" });
+    // The stage started 70 s before follow attaches.
+    await fx.db.query(
+      "update job_events set created_at = now() - interval '70 seconds' where job_id = $1 and type = 'stage'",
+      [id],
+    );
+    const stageShown = Promise.withResolvers<void>();
+    const queuedShown = Promise.withResolvers<void>();
+    let seenStage = false;
+    const following = run(["follow", id], "", (text) => {
+      if (text.includes("stage: rollout")) {
+        seenStage = true;
+        stageShown.resolve();
+      }
+    }, (text) => {
+      // Off a terminal the bar is a line on each change: the first with `queued` after the stage
+      // is the requeued job's.
+      if (seenStage && text.includes("queued")) queuedShown.resolve();
+    });
+    await stageShown.promise;
+    // The worker stopped heartbeating an hour ago; the reaper queues the job for its second run.
+    await fx.db.query(
+      "update jobs set lease_expires_at = now() - interval '1 hour', heartbeat_at = now() - interval '1 hour' where id = $1",
+      [id],
+    );
+    const [reaped] = await reapExpiredLeases(fx.db, {
+      now: new Date(Date.now() + 3_600_000),
+      limit: 1,
+    });
+    assert.equal(reaped.id, id);
+    await queuedShown.promise;
+    await run(["cancel", id]);
+    const res = await following;
+    assert.equal(res.code, 1, res.err);
+    const lines = res.err.split("\n");
+    const queued = lines.filter((line) => line.includes("queued"));
+    assert.deepEqual(queued, ["queued for retry: run 2 of at most 3"], res.err);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -427,6 +484,41 @@ Deno.test("the CLI's status shows the key metrics rounded, one a line, and --jso
     const raw = JSON.parse((await run(["metrics", id, "--json"])).out);
     assert.deepEqual(raw.points.map((p: { step: number }) => p.step), [3, 4]);
     assert.deepEqual(raw.points[0].values, values);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's status and list show a job queued again after its worker was lost by the run it waits for, without the last run's bar or ETA", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await setProgress(fx.db, fenceOf(job), { stage: "rollout", step: 3, totalSteps: 8, etaS: 120 });
+    const running = await run(["status", id]);
+    assert.match(running.out, /^progress +\[#+-+\] 3\/8 {2}running {2}rollout {2}ETA 2m00s$/m);
+    // The worker stopped heartbeating an hour ago (its lease the oldest, so the one reaped); the
+    // reaper queues the job for its second run, its progress still the first run's.
+    await fx.db.query(
+      "update jobs set lease_expires_at = now() - interval '1 hour', heartbeat_at = now() - interval '1 hour' where id = $1",
+      [id],
+    );
+    const [reaped] = await reapExpiredLeases(fx.db, {
+      now: new Date(Date.now() + 3_600_000),
+      limit: 1,
+    });
+    assert.equal(reaped.id, id);
+    assert.equal(reaped.status, "queued");
+    assert.equal(reaped.attempt, 1);
+    assert.equal(reaped.progress?.step, 3);
+    const status = await run(["status", id]);
+    assert.equal(status.code, 0, status.err);
+    assert.match(status.out, /^status +queued \(run 2 of at most 3\)$/m);
+    assert.match(status.out, /^progress +queued for retry: run 2 of at most 3$/m);
+    assert.doesNotMatch(status.out, /ETA|3\/8|rollout/);
+    const list = await run(["list", "--limit", "100"]);
+    const row = list.out.split("\n").find((line) => line.startsWith(id)) ?? "";
+    assert.match(row, / +queued +queued for retry: run 2 of at most 3 +\d{4}-/);
+    assert.doesNotMatch(row, /3\/8/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
