@@ -88,7 +88,7 @@ type CheckpointList = {
  * {@link claimOutputFolder} (it, or the next free `<outDir>-N` when it is not free: an earlier
  * run's output is kept), or a folder the caller took earlier with it (the demo does, to name the
  * folder in its first lines). Also writes `spec.json` (what was submitted). On failure the folder
- * is given back ({@link releaseOutputFolder}). Throws {@link DemoDownloadError} (no checkpoint,
+ * is given back ({@link releaseOutputFolder}). Throws {@link DemoDownloadError} (no checkpoints,
  * hash mismatch), the client's `ApiError`/`ArchiveError`, or the file system's error.
  */
 export async function downloadArtifacts(
@@ -101,7 +101,7 @@ export async function downloadArtifacts(
   try {
     const { checkpoints } = await client.json<CheckpointList>(`${jobPath}/checkpoints`);
     if (checkpoints.length === 0) {
-      throw new DemoDownloadError(`Cannot download job ${job.id} as it has no checkpoint`);
+      throw new DemoDownloadError(`Cannot download job ${job.id} as it has no checkpoints`);
     }
     const latest = checkpoints.reduce((a, b) => (b.step > a.step ? b : a));
     folder ??= await claimOutputFolder(options.outDir as string);

@@ -126,9 +126,10 @@ Deno.test("a download that fails gives back the folder it took, and keeps a fold
     await succeedJob(fx.db, fenceOf(job));
     const wire = await client.json<JobWire>(`/v1/jobs/${job.id}`);
     const taken = await claimOutputFolder(`${tmp}/out`);
+    // The job succeeded without saving a checkpoint: in the words of seed download.
     await assert.rejects(
       downloadArtifacts(client, wire, { outDir: taken, spec: {} }),
-      DemoDownloadError,
+      new DemoDownloadError(`Cannot download job ${job.id} as it has no checkpoints`),
     );
     await Deno.mkdir(`${tmp}/mine`);
     await assert.rejects(
