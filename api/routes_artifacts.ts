@@ -1,7 +1,8 @@
 /**
  * Artifact routes: checkpoints (list, one tar archive, single files by presigned URL) and skill
- * libraries (one step's, and the list of steps that have one). Object keys come only from the job's rows, so a tenant can reach only its own
- * objects; file names in paths are matched against the row, never joined into keys.
+ * libraries (one step's, and the list of steps that have one). Object keys come only from the
+ * job's rows, so a tenant can reach only its own objects; file names in paths are matched against
+ * the row, never joined into keys.
  */
 import { Hono } from "hono";
 import type { AuthEnv } from "./auth.ts";

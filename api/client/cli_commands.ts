@@ -203,10 +203,10 @@ export interface TypedFlag {
  * may come together, and none it `needs` another for may come without that one.
  * @throws UsageError "Cannot use --limit with status: it applies to list" for a flag the command
  *   does not take; "Cannot use --limit twice with list as it takes one value: give it once" for
- *   a flag given twice that is not repeatable; "Cannot use --json with --csv in metrics as they exclude each other: give one
- *   of them" for both of such a pair (each named as typed, in the order typed); "Cannot use
- *   --overwrite with skills as it needs --out FILE: give both, or neither" for a flag without
- *   the one it needs.
+ *   a flag given twice that is not repeatable; "Cannot use --json with --csv in metrics as they
+ *   exclude each other: give one of them" for both of such a pair (each named as typed, in the
+ *   order typed); "Cannot use --overwrite with skills as it needs --out FILE: give both, or
+ *   neither" for a flag without the one it needs.
  */
 export function checkFlags(spec: CommandSpec, typed: TypedFlag[]): void {
   const given = new Map<FlagName, string>();
