@@ -426,6 +426,10 @@ const JobSpecObject = z.object({
     dual_clip: z.number().gt(1).max(100).default(3),
     /** c_H: weight of the entropy bonus (0: none, as the tuned presets ran). */
     entropy_coef: num(0, 10).default(0),
+    /**
+     * c_KL: weight of the clamped k3 KL to the reference policy (the warm-up checkpoint); 0 loads
+     * none.
+     */
     kl_coef: num(0, 10).default(0.01),
     /** Passes over each update's samples. */
     ppo_epochs: int(1, 64).default(1),

@@ -23,8 +23,6 @@ export class SpecDocsError extends Error {
  * better: add the comment to jobs/spec.ts and delete the line here.
  */
 const FALLBACK_DESCRIPTIONS: Record<string, string> = {
-  "optim.entropy_coef": "Weight of the entropy bonus (loss − entropy_coef·mean(H)).",
-  "optim.kl_coef": "Weight of the k3 KL penalty to the warm-up (reference) policy.",
   "eval.splits": "Splits evaluated (`test_seen`: new episodes of training layouts; " +
     "`test_unseen`: held-out layouts/objects).",
   "requirements.device": "Device class of worker that may claim the job (its `WORKER_DEVICE`).",
