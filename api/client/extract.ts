@@ -77,12 +77,7 @@ export async function extractVerified(
       while (!ex.destroying) {
         const { done, value } = await reader.read();
         if (done || ex.destroying) break;
-        if (!ex.write(value) && !ex.destroying) {
-          await new Promise<void>((r) => {
-            ex.once("drain", () => r());
-            ex.once("close", () => r());
-          });
-        }
+        if (!ex.write(value) && !ex.destroying) await drainOrClose(ex);
       }
       if (!ex.destroying) (ex as unknown as { end(): void }).end();
     } catch (error) {
@@ -99,6 +94,22 @@ export async function extractVerified(
     await feed;
     throw bodyError ?? error; // the stream's own cause, not streamx's "Stream was destroyed"
   }
+}
+
+/**
+ * Resolves once `ex` drains or closes, and removes the listener of the other: a listener left
+ * behind at each wait piles up over a large archive (Node's MaxListenersExceededWarning on stderr).
+ */
+function drainOrClose(ex: ReturnType<typeof extract>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      ex.off("drain", done);
+      ex.off("close", done);
+      resolve();
+    };
+    ex.on("drain", done);
+    ex.on("close", done);
+  });
 }
 
 /** Whether anything (a file, folder or link, even a broken one) is at `path`. */
