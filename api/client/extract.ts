@@ -5,7 +5,7 @@
  * over unless the caller says so. Used by the CLI's `download` and the demo.
  */
 import { createHash } from "node:crypto";
-import { lstat, mkdir, open } from "node:fs/promises";
+import { lstat, mkdir, open, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { extract } from "tar-stream";
 
@@ -59,7 +59,8 @@ export interface ExtractOptions {
  * file arrived. Rejects names with `..` or a leading `/`. Without `overwrite`, a file listed in
  * `SHA256SUMS` that already exists under `outDir` (as a file, folder or link) stops it before
  * anything is written, and a file created there meanwhile is not replaced either. The body is
- * cancelled on any error.
+ * cancelled on any error; the file being written when it comes (cut short, or failing its hash) is
+ * removed, and the files checked before it stay.
  * @throws ArchiveError for an unsafe name, a missing `SHA256SUMS` or a hash mismatch;
  *   DestinationExistsError for files already there; the body's or the file system's error.
  */
@@ -172,23 +173,31 @@ async function extractEntries(
     });
     const hash = createHash("sha256");
     let bytes = 0;
+    let sha256: string;
     try {
-      for await (const raw of entry) {
-        const chunk = raw as Uint8Array;
-        hash.update(chunk);
-        bytes += chunk.byteLength;
-        await handle.write(chunk);
+      try {
+        for await (const raw of entry) {
+          const chunk = raw as Uint8Array;
+          hash.update(chunk);
+          bytes += chunk.byteLength;
+          await handle.write(chunk);
+        }
+      } finally {
+        await handle.close();
       }
-    } finally {
-      await handle.close();
-    }
-    const sha256 = hash.digest("hex");
-    if (expected.get(name) !== sha256) {
-      throw new ArchiveError(
-        `Cannot accept ${name} as its sha256 must be ${
-          expected.get(name)
-        }: current value is ${sha256}`,
-      );
+      sha256 = hash.digest("hex");
+      if (expected.get(name) !== sha256) {
+        throw new ArchiveError(
+          `Cannot accept ${name} as its sha256 must be ${
+            expected.get(name)
+          }: current value is ${sha256}`,
+        );
+      }
+    } catch (error) {
+      // A file cut short (the body failed) or failing its check is not left under its name, where
+      // it would pass for the checkpoint's file; this call made it (or emptied it, with overwrite).
+      await rm(path, { force: true });
+      throw error;
     }
     files.push({ name, path, bytes, sha256 });
   }

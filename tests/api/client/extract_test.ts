@@ -166,3 +166,48 @@ Deno.test("a large archive extracts without piling up listeners (no MaxListeners
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a body that fails in the middle of a file, or a file that fails its hash, leaves no file under its name", async () => {
+  const { createHash } = await import("node:crypto");
+  const { pack } = await import("tar-stream");
+  const bytes = new Uint8Array(1 << 20).map((_, i) => (i * 7) % 253);
+  const sha = createHash("sha256").update(bytes).digest("hex");
+  const tarOf = async (sums: string) => {
+    const p = pack();
+    p.entry({ name: "SHA256SUMS" }, sums);
+    p.entry({ name: "a.txt" }, "hello");
+    p.entry({ name: "model.bin" }, bytes as unknown as Buffer);
+    p.finalize();
+    const parts: Uint8Array[] = [];
+    for await (const chunk of p as AsyncIterable<Uint8Array>) parts.push(chunk);
+    const all = new Uint8Array(parts.reduce((n, c) => n + c.byteLength, 0));
+    let at = 0;
+    for (const c of parts) all.set(c, (at += c.byteLength) - c.byteLength);
+    return all;
+  };
+  const dir = await Deno.makeTempDir();
+  try {
+    // The connection drops half-way through model.bin.
+    const whole = await tarOf(`${HELLO_SHA256}  a.txt\n${sha}  model.bin\n`);
+    let sent = false;
+    const cut = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent) return controller.error(new Error("connection reset"));
+        sent = true;
+        controller.enqueue(whole.subarray(0, whole.byteLength / 2));
+      },
+    });
+    await assert.rejects(() => extractVerified(cut, `${dir}/cut`), /connection reset/);
+    assert.equal(await Deno.readTextFile(`${dir}/cut/a.txt`), "hello");
+    await assert.rejects(() => Deno.lstat(`${dir}/cut/model.bin`), Deno.errors.NotFound);
+    // A file whose bytes do not match SHA256SUMS is refused and not left there either.
+    const bad = await tarOf(`${HELLO_SHA256}  a.txt\n${"0".repeat(64)}  model.bin\n`);
+    await assert.rejects(
+      () => extractVerified(ReadableStream.from([bad]), `${dir}/bad`),
+      /Cannot accept model\.bin as its sha256 must be 0{64}/,
+    );
+    await assert.rejects(() => Deno.lstat(`${dir}/bad/model.bin`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
