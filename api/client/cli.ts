@@ -43,7 +43,7 @@ import {
   metricsTable,
 } from "./cli_format.ts";
 import { eventLine } from "./events.ts";
-import { DestinationExistsError, extractVerified } from "./extract.ts";
+import { DestinationExistsError, DestinationKindError, extractVerified } from "./extract.ts";
 import { modelsCommand } from "./cli_models.ts";
 import { secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
@@ -181,7 +181,9 @@ function stepOption(raw: string | undefined, what: string): number | undefined {
  * @throws Error "Cannot download job ID as it has no checkpoints yet" (without "yet" for a job
  *   that has ended, as the API's checkpoint 404 says it); "Cannot download step N of
  *   job ID into DIR as PATH already exists: give --overwrite to replace it" (nothing written) when
- *   files of the archive are there and `overwrite` is not set; the client's ApiError (a 404 for a
+ *   files of the archive are there and `overwrite` is not set; "… into DIR as PATH must be a
+ *   folder: it is a file" when DIR, DIR/step-N or a folder of the archive is a file (or "must be a
+ *   file: it is a folder" for a folder where a file goes); the client's ApiError (a 404 for a
  *   step without a checkpoint names the steps that have one); ArchiveError for a bad archive.
  */
 async function download(
@@ -210,6 +212,11 @@ async function download(
   try {
     files = await extractVerified(res.body!, out, { overwrite: opts.overwrite });
   } catch (error) {
+    if (error instanceof DestinationKindError) {
+      throw new Error(`Cannot download step ${step} of job ${id} into ${out} as ${error.reason}`, {
+        cause: error,
+      });
+    }
     if (!(error instanceof DestinationExistsError)) throw error;
     const [first, ...others] = error.paths;
     const what = others.length === 0

@@ -5,7 +5,7 @@
  * over unless the caller says so. Used by the CLI's `download` and the demo.
  */
 import { createHash } from "node:crypto";
-import { lstat, mkdir, open, rm } from "node:fs/promises";
+import { lstat, mkdir, open, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { extract } from "tar-stream";
 
@@ -47,6 +47,27 @@ export class DestinationExistsError extends Error {
   }
 }
 
+/**
+ * Thrown by {@link extractVerified} when something at the destination is of the wrong kind: a file
+ * where the archive needs a folder (outDir itself, or a folder of a file's path), or a folder where
+ * it writes a file (with `overwrite`). Nothing was written to that path.
+ */
+export class DestinationKindError extends Error {
+  /** The path on disk that is in the way. */
+  readonly path: string;
+  /** What is wrong with it: `PATH must be a folder: it is a file`. */
+  readonly reason: string;
+  constructor(outDir: string, path: string, needs: "folder" | "file") {
+    const reason = `${path} must be a ${needs}: it is ${
+      needs === "folder" ? "a file" : "a folder"
+    }`;
+    super(`Cannot extract the archive into ${outDir} as ${reason}`);
+    this.name = "DestinationKindError";
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
 /** Options of {@link extractVerified}. */
 export interface ExtractOptions {
   /** Write over files already at the destination (default false: refuse before writing any). */
@@ -62,7 +83,9 @@ export interface ExtractOptions {
  * cancelled on any error; the file being written when it comes (cut short, or failing its hash) is
  * removed, and the files checked before it stay.
  * @throws ArchiveError for an unsafe name, a missing `SHA256SUMS` or a hash mismatch;
- *   DestinationExistsError for files already there; the body's or the file system's error.
+ *   DestinationExistsError for files already there; DestinationKindError for a file where a folder
+ *   is needed (outDir included) or a folder where a file goes; the body's or the file system's
+ *   error.
  */
 export async function extractVerified(
   body: ReadableStream<Uint8Array>,
@@ -113,14 +136,38 @@ function drainOrClose(ex: ReturnType<typeof extract>): Promise<void> {
   });
 }
 
-/** Whether anything (a file, folder or link, even a broken one) is at `path`. */
-async function exists(path: string): Promise<boolean> {
+/**
+ * Whether anything (a file, folder or link, even a broken one) is at `path`, a file of the archive
+ * under `outDir`.
+ * @throws DestinationKindError when a folder of its path is a file; the file system's error.
+ */
+async function exists(outDir: string, path: string): Promise<boolean> {
   try {
     await lstat(path);
     return true;
   } catch (error) {
-    if ((error as { code?: string }).code === "ENOENT") return false;
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT") return false;
+    if (code === "ENOTDIR") await throwIfFileInPath(outDir, path);
     throw error;
+  }
+}
+
+/**
+ * Throws {@link DestinationKindError} naming the nearest folder of `path` (the file's own folder
+ * first, up to the root) that exists as something other than a folder (links followed); returns
+ * when there is none, the caller's error then stands.
+ */
+async function throwIfFileInPath(outDir: string, path: string): Promise<void> {
+  for (let dir = dirname(path); dir !== dirname(dir); dir = dirname(dir)) {
+    let isFolder: boolean;
+    try {
+      isFolder = (await stat(dir)).isDirectory();
+    } catch {
+      continue; // missing, or itself under a file: look further up
+    }
+    if (isFolder) return;
+    throw new DestinationKindError(outDir, dir, "folder");
   }
 }
 
@@ -154,7 +201,7 @@ async function extractEntries(
         const there: string[] = [];
         for (const listed of expected.keys()) {
           const path = join(outDir, listed);
-          if (await exists(path)) there.push(path);
+          if (await exists(outDir, path)) there.push(path);
         }
         if (there.length > 0) throw new DestinationExistsError(outDir, there);
       }
@@ -164,12 +211,17 @@ async function extractEntries(
       throw new ArchiveError("Cannot verify the archive as SHA256SUMS must come first");
     }
     const path = join(outDir, name);
-    await mkdir(dirname(path), { recursive: true });
+    await mkdir(dirname(path), { recursive: true }).catch(async (error) => {
+      const code = (error as { code?: string }).code;
+      if (code === "EEXIST" || code === "ENOTDIR") await throwIfFileInPath(outDir, path);
+      throw error;
+    });
     // "wx": a file that appeared since the check above is not replaced either.
     const handle = await open(path, overwrite ? "w" : "wx").catch((error) => {
-      throw (error as { code?: string }).code === "EEXIST"
-        ? new DestinationExistsError(outDir, [path])
-        : error;
+      const code = (error as { code?: string }).code;
+      if (code === "EEXIST") throw new DestinationExistsError(outDir, [path]);
+      if (code === "EISDIR") throw new DestinationKindError(outDir, path, "file");
+      throw error;
     });
     const hash = createHash("sha256");
     let bytes = 0;

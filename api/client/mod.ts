@@ -26,6 +26,7 @@ export { eventLine, percent } from "./events.ts";
 export {
   ArchiveError,
   DestinationExistsError,
+  DestinationKindError,
   type ExtractedFile,
   type ExtractOptions,
   extractVerified,

@@ -166,6 +166,31 @@ Deno.test("the CLI's download refuses to write over files already there unless g
   }
 });
 
+Deno.test("the CLI's download into a file where it needs a folder names the file and the flag's folder", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await saveCheckpoint(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+      step: 2,
+      files: [{ name: "config.json", bytes: new TextEncoder().encode("{}") }],
+    });
+    await Deno.writeTextFile(`${dir}/notes.txt`, "mine");
+    for (const extra of [[], ["--overwrite"]]) {
+      const error = await run(["download", id, "--out", `${dir}/notes.txt`, ...extra])
+        .catch((e) => e);
+      assert.ok(error instanceof Error, "a download into a file must fail");
+      assert.equal(
+        error.message,
+        `Cannot download step 2 of job ${id} into ${dir}/notes.txt as ${dir}/notes.txt must be a ` +
+          `folder: it is a file`,
+      );
+    }
+    assert.equal(await Deno.readTextFile(`${dir}/notes.txt`), "mine");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI's download of a step without a checkpoint names the steps that have one", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   ArchiveError,
   DestinationExistsError,
+  DestinationKindError,
   extractVerified,
 } from "../../../api/client/extract.ts";
 
@@ -207,6 +208,44 @@ Deno.test("a body that fails in the middle of a file, or a file that fails its h
       /Cannot accept model\.bin as its sha256 must be 0{64}/,
     );
     await assert.rejects(() => Deno.lstat(`${dir}/bad/model.bin`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a file where the archive needs a folder, or a folder where it writes a file, is named as such", async () => {
+  const dir = await Deno.makeTempDir();
+  const body = () =>
+    archive([["SHA256SUMS", `${HELLO_SHA256}  step-3/a.txt\n`], ["step-3/a.txt", "hello"]]);
+  const kind = async (outDir: string, overwrite: boolean) => {
+    const error = await extractVerified(await body(), outDir, { overwrite }).catch((e) => e);
+    assert.ok(error instanceof DestinationKindError, String(error));
+    return error.message;
+  };
+  try {
+    await Deno.writeTextFile(`${dir}/file`, "mine");
+    for (const overwrite of [false, true]) {
+      assert.equal(
+        await kind(`${dir}/file`, overwrite),
+        `Cannot extract the archive into ${dir}/file as ${dir}/file must be a folder: it is a file`,
+      );
+    }
+    await Deno.mkdir(`${dir}/out`);
+    await Deno.writeTextFile(`${dir}/out/step-3`, "mine");
+    for (const overwrite of [false, true]) {
+      assert.equal(
+        await kind(`${dir}/out`, overwrite),
+        `Cannot extract the archive into ${dir}/out as ${dir}/out/step-3 must be a folder: it is a ` +
+          `file`,
+      );
+    }
+    assert.equal(await Deno.readTextFile(`${dir}/out/step-3`), "mine");
+    await Deno.mkdir(`${dir}/dirs/step-3/a.txt`, { recursive: true });
+    assert.equal(
+      await kind(`${dir}/dirs`, true),
+      `Cannot extract the archive into ${dir}/dirs as ${dir}/dirs/step-3/a.txt must be a file: it ` +
+        `is a folder`,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
