@@ -30,6 +30,7 @@
  * breaks its rule such as `--limit 0` or `--metadata K`, a malformed ID) prints one message naming
  * what was typed and exits 2, before any request; a failure after that exits 1.
  */
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
 import { PlainProgress, queuedAgain } from "./progress.ts";
@@ -238,8 +239,9 @@ async function download(
  * skills}`), pretty-printed JSON, to FILE or stdout (`step` checked by the caller).
  * @throws Error "Cannot download the skill library of step N of job ID as FILE already exists:
  *   give --overwrite to replace it" (FILE left as it was) when FILE is there and `overwrite` is
- *   not set; the client's ApiError when there is no library (its 404 names the steps that have
- *   one).
+ *   not set; "… as FILE must be a file: it is a folder" for a folder there; "… as FILE must be in
+ *   a folder that exists: DIR is not one" when FILE's folder is missing (or is a file); the
+ *   client's ApiError when there is no library (its 404 names the steps that have one).
  */
 async function skills(
   client: SeedClient,
@@ -258,12 +260,27 @@ async function skills(
     try {
       await Deno.writeTextFile(opts.out, text, { createNew: !opts.overwrite });
     } catch (error) {
-      if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
-      throw new Error(
-        `Cannot download the skill library of step ${res.step} of job ${id} as ${opts.out} ` +
-          `already exists: give --overwrite to replace it`,
-        { cause: error },
-      );
+      const cannot = `Cannot download the skill library of step ${res.step} of job ${id} as`;
+      // A folder at FILE answers AlreadyExists without --overwrite: --overwrite would not help.
+      const folder = (error instanceof Deno.errors.AlreadyExists ||
+        error instanceof Deno.errors.IsADirectory) &&
+        await Deno.stat(opts.out).then((s) => s.isDirectory, () => false);
+      if (folder) {
+        throw new Error(`${cannot} ${opts.out} must be a file: it is a folder`, { cause: error });
+      }
+      if (error instanceof Deno.errors.AlreadyExists) {
+        throw new Error(
+          `${cannot} ${opts.out} already exists: give --overwrite to replace it`,
+          { cause: error },
+        );
+      }
+      if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
+        throw new Error(
+          `${cannot} ${opts.out} must be in a folder that exists: ${dirname(opts.out)} is not one`,
+          { cause: error },
+        );
+      }
+      throw error;
     }
   }
   io.err(

@@ -323,6 +323,35 @@ Deno.test("the CLI's skills refuses to write over a file already there unless gi
   }
 });
 
+Deno.test("the CLI's skills --out names a folder at FILE, or a FILE whose folder is missing, as such", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+      step: 4,
+      json: { version: 1, job_id: id, step: 4, skills: [] },
+      skillCount: 0,
+    });
+    const cannot = `Cannot download the skill library of step 4 of job ${id} as`;
+    // A folder: --overwrite would not replace it, so the error must not suggest it.
+    for (const extra of [[], ["--overwrite"]]) {
+      const folder = await run(["skills", id, "--out", dir, ...extra]).catch((e) => e);
+      assert.ok(folder instanceof Error, "skills into a folder must fail");
+      assert.equal(folder.message, `${cannot} ${dir} must be a file: it is a folder`);
+    }
+    const missing = await run(["skills", id, "--out", `${dir}/results/skills.json`])
+      .catch((e) => e);
+    assert.ok(missing instanceof Error, "skills into a missing folder must fail");
+    assert.equal(
+      missing.message,
+      `${cannot} ${dir}/results/skills.json must be in a folder that exists: ${dir}/results is ` +
+        `not one`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI follows a job's events until it finishes and exits 0 when it succeeded", async () => {
   const dir = await Deno.makeTempDir();
   try {
