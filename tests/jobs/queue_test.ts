@@ -22,6 +22,11 @@ import { createTenant, openTestDatabase, testSpec } from "../_harness/fixtures.t
 
 const LEASE_MS = 500;
 const later = (ms: number) => new Date(Date.now() + ms);
+/**
+ * A clock at which this file's leases are expired and the reaper's restart grace (10 s after the
+ * database started, jobs/queue.ts `reap`) is over, however soon after its start the test runs.
+ */
+const reapTime = () => later(LEASE_MS + 10_000 + 1_000);
 
 Deno.test("the Postgres queue", async (t) => {
   const { db, close } = await openTestDatabase();
@@ -161,7 +166,7 @@ Deno.test("the Postgres queue", async (t) => {
         await submitJob(db, { tenantId, spec: testSpec() });
         const job = (await claim("lost"))!;
         assert.deepEqual(await reapExpiredLeases(db), [], "an unexpired lease is left alone");
-        const reaped = await reapExpiredLeases(db, { now: later(LEASE_MS + 1_000) });
+        const reaped = await reapExpiredLeases(db, { now: reapTime() });
         assert.equal(reaped.length, 1);
         assert.equal(reaped[0].status, "queued");
         assert.equal(reaped[0].attempt, 1);
@@ -178,7 +183,7 @@ Deno.test("the Postgres queue", async (t) => {
       const { job } = await submitJob(db, { tenantId, spec: testSpec({ max_attempts: 2 }) });
       for (let i = 0; i < 2; i++) {
         assert.equal((await claim(`w${i}`))?.id, job.id);
-        await reapExpiredLeases(db, { now: later(LEASE_MS + 1_000) });
+        await reapExpiredLeases(db, { now: reapTime() });
       }
       const failed = (await getJob(db, { tenantId, jobId: job.id }))!;
       assert.equal(failed.status, "failed");
@@ -192,7 +197,8 @@ Deno.test("the Postgres queue", async (t) => {
       await submitJob(db, { tenantId, spec: testSpec() });
       const stale = (await claim("stale"))!;
       await recordMetrics(db, fenceOf(stale), 0, { reward: 1 });
-      await reapExpiredLeases(db, { now: later(LEASE_MS + 1_000) });
+      await setProgress(db, fenceOf(stale), { stage: "rollout", step: 3, etaS: 100 });
+      await reapExpiredLeases(db, { now: reapTime() });
       const fresh = (await claim("fresh"))!;
       const old = fenceOf(stale);
       await assert.rejects(appendEvent(db, old, "step", { step: 1 }), FenceLostError);
@@ -212,7 +218,7 @@ Deno.test("the Postgres queue", async (t) => {
       const now = (await getJob(db, { tenantId, jobId: stale.id }))!;
       assert.equal(now.status, "running");
       assert.equal(now.workerId, "fresh");
-      assert.equal(now.progress, null);
+      assert.equal(now.progress, null, "the claim cleared the lost run's progress");
       await succeedJob(db, fenceOf(fresh));
     });
 
@@ -263,7 +269,7 @@ Deno.test("the Postgres queue", async (t) => {
       await submitJob(db, { tenantId, spec: testSpec() });
       const job = (await claim("c2"))!;
       await cancelJob(db, { tenantId, jobId: job.id });
-      const [reaped] = await reapExpiredLeases(db, { now: later(LEASE_MS + 1_000) });
+      const [reaped] = await reapExpiredLeases(db, { now: reapTime() });
       assert.equal(reaped.status, "cancelled");
       assert.equal(reaped.attempt, 0);
     });
