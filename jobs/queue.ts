@@ -118,12 +118,13 @@ const SQL = {
    * every queued job of the device on each claim (6 ms per claim with 3,000 queued).
    * The status event's NOTIFY stays: it is what shows a live SSE follower `running` at once
    * (it costs about a quarter of the claim rate with 8 concurrent claimers: NOTIFY serialises
-   * committing transactions on a global lock).
+   * committing transactions on a global lock). The progress of an earlier run is cleared: the
+   * new run writes its own, and until then it must not pass for this run's (stage, ETA).
    */
   claim: `with moved as (
       update jobs set status = 'running', worker_id = $1::text,
         lease_expires_at = now() + $3::int * interval '1 millisecond',
-        heartbeat_at = now(), started_at = coalesce(started_at, now())
+        heartbeat_at = now(), started_at = coalesce(started_at, now()), progress = null
       where id = (
         select id from jobs where status = 'queued' and device = $2::text
         order by priority desc nulls last, queued_at, id
