@@ -377,7 +377,8 @@ function readArgs(args: string[]) {
 
 /**
  * A usage error's first line for one of `parseArgs`' messages: an unknown option, one without its
- * value or a flag given a value, named as typed; anything else quoted whole.
+ * value, a flag given a value or a value starting with a dash after a space, named as typed;
+ * anything else quoted whole.
  */
 export function parseArgsMessage(message: string): string {
   const unknown = /^Unknown option '([^']+)'/.exec(message)?.[1];
@@ -388,6 +389,11 @@ export function parseArgsMessage(message: string): string {
   if (missing !== undefined) return `Cannot use ${missing} as it needs a value after it`;
   const valued = /^Option '(-[^' ]+)' does not take an argument/.exec(message)?.[1];
   if (valued !== undefined) return `Cannot use ${valued} with a value as it takes none`;
+  const dashed = /^Option '(-[^' ]+)' argument is ambiguous/.exec(message)?.[1];
+  if (dashed !== undefined) {
+    return `Cannot use ${dashed} with a value that starts with a dash unless it is written ` +
+      `${dashed}=VALUE`;
+  }
   return `Cannot read the command line: ${message}`;
 }
 

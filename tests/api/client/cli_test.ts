@@ -865,6 +865,13 @@ Deno.test("every flag the CLI cannot use is a usage error (exit 2) naming it, be
       valued.err,
       /^Cannot use --json with a value as it takes none\n/,
     );
+    // A value starting with a dash, space-separated: node reads it as an option.
+    const dashed = await run(["list", "--limit", "-1"]);
+    assert.equal(dashed.code, 2);
+    assert.match(
+      dashed.err,
+      /^Cannot use --limit with a value that starts with a dash unless it is written --limit=VALUE\n/,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
