@@ -18,7 +18,7 @@ export type Job = {
   max_attempts: number;
   method: string;
   created_at: string;
-  /** When its latest run started; null before the first (a queued job with one is queued again). */
+  /** When its first run started; null before it (a queued job with one is queued again). */
   started_at?: string | null;
   finished_at?: string | null;
   error: string | null;
@@ -130,7 +130,7 @@ function result(job: Job): string {
  * `list`'s table: a header row, then one job a line (name and model `-` where none). STEP is the
  * job's updates (`3/10`), or in a warm-up stage `warm-up 120/560` ({@link warmupStep}), the count
  * `status`'s bar shows there; for a job back in the queue after a run started, the run it waits
- * for (`queued for retry: run 2 of at most 3`, {@link queuedAgainText}), not the last run's count.
+ * for (`queued again: run 2 of at most 3`, {@link queuedAgainText}), not the last run's count.
  */
 export function listTable(jobs: Job[]): string {
   const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED (UTC)", "RESULT"]];
@@ -191,7 +191,7 @@ export function table(rows: string[][]): string {
  * The job's progress bar (progress.ts): its updates (`3/10`), or within a warm-up stage that
  * stage's own count (`SFT step 336/1120`, {@link stageCount}) with the rest of its detail; the ETA
  * only while the job runs. A job back in the queue after a run started gets no bar but the run it
- * waits for, `queued for retry: run 2 of at most 3` ({@link queuedAgainText}, the dashboard's
+ * waits for, `queued again: run 2 of at most 3` ({@link queuedAgainText}, the dashboard's
  * words): its `progress` is still the last run's.
  */
 export function bar(job: Job): string {

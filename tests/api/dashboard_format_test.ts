@@ -239,11 +239,14 @@ Deno.test("a job queued again after a run says which run it waits for, not the l
     progress: last,
   };
   assert.ok(queuedAgain(retry));
-  assert.equal(progressText(retry), "queued for retry: run 2 of at most 3");
+  assert.equal(progressText(retry), "queued again: run 2 of at most 3");
   assert.equal(progressShare(retry), 0);
   // Given back by a stopping worker: the same run, not used up.
   const resumed = { ...retry, attempt: 0 };
   assert.equal(progressText(resumed), "queued to resume: run 1 of at most 3");
+  // Run 2 given back by a stopping worker reads as a lost run 1 does: the job row is the same.
+  const released = { ...retry, attempt: 1 };
+  assert.equal(progressText(released), "queued again: run 2 of at most 3");
   // Never started, and running again: as before.
   const fresh = { status: "queued", attempt: 0, max_attempts: 3, started_at: null, progress: null };
   assert.ok(!queuedAgain(fresh));

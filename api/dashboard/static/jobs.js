@@ -22,9 +22,9 @@ const FILTERS = [
  * A job's progress as text: `rollout 3/8`; in a warm-up stage its own count instead of the
  * updates, `warmup_policy · SFT step 336/1120, loss 0.412` (stage_progress.js `stageDetail`, the
  * words of `seed status`), also for a job that failed or was cancelled there: where it stopped.
- * A job queued again (stage_progress.js `queuedAgain`) says which run it waits for, `queued for
- * retry: run 2 of at most 3` (`queued to resume: run 1 of at most 3` when its worker gave it back
- * without using up the run; `queuedAgainText`, the words of `seed status`), not the last run's
+ * A job queued again (stage_progress.js `queuedAgain`) says which run it waits for, `queued again:
+ * run 2 of at most 3` (`queued to resume: run 1 of at most 3` when its worker gave its first run
+ * back without using it up; `queuedAgainText`, the words of `seed status`), not the last run's
  * stage.
  * @param {any} job
  */

@@ -86,10 +86,13 @@ export function queuedAgain(job) {
 }
 
 /**
- * Which run a job queued again ({@link queuedAgain}) waits for: `queued for retry: run 2 of at
- * most 3` after a lost run (`attempt` counts from 0, so it is run `attempt + 1`), `queued to
- * resume: run 1 of at most 3` when its worker gave it back without using up the run (`attempt`
- * still 0); null for any other job.
+ * Which run a job queued again ({@link queuedAgain}) waits for: `queued to resume: run 1 of at
+ * most 3` while `attempt` is still 0 (`attempt` counts from 0, so it is run `attempt + 1`): only a
+ * worker giving the job back while stopping requeues it without using up the run; `queued again:
+ * run 2 of at most 3` from `attempt` 1 on, as the job row cannot tell a run lost (the reaper
+ * requeued it with the next attempt: a retry) from a later run given back (jobs/queue.ts `reap`,
+ * `release`: both leave it queued with the same fields, and their `status` events differ only in
+ * the attempt of the run before); null for any other job.
  * @param {{status: string, started_at?: string | null, attempt: number, max_attempts: number}} job
  *   a job as the API answers it
  * @returns {string | null}
@@ -97,5 +100,5 @@ export function queuedAgain(job) {
 export function queuedAgainText(job) {
   if (!queuedAgain(job)) return null;
   const run = `run ${job.attempt + 1} of at most ${job.max_attempts}`;
-  return job.attempt > 0 ? `queued for retry: ${run}` : `queued to resume: ${run}`;
+  return job.attempt > 0 ? `queued again: ${run}` : `queued to resume: ${run}`;
 }

@@ -75,14 +75,14 @@ Deno.test("seed status and seed list show a job queued again by the run it waits
     attempt: 1,
     started_at: "2026-12-07T10:01:00.000Z",
   };
-  assert.equal(bar(retry), "queued for retry: run 2 of at most 3");
-  assert.match(describe(retry), /^progress {2}queued for retry: run 2 of at most 3$/m);
+  assert.equal(bar(retry), "queued again: run 2 of at most 3");
+  assert.match(describe(retry), /^progress {2}queued again: run 2 of at most 3$/m);
   assert.doesNotMatch(describe(retry), /ETA|3\/8|rollout/);
   // Given back by a stopping worker: the same run, not used up.
   const resumed: Job = { ...retry, id: "resumed", attempt: 0 };
   assert.equal(bar(resumed), "queued to resume: run 1 of at most 3");
   assert.deepEqual(stepColumn([retry, resumed]), {
-    retry: "queued for retry: run 2 of at most 3",
+    retry: "queued again: run 2 of at most 3",
     resumed: "queued to resume: run 1 of at most 3",
   });
   // Running again, the bar is the new run's; a job that stopped keeps its count but no ETA.

@@ -464,7 +464,7 @@ Deno.test("the CLI's follow of a job queued again after its worker was lost says
     assert.equal(res.code, 1, res.err);
     const lines = res.err.split("\n");
     const queued = lines.filter((line) => line.includes("queued"));
-    assert.deepEqual(queued, ["queued for retry: run 2 of at most 3"], res.err);
+    assert.deepEqual(queued, ["queued again: run 2 of at most 3"], res.err);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -567,11 +567,11 @@ Deno.test("the CLI's status and list show a job queued again after its worker wa
     const status = await run(["status", id]);
     assert.equal(status.code, 0, status.err);
     assert.match(status.out, /^status +queued \(run 2 of at most 3\)$/m);
-    assert.match(status.out, /^progress +queued for retry: run 2 of at most 3$/m);
+    assert.match(status.out, /^progress +queued again: run 2 of at most 3$/m);
     assert.doesNotMatch(status.out, /ETA|3\/8|rollout/);
     const list = await run(["list", "--limit", "100"]);
     const row = list.out.split("\n").find((line) => line.startsWith(id)) ?? "";
-    assert.match(row, / +queued +queued for retry: run 2 of at most 3 +\d{4}-/);
+    assert.match(row, / +queued +queued again: run 2 of at most 3 +\d{4}-/);
     assert.doesNotMatch(row, /3\/8/);
   } finally {
     await Deno.remove(dir, { recursive: true });
