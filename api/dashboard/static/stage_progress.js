@@ -8,7 +8,8 @@
  *   `episodes`) and leaves it there when the job stops, so a job that failed or was cancelled in
  *   its warm-up still says where it stopped;
  * - a job back in the queue after a run of it started ({@link queuedAgain}), whose `progress` is
- *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage.
+ *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage;
+ *   and such a job cancelled there ({@link cancelledInQueueText}).
  */
 
 /**
@@ -101,4 +102,29 @@ export function queuedAgainText(job) {
   if (!queuedAgain(job)) return null;
   const run = `run ${job.attempt + 1} of at most ${job.max_attempts}`;
   return job.attempt > 0 ? `queued again: ${run}` : `queued to resume: ${run}`;
+}
+
+/**
+ * Whether `job` was cancelled while queued again ({@link queuedAgain}): the cancel sets its
+ * `progress` to `{stage: "queued"}` in place of the last run's (jobs/queue.ts `cancel`).
+ * @param {{status: string, started_at?: string | null, progress?: any}} job a job as the API
+ *   answers it
+ * @returns {boolean}
+ */
+export function cancelledInQueue(job) {
+  return job.status === "cancelled" && job.started_at !== null && job.started_at !== undefined &&
+    job.progress?.stage === "queued";
+}
+
+/**
+ * A job cancelled while queued again ({@link cancelledInQueue}) in the words it was queued with
+ * ({@link queuedAgainText}): `cancelled while queued again: run 2 of at most 3`; null for any
+ * other job.
+ * @param {{status: string, started_at?: string | null, attempt: number, max_attempts: number,
+ *   progress?: any}} job a job as the API answers it
+ * @returns {string | null}
+ */
+export function cancelledInQueueText(job) {
+  if (!cancelledInQueue(job)) return null;
+  return `cancelled while ${queuedAgainText({ ...job, status: "queued" })}`;
 }

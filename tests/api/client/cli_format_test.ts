@@ -94,6 +94,25 @@ Deno.test("seed status and seed list show a job queued again by the run it waits
     bar({ ...retry, status: "failed" }),
     `[#########${"-".repeat(15)}] 3/8  failed  rollout`,
   );
+  // Cancelled while queued again: its progress is `{stage: "queued"}` (jobs/queue.ts `cancel`).
+  const cancelled: Job = {
+    ...retry,
+    id: "cancelled",
+    status: "cancelled",
+    progress: { stage: "queued" },
+  };
+  assert.equal(bar(cancelled), "cancelled while queued again: run 2 of at most 3");
+  assert.match(
+    describe(cancelled),
+    /^status {4}cancelled \(in the queue for run 2 of at most 3\)$/m,
+  );
+  assert.match(
+    describe(cancelled),
+    /^progress {2}cancelled while queued again: run 2 of at most 3$/m,
+  );
+  assert.deepEqual(stepColumn([cancelled]), {
+    cancelled: "cancelled while queued again: run 2 of at most 3",
+  });
   // Never started: nothing to show yet, as before.
   const fresh: Job = { ...job("fresh", null), status: "queued", started_at: null };
   assert.doesNotMatch(describe(fresh), /^progress/m);
