@@ -29,8 +29,9 @@ const SHOWN_STEPS = 20;
 /**
  * The checkpoint of `job` at `step`.
  * @throws NotFoundError naming the steps that have a checkpoint ("… at step 7: its checkpoints
- *   are at steps 4, 8", up to {@link SHOWN_STEPS} nearest the step, or "it has no checkpoints
- *   yet"), so a caller who guessed a step learns which to ask for.
+ *   are at steps 4, 8", up to {@link SHOWN_STEPS} nearest the step; "its only checkpoint is at
+ *   step 4"; or "it has no checkpoints yet"), so a caller who guessed a step learns which to ask
+ *   for.
  */
 async function checkpointAt(
   options: AppOptions,
@@ -40,24 +41,27 @@ async function checkpointAt(
   const ckpt = await getCheckpoint(options.db, job.id, step);
   if (ckpt) return ckpt;
   const steps = (await listCheckpoints(options.db, job.id)).map((c) => c.step);
-  const has = stepsHeld("checkpoints", steps, step, job.status);
+  const has = stepsHeld({ one: "checkpoint", many: "checkpoints" }, steps, step, job.status);
   throw new NotFoundError(`Cannot find a checkpoint of job ${job.id} at step ${step}: ${has}`);
 }
 
 /**
- * The end of a 404 for a step without a checkpoint or skill library (`what`, plural): `its
- * checkpoints are at steps 4, 8` ({@link nearestSteps} of `step`; the latest ones when `step` is
- * undefined), or for a job without any `it has no checkpoints`, with ` yet` while the job is not
- * final and may still save one.
+ * The end of a 404 for a step without a checkpoint or skill library (`what`, singular and plural):
+ * `its checkpoints are at steps 4, 8` ({@link nearestSteps} of `step`; the latest ones when `step`
+ * is undefined), `its only checkpoint is at step 4`, or for a job without any `it has no
+ * checkpoints`, with ` yet` while the job is not final and may still save one.
  */
 function stepsHeld(
-  what: string,
+  what: { one: string; many: string },
   steps: number[],
   step: number | undefined,
   status: JobStatus,
 ): string {
-  if (steps.length > 0) return `its ${what} are at steps ${nearestSteps(steps, step ?? Infinity)}`;
-  return `it has no ${what}${TERMINAL_STATUSES.includes(status) ? "" : " yet"}`;
+  if (steps.length === 1) return `its only ${what.one} is at step ${steps[0]}`;
+  if (steps.length > 1) {
+    return `its ${what.many} are at steps ${nearestSteps(steps, step ?? Infinity)}`;
+  }
+  return `it has no ${what.many}${TERMINAL_STATUSES.includes(status) ? "" : " yet"}`;
 }
 
 /**
@@ -159,7 +163,12 @@ export function artifactRoutes(options: AppOptions): Hono<AuthEnv> {
       // As for checkpoints: the steps that have a library, so a guessed ?step= learns which to ask.
       const steps = (await listSkillLibraries(db, job.id)).map((r) => r.step);
       const at = q.step === undefined ? "" : ` at step ${q.step}`;
-      const has = stepsHeld("skill libraries", steps, q.step, job.status);
+      const has = stepsHeld(
+        { one: "skill library", many: "skill libraries" },
+        steps,
+        q.step,
+        job.status,
+      );
       throw new NotFoundError(`Cannot find a skill library of job ${job.id}${at}: ${has}`);
     }
     const bytes = await store.get(row.key, { sha256: row.sha256 });

@@ -187,12 +187,16 @@ const SQL = {
     select moved.* from moved, evn, (select count(*) from wake) w`,
   /**
    * cancel: queued → cancelled at once; running → cancelling, announced on CANCEL_CHANNEL to the
-   * worker holding it. Other states are left alone.
+   * worker holding it. Other states are left alone. A job queued again (a run of it started) keeps
+   * no run's progress once cancelled there: its progress becomes `{"stage": "queued"}`, where it
+   * was, not the last run's stage and bar.
    */
   cancel: `with moved as (
       update jobs set
         status = (case when status = 'queued' then 'cancelled' else 'cancelling' end)::job_status,
-        finished_at = case when status = 'queued' then now() end
+        finished_at = case when status = 'queued' then now() end,
+        progress = case when status = 'queued' and started_at is not null
+                        then '{"stage": "queued"}'::jsonb else progress end
       where id = $1::uuid and tenant_id = $2::uuid and status in ('queued', 'running')
       returning *),
     ${STATUS_EVENT},

@@ -33,7 +33,7 @@
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
-import { PlainProgress, queuedAgain } from "./progress.ts";
+import { cancelledInQueue, PlainProgress, queuedAgain } from "./progress.ts";
 import {
   bar,
   describe,
@@ -116,8 +116,9 @@ async function follow(
     const line = bar(job);
     if (!io.tty) {
       const p = job.progress;
-      // A job queued again is in no stage: the one in its progress is the last run's.
-      const stage = queuedAgain(job) ? undefined : p?.stage;
+      // A job queued again is in no stage: the one in its progress is the last run's (or, once
+      // cancelled there, `queued`).
+      const stage = queuedAgain(job) || cancelledInQueue(job) ? undefined : p?.stage;
       const key = `${job.status} ${p?.step} ${stage}`;
       const stageSinceMs = stage ? stageStarts.get(stage) : undefined;
       const out = plain.next({ line, key, stage, stageSinceMs }, Date.now());

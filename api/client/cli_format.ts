@@ -2,7 +2,15 @@
  * What `seed status` and `seed list` print for a person (api/client/cli.ts): the job with a few
  * key metrics rounded, one a line; the job list as a table with a header row.
  */
-import { queuedAgainText, renderBar, stageCount, stageDetail, warmupStep } from "./progress.ts";
+import {
+  cancelledInQueue,
+  cancelledInQueueText,
+  queuedAgainText,
+  renderBar,
+  stageCount,
+  stageDetail,
+  warmupStep,
+} from "./progress.ts";
 
 /** A job as `GET /v1/jobs/{id}` answers it (the fields the CLI reads). */
 export type Job = {
@@ -18,7 +26,7 @@ export type Job = {
   max_attempts: number;
   method: string;
   created_at: string;
-  /** When its latest run started; null before the first (a queued job with one is queued again). */
+  /** When its first run started; null before it (a queued job with one is queued again). */
   started_at?: string | null;
   finished_at?: string | null;
   error: string | null;
@@ -80,7 +88,9 @@ export function describe(job: Job): string {
   }
   lines.push(
     // `attempt` counts from 0 (the run in progress, or next for a queued job).
-    `status    ${job.status} (run ${job.attempt + 1} of at most ${job.max_attempts})`,
+    `status    ${job.status} (${cancelledInQueue(job) ? "in the queue for " : ""}run ${
+      job.attempt + 1
+    } of at most ${job.max_attempts})`,
     `method    ${job.method}`,
   );
   if (job.spec?.model?.base) lines.push(`model     ${job.spec.model.base}`);
@@ -130,7 +140,9 @@ function result(job: Job): string {
  * `list`'s table: a header row, then one job a line (name and model `-` where none). STEP is the
  * job's updates (`3/10`), or in a warm-up stage `warm-up 120/560` ({@link warmupStep}), the count
  * `status`'s bar shows there; for a job back in the queue after a run started, the run it waits
- * for (`queued for retry: run 2 of at most 3`, {@link queuedAgainText}), not the last run's count.
+ * for (`queued again: run 2 of at most 3`, {@link queuedAgainText}), not the last run's count, and
+ * for one cancelled there `cancelled while queued again: run 2 of at most 3`
+ * ({@link cancelledInQueueText}).
  */
 export function listTable(jobs: Job[]): string {
   const rows = [["ID", "NAME", "MODEL", "METHOD", "STATUS", "STEP", "CREATED (UTC)", "RESULT"]];
@@ -143,7 +155,7 @@ export function listTable(jobs: Job[]): string {
       j.spec?.model?.base ?? "-",
       j.method,
       j.status,
-      queuedAgainText(j) ?? warmupStep(j.progress) ??
+      queuedAgainText(j) ?? cancelledInQueueText(j) ?? warmupStep(j.progress) ??
         (step === undefined ? "-" : total ? `${step}/${total}` : String(step)),
       j.created_at.slice(0, 19).replace("T", " "),
       result(j),
@@ -191,11 +203,12 @@ export function table(rows: string[][]): string {
  * The job's progress bar (progress.ts): its updates (`3/10`), or within a warm-up stage that
  * stage's own count (`SFT step 336/1120`, {@link stageCount}) with the rest of its detail; the ETA
  * only while the job runs. A job back in the queue after a run started gets no bar but the run it
- * waits for, `queued for retry: run 2 of at most 3` ({@link queuedAgainText}, the dashboard's
- * words): its `progress` is still the last run's.
+ * waits for, `queued again: run 2 of at most 3` ({@link queuedAgainText}, the dashboard's
+ * words): its `progress` is still the last run's; one cancelled there says so
+ * (`cancelled while queued again: run 2 of at most 3`, {@link cancelledInQueueText}).
  */
 export function bar(job: Job): string {
-  const again = queuedAgainText(job);
+  const again = queuedAgainText(job) ?? cancelledInQueueText(job);
   if (again !== null) return again;
   const within = stageCount(job.progress);
   return renderBar({

@@ -225,6 +225,7 @@ Deno.test("the dashboard and the CLI read a warm-up's progress and a job queued 
   assert.equal(cli.warmupStep, page.warmupStep);
   assert.equal(cli.queuedAgain, page.queuedAgain);
   assert.equal(cli.queuedAgainText, page.queuedAgainText);
+  assert.equal(cli.cancelledInQueueText, page.cancelledInQueueText);
 });
 
 Deno.test("a job queued again after a run says which run it waits for, not the last run's stage", () => {
@@ -239,11 +240,14 @@ Deno.test("a job queued again after a run says which run it waits for, not the l
     progress: last,
   };
   assert.ok(queuedAgain(retry));
-  assert.equal(progressText(retry), "queued for retry: run 2 of at most 3");
+  assert.equal(progressText(retry), "queued again: run 2 of at most 3");
   assert.equal(progressShare(retry), 0);
   // Given back by a stopping worker: the same run, not used up.
   const resumed = { ...retry, attempt: 0 };
   assert.equal(progressText(resumed), "queued to resume: run 1 of at most 3");
+  // Run 2 given back by a stopping worker reads as a lost run 1 does: the job row is the same.
+  const released = { ...retry, attempt: 1 };
+  assert.equal(progressText(released), "queued again: run 2 of at most 3");
   // Never started, and running again: as before.
   const fresh = { status: "queued", attempt: 0, max_attempts: 3, started_at: null, progress: null };
   assert.ok(!queuedAgain(fresh));
@@ -251,4 +255,24 @@ Deno.test("a job queued again after a run says which run it waits for, not the l
   const running = { ...retry, status: "running" };
   assert.equal(progressText(running), "rollout 3/8");
   assert.equal(progressShare(running), 3 / 8);
+});
+
+Deno.test("a job cancelled while queued again says so, without the last run's stage or bar", () => {
+  // The cancel in the queue sets its progress to `{stage: "queued"}` (jobs/queue.ts `cancel`).
+  const cancelled = {
+    status: "cancelled",
+    attempt: 1,
+    max_attempts: 3,
+    started_at: "2026-12-07T12:00:00Z",
+    progress: { stage: "queued" },
+  };
+  assert.equal(progressText(cancelled), "cancelled while queued again: run 2 of at most 3");
+  assert.equal(progressShare(cancelled), 0);
+  assert.equal(
+    progressText({ ...cancelled, attempt: 0 }),
+    "cancelled while queued to resume: run 1 of at most 3",
+  );
+  // Cancelled while running: where the run stopped, as before.
+  const stopped = { ...cancelled, progress: { stage: "rollout", step: 3, total_steps: 8 } };
+  assert.equal(progressText(stopped), "rollout 3/8");
 });

@@ -132,7 +132,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "a job queued for retry after its worker was lost says so in the list and on its page, without the last run's bar or ETA",
+    "a job queued again after its worker was lost says so in the list and on its page, without the last run's bar or ETA",
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
@@ -173,7 +173,7 @@ Deno.test({
           text: el.textContent ?? "",
         }));
       const listed = await look(`${row} td.progress`);
-      assert.equal(listed.text.trim(), "queued for retry: run 2 of at most 3");
+      assert.equal(listed.text.trim(), "queued again: run 2 of at most 3");
       assert.equal(listed.width, "0%");
       const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent ?? ""));
       assert.ok(!cells.some((t) => /2m00s|3\/8/.test(t)), JSON.stringify(cells));
@@ -181,7 +181,7 @@ Deno.test({
       await page.goto(`${origin}/#/jobs/${job.id}`);
       await page.waitForSelector("#job-progress .bar");
       const shown = await look("#job-progress");
-      assert.equal(shown.text.trim(), "queued for retry: run 2 of at most 3");
+      assert.equal(shown.text.trim(), "queued again: run 2 of at most 3");
       assert.equal(shown.width, "0%");
       assert.deepEqual(problems, []);
     } finally {

@@ -239,6 +239,17 @@ Deno.test("a step without a checkpoint is a 404 naming the steps that have one, 
     (await res.json()).detail,
     `Cannot find a checkpoint of job ${empty.id} at step 0: it has no checkpoints yet`,
   );
+  // One checkpoint: named in the singular.
+  await saveCheckpoint(fx.db, fx.store, { fence: fenceOf(empty), tenantId: fx.tenantA.id }, {
+    step: 3,
+    files: [{ name: "config.json", bytes: config }],
+  });
+  const one = await req(fx.app, "GET", `/v1/jobs/${empty.id}/checkpoints/5`, { key: fx.keyA });
+  assert.equal(one.status, 404);
+  assert.equal(
+    (await one.json()).detail,
+    `Cannot find a checkpoint of job ${empty.id} at step 5: its only checkpoint is at step 3`,
+  );
   // Past 20 checkpoints the 20 nearest the step asked for are named, with the count.
   const many = await runningJob(fx, fx.keyA);
   for (let step = 0; step <= 48; step += 2) {
@@ -306,6 +317,17 @@ Deno.test("a step without a skill library is a 404 naming the steps that have on
   assert.equal(
     await detail(empty.id, "?step=0"),
     `Cannot find a skill library of job ${empty.id} at step 0: it has no skill libraries`,
+  );
+  // One library: named in the singular.
+  const one = await runningJob(fx, fx.keyA);
+  await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(one), tenantId: fx.tenantA.id }, {
+    step: 3,
+    json: skills2,
+    skillCount: 1,
+  });
+  assert.equal(
+    await detail(one.id, "?step=5"),
+    `Cannot find a skill library of job ${one.id} at step 5: its only skill library is at step 3`,
   );
   // Past 20 libraries the 20 nearest the step asked for are named, with the count.
   const many = await runningJob(fx, fx.keyA);

@@ -9,12 +9,13 @@ export class StepEta {
   #anchor: { step: number; ms: number } | undefined;
 
   /**
-   * Seconds left after `step` of `totalSteps`, as of `nowMs` (ms since the epoch): 0 at the last
-   * step, undefined until one full update has been timed.
+   * Seconds left after `step` of `totalSteps`, as of `nowMs` (ms since the epoch): 0 once the run
+   * has moved to the last step, undefined until one full update has been timed (so also in a run
+   * that starts at its last step: a zero-step job's warm-up and evaluation, which it cannot time).
    */
   observe(step: number, totalSteps: number, nowMs: number): number | undefined {
-    if (step >= totalSteps) return 0;
     this.#firstStep ??= step;
+    if (step >= totalSteps) return step > this.#firstStep ? 0 : undefined;
     if (step <= this.#firstStep) return undefined;
     this.#anchor ??= { step, ms: nowMs };
     const done = step - this.#anchor.step;

@@ -5,7 +5,12 @@
 import { api, follow } from "./api.js";
 import { h, replace } from "./dom.js";
 import { ACTIVE_STATUSES, duration, percent, time } from "./format.js";
-import { queuedAgainText, stageCount, stageDetail } from "./stage_progress.js";
+import {
+  cancelledInQueueText,
+  queuedAgainText,
+  stageCount,
+  stageDetail,
+} from "./stage_progress.js";
 
 const FILTERS = [
   ["", "all"],
@@ -22,14 +27,15 @@ const FILTERS = [
  * A job's progress as text: `rollout 3/8`; in a warm-up stage its own count instead of the
  * updates, `warmup_policy · SFT step 336/1120, loss 0.412` (stage_progress.js `stageDetail`, the
  * words of `seed status`), also for a job that failed or was cancelled there: where it stopped.
- * A job queued again (stage_progress.js `queuedAgain`) says which run it waits for, `queued for
- * retry: run 2 of at most 3` (`queued to resume: run 1 of at most 3` when its worker gave it back
- * without using up the run; `queuedAgainText`, the words of `seed status`), not the last run's
- * stage.
+ * A job queued again (stage_progress.js `queuedAgain`) says which run it waits for, `queued again:
+ * run 2 of at most 3` (`queued to resume: run 1 of at most 3` when its worker gave its first run
+ * back without using it up; `queuedAgainText`, the words of `seed status`), not the last run's
+ * stage; one cancelled there, `cancelled while queued again: run 2 of at most 3`
+ * (`cancelledInQueueText`).
  * @param {any} job
  */
 export function progressText(job) {
-  const again = queuedAgainText(job);
+  const again = queuedAgainText(job) ?? cancelledInQueueText(job);
   if (again !== null) return again;
   const p = job.progress;
   if (!p) return "";

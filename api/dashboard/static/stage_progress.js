@@ -8,7 +8,8 @@
  *   `episodes`) and leaves it there when the job stops, so a job that failed or was cancelled in
  *   its warm-up still says where it stopped;
  * - a job back in the queue after a run of it started ({@link queuedAgain}), whose `progress` is
- *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage.
+ *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage;
+ *   and such a job cancelled there ({@link cancelledInQueueText}).
  */
 
 /**
@@ -86,10 +87,13 @@ export function queuedAgain(job) {
 }
 
 /**
- * Which run a job queued again ({@link queuedAgain}) waits for: `queued for retry: run 2 of at
- * most 3` after a lost run (`attempt` counts from 0, so it is run `attempt + 1`), `queued to
- * resume: run 1 of at most 3` when its worker gave it back without using up the run (`attempt`
- * still 0); null for any other job.
+ * Which run a job queued again ({@link queuedAgain}) waits for: `queued to resume: run 1 of at
+ * most 3` while `attempt` is still 0 (`attempt` counts from 0, so it is run `attempt + 1`): only a
+ * worker giving the job back while stopping requeues it without using up the run; `queued again:
+ * run 2 of at most 3` from `attempt` 1 on, as the job row cannot tell a run lost (the reaper
+ * requeued it with the next attempt: a retry) from a later run given back (jobs/queue.ts `reap`,
+ * `release`: both leave it queued with the same fields, and their `status` events differ only in
+ * the attempt of the run before); null for any other job.
  * @param {{status: string, started_at?: string | null, attempt: number, max_attempts: number}} job
  *   a job as the API answers it
  * @returns {string | null}
@@ -97,5 +101,30 @@ export function queuedAgain(job) {
 export function queuedAgainText(job) {
   if (!queuedAgain(job)) return null;
   const run = `run ${job.attempt + 1} of at most ${job.max_attempts}`;
-  return job.attempt > 0 ? `queued for retry: ${run}` : `queued to resume: ${run}`;
+  return job.attempt > 0 ? `queued again: ${run}` : `queued to resume: ${run}`;
+}
+
+/**
+ * Whether `job` was cancelled while queued again ({@link queuedAgain}): the cancel sets its
+ * `progress` to `{stage: "queued"}` in place of the last run's (jobs/queue.ts `cancel`).
+ * @param {{status: string, started_at?: string | null, progress?: any}} job a job as the API
+ *   answers it
+ * @returns {boolean}
+ */
+export function cancelledInQueue(job) {
+  return job.status === "cancelled" && job.started_at !== null && job.started_at !== undefined &&
+    job.progress?.stage === "queued";
+}
+
+/**
+ * A job cancelled while queued again ({@link cancelledInQueue}) in the words it was queued with
+ * ({@link queuedAgainText}): `cancelled while queued again: run 2 of at most 3`; null for any
+ * other job.
+ * @param {{status: string, started_at?: string | null, attempt: number, max_attempts: number,
+ *   progress?: any}} job a job as the API answers it
+ * @returns {string | null}
+ */
+export function cancelledInQueueText(job) {
+  if (!cancelledInQueue(job)) return null;
+  return `cancelled while ${queuedAgainText({ ...job, status: "queued" })}`;
 }

@@ -75,14 +75,14 @@ Deno.test("seed status and seed list show a job queued again by the run it waits
     attempt: 1,
     started_at: "2026-12-07T10:01:00.000Z",
   };
-  assert.equal(bar(retry), "queued for retry: run 2 of at most 3");
-  assert.match(describe(retry), /^progress {2}queued for retry: run 2 of at most 3$/m);
+  assert.equal(bar(retry), "queued again: run 2 of at most 3");
+  assert.match(describe(retry), /^progress {2}queued again: run 2 of at most 3$/m);
   assert.doesNotMatch(describe(retry), /ETA|3\/8|rollout/);
   // Given back by a stopping worker: the same run, not used up.
   const resumed: Job = { ...retry, id: "resumed", attempt: 0 };
   assert.equal(bar(resumed), "queued to resume: run 1 of at most 3");
   assert.deepEqual(stepColumn([retry, resumed]), {
-    retry: "queued for retry: run 2 of at most 3",
+    retry: "queued again: run 2 of at most 3",
     resumed: "queued to resume: run 1 of at most 3",
   });
   // Running again, the bar is the new run's; a job that stopped keeps its count but no ETA.
@@ -94,6 +94,25 @@ Deno.test("seed status and seed list show a job queued again by the run it waits
     bar({ ...retry, status: "failed" }),
     `[#########${"-".repeat(15)}] 3/8  failed  rollout`,
   );
+  // Cancelled while queued again: its progress is `{stage: "queued"}` (jobs/queue.ts `cancel`).
+  const cancelled: Job = {
+    ...retry,
+    id: "cancelled",
+    status: "cancelled",
+    progress: { stage: "queued" },
+  };
+  assert.equal(bar(cancelled), "cancelled while queued again: run 2 of at most 3");
+  assert.match(
+    describe(cancelled),
+    /^status {4}cancelled \(in the queue for run 2 of at most 3\)$/m,
+  );
+  assert.match(
+    describe(cancelled),
+    /^progress {2}cancelled while queued again: run 2 of at most 3$/m,
+  );
+  assert.deepEqual(stepColumn([cancelled]), {
+    cancelled: "cancelled while queued again: run 2 of at most 3",
+  });
   // Never started: nothing to show yet, as before.
   const fresh: Job = { ...job("fresh", null), status: "queued", started_at: null };
   assert.doesNotMatch(describe(fresh), /^progress/m);

@@ -464,7 +464,11 @@ Deno.test("the CLI's follow of a job queued again after its worker was lost says
     assert.equal(res.code, 1, res.err);
     const lines = res.err.split("\n");
     const queued = lines.filter((line) => line.includes("queued"));
-    assert.deepEqual(queued, ["queued for retry: run 2 of at most 3"], res.err);
+    // Cancelled in the queue: the last bar says so, not where the lost run stopped.
+    assert.deepEqual(queued, [
+      "queued again: run 2 of at most 3",
+      "cancelled while queued again: run 2 of at most 3",
+    ], res.err);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -567,12 +571,21 @@ Deno.test("the CLI's status and list show a job queued again after its worker wa
     const status = await run(["status", id]);
     assert.equal(status.code, 0, status.err);
     assert.match(status.out, /^status +queued \(run 2 of at most 3\)$/m);
-    assert.match(status.out, /^progress +queued for retry: run 2 of at most 3$/m);
+    assert.match(status.out, /^progress +queued again: run 2 of at most 3$/m);
     assert.doesNotMatch(status.out, /ETA|3\/8|rollout/);
     const list = await run(["list", "--limit", "100"]);
     const row = list.out.split("\n").find((line) => line.startsWith(id)) ?? "";
-    assert.match(row, / +queued +queued for retry: run 2 of at most 3 +\d{4}-/);
+    assert.match(row, / +queued +queued again: run 2 of at most 3 +\d{4}-/);
     assert.doesNotMatch(row, /3\/8/);
+    // Cancelled there: before run 2, not where run 1 stopped.
+    assert.equal((await run(["cancel", id])).code, 0);
+    const cancelled = await run(["status", id]);
+    assert.match(cancelled.out, /^status +cancelled \(in the queue for run 2 of at most 3\)$/m);
+    assert.match(cancelled.out, /^progress +cancelled while queued again: run 2 of at most 3$/m);
+    assert.doesNotMatch(cancelled.out, /3\/8|rollout/);
+    const listed = await run(["list", "--limit", "100"]);
+    const cancelledRow = listed.out.split("\n").find((line) => line.startsWith(id)) ?? "";
+    assert.match(cancelledRow, / +cancelled +cancelled while queued again: run 2 of at most 3 +\d/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

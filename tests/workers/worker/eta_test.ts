@@ -20,3 +20,10 @@ Deno.test("a resumed run starts its clock at its own first update", () => {
   assert.equal(eta.observe(9, 16, 50_000), undefined);
   assert.equal(eta.observe(10, 16, 60_000), 60);
 });
+
+Deno.test("a run that starts at its last step (a zero-step job) has no ETA, not 0", () => {
+  const eta = new StepEta();
+  // Warm-up and the step-0 evaluation: the run cannot time them.
+  assert.equal(eta.observe(0, 0, 0), undefined);
+  assert.equal(eta.observe(0, 0, 600_000), undefined);
+});

@@ -440,7 +440,8 @@ function summary(step: number, total: number, m: Record<string, number>) {
 
 /**
  * Evaluates the policy at `step`: its metrics, its `eval` events (one per split) and its dump
- * (none when the context keeps no trajectories), for the step's commit.
+ * (none when the context keeps no trajectories), for the step's commit. Its seconds time the
+ * evaluations left in the ETA (update_eta.ts).
  */
 async function evaluateNow(run: RunState, step: number, total: number) {
   const { ctx, spec } = run;
@@ -459,8 +460,10 @@ async function evaluateNow(run: RunState, step: number, total: number) {
     ...(spec.eval.skills === "library" ? { skillFor: skillChooser(run.library) } : {}),
     signal: ctx.signal,
   });
+  const seconds = (performance.now() - started) / 1000;
+  run.updates.evaluated(seconds);
   return {
-    metrics: { ...evalMetrics(r.splits), seconds_eval: (performance.now() - started) / 1000 },
+    metrics: { ...evalMetrics(r.splits), seconds_eval: seconds },
     events: r.splits.map((s) => ({ type: "eval", data: { step, ...s } })),
     dump: ctx.saveTrajectories ? evalDump(ctx.jobId, step, r) : undefined,
   };
