@@ -34,6 +34,7 @@ export {
 export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from "./model_folder.ts";
 export {
   type BarState,
+  etaLeft,
   formatBytes,
   formatDuration,
   PlainProgress,

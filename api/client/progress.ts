@@ -5,11 +5,12 @@
  * model.safetensors  ETA 2m10s` (a model upload).
  */
 
-// The warm-up's count and a job queued again (or cancelled there) in words: one plain-JavaScript
-// copy that the dashboard loads as served.
+// The warm-up's count and a job queued again (or cancelled there) in words, and the ETA counted
+// down between progress writes: one plain-JavaScript copy that the dashboard loads as served.
 export {
   cancelledInQueue,
   cancelledInQueueText,
+  etaLeft,
   queuedAgain,
   queuedAgainText,
   stageCount,

@@ -59,6 +59,7 @@ function assetFiles(): Map<string, () => string> {
       "dom.js",
       "format.js",
       "stage_progress.js",
+      "eta.js",
       "signin.js",
       "jobs.js",
       "submit.js",

@@ -7,6 +7,7 @@
  */
 import type { SeedClient, SseMessage } from "../client/mod.ts";
 import {
+  etaLeft,
   eventLine,
   formatDuration,
   percent,
@@ -79,7 +80,7 @@ export function skillsFound(metrics: MetricsWire): number | undefined {
 export function progressLine(state: ProgressState, nowMs: number = Date.now()): string {
   let etaS = state.etaS;
   if (etaS !== undefined && state.etaReadAtMs !== undefined && state.status === "running") {
-    etaS = Math.max(0, etaS - (nowMs - state.etaReadAtMs) / 1000);
+    etaS = etaLeft(etaS, state.etaReadAtMs, nowMs);
   }
   const within = state.stageCount;
   const bar = renderBar({

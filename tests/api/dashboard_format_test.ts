@@ -7,7 +7,9 @@ import { num, percent, percentPoints, tickLabels } from "../../api/dashboard/sta
 import { safeNext } from "../../api/dashboard/static/api.js";
 import { alignRuns, defaultMetric } from "../../api/dashboard/static/compare.js";
 import { metricAxisLabel } from "../../api/dashboard/static/charts.js";
+import { etaClock } from "../../api/dashboard/static/eta.js";
 import {
+  etaLeft,
   queuedAgain,
   stageCount,
   stageDetail,
@@ -275,4 +277,25 @@ Deno.test("a job cancelled while queued again says so, without the last run's st
   // Cancelled while running: where the run stopped, as before.
   const stopped = { ...cancelled, progress: { stage: "rollout", step: 3, total_steps: 8 } };
   assert.equal(progressText(stopped), "rollout 3/8");
+});
+
+Deno.test("a running job's ETA counts down from when its progress was first seen, never below 0", () => {
+  // 58 s left when read at t = 100 s: 25 s later (the next progress not yet written) 33 s are left.
+  assert.equal(etaLeft(58, 100_000, 100_000), 58);
+  assert.equal(etaLeft(58, 100_000, 125_000), 33);
+  assert.equal(etaLeft(58, 100_000, 170_000), 0);
+  // A reading time after now (a clock stepped back) counts as no time passed.
+  assert.equal(etaLeft(58, 100_000, 90_000), 58);
+
+  const readAt = etaClock();
+  const job = { id: "a", status: "running", progress: { stage: "rollout", step: 3, eta_s: 58 } };
+  assert.equal(readAt(job, 1_000), 1_000);
+  // The page re-reads the job (and the list is re-sent) with the same progress: the count goes on.
+  assert.equal(readAt({ ...job, progress: { ...job.progress } }, 6_000), 1_000);
+  assert.equal(readAt({ ...job, id: "b" }, 7_000), 7_000);
+  // A new progress value starts the count again.
+  const next = { ...job, progress: { stage: "analyze", step: 3, eta_s: 40 } };
+  assert.equal(readAt(next, 9_000), 9_000);
+  assert.equal(readAt(next, 12_000), 9_000);
+  assert.equal(readAt(job, 13_000), 13_000);
 });

@@ -191,3 +191,75 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a running job's ETA counts down between progress writes in the list and on its page, without a new event",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const fx = await startApiFixture();
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      fx.app.fetch,
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const browser = await launchChromium();
+    try {
+      const job = await runningJob(fx, fx.keyA);
+      // The worker's one write for this stage; the next comes with the next stage, tens of s on.
+      await setProgress(fx.db, fenceOf(job), {
+        stage: "rollout",
+        step: 3,
+        totalSteps: 8,
+        etaS: 58,
+      });
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const problems: string[] = [];
+      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+      await page.goto(`${origin}/`);
+      await page.waitForSelector("#api-key");
+      await page.fill("#api-key", fx.keyA);
+      await page.click("#sign-in");
+      const seconds = (text: string) => Number(/^(\d+)s$/.exec(text)?.[1] ?? NaN);
+      // In the page: the ETA shown for job `id` in the list (its ETA column), or on the job page
+      // (`id` null); null while it is missing or still reads `was`.
+      const etaIn = ({ id, was }: { id: string | null; was?: string }) => {
+        let text: string | undefined;
+        if (id === null) {
+          const progress = document.querySelector("#job-progress")?.textContent ?? "";
+          text = /ETA (\S+)/.exec(progress)?.[1];
+        } else {
+          const heads = [...document.querySelectorAll("table.jobs thead th")]
+            .map((th) => th.textContent);
+          const row = document.querySelector(`tr[data-job="${id}"]`);
+          text = row?.children[heads.indexOf("ETA")]?.textContent?.trim();
+        }
+        return text && text !== was ? text : null;
+      };
+      // The ETA at first, and once it reads otherwise (waited for on the page, at most 5 s).
+      const countsDown = async (id: string | null) => {
+        const first = String(await (await page.waitForFunction(etaIn, { id })).jsonValue());
+        const later = await page.waitForFunction(etaIn, { id, was: first }, { timeout: 5000 });
+        return { first: seconds(first), later: seconds(String(await later.jsonValue())) };
+      };
+      const listed = await countsDown(job.id);
+      assert.ok(listed.first <= 58, JSON.stringify(listed));
+      assert.ok(listed.later < listed.first, JSON.stringify(listed));
+
+      await page.goto(`${origin}/#/jobs/${job.id}`);
+      const shown = await countsDown(null);
+      assert.ok(shown.first <= 58, JSON.stringify(shown));
+      assert.ok(shown.later < shown.first, JSON.stringify(shown));
+      assert.match(
+        await page.$eval("#job-progress", (el) => el.textContent ?? ""),
+        /^\s*rollout 3\/8\s+ETA \d+s$/,
+      );
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await fx.close();
+    }
+  },
+});

@@ -8,10 +8,10 @@
 import { api, download, follow, request } from "./api.js";
 import { chartSpecs, drawChart } from "./charts.js";
 import { h, replace } from "./dom.js";
+import { countEtasDown, etaCell, etaClock } from "./eta.js";
 import {
   ACTIVE_STATUSES,
   bytes,
-  duration,
   num,
   percent,
   percentPoints,
@@ -91,8 +91,11 @@ export async function jobView(root, { id, signal }) {
     ),
   );
 
+  // The ETA counts down from when this progress was first seen, across the 5 s re-reads below.
+  const etaReadAt = etaClock();
+  countEtasDown(header, signal);
   const renderHeader = (/** @type {any} */ job) => {
-    const p = job.progress ?? {};
+    const eta = etaCell(job, etaReadAt(job, Date.now()));
     const { name, metadata } = labelsOf(job);
     replace(
       header,
@@ -149,7 +152,7 @@ export async function jobView(root, { id, signal }) {
         progressBar(job),
         " ",
         progressText(job),
-        job.status === "running" && p.eta_s !== undefined ? `  ETA ${duration(p.eta_s)}` : "",
+        eta ? ["  ETA ", eta] : "",
       ),
       job.error ? h("p", { class: "error" }, job.error) : null,
     );

@@ -4,7 +4,8 @@
  */
 import { api, follow } from "./api.js";
 import { h, replace } from "./dom.js";
-import { ACTIVE_STATUSES, duration, percent, time } from "./format.js";
+import { countEtasDown, etaCell, etaClock } from "./eta.js";
+import { ACTIVE_STATUSES, percent, time } from "./format.js";
 import {
   cancelledInQueueText,
   queuedAgainText,
@@ -298,6 +299,9 @@ export async function jobsView(root, { params, signal }) {
     ),
     h("div", { class: "toolbar pager" }, newer, pageInfo, older),
   );
+  // Each running job's ETA counts down from when its progress was first seen here.
+  const etaReadAt = etaClock();
+  countEtasDown(body, signal);
   const syncCompare = () => {
     compare.disabled = selected.size < 2;
     replace(compare, `Compare selected${selected.size ? ` (${selected.size})` : ""}`);
@@ -348,7 +352,7 @@ export async function jobsView(root, { params, signal }) {
         { class: "reason", title: reason || null },
         reason.length > 200 ? `${reason.slice(0, 200)}…` : reason,
       ),
-      h("td", null, job.status === "running" ? duration(job.progress?.eta_s) : ""),
+      h("td", null, etaCell(job, etaReadAt(job, Date.now()))),
       h("td", null, time(job.created_at)),
       h(
         "td",

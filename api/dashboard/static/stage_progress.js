@@ -9,7 +9,9 @@
  *   its warm-up still says where it stopped;
  * - a job back in the queue after a run of it started ({@link queuedAgain}), whose `progress` is
  *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage;
- *   and such a job cancelled there ({@link cancelledInQueueText}).
+ *   and such a job cancelled there ({@link cancelledInQueueText});
+ * - a running job's ETA counted down between its progress writes ({@link etaLeft}), so the page's
+ *   ETA and the demo's bar tick alike.
  */
 
 /**
@@ -127,4 +129,19 @@ export function cancelledInQueue(job) {
 export function cancelledInQueueText(job) {
   if (!cancelledInQueue(job)) return null;
   return `cancelled while ${queuedAgainText({ ...job, status: "queued" })}`;
+}
+
+/**
+ * Seconds left of a running job at `nowMs`: its `eta_s` less the seconds since that progress was
+ * read (`readAtMs`), never below 0, so a shown ETA counts down between the worker's progress
+ * writes (one per stage; workers/seed/run/update_eta.ts computes `eta_s` as it writes) rather than
+ * standing still. The job's JSON carries no time of its progress, so a reader counts from when it
+ * first saw that progress; a reading time after `nowMs` counts as no time passed.
+ * @param {number} etaS the job's `progress.eta_s`, in seconds
+ * @param {number} readAtMs when that progress was first read, ms since the epoch
+ * @param {number} nowMs now, ms since the epoch
+ * @returns {number} seconds, not rounded
+ */
+export function etaLeft(etaS, readAtMs, nowMs) {
+  return Math.max(0, etaS - Math.max(0, nowMs - readAtMs) / 1000);
 }
