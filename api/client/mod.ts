@@ -34,10 +34,12 @@ export {
 export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from "./model_folder.ts";
 export {
   type BarState,
+  cancelledInQueueText,
   etaLeft,
   formatBytes,
   formatDuration,
   PlainProgress,
+  queuedAgainText,
   renderBar,
   type StageCount,
   stageCount,

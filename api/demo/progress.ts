@@ -2,16 +2,21 @@
  * Live progress of the demo's job: follows `GET /v1/jobs/{id}/events` (SSE, resumable with
  * `Last-Event-ID`), re-reads the job and its metrics as events arrive, and shows one line —
  * `[#####---] 3/8  rollout  success 38%  skills 12  ETA 2m10s` — redrawn in place on a terminal,
- * printed as plain lines (on change, and at most every `plainEveryMs` otherwise) when not.
+ * printed as plain lines (on change, and at most every `plainEveryMs` otherwise) when not. A job
+ * back in the queue after a run started reads `queued again: run 2 of at most 3` (or, cancelled
+ * there, `cancelled while queued again: …`) in place of the last run's bar, and a new run shows
+ * nothing of the last one's count, stage or ETA before its own first progress.
  * Notable events (status changes, first sight of each stage, evaluations) are printed above it.
  */
 import type { SeedClient, SseMessage } from "../client/mod.ts";
 import {
+  cancelledInQueueText,
   etaLeft,
   eventLine,
   formatDuration,
   percent,
   PlainProgress,
+  queuedAgainText,
   renderBar,
   type StageCount,
   stageCount,
@@ -25,6 +30,8 @@ export interface JobWire {
   status: string;
   attempt: number;
   max_attempts: number;
+  /** When a worker first started the job (ISO time), null before: a job queued again has one. */
+  started_at?: string | null;
   error: string | null;
   progress: {
     stage?: string;
@@ -50,6 +57,12 @@ export interface MetricsWire {
 /** What the progress line shows. */
 export interface ProgressState {
   status: string;
+  /**
+   * A job back in the queue after a run of it started, or cancelled there, in the words of `seed
+   * status` (`queued again: run 2 of at most 3`, `cancelled while queued again: …`): shown in
+   * place of the bar, as the job's progress is the last run's (or `{stage: "queued"}`).
+   */
+  queuedText?: string;
   stage?: string;
   step?: number;
   totalSteps?: number;
@@ -78,6 +91,7 @@ export function skillsFound(metrics: MetricsWire): number | undefined {
 
 /** The progress line for `state` at time `nowMs` (ETA counts down between server updates). */
 export function progressLine(state: ProgressState, nowMs: number = Date.now()): string {
+  if (state.queuedText !== undefined) return state.queuedText;
   let etaS = state.etaS;
   if (etaS !== undefined && state.etaReadAtMs !== undefined && state.status === "running") {
     etaS = etaLeft(etaS, state.etaReadAtMs, nowMs);
@@ -173,12 +187,25 @@ export async function followJob(
   const refresh = async (): Promise<JobWire> => {
     const job = await client.json<JobWire>(path);
     state.status = job.status;
-    state.stage = job.progress?.stage ?? state.stage;
-    state.step = job.progress?.step ?? state.step;
-    state.totalSteps = job.progress?.total_steps ?? state.totalSteps;
-    state.stageCount = stageCount(job.progress) ?? undefined;
-    if (job.progress?.eta_s !== undefined && job.progress.eta_s !== state.etaS) {
-      state.etaS = job.progress.eta_s;
+    const wire = { ...job, started_at: job.started_at ?? null };
+    state.queuedText = queuedAgainText(wire) ?? cancelledInQueueText(wire) ?? undefined;
+    // A job queued again holds the last run's progress, and a new run's claim clears it: neither
+    // is this run's, so nothing of the last run's count, stage or ETA stays on the line.
+    const p = state.queuedText === undefined ? job.progress : null;
+    if (p === null) {
+      state.stage =
+        state.step =
+        state.totalSteps =
+        state.etaS =
+        state.etaReadAtMs =
+          undefined;
+    }
+    state.stage = p?.stage ?? state.stage;
+    state.step = p?.step ?? state.step;
+    state.totalSteps = p?.total_steps ?? state.totalSteps;
+    state.stageCount = stageCount(p) ?? undefined;
+    if (p?.eta_s !== undefined && p.eta_s !== state.etaS) {
+      state.etaS = p.eta_s;
       state.etaReadAtMs = Date.now();
     }
     const rate = job.latest_metrics?.success_rate;
