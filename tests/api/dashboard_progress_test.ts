@@ -11,19 +11,61 @@ import { failJob, fenceOf, reapExpiredLeases, setProgress } from "../../jobs/mod
 import { launchChromium } from "../_harness/chromium.ts";
 import { runningJob, startApiFixture } from "./_fixture.ts";
 
+type Page = Awaited<ReturnType<Awaited<ReturnType<typeof launchChromium>>["newPage"]>>;
+
+/**
+ * Runs `body` against the dashboard of a fresh API fixture served on a free port, with a browser
+ * whose `signIn` opens a page signed in as tenant A (its page errors collected in `problems`);
+ * closes the browser, the server and the fixture after.
+ */
+async function withDashboard(
+  body: (d: {
+    fx: Awaited<ReturnType<typeof startApiFixture>>;
+    origin: string;
+    signIn: () => Promise<{ page: Page; problems: string[] }>;
+  }) => Promise<void>,
+): Promise<void> {
+  const fx = await startApiFixture();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, fx.app.fetch);
+  const origin = `http://127.0.0.1:${server.addr.port}`;
+  const browser = await launchChromium();
+  try {
+    await body({
+      fx,
+      origin,
+      signIn: async () => {
+        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+        const problems: string[] = [];
+        page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+        await page.goto(`${origin}/`);
+        await page.waitForSelector("#api-key");
+        await page.fill("#api-key", fx.keyA);
+        await page.click("#sign-in");
+        return { page, problems };
+      },
+    });
+  } finally {
+    await browser.close();
+    await server.shutdown();
+    await fx.close();
+  }
+}
+
+/** The progress bar in `scope`: its fill width, its title and the scope's text. */
+function barIn(page: Page, scope: string) {
+  return page.$eval(scope, (el) => ({
+    width: (el.querySelector(".bar .fill") as HTMLElement).style.width,
+    title: (el.querySelector(".bar") as HTMLElement).title,
+    text: el.textContent ?? "",
+  }));
+}
+
 Deno.test({
   name: "a job in its warm-up fills its bar by the stage's SFT steps in the list and on its page",
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const fx = await startApiFixture();
-    const server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      fx.app.fetch,
-    );
-    const origin = `http://127.0.0.1:${server.addr.port}`;
-    const browser = await launchChromium();
-    try {
+    await withDashboard(async ({ fx, origin, signIn }) => {
       const job = await runningJob(fx, fx.keyA);
       // As the worker writes it (workers/seed/run/warmup_stage.ts stageReporter): 336 of 1120.
       await setProgress(fx.db, fenceOf(job), {
@@ -36,21 +78,10 @@ Deno.test({
         total: 1120,
         loss: 0.41234,
       });
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const problems: string[] = [];
-      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-      await page.goto(`${origin}/`);
-      await page.waitForSelector("#api-key");
-      await page.fill("#api-key", fx.keyA);
-      await page.click("#sign-in");
+      const { page, problems } = await signIn();
       const row = `tr[data-job="${job.id}"]`;
       await page.waitForSelector(row);
-      const look = (scope: string) =>
-        page.$eval(scope, (el) => ({
-          width: (el.querySelector(".bar .fill") as HTMLElement).style.width,
-          title: (el.querySelector(".bar") as HTMLElement).title,
-          text: el.textContent ?? "",
-        }));
+      const look = (scope: string) => barIn(page, scope);
       const listed = await look(`${row} td.progress`);
       assert.equal(listed.width, "30%");
       assert.equal(listed.title, "30%");
@@ -63,11 +94,7 @@ Deno.test({
       assert.match(shown.text, /^\s*warmup_policy · SFT step 336\/1120, loss 0\.412/);
       assert.doesNotMatch(shown.text, /0\/10/);
       assert.deepEqual(problems, []);
-    } finally {
-      await browser.close();
-      await server.shutdown();
-      await fx.close();
-    }
+    });
   },
 });
 
@@ -77,14 +104,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const fx = await startApiFixture();
-    const server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      fx.app.fetch,
-    );
-    const origin = `http://127.0.0.1:${server.addr.port}`;
-    const browser = await launchChromium();
-    try {
+    await withDashboard(async ({ fx, origin, signIn }) => {
       const job = await runningJob(fx, fx.keyA);
       await setProgress(fx.db, fenceOf(job), {
         stage: "warmup_policy",
@@ -97,13 +117,7 @@ Deno.test({
         loss: 1.5,
       });
       await failJob(fx.db, fenceOf(job), "Cannot train: the environment went away");
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const problems: string[] = [];
-      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-      await page.goto(`${origin}/`);
-      await page.waitForSelector("#api-key");
-      await page.fill("#api-key", fx.keyA);
-      await page.click("#sign-in");
+      const { page, problems } = await signIn();
       const row = `tr[data-job="${job.id}"]`;
       await page.waitForSelector(`${row} [data-status="failed"]`);
       const look = (scope: string) =>
@@ -122,11 +136,7 @@ Deno.test({
       assert.match(shown.text, /^\s*warmup_policy · SFT step 140\/560, loss 1\.500/);
       assert.equal(shown.width, "25%");
       assert.deepEqual(problems, []);
-    } finally {
-      await browser.close();
-      await server.shutdown();
-      await fx.close();
-    }
+    });
   },
 });
 
@@ -136,14 +146,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const fx = await startApiFixture();
-    const server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      fx.app.fetch,
-    );
-    const origin = `http://127.0.0.1:${server.addr.port}`;
-    const browser = await launchChromium();
-    try {
+    await withDashboard(async ({ fx, origin, signIn }) => {
       const job = await runningJob(fx, fx.keyA);
       await setProgress(fx.db, fenceOf(job), {
         stage: "rollout",
@@ -158,13 +161,7 @@ Deno.test({
       assert.equal(reaped.status, "queued");
       assert.equal(reaped.attempt, 1);
       assert.equal(reaped.progress?.step, 3);
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const problems: string[] = [];
-      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-      await page.goto(`${origin}/`);
-      await page.waitForSelector("#api-key");
-      await page.fill("#api-key", fx.keyA);
-      await page.click("#sign-in");
+      const { page, problems } = await signIn();
       const row = `tr[data-job="${job.id}"]`;
       await page.waitForSelector(`${row} [data-status="queued"]`);
       const look = (scope: string) =>
@@ -184,11 +181,7 @@ Deno.test({
       assert.equal(shown.text.trim(), "queued again: run 2 of at most 3");
       assert.equal(shown.width, "0%");
       assert.deepEqual(problems, []);
-    } finally {
-      await browser.close();
-      await server.shutdown();
-      await fx.close();
-    }
+    });
   },
 });
 
@@ -198,14 +191,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const fx = await startApiFixture();
-    const server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-      fx.app.fetch,
-    );
-    const origin = `http://127.0.0.1:${server.addr.port}`;
-    const browser = await launchChromium();
-    try {
+    await withDashboard(async ({ fx, origin, signIn }) => {
       const job = await runningJob(fx, fx.keyA);
       // The worker's one write for this stage; the next comes with the next stage, tens of s on.
       await setProgress(fx.db, fenceOf(job), {
@@ -214,13 +200,7 @@ Deno.test({
         totalSteps: 8,
         etaS: 58,
       });
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const problems: string[] = [];
-      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-      await page.goto(`${origin}/`);
-      await page.waitForSelector("#api-key");
-      await page.fill("#api-key", fx.keyA);
-      await page.click("#sign-in");
+      const { page, problems } = await signIn();
       const seconds = (text: string) => Number(/^(\d+)s$/.exec(text)?.[1] ?? NaN);
       // In the page: the ETA shown for job `id` in the list (its ETA column), or on the job page
       // (`id` null); null while it is missing or still reads `was`.
@@ -256,10 +236,6 @@ Deno.test({
         /^\s*rollout 3\/8\s+ETA \d+s$/,
       );
       assert.deepEqual(problems, []);
-    } finally {
-      await browser.close();
-      await server.shutdown();
-      await fx.close();
-    }
+    });
   },
 });
