@@ -14,10 +14,11 @@
  *   delete ID                                         a final job with its checkpoints and logs
  *   download ID [--step N] [--out DIR] [--overwrite]  checkpoint archive → DIR/step-N/, sha256
  *                                                     checked; refuses to write over a file there
- *                                                     unless --overwrite
+ *                                                     unless --overwrite (which replaces a link,
+ *                                                     not the file it points at)
  *   skills ID [--step N] [--out FILE] [--overwrite]   skill library JSON → FILE or stdout;
  *                                                     refuses to write over FILE unless
- *                                                     --overwrite
+ *                                                     --overwrite (as for download)
  *   metrics ID [--json | --csv]                       each metric's latest value, a table with
  *                                                     a header row; --json/--csv every step
  *   models upload DIR | list | get ID | delete ID   uploaded Hugging Face models (cli_models.ts)
@@ -179,14 +180,17 @@ function stepOption(raw: string | undefined, what: string): number | undefined {
 /**
  * `download ID [--step N] [--out DIR] [--overwrite]`: the checkpoint archive of step N (the latest
  * without `--step`) extracted into `DIR/step-N/` (DIR `job-ID` by default), each file checked
- * against its `SHA256SUMS`; prints one `sha256  bytes\tpath` line a file.
+ * against its `SHA256SUMS`; prints one `sha256  bytes\tpath` line a file. With `overwrite`, a file
+ * or link at a file's path is replaced by a new file (a link is not followed: the file it points at
+ * is left as it was).
  * @throws Error "Cannot download job ID as it has no checkpoints yet" (without "yet" for a job
- *   that has ended, as the API's checkpoint 404 says it); "Cannot download step N of
- *   job ID into DIR as PATH already exists: give --overwrite to replace it" (nothing written) when
- *   files of the archive are there and `overwrite` is not set; "… into DIR as PATH must be a
- *   folder: it is a file" when DIR, DIR/step-N or a folder of the archive is a file (or "must be a
- *   file: it is a folder" for a folder where a file goes); the client's ApiError (a 404 for a
- *   step without a checkpoint names the steps that have one); ArchiveError for a bad archive.
+ *   that has ended, as the API's checkpoint 404 says it); "Cannot download step N of job ID into
+ *   DIR as PATH already exists: give --overwrite to replace it" (nothing written) when files of the
+ *   archive are there (links too, even broken ones) and `overwrite` is not set; "… into DIR as
+ *   PATH must be a folder: it is a file" when DIR, DIR/step-N or a folder of the archive is a file
+ *   (or "must be a file: it is a folder" for a folder where a file goes); the client's ApiError (a
+ *   404 for a step without a checkpoint names the steps that have one); ArchiveError for a bad
+ *   archive.
  */
 async function download(
   client: SeedClient,
@@ -237,12 +241,15 @@ async function download(
 /**
  * `skills ID [--step N] [--out FILE] [--overwrite]`: the job's skill library (`GET
  * /v1/jobs/{id}/skills`; the latest without `--step`) as stored (`{version, job_id, step,
- * skills}`), pretty-printed JSON, to FILE or stdout (`step` checked by the caller).
+ * skills}`), pretty-printed JSON, to FILE or stdout (`step` checked by the caller). With
+ * `overwrite`, a file or link at FILE is replaced by a new file (a link is not followed: the file
+ * it points at is left as it was).
  * @throws Error "Cannot download the skill library of step N of job ID as FILE already exists:
- *   give --overwrite to replace it" (FILE left as it was) when FILE is there and `overwrite` is
- *   not set; "… as FILE must be a file: it is a folder" for a folder there; "… as FILE must be in
- *   a folder that exists: DIR is not one" when FILE's folder is missing (or is a file); the
- *   client's ApiError when there is no library (its 404 names the steps that have one).
+ *   give --overwrite to replace it" (FILE left as it was) when FILE is there (a link too, even a
+ *   broken one) and `overwrite` is not set; "… as FILE must be a file: it is a folder" for a folder
+ *   there; "… as FILE must be in a folder that exists: DIR is not one" when FILE's folder is
+ *   missing (or is a file); the client's ApiError when there is no library (its 404 names the
+ *   steps that have one).
  */
 async function skills(
   client: SeedClient,
@@ -257,23 +264,22 @@ async function skills(
   const text = JSON.stringify(res.library, null, 2) + "\n";
   if (opts.out === undefined) io.out(text);
   else {
-    // createNew: the check and the write are one open (O_EXCL), so no file made in between is lost.
     try {
-      await Deno.writeTextFile(opts.out, text, { createNew: !opts.overwrite });
+      await writeNewFile(opts.out, text, opts.overwrite === true);
     } catch (error) {
       const cannot = `Cannot download the skill library of step ${res.step} of job ${id} as`;
-      // A folder at FILE answers AlreadyExists without --overwrite: --overwrite would not help.
+      // A folder at FILE answers AlreadyExists, with --overwrite too: --overwrite would not help.
+      // lstat: a link to a folder is replaced with --overwrite, so it counts as a file here.
       const folder = (error instanceof Deno.errors.AlreadyExists ||
         error instanceof Deno.errors.IsADirectory) &&
-        await Deno.stat(opts.out).then((s) => s.isDirectory, () => false);
+        await Deno.lstat(opts.out).then((s) => s.isDirectory, () => false);
       if (folder) {
         throw new Error(`${cannot} ${opts.out} must be a file: it is a folder`, { cause: error });
       }
       if (error instanceof Deno.errors.AlreadyExists) {
-        throw new Error(
-          `${cannot} ${opts.out} already exists: give --overwrite to replace it`,
-          { cause: error },
-        );
+        // With --overwrite, something was made at FILE again between its removal and the write.
+        const hint = opts.overwrite ? "" : ": give --overwrite to replace it";
+        throw new Error(`${cannot} ${opts.out} already exists${hint}`, { cause: error });
       }
       if (error instanceof Deno.errors.NotFound || error instanceof Deno.errors.NotADirectory) {
         throw new Error(
@@ -290,6 +296,28 @@ async function skills(
     }${opts.out === undefined ? "" : `, written to ${opts.out}`}\n`,
   );
   return 0;
+}
+
+/**
+ * Writes `text` to a new file at `path`, never through a link there: the write's open is exclusive
+ * (O_EXCL), which refuses anything at `path`, a link included (even a broken one), so a file made
+ * between a check and the write is not lost either. With `overwrite`, the file or link there is
+ * removed first and the write tried once more: a link is replaced by a file and what it points at
+ * is left as it was (as `cp --remove-destination`); a folder is not removed.
+ * @throws Deno.errors.AlreadyExists for something at `path` without `overwrite`, for a folder
+ *   there, or for something made there again after the removal; the file system's error.
+ */
+async function writeNewFile(path: string, text: string, overwrite: boolean): Promise<void> {
+  try {
+    return await Deno.writeTextFile(path, text, { createNew: true });
+  } catch (error) {
+    if (!overwrite || !(error instanceof Deno.errors.AlreadyExists)) throw error;
+    if (await Deno.lstat(path).then((s) => s.isDirectory, () => false)) throw error;
+  }
+  await Deno.remove(path).catch((error) => {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  });
+  await Deno.writeTextFile(path, text, { createNew: true });
 }
 
 /**

@@ -97,7 +97,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     flags: { step: "N", out: "DIR", overwrite: "" },
     notes: [
       "the latest checkpoint by default, into DIR/step-N/; sha256 checked; files already",
-      "there are an error unless --overwrite",
+      "there are an error unless --overwrite (a link there is replaced, not followed)",
     ],
   },
   {
@@ -107,7 +107,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     needs: { overwrite: "out" },
     notes: [
       "the skill library JSON, the latest by default, → FILE or stdout; a FILE already there",
-      "is an error unless --overwrite",
+      "is an error unless --overwrite (a link there is replaced, not followed)",
     ],
   },
   {

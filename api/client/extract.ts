@@ -5,7 +5,7 @@
  * over unless the caller says so. Used by the CLI's `download` and the demo.
  */
 import { createHash } from "node:crypto";
-import { lstat, mkdir, open, rm, stat } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { extract } from "tar-stream";
 
@@ -70,7 +70,10 @@ export class DestinationKindError extends Error {
 
 /** Options of {@link extractVerified}. */
 export interface ExtractOptions {
-  /** Write over files already at the destination (default false: refuse before writing any). */
+  /**
+   * Replace files and links already at the destination with new files, a link's target left as it
+   * was (default false: refuse before writing any).
+   */
   overwrite?: boolean;
 }
 
@@ -78,8 +81,10 @@ export interface ExtractOptions {
  * Extracts an archive made by `tarStream` (api/tar.ts) into `outDir`, hashing each file as it is
  * written and checking it against the archive's `SHA256SUMS`; also checks that every listed
  * file arrived. Rejects names with `..` or a leading `/`. Without `overwrite`, a file listed in
- * `SHA256SUMS` that already exists under `outDir` (as a file, folder or link) stops it before
- * anything is written, and a file created there meanwhile is not replaced either. The body is
+ * `SHA256SUMS` that already exists under `outDir` (as a file, folder or link, even a broken one)
+ * stops it before anything is written, and a file created there meanwhile is not replaced either.
+ * With `overwrite`, a file or link there is removed and a new file written in its place: a link is
+ * not followed, so the file it points at (maybe outside `outDir`) is left as it was. The body is
  * cancelled on any error; the file being written when it comes (cut short, or failing its hash) is
  * removed, and the files checked before it stay.
  * @throws ArchiveError for an unsafe name, a missing `SHA256SUMS` or a hash mismatch;
@@ -171,6 +176,33 @@ async function throwIfFileInPath(outDir: string, path: string): Promise<void> {
   }
 }
 
+/**
+ * Creates the file `path` of the archive for writing, never through a link there: the open is
+ * exclusive ("wx", O_EXCL), which refuses anything at `path`, a link included (even a broken one),
+ * so a file that appeared since the check of `SHA256SUMS` is not replaced either. With `overwrite`,
+ * the file or link there is removed and the open tried once more: a link is replaced by a file and
+ * what it points at is left as it was (as `cp --remove-destination`).
+ * @throws DestinationExistsError when something is there and `overwrite` is not set;
+ *   DestinationKindError for a folder there; the file system's error (EEXIST when something is
+ *   made at `path` again between the removal and the open).
+ */
+async function openNew(outDir: string, path: string, overwrite: boolean): Promise<FileHandle> {
+  try {
+    return await open(path, "wx");
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "EISDIR") throw new DestinationKindError(outDir, path, "file");
+    if (code !== "EEXIST") throw error;
+    if (!overwrite) throw new DestinationExistsError(outDir, [path]);
+  }
+  const folder = await lstat(path).then((s) => s.isDirectory(), () => false);
+  if (folder) throw new DestinationKindError(outDir, path, "file");
+  await unlink(path).catch((error) => {
+    if ((error as { code?: string }).code !== "ENOENT") throw error;
+  });
+  return await open(path, "wx");
+}
+
 async function extractEntries(
   ex: ReturnType<typeof extract>,
   outDir: string,
@@ -216,13 +248,7 @@ async function extractEntries(
       if (code === "EEXIST" || code === "ENOTDIR") await throwIfFileInPath(outDir, path);
       throw error;
     });
-    // "wx": a file that appeared since the check above is not replaced either.
-    const handle = await open(path, overwrite ? "w" : "wx").catch((error) => {
-      const code = (error as { code?: string }).code;
-      if (code === "EEXIST") throw new DestinationExistsError(outDir, [path]);
-      if (code === "EISDIR") throw new DestinationKindError(outDir, path, "file");
-      throw error;
-    });
+    const handle = await openNew(outDir, path, overwrite);
     const hash = createHash("sha256");
     let bytes = 0;
     let sha256: string;
@@ -247,7 +273,7 @@ async function extractEntries(
       }
     } catch (error) {
       // A file cut short (the body failed) or failing its check is not left under its name, where
-      // it would pass for the checkpoint's file; this call made it (or emptied it, with overwrite).
+      // it would pass for the checkpoint's file; this call made it.
       await rm(path, { force: true });
       throw error;
     }

@@ -166,6 +166,42 @@ Deno.test("the CLI's download refuses to write over files already there unless g
   }
 });
 
+Deno.test("the CLI's download refuses a link at a file's path, even a broken one, and --overwrite replaces it, leaving what it points at as it was", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const config = new TextEncoder().encode('{"layers": 2}');
+    await saveCheckpoint(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+      step: 3,
+      files: [{ name: "config.json", bytes: config }],
+    });
+    const out = `${dir}/out`;
+    await Deno.mkdir(`${out}/step-3`, { recursive: true });
+    // A broken link counts as a file there: refused, named, and nothing made where it points.
+    await Deno.symlink(`${dir}/nowhere.json`, `${out}/step-3/config.json`);
+    const broken = await run(["download", id, "--out", out]).catch((e) => e);
+    assert.ok(broken instanceof Error, "a download over a broken link must fail");
+    assert.equal(
+      broken.message,
+      `Cannot download step 3 of job ${id} into ${out} as ${out}/step-3/config.json already ` +
+        `exists: give --overwrite to replace it`,
+    );
+    await assert.rejects(() => Deno.lstat(`${dir}/nowhere.json`), Deno.errors.NotFound);
+    // A link to a file outside DIR: --overwrite replaces the link, not the file it points at.
+    await Deno.remove(`${out}/step-3/config.json`);
+    await Deno.writeTextFile(`${dir}/outside.json`, "mine");
+    await Deno.symlink(`${dir}/outside.json`, `${out}/step-3/config.json`);
+    const replaced = await run(["download", id, "--out", out, "--overwrite"]);
+    assert.equal(replaced.code, 0, replaced.err);
+    assert.equal(await Deno.readTextFile(`${dir}/outside.json`), "mine");
+    const info = await Deno.lstat(`${out}/step-3/config.json`);
+    assert.ok(info.isFile && !info.isSymlink, "config.json must be a file, not a link");
+    assert.deepEqual(await Deno.readFile(`${out}/step-3/config.json`), config);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("the CLI's download into a file where it needs a folder names the file and the flag's folder", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -318,6 +354,46 @@ Deno.test("the CLI's skills refuses to write over a file already there unless gi
     assert.deepEqual(JSON.parse(await Deno.readTextFile(file)), json);
     const help = await run(["skills", "--help"]);
     assert.match(help.out, /^ {2}skills ID \[--step N\] \[--out FILE\] \[--overwrite\]/m);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the CLI's skills refuses a link at FILE, even a broken one, and --overwrite replaces it, leaving what it points at as it was", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { id, job } = await submitAndClaim(dir);
+    const json = { version: 1, job_id: id, step: 2, skills: [{ text: "plan first" }] };
+    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+      step: 2,
+      json,
+      skillCount: 1,
+    });
+    const file = `${dir}/skills.json`;
+    // A broken link counts as a file there: refused, named, and nothing made where it points.
+    await Deno.symlink(`${dir}/nowhere.json`, file);
+    const broken = await run(["skills", id, "--out", file]).catch((e) => e);
+    assert.ok(broken instanceof Error, "skills over a broken link must fail");
+    assert.equal(
+      broken.message,
+      `Cannot download the skill library of step 2 of job ${id} as ${file} already exists: ` +
+        `give --overwrite to replace it`,
+    );
+    await assert.rejects(() => Deno.lstat(`${dir}/nowhere.json`), Deno.errors.NotFound);
+    // With --overwrite, the broken link and a link to a file outside are each replaced by a file.
+    const outside = `${dir}/outside.json`;
+    await Deno.writeTextFile(outside, "mine");
+    const other = `${dir}/other.json`;
+    await Deno.symlink(outside, other);
+    for (const path of [file, other]) {
+      const replaced = await run(["skills", id, "--out", path, "--overwrite"]);
+      assert.equal(replaced.code, 0, replaced.err);
+      const info = await Deno.lstat(path);
+      assert.ok(info.isFile && !info.isSymlink, `${path} must be a file, not a link`);
+      assert.deepEqual(JSON.parse(await Deno.readTextFile(path)), json);
+    }
+    await assert.rejects(() => Deno.lstat(`${dir}/nowhere.json`), Deno.errors.NotFound);
+    assert.equal(await Deno.readTextFile(outside), "mine");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

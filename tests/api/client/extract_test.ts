@@ -116,6 +116,33 @@ Deno.test("with overwrite, files already at the destination are replaced", async
   }
 });
 
+Deno.test("with overwrite, a link at a file's path is replaced by the file and what it points at is left as it was", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // A link to a file outside the destination, and a broken link.
+    await Deno.mkdir(`${dir}/out`);
+    await Deno.writeTextFile(`${dir}/outside.txt`, "mine");
+    await Deno.symlink(`${dir}/outside.txt`, `${dir}/out/a.txt`);
+    await Deno.symlink(`${dir}/nowhere.txt`, `${dir}/out/b.txt`);
+    const body = await archive([
+      ["SHA256SUMS", `${HELLO_SHA256}  a.txt\n${HELLO_SHA256}  b.txt\n`],
+      ["a.txt", "hello"],
+      ["b.txt", "hello"],
+    ]);
+    const files = await extractVerified(body, `${dir}/out`, { overwrite: true });
+    assert.deepEqual(files.map((f) => f.sha256), [HELLO_SHA256, HELLO_SHA256]);
+    assert.equal(await Deno.readTextFile(`${dir}/outside.txt`), "mine");
+    await assert.rejects(() => Deno.lstat(`${dir}/nowhere.txt`), Deno.errors.NotFound);
+    for (const name of ["a.txt", "b.txt"]) {
+      const info = await Deno.lstat(`${dir}/out/${name}`);
+      assert.ok(info.isFile && !info.isSymlink, `${name} must be a file, not a link`);
+      assert.equal(await Deno.readTextFile(`${dir}/out/${name}`), "hello");
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a file that appears after the check is not written over either", async () => {
   const dir = await Deno.makeTempDir();
   try {
