@@ -1,4 +1,6 @@
-/** Node stream helpers shared by the tar writers of the API (api/tar.ts) and the CLI (api/client). */
+/**
+ * Node stream helpers shared by the tar writers of the API (api/tar.ts) and the CLI (api/client).
+ */
 
 /**
  * Resolves once `sink` drains, or closes when the reader went away (the request was aborted).

@@ -3,11 +3,12 @@
  * `app.request()`, `api/main.ts` serves it with `Deno.serve`.
  *
  * One `onError` maps every thrown error to `application/problem+json` (handlers never catch).
- * The web dashboard is served at `/` (dashboard/routes.ts). `/v1/*` routes require a bearer API key; request bodies are limited to `maxBodyBytes` (413);
- * the request target to {@link MAX_TARGET_CHARS} (414) and the headers to
- * {@link MAX_HEADER_BYTES} in {@link MAX_HEADERS} fields (431) — below the HTTP layer's own
- * limits, so these requests get a problem+json answer too; a known path asked with another
- * method is a 405 with `Allow`. A path with one trailing slash is answered as the path without it.
+ * The web dashboard is served at `/` (dashboard/routes.ts). `/v1/*` routes require a bearer API
+ * key; request bodies are limited to `maxBodyBytes` (413); the request target to
+ * {@link MAX_TARGET_CHARS} (414) and the headers to {@link MAX_HEADER_BYTES} in {@link MAX_HEADERS}
+ * fields (431) — below the HTTP layer's own limits, so these requests get a problem+json answer
+ * too; a known path asked with another method is a 405 with `Allow`. A path with one trailing slash
+ * is answered as the path without it.
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -51,7 +52,8 @@ export const MAX_TARGET_CHARS = 8_192;
 export const MAX_HEADER_BYTES = 32_768;
 /**
  * Most header fields. Deno's HTTP layer closes a request with 100 or more fields (or a header
- * block over ~64–100 KiB) with an empty 400 before the app sees it: those alone get no problem body.
+ * block over ~64–100 KiB) with an empty 400 before the app sees it: those alone get no problem
+ * body.
  */
 export const MAX_HEADERS = 64;
 

@@ -23,7 +23,10 @@ const MESSAGES: Record<BearerKeyFailure, string> = {
     "Cannot authenticate the request as the API key must be active: it is unknown or revoked",
 };
 
-/** Middleware factory; throws {@link UnauthorizedError} (401) for a missing, malformed or unknown key. */
+/**
+ * Middleware factory; throws {@link UnauthorizedError} (401) for a missing, malformed or unknown
+ * key.
+ */
 export function bearerAuth(db: Database, options: { cacheMs?: number } = {}): MiddlewareHandler<
   AuthEnv
 > {

@@ -80,7 +80,9 @@ export class NotFoundError extends ProblemError {
   }
 }
 
-/** 409: a request that conflicts with stored state (e.g. Idempotency-Key reused with another body). */
+/**
+ * 409: a request that conflicts with stored state (e.g. Idempotency-Key reused with another body).
+ */
 export class ConflictError extends ProblemError {
   constructor(detail: string, options: { cause?: unknown } = {}) {
     super(409, "conflict", "Conflict", detail, options);
@@ -181,7 +183,10 @@ export class UnavailableError extends ProblemError {
   }
 }
 
-/** Joins a zod path (`["rollout", "group_size"]`, `["items", 0]`) as `rollout.group_size`, `items[0]`. */
+/**
+ * Joins a zod path (`["rollout", "group_size"]`, `["items", 0]`) as `rollout.group_size`,
+ * `items[0]`.
+ */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const key of path) {
@@ -206,7 +211,9 @@ export function zodIssues(error: ZodError, prefix: readonly PropertyKey[] = []):
   }));
 }
 
-/** A 400 that carries zod's field paths; `where` names the part of the request (`body`, `query`). */
+/**
+ * A 400 that carries zod's field paths; `where` names the part of the request (`body`, `query`).
+ */
 export function validationError(where: string, error: ZodError): BadRequestError {
   const errors = zodIssues(error);
   const first = errors[0];

@@ -159,7 +159,8 @@ function startApiSweeper(
 
 /**
  * Opens db and store and serves the API; `port` 0 picks a free one. The sweeper's interval and
- * grace are `options.sweeper`'s, else the environment's (`SWEEPER_INTERVAL_MS`, `SWEEPER_GRACE_MS`).
+ * grace are `options.sweeper`'s, else the environment's (`SWEEPER_INTERVAL_MS`,
+ * `SWEEPER_GRACE_MS`).
  * @throws z.ZodError for a bad sweeper variable when `options.sweeper` is not given (before
  *   anything is opened; {@link apiSettingsFromEnv}).
  */

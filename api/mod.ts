@@ -3,8 +3,8 @@
  * `deno task api` (`main.ts`), any number of copies behind a load balancer.
  *
  * - `app.ts` builds the app (`createApp(options)`, `deps.ts` says what it needs): body limit,
- *   bearer keys (`auth.ts` over jobs/api_keys.ts), the routes, and one `onError` that maps every thrown
- *   error to problem+json (`errors.ts`).
+ *   bearer keys (`auth.ts` over jobs/api_keys.ts), the routes, and one `onError` that maps every
+ *   thrown error to problem+json (`errors.ts`).
  * - Routes: `routes_jobs.ts` (submit, list, get, cancel; `spec_refs.ts` checks a spec's `job:` and
  *   `s3://` references belong to the tenant), `routes_events.ts` (events as JSON pages or SSE via
  *   `sse.ts`; metrics as JSON or CSV via `csv.ts`), `routes_artifacts.ts` (checkpoints: one tar

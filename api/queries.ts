@@ -60,8 +60,9 @@ export interface ListJobsOptions {
 
 /**
  * One page of a tenant's jobs, newest first (created_at desc, id desc), optionally filtered by
- * status, name (exact or prefix), the start of the id and metadata pairs (all must match). Jobs being deleted are left
- * out. `cursor` is the previous page's `nextCursor`; it is null on the last page.
+ * status, name (exact or prefix), the start of the id and metadata pairs (all must match). Jobs
+ * being deleted are left out. `cursor` is the previous page's `nextCursor`; it is null on the last
+ * page.
  */
 export async function listJobs(
   db: Database,
@@ -148,7 +149,9 @@ export async function latestEvalResults(
   return out;
 }
 
-/** Events of a job with id > `afterId`, ascending, at most `limit` (the job must be checked first). */
+/**
+ * Events of a job with id > `afterId`, ascending, at most `limit` (the job must be checked first).
+ */
 export async function eventsAfter(
   db: Database,
   jobId: string,

@@ -1,6 +1,6 @@
 /**
- * Secret routes (workers/seed/README.md, "Secrets"): `PUT /v1/secrets/{name}` with `{"value": "…"}` stores a
- * tenant secret (201 new, 200 replaced), `GET /v1/secrets` lists names and dates,
+ * Secret routes (workers/seed/README.md, "Secrets"): `PUT /v1/secrets/{name}` with `{"value": "…"}`
+ * stores a tenant secret (201 new, 200 replaced), `GET /v1/secrets` lists names and dates,
  * `GET /v1/secrets/{name}` shows one's name and dates, `DELETE /v1/secrets/{name}` (204; 409 while
  * a queued or running job names it). No
  * answer ever carries a value: a JobSpec names a secret (`warmup.analyzer.annotator

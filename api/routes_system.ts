@@ -1,7 +1,7 @@
 /**
  * Unauthenticated operational routes: `/healthz` (the process answers), `/readyz` (database and
- * store reachable), `/metrics` (Prometheus text, counts over all tenants, no tenant data; behind the operator key
- * `SEED_METRICS_TOKEN`, 404 without one) and
+ * store reachable), `/metrics` (Prometheus text, counts over all tenants, no tenant data; behind
+ * the operator key `SEED_METRICS_TOKEN`, 404 without one) and
  * `/openapi.json`; plus the authenticated `GET /v1/envs`.
  */
 import { timingSafeEqual } from "node:crypto";
@@ -38,7 +38,8 @@ export function prometheusText(
 
 /**
  * `/metrics` shows every tenant's job counts, so only an operator reads it: 404 when no operator
- * key is configured, 401 unless the request carries it as a bearer token (compared in constant time).
+ * key is configured, 401 unless the request carries it as a bearer token (compared in constant
+ * time).
  */
 function checkMetricsToken(token: string | undefined, authorization: string | undefined): void {
   if (!token) throw new NotFoundError("Cannot find /metrics as no operator key is configured");

@@ -1,9 +1,9 @@
 /**
- * Trajectory routes (workers/seed/README.md, "Trajectories and evaluations"): the rollouts and evaluation
- * episodes a job dumped at each step (jobs/trajectories.ts), with links to their observation
- * images. As in routes_artifacts.ts, object keys come only from the job's committed rows (never
- * from the request), so a tenant reaches only its own objects, and every object read is checked
- * against the SHA-256 in its row (a mismatch is a 502).
+ * Trajectory routes (workers/seed/README.md, "Trajectories and evaluations"): the rollouts and
+ * evaluation episodes a job dumped at each step (jobs/trajectories.ts), with links to their
+ * observation images. As in routes_artifacts.ts, object keys come only from the job's committed
+ * rows (never from the request), so a tenant reaches only its own objects, and every object read is
+ * checked against the SHA-256 in its row (a mismatch is a 502).
  */
 import { Hono } from "hono";
 import { z } from "zod";

@@ -58,8 +58,9 @@ export const StepParam = z.preprocess(
 
 /**
  * `GET /v1/jobs` query. `status` is one state or a comma-separated list; `name` matches the name
- * exactly, `name_prefix` its beginning; `id_prefix` the beginning of the id; `metadata[key]=value` (repeatable with other keys) keeps
- * jobs whose metadata holds every given pair (api/routes_jobs.ts gathers them into `metadata`).
+ * exactly, `name_prefix` its beginning; `id_prefix` the beginning of the id; `metadata[key]=value`
+ * (repeatable with other keys) keeps jobs whose metadata holds every given pair (api/routes_jobs.ts
+ * gathers them into `metadata`).
  */
 export const ListJobsQuery = z.object({
   status: z.string().max(200).transform((s) => s.split(",").map((x) => x.trim())).pipe(
@@ -272,7 +273,9 @@ export const EnvInfo = z.object({
   families: z.array(z.string()).optional(),
   /** Default turn limit per episode (JobSpec `env.max_turns`). */
   default_max_turns: z.number().int().optional(),
-  /** Whether it has a reference analyzer (JobSpec `seed.skill_source: "reference"` needs `true`). */
+  /**
+   * Whether it has a reference analyzer (JobSpec `seed.skill_source: "reference"` needs `true`).
+   */
   reference_analyzer: z.boolean().optional(),
 }).catchall(z.unknown());
 /** The wire type of {@link EnvInfo}. */

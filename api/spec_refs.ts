@@ -82,7 +82,9 @@ export async function checkSpecRefs(
   );
 }
 
-/** Most `job:` links {@link rootModelBase} follows (a chain longer than this is left unresolved). */
+/**
+ * Most `job:` links {@link rootModelBase} follows (a chain longer than this is left unresolved).
+ */
 const MAX_BASE_LINKS = 16;
 
 /**

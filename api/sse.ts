@@ -1,5 +1,6 @@
 /**
- * Server-Sent Events for a job's event log (`GET /v1/jobs/{id}/events`, `Accept: text/event-stream`).
+ * Server-Sent Events for a job's event log (`GET /v1/jobs/{id}/events`,
+ * `Accept: text/event-stream`).
  *
  * Each event is written as `id: <event id>` / `event: <type>` / `data: <json>`; a client that
  * reconnects with `Last-Event-ID: N` receives exactly the events with id > N, in order, once.

@@ -27,7 +27,9 @@ export interface BenchArgsConfig<O extends ParseArgsOptionsConfig> {
   positionals?: number;
 }
 
-/** The flag values `parseArgs` gives for `options` (a default makes a flag's value non-optional). */
+/**
+ * The flag values `parseArgs` gives for `options` (a default makes a flag's value non-optional).
+ */
 export type BenchArgValues<O extends ParseArgsOptionsConfig> = ReturnType<
   typeof parseArgs<{ args: string[]; options: O }>
 >["values"];

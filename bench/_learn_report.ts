@@ -1,9 +1,9 @@
 /**
  * Summaries of `deno task bench:learn` over seeds (pure; statistics in bench/_learn_stats.ts):
  * per (env, arm, step, split) the mean success over seeds with a 95% t-interval, the paired
- * difference arm − baseline per (env, arm, step, split) for every arm but the baseline (`--baseline`,
- * default `grpo`), the samples each arm needs to reach the baseline's final mean success, seconds
- * per update, and the CSV and table text written from them.
+ * difference arm − baseline per (env, arm, step, split) for every arm but the baseline
+ * (`--baseline`, default `grpo`), the samples each arm needs to reach the baseline's final mean
+ * success, seconds per update, and the CSV and table text written from them.
  */
 import {
   type Interval,
@@ -285,10 +285,11 @@ export const SEED_PARTS: Readonly<Record<string, string>> = {
 /**
  * Seconds per update by phase, GRPO beside SEED (means over seeds), as Markdown lines, then the
  * SEED run's own split. SEED − GRPO per phase says where SEED's extra time goes (analyze is
- * SEED's alone; rescore holds its teacher pass, shown under its phase). The runs are sequential, so on a loaded machine the phases both do (rollout, the old
- * and reference passes, the RL update) move between them too; the last line compares inside the
- * SEED run alone: its seconds per update over the same run without SEED's own work (analyze,
- * teacher pass), the GRPO-equivalent cost at the same moment.
+ * SEED's alone; rescore holds its teacher pass, shown under its phase). The runs are sequential, so
+ * on a loaded machine the phases both do (rollout, the old and reference passes, the RL update)
+ * move between them too; the last line compares inside the SEED run alone: its seconds per update
+ * over the same run without SEED's own work (analyze, teacher pass), the GRPO-equivalent cost at
+ * the same moment.
  */
 export function phaseTable(
   grpo: Readonly<Record<string, number>>,

@@ -91,9 +91,9 @@ function perSeedMeans(rows: readonly SignalRow[], metric: SignalMetric): Interva
 }
 
 /**
- * The signal report as text lines, per (env, arm) of the SEED-method runs: for each metric the mean over steps
- * (per seed, then the mean over seeds ± the 95% t-interval's half-width), the share of steps that
- * meet the per-step targets, and the last step's skill quality.
+ * The signal report as text lines, per (env, arm) of the SEED-method runs: for each metric the mean
+ * over steps (per seed, then the mean over seeds ± the 95% t-interval's half-width), the share of
+ * steps that meet the per-step targets, and the last step's skill quality.
  */
 export function signalSummary(rows: readonly SignalRow[]): string[] {
   const out: string[] = [];

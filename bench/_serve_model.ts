@@ -1,4 +1,6 @@
-/** The serving benchmarks' ~24M model and prompts (bench/serve.ts, bench/tools/serve_profile.ts). */
+/**
+ * The serving benchmarks' ~24M model and prompts (bench/serve.ts, bench/tools/serve_profile.ts).
+ */
 import type { AsyncEnvironment } from "../workers/envs/mod.ts";
 import {
   buildByteLevelTokenizer,

@@ -11,7 +11,8 @@
  * and their ratio (endpoints over local), and the two servers' CPU time (user + system, /proc) per
  * generated token, which a loaded machine inflates much less than wall time. On one machine the
  * two servers share its cores with the trainer: the ratio measures the protocol's and the
- * servers' overheads against the local decode's batching, not the gain of more machines. Not a test: numbers depend on the machine.
+ * servers' overheads against the local decode's batching, not the gain of more machines. Not a
+ * test: numbers depend on the machine.
  */
 import { createKey, ensureTenant } from "../jobs/mod.ts";
 import { resolveEnvironment } from "../workers/envs/mod.ts";

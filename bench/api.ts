@@ -2,9 +2,9 @@
  * `deno task bench:api` (flags: `USAGE` below, which `--help` prints) — API latency under a fixed
  * request rate, and queue claims per second.
  *
- * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, runs `api/main.ts`
- * in a child process (so the load generator does not share its event loop), then drives
- * `GET /v1/jobs/{id}` and `POST /v1/jobs` with autocannon at `--rate` requests/s for
+ * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, runs
+ * `api/main.ts` in a child process (so the load generator does not share its event loop), then
+ * drives `GET /v1/jobs/{id}` and `POST /v1/jobs` with autocannon at `--rate` requests/s for
  * `--duration` s each and prints p50/p99 latency and throughput. Then queues `--jobs` jobs and
  * times N concurrent claim loops (jobs/ `claimJob`, the worker's SKIP LOCKED statement) for each
  * N of `--workers`. Goals (bench/README.md): GET p99 < 10 ms at 500 req/s; ≥ 1,000 claims/s.

@@ -10,12 +10,13 @@
  * random `--db-outage-s` each, stops the S3 server once for `--s3-outage-s`, cancels `--cancels`
  * running jobs, and polls the API throughout.
  *
- * `--model tiny` (default) trains `builtin:tiny`. `--model large` uploads a Qwen3-architecture model
- * of width `--hidden` with random weights through `POST /v1/models` (bench/_chaos_model.ts; 640:
- * ≈ 103 M parameters, so a full fine-tuning step's state — F32 weights and AdamW's two moments — is
- * ≈ 1.2 GB) and trains it in full, so every checkpoint moves that state between compute process,
- * control loop and store under the same chaos. Workers run bench/_chaos_worker.ts (the real worker
- * plus a probe of its event loop's lateness and of its and its compute processes' peak RSS).
+ * `--model tiny` (default) trains `builtin:tiny`. `--model large` uploads a Qwen3-architecture
+ * model of width `--hidden` with random weights through `POST /v1/models` (bench/_chaos_model.ts;
+ * 640: ≈ 103 M parameters, so a full fine-tuning step's state — F32 weights and AdamW's two moments
+ * — is ≈ 1.2 GB) and trains it in full, so every checkpoint moves that state between compute
+ * process, control loop and store under the same chaos. Workers run bench/_chaos_worker.ts (the
+ * real worker plus a probe of its event loop's lateness and of its and its compute processes' peak
+ * RSS).
  *
  * When every job is final (or `--max-minutes`), it
  * prints and checks:
@@ -139,7 +140,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => console.log(`[${((Date.now() - T0) / 1000).toFixed(1)} s] ${msg}`);
 const T0 = Date.now();
 
-/** A tiny SEED job (builtin:tiny on sokoban, or the large model: see below), checkpointed every step. */
+/**
+ * A tiny SEED job (builtin:tiny on sokoban, or the large model: see below), checkpointed every
+ * step.
+ */
 const SPEC: Record<string, unknown> = {
   env: { id: "sokoban", max_turns: 3, history: 0 },
   rollout: { tasks_per_step: 2, group_size: 2, max_new_tokens: 6 },

@@ -68,7 +68,9 @@ const DECODE = [
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Forward FLOPs per token at context `t`: 2·(matmul weights incl. LM head) + 4·L·t·H·D (QKᵀ, AV). */
+/**
+ * Forward FLOPs per token at context `t`: 2·(matmul weights incl. LM head) + 4·L·t·H·D (QKᵀ, AV).
+ */
 function forwardFlops(c: DecoderConfig, t: number): number {
   const d = c.hidden_size,
     q = c.num_attention_heads * c.head_dim,
@@ -111,7 +113,8 @@ async function ours(c: DecoderConfig, train: TrainShape) {
   const opt = new AdamW(parameterSpecs(c), { lr: 1e-4, weightDecay: 0.01 });
   const rng = new Rng(2);
   const tok = () => 3 + Math.floor(rng.next() * (c.vocab_size - 3));
-  // prompt of 1 token + `length` response tokens → exactly `length` graph positions, all in the loss
+  // prompt of 1 token + `length` response tokens → exactly `length` graph positions, all in the
+  // loss
   const samples: Sample[] = Array.from(
     { length: train.batch },
     () => ({ prompt: [tok()], response: Array.from({ length: train.length }, tok) }),

@@ -10,13 +10,13 @@
  * prefix prefilled once), as the trainer does. The
  * configurations alternate in one process (order reversed every other round) and report medians:
  * the whole call, its prefill and decode parts (decode-session calls are timed one by one; the
- * prefill is every call before the first draw), the number of decode calls, the texts that differ between configurations and how many
- * skills `judgeSkill` finds truthful. `--checkpoint` is an HF model folder (config.json,
- * model.safetensors, tokenizer.json), e.g. a warm-up cached by `bench:learn --warmup-cache DIR`
- * (`DIR/<hash>`); without it a fresh builtin:tiny (random weights: timing only). Machines are
- * shared: compare ratios within one run. Run by hand; never in CI. Configurations in the output:
- * `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4 whitespace bytes between the object's
- * tokens; 0: none, the default), `off`/`on` jump-forward.
+ * prefill is every call before the first draw), the number of decode calls, the texts that differ
+ * between configurations and how many skills `judgeSkill` finds truthful. `--checkpoint` is an HF
+ * model folder (config.json, model.safetensors, tokenizer.json), e.g. a warm-up cached by
+ * `bench:learn --warmup-cache DIR` (`DIR/<hash>`); without it a fresh builtin:tiny (random weights:
+ * timing only). Machines are shared: compare ratios within one run. Run by hand; never in CI.
+ * Configurations in the output: `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4 whitespace
+ * bytes between the object's tokens; 0: none, the default), `off`/`on` jump-forward.
  */
 import * as ort from "onnxruntime-node";
 import { DEMO_PRESETS } from "../jobs/presets.ts";

@@ -11,8 +11,8 @@
  * `warmup.skip`), with that seed as `random_seed` and the same B, G and steps (so the same
  * samples, steps × B × G episodes, and the same evaluation tasks), evaluating test_seen and
  * test_unseen every `--eval-every` steps. The `--baseline` arm (default `grpo`, one of `--arms`)
- * runs first; every other arm is reported as its paired difference from it. The jobs run in process on the real trainer handler
- * (no database or store: see bench/_memory_context.ts).
+ * runs first; every other arm is reported as its paired difference from it. The jobs run in process
+ * on the real trainer handler (no database or store: see bench/_memory_context.ts).
  *
  * Seeds run outermost, so a run stopped early has every env at fewer seeds. After each job a
  * progress line goes to stderr and the outputs are rewritten:
@@ -160,7 +160,9 @@ if (seeds.length === 0) usage("Cannot run as --seeds/--seed-list must name at le
 if (new Set(seeds).size !== seeds.length) {
   usage(`Cannot use --seed-list as its seeds must differ: current value is ${args["seed-list"]}`);
 }
-/** The arms in run order: the baseline first (each other arm's log line then has its difference). */
+/**
+ * The arms in run order: the baseline first (each other arm's log line then has its difference).
+ */
 const { arms, baseline } = (() => {
   try {
     const parsed = parseArms(args.arms, args.baseline);
@@ -461,7 +463,8 @@ async function runAll(): Promise<void> {
         }, run.metrics);
         const mine = rows.filter((r) => r.env === envId && r.seed === seed && r.arm === arm);
         const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
-        // The baseline runs first: every other arm's line adds this seed's difference at the last step.
+        // The baseline runs first: every other arm's line adds this seed's difference at the last
+        // step.
         const baseLast = (split: string) =>
           rows.findLast((r) =>
             r.env === envId && r.seed === seed && r.arm === baseline && r.split === split

@@ -7,25 +7,26 @@
  * one after another (sequential), on builtin:tiny (~1M parameters, the sokoban vocabulary) and a
  * ~24M-parameter config (hidden 512, 6 layers, an 8k-token byte-level vocabulary).
  *
- * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, saves one random-weight
- * checkpoint per model through the trainer's checkpoint writer, runs `deno task serve` in a child
- * process (so the load generator does not share its event loop) and drives it with the `openai`
- * npm client: streaming chat requests with the sokoban turn prompt, `max_tokens` = `--tokens`,
- * temperature 1, one seed per request (with `--distinct`, each request's prompt starts with a
- * line of its own, `#<n>` for the n-th request sent, so no two prompts are identical and none
- * shares a prefill or a prefix, within a burst or with an earlier one; with `--boards`, the n-th
- * request sends the first turn of sokoban train task n mod 512, as an agent's first requests do:
- * distinct boards under the environment's common rules). Tokens/s counts the completion tokens the server reports
- * (`stream_options.include_usage`) over the wall time of the batch of requests; TTFT runs from
- * sending a request to its first content chunk; CPU ms/token is the server process's CPU time
- * (user + system, all its threads, from /proc) per completion token, which a loaded machine
- * inflates much less than wall time. With `--compare DIR` (another checkout of this repository,
- * e.g. `git clone --branch main . /tmp/base`) a second server runs from DIR and every row is measured
- * on both in the order this, compare, compare, this (ABBA, bench/_abba.ts), each side's two passes
- * pooled: load that drifts during a row weighs on both sides alike, where a fixed A-then-B order
- * gave the drift to B (the row's `requests` counts both passes). Each server
- * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve trained checkpoints"):
- * ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers depend on the machine.
+ * Starts a throwaway Postgres (jobs/embedded/postgres_cluster.ts) and an S3 server, saves one
+ * random-weight checkpoint per model through the trainer's checkpoint writer, runs
+ * `deno task serve` in a child process (so the load generator does not share its event loop) and
+ * drives it with the `openai` npm client: streaming chat requests with the sokoban turn prompt,
+ * `max_tokens` = `--tokens`, temperature 1, one seed per request (with `--distinct`, each request's
+ * prompt starts with a line of its own, `#<n>` for the n-th request sent, so no two prompts are
+ * identical and none shares a prefill or a prefix, within a burst or with an earlier one; with
+ * `--boards`, the n-th request sends the first turn of sokoban train task n mod 512, as an agent's
+ * first requests do: distinct boards under the environment's common rules). Tokens/s counts the
+ * completion tokens the server reports (`stream_options.include_usage`) over the wall time of the
+ * batch of requests; TTFT runs from sending a request to its first content chunk; CPU ms/token is
+ * the server process's CPU time (user + system, all its threads, from /proc) per completion token,
+ * which a loaded machine inflates much less than wall time. With `--compare DIR` (another checkout
+ * of this repository, e.g. `git clone --branch main . /tmp/base`) a second server runs from DIR and
+ * every row is measured on both in the order this, compare, compare, this (ABBA, bench/_abba.ts),
+ * each side's two passes pooled: load that drifts during a row weighs on both sides alike, where a
+ * fixed A-then-B order gave the drift to B (the row's `requests` counts both passes). Each server
+ * first answers one request and one burst at the most streams, unmeasured. Goal (issue "Serve
+ * trained checkpoints"): ≥ 5× the aggregate tokens/s at 32 streams over 1. Not a test: numbers
+ * depend on the machine.
  */
 import OpenAI from "openai";
 import { createKey, ensureTenant } from "../jobs/mod.ts";

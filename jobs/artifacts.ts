@@ -1,10 +1,10 @@
 /**
  * Checkpoints and skill libraries: objects in the store, rows in the database. The row is the
- * commit point (jobs/README.md, "Data flow of one job", step 4): objects are uploaded first, then the
- * row is inserted under the worker's fence. An object without a row is garbage and never visible; a
- * stale worker's row is refused ({@link FenceLostError}) so its uploads stay garbage, and as
- * objects are keyed by the writing attempt (jobs/keys.ts) those uploads cannot overwrite what a
- * newer attempt committed.
+ * commit point (jobs/README.md, "Data flow of one job", step 4): objects are uploaded first, then
+ * the row is inserted under the worker's fence. An object without a row is garbage and never
+ * visible; a stale worker's row is refused ({@link FenceLostError}) so its uploads stay garbage,
+ * and as objects are keyed by the writing attempt (jobs/keys.ts) those uploads cannot overwrite
+ * what a newer attempt committed.
  */
 import type { Queryable } from "./db.ts";
 import { type Fence, FenceLostError } from "./errors.ts";

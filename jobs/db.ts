@@ -6,9 +6,9 @@
  * transactions, and LISTEN/NOTIFY.
  *
  * PGlite is one connection inside one process. The first process to open a data folder serves it
- * to later ones over the wire protocol on loopback (see `jobs/embedded/pglite.ts`), so every process started
- * in one `SEED_DATA_DIR` shares one database; the first must outlive the others. For production
- * and for many workers, use real Postgres (`DATABASE_URL`).
+ * to later ones over the wire protocol on loopback (see `jobs/embedded/pglite.ts`), so every
+ * process started in one `SEED_DATA_DIR` shares one database; the first must outlive the others.
+ * For production and for many workers, use real Postgres (`DATABASE_URL`).
  */
 import { join } from "node:path";
 import { openPglite } from "./embedded/mod.ts";
@@ -24,7 +24,9 @@ export interface OpenOptions {
    * forces the embedded database even when `DATABASE_URL` is set.
    */
   url?: string;
-  /** Data folder of embedded PGlite (`SEED_DATA_DIR`, default `.seed`); the database is in `pg/`. */
+  /**
+   * Data folder of embedded PGlite (`SEED_DATA_DIR`, default `.seed`); the database is in `pg/`.
+   */
   dataDir?: string;
   /** Pool size for postgres.js (default 10). */
   maxConnections?: number;

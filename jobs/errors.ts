@@ -97,7 +97,9 @@ export class BaseChainTooLongError extends Error {
   readonly code = "adapter_chain_too_long";
   /** The submit's `model.base`. */
   readonly base: string;
-  /** The spec field whose value is refused: `model.base`, or `model.lora` for the job's own adapter. */
+  /**
+   * The spec field whose value is refused: `model.base`, or `model.lora` for the job's own adapter.
+   */
   readonly path: "model.base" | "model.lora";
   /**
    * @param max the most adapter-only jobs in a row (MAX_ADAPTER_CHAIN).

@@ -1,6 +1,6 @@
 /**
- * Object key layout (workers/seed/README.md, "Checkpoints and skill libraries" and "Trajectories and
- * evaluations"). Every key of a job lives under its tenant and job, so a tenant's objects never
+ * Object key layout (workers/seed/README.md, "Checkpoints and skill libraries" and "Trajectories
+ * and evaluations"). Every key of a job lives under its tenant and job, so a tenant's objects never
  * share a prefix with another's:
  *
  * ```

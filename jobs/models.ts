@@ -1,7 +1,7 @@
 /**
- * Uploaded models (api/README.md, "Bring your own model"): rows of the `models` table, tenant-scoped.
- * The API uploads a folder's files under {@link modelPrefix} first and commits the row last
- * (`commitModel`); a row is only ever written for a folder that passed validation.
+ * Uploaded models (api/README.md, "Bring your own model"): rows of the `models` table,
+ * tenant-scoped. The API uploads a folder's files under {@link modelPrefix} first and commits the
+ * row last (`commitModel`); a row is only ever written for a folder that passed validation.
  */
 import type { Database, Queryable } from "./db.ts";
 import type { CheckpointFile, Model } from "./schema.ts";
@@ -11,8 +11,9 @@ import { activeBaseChain, toDate } from "./_rows.ts";
  * `chain(user_id, base, depth)`: each of the tenant's queued/running/cancelling jobs with its
  * `model.base`, then, while that is `job:<uuid>[@step]` naming a job with adapter-only
  * checkpoints, the base of that job (jobs/_rows.ts `baseChain`): a job continuing a LoRA job on a
- * model uses that model too. Direct and indirect users alike are fenced against a racing submit: the submit
- * locks the model at the root of its base's chain (jobs/queue.ts `submitJob` with `requireBase`).
+ * model uses that model too. Direct and indirect users alike are fenced against a racing submit:
+ * the submit locks the model at the root of its base's chain (jobs/queue.ts `submitJob` with
+ * `requireBase`).
  */
 const CHAIN = activeBaseChain("$1");
 
@@ -45,7 +46,9 @@ const SQL = {
   lockModel: `select id from models where tenant_id = $1::uuid and id = $2::uuid for update`,
   /** deleteModel: the locked model's row (`lockModel`), once `modelUsers` found no user. */
   deleteModel: `delete from models where tenant_id = $1::uuid and id = $2::uuid returning *`,
-  /** modelUsers: ids of the tenant's active jobs that use the model, directly or by a job: chain. */
+  /**
+   * modelUsers: ids of the tenant's active jobs that use the model, directly or by a job: chain.
+   */
   modelUsers: `with recursive ${CHAIN}
     select distinct c.user_id as id, j.queued_at from chain c join jobs j on j.id = c.user_id
     where c.base = 'model:' || $2::text

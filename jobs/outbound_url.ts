@@ -1,9 +1,10 @@
 /**
- * Rules for URLs a user names and the service then contacts (workers/seed/README.md, "Outbound URLs"): HTTP
- * environments (workers/envs/http/client.ts) and the analyzer warm-up's LLM annotator
- * (`warmup.analyzer.annotator.base_url`) and rollout engines (`rollout.engine.endpoints[i].base_url`).
- * Shared by the API (checked at submit: a URL badly written is a 400 naming the field, a host the
- * deployment's rules refuse a 422) and the workers (checked again before every request).
+ * Rules for URLs a user names and the service then contacts (workers/seed/README.md, "Outbound
+ * URLs"): HTTP environments (workers/envs/http/client.ts) and the analyzer warm-up's LLM annotator
+ * (`warmup.analyzer.annotator.base_url`) and rollout engines
+ * (`rollout.engine.endpoints[i].base_url`). Shared by the API (checked at submit: a URL badly
+ * written is a 400 naming the field, a host the deployment's rules refuse a 422) and the workers
+ * (checked again before every request).
  *
  * Common to both:
  * - only `http:`/`https:` absolute URLs without credentials;
@@ -25,7 +26,9 @@ export class OutboundUrlError extends Error {
   override name = "OutboundUrlError";
   readonly url: string;
   readonly field: string;
-  /** @param field what the URL is (e.g. `warmup.analyzer.annotator.base_url`); @param reason why. */
+  /**
+   * @param field what the URL is (e.g. `warmup.analyzer.annotator.base_url`); @param reason why.
+   */
   constructor(field: string, url: string, reason: string) {
     super(`Cannot contact ${field} as ${reason}: current value is ${withoutPassword(url)}`);
     this.url = url;
@@ -94,7 +97,9 @@ function ipv4(host: string): number | undefined {
   return ((parts[0] << 24) >>> 0) + (parts[1] << 16) + (parts[2] << 8) + parts[3];
 }
 
-/** IPv4 blocks that are not public (RFC 6890): this network, private, CGNAT, loopback, link-local. */
+/**
+ * IPv4 blocks that are not public (RFC 6890): this network, private, CGNAT, loopback, link-local.
+ */
 const INTERNAL_V4 = ([
   ["0.0.0.0", 8],
   ["10.0.0.0", 8],

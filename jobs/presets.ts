@@ -7,8 +7,9 @@
  * A preset holds only what differs from the schema defaults (jobs/spec.ts), and every field it
  * sets is listed in {@link PRESET_FIELD_REASONS} with why it is per environment or per size; the
  * settings the presets share (RL optimizer but for sokoban's lr, analyzer warm-up, analyzer prompt)
- * are the schema defaults, so `{"env":{"id":"sokoban"}}` trains with them. tests/jobs/presets_test.ts holds the
- * presets to that. How the values were measured: bench/RESULTS.md.
+ * are the schema defaults, so `{"env":{"id":"sokoban"}}` trains with them.
+ * tests/jobs/presets_test.ts holds the presets to that. How the values were measured:
+ * bench/RESULTS.md.
  *
  * `household-hard` (bench:learn's env of that name) is the sparse-signal regime the paper is about:
  * all six household families, so that after the warm-up most groups are all-fail (seed 21: 9.5% /

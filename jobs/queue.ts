@@ -1,8 +1,9 @@
 /**
- * The queue (jobs/README.md, "The queue: lease, heartbeat, fence"), River style: one named, commented
- * SQL statement per operation, bind parameters only, and every transition guarded on the current
- * state — and, for a worker's writes, on its fence `(job_id, attempt, worker_id)` — so that late or
- * duplicate writes change nothing. Each transition writes a `status` event in the same statement.
+ * The queue (jobs/README.md, "The queue: lease, heartbeat, fence"), River style: one named,
+ * commented SQL statement per operation, bind parameters only, and every transition guarded on the
+ * current state — and, for a worker's writes, on its fence `(job_id, attempt, worker_id)` — so that
+ * late or duplicate writes change nothing. Each transition writes a `status` event in the same
+ * statement.
  *
  * Attempts: `attempt` is the 0-based run number. A claim keeps it; the reaper adds 1 when a lease
  * expires (or fails the job when `attempt + 1 = max_attempts`); a drained worker releases the job
@@ -505,7 +506,9 @@ export function failJob(db: Queryable, fence: Fence, error: string): Promise<Job
   return transition(db, fence, "fail", [storableText(error)]);
 }
 
-/** cancelling → cancelled. @throws FenceLostError when the fence (or `cancelling`) no longer holds. */
+/**
+ * cancelling → cancelled. @throws FenceLostError when the fence (or `cancelling`) no longer holds.
+ */
 export function acknowledgeCancel(db: Queryable, fence: Fence): Promise<Job> {
   return transition(db, fence, "acknowledgeCancel");
 }

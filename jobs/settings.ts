@@ -4,9 +4,9 @@
  * setting's zod schema gives its rule as the message of every issue it raises (the words after
  * "must be"), and {@link settingsErrorMessage} writes the line. The worker
  * (workers/worker/config.ts), the inference server (workers/serve/main.ts) and the API
- * (api/main.ts) validate their variables so, and the environment server (workers/envs/server_main.ts)
- * its `--port`; this lives in jobs/ because it is the part they may all import (README.md,
- * Architecture).
+ * (api/main.ts) validate their variables so, and the environment server
+ * (workers/envs/server_main.ts) its `--port`; this lives in jobs/ because it is the part they may
+ * all import (README.md, Architecture).
  */
 import { z } from "zod";
 

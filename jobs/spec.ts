@@ -209,11 +209,17 @@ const baseUrl = () =>
  * deployment's settings.
  */
 const Annotator = z.object({
-  /** Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at `…/chat/completions`). */
+  /**
+   * Base URL of the API, e.g. `https://api.openai.com/v1` (chat completions at
+   * `…/chat/completions`).
+   */
   base_url: baseUrl(),
   /** Model name the endpoint serves, sent as `model`. */
   model: z.string().min(1).max(256),
-  /** Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer token. */
+  /**
+   * Name of the tenant secret (`PUT /v1/secrets/{name}`) holding the API key, sent as a bearer
+   * token.
+   */
   credential_secret: z.string().regex(ID_PATTERN, {
     message: "Cannot use this credential_secret as it must match ^[a-z][a-z0-9_-]{0,63}$",
   }),
@@ -784,8 +790,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * Parses a spec as stored with a job (the defaulted output of `parseJobSpec` at submit time,
  * possibly written by an earlier release), accepting the fields of earlier schemas that a new
  * submit refuses: the fields of {@link RETIRED_SEED_FIELDS} are dropped; the fields of
- * {@link MOVED_TO_EXPERIMENTAL} move to their new path (where that is absent); `optim.clip_ratio` (one
- * ε) becomes `clip_ratio_low` and `clip_ratio_high` where those are absent, and such a spec
+ * {@link MOVED_TO_EXPERIMENTAL} move to their new path (where that is absent); `optim.clip_ratio`
+ * (one ε) becomes `clip_ratio_low` and `clip_ratio_high` where those are absent, and such a spec
  * predates `optim.loss_aggregation` and ran with one token mean per mini-batch, so it keeps
  * `token_mean` unless it says otherwise (a resumed job keeps its loss); a stored `seed` without
  * `max_step_skills` predates critical-step skills and ran without them, so it keeps 0. The input

@@ -7,7 +7,8 @@
  *
  * Configuration: `S3_ENDPOINT`, `S3_BUCKET` (default `seed`), `S3_REGION` (default `us-east-1`),
  * `S3_ACCESS_KEY_ID`, `S3_SECRET_ACCESS_KEY`. Without `S3_ENDPOINT` the embedded server of
- * `jobs/embedded/local_s3.ts` is used over `${SEED_DATA_DIR}/s3`. The bucket is created when missing.
+ * `jobs/embedded/local_s3.ts` is used over `${SEED_DATA_DIR}/s3`. The bucket is created when
+ * missing.
  *
  * Every upload computes the object's SHA-256 (returned, to be recorded in the object's row) and
  * every verified read recomputes it ({@link IntegrityError} on mismatch). Objects larger than the

@@ -58,7 +58,9 @@ const SQL = {
     union all select key from trajectory_dumps where job_id = any($1::uuid[])
     union all select i->>'key' from trajectory_dumps t
       cross join jsonb_array_elements(t.images) i where t.job_id = any($1::uuid[])`,
-  /** activeJobs: the jobs in $1 that have not finished (their rollout-policy/ objects are in use). */
+  /**
+   * activeJobs: the jobs in $1 that have not finished (their rollout-policy/ objects are in use).
+   */
   activeJobs: `select id::text as id from jobs
       where id = any($1::uuid[]) and status not in ('succeeded', 'failed', 'cancelled')`,
   /** ownedModelKeys: every object key a row of the models in $1 owns. */

@@ -67,7 +67,8 @@ try {
   }
   code = (await child.status).code;
   clearTimeout(timer);
-  // Deno's summary line: "ok | 12 passed (3 steps) | 0 failed (1s)" or "FAILED | 1 passed | 2 failed".
+  // Deno's summary line: "ok | 12 passed (3 steps) | 0 failed (1s)" or
+  // "FAILED | 1 passed | 2 failed".
   // deno-lint-ignore no-control-regex
   const plain = tail.replace(/\x1b\[[0-9;]*m/g, "");
   const summary = plain.match(/(\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/g);

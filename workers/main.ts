@@ -4,19 +4,19 @@
  * runs jobs until SIGTERM/SIGINT, which drains: the current step finishes, the handler
  * checkpoints, and the job is released to the queue. A second signal, one that arrives more than
  * `SAME_PRESS_MS` (jobs/stop_signals.ts) after the first, exits at once (the lease then expires
- * and the reaper requeues the job with attempt + 1). Signals within that window are the same press delivered
- * twice: Ctrl-C signals the whole process group, and a wrapper in it (`npx deno task worker`,
- * `deno task`) forwards the signal to the worker once more.
+ * and the reaper requeues the job with attempt + 1). Signals within that window are the same press
+ * delivered twice: Ctrl-C signals the whole process group, and a wrapper in it
+ * (`npx deno task worker`, `deno task`) forwards the signal to the worker once more.
  *
  * Run as the entry point, it registers the SEED trainer (`workers/seed/run/handler.ts`) for the
  * methods `seed`, `grpo` and `sft`, with the teacher pass's prefix KV budget from
- * `WORKER_PREFIX_CACHE_MB` (workers/worker/config.ts). Imported (e.g. by a test's worker process), it registers
- * nothing: the importer registers its own handlers before calling {@link main}.
+ * `WORKER_PREFIX_CACHE_MB` (workers/worker/config.ts). Imported (e.g. by a test's worker process),
+ * it registers nothing: the importer registers its own handlers before calling {@link main}.
  *
  * A worker whose providers (`WORKER_EXECUTION_PROVIDERS`, default cuda, webgpu, cpu for
  * `WORKER_DEVICE=gpu`) are more than `cpu` probes them once, before it opens anything, and runs
- * every job on the first that loads (workers/engine/README.md, "GPU workers"); when none loads it exits with the
- * reason of each.
+ * every job on the first that loads (workers/engine/README.md, "GPU workers"); when none loads it
+ * exits with the reason of each.
  *
  * With `SEED_EXIT_WITH_PARENT=1` (set by `deno task demo` for its worker) the end of stdin, a pipe
  * from the parent, drains it as the first signal does: it ends with its parent, even a parent

@@ -9,7 +9,8 @@
  *                                                     names match case-sensitively, `%` and `_`
  *                                                     as plain characters
  *   status ID [--json]                                status, progress, key metrics one a line
- *   follow ID [--json]                                event lines + progress bar; exit 0 iff succeeded
+ *   follow ID [--json]                                event lines + progress bar; exit 0 iff
+ *                                                     succeeded
  *   cancel ID
  *   delete ID                                         a final job with its checkpoints and logs
  *   download ID [--step N] [--out DIR] [--overwrite]  checkpoint archive → DIR/step-N/, sha256

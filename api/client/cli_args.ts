@@ -1,9 +1,9 @@
 /**
  * The CLI's arguments checked before anything is sent (api/client/cli.ts): numeric flags by their
  * own name (`--limit`, `--step`), and a job id, whole or as its unique start (the 8 characters the
- * dashboard shows for a job without a name), resolved to the whole id through `GET /v1/jobs`. A flag
- * value that breaks its rule, or a job id that is neither, is a {@link UsageError} naming what was
- * typed, before any request.
+ * dashboard shows for a job without a name), resolved to the whole id through `GET /v1/jobs`. A
+ * flag value that breaks its rule, or a job id that is neither, is a {@link UsageError} naming what
+ * was typed, before any request.
  */
 import type { SeedClient } from "./client.ts";
 

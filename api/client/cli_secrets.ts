@@ -1,6 +1,6 @@
 /**
- * `seed secrets …`: tenant secrets (workers/seed/README.md, "LLM annotator for the analyzer warm-up"), e.g.
- * the API key a JobSpec's `warmup.analyzer.annotator.credential_secret` names.
+ * `seed secrets …`: tenant secrets (workers/seed/README.md, "LLM annotator for the analyzer
+ * warm-up"), e.g. the API key a JobSpec's `warmup.analyzer.annotator.credential_secret` names.
  *
  *   secrets put NAME       stores the value read from stdin (one trailing newline dropped)
  *   secrets list           names and last update; values never come back

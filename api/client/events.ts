@@ -1,8 +1,8 @@
 /**
  * One readable line per job event (`GET /v1/jobs/{id}/events`), shared by `seed follow` and the
  * demo: `status: running`, `stage: rollout` (first sight only), `eval at step 4: test_seen success
- * 38%  score 0.41 (8 episodes)`, `warmup_analyzer: SFT step 8/16, loss 2.310`; `step` summaries give
- * no line (the progress line covers them).
+ * 38%  score 0.41 (8 episodes)`, `warmup_analyzer: SFT step 8/16, loss 2.310`; `step` summaries
+ * give no line (the progress line covers them).
  */
 import type { SseMessage } from "./client.ts";
 import { stageDetail } from "./progress.ts";

@@ -1,8 +1,8 @@
 /**
  * Extracts a checkpoint archive answered by `GET /v1/jobs/{id}/checkpoints/{step}/archive` (made by
- * `tarStream` in `api/tar.ts`: `SHA256SUMS` first, then one entry per file), hashing each file as it
- * is written and checking it against `SHA256SUMS`. A file already at the destination is not written
- * over unless the caller says so. Used by the CLI's `download` and the demo.
+ * `tarStream` in `api/tar.ts`: `SHA256SUMS` first, then one entry per file), hashing each file as
+ * it is written and checking it against `SHA256SUMS`. A file already at the destination is not
+ * written over unless the caller says so. Used by the CLI's `download` and the demo.
  */
 import { createHash } from "node:crypto";
 import { type FileHandle, lstat, mkdir, open, rm, stat, unlink } from "node:fs/promises";

@@ -26,7 +26,9 @@ import { dirname, join } from "node:path";
 /** The folder inside a taken output folder that holds the run's download until it is checked. */
 export const PARTIAL_FOLDER = ".demo-partial";
 
-/** The file in {@link PARTIAL_FOLDER} its run holds locked (see the module doc); never published. */
+/**
+ * The file in {@link PARTIAL_FOLDER} its run holds locked (see the module doc); never published.
+ */
 export const PARTIAL_LOCK = ".lock";
 
 /** An output folder taken for one run by {@link claimOutputFolder}. */

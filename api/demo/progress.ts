@@ -140,7 +140,10 @@ export interface FollowOptions {
   io: ProgressIo;
   /** Stops following (the job keeps running). */
   signal?: AbortSignal;
-  /** Plain mode: print an unchanged line again after this long (default 13 000 ms; see PlainProgress). */
+  /**
+   * Plain mode: print an unchanged line again after this long (default 13 000 ms; see
+   * PlainProgress).
+   */
   plainEveryMs?: number;
   /**
    * Re-read the job this often between events (default 3 000 ms): a warm-up stage reports its SFT

@@ -12,8 +12,8 @@ export const DEMO_ENVS = ["sokoban", "household", "webshop", "search"] as const;
 export type DemoEnv = (typeof DEMO_ENVS)[number];
 
 /**
- * Methods the demo can run (`grpo` = the same pipeline without skills; workers/seed/README.md, Algorithm,
- * "Methods").
+ * Methods the demo can run (`grpo` = the same pipeline without skills; workers/seed/README.md,
+ * Algorithm, "Methods").
  */
 export const DEMO_METHODS = ["seed", "grpo"] as const;
 /** One of {@link DEMO_METHODS}. */
@@ -95,7 +95,10 @@ export const DEMO_SPECS: Record<DemoEnv, Record<DemoMethod, JobSpecInput>> = {
 
 /** Command-line overrides of a demo spec (each replaces one field when given). */
 export interface DemoOverrides {
-  /** RL updates (`steps`); checkpoints (and evaluations, unless only at the end) then happen half-way and at the end. */
+  /**
+   * RL updates (`steps`); checkpoints (and evaluations, unless only at the end) then happen
+   * half-way and at the end.
+   */
   steps?: number;
   /** Episodes per evaluation split (`eval.episodes`). */
   evalEpisodes?: number;

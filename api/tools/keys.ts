@@ -4,7 +4,8 @@
  *
  *   keys create --tenant NAME [--name LABEL]   prints a new key once (creates the tenant if needed)
  *   keys list [--tenant NAME]                  id, tenant, prefix, created, revoked
- *   keys revoke ID_OR_PREFIX                   revokes a key (takes effect within the auth cache TTL)
+ *   keys revoke ID_OR_PREFIX                   revokes a key (takes effect within the auth cache
+ *                                              TTL)
  */
 import { parseArgs } from "node:util";
 import { openDatabase } from "../../jobs/db.ts";

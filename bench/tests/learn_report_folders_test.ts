@@ -68,7 +68,8 @@ async function report(dirs: string[], out: string) {
 Deno.test("--report pairs arms from one warm-up held in two folders and lists that warm-up once", async () => {
   const root = await Deno.makeTempDir();
   try {
-    // The same warm-up, trained in one run and loaded from the cache in the other: only timings differ.
+    // The same warm-up, trained in one run and loaded from the cache in the other: only timings
+    // differ.
     const grpo = await armFolder(root, "grpo", 392, 161);
     const seed = await armFolder(root, "seed", 392, 0.4);
     const r = await report([grpo, seed], `${root}/out`);

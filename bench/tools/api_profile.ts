@@ -1,6 +1,7 @@
 /**
- * `deno run -A bench/tools/api_profile.ts` — in-process cost of one `GET /v1/jobs/{id}` and its parts
- * (auth lookup, job select), sequential, no HTTP: separates handler cost from network and load.
+ * `deno run -A bench/tools/api_profile.ts` — in-process cost of one `GET /v1/jobs/{id}` and its
+ * parts (auth lookup, job select), sequential, no HTTP: separates handler cost from network and
+ * load.
  */
 import { createKey } from "../../jobs/api_keys.ts";
 import { createApp } from "../../api/app.ts";

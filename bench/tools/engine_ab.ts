@@ -1,6 +1,7 @@
 /**
  * A/B of the train step between two checkouts, in one process:
- * `deno run -A bench/tools/engine_ab.ts --base DIR [--only medium|small] [--repeats 9] [--no-torch]`.
+ * `deno run -A bench/tools/engine_ab.ts --base DIR [--only medium|small] [--repeats 9]
+ * [--no-torch]`.
  *
  * DIR holds another version's `workers/` (e.g. `git archive main workers jobs | tar -x -C DIR`);
  * its Policy and AdamW are imported beside this checkout's. The same SFT step as bench/engine.ts

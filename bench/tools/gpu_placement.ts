@@ -1,13 +1,14 @@
 /**
- * `deno run -A bench/tools/gpu_placement.ts --ep webgpu|cuda|cpu`: which nodes of the model's graphs
- * onnxruntime runs on the provider and which it leaves to the CPU (a node without a kernel for the
- * provider, its opset version or its dtype falls back to the CPU, with copies between devices).
+ * `deno run -A bench/tools/gpu_placement.ts --ep webgpu|cuda|cpu`: which nodes of the model's
+ * graphs onnxruntime runs on the provider and which it leaves to the CPU (a node without a kernel
+ * for the provider, its opset version or its dtype falls back to the CPU, with copies between
+ * devices).
  *
  * For the train (SEED objective), score and decode graphs of a small Llama-style config, a child
  * process loads the graph on the provider with onnxruntime's verbose log, and this process counts
  * the "Node placements" and the "kernel not found" lines by op type. Prints one block per graph.
- * Used by bench/tools/gpu_check.sh; the log format is onnxruntime 1.30's, so an unparsed log prints its
- * placement lines raw.
+ * Used by bench/tools/gpu_check.sh; the log format is onnxruntime 1.30's, so an unparsed log prints
+ * its placement lines raw.
  */
 import { benchArgs } from "../_args.ts";
 import * as ort from "onnxruntime-node";

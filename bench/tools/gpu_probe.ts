@@ -1,7 +1,8 @@
 /**
- * `deno run -A bench/tools/gpu_probe.ts [cuda webgpu cpu]`: checks each execution provider in a process
- * of its own, as a `gpu` worker does at start (workers/engine/providers.ts), and prints one JSON
- * line per provider: `{"provider", "ok", "reason"?, "seconds"}`. Used by bench/tools/gpu_check.sh.
+ * `deno run -A bench/tools/gpu_probe.ts [cuda webgpu cpu]`: checks each execution provider in a
+ * process of its own, as a `gpu` worker does at start (workers/engine/providers.ts), and prints one
+ * JSON line per provider: `{"provider", "ok", "reason"?, "seconds"}`. Used by
+ * bench/tools/gpu_check.sh.
  */
 import {
   EXECUTION_PROVIDERS,

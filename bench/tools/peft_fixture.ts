@@ -1,7 +1,9 @@
 /**
- * Fixture for the PEFT check on a machine with `transformers` and `peft` (bench/tools/peft_check.py):
- * `deno run -A bench/tools/peft_fixture.ts [DIR]` (default `.bench-out/peft`) writes
- * - `base/`: a small Qwen2 (QKV bias, GQA, untied head) as this service saves a Hugging Face folder;
+ * Fixture for the PEFT check on a machine with `transformers` and `peft`
+ * (bench/tools/peft_check.py): `deno run -A bench/tools/peft_fixture.ts [DIR]` (default
+ * `.bench-out/peft`) writes
+ * - `base/`: a small Qwen2 (QKV bias, GQA, untied head) as this service saves a Hugging Face
+ *   folder;
  * - `adapter/`: a LoRA adapter on all seven projections, as a LoRA job's checkpoint holds it
  *   (`adapter_config.json`, `adapter_model.safetensors` by PEFT's names), with random A and B;
  * - `merged/`: the merged weights W + (α/r)·B·A as `model.lora.save_merged` writes them;

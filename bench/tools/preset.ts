@@ -5,10 +5,12 @@
  *     deno run -A bench/tools/preset.ts sokoban            # the DEMO_PRESETS entry
  *     deno run -A bench/tools/preset.ts spec.json          # any JobSpec file
  *     PRESET_OVERRIDES='{"steps": 3}' deno run -A bench/tools/preset.ts sokoban
- *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/tools/preset.ts sokoban   # every step's metrics
- *     PRESET_SKILLS_OUT=skills.json deno run -A bench/tools/preset.ts sokoban  # the last skill library
- *     PRESET_TRAJECTORIES_OUT=t.json deno run -A bench/tools/preset.ts sokoban # eval and rollout dumps
- *     PRESET_THREADS=1 deno run -A bench/tools/preset.ts sokoban   # onnxruntime threads (default 2)
+ *     # every step's metrics; the last skill library; eval and rollout dumps:
+ *     PRESET_METRICS_OUT=run.jsonl deno run -A bench/tools/preset.ts sokoban
+ *     PRESET_SKILLS_OUT=skills.json deno run -A bench/tools/preset.ts sokoban
+ *     PRESET_TRAJECTORIES_OUT=t.json deno run -A bench/tools/preset.ts sokoban
+ *     # onnxruntime threads (default 2):
+ *     PRESET_THREADS=1 deno run -A bench/tools/preset.ts sokoban
  *
  * The thread count changes onnxruntime's float reductions, so a run at 1 thread stands in for
  * another CPU's kernels (README.md, "What to expect").

@@ -1,11 +1,11 @@
 /**
- * `deno run -A bench/tools/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m] [--distinct | --boards] [--per-step N]` —
- * where the inference server's decode loop spends its time, without HTTP: the engine
- * (workers/serve/engine.ts) decodes `streams` requests of the bench's sokoban prompt at once
- * (`--distinct`: each with a line of its own first; `--boards`: each the first turn of its own
- * task; neither repeats a prompt over the repeats; `--per-step N`: N requests join before each
- * iteration of the loop, as requests over HTTP arrive, instead of all at once),
- * each choice's text built as the server builds it (ChoiceText over the tokenizer) and each
+ * `deno run -A bench/tools/serve_profile.ts [--streams 1,32] [--tokens 64] [--models tiny,24m]
+ * [--distinct | --boards] [--per-step N]` — where the inference server's decode loop spends its
+ * time, without HTTP: the engine (workers/serve/engine.ts) decodes `streams` requests of the
+ * bench's sokoban prompt at once (`--distinct`: each with a line of its own first; `--boards`: each
+ * the first turn of its own task; neither repeats a prompt over the repeats; `--per-step N`: N
+ * requests join before each iteration of the loop, as requests over HTTP arrive, instead of all at
+ * once), each choice's text built as the server builds it (ChoiceText over the tokenizer) and each
  * token turned into an SSE chunk string, and the time goes to phases: onnxruntime `run` of
  * prefills and of decode steps, the sinks (text and chunk), and the rest (sampling, cache
  * gather and append, feeds). Not a test: numbers depend on the machine.

@@ -11,7 +11,9 @@
  * prepared statements (they share one session): connect with postgres.js `prepare: false`.
  *
  * LISTEN/NOTIFY: NotificationResponse messages are taken out of every response and fanned out to
- * the clients that sent `LISTEN channel` and to in-process listeners ({@link PgliteServer.listen}). *
+ * the clients that sent `LISTEN channel` and to in-process listeners
+ * ({@link PgliteServer.listen}).
+ *
  * Why not `@electric-sql/pglite-socket` (version 0.2.17 over our PGlite 0.5.17 under Deno;
  * its runtime imports only `node:net`, so passing our instance works): its
  * `PGLiteSocketServer` multiplexes clients per protocol *message*, not per Sync/transaction, and
@@ -22,8 +24,8 @@
  * with `portal "" does not exist`, which postgres.js raised as an uncaught error; (3) a statement
  * the owner process ran on its PGlite while a client's transaction was open ran inside that
  * transaction and was rolled back with it (it takes only PGlite's query lock, not the
- * transaction lock). Each breaks what tests/jobs/embedded/pglite_test.ts checks, so this file stays until
- * the package multiplexes per transaction and forwards notifications.
+ * transaction lock). Each breaks what tests/jobs/embedded/pglite_test.ts checks, so this file stays
+ * until the package multiplexes per transaction and forwards notifications.
  */
 import type { PGlite } from "@electric-sql/pglite";
 

@@ -3,7 +3,8 @@
  * (`Authorization: AWS4-HMAC-SHA256 Credential=…, SignedHeaders=…, Signature=…`) and query form
  * (presigned URLs: `X-Amz-Algorithm`, `X-Amz-Credential`, `X-Amz-Date`, `X-Amz-Expires`,
  * `X-Amz-SignedHeaders`, `X-Amz-Signature`). s3rver accepts unsigned requests and does not check
- * V4 signatures at all, so the embedded store puts this check in front of it (jobs/embedded/local_s3.ts).
+ * V4 signatures at all, so the embedded store puts this check in front of it
+ * (jobs/embedded/local_s3.ts).
  *
  * Formulas: AWS "Signature Version 4 signing process" (canonical request, string to sign,
  * derived signing key kDate → kRegion → kService → kSigning), with S3's rules: the path is

@@ -81,7 +81,9 @@ function freePort(): number {
   return port;
 }
 
-/** Creates and starts a cluster in a fresh temporary folder; throws with initdb's output on failure. */
+/**
+ * Creates and starts a cluster in a fresh temporary folder; throws with initdb's output on failure.
+ */
 export async function startPostgres(): Promise<ThrowawayPostgres> {
   const binDir = await ensureInstalled();
   const dir = await Deno.makeTempDir({ prefix: "seed-pg-" });

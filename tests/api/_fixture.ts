@@ -1,6 +1,7 @@
 /**
  * Fixture of the API tests: a fresh migrated database and a throwaway S3 bucket (tests/_harness),
- * two tenants with a key each, and the app from `createApp`. `req` sends a request through `app.request()`.
+ * two tenants with a key each, and the app from `createApp`. `req` sends a request through
+ * `app.request()`.
  */
 import type { Hono } from "hono";
 import { createKey, ensureTenant, type TenantRef } from "../../jobs/api_keys.ts";

@@ -1,9 +1,9 @@
 /// <reference lib="dom" />
 /**
  * The progress bar of a job in its warm-up, in real headless Chromium against the real API over
- * HTTP (real Postgres and S3 server, as tests/api/dashboard_test.ts): the list and the job page fill
- * the bar by the warm-up stage's own count (its SFT steps) and say it, rather than sitting at the
- * updates' 0 of N for the warm-up's whole time; a job that failed in its warm-up says where it
+ * HTTP (real Postgres and S3 server, as tests/api/dashboard_test.ts): the list and the job page
+ * fill the bar by the warm-up stage's own count (its SFT steps) and say it, rather than sitting at
+ * the updates' 0 of N for the warm-up's whole time; a job that failed in its warm-up says where it
  * stopped, as `seed status` and `seed list` do.
  */
 import assert from "node:assert/strict";

@@ -5,8 +5,8 @@
  * real worker (curves, checkpoints, events), a job of two real trainer steps with fixed analyzer
  * answers (_skills_job.ts: skills, trajectories with per-token Δ), a job whose skill and response
  * are an XSS attempt (written through the job domain's own functions, as a worker writes them), and
- * live jobs submitted and cancelled while the page watches, and a failed LoRA job whose charts cross
- * zero (_charts_job.ts).
+ * live jobs submitted and cancelled while the page watches, and a failed LoRA job whose charts
+ * cross zero (_charts_job.ts).
  *
  * Every page is looked at as a person sees it in a 1,280 px window: a full-page screenshot (into
  * `DASHBOARD_SCREENSHOTS=DIR`, else a fresh temporary folder, named on stderr), no horizontal

@@ -13,7 +13,10 @@ import { claimAs, req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const fx = await startApiFixture();
 
-/** How a job's checkpoints hold its model: full weights, or only a LoRA adapter (with or without merged weights). */
+/**
+ * How a job's checkpoints hold its model: full weights, or only a LoRA adapter (with or without
+ * merged weights).
+ */
 type Kind = "full" | "adapter" | "merged";
 
 /** A succeeded job of tenant A of `kind`, trained from `base`. */
@@ -24,7 +27,10 @@ async function finished(kind: Kind, base: string): Promise<string> {
   return job.id;
 }
 
-/** Tenant A's succeeded jobs j[0] … j[n-1] of `kind`, each continued from the one before (j[0] from builtin:tiny). */
+/**
+ * Tenant A's succeeded jobs j[0] … j[n-1] of `kind`, each continued from the one before (j[0] from
+ * builtin:tiny).
+ */
 async function finishedChain(kind: Kind, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {

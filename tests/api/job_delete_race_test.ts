@@ -1,9 +1,9 @@
 /**
  * A delete of a job racing a submit that continues from it (`model.base: job:<id>`), or from a job
  * whose adapter-only LoRA checkpoints apply to it (a `job:` chain), against the real Postgres: the
- * submit locks every job of its base's chain it reads in its insert's transaction, so either the delete finds the new job among
- * the job's users (409) or the submit finds the job gone (422 at `model.base` naming it) — never a
- * queued job whose chain holds a deleted job.
+ * submit locks every job of its base's chain it reads in its insert's transaction, so either the
+ * delete finds the new job among the job's users (409) or the submit finds the job gone (422 at
+ * `model.base` naming it) — never a queued job whose chain holds a deleted job.
  */
 import assert from "node:assert/strict";
 import { fenceOf, succeedJob } from "../../jobs/mod.ts";
@@ -99,7 +99,8 @@ Deno.test("deletes and submits sent together never leave a job naming a deleted 
     return { baseId, submit: submitted.status, del: deleted.status, ...await namedBy(baseId) };
   }));
   for (const o of outcomes) {
-    // Either the job was queued and the delete refused, or the base went and the submit was refused.
+    // Either the job was queued and the delete refused, or the base went and the submit was
+    // refused.
     if (o.submit === 201) {
       assert.deepEqual([o.del, o.users.length, o.baseLive], [409, 1, true], JSON.stringify(o));
       await req(fx.app, "POST", `/v1/jobs/${o.users[0]}/cancel`, { key: fx.keyA });

@@ -33,7 +33,9 @@ async function uploadedModel(): Promise<string> {
   return id;
 }
 
-/** Ids of tenant A's jobs that name `model:<modelId>` as their base, and whether the row is left. */
+/**
+ * Ids of tenant A's jobs that name `model:<modelId>` as their base, and whether the row is left.
+ */
 async function namedBy(modelId: string) {
   const users = await fx.db.query<{ id: string }>(
     `select id from jobs where tenant_id = $1::uuid and spec->'model'->>'base' = $2::text`,

@@ -12,7 +12,8 @@ const text = (s: string) => new TextEncoder().encode(s);
 Deno.test("the sweeper removes objects no row owns and incomplete multipart uploads, and nothing else", async () => {
   const { db, close } = await openTestDatabase();
   const s3 = await startTestStore();
-  // The same server and bucket, knowing the server's folder (as openStore sets for the embedded one).
+  // The same server and bucket, knowing the server's folder (as openStore sets for the embedded
+  // one).
   const store = await openStore({
     endpoint: s3.env.S3_ENDPOINT,
     bucket: s3.env.S3_BUCKET,
@@ -32,7 +33,8 @@ Deno.test("the sweeper removes objects no row owns and incomplete multipart uplo
     const orphans = [
       `${jobs}checkpoints/step-2/attempt-0/state.json`, // a step whose row never committed
       `tenants/${tenantId}/models/${crypto.randomUUID()}/config.json`, // a failed upload
-      `tenants/${tenantId}/jobs/${crypto.randomUUID()}/skills/step-1/attempt-0.json`, // a deleted job
+      // a deleted job
+      `tenants/${tenantId}/jobs/${crypto.randomUUID()}/skills/step-1/attempt-0.json`,
       `tenants/${tenantId}/jobs/not-a-uuid/x.json`,
     ];
     for (const key of orphans) await store.put(key, text("{}"));

@@ -47,7 +47,10 @@ export class MissingGlyphError extends Error {
   }
 }
 
-/** Width in image pixels of `text` drawn by {@link drawText} at `scale` (one blank column between glyphs). */
+/**
+ * Width in image pixels of `text` drawn by {@link drawText} at `scale` (one blank column between
+ * glyphs).
+ */
 export function textWidth(text: string, scale: number): number {
   return text.length === 0 ? 0 : (text.length * (GLYPH_SIZE.width + 1) - 1) * scale;
 }

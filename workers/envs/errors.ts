@@ -75,7 +75,9 @@ export function parseEnvOptions<T extends Record<string, unknown>>(
   return result.data;
 }
 
-/** Thrown when `sampleTasks` gets an unknown split, a negative or fractional count, or a bad seed. */
+/**
+ * Thrown when `sampleTasks` gets an unknown split, a negative or fractional count, or a bad seed.
+ */
 export class TaskSamplingError extends Error {
   /** @param message "Cannot sample tasks as X must be Y: current value is V". */
   constructor(message: string) {

@@ -1,7 +1,8 @@
 /**
  * Multi-turn environments: the public surface of workers/envs (workers/envs/README.md; adding
- * one: workers/envs/README.md, "Adding an environment"). It imports no other folder of the repository, so an environment can
- * also be served on its own over HTTP (`http/server.ts`, `deno task env-server`).
+ * one: workers/envs/README.md, "Adding an environment"). It imports no other folder of the
+ * repository, so an environment can also be served on its own over HTTP (`http/server.ts`,
+ * `deno task env-server`).
  *
  * - Types: `Environment` (sync, built-in), `AsyncEnvironment` (what the pipeline uses), tasks,
  *   observations, trajectories (types.ts).

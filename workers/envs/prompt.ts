@@ -5,7 +5,7 @@
  *
  * ```
  * {systemLine}
- * Your task is to: {instruction}                      ← SEED inserts the skill block after this line
+ * Your task is to: {instruction}                   ← SEED inserts the skill block after this line
  * Prior to this step, you have already taken N step(s). Below are the most recent K
  *   observations and the corresponding actions you took:          (only when there is history)
  * [Observation i: {text}, Action i: {action}]                     (K lines, oldest first)
@@ -62,7 +62,9 @@ export interface TurnPromptInput {
   keptText?: (observationText: string) => string;
 }
 
-/** Inputs of {@link buildCompactPrompt}: {@link TurnPromptInput} without the system line and hint. */
+/**
+ * Inputs of {@link buildCompactPrompt}: {@link TurnPromptInput} without the system line and hint.
+ */
 export type CompactPromptInput = Omit<TurnPromptInput, "systemLine" | "formatHint">;
 
 /**
@@ -73,7 +75,8 @@ export type CompactPromptInput = Omit<TurnPromptInput, "systemLine" | "formatHin
  * the expert demonstrations). About a third of the tokens of {@link buildTurnPrompt} for Sokoban
  * (66 vs 190 for a 6×6 room with relative positions): with builtin:tiny, policy SFT on the
  * compact prompt leaves the format-only loss plateau after ~300 optimizer steps, on the full prompt
- * it did not within 450 (the SFT probe in bench/RESULTS.md; workers/envs/workers/envs/README.md, "Sokoban for small models").
+ * it did not within 450 (the SFT probe in bench/RESULTS.md; workers/envs/workers/envs/README.md,
+ * "Sokoban for small models").
  * @throws PromptInputError on the same malformed inputs as {@link buildTurnPrompt}.
  */
 export function buildCompactPrompt(input: CompactPromptInput): string {
@@ -265,7 +268,10 @@ function checkPromptInput(input: TurnPromptInput): void {
   }
 }
 
-/** `[Observation n: …, Action n: …]` (or `[Action n: …]`, see module doc) per shown step from `first`. */
+/**
+ * `[Observation n: …, Action n: …]` (or `[Action n: …]`, see module doc) per shown step from
+ * `first`.
+ */
 function historyLines(
   shown: readonly TrajectoryStep[],
   first: number,
@@ -281,7 +287,10 @@ function historyLines(
   });
 }
 
-/** The current observation as the prompt shows it: the image placeholder plus kept text, or the text. */
+/**
+ * The current observation as the prompt shows it: the image placeholder plus kept text, or the
+ * text.
+ */
 function currentText(
   observation: Observation,
   keptText: ((text: string) => string) | undefined,

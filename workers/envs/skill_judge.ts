@@ -39,7 +39,8 @@ const KEPT_SYMBOLS = /[+\-*/()=[\]]/g;
 /**
  * The comparison form of a skill: lowercase; each of `+ - * / ( ) = [ ]` a word of its own; every
  * other character that is not a letter or digit (sentence punctuation, quotes) a space;
- * whitespace collapsed and trimmed. E.g. `"Push it UP; then (10+2)!"` → `"push it up then ( 10 + 2 )"`.
+ * whitespace collapsed and trimmed. E.g. `"Push it UP; then (10+2)!"` →
+ * `"push it up then ( 10 + 2 )"`.
  */
 export function normalizeSkillText(text: string): string {
   return text.toLowerCase()

@@ -40,7 +40,10 @@ export interface Task {
   split: Split;
   /** Generator seed of this task (a uint32). */
   seed: number;
-  /** Task family for per-family metrics (e.g. `pick_and_place`); the env id when there is one family. */
+  /**
+   * Task family for per-family metrics (e.g. `pick_and_place`); the env id when there is one
+   * family.
+   */
   family: string;
   /** The instruction shown after `Your task is to: ` (one line, no trailing period needed). */
   instruction: string;
@@ -71,13 +74,18 @@ export interface Observation {
 /** The result of one `step`. */
 export interface StepResult {
   observation: Observation;
-  /** Reward of this step (env units: Sokoban −0.1 per step, +1 per box, +10 on solve; household 10 on success). */
+  /**
+   * Reward of this step (env units: Sokoban −0.1 per step, +1 per box, +10 on solve; household 10
+   * on success).
+   */
   reward: number;
   /** True when the episode is over (won, lost, or no further progress possible). */
   done: boolean;
   /** True when the task was accomplished. */
   won: boolean;
-  /** False when the action could not be parsed or was not admissible; the state is then unchanged. */
+  /**
+   * False when the action could not be parsed or was not admissible; the state is then unchanged.
+   */
   valid: boolean;
   /** Env-specific extras (e.g. WebShop's reward breakdown); JSON-serialisable. */
   info: Record<string, unknown>;
@@ -96,7 +104,9 @@ export interface Episode {
   readonly task: Task;
   /** Returns the initial observation. Calling it again restarts the same task from scratch. */
   reset(): Observation;
-  /** Applies an action given as plain text (already extracted from the response, see `parseAction`). */
+  /**
+   * Applies an action given as plain text (already extracted from the response, see `parseAction`).
+   */
   step(actionText: string): StepResult;
 }
 
@@ -123,7 +133,9 @@ export interface Trajectory {
   score: number;
 }
 
-/** The JSON the analyzer (policy or reference) returns (workers/seed/README.md, Algorithm, step 3). */
+/**
+ * The JSON the analyzer (policy or reference) returns (workers/seed/README.md, Algorithm, step 3).
+ */
 export interface SkillAnalysis {
   episode_summary: string;
   episode_skill: string;
@@ -145,7 +157,9 @@ export interface Expert {
 /** Inputs of the per-environment prompt template. */
 export interface PromptInput {
   task: Task;
-  /** Earlier steps of this episode, oldest first; the template shows only the last `historyLength`. */
+  /**
+   * Earlier steps of this episode, oldest first; the template shows only the last `historyLength`.
+   */
   history: TrajectoryStep[];
   observation: Observation;
   /** Steps of history to show (JobSpec `env.history`). */
@@ -154,7 +168,9 @@ export interface PromptInput {
   turn: number;
 }
 
-/** One environment: its task generator, episodes, prompt, expert, reference analyzer, vocabulary. */
+/**
+ * One environment: its task generator, episodes, prompt, expert, reference analyzer, vocabulary.
+ */
 export interface Environment {
   readonly id: string;
   /** One paragraph for `GET /v1/envs`. */
@@ -172,13 +188,19 @@ export interface Environment {
   sampleTasks(split: Split, count: number, seed: number, options?: Record<string, unknown>): Task[];
   /** Creates an episode of `task` (call `reset()` before the first step). */
   createEpisode(task: Task): Episode;
-  /** The prompt for one turn in the field's style (system line, `Your task is to: …`, history, observation, admissible actions, answer format). */
+  /**
+   * The prompt for one turn in the field's style (system line, `Your task is to: …`, history,
+   * observation, admissible actions, answer format).
+   */
   buildPrompt(input: PromptInput): string;
   /** Extracts the action from a response, leniently; `null` when nothing parseable is present. */
   parseAction(response: string): string | null;
   /** A scripted expert for `task` that solves ≥ 99% of tasks within the default turn limit. */
   createExpert(task: Task): Expert;
-  /** A truthful skill for a finished trajectory (workflow on success, the actual mistake on failure). */
+  /**
+   * A truthful skill for a finished trajectory (workflow on success, the actual mistake on
+   * failure).
+   */
   referenceAnalysis(trajectory: Trajectory): SkillAnalysis;
   /** Every word that prompts, observations, actions and reference skills can contain. */
   vocabulary(): string[];
@@ -194,8 +216,9 @@ export interface Environment {
   judgeSkill?(trajectory: Trajectory, skill: string): SkillJudgement;
   /**
    * Optional: the reference analyzer's skill sentences as literal text, split by outcome (regular
-   * patterns, see {@link SkillPatterns}); the analyzer decodes a won trajectory's `episode_skill` under `won` and a lost one's under `lost`, so every skill is
-   * well-formed by construction and of the kind its outcome calls for.
+   * patterns, see {@link SkillPatterns}); the analyzer decodes a won trajectory's `episode_skill`
+   * under `won` and a lost one's under `lost`, so every skill is well-formed by construction and of
+   * the kind its outcome calls for.
    */
   readonly skillPatterns?: SkillPatterns;
   /** Optional: one sentence per split saying what it holds (held-out layouts, objects, …). */
@@ -249,7 +272,10 @@ export interface AsyncEnvironment {
   readonly optionsJsonSchema: Record<string, unknown>;
   readonly defaultMaxTurns: number;
   readonly families: readonly string[];
-  /** Same contract as {@link Environment.sampleTasks}; rejects with `EnvOptionsError` on bad options. */
+  /**
+   * Same contract as {@link Environment.sampleTasks}; rejects with `EnvOptionsError` on bad
+   * options.
+   */
   sampleTasks(
     split: Split,
     count: number,
@@ -263,7 +289,9 @@ export interface AsyncEnvironment {
   createExpert(task: Task): AsyncExpert;
   referenceAnalysis(trajectory: Trajectory): Promise<SkillAnalysis>;
   vocabulary(): Promise<string[]>;
-  /** Optional, as {@link Environment.judgeSkill}; absent when the environment cannot judge skills. */
+  /**
+   * Optional, as {@link Environment.judgeSkill}; absent when the environment cannot judge skills.
+   */
   judgeSkill?(trajectory: Trajectory, skill: string): Promise<SkillJudgement>;
   /** As {@link Environment.skillPatterns}; absent for environments served over HTTP. */
   readonly skillPatterns?: SkillPatterns;

@@ -27,7 +27,10 @@
 import { JsonObjectAutomaton, type JsonObjectSchema, STATE_FIELDS } from "./json_automaton.ts";
 import type { TokenConstraint } from "./sampling.ts";
 
-/** Thrown when a vocabulary cannot write the object, a budget is too small, or a token is not allowed. */
+/**
+ * Thrown when a vocabulary cannot write the object, a budget is too small, or a token is not
+ * allowed.
+ */
 export class ConstraintError extends Error {
   override name = "ConstraintError";
   constructor(message: string, options?: ErrorOptions) {
@@ -90,7 +93,10 @@ class TokenTrie {
 
 /** Options of {@link JsonConstrainedDecoder}. */
 export interface JsonDecoderOptions {
-  /** Width of a logits row (the model's vocab_size); ids at or past `tokens.length` are never allowed. */
+  /**
+   * Width of a logits row (the model's vocab_size); ids at or past `tokens.length` are never
+   * allowed.
+   */
   vocabSize?: number;
   /** Most cached per-state cost arrays (each `vocabSize` × 2 bytes); default 256. */
   maxCachedStates?: number;

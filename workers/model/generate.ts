@@ -5,8 +5,9 @@
  * `constraint`, e.g. a JSON schema) once its constrained text is complete; finished
  * sequences leave the batch (their rows are dropped from the KV cache once they make up a
  * quarter of it), so later steps cost about what is still running. The cache lives in host
- * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence (derived from the seed and the
- * sequence's index), so a sequence's draws do not depend on which others share its batch.
+ * buffers the graph reads without a copy (kv_cache.ts). Sampling uses one seeded `Rng` per sequence
+ * (derived from the seed and the sequence's index), so a sequence's draws do not depend on which
+ * others share its batch.
  *
  * Jump-forward decoding (structured generation, `jumpForward`, on by default): where a row's
  * constraint forces the next text (`TokenConstraint.forcedTokens`, e.g. the fixed words of a

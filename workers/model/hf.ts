@@ -186,9 +186,9 @@ export function configFromJson(json: unknown): DecoderConfig {
   if (heads % kvHeads !== 0) {
     throw unsupported(`num_key_value_heads must divide num_attention_heads (${heads})`, kvHeads);
   }
-  // Qwen2's head_dim is hidden_size / heads (workers/model/README.md, Architectures; `configToJson` refuses to
-  // save another): a head_dim that disagrees is refused here, naming it, not later as a weight
-  // shape or at save time.
+  // Qwen2's head_dim is hidden_size / heads (workers/model/README.md, Architectures; `configToJson`
+  // refuses to save another): a head_dim that disagrees is refused here, naming it, not later as a
+  // weight shape or at save time.
   if (qwen && c.head_dim != null && c.head_dim * heads !== c.hidden_size) {
     throw unsupported(
       `head_dim must be hidden_size / num_attention_heads (${c.hidden_size} / ${heads}) for Qwen2ForCausalLM`,
@@ -470,7 +470,10 @@ export function saveHfDirectory(
   return files;
 }
 
-/** `tokenizer.json` and (when there is one) `tokenizer_config.json`, as `saveHfDirectory` writes them. */
+/**
+ * `tokenizer.json` and (when there is one) `tokenizer_config.json`, as `saveHfDirectory` writes
+ * them.
+ */
 export function saveTokenizerFiles(tokenizer: TokenizerFiles): Map<string, Uint8Array> {
   const files = new Map([[HF_FILES.tokenizer as string, jsonBytes(tokenizer.tokenizerJson)]]);
   if (tokenizer.tokenizerConfig) {

@@ -107,7 +107,9 @@ export function initParameters(
 
 /** Options of `createBuiltinTiny`. */
 export interface BuiltinTinyOptions {
-  /** Every word the environment's prompts and responses can contain (`Environment.vocabulary()`). */
+  /**
+   * Every word the environment's prompts and responses can contain (`Environment.vocabulary()`).
+   */
   vocabulary: readonly string[];
   /** Initialisation seed. */
   seed: number;

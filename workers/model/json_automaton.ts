@@ -364,8 +364,9 @@ export class JsonObjectAutomaton {
    * the lowest allowed continuation byte, `n` after a backslash, `0` inside `\u`, `a` while a
    * value still needs a letter or digit, else the closing quote; outside values, the next
    * literal byte (gaps take no whitespace); in a value held to a pattern, the pattern's
-   * canonical byte (its shortest completion), then the quote. Following it from any state reaches done, and the
-   * completion of a successor is the rest of the completion (so its token cost can only drop).
+   * canonical byte (its shortest completion), then the quote. Following it from any state reaches
+   * done, and the completion of a successor is the rest of the completion (so its token cost can
+   * only drop).
    */
   canonicalNext(st: Int32Array, o: number): number {
     let pos = st[o + POS];

@@ -7,8 +7,8 @@
  *
  * Parameters are graph inputs named as `parameterSpecs()` (HF names and layouts), so one
  * session serves every training step. Shape letters: B batch, T tokens in the graph, P cached
- * past tokens, K = P + T keys, R scored tokens, C hidden size, H query heads, Hkv key/value heads, G = H / Hkv,
- * D head dim, F intermediate size, V vocabulary.
+ * past tokens, K = P + T keys, R scored tokens, C hidden size, H query heads, Hkv key/value heads,
+ * G = H / Hkv, D head dim, F intermediate size, V vocabulary.
  *
  * Graphs:
  * - `train`: (B, T) ids, mask and positions, R scored positions with their targets and

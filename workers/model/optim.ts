@@ -189,7 +189,8 @@ export class AdamW {
 /**
  * The per-element update in plain JS (float64 operations, float32 stores), for tensors too large
  * for the kernel's memory: the loop the kernel reproduces bit for bit (`_adamw_wasm.ts`;
- * tests/workers/model/optim_test.ts checks the two agree). p, g, m, v: (n,) float32; m, v and p updated in place.
+ * tests/workers/model/optim_test.ts checks the two agree). p, g, m, v: (n,) float32; m, v and p
+ * updated in place.
  */
 export function updateInJs(
   p: Float32Array,
@@ -276,7 +277,10 @@ export function clipGradNorm(grads: Parameters, maxNorm: number): number {
 
 /** A learning-rate schedule over optimizer steps. */
 export interface LearningRateSchedule {
-  /** `constant`: lr; `warmup`: linear warmup then lr; `cosine`: linear warmup then cosine decay to minLr. */
+  /**
+   * `constant`: lr; `warmup`: linear warmup then lr; `cosine`: linear warmup then cosine decay to
+   * minLr.
+   */
   kind: "constant" | "warmup" | "cosine";
   /** Peak learning rate. */
   lr: number;

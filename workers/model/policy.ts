@@ -89,7 +89,10 @@ export interface TrainStepResult<X extends AnyObjective> {
   counts: Record<CountName<X>, number>;
   /** Response tokens of the step. */
   tokens: number;
-  /** d loss / d parameter for every trainable parameter (`Policy.trainableSpecs`; zeros where no call reached it). */
+  /**
+   * d loss / d parameter for every trainable parameter (`Policy.trainableSpecs`; zeros where no
+   * call reached it).
+   */
   grads: Parameters;
   /** ℓθ per sample, one per response token. */
   logprobs: Float32Array[];

@@ -150,7 +150,8 @@ function decode(raw: Uint8Array, dtype: SafetensorsDtype): Float32Array {
   const out = new Float32Array(halves.length);
   if (dtype === "BF16") {
     const bits = new Uint32Array(out.buffer);
-    for (let i = 0; i < halves.length; i++) bits[i] = halves[i] << 16; // bf16 is the top half of f32
+    // bf16 is the top half of f32
+    for (let i = 0; i < halves.length; i++) bits[i] = halves[i] << 16;
   } else {
     f16Table ??= Float32Array.from({ length: 65536 }, (_, h) => f16ToF32(h)); // 256 KiB, built once
     for (let i = 0; i < halves.length; i++) out[i] = f16Table[halves[i]];
@@ -224,7 +225,8 @@ export function writeSafetensors(
   let json = new TextEncoder().encode(JSON.stringify(header));
   const padded = Math.ceil(json.length / 8) * 8;
   if (padded !== json.length) {
-    const spaced = new Uint8Array(padded).fill(0x20); // trailing spaces, as the reference writer pads
+    // trailing spaces, as the reference writer pads
+    const spaced = new Uint8Array(padded).fill(0x20);
     spaced.set(json);
     json = spaced;
   }

@@ -32,7 +32,9 @@ function splitmix32(x: number): [number, number] {
 
 const rotl = (x: number, k: number): number => ((x << k) | (x >>> (32 - k))) >>> 0;
 
-/** Deterministic pseudo-random generator (xoshiro128**), seeded via splitmix32. Not cryptographic. */
+/**
+ * Deterministic pseudo-random generator (xoshiro128**), seeded via splitmix32. Not cryptographic.
+ */
 export class Rng {
   #s: Uint32Array;
 
@@ -262,7 +264,8 @@ export function stopStringHit(text: string, stops: string[]): number {
  * in float64 (for a 32-bit seed the product exceeds 2^53 and its low bits are rounded away
  * before `>>> 0`; kept so, as every recorded run's draws depend on it). The one formula of the
  * trainer's `generate` (generate.ts), the inference server's decode loop
- * (workers/serve/engine.ts) and the remote rollout's request seeds (workers/seed/remote_rollout.ts).
+ * (workers/serve/engine.ts) and the remote rollout's request seeds
+ * (workers/seed/remote_rollout.ts).
  */
 export function choiceSeed(seed: number, i: number): number {
   return (seed * 0x9e3779b1 + i * 0x85ebca6b) >>> 0;

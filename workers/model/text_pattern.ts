@@ -94,7 +94,9 @@ export class TextPatternDfa {
     return this.accepting.length;
   }
 
-  /** The state after byte `b` (0–255) from state `s`, or {@link NO_STATE} when `b` cannot follow. */
+  /**
+   * The state after byte `b` (0–255) from state `s`, or {@link NO_STATE} when `b` cannot follow.
+   */
   step(s: number, b: number): number {
     let lo = this.offsets[s], hi = this.offsets[s + 1];
     // most states have one or two edges: a linear scan beats bisection there

@@ -40,7 +40,9 @@ export interface TokenizerDecodeOptions {
   skipSpecialTokens?: boolean;
 }
 
-/** Parses a JSON file's bytes into an object. @throws {TokenizerError} when it is not a JSON object. */
+/**
+ * Parses a JSON file's bytes into an object. @throws {TokenizerError} when it is not a JSON object.
+ */
 export function parseJsonObject(bytes: Uint8Array, what: string): Record<string, unknown> {
   let value: unknown;
   try {
@@ -392,7 +394,8 @@ export function buildByteLevelTokenizer(
   const vocab = new Map<string, number>([...byteChar.values()].map((c, i) => [c, i]));
   for (const [a, b] of merges) vocab.set(a + b, vocab.size);
   for (const rest of [...spaced].sort()) {
-    if (vocab.has(rest) && !vocab.has(space + rest)) { // a piece training could not finish stays split
+    // a piece training could not finish stays split
+    if (vocab.has(rest) && !vocab.has(space + rest)) {
       merges.push([space, rest]);
       vocab.set(space + rest, vocab.size);
     }

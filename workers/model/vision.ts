@@ -1,6 +1,7 @@
 /**
- * The image encoder of a vision-language policy as ONNX graph pieces (workers/envs/README.md, "Vision tasks":
- * patchify → linear projection → a few transformer blocks → projection to the decoder width):
+ * The image encoder of a vision-language policy as ONNX graph pieces (workers/envs/README.md,
+ * "Vision tasks": patchify → linear projection → a few transformer blocks → projection to the
+ * decoder width):
  *
  *   patches (N, P, C·p·p) → patch linear + learned position embeddings (N, P, Dv)
  *   → L pre-norm bidirectional blocks: x += attn(LN₁(x)); x += fc₂(act(fc₁(LN₂(x))))

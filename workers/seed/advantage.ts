@@ -1,6 +1,6 @@
 /**
- * Advantage estimators of the SEED trainer (workers/seed/README.md, Algorithm, steps 1–2), as pure functions in
- * a typed registry, as verl and TRL do (workers/seed/README.md, Extending).
+ * Advantage estimators of the SEED trainer (workers/seed/README.md, Algorithm, steps 1–2), as pure
+ * functions in a typed registry, as verl and TRL do (workers/seed/README.md, Extending).
  *
  * SEED (Wu et al. 2026, "SEED: Self-Evolving On-Policy Distillation", arXiv 2607.14777) keeps
  * the outcome-based GRPO objective: every turn of a multi-turn episode is one training sample,
@@ -31,7 +31,10 @@ export type AdvantageNorm = "mean_std" | "mean";
 /** Names of the registered estimators (JobSpec `advantage.estimator`). */
 export type AdvantageEstimatorName = "grpo" | "gigpo";
 
-/** Reward for a won episode under `rewardSource: "success"` (workers/seed/README.md, Algorithm, step 1). */
+/**
+ * Reward for a won episode under `rewardSource: "success"` (workers/seed/README.md, Algorithm, step
+ * 1).
+ */
 export const SUCCESS_REWARD = 10;
 
 /** The fields of one training sample (one turn) that the estimators read. */
@@ -79,8 +82,8 @@ export type AdvantageEstimator = (
 ) => Float64Array;
 
 /**
- * Episode reward R (workers/seed/README.md, Algorithm, step 1): `success` → 10·won, `score` → `trajectory.score`
- * (the sum of step rewards, or the env's final score where it has one).
+ * Episode reward R (workers/seed/README.md, Algorithm, step 1): `success` → 10·won, `score` →
+ * `trajectory.score` (the sum of step rewards, or the env's final score where it has one).
  */
 export function episodeReward(trajectory: Trajectory, source: RewardSource): number {
   return source === "success" ? (trajectory.won ? SUCCESS_REWARD : 0) : trajectory.score;
@@ -94,8 +97,8 @@ export interface ScoreOptions {
 }
 
 /**
- * Per-sample scores of one trajectory (T,): s_t = R − p·[action t invalid] (workers/seed/README.md, Algorithm,
- * step 1). Throws `SeedOptionError` when p is negative or not finite.
+ * Per-sample scores of one trajectory (T,): s_t = R − p·[action t invalid] (workers/seed/README.md,
+ * Algorithm, step 1). Throws `SeedOptionError` when p is negative or not finite.
  */
 export function sampleScores(trajectory: Trajectory, options: ScoreOptions): number[] {
   checkNumber("invalidPenalty", options.invalidPenalty, { min: 0 });
@@ -187,9 +190,9 @@ export function groupNormalize(
 }
 
 /**
- * GRPO, pooled over turns (workers/seed/README.md, Algorithm, step 2; the SEED paper, §3): every sample of a
- * rollout group (`taskIndex`), over all G trajectories and all their turns, forms one group;
- * A_i = (s_i − mean)/(std + ε) or s_i − mean; a group of one sample keeps its raw score (the
+ * GRPO, pooled over turns (workers/seed/README.md, Algorithm, step 2; the SEED paper, §3): every
+ * sample of a rollout group (`taskIndex`), over all G trajectories and all their turns, forms one
+ * group; A_i = (s_i − mean)/(std + ε) or s_i − mean; a group of one sample keeps its raw score (the
  * reference code's `episode_norm_reward` with `compute_mean_std_cross_steps`). Output (N,),
  * aligned with `samples`.
  */

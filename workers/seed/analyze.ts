@@ -19,7 +19,8 @@ import {
 
 /**
  * A batched text generator: one completion per prompt, in the same order; `trajectories[i]` is
- * the trajectory prompt i analyses (its outcome picks the skill grammar, see workers/skills/generation.ts).
+ * the trajectory prompt i analyses (its outcome picks the skill grammar, see
+ * workers/skills/generation.ts).
  */
 export type BatchGenerate = (
   prompts: string[],

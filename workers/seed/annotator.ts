@@ -1,10 +1,10 @@
 /**
- * The LLM annotator of the analyzer warm-up (workers/seed/README.md, "LLM annotator"; the paper fine-tunes its
- * analyzer on trajectories annotated by a stronger model): each trajectory's analyzer prompt
- * (`buildAnalyzerPrompt`, the one θ_old answers during RL) is sent as the user message to an
- * OpenAI-compatible chat-completions endpoint (JobSpec `warmup.analyzer.annotator`) through the
- * `openai` client, and the answer is parsed leniently (`parseSkillAnalysis`). Answers that do not
- * parse are dropped and counted; the parse rate is parsed / answered.
+ * The LLM annotator of the analyzer warm-up (workers/seed/README.md, "LLM annotator"; the paper
+ * fine-tunes its analyzer on trajectories annotated by a stronger model): each trajectory's
+ * analyzer prompt (`buildAnalyzerPrompt`, the one θ_old answers during RL) is sent as the user
+ * message to an OpenAI-compatible chat-completions endpoint (JobSpec `warmup.analyzer.annotator`)
+ * through the `openai` client, and the answer is parsed leniently (`parseSkillAnalysis`). Answers
+ * that do not parse are dropped and counted; the parse rate is parsed / answered.
  *
  * Safety: the API key (a tenant secret) is sent only as the bearer token of requests to the
  * checked URL and is scrubbed from every error message; every request URL passes the annotator

@@ -19,7 +19,9 @@ export class SeedOptionError extends Error {
   }
 }
 
-/** The rollout loop could not continue (policy returned the wrong number of responses, env failed). */
+/**
+ * The rollout loop could not continue (policy returned the wrong number of responses, env failed).
+ */
 export class RolloutError extends Error {
   override name = "RolloutError";
   /** 1-based turn at which the loop stopped. */

@@ -3,9 +3,9 @@
  * (0 = greedy), and reports success rate, mean score and per-family success. The tasks of a split
  * are the same at every evaluation of a job (seeded by `random_seed` only), so step 0 (after
  * warm-up) and the last step are compared on identical tasks. With a skill chooser (JobSpec
- * `eval.skills: "library"`, see workers/skills/choice.ts) each split is played a second time, same tasks
- * and sampling seeds, with the chosen skill in every prompt: success with and without the skill,
- * i.e. what the skill library is worth on its own.
+ * `eval.skills: "library"`, see workers/skills/choice.ts) each split is played a second time, same
+ * tasks and sampling seeds, with the chosen skill in every prompt: success with and without the
+ * skill, i.e. what the skill library is worth on its own.
  */
 import type { AsyncEnvironment, Split, Task } from "../envs/mod.ts";
 import { type AsyncEnvironmentLike, type RolloutTrajectory, runRollouts } from "./rollout.ts";

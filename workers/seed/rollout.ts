@@ -1,9 +1,10 @@
 /**
- * The multi-turn rollout loop (workers/seed/README.md, Algorithm, step 1), independent of the model: B tasks × G
- * copies are stepped together; each turn collects the prompts of all live episodes, makes ONE
- * batched policy call, parses each response's action and steps the environments. Episodes leave
- * when done; the loop ends when none is live or after `maxTurns`. Every turn keeps its prompt,
- * response, action, validity and reward, so each turn can become one training sample.
+ * The multi-turn rollout loop (workers/seed/README.md, Algorithm, step 1), independent of the
+ * model: B tasks × G copies are stepped together; each turn collects the prompts of all live
+ * episodes, makes ONE batched policy call, parses each response's action and steps the
+ * environments. Episodes leave when done; the loop ends when none is live or after `maxTurns`.
+ * Every turn keeps its prompt, response, action, validity and reward, so each turn can become one
+ * training sample.
  *
  * Works with in-process environments (via `asAsync`) and HTTP ones alike: it only needs the
  * small `AsyncEnvironmentLike` interface below, whose methods may return values or promises.

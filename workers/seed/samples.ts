@@ -1,8 +1,8 @@
 /**
- * From trajectories to training samples (workers/seed/README.md, Algorithm, steps 1–5): each turn is one sample
- * (prompt_i, response_i) with its score and advantage; the teacher mask says which samples get a
- * distillation signal; advantages broadcast to response tokens; `ppo_epochs` × shuffled
- * mini-batches partition the samples for the update.
+ * From trajectories to training samples (workers/seed/README.md, Algorithm, steps 1–5): each turn
+ * is one sample (prompt_i, response_i) with its score and advantage; the teacher mask says which
+ * samples get a distillation signal; advantages broadcast to response tokens; `ppo_epochs` ×
+ * shuffled mini-batches partition the samples for the update.
  *
  * Everything here is pure; randomness comes in as an `rng: () => number` in [0, 1), so the
  * trainer can pass its seeded, checkpointed generator.
@@ -124,10 +124,10 @@ export function selectForAnalysis<T extends Trajectory>(
 }
 
 /**
- * Teacher mask (N,) of 0/1 (workers/seed/README.md, Algorithm, step 4): 1 when the sample's trajectory has a
- * parsed, non-empty skill in `skills` (keyed by trajectory id); 0 when its analysis failed to parse
- * (null), or it was not analysed (absent, e.g. a won trajectory under `failed_only`). Masked
- * samples get no distillation signal (their L_opd tokens are excluded).
+ * Teacher mask (N,) of 0/1 (workers/seed/README.md, Algorithm, step 4): 1 when the sample's
+ * trajectory has a parsed, non-empty skill in `skills` (keyed by trajectory id); 0 when its
+ * analysis failed to parse (null), or it was not analysed (absent, e.g. a won trajectory under
+ * `failed_only`). Masked samples get no distillation signal (their L_opd tokens are excluded).
  */
 export function teacherMask(
   samples: readonly Pick<TurnSample, "trajectoryId">[],
@@ -152,9 +152,9 @@ export interface TokenBroadcast {
 }
 
 /**
- * Broadcasts one value per sample (e.g. the advantage, workers/seed/README.md, Algorithm, step 2) to each of its
- * response tokens. `tokenCounts[i]` is the response length of sample i in tokens. Throws
- * `SeedOptionError` when lengths differ, a count is negative, or a count exceeds `padTo`.
+ * Broadcasts one value per sample (e.g. the advantage, workers/seed/README.md, Algorithm, step 2)
+ * to each of its response tokens. `tokenCounts[i]` is the response length of sample i in tokens.
+ * Throws `SeedOptionError` when lengths differ, a count is negative, or a count exceeds `padTo`.
  */
 export function broadcastToTokens(
   values: ArrayLike<number>,

@@ -1,8 +1,9 @@
 /**
  * Is there a distillation signal? Per-step diagnostics of SEED's teacher gap Δ = ℓ_T − ℓ_old (nats
- * per response token, workers/seed/README.md, Algorithm, steps 4–5) and of the skills it comes from. They are
- * the numbers that tell a SEED run from GRPO plus noise: when a skill in the prompt does not move
- * the policy's action probabilities, Δ ≈ 0 on every token and L_opd carries no information.
+ * per response token, workers/seed/README.md, Algorithm, steps 4–5) and of the skills it comes
+ * from. They are the numbers that tell a SEED run from GRPO plus noise: when a skill in the prompt
+ * does not move the policy's action probabilities, Δ ≈ 0 on every token and L_opd carries no
+ * information.
  *
  * Metric names (stored in the metrics series, announced in the `step` event):
  * - `teacher_gap_won_mean`, `teacher_gap_lost_mean`: mean Δ over the response tokens of samples

@@ -14,7 +14,8 @@
  *   generation prompt and encoded without adding special tokens; every response ends with the
  *   template's end-of-turn token (`<|im_end|>` for Qwen), which also stops generation:
  *
- *       input ids = encode(template([{role: "user", content: prompt}], generation prompt), no special)
+ *       input ids = encode(template([{role: "user", content: prompt}], generation prompt),
+ *                          no special)
  *       response  = encode(text, no special tokens) + end-of-turn
  *
  *   A skill for re-scoring goes into the prompt string (skills.ts `insertSkill`), so it lands

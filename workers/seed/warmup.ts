@@ -1,8 +1,9 @@
 /**
- * Warm-up (workers/seed/README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on expert
- * demonstrations of the job's environment (policy SFT), then on analyses of its own trajectories
- * written by the environment's reference analyzer (analyzer SFT), so that it can both act and
- * write parseable hindsight skills (or by an LLM annotator, as the paper does). The model after warm-up is the reference policy π_ref.
+ * Warm-up (workers/seed/README.md, Algorithm, "Warm-up"): before RL, the policy is fine-tuned on
+ * expert demonstrations of the job's environment (policy SFT), then on analyses of its own
+ * trajectories written by the environment's reference analyzer (analyzer SFT), so that it can both
+ * act and write parseable hindsight skills (or by an LLM annotator, as the paper does). The model
+ * after warm-up is the reference policy π_ref.
  *
  * Data (all from the `train` split, seeded by the job's `random_seed`):
  * - policy SFT: each turn of an expert episode is one sample, prompt = `env.buildPrompt(…)` as in

@@ -11,9 +11,9 @@
  * model's running sequences sample one token each and, together, run one decode step (running
  * sequences also step between the prefill windows of a long prompt, which would stall them). A
  * sequence that ends (EOS, stop string, token limit) or whose client disconnected leaves
- * between steps, so its slot is free for the next waiting request at the next iteration. Admission is bounded: at most
- * `maxBatch + maxQueue` sequences are decoding or waiting, beyond that `submit` throws
- * {@link QueueFullError} (the HTTP layer answers 429 with `Retry-After`).
+ * between steps, so its slot is free for the next waiting request at the next iteration. Admission
+ * is bounded: at most `maxBatch + maxQueue` sequences are decoding or waiting, beyond that `submit`
+ * throws {@link QueueFullError} (the HTTP layer answers 429 with `Retry-After`).
  *
  * Rows are left-padded, so a row's cached slots are some empty ones followed by its real tokens:
  * its attention mask is 0 on the first `used − real` slots and 1 on the rest, where `real` is
@@ -117,7 +117,9 @@ export interface DecodeRequest {
   sampling: SampleOptions;
   /** Seed of the choices' sampling streams (see module doc). */
   seed: number;
-  /** Stream index of choice 0 (default 0): choice j draws from `choiceRng(seed, firstChoice + j)`. */
+  /**
+   * Stream index of choice 0 (default 0): choice j draws from `choiceRng(seed, firstChoice + j)`.
+   */
   firstChoice?: number;
   /** Token ids that end a choice (not passed to the sink). */
   eosTokenIds: readonly number[];
@@ -442,9 +444,10 @@ export class DecodeEngine {
    * Per prompt of `prompts`, the kept prefix it starts from (null and 0 when none is worth it):
    * the kept prefix of this model sharing the most leading tokens with it, at least
    * `minSharedPrefix` and short of its last token (whose logits it needs), as a part of
-   * `KvCache.gather` that ends after its first `shared` slots. When the prompts have a longer common prefix than some of them
-   * find kept, that common prefix is prefilled now (one row) and kept first (requests over HTTP
-   * reach the engine a few at a time, between steps, so one admission rarely holds them all).
+   * `KvCache.gather` that ends after its first `shared` slots. When the prompts have a longer
+   * common prefix than some of them find kept, that common prefix is prefilled now (one row) and
+   * kept first (requests over HTTP reach the engine a few at a time, between steps, so one
+   * admission rarely holds them all).
    */
   async #prefixes(
     model: DecodeModel,

@@ -3,7 +3,8 @@
  * to a response body:
  *
  * ```json
- * {"error": {"message": "…", "type": "invalid_request_error", "param": "temperature", "code": null}}
+ * {"error": {"message": "…", "type": "invalid_request_error", "param": "temperature",
+ *   "code": null}}
  * ```
  *
  * Types and codes follow OpenAI's API: `invalid_request_error` (400, with code

@@ -203,7 +203,10 @@ export class NamedModels {
        */
       db?: Database;
       sessions: SessionCache;
-      /** Most named models loaded at once, over all tenants (default {@link DEFAULT_MAX_NAMED_MODELS}). */
+      /**
+       * Most named models loaded at once, over all tenants (default
+       * {@link DEFAULT_MAX_NAMED_MODELS}).
+       */
       maxModels?: number;
       /**
        * Most names one tenant has registered, loaded or evicted (default

@@ -47,7 +47,10 @@ export interface Prepared {
   temperature: number;
   topP: number;
   seed: number;
-  /** Stream index of choice 0 (`sampling_stream.row`, else 0): choice j draws `choiceRng(seed, firstChoice + j)`. */
+  /**
+   * Stream index of choice 0 (`sampling_stream.row`, else 0): choice j draws
+   * `choiceRng(seed, firstChoice + j)`.
+   */
   firstChoice: number;
   stop: string[];
   stream: boolean;

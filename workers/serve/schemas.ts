@@ -9,11 +9,11 @@
  * `logprobs` 0–20 (the number of alternatives; OpenAI allows up to 5, vLLM more).
  *
  * Extensions: `skills` (`"library"` or `{"step": N}`) asks for the job's best skill for the
- * prompt's task to be put into the prompt (see workers/skills/choice.ts); `return_tokens_as_token_ids`
- * (vLLM's) writes each log-prob token as `token_id:<id>`; `sampling_stream` (`{"seed": s,
- * "row": i}`) draws choice j from the trainer's stream of row i + j of a batch generated with
- * seed s (workers/model/sampling.ts `choiceRng`), in place of `seed`: a remote rollout then
- * samples what the local decode would (workers/seed/remote_rollout.ts).
+ * prompt's task to be put into the prompt (see workers/skills/choice.ts);
+ * `return_tokens_as_token_ids` (vLLM's) writes each log-prob token as `token_id:<id>`;
+ * `sampling_stream` (`{"seed": s, "row": i}`) draws choice j from the trainer's stream of row i + j
+ * of a batch generated with seed s (workers/model/sampling.ts `choiceRng`), in place of `seed`: a
+ * remote rollout then samples what the local decode would (workers/seed/remote_rollout.ts).
  */
 import { z } from "zod";
 import { MAX_PROMPT_IDS } from "./token_ids.ts";

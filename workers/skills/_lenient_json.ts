@@ -1,10 +1,10 @@
 /**
  * Lenient recovery of JSON objects from model output (internal to workers/skills).
  *
- * A small policy acting as analyzer (workers/seed/README.md, Algorithm, step 3) writes JSON with prose around
- * it, inside ```json fences, with trailing commas, single quotes, bare keys, raw newlines or stray
- * double quotes inside strings. These helpers find every top-level `{…}` slice and parse it
- * strictly first, then after a conservative repair. Nothing here throws.
+ * A small policy acting as analyzer (workers/seed/README.md, Algorithm, step 3) writes JSON with
+ * prose around it, inside ```json fences, with trailing commas, single quotes, bare keys, raw
+ * newlines or stray double quotes inside strings. These helpers find every top-level `{…}` slice
+ * and parse it strictly first, then after a conservative repair. Nothing here throws.
  */
 
 const CLOSERS = new Set([",", "}", "]", ":"]);

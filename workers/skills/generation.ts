@@ -79,9 +79,9 @@ export function analyzerSchemas(
  * tokenizer (constrained decoding needs `decoder.minTokens` tokens: free text 12 for GPT-2's and
  * ~20 for builtin tokenizers; more under an environment's skill grammar, with builtin tokenizers
  * Sokoban's 47 (won) and 34 (lost), household's 52 and 75, with the summary field; fewer
- * without it, as RL-time analyses are), for each outcome the job analyses (`seed.analyze`), under the
- * schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders (indexes
- * the vocabulary once).
+ * without it, as RL-time analyses are), for each outcome the job analyses (`seed.analyze`), under
+ * the schemas generation uses (`analyzerSchemas`). Builds and keeps the constrained decoders
+ * (indexes the vocabulary once).
  * @throws {SeedOptionError} naming `seed.analyzer_max_new_tokens`.
  */
 export function checkAnalyzerBudget(spec: JobSpec, parts: {

@@ -1,8 +1,8 @@
 /**
- * The skill library (workers/seed/README.md, Algorithm, step 6): every parsed hindsight skill of a job with its
- * provenance, de-duplicated by normalised text, written with each checkpoint and read back on
- * resume. (SEED, Wu et al. 2026, arXiv 2607.14777, discards skills after re-scoring; keeping
- * them is this service's addition, for users to inspect and reuse.)
+ * The skill library (workers/seed/README.md, Algorithm, step 6): every parsed hindsight skill of a
+ * job with its provenance, de-duplicated by normalised text, written with each checkpoint and read
+ * back on resume. (SEED, Wu et al. 2026, arXiv 2607.14777, discards skills after re-scoring;
+ * keeping them is this service's addition, for users to inspect and reuse.)
  *
  * The JSON form is the stored/served format (`…/skills/step-{N}.json`, `GET /v1/jobs/{id}/skills`)
  * and uses snake_case field names; it is validated with zod on the way in.
@@ -20,14 +20,17 @@ export interface SkillProvenance {
   /** Training update (step) at which the analyzer produced the skill. */
   step: number;
   taskId: string;
-  /** Task family of the trajectory (`Task.family`); absent in libraries written before it was kept. */
+  /**
+   * Task family of the trajectory (`Task.family`); absent in libraries written before it was kept.
+   */
   family?: string;
   trajectoryId: string;
   /** Whether the analysed trajectory was won. */
   success: boolean;
   /**
    * Mean teacher gap Δ = ℓ_T − ℓ_old over the response tokens of the trajectory's turns scored
-   * under this skill (nats; turns scored under a critical-step skill are not counted); null if none.
+   * under this skill (nats; turns scored under a critical-step skill are not counted); null if
+   * none.
    */
   meanTeacherGap: number | null;
   /**
@@ -59,7 +62,9 @@ export interface SkillRecord {
   provenance: SkillProvenance[];
 }
 
-/** Orderings of `SkillLibrary.top`: most seen, largest mean Δ, most recent, highest success share. */
+/**
+ * Orderings of `SkillLibrary.top`: most seen, largest mean Δ, most recent, highest success share.
+ */
 export type SkillRanking = "timesSeen" | "meanTeacherGap" | "lastStep" | "successRate";
 
 /**
@@ -303,9 +308,10 @@ export class SkillLibrary {
 }
 
 /**
- * Adds every parsed skill of this step to the library with provenance (workers/seed/README.md, Algorithm, step
- * 6). `meanGaps` holds the mean teacher gap Δ per trajectory id (see workers/seed/samples.ts `meanPerTrajectory`); missing
- * ids get null. Returns how many skills were new to the library.
+ * Adds every parsed skill of this step to the library with provenance (workers/seed/README.md,
+ * Algorithm, step 6). `meanGaps` holds the mean teacher gap Δ per trajectory id (see
+ * workers/seed/samples.ts `meanPerTrajectory`); missing ids get null. Returns how many skills were
+ * new to the library.
  */
 export function recordSkills(
   library: SkillLibrary,

@@ -1,9 +1,9 @@
 /**
- * Hindsight skills (workers/seed/README.md, Algorithm, steps 3–4; Wu et al. 2026, "SEED: Self-Evolving On-Policy
- * Distillation", arXiv 2607.14777): the analyzer prompt the policy θ_old answers greedily, the
- * lenient parser of its JSON answer, the insertion of the skill into a turn's prompt for teacher
- * re-scoring (and into chat messages at inference, `withSkill`), and the canonical target text
- * for analyzer warm-up SFT.
+ * Hindsight skills (workers/seed/README.md, Algorithm, steps 3–4; Wu et al. 2026, "SEED:
+ * Self-Evolving On-Policy Distillation", arXiv 2607.14777): the analyzer prompt the policy θ_old
+ * answers greedily, the lenient parser of its JSON answer, the insertion of the skill into a turn's
+ * prompt for teacher re-scoring (and into chat messages at inference, `withSkill`), and the
+ * canonical target text for analyzer warm-up SFT.
  *
  * Prompts are kept compact on purpose: a tiny model on CPU reads them, and every word is a token.
  */
@@ -54,19 +54,19 @@ function shorten(text: string, max: number | undefined): string {
 }
 
 /**
- * The analyzer prompt of workers/seed/README.md, Algorithm, step 3 (after the paper's episode-only analyzer):
- * asks for only JSON `{"episode_skill", "episode_summary"}` (skill first, see `analysisTarget`); on
- * success the skill is the workflow (core decision rule and action order that worked), on failure
- * the avoidance rule (core mistake and warning signs); one short policy-facing skill. Carries `Your
- * task is to: …`, `Outcome: success|failure`, and per step `Step k` (1-based turn) / `Observation:`
- * / `Response:` / `Action valid: yes|no`, then `Effect: …` where the environment gave feedback
- * (`TrajectoryStep.feedback`; this service's addition, see workers/seed/README.md, Algorithm, step 3). Steps
- * cut by `maxSteps` leave `(n earlier steps omitted)` and, with feedback, one `Earlier effects:`
- * line of theirs, shortened (head and tail kept) to max(`maxSteps`, 8) × `maxFieldChars` chars so
- * that the window bounds the prompt however long the episode (an environment whose every step says
- * something new would otherwise add up to 199 × `maxFieldChars`), while a 1-step window still
- * keeps a 20-turn Sokoban episode's effects whole. Throws `SeedOptionError` on out-of-range
- * options.
+ * The analyzer prompt of workers/seed/README.md, Algorithm, step 3 (after the paper's episode-only
+ * analyzer): asks for only JSON `{"episode_skill", "episode_summary"}` (skill first, see
+ * `analysisTarget`); on success the skill is the workflow (core decision rule and action order that
+ * worked), on failure the avoidance rule (core mistake and warning signs); one short policy-facing
+ * skill. Carries `Your task is to: …`, `Outcome: success|failure`, and per step `Step k` (1-based
+ * turn) / `Observation:` / `Response:` / `Action valid: yes|no`, then `Effect: …` where the
+ * environment gave feedback (`TrajectoryStep.feedback`; this service's addition, see
+ * workers/seed/README.md, Algorithm, step 3). Steps cut by `maxSteps` leave
+ * `(n earlier steps omitted)` and, with feedback, one `Earlier effects:` line of theirs, shortened
+ * (head and tail kept) to max(`maxSteps`, 8) × `maxFieldChars` chars so that the window bounds the
+ * prompt however long the episode (an environment whose every step says something new would
+ * otherwise add up to 199 × `maxFieldChars`), while a 1-step window still keeps a 20-turn Sokoban
+ * episode's effects whole. Throws `SeedOptionError` on out-of-range options.
  */
 export function buildAnalyzerPrompt(
   trajectory: Trajectory,
@@ -187,12 +187,13 @@ function findAnalysis(obj: Record<string, unknown>, depth = 0): Record<string, u
 }
 
 /**
- * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently (workers/seed/README.md,
- * Algorithm, step 3): ```json fences, prose around the object, trailing commas, single quotes where
- * unambiguous, bare keys, raw newlines; when several objects parse, the last one with a usable
- * skill wins; as a last resort a closed `"episode_skill": "…"` pair is read from unbalanced text.
- * Returns null when no non-empty skill (with a letter or digit) is recoverable. Whitespace is
- * collapsed and lengths are bounded by `options`. A missing summary becomes "".
+ * Recovers `{episode_summary, episode_skill}` from analyzer output, leniently
+ * (workers/seed/README.md, Algorithm, step 3): ```json fences, prose around the object, trailing
+ * commas, single quotes where unambiguous, bare keys, raw newlines; when several objects parse, the
+ * last one with a usable skill wins; as a last resort a closed `"episode_skill": "…"` pair is read
+ * from unbalanced text. Returns null when no non-empty skill (with a letter or digit) is
+ * recoverable. Whitespace is collapsed and lengths are bounded by `options`. A missing summary
+ * becomes "".
  */
 export function parseSkillAnalysis(
   text: string,
@@ -255,7 +256,8 @@ export interface AnalysisSchemaOptions extends ParseSkillOptions {
   skillPattern?: SkillPattern;
   /**
    * Whether the object has `episode_summary` after the skill: true (the default) for warm-up
-   * targets, false for RL-time analyses (`analyzerSchemas`). Without it the object closes right after the skill, so generation stops there.
+   * targets, false for RL-time analyses (`analyzerSchemas`). Without it the object closes right
+   * after the skill, so generation stops there.
    */
   summary?: boolean;
   /**

@@ -17,7 +17,9 @@ export interface WireError {
   message: string;
 }
 
-/** A committed checkpoint as the compute process sees it: `handle` names it in `readPoint` calls. */
+/**
+ * A committed checkpoint as the compute process sees it: `handle` names it in `readPoint` calls.
+ */
 export interface WirePoint {
   handle: number;
   step: number;

@@ -3,11 +3,11 @@
  * `SEED_COMPUTE_SOCKET`): imports the handler module named in the `start` message, builds a
  * {@link JobContext} whose every write and read is a call to the control loop (which makes it
  * under the fence), runs the handler, and reports how it ended. Checkpoint files and reads of
- * stored files pass through the run's scratch folder (`SEED_COMPUTE_SCRATCH`), never the socket. The process never touches the
- * database or the store itself, and exits as soon as it finds the socket closed (its worker
- * is gone). On Linux the kernel also kills it (SIGKILL) the moment its worker exits, even in the
- * middle of synchronous code that would read the socket only later (_parent_death.ts). It
- * ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
+ * stored files pass through the run's scratch folder (`SEED_COMPUTE_SCRATCH`), never the socket.
+ * The process never touches the database or the store itself, and exits as soon as it finds the
+ * socket closed (its worker is gone). On Linux the kernel also kills it (SIGKILL) the moment its
+ * worker exits, even in the middle of synchronous code that would read the socket only later
+ * (_parent_death.ts). It ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
  */
 import type { HandlerOutcome, JobContext, JobHandler, ResumePoint } from "./handler.ts";
 import type { Logger, LogLevel } from "./logger.ts";

@@ -5,9 +5,9 @@
  * answered within max(lease / 3, 2 s) — and at once when a cancel is announced on
  * `CANCEL_CHANNEL` (the heartbeat's answer stays the authority; a lost notification is caught
  * by the next regular beat). It beats once as soon as it is subscribed, so a cancel sent between
- * the claim and the subscription is seen at once too. It reports a cancel or a lost fence once, then stops beating.
- * Heartbeats that resume after a gap longer than the lease (an outage, a stalled event loop) are
- * logged as a warning with the gap.
+ * the claim and the subscription is seen at once too. It reports a cancel or a lost fence once,
+ * then stops beating. Heartbeats that resume after a gap longer than the lease (an outage, a
+ * stalled event loop) are logged as a warning with the gap.
  */
 import {
   CANCEL_CHANNEL,

@@ -58,7 +58,9 @@ export type UploadedModelFiles = Omit<ResumePoint, "step"> & {
   name?: string | null;
 };
 
-/** Thrown when a handler asks for an artifact it may not read (another tenant's, another bucket). */
+/**
+ * Thrown when a handler asks for an artifact it may not read (another tenant's, another bucket).
+ */
 export class ArtifactAccessError extends Error {
   constructor(message: string) {
     super(message);
@@ -113,8 +115,8 @@ export interface JobContext {
   readonly draining: boolean;
   /**
    * The onnxruntime execution provider this worker process chose at start
-   * (`WORKER_EXECUTION_PROVIDERS`, workers/engine/providers.ts); absent means `cpu`. Float32 only on
-   * `cuda` and `webgpu`.
+   * (`WORKER_EXECUTION_PROVIDERS`, workers/engine/providers.ts); absent means `cpu`. Float32 only
+   * on `cuda` and `webgpu`.
    */
   readonly executionProvider?: ExecutionProvider;
   /** Appends an event to the job's log (type `[a-z][a-z0-9_.:-]*`, JSON data ≤ 64 KiB). */
@@ -227,7 +229,8 @@ export class HandlerRegistry {
 
   /**
    * Registers the handler of a method: a function runs in the worker's process, a
-   * {@link ProcessHandler} in a compute process of its own (see module doc). @throws DuplicateHandlerError when one exists.
+   * {@link ProcessHandler} in a compute process of its own (see module doc).
+   * @throws DuplicateHandlerError when one exists.
    */
   register(method: string, handler: JobHandler | ProcessHandler): void {
     if (this.#handlers.has(method)) throw new DuplicateHandlerError(method);

@@ -1,8 +1,8 @@
 /**
  * Retries of transient infrastructure failures ("Postgres or S3 going away for a while
- * means retries, not a failed job": README.md, "Running in production"). Only errors that look like a lost connection or a server-side
- * 5xx are retried (jobs/transient.ts); domain errors (FenceLostError, validation) are thrown at
- * once.
+ * means retries, not a failed job": README.md, "Running in production"). Only errors that look like
+ * a lost connection or a server-side 5xx are retried (jobs/transient.ts); domain errors
+ * (FenceLostError, validation) are thrown at once.
  */
 import { isTransient } from "../../jobs/mod.ts";
 

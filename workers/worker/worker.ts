@@ -209,7 +209,8 @@ export class Worker {
     try {
       while (!this.#draining) {
         const result = await this.runOnce().catch((e) => {
-          // An outage is expected and retried: a warning without the stack; anything else is an error.
+          // An outage is expected and retried: a warning without the stack; anything else is an
+          // error.
           const transient = isTransient(e);
           this.#log[transient ? "warn" : "error"](
             "claiming or finishing a job failed; retrying after the poll interval",

@@ -120,7 +120,8 @@ export async function download(path, filename) {
  * Reads an SSE route until `signal` aborts or the server sends `event: end`; reconnects after a
  * second (resuming with `Last-Event-ID`) when the connection drops.
  * @param {string} path
- * @param {{signal: AbortSignal, onMessage: (m: SseMessage) => void, onState?: (s: string) => void}} options
+ * @param {{signal: AbortSignal, onMessage: (m: SseMessage) => void, onState?: (s: string) => void}}
+ *   options
  */
 export async function follow(path, options) {
   const { signal, onMessage } = options;

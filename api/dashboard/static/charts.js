@@ -23,8 +23,10 @@ function alpha(hex, a) {
 }
 
 /**
- * @typedef {{label: string, values: (number | null)[], band?: {lower: (number|null)[], upper: (number|null)[]}}} Series
- * @typedef {{id: string, title: string, yLabel: string, series: Series[], range?: [number, number]}} ChartSpec
+ * @typedef {{label: string, values: (number | null)[], band?: {lower: (number|null)[], upper:
+ *   (number|null)[]}}} Series
+ * @typedef {{id: string, title: string, yLabel: string, series: Series[], range?: [number,
+ *   number]}} ChartSpec
  */
 
 /** The y axis title of rates in [0, 1]. */
@@ -32,7 +34,8 @@ export const FRACTION = "fraction (0–1)";
 
 /**
  * The y axis title of a metric (name and unit), for one-metric charts (compare view).
- * @param {string} metric a metric name as recorded (`eval/test_seen/success_rate`, `seconds_rollout`)
+ * @param {string} metric a metric name as recorded (`eval/test_seen/success_rate`,
+ *   `seconds_rollout`)
  */
 export function metricAxisLabel(metric) {
   if (/(^|\/|_)(success_rate|parse_rate|rate|quality)$/.test(metric)) return FRACTION;

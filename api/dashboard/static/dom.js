@@ -11,7 +11,8 @@
  * attributes named `on…` or `style` as strings are refused: no inline code or inline CSS).
  * @param {string} tag
  * @param {Record<string, unknown> | null} [props]
- * @param {...unknown} children nodes, strings, numbers, arrays of them; null/undefined/false skipped
+ * @param {...unknown} children nodes, strings, numbers, arrays of them; null/undefined/false
+ *   skipped
  * @returns {HTMLElement}
  */
 export function h(tag, props, ...children) {

@@ -5,8 +5,8 @@
  *
  * - progress stages `warmup` → (`rollout` → `analyze` → `update`)×steps, with step/total_steps;
  * - metrics: step 0 holds `eval/<split>/success_rate` and `eval/<split>/score` (before RL), every
- *   step `success_rate`, `skills_added`, `skill_library_size`, and eval figures at `eval_every` steps and
- *   the last step; `eval` and `step` events;
+ *   step `success_rate`, `skills_added`, `skill_library_size`, and eval figures at `eval_every`
+ *   steps and the last step; `eval` and `step` events;
  * - no skill library for `grpo` (it analyses nothing), as the trainer;
  * - a checkpoint at `checkpoint_every` steps and the last: a real builtin:tiny Hugging Face folder
  *   (`config.json`, `model.safetensors`, `tokenizer.json`, …, `optimizer.safetensors`,

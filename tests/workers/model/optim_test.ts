@@ -105,7 +105,9 @@ Deno.test("AdamW state survives a safetensors round trip and continues identical
   assert.deepEqual(pb, pa);
 });
 
-/** The loop AdamW.step ran before the WebAssembly kernel (main 84c4cd2), verbatim: the reference. */
+/**
+ * The loop AdamW.step ran before the WebAssembly kernel (main 84c4cd2), verbatim: the reference.
+ */
 function mainLoop(
   p: Float32Array,
   g: Float32Array,

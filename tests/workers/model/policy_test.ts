@@ -152,7 +152,8 @@ Deno.test("shared-prefix scoring reads a LoRA adapter (non-zero B) as score does
   samples.forEach((_, i) => {
     assert.ok(maxAbsDiff(whole.logprobs[i], shared.logprobs[i]) < 1e-5, `sample ${i}`);
   });
-  // The adapter changes the log-probs, so equality above is not the base graph agreeing with itself.
+  // The adapter changes the log-probs, so equality above is not the base graph agreeing with
+  // itself.
   assert.ok(
     Math.max(...samples.map((_, i) => maxAbsDiff(whole.logprobs[i], off.logprobs[i]))) > 1e-3,
   );

@@ -1,7 +1,7 @@
 /**
  * The model's train, score and decode graphs on `SEED_TEST_EXECUTION_PROVIDER` (a GPU provider,
- * set by bench/tools/gpu_check.sh) against the same graphs on the CPU, float32 both. Ignored when the
- * variable is unset; `SEED_TEST_EXECUTION_PROVIDER=cpu` runs it CPU against CPU.
+ * set by bench/tools/gpu_check.sh) against the same graphs on the CPU, float32 both. Ignored when
+ * the variable is unset; `SEED_TEST_EXECUTION_PROVIDER=cpu` runs it CPU against CPU.
  */
 import assert from "node:assert/strict";
 import type { DecoderConfig } from "../../../workers/model/config.ts";

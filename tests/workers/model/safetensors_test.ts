@@ -48,7 +48,8 @@ Deno.test("an F32 round trip is bit-exact, including NaN, infinities, -0 and sub
 });
 
 Deno.test("a hand-built BF16 file reads back to the known floats", () => {
-  // bf16 bits: 1.0 = 0x3F80, -2.0 = 0xC000, 0.15625 = 0x3E20, 3.0 = 0x4040, +inf = 0x7F80, -0 = 0x8000
+  // bf16 bits: 1.0 = 0x3F80, -2.0 = 0xC000, 0.15625 = 0x3E20, 3.0 = 0x4040, +inf = 0x7F80,
+  // -0 = 0x8000
   const bits = new Uint16Array([0x3f80, 0xc000, 0x3e20, 0x4040, 0x7f80, 0x8000]);
   const file = handMade(
     { "x": { dtype: "BF16", shape: [2, 3], data_offsets: [0, 12] } },
@@ -61,7 +62,8 @@ Deno.test("a hand-built BF16 file reads back to the known floats", () => {
 });
 
 Deno.test("a hand-built F16 file reads back to the known floats", () => {
-  // f16 bits: 1.0 = 0x3C00, -2.5 = 0xC100, 65504 = 0x7BFF, smallest subnormal 2^-24 = 0x0001, NaN = 0x7E00
+  // f16 bits: 1.0 = 0x3C00, -2.5 = 0xC100, 65504 = 0x7BFF, smallest subnormal 2^-24 = 0x0001,
+  // NaN = 0x7E00
   const bits = new Uint16Array([0x3c00, 0xc100, 0x7bff, 0x0001, 0x7e00, 0x3555]);
   const file = handMade(
     { "__metadata__": { format: "pt" }, "h": { dtype: "F16", shape: [6], data_offsets: [0, 12] } },

@@ -80,8 +80,8 @@ export interface Front {
 /**
  * An HTTP server that forwards every POST to `target` (same path, headers and JSON body), after
  * `rule`: a Response answers instead of forwarding; an object is forwarded as the body; undefined
- * forwards the body unchanged. `rewriteAnswer` may change a forwarded JSON answer (`asked`: the body the client sent). When the server
- * behind fails to answer, the front answers 502.
+ * forwards the body unchanged. `rewriteAnswer` may change a forwarded JSON answer (`asked`: the
+ * body the client sent). When the server behind fails to answer, the front answers 502.
  */
 export function startFront(
   target: () => string,

@@ -156,7 +156,9 @@ function unstamped(list: DumpedTrajectory[]) {
   return JSON.parse(JSON.stringify(list, (k, v) => (k === "policy_version" ? undefined : v)));
 }
 
-/** Asserts every turn of every step's rollouts came from version step − 1; returns turns by step. */
+/**
+ * Asserts every turn of every step's rollouts came from version step − 1; returns turns by step.
+ */
 function assertStamped(rollouts: Map<number, DumpedTrajectory[]>): Map<number, number> {
   const turns = new Map<number, number>();
   for (const [step, list] of rollouts) {

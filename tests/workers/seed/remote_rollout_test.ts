@@ -106,7 +106,9 @@ function firstPrompts(list: RolloutTrajectory[]) {
   return list.map((t) => [t.id, t.steps[0].prompt]);
 }
 
-/** Each trajectory as sampled: every turn's prompt, response text and trained ids, and its rewards. */
+/**
+ * Each trajectory as sampled: every turn's prompt, response text and trained ids, and its rewards.
+ */
 function sampled(list: RolloutTrajectory[]) {
   return list.map((t) => ({
     id: t.id,

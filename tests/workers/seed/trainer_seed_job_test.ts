@@ -70,8 +70,9 @@ Deno.test("seed jobs through the worker", async (t) => {
       assert.equal(await runOne(h.worker(ONE_THREAD)), "succeeded");
       const resumed = await metricsByStep(db, job.id);
       const reference = await metricsByStep(db, uninterrupted.id);
-      // Draws, rollouts and counts repeat exactly; loss figures agree to float rounding (onnxruntime
-      // runs do not always round alike: seen up to 1e-6 relative on entropy, 6e-3 on the KL term).
+      // Draws, rollouts and counts repeat exactly; loss figures agree to float rounding
+      // (onnxruntime runs do not always round alike: seen up to 1e-6 relative on entropy, 6e-3 on
+      // the KL term).
       const [a, b] = [untimed(resumed.get(2)!), untimed(reference.get(2)!)];
       assert.deepEqual(Object.keys(a).sort(), Object.keys(b).sort());
       for (const k of Object.keys(b)) {

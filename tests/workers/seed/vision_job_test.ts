@@ -1,8 +1,8 @@
 /**
- * SEED jobs on the vision environments through the real worker, Postgres and S3 (workers/envs/README.md, "Vision
- * tasks"): `sokoban` with image observations and `ezpoints` on builtin:tiny-vl, a text-only model
- * refused at start on an image environment, a vision model on a text environment, and a resumed
- * vision job repeating the uninterrupted one.
+ * SEED jobs on the vision environments through the real worker, Postgres and S3
+ * (workers/envs/README.md, "Vision tasks"): `sokoban` with image observations and `ezpoints` on
+ * builtin:tiny-vl, a text-only model refused at start on an image environment, a vision model on a
+ * text environment, and a resumed vision job repeating the uninterrupted one.
  */
 import assert from "node:assert/strict";
 import {

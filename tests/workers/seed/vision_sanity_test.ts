@@ -1,7 +1,7 @@
 /**
- * Sanity of the image placeholder wiring (workers/envs/README.md, "Vision tasks"): on a task where the image
- * carries no information the text lacks, the image path and the text path must give the same
- * results.
+ * Sanity of the image placeholder wiring (workers/envs/README.md, "Vision tasks"): on a task where
+ * the image carries no information the text lacks, the image path and the text path must give the
+ * same results.
  *
  * The construction: builtin:tiny-vl whose projector's last layer has zero weights and a bias
  * equal to the embedding of one text token X. Its encoder then outputs X's embedding for every

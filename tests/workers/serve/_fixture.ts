@@ -76,7 +76,8 @@ export interface SkillInput {
 
 /**
  * A job of `tenant` with a builtin:tiny checkpoint (weights seeded by `seed + step`) at each of
- * `steps` and a skill library at the steps of `skills` (see `saveJob`, workers/seed/run/saved_job.ts).
+ * `steps` and a skill library at the steps of `skills` (see `saveJob`,
+ * workers/seed/run/saved_job.ts).
  */
 export async function jobWithCheckpoints(
   fx: ServeFixture,

@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 
 const ENTRY = new URL("../../../workers/serve/example_agent_loop.ts", import.meta.url).pathname;
 
-/** Runs the example with `args`, no API key unless `extraEnv` sets one; its exit code and output. */
+/**
+ * Runs the example with `args`, no API key unless `extraEnv` sets one; its exit code and output.
+ */
 async function run(
   args: string[],
   extraEnv: Record<string, string> = {},

@@ -348,8 +348,9 @@ Deno.test("the inference server", async (t) => {
       );
       assert.equal(longPrompt.body.error.code, "context_length_exceeded");
       assert.equal(longPrompt.body.error.param, "prompt");
-      // ~720 KB of text (4 messages of 180,000 characters) is refused by its length, before tokenizing (which would stall every
-      // stream for seconds): the message counts characters, not tokens.
+      // ~720 KB of text (4 messages of 180,000 characters) is refused by its length, before
+      // tokenizing (which would stall every stream for seconds): the message counts characters, not
+      // tokens.
       const huge = await post(
         "/chat/completions",
         JSON.stringify({

@@ -17,7 +17,9 @@ import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixture
 import { startTestStore } from "../../_harness/s3.ts";
 
 const LEASE_MS = 600_000;
-/** How long a handler waits for its cancel before it gives up and returns (a bound, not a claim). */
+/**
+ * How long a handler waits for its cancel before it gives up and returns (a bound, not a claim).
+ */
 const GIVE_UP_MS = 20_000;
 
 /**

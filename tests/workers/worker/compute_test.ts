@@ -149,7 +149,8 @@ Deno.test("handlers in compute processes", async (t) => {
         } finally {
           child.kill("SIGTERM");
         }
-        // The control loop is alive and the spinning compute process is gone: the process drains and exits.
+        // The control loop is alive and the spinning compute process is gone: the process drains
+        // and exits.
         assert.equal((await child.status).code, 0);
         const logs = await logRecords(child);
         assert.ok(logs.some((l) => l.msg === "job cancelled" && l.jobId === job.id));

@@ -380,7 +380,9 @@ export function analyzeHousehold(
   };
 }
 
-/** The failure skill of one (mistake, correction) pair: `Avoid this mistake: … Instead, …; rule.` */
+/**
+ * The failure skill of one (mistake, correction) pair: `Avoid this mistake: … Instead, …; rule.`
+ */
 function failureSkill(scenario: Scenario, [mistake, instead]: [string, string]): string {
   return `Avoid this mistake: ${mistake}. Instead, ${instead}; ${workflowRule(scenario)}.`;
 }

@@ -8,8 +8,9 @@
  * numbered names (`apple 2`, `cabinet 3`), counts; the goal object type is the same wherever it
  * recurs. A skill it accepts is well-formed (workers/envs/skill_judge.ts); the judge (mod.ts)
  * then compares it with the trajectory's true skills, {@link HOUSEHOLD_SET_SLOTS} as sets.
- * {@link householdSkillPatterns} is the same language as literal text (won and lost apart), for decoding skills under
- * it; grammar and pattern are built from the same texts (`familyTexts`) and slot values.
+ * {@link householdSkillPatterns} is the same language as literal text (won and lost apart), for
+ * decoding skills under it; grammar and pattern are built from the same texts (`familyTexts`) and
+ * slot values.
  */
 import {
   alternation,

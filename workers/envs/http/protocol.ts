@@ -47,11 +47,12 @@
  * the `request_id` of an item already deleted or idled out is a 410 naming `request_id` (a late
  * duplicate: the server keeps such ids for its idle timeout after the item went, at most
  * `maxLive` of them), never a new item.
- * Errors are `application/problem+json` `{type, title, status, detail, errors?: [{path, message}]}`;
- * 4xx means the request was wrong (never retried), 5xx the server failed (retried by the client).
- * Observation images travel as `{width, height, rgb_base64}` (RGB bytes, row-major, base64 with
- * padding), at most {@link MAX_IMAGE_BYTES} raw bytes, checked against width × height × 3 on both
- * sides; an environment served over HTTP therefore gives the same images as in process.
+ * Errors are `application/problem+json`
+ * `{type, title, status, detail, errors?: [{path, message}]}`; 4xx means the request was wrong
+ * (never retried), 5xx the server failed (retried by the client). Observation images travel as
+ * `{width, height, rgb_base64}` (RGB bytes, row-major, base64 with padding), at most
+ * {@link MAX_IMAGE_BYTES} raw bytes, checked against width × height × 3 on both sides; an
+ * environment served over HTTP therefore gives the same images as in process.
  */
 import { z } from "zod";
 import type { Observation } from "../types.ts";

@@ -33,7 +33,9 @@ export interface RelationSpec {
   keyword: string;
   /** The single-hop question, `{s}` = the subject. */
   question: string;
-  /** Noun phrase for the object, for bridges (`the author of {s}`); entity-valued relations only. */
+  /**
+   * Noun phrase for the object, for bridges (`the author of {s}`); entity-valued relations only.
+   */
   phrase?: string;
   /** Comparison question (`{a}`, `{b}`), asking for the earlier one; year-valued relations only. */
   compare?: string;

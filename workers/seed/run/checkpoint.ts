@@ -1,6 +1,6 @@
 /**
- * Trainer checkpoints (workers/seed/README.md, "Checkpoints and skill libraries"): a Hugging Face directory
- * (`config.json`, `generation_config.json`, `model.safetensors` F32, `tokenizer.json`,
+ * Trainer checkpoints (workers/seed/README.md, "Checkpoints and skill libraries"): a Hugging Face
+ * directory (`config.json`, `generation_config.json`, `model.safetensors` F32, `tokenizer.json`,
  * `tokenizer_config.json`) plus `optimizer.safetensors` (AdamW moments and step) and
  * `trainer_state.json`:
  *

@@ -1,9 +1,9 @@
 /**
- * The job handler of methods `seed`, `grpo` and `sft` (jobs/README.md, "Data flow of one job", step 3):
- * sets the job up (environment, model from `model.base`, or the latest checkpoint when resuming),
- * warms up (policy SFT, then analyzer SFT for `seed` with analysis on and for `sft`), evaluates the
- * warm-up model as step 0, then runs `steps` updates with evaluation every `eval_every` and
- * checkpoints every `checkpoint_every` (and at the end).
+ * The job handler of methods `seed`, `grpo` and `sft` (jobs/README.md, "Data flow of one job", step
+ * 3): sets the job up (environment, model from `model.base`, or the latest checkpoint when
+ * resuming), warms up (policy SFT, then analyzer SFT for `seed` with analysis on and for `sft`),
+ * evaluates the warm-up model as step 0, then runs `steps` updates with evaluation every
+ * `eval_every` and checkpoints every `checkpoint_every` (and at the end).
  *
  * Before anything else the environment's first turn is probed: a job whose prompts show images
  * on a model without an image encoder fails at once (`checkModelFitsEnv`).
@@ -160,8 +160,9 @@ export function createHandler(options: SeedHandlerOptions = {}): JobHandler {
 }
 
 /**
- * Registers the handler for every JobSpec method (`seed`, `grpo`, `gigpo`, `sft`) (default: the worker's registry), to run in
- * a compute process; `options` must be plain data (it is copied into the child).
+ * Registers the handler for every JobSpec method (`seed`, `grpo`, `gigpo`, `sft`) (default: the
+ * worker's registry), to run in a compute process; `options` must be plain data (it is copied into
+ * the child).
  */
 export function registerSeedHandlers(
   registry: HandlerRegistry = defaultRegistry,

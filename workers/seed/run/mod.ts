@@ -12,13 +12,14 @@
  *   an S3 folder), and the start-up check that the model fits the environment;
  * - `seeds.ts`: one random stream per use, all from the job's `random_seed`.
  *
- * Why this layout: the algorithm is what the folder is for and what workers/seed/README.md, Algorithm, cites
- * step by step, so it keeps the top of `workers/seed/`; the plumbing, which depends on the job
- * store, the worker loop and the artifact layout, sits one folder down. Direction: this folder
- * imports the algorithm (`../*.ts`), `jobs/`, `workers/worker/`, `workers/model/`,
- * `workers/envs/` and `workers/engine/`; no file of the algorithm imports it, so the algorithm can
- * be read, tested and reused without a job, a database or an object store. This is the run's
- * public surface; `workers/seed/mod.ts`, the algorithm's, does not re-export it (tests/layering.ts).
+ * Why this layout: the algorithm is what the folder is for and what workers/seed/README.md,
+ * Algorithm, cites step by step, so it keeps the top of `workers/seed/`; the plumbing, which
+ * depends on the job store, the worker loop and the artifact layout, sits one folder down.
+ * Direction: this folder imports the algorithm (`../*.ts`), `jobs/`, `workers/worker/`,
+ * `workers/model/`, `workers/envs/` and `workers/engine/`; no file of the algorithm imports it, so
+ * the algorithm can be read, tested and reused without a job, a database or an object store. This
+ * is the run's public surface; `workers/seed/mod.ts`, the algorithm's, does not re-export it
+ * (tests/layering.ts).
  */
 export * from "./seeds.ts";
 export * from "./model_source.ts";

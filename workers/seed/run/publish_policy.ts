@@ -38,7 +38,10 @@ export interface PolicyPublisherOptions {
   lora?: { config: LoraConfig; baseModel: string };
 }
 
-/** An upload straight to a store, at the key layout of the module doc (the worker's context does the same). */
+/**
+ * An upload straight to a store, at the key layout of the module doc (the worker's context does the
+ * same).
+ */
 export function storeUpload(
   store: ArtifactStore,
   job: { tenantId: string; jobId: string; attempt: number },

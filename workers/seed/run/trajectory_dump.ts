@@ -1,10 +1,10 @@
 /**
- * Trajectory dumps (workers/seed/README.md, "Trajectories and evaluations"): at every update the trainer's
- * rollouts, and at every evaluation the per-split results with the eval trajectories, are written
- * as one JSON object each through `ctx.saveTrajectories` (jobs/trajectories.ts: attempt-scoped
- * keys, the row under the fence is the commit point). An observation that carries an image is
- * stored as its own PNG object (`encodePng`) and referenced from its turn by name; the API serves
- * it at `GET /v1/jobs/{id}/trajectories/{step}/images/{name}`.
+ * Trajectory dumps (workers/seed/README.md, "Trajectories and evaluations"): at every update the
+ * trainer's rollouts, and at every evaluation the per-split results with the eval trajectories, are
+ * written as one JSON object each through `ctx.saveTrajectories` (jobs/trajectories.ts:
+ * attempt-scoped keys, the row under the fence is the commit point). An observation that carries an
+ * image is stored as its own PNG object (`encodePng`) and referenced from its turn by name; the API
+ * serves it at `GET /v1/jobs/{id}/trajectories/{step}/images/{name}`.
  *
  * Sizes are bounded ({@link DumpLimits}): the first `maxTrajectories` rollouts in (task, copy)
  * order (whole groups first), the first `maxPerSplit` eval episodes of each split, text fields
@@ -32,10 +32,10 @@
  * answer did not parse, summary also when it had none; `raw` is that answer), and on each
  * re-scored turn `"response_tokens": ["<action>", "up", …]` with `"teacher_gaps": [0.31, -0.02,
  * …]`: the sampled response tokens as text and, per token, the teacher gap Δ = ℓ_T − ℓ_old in
- * nats (workers/seed/README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more likely).
- * A turn the teacher scored under a critical-step skill (`seed.max_step_skills`) instead of the
- * trajectory's episode skill also has `"step_skill": "…"`, that skill (the analysis' `raw` holds
- * every step skill the analyzer wrote, keyed by 0-based turn; `turn` here counts from 1).
+ * nats (workers/seed/README.md, Algorithm, step 4; > 0: the skill in the prompt made the token more
+ * likely). A turn the teacher scored under a critical-step skill (`seed.max_step_skills`) instead
+ * of the trajectory's episode skill also has `"step_skill": "…"`, that skill (the analysis' `raw`
+ * holds every step skill the analyzer wrote, keyed by 0-based turn; `turn` here counts from 1).
  * Turns and trajectories without them have no such keys.
  */
 import type { TrajectoryDumpInput, TrajectoryImageInput } from "../../../jobs/mod.ts";
@@ -45,7 +45,10 @@ import type { StepTeacher } from "../trainer.ts";
 
 /** A turn to dump: a rollout turn (`RolloutStep` fits), with the images its prompt showed. */
 export interface DumpStep extends TrajectoryStep {
-  /** Images of the prompt (vision variants: one, the observation before acting); the first is dumped. */
+  /**
+   * Images of the prompt (vision variants: one, the observation before acting); the first is
+   * dumped.
+   */
   images?: readonly RgbImage[];
   /** Remote rollout engines: the policy version that produced the response. */
   policyVersion?: number;

@@ -6,11 +6,11 @@
  * job whose `eval_every` exceeds its `steps`, which no update before it evaluates; evaluations are
  * counted apart, not averaged into the updates, so the last update's ETA holds its evaluation.
  *
- * It is known from the end of the first update on (the worker's generic clock, workers/worker/eta.ts,
- * waits for a second one), so a job in its RL updates shows an ETA from update 2. A zero-step job
- * has no update to time: it shows no ETA until its step-0 evaluation (its last) has run. A resumed
- * run that has not evaluated yet has no evaluation time (its step-0 evaluation ran in an earlier
- * run) and counts its evaluations at 0 s until its first one.
+ * It is known from the end of the first update on (the worker's generic clock,
+ * workers/worker/eta.ts, waits for a second one), so a job in its RL updates shows an ETA from
+ * update 2. A zero-step job has no update to time: it shows no ETA until its step-0 evaluation (its
+ * last) has run. A resumed run that has not evaluated yet has no evaluation time (its step-0
+ * evaluation ran in an earlier run) and counts its evaluations at 0 s until its first one.
  */
 import { estimateEtaSeconds } from "../metrics.ts";
 
@@ -88,7 +88,9 @@ export class UpdateEta {
     return Math.round(Math.max(after, full - running));
   }
 
-  /** The evaluations of updates `from + 1` to `total` (handler.ts: every `eval_every`-th, the last). */
+  /**
+   * The evaluations of updates `from + 1` to `total` (handler.ts: every `eval_every`-th, the last).
+   */
   #evaluations(from: number, total: number): number {
     if (from >= total) return 0;
     const every = this.#evalEvery;

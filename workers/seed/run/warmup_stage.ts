@@ -1,8 +1,8 @@
 /**
- * The warm-up stages of a job run (workers/seed/README.md, Algorithm, "Warm-up"), with progress and events:
- * `warmup_policy` (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer SFT on
- * the warmed policy's trajectories annotated by the reference analyzer or the LLM annotator of
- * `warmup.analyzer.annotator`, with the policy
+ * The warm-up stages of a job run (workers/seed/README.md, Algorithm, "Warm-up"), with progress and
+ * events: `warmup_policy` (policy SFT on expert demonstrations), then `warmup_analyzer` (analyzer
+ * SFT on the warmed policy's trajectories annotated by the reference analyzer or the LLM annotator
+ * of `warmup.analyzer.annotator`, with the policy
  * demonstrations replayed), as the run plan lists them (../run_plan.ts: the analyzer stage for
  * `sft` jobs and `seed` jobs with analysis on; none with `warmup.skip`). Returns the step-0 metrics
  * of the warm-up.

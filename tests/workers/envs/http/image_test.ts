@@ -18,7 +18,9 @@ import {
 const sokoban = getEnvironment("sokoban");
 const ezpoints = getEnvironment("ezpoints");
 
-/** Plays the local expert on `task` both locally and remotely; asserts equal steps; returns them. */
+/**
+ * Plays the local expert on `task` both locally and remotely; asserts equal steps; returns them.
+ */
 async function playBoth(local: AsyncEnvironment, remote: AsyncEnvironment, task: Task) {
   const expert = local.createExpert(task);
   const remoteExpert = remote.createExpert(task);

@@ -285,7 +285,9 @@ Deno.test("every built-in environment plays an expert episode identically over H
   }
 });
 
-/** Plays `expert` on a fresh episode of `task` to the end; every action taken, and whether it won. */
+/**
+ * Plays `expert` on a fresh episode of `task` to the end; every action taken, and whether it won.
+ */
 async function playExpert(
   env: AsyncEnvironment,
   task: Task,

@@ -74,7 +74,8 @@ Deno.test("the known solution of the hard level pays -0.1 per move, +1 per box p
   const episode = sokobanEnvironment.createEpisode(task);
   episode.reset();
   const rewards = level.solution.map((action) => episode.step(action));
-  // The first box reaches its target on move 8 (right), the second on move 11 (down), which ends it.
+  // The first box reaches its target on move 8 (right), the second on move 11 (down), which ends
+  // it.
   assert.deepEqual(
     rewards.map((r) => Math.round(r.reward * 10) / 10),
     [-0.1, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1, 0.9, -0.1, -0.1, 10.9],

@@ -91,7 +91,8 @@ Deno.test("model sources and user warm-up data", async (t) => {
     await t.step(
       "model:<id> starts a job from an uploaded model of the same tenant only",
       async () => {
-        // The warm job's checkpoint files committed as an uploaded model (what POST /v1/models writes).
+        // The warm job's checkpoint files committed as an uploaded model (what POST /v1/models
+        // writes).
         const id = crypto.randomUUID();
         const ck = (await listCheckpoints(db, warm.id))[0];
         const files = [];
