@@ -15,6 +15,7 @@ import { bodyLimit } from "hono/body-limit";
 import {
   BaseChainTooLongError,
   BaseGoneError,
+  createLogger,
   IdempotencyConflictError,
   IntegrityError,
   isTransient,
@@ -122,8 +123,9 @@ function headersOf(error: unknown, status: number): HeadersInit {
 /** Builds the app. See {@link AppOptions} for the dependencies and hooks. */
 export function createApp(options: AppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const log = options.log ??
-    ((record: Record<string, unknown>) => console.error(JSON.stringify(record)));
+  const log = options.log ?? createLogger({ service: "api" });
+  // The routes' event streams log their internal errors to the same log.
+  const deps: AppOptions = { ...options, log };
   // Not strict: a path with one trailing slash (`/v1/jobs/`, `/v1/jobs/{id}/`) is answered as
   // the path without it, as most REST clients expect; the 405 check below matched it already, so
   // a strict router answered a 405 whose Allow listed the method used.
@@ -135,9 +137,7 @@ export function createApp(options: AppOptions): Hono {
       (e) => options.mapError?.(e) ?? mapDomainError(e),
     );
     if (problem.status >= 500) {
-      log({
-        level: problem.status === 503 ? "warn" : "error",
-        msg: "request failed",
+      log[problem.status === 503 ? "warn" : "error"]("request failed", {
         method: c.req.method,
         path: c.req.path,
         status: problem.status,
@@ -198,17 +198,17 @@ export function createApp(options: AppOptions): Hono {
     (c, next) => c.req.method === "POST" && c.req.path === "/v1/models" ? next() : limit(c, next),
   );
 
-  app.route("/", systemRoutes(options));
+  app.route("/", systemRoutes(deps));
   app.route("/", dashboardRoutes());
   const v1 = new Hono<AuthEnv>();
   v1.use("*", bearerAuth(options.db, { cacheMs: options.authCacheMs }));
-  v1.route("/jobs", jobRoutes(options));
-  v1.route("/jobs", eventRoutes(options));
-  v1.route("/jobs", artifactRoutes(options));
-  v1.route("/jobs", trajectoryRoutes(options));
-  v1.route("/envs", envRoutes(options));
-  v1.route("/models", modelRoutes(options));
-  v1.route("/secrets", secretRoutes(options));
+  v1.route("/jobs", jobRoutes(deps));
+  v1.route("/jobs", eventRoutes(deps));
+  v1.route("/jobs", artifactRoutes(deps));
+  v1.route("/jobs", trajectoryRoutes(deps));
+  v1.route("/envs", envRoutes(deps));
+  v1.route("/models", modelRoutes(deps));
+  v1.route("/secrets", secretRoutes(deps));
   app.route("/v1", v1);
   return app;
 }

@@ -6,6 +6,7 @@ import {
   type Database,
   ENV_CATALOG,
   type JobSpec,
+  type Logger,
   type SecretCipher,
   type SweepTotals,
 } from "../jobs/mod.ts";
@@ -81,8 +82,11 @@ export interface AppOptions {
    * answers 404.
    */
   metricsToken?: string;
-  /** Structured log sink for 5xx errors (default: `console.error` of one JSON line). */
-  log?: (record: Record<string, unknown>) => void;
+  /**
+   * The log of 5xx answers and of event streams' internal errors (default: jobs/logger.ts
+   * `createLogger({ service: "api" })`, JSON lines on stderr at `LOG_LEVEL`).
+   */
+  log?: Logger;
 }
 
 /** The environment list provider of {@link AppOptions.envs}. */

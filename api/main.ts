@@ -10,10 +10,14 @@
  * from the parent, stops it as the first signal does: it ends with its parent, even a parent
  * killed with SIGKILL (jobs/exit_with_parent.ts).
  *
- * Its variables ({@link ApiSettings}: `HOST`, `PORT`, `SWEEPER_INTERVAL_MS`, `SWEEPER_GRACE_MS`)
- * are read before anything is opened; a bad one stops it with one log line naming each bad
- * variable, its rule and its value, and exit status 1, as the worker does: `Cannot start the API
- * as PORT must be a whole number from 0 to 65535: current value is "abc"`.
+ * Its variables ({@link ApiSettings}: `HOST`, `PORT`, `SWEEPER_INTERVAL_MS`, `SWEEPER_GRACE_MS`,
+ * `LOG_LEVEL`) are read before anything is opened; a bad one stops it with one log line naming each
+ * bad variable, its rule and its value, and exit status 1, as the worker does: `Cannot start the
+ * API as PORT must be a whole number from 0 to 65535: current value is "abc"`.
+ *
+ * It logs through the service's one logger (jobs/logger.ts), as the worker does, with `service`
+ * "api": JSON lines on stderr,
+ * `{"time":"2025-01-01T12:00:00.000Z","level":"info","msg":"api listening","service":"api",…}`.
  *
  * `GET /v1/envs` serves, and `POST /v1/jobs` checks `env` against, the built-in catalog
  * (jobs/env_catalog.json, generated from workers/envs: the API does not import workers/; README.md,
@@ -22,10 +26,13 @@
 import { z } from "zod";
 import {
   type ArtifactStore,
+  createLogger,
   type Database,
   DEFAULT_SWEEP_GRACE_MS,
   DEFAULT_SWEEP_INTERVAL_MS,
   exitWithParentFromEnv,
+  type Logger,
+  LogLevelSetting,
   onStopSignals,
   openDatabase,
   openStore,
@@ -95,6 +102,7 @@ const SettingsSchema = z.object({
     .default(DEFAULT_SWEEP_INTERVAL_MS),
   SWEEPER_GRACE_MS: wholeNumberSetting(MIN_SWEEP_GRACE_MS, MAX_SWEEP_GRACE_MS, { unit: "ms" })
     .default(DEFAULT_SWEEP_GRACE_MS),
+  LOG_LEVEL: LogLevelSetting.default("info"),
 });
 
 /**
@@ -106,6 +114,7 @@ const SettingsSchema = z.object({
  * | `PORT`                | 8787       | listen port, 0 to 65535 (0: a free one, logged at start) |
  * | `SWEEPER_INTERVAL_MS` | 3600000    | ms between orphan sweeps, 0 to 7 days (0: no sweeper)    |
  * | `SWEEPER_GRACE_MS`    | 86400000   | ms an object without a row is kept, 1 hour to 365 days   |
+ * | `LOG_LEVEL`           | info       | log threshold: debug, info, warn or error (any case)     |
  */
 export type ApiSettings = z.infer<typeof SettingsSchema>;
 
@@ -141,28 +150,29 @@ export function apiSettingsErrorMessage(
 function startApiSweeper(
   db: Database,
   store: ArtifactStore,
-  { intervalMs, graceMs }: { intervalMs: number; graceMs: number },
+  { intervalMs, graceMs, log }: { intervalMs: number; graceMs: number; log: Logger },
 ): Sweeper | undefined {
   if (intervalMs === 0) return undefined;
-  const log = (level: string, msg: string, fields: Record<string, unknown>) =>
-    console.error(JSON.stringify({ level, msg, ...fields }));
   return startSweeper(db, store, {
     intervalMs,
     graceMs,
     onSwept: (r) => {
-      if (r.objects + r.multipartUploads > 0) log("info", "orphan objects removed", { ...r });
+      if (r.objects + r.multipartUploads > 0) log.info("orphan objects removed", { ...r });
     },
     onError: (e) =>
-      log("warn", "orphan sweep failed; retrying at the next interval", { e: String(e) }),
+      log.warn("orphan sweep failed; retrying at the next interval", { e: String(e) }),
   });
 }
 
 /**
  * Opens db and store and serves the API; `port` 0 picks a free one. The sweeper's interval and
  * grace are `options.sweeper`'s, else the environment's (`SWEEPER_INTERVAL_MS`,
- * `SWEEPER_GRACE_MS`).
- * @throws z.ZodError for a bad sweeper variable when `options.sweeper` is not given (before
- *   anything is opened; {@link apiSettingsFromEnv}).
+ * `SWEEPER_GRACE_MS`); it logs to `options.log` (default: jobs/logger.ts
+ * `createLogger({ service: "api" })`).
+ * @throws z.ZodError for a bad variable of {@link ApiSettings} (a sweeper's, `LOG_LEVEL`) when
+ *   `options.sweeper` is not given (before anything is opened; {@link apiSettingsFromEnv}).
+ * @throws RangeError naming `LOG_LEVEL` when `options.sweeper` is given, `options.log` is not, and
+ *   its value is not a level (before anything is opened).
  */
 export async function serveApi(
   options: {
@@ -170,18 +180,21 @@ export async function serveApi(
     port?: number;
     maxBodyBytes?: number;
     sweeper?: { intervalMs: number; graceMs: number };
+    log?: Logger;
   } = {},
 ): Promise<RunningApi> {
   const sweeperTiming = options.sweeper ?? (() => {
     const s = apiSettingsFromEnv();
     return { intervalMs: s.SWEEPER_INTERVAL_MS, graceMs: s.SWEEPER_GRACE_MS };
   })();
+  const log = options.log ?? createLogger({ service: "api" });
   const db = await openDatabase();
   const store = await openStore();
-  const sweeper = startApiSweeper(db, store, sweeperTiming);
+  const sweeper = startApiSweeper(db, store, { ...sweeperTiming, log });
   const app = createApp({
     db,
     store,
+    log,
     maxBodyBytes: options.maxBodyBytes,
     checkModel,
     sweeperTotals: sweeper?.totals,
@@ -207,17 +220,17 @@ export async function serveApi(
 }
 
 /**
- * Logs why the API cannot start, one line without a stack trace (a bad variable as
+ * Logs why the API cannot start to `log`, one line without a stack trace (a bad variable as
  * {@link apiSettingsErrorMessage} writes it; another error, such as a bad `S3_BUCKET` or a
  * dependency that refuses, as `Name: message`), and exits with status 1.
  */
-function cannotStart(e: unknown): never {
+function cannotStart(log: Logger, e: unknown): never {
   const error = e instanceof z.ZodError
     ? apiSettingsErrorMessage(e)
     : e instanceof Error
     ? `${e.name}: ${e.message}`
     : String(e);
-  console.error(JSON.stringify({ level: "error", msg: "the api cannot start", error }));
+  log.error("the api cannot start", { error });
   Deno.exit(1);
 }
 
@@ -227,27 +240,26 @@ if (import.meta.main) {
     settings = apiSettingsFromEnv();
     exitWithParent = exitWithParentFromEnv();
   } catch (e) {
-    cannotStart(e);
+    // LOG_LEVEL may be the bad variable: this one line is an error, shown at every level.
+    cannotStart(createLogger({ service: "api" }, { level: "error" }), e);
   }
+  const log = createLogger({ service: "api" }, { level: settings.LOG_LEVEL });
   const { HOST: hostname, PORT: port } = settings;
   const api = await serveApi({
     hostname,
     port,
     sweeper: { intervalMs: settings.SWEEPER_INTERVAL_MS, graceMs: settings.SWEEPER_GRACE_MS },
-  }).catch(cannotStart);
-  console.error(JSON.stringify({ level: "info", msg: "api listening", hostname, port: api.port }));
+    log,
+  }).catch((e) => cannotStart(log, e));
+  log.info("api listening", { hostname, port: api.port });
   onStopSignals(
     {
       first: () => {
-        console.error(JSON.stringify({
-          level: "info",
-          msg: "stopping: finishing requests in flight",
-          graceMs: SHUTDOWN_GRACE_MS,
-        }));
+        log.info("stopping: finishing requests in flight", { graceMs: SHUTDOWN_GRACE_MS });
         api.stop().then(() => Deno.exit(0));
       },
       again: () => {
-        console.error(JSON.stringify({ level: "warn", msg: "second signal: exiting now" }));
+        log.warn("second signal: exiting now");
         Deno.exit(130);
       },
     },

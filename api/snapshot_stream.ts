@@ -8,6 +8,7 @@
  * it (or the server stops). A failed read ends it with `event: error`: a generic message and an
  * error id, the detail in the server log (`streamErrorEvent`); clients reconnect.
  */
+import type { Logger } from "../jobs/mod.ts";
 import { formatSse, liveSseStream } from "./sse.ts";
 
 /** What {@link snapshotStream} reads. */
@@ -27,7 +28,7 @@ export interface SnapshotOptions {
   /** SSE event name (default `snapshot`). */
   event?: string;
   /** Server log of a stream's internal error (see `streamErrorEvent`). */
-  log?: (record: Record<string, unknown>) => void;
+  log?: Logger;
 }
 
 /** Returns the SSE body stream (see module doc). */

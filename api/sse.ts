@@ -10,6 +10,7 @@
  * when a subscribe hook is given) or the poll interval, and sends a `: keepalive` comment when
  * idle so proxies keep the connection.
  */
+import { createLogger, type Logger } from "../jobs/mod.ts";
 
 /** One event as sent on the wire (the `data:` JSON). */
 export interface WireEvent {
@@ -43,23 +44,22 @@ export interface SseOptions {
   keepaliveMs?: number;
   /** Events per database read (default 500). */
   pageSize?: number;
-  /** Server log of a stream's internal error (default: one JSON line on stderr). */
-  log?: (record: Record<string, unknown>) => void;
+  /** Server log of a stream's internal error (default: {@link streamErrorEvent}'s). */
+  log?: Logger;
 }
 
 /**
  * The `event: error` that ends a stream on an internal error (a database outage, a bug): a
  * generic message and an `error_id`, never the error itself (it may hold SQL text and its
- * parameters). The detail goes to the server log under the same id; the client reconnects.
+ * parameters). The detail goes to `log` (default: the API's, `service` "api", jobs/logger.ts) as
+ * one error line `event stream failed` under the same id; the client reconnects.
  */
 export function streamErrorEvent(
   error: unknown,
-  log: (record: Record<string, unknown>) => void = (r) => console.error(JSON.stringify(r)),
+  log: Logger = createLogger({ service: "api" }),
 ): string {
   const errorId = crypto.randomUUID();
-  log({
-    level: "error",
-    msg: "event stream failed",
+  log.error("event stream failed", {
     error_id: errorId,
     error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
     stack: error instanceof Error ? error.stack : undefined,
@@ -150,7 +150,7 @@ export function liveSseStream(
     pollMs: number;
     keepaliveMs: number;
     /** Server log of a failed read's detail (see {@link streamErrorEvent}). */
-    log?: (record: Record<string, unknown>) => void;
+    log?: Logger;
   },
 ): ReadableStream<Uint8Array> {
   const { pollMs, keepaliveMs } = options;

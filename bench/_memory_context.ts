@@ -5,8 +5,7 @@
  * (`job:<id>@step`).
  */
 import { type JobSpecInput, parseJobSpec } from "../jobs/spec.ts";
-import type { Job } from "../jobs/mod.ts";
-import { createLogger } from "../workers/worker/logger.ts";
+import { createLogger, type Job } from "../jobs/mod.ts";
 import type { JobContext, ResumePoint } from "../workers/worker/handler.ts";
 
 /** Checkpoints by job id → step → files. */

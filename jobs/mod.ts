@@ -14,6 +14,8 @@
  *   `artifacts.ts` and `trajectories.ts` (checkpoint, skill-library and trajectory-dump rows:
  *   upload first, the row commits).
  * - `embedded/`: the embedded database and object store (see `jobs/embedded/mod.ts`).
+ * - `logger.ts`: the one structured logger of every process (API, worker, inference server):
+ *   JSON lines on stderr with `time`, `level`, `msg`, then the bound fields (`service`, …).
  *
  * The queue's guarantees are in jobs/README.md, "The queue: lease, heartbeat, fence".
  */
@@ -165,6 +167,16 @@ export {
 } from "./stop_signals.ts";
 export { EXIT_WITH_PARENT_VAR, exitWithParentFromEnv } from "./exit_with_parent.ts";
 export { readSettings, settingsErrorMessage, wholeNumberSetting } from "./settings.ts";
+export {
+  createLogger,
+  errorFields,
+  LOG_LEVELS,
+  type Logger,
+  type LogLevel,
+  logLevelFromEnv,
+  LogLevelSetting,
+  type LogSink,
+} from "./logger.ts";
 export {
   deleteSecret,
   getSecretInfo,

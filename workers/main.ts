@@ -25,9 +25,12 @@
 import { z } from "zod";
 import {
   type ArtifactStore,
+  createLogger,
   type Database,
+  errorFields,
   exitWithParentFromEnv,
   isTransient,
+  type Logger,
   onStopSignals,
   openDatabase,
   openStore,
@@ -35,9 +38,6 @@ import {
 import { chooseExecutionProvider, type ProviderChoice } from "./engine/mod.ts";
 import { registerSeedHandlers } from "./seed/run/handler.ts";
 import {
-  createLogger,
-  errorFields,
-  type Logger,
   readableError,
   untilReachable,
   Worker,

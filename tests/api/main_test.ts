@@ -9,6 +9,13 @@ import { startApiFixture } from "./_fixture.ts";
 
 const repoRoot = new URL("../../", import.meta.url);
 
+/** Asserts that a log line's `time` is an ISO 8601 instant (`2025-01-01T12:00:00.000Z`). */
+function assertLogTime(time: unknown) {
+  assert.equal(typeof time, "string");
+  assert.match(time as string, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  assert.equal(new Date(time as string).toISOString(), time);
+}
+
 Deno.test("deno task api runs with --unstable-no-legacy-abort, as deno task serve and deno task worker do, and starts without Deno's legacy request-abort warning", async () => {
   const tasks = JSON.parse(await Deno.readTextFile(new URL("deno.json", repoRoot))).tasks;
   const args: string[] = tasks.api.split(/\s+/);
@@ -46,8 +53,22 @@ Deno.test("deno task api runs with --unstable-no-legacy-abort, as deno task serv
       lines.push(...parts);
     }
     stderr.releaseLock();
-    assert.ok(lines.some((l) => l.includes("api listening")), lines.join("\n"));
+    const listening = lines.find((l) => l.includes("api listening"));
+    assert.ok(listening, lines.join("\n"));
     assert.deepEqual(lines.filter((l) => /legacy behavior|legacy-abort/.test(l)), []);
+    // The worker's shape (jobs/logger.ts): an operator who reads both streams together orders the
+    // lines by time and tells them apart by service.
+    const line = JSON.parse(listening);
+    assert.deepEqual(Object.keys(line), ["time", "level", "msg", "service", "hostname", "port"]);
+    const { time, port, ...rest } = line;
+    assertLogTime(time);
+    assert.ok(port > 0, listening);
+    assert.deepEqual(rest, {
+      level: "info",
+      msg: "api listening",
+      service: "api",
+      hostname: "127.0.0.1",
+    });
   } finally {
     child.kill("SIGTERM");
     await child.status;
@@ -111,15 +132,22 @@ function startError(env: Record<string, string>): string {
   assert.fail(`${JSON.stringify(env)} was accepted`);
 }
 
-Deno.test("the API's settings default to 127.0.0.1:8787, an hourly sweep and a day's grace; empty counts as unset", () => {
+Deno.test("the API's settings default to 127.0.0.1:8787, an hourly sweep, a day's grace and info logs; empty counts as unset", () => {
   assert.deepEqual(apiSettingsFromEnv({}), {
     HOST: "127.0.0.1",
     PORT: 8787,
     SWEEPER_INTERVAL_MS: 3_600_000,
     SWEEPER_GRACE_MS: 86_400_000,
+    LOG_LEVEL: "info",
   });
   assert.deepEqual(
-    apiSettingsFromEnv({ HOST: "", PORT: "", SWEEPER_INTERVAL_MS: "", SWEEPER_GRACE_MS: "" }),
+    apiSettingsFromEnv({
+      HOST: "",
+      PORT: "",
+      SWEEPER_INTERVAL_MS: "",
+      SWEEPER_GRACE_MS: "",
+      LOG_LEVEL: "",
+    }),
     apiSettingsFromEnv({}),
   );
   // PORT=0 (a free port) is how the demo, the benchmarks and the tests start it.
@@ -129,8 +157,15 @@ Deno.test("the API's settings default to 127.0.0.1:8787, an hourly sweep and a d
       PORT: "0",
       SWEEPER_INTERVAL_MS: "0",
       SWEEPER_GRACE_MS: "7200000",
+      LOG_LEVEL: "WARN",
     }),
-    { HOST: "0.0.0.0", PORT: 0, SWEEPER_INTERVAL_MS: 0, SWEEPER_GRACE_MS: 7_200_000 },
+    {
+      HOST: "0.0.0.0",
+      PORT: 0,
+      SWEEPER_INTERVAL_MS: 0,
+      SWEEPER_GRACE_MS: 7_200_000,
+      LOG_LEVEL: "warn",
+    },
   );
   assert.equal(apiSettingsFromEnv({ PORT: "65535" }).PORT, 65535);
 });
@@ -205,9 +240,15 @@ Deno.test("an API started with PORT=abc exits 1 at start with one line naming PO
   assert.equal(code, 1, text);
   const lines = text.trim().split("\n");
   assert.equal(lines.length, 1, text);
-  assert.deepEqual(JSON.parse(lines[0]), {
+  const line = JSON.parse(lines[0]);
+  // The worker's shape (jobs/logger.ts): time, level, msg, then the service it came from.
+  assert.deepEqual(Object.keys(line), ["time", "level", "msg", "service", "error"]);
+  const { time, ...rest } = line;
+  assertLogTime(time);
+  assert.deepEqual(rest, {
     level: "error",
     msg: "the api cannot start",
+    service: "api",
     error:
       'Cannot start the API as PORT must be a whole number from 0 to 65535: current value is "abc"',
   });
@@ -228,6 +269,21 @@ Deno.test("an API started with SWEEPER_INTERVAL_MS=1e3 and a blank SWEEPER_GRACE
     "Cannot start the API as SWEEPER_INTERVAL_MS must be a whole number of ms from 0 to 604800000: " +
       'current value is "1e3"; SWEEPER_GRACE_MS must be a whole number of ms from 3600000 to ' +
       '31536000000: current value is " "',
+  );
+  assert.deepEqual(opened, []);
+});
+
+Deno.test("an API started with LOG_LEVEL=debg exits 1 at start with one error line naming LOG_LEVEL", async () => {
+  const { code, text, opened } = await startApi({ PORT: "0", LOG_LEVEL: "debg" });
+  assert.equal(code, 1, text);
+  const lines = text.trim().split("\n");
+  assert.equal(lines.length, 1, text);
+  const line = JSON.parse(lines[0]);
+  assert.equal(line.level, "error");
+  assert.equal(line.service, "api");
+  assert.equal(
+    line.error,
+    'Cannot start the API as LOG_LEVEL must be one of debug, info, warn, error: current value is "debg"',
   );
   assert.deepEqual(opened, []);
 });

@@ -8,7 +8,14 @@ import assert from "node:assert/strict";
 import { createApp } from "../../api/app.ts";
 import { sseStream } from "../../api/sse.ts";
 import { snapshotStream } from "../../api/snapshot_stream.ts";
-import { fenceOf, openStore, saveCheckpoint, startLocalS3 } from "../../jobs/mod.ts";
+import {
+  createLogger,
+  fenceOf,
+  type Logger,
+  openStore,
+  saveCheckpoint,
+  startLocalS3,
+} from "../../jobs/mod.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
 const s3Dir = await Deno.makeTempDir({ prefix: "seed-s3-" });
@@ -19,8 +26,8 @@ const store = await openStore({
   accessKeyId: "S3RVER",
   secretAccessKey: "S3RVER",
 });
-const logged: Record<string, unknown>[] = [];
-const fx = await startApiFixture({ store, log: (r) => logged.push(r) });
+// The 503 below is logged as a warning: kept out of the test's output.
+const fx = await startApiFixture({ store, log: createLogger({}, { sink: () => {} }) });
 
 Deno.test("a checkpoint archive while the object store is down answers 503 with Retry-After", async () => {
   const job = await runningJob(fx, fx.keyA);
@@ -46,7 +53,7 @@ const FAILED_QUERY = "Failed query: select * from job_events where job_id = $1\n
 
 for (
   const [name, stream] of [
-    ["job events", (log: (r: Record<string, unknown>) => void) =>
+    ["job events", (log: Logger) =>
       sseStream(
         {
           page: () => Promise.reject(new Error(FAILED_QUERY)),
@@ -57,19 +64,23 @@ for (
       )],
     [
       "job list snapshots",
-      (log: (r: Record<string, unknown>) => void) =>
+      (log: Logger) =>
         snapshotStream({ read: () => Promise.reject(new Error(FAILED_QUERY)) }, { log }),
     ],
   ] as const
 ) {
   Deno.test(`a ${name} stream's internal error sends an id, and the log has the detail`, async () => {
     const records: Record<string, unknown>[] = [];
-    const text = await readAll(stream((r) => records.push(r)));
+    const text = await readAll(
+      stream(createLogger({ service: "api" }, { sink: (l) => records.push(JSON.parse(l)) })),
+    );
     assert.doesNotMatch(text, /select|params|job_events/);
     const data = JSON.parse(text.match(/event: error\ndata: (.*)\n/)![1]);
     assert.match(data.detail, /internal error; reconnect/);
     assert.match(data.error_id, /^[0-9a-f-]{36}$/);
     assert.equal(records.length, 1);
+    assert.equal(records[0].level, "error");
+    assert.equal(records[0].msg, "event stream failed");
     assert.equal(records[0].error_id, data.error_id);
     assert.match(String(records[0].error), /Failed query: select \* from job_events/);
   });

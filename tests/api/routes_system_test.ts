@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ArtifactStore, fenceOf } from "../../jobs/mod.ts";
+import { ArtifactStore, createLogger, fenceOf } from "../../jobs/mod.ts";
 import { createApp } from "../../api/app.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
@@ -13,7 +13,11 @@ Deno.test("healthz answers ok and readyz checks the database and the store", asy
     region: "us-east-1",
     credentials: { accessKeyId: "x", secretAccessKey: "y" },
   });
-  const app = createApp({ db: fx.db, store: unreachable, log: () => {} });
+  const app = createApp({
+    db: fx.db,
+    store: unreachable,
+    log: createLogger({}, { sink: () => {} }),
+  });
   const res = await req(app, "GET", "/readyz");
   assert.equal(res.status, 503);
   assert.equal(res.headers.get("content-type"), "application/problem+json");

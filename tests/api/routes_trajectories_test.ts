@@ -1,13 +1,19 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { decode } from "fast-png";
-import { fenceOf, listTrajectoryDumpSummaries, saveTrajectoryDump } from "../../jobs/mod.ts";
+import {
+  createLogger,
+  fenceOf,
+  listTrajectoryDumpSummaries,
+  saveTrajectoryDump,
+} from "../../jobs/mod.ts";
 import type { SplitEval } from "../../workers/seed/evaluate.ts";
 import { evalDump, rolloutDump } from "../../workers/seed/run/trajectory_dump.ts";
 import { imageTrajectories } from "../workers/seed/run/_image_trajectories.ts";
 import { req, runningJob, startApiFixture } from "./_fixture.ts";
 
-const fx = await startApiFixture({ log: () => {} }); // the 502 test logs otherwise
+// The 502 test logs otherwise.
+const fx = await startApiFixture({ log: createLogger({}, { sink: () => {} }) });
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 // One running job of tenant A with dumps written by the worker's own writer: step 1 has two

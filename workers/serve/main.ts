@@ -19,12 +19,14 @@
  * | `SERVE_THREADS`            | 2           | onnxruntime intra-op threads                          |
  * | `SERVE_DEFAULT_MAX_TOKENS` | 256         | `max_tokens` of a request that gives none             |
  * | `SERVE_EXECUTION_PROVIDERS` | `cpu`      | onnxruntime providers to try at start, best first (e.g. `cuda,webgpu,cpu`), probed as a GPU worker's are (workers/engine/providers.ts) |
- * | `LOG_LEVEL`                | info        | the log's threshold: debug, info, warn or error (any case; workers/worker/logger.ts) |
+ * | `LOG_LEVEL`                | info        | the log's threshold: debug, info, warn or error (any case; jobs/logger.ts) |
  */
 import { z } from "zod";
 import {
   type ArtifactStore,
+  createLogger,
   type Database,
+  LogLevelSetting,
   openDatabase,
   openStore,
   readSettings,
@@ -37,7 +39,6 @@ import {
   type ExecutionProvider,
   SessionCache,
 } from "../engine/mod.ts";
-import { createLogger, LogLevelSetting } from "../worker/mod.ts";
 import { createServeApp } from "./app.ts";
 import { DecodeEngine, type DecodeEngineOptions, PREFIX_CACHE_BYTES } from "./engine.ts";
 import { ModelRegistry } from "./models.ts";

@@ -7,9 +7,8 @@
  * ({@link WireFile}; workers/worker/README.md, "State transfer").
  */
 import v8 from "node:v8";
-import type { Job, JobSpec } from "../../jobs/mod.ts";
+import type { Job, JobSpec, LogLevel } from "../../jobs/mod.ts";
 import type { ExecutionProvider } from "../engine/mod.ts";
-import type { LogLevel } from "./logger.ts";
 
 /** An error as it crosses the process boundary. */
 export interface WireError {

@@ -10,7 +10,7 @@
  * (_parent_death.ts). It ignores SIGINT and SIGTERM: the worker decides when it stops (compute.ts).
  */
 import type { HandlerOutcome, JobContext, JobHandler, ResumePoint } from "./handler.ts";
-import type { Logger, LogLevel } from "./logger.ts";
+import type { Logger, LogLevel } from "../../jobs/mod.ts";
 import {
   type CallOp,
   FrameTooLargeError,

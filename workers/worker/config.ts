@@ -11,7 +11,7 @@
  * | `WORKER_RETRY_FOR_MS`| `600000`                        | how long a write waits out an outage |
  * | `WORKER_EXECUTION_PROVIDERS` | `cuda,webgpu,cpu` (gpu), `cpu` (cpu) | onnxruntime providers to try, best first |
  * | `WORKER_PREFIX_CACHE_MB` | `128` (`PREFIX_CACHE_BYTES`, workers/model/policy.ts) | MiB of prompt-prefix KV the trainer's teacher pass holds at once |
- * | `LOG_LEVEL`          | `info`                          | debug, info, warn or error (any case): the log's threshold (logger.ts) |
+ * | `LOG_LEVEL`          | `info`                          | debug, info, warn or error (any case): the log's threshold (jobs/logger.ts) |
  *
  * An empty variable counts as unset. A bad value is a ZodError whose issues name the variable and
  * the rule it breaks; {@link workerConfigErrorMessage} makes it the one line the worker exits with
@@ -24,9 +24,15 @@
  * worker only takes `cpu`: a GPU provider there would run `cpu` jobs on a GPU no job asked for.
  */
 import { z } from "zod";
-import { DEVICES, readSettings, settingsErrorMessage, wholeNumberSetting } from "../../jobs/mod.ts";
+import {
+  DEVICES,
+  type LogLevel,
+  LogLevelSetting,
+  readSettings,
+  settingsErrorMessage,
+  wholeNumberSetting,
+} from "../../jobs/mod.ts";
 import { EXECUTION_PROVIDERS, type ExecutionProvider } from "../engine/mod.ts";
-import { type LogLevel, LogLevelSetting } from "./logger.ts";
 
 /** Most `WORKER_PREFIX_CACHE_MB` (64 GiB), as the inference server's `SERVE_PREFIX_CACHE_MB`. */
 export const MAX_PREFIX_CACHE_MB = 65_536;

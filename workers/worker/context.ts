@@ -20,6 +20,7 @@ import {
   type JobProgress,
   type JobSpec,
   latestCheckpoint,
+  type Logger,
   readCheckpointFile,
   readSecretValue,
   recordMetrics,
@@ -38,7 +39,6 @@ import {
   type ResumePoint,
 } from "./handler.ts";
 import type { ExecutionProvider } from "../engine/mod.ts";
-import type { Logger } from "./logger.ts";
 import { StepEta } from "./eta.ts";
 import { withRetry } from "./retry.ts";
 

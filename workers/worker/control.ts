@@ -12,11 +12,12 @@
 import {
   CANCEL_CHANNEL,
   type Database,
+  errorFields,
   type Fence,
   FenceLostError,
   heartbeat,
+  type Logger,
 } from "../../jobs/mod.ts";
-import { errorFields, type Logger } from "./logger.ts";
 
 /** What {@link startControlLoop} needs. */
 export interface ControlOptions {

@@ -28,13 +28,13 @@ import type {
   Job,
   JobProgress,
   JobSpec,
+  Logger,
   SkillLibrary,
   StepRecord,
   TrajectoryDump,
   TrajectoryDumpInput,
 } from "../../jobs/mod.ts";
 import type { ExecutionProvider } from "../engine/mod.ts";
-import type { Logger } from "./logger.ts";
 
 /** A committed checkpoint as seen by a resuming handler. */
 export interface ResumePoint {

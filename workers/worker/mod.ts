@@ -3,9 +3,9 @@
  * flow of one job", steps 2–5, and "The queue: lease, heartbeat, fence"): `worker.ts` claims one
  * job at a time, heartbeats every lease/3 while its handler runs, runs the reaper, drains on
  * SIGTERM; `handler.ts` is the `JobHandler` / `JobContext` contract (every write fenced) and the
- * registry of handlers by method; `retry.ts` retries transient Postgres/S3 failures; `logger.ts`
- * the structured logger (`LOG_LEVEL`); `config.ts` the `WORKER_*` variables. It knows nothing
- * of SEED: `workers/seed/run/handler.ts` registers the training handlers.
+ * registry of handlers by method; `retry.ts` retries transient Postgres/S3 failures; `config.ts`
+ * the `WORKER_*` variables and `LOG_LEVEL` (it logs through jobs/logger.ts, as the API does). It
+ * knows nothing of SEED: `workers/seed/run/handler.ts` registers the training handlers.
  */
 export {
   ArtifactAccessError,
@@ -23,16 +23,6 @@ export {
   type ResumePoint,
   type StepCommit,
 } from "./handler.ts";
-export {
-  createLogger,
-  errorFields,
-  LOG_LEVELS,
-  type Logger,
-  type LogLevel,
-  logLevelFromEnv,
-  LogLevelSetting,
-  type LogSink,
-} from "./logger.ts";
 export {
   isTransient,
   type ReachOptions,

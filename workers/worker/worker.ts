@@ -13,15 +13,18 @@ import {
   acknowledgeCancel,
   type ArtifactStore,
   claimJob,
+  createLogger,
   createWakeup,
   type Database,
   type Device,
+  errorFields,
   failJob,
   type Fence,
   FenceLostError,
   fenceOf,
   isTransient,
   type Job,
+  type Logger,
   parseStoredJobSpec,
   type Reaper,
   releaseJob,
@@ -35,7 +38,6 @@ import { startComputeProcess } from "./compute.ts";
 import { createJobContext, removeRolloutPolicy } from "./context.ts";
 import { startControlLoop } from "./control.ts";
 import { defaultRegistry, type HandlerRegistry, JobCancelledError } from "./handler.ts";
-import { createLogger, errorFields, type Logger } from "./logger.ts";
 import { untilReachable, withRetry } from "./retry.ts";
 import { removeStaleScratch } from "./_scratch.ts";
 

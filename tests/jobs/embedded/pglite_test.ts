@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   claimJob,
+  createLogger,
   createWakeup,
   EmbeddedDatabaseBusyError,
   fenceOf,
@@ -14,7 +15,7 @@ import {
   succeedJob,
   tenants,
 } from "../../../jobs/mod.ts";
-import { createLogger, HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
+import { HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
 import { countingHandler } from "../../workers/worker/_counting_handler.ts";
 import { testSpec } from "../../_harness/fixtures.ts";
 

@@ -9,6 +9,7 @@ import { createTenant, openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore, type TestStore } from "../../_harness/s3.ts";
 import {
   type ArtifactStore,
+  createLogger,
   type Database,
   getJob,
   type Job,
@@ -49,7 +50,6 @@ import {
   type SeedHandlerOptions,
 } from "../../../workers/seed/run/handler.ts";
 import {
-  createLogger,
   HandlerRegistry,
   type JobHandler,
   type RunResult,

@@ -6,13 +6,15 @@
  * what brings the cancel.
  */
 import assert from "node:assert/strict";
-import { CANCEL_CHANNEL, cancelJob, type Database, getJob, submitJob } from "../../../jobs/mod.ts";
 import {
+  CANCEL_CHANNEL,
+  cancelJob,
   createLogger,
-  HandlerRegistry,
-  JobCancelledError,
-  Worker,
-} from "../../../workers/worker/mod.ts";
+  type Database,
+  getJob,
+  submitJob,
+} from "../../../jobs/mod.ts";
+import { HandlerRegistry, JobCancelledError, Worker } from "../../../workers/worker/mod.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 

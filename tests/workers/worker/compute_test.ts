@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
   cancelJob,
+  createLogger,
   getJob,
   type Job,
   listCheckpoints,
@@ -10,7 +11,7 @@ import {
   startReaper,
   submitJob,
 } from "../../../jobs/mod.ts";
-import { createLogger, HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
+import { HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
 import { logRecords } from "../../_harness/proc.ts";
 import { startTestStore } from "../../_harness/s3.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { listEvents, submitJob } from "../../../jobs/mod.ts";
+import { createLogger, listEvents, submitJob } from "../../../jobs/mod.ts";
 import { chooseExecutionProvider } from "../../../workers/engine/mod.ts";
-import { createLogger, HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
+import { HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
 import { createTenant, openTestDatabase, testSpec } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 

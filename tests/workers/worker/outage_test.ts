@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { createKey, ensureTenant } from "../../../jobs/api_keys.ts";
 import { createApp } from "../../../api/app.ts";
 import {
+  createLogger,
   listCheckpoints,
   listEvents,
   listMetrics,
@@ -42,7 +43,12 @@ Deno.test("outages of the database and the object store", async (t) => {
   });
   const tenant = await ensureTenant(db, "outage");
   const { key } = await createKey(db, tenant.name);
-  const app = createApp({ db, store, authCacheMs: 0, log: () => {} });
+  const app = createApp({
+    db,
+    store,
+    authCacheMs: 0,
+    log: createLogger({}, { sink: () => {} }),
+  });
   const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, app.fetch);
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`http://127.0.0.1:${server.addr.port}${path}`, {

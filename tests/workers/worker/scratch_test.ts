@@ -7,7 +7,8 @@ import {
   SCRATCH_LOCK,
   scratchPrefix,
 } from "../../../workers/worker/_scratch.ts";
-import { createLogger, HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
+import { createLogger } from "../../../jobs/mod.ts";
+import { HandlerRegistry, Worker } from "../../../workers/worker/mod.ts";
 import { openTestDatabase } from "../../_harness/fixtures.ts";
 import { startTestStore } from "../../_harness/s3.ts";
 

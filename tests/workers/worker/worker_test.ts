@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   cancelJob,
+  createLogger,
   FenceLostError,
   getJob,
   type Job,
@@ -10,7 +11,6 @@ import {
   submitJob,
 } from "../../../jobs/mod.ts";
 import {
-  createLogger,
   HandlerRegistry,
   JobCancelledError,
   type JobHandler,

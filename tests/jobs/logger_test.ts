@@ -1,6 +1,6 @@
-/** The structured logger's threshold (workers/worker/logger.ts). */
+/** The structured logger's threshold (jobs/logger.ts). */
 import assert from "node:assert/strict";
-import { createLogger, logLevelFromEnv } from "../../../workers/worker/mod.ts";
+import { createLogger, logLevelFromEnv } from "../../jobs/mod.ts";
 
 Deno.test("LOG_LEVEL names the threshold in any case; unset or empty is info", () => {
   assert.equal(logLevelFromEnv({}), "info");

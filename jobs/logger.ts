@@ -1,9 +1,14 @@
 /**
- * The one structured logger of library code (library code never prints): JSON lines on stderr, each
- * with a time, level, message and the bound fields (`jobId`, `attempt`, `workerId`, …). `LOG_LEVEL`
- * (debug | info | warn | error in any case, default info) sets the threshold; any other value is
- * refused, never read as some level: the processes that log (`deno task worker`, `deno task serve`)
- * validate it with their other variables and stop at start naming it.
+ * The one structured logger of the service (library code never prints), shared by the API, the
+ * worker and the inference server: JSON lines on stderr, each
+ * `{"time":"<ISO 8601>","level":"info","msg":"…","service":"api",…}`: the time, level and message
+ * first, then the bound fields (`service`: `api`, `worker` or `serve`, bound by each process
+ * entry; `jobId`, `attempt`, `workerId`, …), then the line's own. An operator who collects the
+ * processes' streams together orders them by `time` and tells them apart by `service`.
+ * `LOG_LEVEL` (debug | info | warn | error in any case, default info) sets the threshold; any other
+ * value is refused, never read as some level: the processes that log (`deno task api`,
+ * `deno task worker`, `deno task serve`) validate it with their other variables and stop at start
+ * naming it.
  */
 import { z } from "zod";
 
