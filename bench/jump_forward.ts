@@ -13,10 +13,11 @@
  * prefill is every call before the first draw), the number of decode calls, the texts that differ
  * between configurations and how many skills `judgeSkill` finds truthful. `--checkpoint` is an HF
  * model folder (config.json, model.safetensors, tokenizer.json), e.g. a warm-up cached by
- * `bench:learn --warmup-cache DIR` (`DIR/<hash>`); without it a fresh builtin:tiny (random weights:
- * timing only). Machines are shared: compare ratios within one run. Run by hand; never in CI.
- * Configurations in the output: `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4 whitespace
- * bytes between the object's tokens; 0: none, the default), `off`/`on` jump-forward.
+ * `bench:learn --warmup-cache DIR` (`DIR/<key>`, the folder its progress line names; the key covers
+ * the spec, thread count and code: bench/_warmup_cache.ts); without it a fresh builtin:tiny
+ * (random weights: timing only). Machines are shared: compare ratios within one run. Run by hand;
+ * never in CI. Configurations in the output: `ws4`/`ws0` the schema's `maxWhitespace` (4: up to 4
+ * whitespace bytes between the object's tokens; 0: none, the default), `off`/`on` jump-forward.
  */
 import * as ort from "onnxruntime-node";
 import { DEMO_PRESETS } from "../jobs/presets.ts";
@@ -44,8 +45,9 @@ Usage:
 
 Flags:
   --checkpoint DIR  an HF model folder (config.json, model.safetensors, tokenizer.json), e.g. a
-                    warm-up cached by bench:learn --warmup-cache DIR (DIR/<hash>); without it a
-                    fresh builtin:tiny (random weights: timing only)
+                    warm-up cached by bench:learn --warmup-cache DIR (DIR/<key>, the folder its
+                    progress line names); without it a fresh builtin:tiny (random weights: timing
+                    only)
   --reps N          rounds of every configuration; medians are printed (default 5)`;
 
 const args = benchArgs({

@@ -29,7 +29,9 @@
  *   runs (e.g. before and after a change) can be diffed metric by metric;
  * - `<out>/learn_warmup.csv` and `<out>/warmup.jsonl`: per (env, seed) the warm-up's step-0
  *   metrics — SFT steps, the last held-out check, the skill check (success without / with the
- *   reference skill, Δ on lost tokens) — the regime every arm starts from (bench/_learn_warmup.ts).
+ *   reference skill, Δ on lost tokens) — the regime every arm starts from (bench/_learn_warmup.ts);
+ *   `warmup.jsonl` also names the code that ran (`code`: the first 12 hex digits of the digest
+ *   of bench/_warmup_cache.ts, also on the settings line).
  * At the end a Markdown table, the samples each arm needs to reach the baseline's final mean
  * success, seconds per update of each arm, the warm-ups' table and the curves as Mermaid
  * `xychart-beta` blocks (for a README) go to stdout. Statistics: bench/_learn_stats.ts.
@@ -56,6 +58,7 @@ import { warmupCsv, type WarmupRow, warmupRow, warmupTable } from "./_learn_warm
 import { signalCsv, type SignalRow, signalRows, signalSummary } from "./_learn_signal.ts";
 import { ARMS, parseArms } from "./_learn_arms.ts";
 import { benchArgs } from "./_args.ts";
+import { warmupCacheKey, warmupCodeDigest } from "./_warmup_cache.ts";
 
 /** What `--help` prints: how to run the bench and what each flag does. */
 const USAGE = `Learning curves of the paper's arms over seeds (bench/README.md).
@@ -94,10 +97,13 @@ Flags:
   --base-extra JSON    merged the same way into every job's spec, the warm-up's included (for
                        settings the warm-up reads too, such as the analyzer's window); it changes
                        the warm-up cache key
-  --warmup-cache DIR   keeps each warm-up's step-0 checkpoint under DIR, keyed by the SHA-256 of
-                       its spec; later runs with the same spec load it instead of training again
-                       (runs are reproducible for a spec, seed and thread count). Empty DIR after
-                       changing warm-up code
+  --warmup-cache DIR   keeps each warm-up's step-0 checkpoint under DIR/<key>, the key a SHA-256
+                       of its spec, the thread count and the code: every *.ts, *.js and *.json
+                       file of workers/ and jobs/ (tracked or not ignored, as in the working
+                       tree), bench/_memory_context.ts, deno.json and deno.lock. A later run with
+                       the same key loads it instead of training again (runs are reproducible for
+                       a spec, seed, thread count and code); after a code change it trains anew.
+                       Needs git. The code's digest is on the settings line and in warmup.jsonl
   --threads N          onnxruntime's intra-op threads (default 2; another count changes the float
                        reductions, standing in for another CPU; part of the warm-up cache key)
   --report D1,D2       runs nothing: summarises earlier runs' output folders as one run (their
@@ -348,6 +354,18 @@ for (const name of envNames) {
   }
 }
 
+/**
+ * The digest of the code the warm-ups run (bench/_warmup_cache.ts), computed once: part of the
+ * warm-up cache key and of the run's settings line, so that two runs' outputs can be told apart.
+ * Null for `--report`, and when git cannot list the files and no `--warmup-cache` needs it.
+ */
+const code = args.report !== undefined ? null : await warmupCodeDigest().catch((error) => {
+  if (args["warmup-cache"] !== undefined) {
+    usage(`Cannot use --warmup-cache as its key needs the code's digest: ${error.message}`);
+  }
+  return null;
+});
+
 const rows: SeedRow[] = [];
 const timings: RunTiming[] = [];
 const signal: SignalRow[] = [];
@@ -365,7 +383,7 @@ const settings = args.report !== undefined
     `envs ${envNames.join(",")}; steps ${steps}, ` +
     `eval every ${evalEvery}, ${evalEpisodes} evaluation episodes per split; ${threads} ` +
     `thread(s); RL overrides ${JSON.stringify(rlExtra)}; every job's overrides ` +
-    JSON.stringify(baseExtra);
+    `${JSON.stringify(baseExtra)}; code ${code?.slice(0, 12) ?? "unknown (git cannot list it)"}`;
 console.error(`bench:learn: ${settings}`);
 
 /** Adds one RL run (live or from `metrics.jsonl`) to the report's rows. */
@@ -389,11 +407,19 @@ function addRun(run: RunInfo, metrics: ReadonlyMap<number, Record<string, number
   return timing;
 }
 
-/** Adds one warm-up's row from its step-0 metrics. */
-function addWarmup(env: string, seed: number, step0: Record<string, number>): WarmupRow {
+/**
+ * Adds one warm-up's row from its step-0 metrics; `codeId` (the first 12 hex digits of the code
+ * digest, when known) goes to `warmup.jsonl` with it.
+ */
+function addWarmup(
+  env: string,
+  seed: number,
+  step0: Record<string, number>,
+  codeId: string | undefined,
+): WarmupRow {
   const row = warmupRow(env, seed, step0);
   warmups.push(row);
-  warmupLines.push(JSON.stringify({ env, seed, metrics: step0 }));
+  warmupLines.push(JSON.stringify({ env, seed, code: codeId, metrics: step0 }));
   return row;
 }
 
@@ -436,15 +462,16 @@ async function runAll(): Promise<void> {
         step0 = warm.metrics.get(0) ?? {};
         await warmupToCache(warmupSpec(envId, seed), warm.ctx.jobId, step0);
       }
-      const w = addWarmup(envId, seed, step0 ?? {}).values;
+      const w = addWarmup(envId, seed, step0 ?? {}, code?.slice(0, 12)).values;
+      const dir = await cacheDir(warmupSpec(envId, seed));
       log(
-        `${envId} seed ${seed}: warm-up ${cached ? `loaded from ${cached.dir}` : "done"}; ${
-          w.warmup_policy_optimizer_steps ?? "—"
-        } SFT steps, last check ${pct(w.warmup_policy_check_success)}; skill check ${
-          pct(w.warmup_skill_check_success)
-        } without / ${pct(w.warmup_skill_check_success_with_skill)} with, Δ lost ${
-          w.warmup_skill_check_delta_lost?.toFixed(3) ?? "—"
-        }`,
+        `${envId} seed ${seed}: warm-up ${
+          cached ? `loaded from ${cached.dir}` : dir === null ? "done" : `done, cached in ${dir}`
+        }; ${w.warmup_policy_optimizer_steps ?? "—"} SFT steps, last check ${
+          pct(w.warmup_policy_check_success)
+        }; skill check ${pct(w.warmup_skill_check_success)} without / ${
+          pct(w.warmup_skill_check_success_with_skill)
+        } with, Δ lost ${w.warmup_skill_check_delta_lost?.toFixed(3) ?? "—"}`,
       );
       const runIds: string[] = [];
       for (const arm of arms) {
@@ -567,7 +594,7 @@ async function loadReport(dirs: string[]): Promise<void> {
         continue;
       }
       warmups.set(k, { dir, fingerprint });
-      addWarmup(x.env, x.seed, x.metrics);
+      addWarmup(x.env, x.seed, x.metrics, x.code);
     }
   }
   // The baseline's runs first, as a live run orders them.
@@ -577,17 +604,13 @@ async function loadReport(dirs: string[]): Promise<void> {
   for (const { info, metrics } of ordered) addRun(info, metrics);
 }
 
-/** The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag). */
+/**
+ * The cache folder of warm-up `spec` under `--warmup-cache` (null without the flag): keyed by the
+ * spec, the thread count and the code's digest (bench/_warmup_cache.ts `warmupCacheKey`).
+ */
 async function cacheDir(spec: JobSpecInput): Promise<string | null> {
-  if (args["warmup-cache"] === undefined) return null;
-  // The thread count changes the float reductions and so the warm-up: part of the key (the
-  // default 2 keeps the keys of caches written before the flag).
-  const bytes = new TextEncoder().encode(
-    JSON.stringify(parseJobSpec(spec)) + (threads === 2 ? "" : `threads=${threads}`),
-  );
-  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  const hex = Array.from(hash.subarray(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
-  return `${args["warmup-cache"]}/${hex}`;
+  if (args["warmup-cache"] === undefined || code === null) return null;
+  return `${args["warmup-cache"]}/${await warmupCacheKey(spec, { threads, code })}`;
 }
 
 /**
