@@ -35,7 +35,7 @@
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
-import { cancelledInQueue, PlainProgress, queuedAgain } from "./progress.ts";
+import { cancelledInQueue, etaAnchor, PlainProgress, queuedAgain } from "./progress.ts";
 import {
   bar,
   describe,
@@ -108,6 +108,9 @@ async function follow(
   io: CliIo,
 ): Promise<number> {
   let job = await client.json<Job>(`/v1/jobs/${id}`);
+  // The bar's ETA counts down from when this client first read the job's current progress (the
+  // job's JSON carries no time of its progress write); a new write starts the count again.
+  let eta = etaAnchor(undefined, job.progress, Date.now());
   let shown = "";
   // Off a terminal: a line on change and at least every 15 s (refresh ticks every 2 s), with the
   // time in the stage counted from its `stage` event (the stream replays it when follow attaches
@@ -115,7 +118,8 @@ async function follow(
   const plain = new PlainProgress();
   const stageStarts = new Map<string, number>();
   const draw = () => {
-    const line = bar(job);
+    const nowMs = Date.now();
+    const line = bar(job, { readAtMs: eta.atMs, nowMs });
     if (!io.tty) {
       const p = job.progress;
       // A job queued again is in no stage: the one in its progress is the last run's (or, once
@@ -123,7 +127,7 @@ async function follow(
       const stage = queuedAgain(job) || cancelledInQueue(job) ? undefined : p?.stage;
       const key = `${job.status} ${p?.step} ${stage}`;
       const stageSinceMs = stage ? stageStarts.get(stage) : undefined;
-      const out = plain.next({ line, key, stage, stageSinceMs }, Date.now());
+      const out = plain.next({ line, key, stage, stageSinceMs }, nowMs);
       if (out !== null) io.err(`${out}\n`);
       return;
     }
@@ -133,10 +137,13 @@ async function follow(
   };
   const refresh = async () => {
     job = await client.json<Job>(`/v1/jobs/${id}`).catch(() => job);
+    eta = etaAnchor(eta, job.progress, Date.now());
     draw();
   };
   draw();
   const timer = setInterval(refresh, 2000);
+  // On a terminal the counted-down ETA is redrawn each second, between the re-reads.
+  const tick = io.tty ? setInterval(draw, 1000) : undefined;
   const seenStages = new Set<string>();
   try {
     for await (const msg of client.follow(id)) {
@@ -152,6 +159,7 @@ async function follow(
     }
   } finally {
     clearInterval(timer);
+    clearInterval(tick);
   }
   await refresh();
   if (io.tty) io.err("\n");

@@ -5,6 +5,7 @@
 import {
   cancelledInQueue,
   cancelledInQueueText,
+  etaLeft,
   queuedAgainText,
   renderBar,
   stageCount,
@@ -206,18 +207,24 @@ export function table(rows: string[][]): string {
  * waits for, `queued again: run 2 of at most 3` ({@link queuedAgainText}, the dashboard's
  * words): its `progress` is still the last run's; one cancelled there says so
  * (`cancelled while queued again: run 2 of at most 3`, {@link cancelledInQueueText}).
+ *
+ * With `eta`, the ETA counts down: `eta_s` less the time from `eta.readAtMs` (when this progress
+ * was first read: progress.ts `etaAnchor`) to `eta.nowMs`, never below 0 ({@link etaLeft}), as the
+ * dashboard's and the demo's do between the worker's progress writes; without it, `eta_s` as
+ * written (`status` reads the job once).
  */
-export function bar(job: Job): string {
+export function bar(job: Job, eta?: { readAtMs: number; nowMs: number }): string {
   const again = queuedAgainText(job) ?? cancelledInQueueText(job);
   if (again !== null) return again;
   const within = stageCount(job.progress);
+  const etaS = job.status === "running" ? job.progress?.eta_s : undefined;
   return renderBar({
     status: job.status,
     stage: job.progress?.stage,
     step: within?.done ?? job.progress?.step,
     totalSteps: within?.total ?? job.progress?.total_steps,
     label: within?.label,
-    etaS: job.status === "running" ? job.progress?.eta_s : undefined,
+    etaS: etaS !== undefined && eta ? etaLeft(etaS, eta.readAtMs, eta.nowMs) : etaS,
     detail: within ? within.rest : stageDetail(job.progress),
   });
 }

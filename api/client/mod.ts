@@ -35,6 +35,8 @@ export { type FolderFile, folderTar, listModelFolder, type ModelFolder } from ".
 export {
   type BarState,
   cancelledInQueueText,
+  type EtaAnchor,
+  etaAnchor,
   etaLeft,
   formatBytes,
   formatDuration,

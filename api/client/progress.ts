@@ -10,6 +10,7 @@
 export {
   cancelledInQueue,
   cancelledInQueueText,
+  etaAnchor,
   etaLeft,
   queuedAgain,
   queuedAgainText,
@@ -17,7 +18,7 @@ export {
   stageDetail,
   warmupStep,
 } from "../dashboard/static/stage_progress.js";
-export type { StageCount } from "../dashboard/static/stage_progress.js";
+export type { EtaAnchor, StageCount } from "../dashboard/static/stage_progress.js";
 
 /** Formats seconds as `1h02m`, `3m05s` or `42s`. */
 export function formatDuration(seconds: number): string {

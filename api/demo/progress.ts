@@ -11,6 +11,7 @@
 import type { SeedClient, SseMessage } from "../client/mod.ts";
 import {
   cancelledInQueueText,
+  etaAnchor,
   etaLeft,
   eventLine,
   formatDuration,
@@ -66,9 +67,14 @@ export interface ProgressState {
   stage?: string;
   step?: number;
   totalSteps?: number;
-  /** Server's ETA (s) and when it was read (ms since epoch), for a local countdown. */
+  /**
+   * Server's ETA (s) and when the progress that carries it was first read (ms since epoch), for a
+   * local countdown; `etaKey` is that progress as JSON, so that a new write of it (the next stage,
+   * even with the same `eta_s`) starts the count again (stage_progress.js `etaAnchor`).
+   */
   etaS?: number;
   etaReadAtMs?: number;
+  etaKey?: string;
   /** Training-rollout success rate of the latest step, in [0, 1]. */
   successRate?: number;
   /** Distinct skills found so far. */
@@ -109,6 +115,44 @@ export function progressLine(state: ProgressState, nowMs: number = Date.now()): 
   if (state.skills !== undefined) parts.push(`skills ${state.skills}`);
   if (etaS !== undefined && state.status === "running") parts.push(`ETA ${formatDuration(etaS)}`);
   return parts.filter((p) => p).join("  ") || state.status;
+}
+
+/**
+ * Brings `state` up to `job` as read at `nowMs` (ms since epoch), all but its skills (read from
+ * the job's metrics): status, stage, counts, success rate, and the ETA with the start of its count,
+ * which a new progress write restarts ({@link ProgressState.etaKey}) and a re-read keeps. A job
+ * queued again (or cancelled there) holds the last run's progress and a new run's claim clears it:
+ * neither is this run's, so nothing of the last run's count, stage or ETA stays.
+ */
+export function readJob(state: ProgressState, job: JobWire, nowMs: number): void {
+  state.status = job.status;
+  const wire = { ...job, started_at: job.started_at ?? null };
+  state.queuedText = queuedAgainText(wire) ?? cancelledInQueueText(wire) ?? undefined;
+  const p = state.queuedText === undefined ? job.progress : null;
+  if (p === null) {
+    state.stage =
+      state.step =
+      state.totalSteps =
+      state.etaS =
+      state.etaReadAtMs =
+      state.etaKey =
+        undefined;
+  }
+  state.stage = p?.stage ?? state.stage;
+  state.step = p?.step ?? state.step;
+  state.totalSteps = p?.total_steps ?? state.totalSteps;
+  state.stageCount = stageCount(p) ?? undefined;
+  if (p?.eta_s !== undefined) {
+    const last = state.etaKey === undefined || state.etaReadAtMs === undefined
+      ? undefined
+      : { key: state.etaKey, atMs: state.etaReadAtMs };
+    const anchor = etaAnchor(last, p, nowMs);
+    state.etaS = p.eta_s;
+    state.etaReadAtMs = anchor.atMs;
+    state.etaKey = anchor.key;
+  }
+  const rate = job.latest_metrics?.success_rate;
+  if (typeof rate === "number") state.successRate = rate;
 }
 
 /**
@@ -189,30 +233,7 @@ export async function followJob(
   };
   const refresh = async (): Promise<JobWire> => {
     const job = await client.json<JobWire>(path);
-    state.status = job.status;
-    const wire = { ...job, started_at: job.started_at ?? null };
-    state.queuedText = queuedAgainText(wire) ?? cancelledInQueueText(wire) ?? undefined;
-    // A job queued again holds the last run's progress, and a new run's claim clears it: neither
-    // is this run's, so nothing of the last run's count, stage or ETA stays on the line.
-    const p = state.queuedText === undefined ? job.progress : null;
-    if (p === null) {
-      state.stage =
-        state.step =
-        state.totalSteps =
-        state.etaS =
-        state.etaReadAtMs =
-          undefined;
-    }
-    state.stage = p?.stage ?? state.stage;
-    state.step = p?.step ?? state.step;
-    state.totalSteps = p?.total_steps ?? state.totalSteps;
-    state.stageCount = stageCount(p) ?? undefined;
-    if (p?.eta_s !== undefined && p.eta_s !== state.etaS) {
-      state.etaS = p.eta_s;
-      state.etaReadAtMs = Date.now();
-    }
-    const rate = job.latest_metrics?.success_rate;
-    if (typeof rate === "number") state.successRate = rate;
+    readJob(state, job, Date.now());
     // A step's metrics (its skill library size) land after its progress, so they are read again
     // when the step or the status changes (the last step's, when the job ends).
     if (state.step !== lastStep || job.status !== lastStatus) {

@@ -7,23 +7,22 @@
  */
 import { h } from "./dom.js";
 import { duration } from "./format.js";
-import { etaLeft } from "./stage_progress.js";
+import { etaAnchor, etaLeft } from "./stage_progress.js";
 
 /**
  * When the page first saw each job's current progress (ms since the epoch), the start of its ETA's
- * count (the job JSON carries no time of its progress). A job whose `progress` is unchanged (a
- * re-read, a list update for another job) keeps its time; a changed one starts at `nowMs`.
+ * count (the job JSON carries no time of its progress; stage_progress.js `etaAnchor`). A job whose
+ * `progress` is unchanged (a re-read, a list update for another job) keeps its time; a changed one
+ * starts at `nowMs`.
  * @returns {(job: {id: string, progress?: unknown}, nowMs: number) => number}
  */
 export function etaClock() {
-  /** @type {Map<string, {key: string, atMs: number}>} */
+  /** @type {Map<string, import("./stage_progress.js").EtaAnchor>} */
   const seen = new Map();
   return (job, nowMs) => {
-    const key = JSON.stringify(job.progress ?? null);
-    const last = seen.get(job.id);
-    if (last?.key === key) return last.atMs;
-    seen.set(job.id, { key, atMs: nowMs });
-    return nowMs;
+    const anchor = etaAnchor(seen.get(job.id), job.progress, nowMs);
+    seen.set(job.id, anchor);
+    return anchor.atMs;
   };
 }
 

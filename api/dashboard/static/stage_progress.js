@@ -10,8 +10,9 @@
  * - a job back in the queue after a run of it started ({@link queuedAgain}), whose `progress` is
  *   still the last run's: which run it waits for ({@link queuedAgainText}), in place of that stage;
  *   and such a job cancelled there ({@link cancelledInQueueText});
- * - a running job's ETA counted down between its progress writes ({@link etaLeft}), so the page's
- *   ETA and the demo's bar tick alike.
+ * - a running job's ETA counted down between its progress writes ({@link etaLeft}) from when that
+ *   write was first read ({@link etaAnchor}), so the page's ETA, the demo's bar and `seed follow`'s
+ *   bar tick alike.
  */
 
 /**
@@ -144,4 +145,29 @@ export function cancelledInQueueText(job) {
  */
 export function etaLeft(etaS, readAtMs, nowMs) {
   return Math.max(0, etaS - Math.max(0, nowMs - readAtMs) / 1000);
+}
+
+/**
+ * Where a running job's ETA count starts ({@link etaLeft}'s `readAtMs`).
+ * @typedef {object} EtaAnchor
+ * @property {string} key The progress it counts from, as JSON.
+ * @property {number} atMs When that progress was first read, ms since the epoch.
+ */
+
+/**
+ * The start of a job's ETA count once its `progress` is read at `nowMs`: `last` while the progress
+ * reads as it did then (a re-read between the worker's writes), else a new count from `nowMs`. The
+ * job's JSON carries no time of its progress write, so a write is told by its progress object:
+ * each of the worker's writes moves on some field (the next stage, step or warm-up count), so one
+ * that repeats the last `eta_s` still starts the count again (a count keyed on `eta_s` alone would
+ * run on from the write before); only a write identical in every field, which no reader can tell
+ * from a re-read, keeps the count.
+ * @param {EtaAnchor | undefined} last the anchor of the previous read (undefined: none yet)
+ * @param {unknown} progress the job's `progress` as read now
+ * @param {number} nowMs now, ms since the epoch
+ * @returns {EtaAnchor}
+ */
+export function etaAnchor(last, progress, nowMs) {
+  const key = JSON.stringify(progress ?? null);
+  return last?.key === key ? last : { key, atMs: nowMs };
 }

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { bar, describe, type Job, listTable } from "../../../api/client/cli_format.ts";
+import { etaAnchor } from "../../../api/client/progress.ts";
 
 /** A running job with `progress`, as `GET /v1/jobs` lists it. */
 function job(id: string, progress: Job["progress"]): Job {
@@ -117,4 +118,32 @@ Deno.test("seed status and seed list show a job queued again by the run it waits
   const fresh: Job = { ...job("fresh", null), status: "queued", started_at: null };
   assert.doesNotMatch(describe(fresh), /^progress/m);
   assert.deepEqual(stepColumn([fresh]), { fresh: "-" });
+});
+
+Deno.test("seed follow's bar counts the ETA down from when its progress was first read, again from each new write, never below 0, and only while the job runs", () => {
+  // An evaluation's progress, written with 4m10s to go and first read at t = 1 s; the next write
+  // (the checkpoint's) comes minutes later, after the evaluation.
+  const evaluating = job("a", { stage: "eval", step: 3, total_steps: 8, eta_s: 250 });
+  let eta = etaAnchor(undefined, evaluating.progress, 1_000);
+  const at = (j: Job, nowMs: number) => bar(j, { readAtMs: eta.atMs, nowMs });
+  const filled = `[#########${"-".repeat(15)}] 3/8  running`;
+  assert.equal(at(evaluating, 1_000), `${filled}  eval  ETA 4m10s`);
+  // Re-read a minute later, unchanged: the count goes on from the first read.
+  const reread = { ...evaluating, progress: { ...evaluating.progress! } };
+  eta = etaAnchor(eta, reread.progress, 61_000);
+  assert.equal(at(reread, 61_000), `${filled}  eval  ETA 3m10s`);
+  // The checkpoint's write happens to repeat eta_s: a new write, so the count starts again.
+  const checkpoint = job("a", { stage: "checkpoint", step: 3, total_steps: 8, eta_s: 250 });
+  eta = etaAnchor(eta, checkpoint.progress, 121_000);
+  assert.equal(eta.atMs, 121_000);
+  assert.equal(at(checkpoint, 121_000), `${filled}  checkpoint  ETA 4m10s`);
+  // Past its ETA with no new write: 0s, not a negative time.
+  assert.equal(at(checkpoint, 400_000), `${filled}  checkpoint  ETA 0s`);
+  // Out of running (cancelling, failed) the bar shows no ETA at all.
+  assert.equal(
+    at({ ...checkpoint, status: "cancelling" }, 130_000),
+    `[#########${"-".repeat(15)}] 3/8  cancelling  checkpoint`,
+  );
+  // Read once (seed status): eta_s as written.
+  assert.match(bar(checkpoint), /ETA 4m10s$/);
 });

@@ -4,8 +4,11 @@ import { parseDemoArgs } from "../../../api/demo/main.ts";
 import { stageCount } from "../../../api/client/mod.ts";
 import {
   eventLine,
+  type JobWire,
   type MetricsWire,
   progressLine,
+  type ProgressState,
+  readJob,
   skillsFound,
 } from "../../../api/demo/progress.ts";
 import {
@@ -155,6 +158,37 @@ Deno.test("the progress line shows stage, step of total, success, skills and a c
   );
   // Before the stage reports a count, the updates.
   assert.equal(progressLine(warmup), "[------------------------] 0/16  warmup_policy");
+});
+
+Deno.test("the demo's ETA counts down from each progress write, one that repeats the last eta_s included, and a re-read keeps the count", () => {
+  const running = (progress: JobWire["progress"], status = "running"): JobWire => ({
+    id: "j1",
+    status,
+    attempt: 0,
+    max_attempts: 3,
+    started_at: "2026-12-07T10:00:00.000Z",
+    error: null,
+    progress,
+    latest_metrics: null,
+  });
+  const state: ProgressState = { status: "queued" };
+  const filled = `[#########${"-".repeat(15)}] 3/8`;
+  readJob(state, running({ stage: "eval", step: 3, total_steps: 8, eta_s: 250 }), 0);
+  assert.equal(progressLine(state, 30_000), `${filled}  eval  ETA 3m40s`);
+  // A re-read of the same progress a minute in: the count goes on.
+  readJob(state, running({ stage: "eval", step: 3, total_steps: 8, eta_s: 250 }), 60_000);
+  assert.equal(progressLine(state, 60_000), `${filled}  eval  ETA 3m10s`);
+  // The next write repeats eta_s: the count starts again from it, not from the eval's write.
+  readJob(state, running({ stage: "checkpoint", step: 3, total_steps: 8, eta_s: 250 }), 120_000);
+  assert.equal(progressLine(state, 120_000), `${filled}  checkpoint  ETA 4m10s`);
+  assert.equal(progressLine(state, 500_000), `${filled}  checkpoint  ETA 0s`);
+  // Once the job stops running, no ETA.
+  readJob(
+    state,
+    running({ stage: "checkpoint", step: 3, total_steps: 8, eta_s: 250 }, "cancelling"),
+    130_000,
+  );
+  assert.equal(progressLine(state, 130_000), `${filled}  cancelling  checkpoint`);
 });
 
 Deno.test("events print once per stage, never for step summaries, and evals with their figures", () => {
