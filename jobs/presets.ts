@@ -15,8 +15,9 @@
  * all six household families, so that after the warm-up most groups are all-fail (seed 21: 9.5% /
  * 8% held-out success, half of the first update's groups all-fail) and outcome RL has little
  * signal. Its skill-conditioned warm-up turns are household's skilled demonstrations
- * (workers/seed/README.md, "Warm-up"), which leave the policy using a location skill (seed 21:
- * success 4.7% without it, 10.9% with it). Measurements: bench/RESULTS.md.
+ * (workers/seed/README.md, "Warm-up"): the goal object's usual places and an expert that searches
+ * them first (with a skill naming where the goal object was, seed 21: success 4.7% without it,
+ * 10.9% with it). Measurements: bench/RESULTS.md.
  */
 import type { JobSpecInput } from "./spec.ts";
 

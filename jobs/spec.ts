@@ -470,8 +470,8 @@ const JobSpecObject = z.object({
        * the teacher prompt's position, so the policy learns to act on a skill in its prompt
        * (as a pretrained instruct model does); 0 turns it off. In an environment with skilled
        * demonstrations (household) that share of the tasks is instead played by an expert that
-       * acts on what only the skill says (where the goal object is), with that skill in every
-       * prompt (workers/seed/README.md, "Warm-up").
+       * acts on what only the skill says (where the goal object usually is), with that skill in
+       * every prompt (workers/seed/README.md, "Warm-up").
        */
       skill_share: num(0, 1).default(0.5),
       /**

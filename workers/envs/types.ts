@@ -225,8 +225,8 @@ export interface Environment {
   readonly splitDescriptions?: Partial<Record<Split, string>>;
   /**
    * Optional: a demonstration of `task` that needs its skill. `skill` is a reference skill that
-   * states what the observation hides (household: the skill a lost trajectory gets, naming where
-   * the goal objects are) and `expert` acts on that knowledge (household: goes straight there).
+   * states what the observation hides (household: where the goal object type usually is) and
+   * `expert` acts on that knowledge (household: searches those places first).
    * The warm-up's skill-conditioned demonstrations (JobSpec `warmup.policy.skill_share`) use it
    * instead of the ordinary expert with its own solve's skill, whose actions can be read off the
    * observation alone (a policy taught on those learns to ignore the skill).

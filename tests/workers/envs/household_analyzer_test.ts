@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import {
+  HOUSEHOLD_MAX_TURNS,
   householdEnvironment as env,
   HouseholdEpisode,
   householdScenario,
 } from "../../../workers/envs/household/mod.ts";
-import { diagnoses, replay } from "../../../workers/envs/household/analyzer.ts";
+import { analyzeHousehold, diagnoses, replay } from "../../../workers/envs/household/analyzer.ts";
 import { expertPlan } from "../../../workers/envs/household/expert.ts";
 import type { Family } from "../../../workers/envs/household/world.ts";
 import type { SkillAnalysis, Task } from "../../../workers/envs/types.ts";
@@ -17,7 +18,8 @@ function taskOf(family: Family, seed = 1): Task {
 
 function analyze(task: Task, actions: string[]): SkillAnalysis {
   const trajectory = runActions(env, task, actions);
-  const analysis = env.referenceAnalysis(trajectory);
+  const episode = new HouseholdEpisode(task, householdScenario(task), HOUSEHOLD_MAX_TURNS);
+  const { analysis } = analyzeHousehold(trajectory, episode);
   const vocabulary = new Set(env.vocabulary());
   const text = `${analysis.episode_summary} ${analysis.episode_skill}`;
   assert.deepEqual(wordsOf(text).filter((w) => !vocabulary.has(w)), []);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   HOUSEHOLD_MAX_TURNS,
   householdEnvironment as env,
+  HouseholdEpisode,
   householdScenario,
 } from "../../../workers/envs/household/mod.ts";
 import {
@@ -11,10 +12,11 @@ import {
   supportsFamily,
   USUAL_PLACES,
 } from "../../../workers/envs/household/world.ts";
-import { expertPlan } from "../../../workers/envs/household/expert.ts";
+import { expertPlan, searchPlan } from "../../../workers/envs/household/expert.ts";
+import { analyzeHousehold } from "../../../workers/envs/household/analyzer.ts";
 import { EnvOptionsError, InvalidTaskError } from "../../../workers/envs/errors.ts";
 import { ENV_CATALOG, envSpecIssues } from "../../../jobs/env_catalog.ts";
-import { SPLITS, type Task } from "../../../workers/envs/types.ts";
+import { SPLITS, type Task, type Trajectory } from "../../../workers/envs/types.ts";
 import { wordsOf } from "../../../workers/envs/prompt.ts";
 import { randomPolicy, runActions, runPolicy } from "./household_helpers.ts";
 
@@ -225,45 +227,56 @@ Deno.test("parseAction reads tagged and bare actions", () => {
   assert.equal(env.parseAction("<think>never closed"), null);
 });
 
-Deno.test("the skilled demonstration names where the goal object is and its expert goes straight there", () => {
+Deno.test("the usual-first search reaches a goal object in its usual place sooner than the room-order search, and both win", () => {
   const options = { prompt: "compact", status_line: true, expert: "search" };
   const [task] = env.sampleTasks("train", 1, 3, options);
   // The scenario (printed once, checked by hand): a bathroom of cabinet 1, cabinet 2,
   // countertop 1, drawer 1, drawer 2, sinkbasin 1, toilet 1 and towelholder 1; the only soapbar
-  // starts in sinkbasin 1, one of its usual places (USUAL_PLACES: bathtubbasin, sinkbasin).
+  // starts in sinkbasin 1, one of its usual places (USUAL_PLACES: bathtubbasin, sinkbasin) and
+  // the sixth receptacle of the room's order.
   assert.equal(task.instruction, "clean some soapbar and put it in toilet");
-  const demo = env.skilledDemonstration!(task);
-  assert.equal(
-    demo.skill,
-    "Avoid this mistake: never found a soapbar, which was in soapbar 1 in sinkbasin 1: it never " +
-      "visited sinkbasin 1. Instead, search receptacles not yet visited and open closed ones " +
-      "until a soapbar is seen; to put a clean soapbar in toilet: take the soapbar, go to the " +
-      "sinkbasin, clean the soapbar with the sinkbasin, then go to the toilet and put it.",
-  );
-  const skilled = [
+  const scenario = householdScenario(task);
+  const plain = searchPlan(task, scenario);
+  const usualFirst = searchPlan(task, scenario, { usualFirst: true });
+  assert.deepEqual(usualFirst, [
     "go to sinkbasin 1",
     "take soapbar 1 from sinkbasin 1",
     "clean soapbar 1 with sinkbasin 1",
     "go to toilet 1",
     "put soapbar 1 in/on toilet 1",
-  ];
-  const played = runPolicy(env, task, (o) => demo.expert.act(o));
-  assert.deepEqual(played.steps.map((s) => s.action), skilled);
-  assert.equal(played.won, true);
-  // Without the skill the searching expert opens both cabinets and both drawers and looks at the
-  // countertop before it reaches sinkbasin 1: 14 actions instead of 5.
-  const searching = env.createExpert(task);
-  const search = runPolicy(env, task, (o) => searching.act(o));
-  assert.equal(search.steps.length, 14);
-  assert.equal(search.won, true);
-  assert.deepEqual(search.steps.slice(0, 3).map((s) => s.action), [
-    "go to cabinet 1",
-    "open cabinet 1",
-    "go to cabinet 2",
   ]);
+  // The room's order opens both cabinets and both drawers and looks at the countertop first.
+  assert.equal(plain.length, 14);
+  assert.deepEqual(plain.slice(0, 3), ["go to cabinet 1", "open cabinet 1", "go to cabinet 2"]);
+  for (const plan of [plain, usualFirst]) {
+    const played = runActions(env, task, plan);
+    assert.equal(played.won, true);
+    assert.ok(played.steps.every((s) => s.valid));
+  }
 });
 
-Deno.test("the reference analysis advises each search turn that left the oracle's path, in its step skills", () => {
+Deno.test("the skilled demonstration states the goal object's usual places and its expert searches them first", () => {
+  const options = { prompt: "compact", status_line: true, expert: "search" };
+  // The task of the test above: the only soapbar starts in sinkbasin 1.
+  const [task] = env.sampleTasks("train", 1, 3, options);
+  const demo = env.skilledDemonstration!(task);
+  assert.equal(
+    demo.skill,
+    "Look for a soapbar in a bathtubbasin or a sinkbasin first: that is where it usually is.",
+  );
+  const played = runPolicy(env, task, (o) => demo.expert.act(o));
+  assert.deepEqual(
+    played.steps.map((s) => s.action),
+    searchPlan(task, householdScenario(task), { usualFirst: true }),
+  );
+  assert.equal(played.steps.length, 5);
+  assert.equal(played.won, true);
+  // Without the skill the searching expert needs 14 actions (test above).
+  const searching = env.createExpert(task);
+  assert.equal(runPolicy(env, task, (o) => searching.act(o)).steps.length, 14);
+});
+
+Deno.test("the replay analysis advises each search turn that left the oracle's path, in its step skills", () => {
   const options = { prompt: "compact", status_line: true, expert: "search" };
   // The task of the skilled-demonstration test above: the only soapbar starts in sinkbasin 1.
   const [task] = env.sampleTasks("train", 1, 3, options);
@@ -274,8 +287,12 @@ Deno.test("the reference analysis advises each search turn that left the oracle'
   // would, and the search ends once the soapbar is held.
   assert.equal(search.steps[9].action, "go to sinkbasin 1");
   const go = "go to sinkbasin 1: the soapbar 1 is in it.";
+  const stepSkills = (t: Trajectory) => {
+    const episode = new HouseholdEpisode(task, householdScenario(task), HOUSEHOLD_MAX_TURNS);
+    return analyzeHousehold(t, episode).analysis.step_skills;
+  };
   assert.deepEqual(
-    env.referenceAnalysis(search).step_skills,
+    stepSkills(search),
     Object.fromEntries([0, 1, 2, 3, 4, 5, 6, 7, 8].map((t) => [String(t), go])),
   );
   // An invalid turn counts; standing at sinkbasin 1 the advice is to take the soapbar.
@@ -290,13 +307,21 @@ Deno.test("the reference analysis advises each search turn that left the oracle'
     4,
   );
   assert.deepEqual(played.steps.map((s) => s.valid), [false, true, true, true]);
-  assert.deepEqual(env.referenceAnalysis(played).step_skills, {
+  assert.deepEqual(stepSkills(played), {
     "0": go,
     "2": "take soapbar 1 from sinkbasin 1.",
   });
   // The oracle's own path leaves no critical step: the analysis has no step skills.
-  const { expert } = env.skilledDemonstration!(task);
-  const oracle = runPolicy(env, task, (o) => expert.act(o));
+  const oracle = runActions(env, task, expertPlan(householdScenario(task)));
   assert.equal(oracle.won, true);
-  assert.equal(env.referenceAnalysis(oracle).step_skills, undefined);
+  assert.equal(stepSkills(oracle), undefined);
+  // The reference analysis, won or lost, teaches the usual places only: no step skills.
+  const usual =
+    "Look for a soapbar in a bathtubbasin or a sinkbasin first: that is where it usually is.";
+  for (const t of [search, played, oracle]) {
+    const reference = env.referenceAnalysis(t);
+    assert.equal(reference.episode_skill, usual);
+    assert.equal(reference.step_skills, undefined);
+    assert.equal(reference.episode_summary.startsWith(t.won ? "Success" : "Failure"), true);
+  }
 });

@@ -141,7 +141,13 @@ for (const id of ["sokoban", "household"]) {
         ? [byOutcome.won, byOutcome.lost]
         : [byOutcome.lost, byOutcome.won];
       assert.ok(own.matches(skill), `reference skill outside its outcome's pattern: ${skill}`);
-      assert.ok(!other.matches(skill), `reference skill inside the other outcome's: ${skill}`);
+      // household's reference skill (the usual places) is the same won or lost: in both patterns
+      const shared = id === "household";
+      assert.equal(
+        other.matches(skill),
+        shared,
+        `reference skill vs the other outcome's: ${skill}`,
+      );
     }
     assert.ok(played.some((t) => t.won) && played.some((t) => !t.won));
     // random sentences of the pattern (random walks over its automaton)

@@ -139,7 +139,7 @@ Deno.test("SFT phases run in order under one optimizer, and a phase of no epochs
   await text.policy.release();
 });
 
-Deno.test("household skill-conditioned demonstrations go straight to the receptacle their skill names, the ordinary ones search", async () => {
+Deno.test("household skill-conditioned demonstrations search the usual places their skill names first, the ordinary ones the room's order", async () => {
   const household = toAsyncEnvironment(getEnvironment("household"));
   const model = await resolveModel("builtin:tiny", {
     env: household,
@@ -158,9 +158,9 @@ Deno.test("household skill-conditioned demonstrations go straight to the recepta
     historyLength: 0,
     seed: 3,
   };
-  // The one task: "clean some soapbar and put it in toilet", the soapbar in sinkbasin 1
-  // (tests/workers/envs/household_test.ts); the searching expert needs 14 actions, the one that
-  // knows where the soapbar is 5.
+  // The one task: "clean some soapbar and put it in toilet", the soapbar in sinkbasin 1, one of
+  // its usual places (tests/workers/envs/household_test.ts); the searching expert needs 14
+  // actions, the one that searches the usual places first 5.
   const demos = await expertSamples(text, { ...options, skillShare: 1 });
   assert.equal(demos.won, 1);
   assert.equal(demos.ordinary.length, 14);
@@ -170,7 +170,7 @@ Deno.test("household skill-conditioned demonstrations go straight to the recepta
   assert.equal(decode(demos.samples[0].response), "<action>go to sinkbasin 1</action>");
   assert.equal(decode(demos.ordinary[0].response), "<action>go to cabinet 1</action>");
   const first = decode(demos.samples[0].prompt);
-  assert.ok(first.includes("never found a soapbar, which was in soapbar 1 in sinkbasin 1"), first);
+  assert.ok(first.includes("Look for a soapbar in a bathtubbasin or a sinkbasin first"), first);
   assert.ok(!decode(demos.ordinary[0].prompt).includes(SKILL_HEADING));
   // The same task without skills: the ordinary demonstrations only.
   const plain = await expertSamples(text, options);

@@ -574,10 +574,10 @@ Deno.test("under the household skill pattern every skill decoded from random log
     kinds.add(skill.slice(0, 12));
   }
   assert.ok(kinds.size >= 3, [...kinds].join(" | "));
-  // the shortest object spells a whole workflow rule: 52 tokens with the builtin tokenizer (20
-  // free), within the household preset's analyzer budget and bench:learn's (both 192)
+  // the shortest object spells a whole usual-places sentence: 35 tokens with the builtin
+  // tokenizer (20 free), within the household preset's analyzer budget and bench:learn's (both 192)
   const free = new JsonConstrainedDecoder(tokenBytes(tok), analysisSchema()).minTokens;
-  assert.ok(decoder.minTokens > free + 20, `${decoder.minTokens} vs ${free}`);
+  assert.ok(decoder.minTokens > free + 10, `${decoder.minTokens} vs ${free}`);
   // each outcome's schema (the analyzer decodes a lost trajectory under the failure sentences)
   for (const pattern of [won, lost]) {
     const own = new JsonConstrainedDecoder(

@@ -6,7 +6,7 @@
 import type { SkillAnalysis, Trajectory } from "../types.ts";
 import { goalReached, HouseholdEpisode, normalizeAction, typeOf } from "./episode.ts";
 import type { Scenario } from "./world.ts";
-import { TOOLS } from "./world.ts";
+import { TOOLS, usualPlaceTypes } from "./world.ts";
 
 /** What a replay of a trajectory shows. */
 export interface ReplayFacts {
@@ -136,6 +136,17 @@ export function workflowRule(scenario: Scenario): string {
       return `to put a ${tool.adjective} ${o} in ${r}: take the ${o}, go to the ${tool.type}, ` +
         `${tool.verb} the ${o} with the ${tool.type}, then go to the ${r} and put it`;
   }
+}
+
+/**
+ * The skill that states where the goal object type usually is (world.ts `usualPlaceTypes`):
+ * `Look for a {o} in {places} first: that is where it usually is.`, places as `a fridge or a
+ * countertop`. It holds across every task of that object type in that room kind, unlike where
+ * one episode's objects are; it names the usual places whether or not this layout has them.
+ */
+export function usualPlacesSkill(scenario: Scenario): string {
+  const places = usualPlaceTypes(scenario).map((t) => `a ${t}`).join(" or ");
+  return `Look for a ${scenario.goal.objectType} in ${places} first: that is where it usually is.`;
 }
 
 function successSummary(scenario: Scenario, facts: ReplayFacts): string {

@@ -5,10 +5,12 @@
  * receptacles in the room's order (opening closed ones) until it sees an object of the goal type,
  * then finishes the task as the oracle does — the demonstrations a policy can imitate from its
  * prompt (with option `status_line`), since the oracle's first step needs knowledge no prompt has.
+ * The usual-first search (`searchPlan`'s `usualFirst`) searches the goal object type's usual
+ * places first: the expert of the skilled demonstrations, whose skill states those places.
  */
 import type { Expert, Observation, Task } from "../types.ts";
 import type { Scenario } from "./world.ts";
-import { TOOLS } from "./world.ts";
+import { TOOLS, usualPlaceTypes } from "./world.ts";
 import { goalReached, HouseholdEpisode, typeOf } from "./episode.ts";
 
 /** Receptacle of `type` the expert uses: the first by name (surfaces before openables). */
@@ -69,18 +71,33 @@ export function expertPlan(scenario: Scenario): string[] {
 /** Safety bound of {@link searchPlan}'s simulation (no task needs more than ~30 actions). */
 const SEARCH_PLAN_MAX_ACTIONS = 100;
 
+/** Options of {@link searchPlan}. */
+export interface SearchPlanOptions {
+  /**
+   * Search the receptacles of the goal object type's usual places (world.ts `usualPlaceTypes`)
+   * other than the target type first, then the rest, each group in the room's order. Default
+   * false: the room's order.
+   */
+  usualFirst?: boolean;
+}
+
 /**
  * The `search` expert's plan (module comment), found by playing its rule on a fresh episode of
  * `task`: holding nothing, it takes the first object of the goal type that is in sight and not
  * yet in place, else opens the closed receptacle it stands at if not yet searched, else goes to
- * the first receptacle not yet searched in the room's order (desklamps skipped). Holding the
+ * the first receptacle not yet searched in the room's order (desklamps skipped), or with
+ * `usualFirst` in the room's order after the usual places' receptacles. Holding the
  * object it uses the tool or desklamp of the family, then goes to the first receptacle of the
  * target type (surfaces first), opens it if closed and puts the object. `pick_two_and_place`
  * with both objects in one receptacle, or the second one seen before the first was placed, goes
  * back to where the second one was seen (it remembers what it saw, as a person would). Every
  * action is admissible when played in order from `reset()`.
  */
-export function searchPlan(task: Task, scenario: Scenario): string[] {
+export function searchPlan(
+  task: Task,
+  scenario: Scenario,
+  options: SearchPlanOptions = {},
+): string[] {
   const episode = new HouseholdEpisode(task, scenario, SEARCH_PLAN_MAX_ACTIONS);
   episode.reset();
   const { goal, layout } = scenario;
@@ -92,6 +109,14 @@ export function searchPlan(task: Task, scenario: Scenario): string[] {
     return (matches.find((r) => !r.openable) ?? matches[0]).name;
   };
   const openable = new Set(layout.receptacles.filter((r) => r.openable).map((r) => r.name));
+  // No goal object starts in a receptacle of the target type (world.ts generateScenario).
+  const usual = new Set(
+    options.usualFirst ? usualPlaceTypes(scenario).filter((t) => t !== goal.targetType) : [],
+  );
+  const order = [
+    ...layout.receptacles.filter((r) => usual.has(r.type)),
+    ...layout.receptacles.filter((r) => !usual.has(r.type)),
+  ];
   const seenAt = new Map<string, string>(); // goal object → where it was seen
   const plan: string[] = [];
   const next = (): string | null => {
@@ -118,9 +143,7 @@ export function searchPlan(task: Task, scenario: Scenario): string[] {
     if (at !== null && openable.has(at) && !s.open.has(at) && !s.searched.has(at)) {
       return `open ${at}`;
     }
-    const unsearched = layout.receptacles.find((r) =>
-      r.type !== "desklamp" && !s.searched.has(r.name)
-    );
+    const unsearched = order.find((r) => r.type !== "desklamp" && !s.searched.has(r.name));
     const remembered = [...seenAt].find(([obj, where]) => s.objectAt.get(obj) === where);
     const target = remembered?.[1] ?? unsearched?.name;
     return target === undefined ? null : `go to ${target}`;
@@ -146,9 +169,10 @@ export class HouseholdExpert implements Expert {
   /**
    * @param scenario the ground truth of the task being solved.
    * @param search the `search` expert's task (module comment); left out, the oracle's plan.
+   * @param options the search's options ({@link searchPlan}); unused by the oracle.
    */
-  constructor(scenario: Scenario, search?: Task) {
-    this.plan = search === undefined ? expertPlan(scenario) : searchPlan(search, scenario);
+  constructor(scenario: Scenario, search?: Task, options?: SearchPlanOptions) {
+    this.plan = search === undefined ? expertPlan(scenario) : searchPlan(search, scenario, options);
   }
 
   /** The next planned action (the observation is not needed: the expert knows the state). */

@@ -3,7 +3,8 @@
  * family's workflow rule (`workflowRule`, built here from the analyzer's own function with slot
  * markers for the object and receptacle types); on failure `Avoid this mistake: {mistake}.
  * Instead, {correction}; {workflow rule}.` with one of the analyzer's (mistake, correction) pairs
- * that can occur in that family. Slots take legal values only: object and receptacle types of the
+ * that can occur in that family; for every family, the usual-places skill (`usualPlacesSkill`,
+ * {@link USUAL_PLACES_TEXT}). Slots take legal values only: object and receptacle types of the
  * world (objects the family's tool can process, receptacles a task of the family can target),
  * numbered names (`apple 2`, `cabinet 3`), counts; the goal object type is the same wherever it
  * recurs. A skill it accepts is well-formed (workers/envs/skill_judge.ts); the judge (mod.ts)
@@ -30,6 +31,10 @@ const OBJ = `${alternation(OBJECT_TYPES)} \\d+`;
 const REC = `${alternation(RECEPTACLE_TYPES)} \\d+`;
 /** `goalWhere`: every goal-type object and where it starts (needs `o` defined earlier). */
 const WHERE = `\\k<o> \\d+ in ${REC}(?: and \\k<o> \\d+ in ${REC})*`;
+
+/** `usualPlacesSkill`'s sentence with `{slot}` markers (`{places}`: `a fridge or a countertop`). */
+const USUAL_PLACES_TEXT = "Look for a {o} in {places} first: that is where it usually is.";
+const PLACES = `a ${alternation(RECEPTACLE_TYPES)}(?: or a ${alternation(RECEPTACLE_TYPES)})*`;
 
 /** The (mistake, correction) pairs of `diagnose` in analyzer.ts that `family` can produce. */
 function mistakePairs(family: Family): [string, string][] {
@@ -146,20 +151,22 @@ function familyTemplates(family: Family): SkillTemplate[] {
 }
 
 /** The compiled grammar of household skills, every family. */
-export const HOUSEHOLD_SKILL_GRAMMAR: readonly RegExp[] = compileSkillGrammar(
-  FAMILIES.flatMap(familyTemplates),
-);
+export const HOUSEHOLD_SKILL_GRAMMAR: readonly RegExp[] = compileSkillGrammar([
+  ...FAMILIES.flatMap(familyTemplates),
+  { text: USUAL_PLACES_TEXT, slots: { o: alternation(OBJECT_TYPES), places: PLACES } },
+]);
 
 /**
  * The slots of {@link HOUSEHOLD_SKILL_GRAMMAR} that list a set (slot → separator in normalised
  * text): the goal objects and where they start (`apple 1 in fridge 1 and apple 2 in cabinet 3`),
- * the receptacles visited but never opened, those never visited. The judge compares their items
+ * the receptacles visited but never opened, those never visited, the usual places. The judge compares their items
  * in any order.
  */
 export const HOUSEHOLD_SET_SLOTS: Readonly<Record<string, string>> = {
   where: " and ",
   recsand: " and ",
   recsor: " or ",
+  places: " or ",
 };
 
 /** A number as the analyzer writes it (the grammar's `\d+`). */
@@ -192,6 +199,7 @@ const FREE_SLOTS: Readonly<Record<string, SkillPattern>> = {
   lamp: { seq: ["desklamp ", NUMBER] },
   recsand: { repeat: REC_PATTERN, separator: " and " },
   recsor: { repeat: REC_PATTERN, separator: " or " },
+  places: { repeat: { seq: ["a ", { oneOf: RECEPTACLE_TYPES }] }, separator: " or " },
   i: NUMBER,
   n: NUMBER,
 };
@@ -263,7 +271,7 @@ let skillPatterns: SkillPatterns | undefined;
  * each family's sentences are spelled out per goal object type and target type (see
  * `boundPattern`); every sentence is well-formed under the grammar
  * (tests/workers/envs/skill_judge_test.ts). `won` holds the success skills, `lost` the failure
- * skills. Built on first use (~90 ms) and the same object after (compiled automata are cached
+ * skills; both hold the usual-places skill, which the reference writes won or lost. Built on first use (~90 ms) and the same object after (compiled automata are cached
  * per pattern object).
  */
 export function householdSkillPatterns(): SkillPatterns {
@@ -277,6 +285,9 @@ export function householdSkillPatterns(): SkillPatterns {
       won.push(boundPattern([`${capitalized}.`], types));
       lost.push(boundPattern(failures.map((prefix) => `${prefix}${rule}.`), types));
     }
+    const usual = boundPattern([USUAL_PLACES_TEXT], { o: OBJECT_TYPES, r: [] });
+    won.push(usual);
+    lost.push(usual);
     skillPatterns = { won: { oneOf: won }, lost: { oneOf: lost } };
   }
   return skillPatterns;

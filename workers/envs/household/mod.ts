@@ -25,7 +25,7 @@ import type {
   Task,
   Trajectory,
 } from "../types.ts";
-import { analyzeHousehold, replay, trueEpisodeSkills } from "./analyzer.ts";
+import { analyzeHousehold, replay, trueEpisodeSkills, usualPlacesSkill } from "./analyzer.ts";
 import { judgeAgainstTrueSkills, type SkillJudgement } from "../skill_judge.ts";
 import { HOUSEHOLD_SET_SLOTS, HOUSEHOLD_SKILL_GRAMMAR, householdSkillPatterns } from "./judge.ts";
 import { HouseholdEpisode } from "./episode.ts";
@@ -179,6 +179,7 @@ const PHRASES = [
   "then go to the and put it. an unknown place",
   "never found a , which was in : it visited and but never opened it. never visited or",
   "To search: nothing.",
+  "Look for a in a or a first: that is where it usually is.",
 ];
 
 function buildVocabulary(): string[] {
@@ -241,45 +242,51 @@ export const householdEnvironment: Environment = {
 };
 
 /**
- * The reference analysis of a finished trajectory (replayed on a fresh episode of its task,
- * without the status line: the analysis reads what happened, not the agent's memory aid).
+ * The reference analysis of a finished trajectory: the summary of its replay (analyzer.ts
+ * `analyzeHousehold`, on a fresh episode of its task without the status line: the analysis reads
+ * what happened, not the agent's memory aid) and, won or lost, the usual-places skill of its task
+ * (`usualPlacesSkill`) with no step skills: the reference teaches only what holds across tasks,
+ * not where this episode's objects happened to be.
  */
 function householdReference(trajectory: Trajectory) {
-  const episode = new HouseholdEpisode(
-    trajectory.task,
-    householdScenario(trajectory.task),
-    HOUSEHOLD_MAX_TURNS,
-  );
-  return analyzeHousehold(trajectory, episode).analysis;
+  const scenario = householdScenario(trajectory.task);
+  const episode = new HouseholdEpisode(trajectory.task, scenario, HOUSEHOLD_MAX_TURNS);
+  const { episode_summary } = analyzeHousehold(trajectory, episode).analysis;
+  return { episode_summary, episode_skill: usualPlacesSkill(scenario) };
 }
 
 /**
  * The household skill judge (Environment.judgeSkill): well-formed under
- * {@link HOUSEHOLD_SKILL_GRAMMAR}; truthful when the skill is one of the trajectory's true
- * episode skills (analyzer.ts `trueEpisodeSkills`: a win's workflow rule, or a loss's failure
- * skill of any mistake the replay shows, with its objects, receptacles and counts), lists of
- * places compared as sets; a reference match when it is the reference analysis' skill.
+ * {@link HOUSEHOLD_SKILL_GRAMMAR}; truthful when the skill is the task's usual-places skill (the
+ * reference analysis' skill) or one of the trajectory's true episode skills (analyzer.ts
+ * `trueEpisodeSkills`: a win's workflow rule, or a loss's failure skill of any mistake the replay
+ * shows, with its objects, receptacles and counts), lists of places compared as sets; a reference
+ * match when it is the usual-places skill.
  */
 function judgeHouseholdSkill(trajectory: Trajectory, skill: string): SkillJudgement {
   const scenario = householdScenario(trajectory.task);
   const episode = new HouseholdEpisode(trajectory.task, scenario, HOUSEHOLD_MAX_TURNS);
   const facts = replay(episode, trajectory.steps.map((s) => s.action));
   return judgeAgainstTrueSkills(HOUSEHOLD_SKILL_GRAMMAR, skill, {
-    trueSkills: trueEpisodeSkills(scenario, facts),
+    trueSkills: [usualPlacesSkill(scenario), ...trueEpisodeSkills(scenario, facts)],
     setSlots: HOUSEHOLD_SET_SLOTS,
   });
 }
 
 /**
  * The household's demonstration that needs its skill (Environment.skilledDemonstration): the
- * reference skill of a lost trajectory that never found the goal object (the analysis of an
- * episode of no actions: "Avoid this mistake: never found a apple, which was in apple 1 in
- * cabinet 2: …"), which names the receptacles the goal objects start in, and the `oracle` expert,
- * which goes straight there. The `search` expert of the ordinary demonstrations searches the
- * room in order instead, so with the skill in the prompt the first action differs from the one
- * without whenever the object is not in the first receptacle searched.
+ * usual-places skill of the task (analyzer.ts `usualPlacesSkill`: "Look for a apple in a fridge
+ * or a countertop first: that is where it usually is.") and the usual-first search expert
+ * (expert.ts `searchPlan`), which searches those places before the rest of the room. The
+ * `search` expert of the ordinary demonstrations searches the room in order instead, so with the
+ * skill in the prompt the actions differ from the ones without wherever a usual place comes
+ * later in the room's order. The skill holds for every task of that object type in that room
+ * kind, so a policy can learn it from the tasks themselves.
  */
 function skilledDemonstration(task: Task): SkilledDemonstration {
-  const skill = householdReference({ task, steps: [], won: false, score: 0 }).episode_skill;
-  return { skill, expert: new HouseholdExpert(householdScenario(task)) };
+  const scenario = householdScenario(task);
+  return {
+    skill: usualPlacesSkill(scenario),
+    expert: new HouseholdExpert(scenario, task, { usualFirst: true }),
+  };
 }

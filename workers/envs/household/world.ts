@@ -188,6 +188,16 @@ export const USUAL_PLACES: Readonly<Record<RoomKind, Readonly<Record<string, rea
 /** Probability that an object starts in one of its {@link USUAL_PLACES} (when the room has one). */
 export const USUAL_PLACE_SHARE = 0.8;
 
+/**
+ * The usual places of the scenario's goal object type: its {@link USUAL_PLACES} in its room kind,
+ * in that order. Knowledge that holds across tasks: a goal object starts in one of them with
+ * probability {@link USUAL_PLACE_SHARE} when the layout has one that is not of the target type
+ * (no goal object starts in one, see {@link generateScenario}).
+ */
+export function usualPlaceTypes(scenario: Scenario): readonly string[] {
+  return USUAL_PLACES[scenario.layout.room][scenario.goal.objectType] ?? [];
+}
+
 /** Object types that can be cleaned, heated or cooled (ALFWorld's affordances, simplified). */
 export const CAPABLE: Readonly<Record<string, ReadonlySet<string>>> = {
   clean_then_place: new Set([
