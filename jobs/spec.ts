@@ -397,7 +397,8 @@ const JobSpecObject = z.object({
      * with one is scored under it instead of the episode skill (the authors' `skill_mode`
      * `episode_step` with `skill_teacher_mode` `step_priority`); 0: the episode skill only
      * (`episode_only`). Step skills come only from the environment's reference analyzer
-     * (method `seed` with `skill_source: "reference"`; built-in household writes them). Left
+     * (method `seed` with `skill_source: "reference"`): no built-in environment's writes them,
+     * an HTTP environment's `POST /v1/analysis` may (workers/envs/http/protocol.ts). Left
      * out: there, the authors' launchers' count for the environment — 5 for `household` and
      * `webshop`, 2 for `search`, 0 for any other id; 0 for every other job (`stepSkillDefault`).
      * The policy's analyzer writes the episode skill only, and `grpo`, `gigpo` and `sft` analyse
@@ -642,7 +643,7 @@ export function armDefaults(
 /**
  * The default of `seed.max_step_skills`. Where a job's analyses can carry critical-step skills
  * (method `seed` with `skillSource` `reference`: only the environment's reference analyzer writes
- * them), the count the authors' SEED launchers run for the environment (agent_rl 2cf2fad,
+ * them — no built-in one does, a remote environment's `POST /v1/analysis` may), the count the authors' SEED launchers run for the environment (agent_rl 2cf2fad,
  * `examples/seed_trainer/_common/*.sh`: `SEED_SKILL_MODE=episode_step` with
  * `SEED_ANALYSIS_MAX_STEP_SKILLS_PER_TRAJ` 5 for alfworld.sh and webshop.sh, 2 for search.sh;
  * `episode_only` for sokoban_visual.sh and ezpoints.sh): household (ALFWorld) and webshop 5,

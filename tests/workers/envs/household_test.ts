@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import {
   HOUSEHOLD_MAX_TURNS,
   householdEnvironment as env,
-  HouseholdEpisode,
   householdScenario,
 } from "../../../workers/envs/household/mod.ts";
 import {
@@ -13,10 +12,9 @@ import {
   USUAL_PLACES,
 } from "../../../workers/envs/household/world.ts";
 import { expertPlan, searchPlan } from "../../../workers/envs/household/expert.ts";
-import { analyzeHousehold } from "../../../workers/envs/household/analyzer.ts";
 import { EnvOptionsError, InvalidTaskError } from "../../../workers/envs/errors.ts";
 import { ENV_CATALOG, envSpecIssues } from "../../../jobs/env_catalog.ts";
-import { SPLITS, type Task, type Trajectory } from "../../../workers/envs/types.ts";
+import { SPLITS, type Task } from "../../../workers/envs/types.ts";
 import { wordsOf } from "../../../workers/envs/prompt.ts";
 import { randomPolicy, runActions, runPolicy } from "./household_helpers.ts";
 
@@ -276,26 +274,13 @@ Deno.test("the skilled demonstration states the goal object's usual places and i
   assert.equal(runPolicy(env, task, (o) => searching.act(o)).steps.length, 14);
 });
 
-Deno.test("the replay analysis advises each search turn that left the oracle's path, in its step skills", () => {
+Deno.test("the reference analysis teaches the usual places only, won or lost: no step skills", () => {
   const options = { prompt: "compact", status_line: true, expert: "search" };
   // The task of the skilled-demonstration test above: the only soapbar starts in sinkbasin 1.
   const [task] = env.sampleTasks("train", 1, 3, options);
   const searching = env.createExpert(task);
   const search = runPolicy(env, task, (o) => searching.act(o));
-  // Its first 9 turns search both cabinets, the countertop and both drawers (each a step away
-  // from sinkbasin 1); turn 9 goes to sinkbasin 1 and turn 10 takes the soapbar, as the oracle
-  // would, and the search ends once the soapbar is held.
-  assert.equal(search.steps[9].action, "go to sinkbasin 1");
-  const go = "go to sinkbasin 1: the soapbar 1 is in it.";
-  const stepSkills = (t: Trajectory) => {
-    const episode = new HouseholdEpisode(task, householdScenario(task), HOUSEHOLD_MAX_TURNS);
-    return analyzeHousehold(t, episode).analysis.step_skills;
-  };
-  assert.deepEqual(
-    stepSkills(search),
-    Object.fromEntries([0, 1, 2, 3, 4, 5, 6, 7, 8].map((t) => [String(t), go])),
-  );
-  // An invalid turn counts; standing at sinkbasin 1 the advice is to take the soapbar.
+  assert.equal(search.won, true);
   const actions = ["fly away", "go to sinkbasin 1", "look", "take soapbar 1 from sinkbasin 1"];
   const played = runPolicy(
     env,
@@ -306,15 +291,9 @@ Deno.test("the replay analysis advises each search turn that left the oracle's p
     })(),
     4,
   );
-  assert.deepEqual(played.steps.map((s) => s.valid), [false, true, true, true]);
-  assert.deepEqual(stepSkills(played), {
-    "0": go,
-    "2": "take soapbar 1 from sinkbasin 1.",
-  });
-  // The oracle's own path leaves no critical step: the analysis has no step skills.
+  assert.equal(played.won, false);
   const oracle = runActions(env, task, expertPlan(householdScenario(task)));
   assert.equal(oracle.won, true);
-  assert.equal(stepSkills(oracle), undefined);
   // The reference analysis, won or lost, teaches the usual places only: no step skills.
   const usual =
     "Look for a soapbar in a bathtubbasin or a sinkbasin first: that is where it usually is.";

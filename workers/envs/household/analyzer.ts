@@ -4,7 +4,7 @@
  * with the actual objects and receptacles, on failure the actual mistake and its warning signs.
  */
 import type { SkillAnalysis, Trajectory } from "../types.ts";
-import { goalReached, HouseholdEpisode, normalizeAction, typeOf } from "./episode.ts";
+import { goalReached, HouseholdEpisode, typeOf } from "./episode.ts";
 import type { Scenario } from "./world.ts";
 import { TOOLS, usualPlaceTypes } from "./world.ts";
 
@@ -319,45 +319,6 @@ function warningSigns(facts: ReplayFacts): string[] {
   return signs;
 }
 
-/**
- * The critical-step skills of a household trajectory (`SkillAnalysis.step_skills`; the authors'
- * ALFWorld analyzer writes up to 5 per trajectory, `examples/seed_trainer/_common/alfworld.sh`):
- * the turns of its search — before the agent first holds an object of the goal type — whose
- * action is not the oracle expert's next one from that state (`expertPlan` fetches the first goal
- * object by scenario order), each with that action as advice: `go to L: the o is in it.`,
- * `open L: the o is inside.` or `take o from L.` (o that object, L where it lies; lowercase, as
- * the actions are, so every word is in the environment's vocabulary). Turn order, 0-based keys;
- * invalid actions count as turns (they are turns of the trajectory). Empty when the agent's
- * search took the oracle's path or the task has no object of the goal type.
- */
-export function searchStepSkills(
-  episode: HouseholdEpisode,
-  actions: readonly string[],
-): Record<string, string> {
-  const { scenario } = episode;
-  const target = scenario.objects.find((o) => o.type === scenario.goal.objectType);
-  const skills: Record<string, string> = {};
-  if (target === undefined) return skills;
-  const openable = new Set(
-    scenario.layout.receptacles.filter((r) => r.openable).map((r) => r.name),
-  );
-  const obj = target.name, where = target.location;
-  episode.reset();
-  for (const [turn, action] of actions.entries()) {
-    const { held, location, open } = episode.state;
-    if (held !== null && typeOf(held) === scenario.goal.objectType) break;
-    const closed = openable.has(where) && !open.has(where);
-    const [best, advice] = location !== where
-      ? [`go to ${where}`, `go to ${where}: the ${obj} is in it.`]
-      : closed
-      ? [`open ${where}`, `open ${where}: the ${obj} is inside.`]
-      : [`take ${obj} from ${where}`, `take ${obj} from ${where}.`];
-    if (normalizeAction(action) !== best) skills[String(turn)] = advice;
-    if (episode.step(action).done) break;
-  }
-  return skills;
-}
-
 /** The reference analysis of a finished household trajectory. */
 export function analyzeHousehold(
   trajectory: Trajectory,
@@ -366,15 +327,12 @@ export function analyzeHousehold(
   const scenario = episode.scenario;
   const actions = trajectory.steps.map((s) => s.action);
   const facts = replay(episode, actions);
-  const steps = searchStepSkills(episode, actions);
-  const stepSkills = Object.keys(steps).length > 0 ? { step_skills: steps } : {};
   if (facts.won) {
     return {
       facts,
       analysis: {
         episode_summary: successSummary(scenario, facts),
         episode_skill: `${capitalize(workflowRule(scenario))}.`,
-        ...stepSkills,
       },
     };
   }
@@ -386,7 +344,6 @@ export function analyzeHousehold(
     analysis: {
       episode_summary: `Failure after ${facts.steps} steps: the agent ${mistake}.${warning}`,
       episode_skill: failureSkill(scenario, [mistake, instead]),
-      ...stepSkills,
     },
   };
 }
