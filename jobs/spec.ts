@@ -643,12 +643,13 @@ export function armDefaults(
 /**
  * The default of `seed.max_step_skills`. Where a job's analyses can carry critical-step skills
  * (method `seed` with `skillSource` `reference`: only the environment's reference analyzer writes
- * them — no built-in one does, a remote environment's `POST /v1/analysis` may), the count the authors' SEED launchers run for the environment (agent_rl 2cf2fad,
+ * them — no built-in one does, a remote environment's `POST /v1/analysis` may), the count the
+ * authors' SEED launchers run for the environment (agent_rl 2cf2fad,
  * `examples/seed_trainer/_common/*.sh`: `SEED_SKILL_MODE=episode_step` with
  * `SEED_ANALYSIS_MAX_STEP_SKILLS_PER_TRAJ` 5 for alfworld.sh and webshop.sh, 2 for search.sh;
- * `episode_only` for sokoban_visual.sh and ezpoints.sh): household (ALFWorld) and webshop 5,
- * search 2, every other id 0. Every other job gets 0, so its stored spec does not show a count
- * that nothing reads (the policy's analyzer writes no step skills; other methods analyse nothing).
+ * `episode_only` for sokoban_visual.sh and ezpoints.sh): household (ALFWorld) and webshop 5, search
+ * 2, every other id 0. Every other job gets 0, so its stored spec does not show a count that
+ * nothing reads (the policy's analyzer writes no step skills; other methods analyse nothing).
  */
 export function stepSkillDefault(
   envId: string,

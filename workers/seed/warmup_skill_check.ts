@@ -13,8 +13,8 @@
  *   policy that reads the skill lowers its own mistaken actions: Δ < 0;
  * - success with the skill: the same tasks with the same sampling seeds, with a reference skill
  *   of each task in every prompt (evaluate.ts `skillFor`): the skill of the environment's skilled
- *   demonstration where it has one (household: where the goal object usually is), else the reference
- *   skill of an expert solve.
+ *   demonstration where it has one (household: where the goal object usually is), else the
+ *   reference skill of an expert solve.
  */
 import type { AsyncEnvironment, Task } from "../envs/mod.ts";
 import { evaluate } from "./evaluate.ts";

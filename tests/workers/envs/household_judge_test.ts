@@ -41,8 +41,8 @@ function replaySkill(trajectory: Trajectory): string {
 }
 
 /**
- * A lost trajectory with two real mistakes: 16 of its 30 actions are invalid (the replay
- * analysis' mistake) and it only visits receptacles that hold no goal object, so it never finds one.
+ * A lost trajectory with two real mistakes: 16 of its 30 actions are invalid (the replay analysis'
+ * mistake) and it only visits receptacles that hold no goal object, so it never finds one.
  */
 function lostTwice() {
   const { task, scenario, goalObjects } = pickTwoTask();

@@ -159,8 +159,8 @@ export const HOUSEHOLD_SKILL_GRAMMAR: readonly RegExp[] = compileSkillGrammar([
 /**
  * The slots of {@link HOUSEHOLD_SKILL_GRAMMAR} that list a set (slot → separator in normalised
  * text): the goal objects and where they start (`apple 1 in fridge 1 and apple 2 in cabinet 3`),
- * the receptacles visited but never opened, those never visited, the usual places. The judge compares their items
- * in any order.
+ * the receptacles visited but never opened, those never visited, the usual places. The judge
+ * compares their items in any order.
  */
 export const HOUSEHOLD_SET_SLOTS: Readonly<Record<string, string>> = {
   where: " and ",
@@ -265,14 +265,14 @@ let skillPatterns: SkillPatterns | undefined;
 
 /**
  * The literal sentences of {@link HOUSEHOLD_SKILL_GRAMMAR} (the analyzer's text, case and
- * punctuation as written), for structured generation: a success skill is the capitalised
- * workflow rule and a period, a failure skill a failure prefix, the rule and a period. The
- * grammar's back-references (the goal object type and the target type recur) are not regular, so
- * each family's sentences are spelled out per goal object type and target type (see
- * `boundPattern`); every sentence is well-formed under the grammar
- * (tests/workers/envs/skill_judge_test.ts). `won` holds the success skills, `lost` the failure
- * skills; both hold the usual-places skill, which the reference writes won or lost. Built on first use (~90 ms) and the same object after (compiled automata are cached
- * per pattern object).
+ * punctuation as written), for structured generation: a success skill is the capitalised workflow
+ * rule and a period, a failure skill a failure prefix, the rule and a period. The grammar's
+ * back-references (the goal object type and the target type recur) are not regular, so each
+ * family's sentences are spelled out per goal object type and target type (see `boundPattern`);
+ * every sentence is well-formed under the grammar (tests/workers/envs/skill_judge_test.ts). `won`
+ * holds the success skills, `lost` the failure skills; both hold the usual-places skill, which the
+ * reference writes won or lost. Built on first use (~90 ms) and the same object after (compiled
+ * automata are cached per pattern object).
  */
 export function householdSkillPatterns(): SkillPatterns {
   if (skillPatterns === undefined) {

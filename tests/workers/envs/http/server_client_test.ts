@@ -319,7 +319,8 @@ Deno.test("household's skilled demonstration over HTTP has the local skill and a
     assert.ok(remote.skilledDemonstration, "the server advertises skilled_demonstration");
     const local = toAsyncEnvironment(household);
     // With the searching expert as the ordinary one, the skilled expert (which searches the goal
-    // object's usual places first) acts differently where they come late in the room's order, so a plain expert behind the id would fail.
+    // object's usual places first) acts differently where they come late in the room's order, so a
+    // plain expert behind the id would fail.
     const tasks = await remote.sampleTasks("train", 4, 11, { expert: "search" });
     let differs = 0;
     for (const task of tasks) {
