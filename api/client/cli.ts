@@ -32,6 +32,7 @@
  * breaks its rule such as `--limit 0` or `--metadata K`, a malformed ID) prints one message naming
  * what was typed and exits 2, before any request; a failure after that exits 1.
  */
+import { lstat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -46,7 +47,12 @@ import {
   metricsTable,
 } from "./cli_format.ts";
 import { eventLine } from "./events.ts";
-import { DestinationExistsError, DestinationKindError, extractVerified } from "./extract.ts";
+import {
+  DestinationExistsError,
+  DestinationKindError,
+  extractVerified,
+  kindOf,
+} from "./extract.ts";
 import { modelsCommand } from "./cli_models.ts";
 import { secretsCommand } from "./cli_secrets.ts";
 import type { CliIo } from "./cli_io.ts";
@@ -197,7 +203,8 @@ function stepOption(raw: string | undefined, what: string): number | undefined {
  *   DIR as PATH already exists: give --overwrite to replace it" (nothing written) when files of the
  *   archive are there (links too, even broken ones) and `overwrite` is not set; "… into DIR as
  *   PATH must be a folder: it is a file" when DIR, DIR/step-N or a folder of the archive is a file
- *   (or "must be a file: it is a folder" for a folder where a file goes); the client's ApiError (a
+ *   (or "must be a file: it is a folder" for a folder where a file goes, "… a FIFO", "… a socket",
+ *   "… a device" for those, which `overwrite` does not remove); the client's ApiError (a
  *   404 for a step without a checkpoint names the steps that have one); ArchiveError for a bad
  *   archive.
  */
@@ -256,7 +263,7 @@ async function download(
  * @throws Error "Cannot download the skill library of step N of job ID as FILE already exists:
  *   give --overwrite to replace it" (FILE left as it was) when FILE is there (a link too, even a
  *   broken one) and `overwrite` is not set; "… as FILE must be a file: it is a folder" for a folder
- *   there; "… as FILE must be in a folder that exists: DIR is not one" when FILE's folder is
+ *   there (or "… a FIFO", "… a socket", "… a device"); "… as FILE must be in a folder that exists: DIR is not one" when FILE's folder is
  *   missing (or is a file); the client's ApiError when there is no library (its 404 names the
  *   steps that have one).
  */
@@ -277,13 +284,15 @@ async function skills(
       await writeNewFile(opts.out, text, opts.overwrite === true);
     } catch (error) {
       const cannot = `Cannot download the skill library of step ${res.step} of job ${id} as`;
-      // A folder at FILE answers AlreadyExists, with --overwrite too: --overwrite would not help.
-      // lstat: a link to a folder is replaced with --overwrite, so it counts as a file here.
-      const folder = (error instanceof Deno.errors.AlreadyExists ||
-        error instanceof Deno.errors.IsADirectory) &&
-        await Deno.lstat(opts.out).then((s) => s.isDirectory, () => false);
-      if (folder) {
-        throw new Error(`${cannot} ${opts.out} must be a file: it is a folder`, { cause: error });
+      // A folder, FIFO, socket or device at FILE answers AlreadyExists, with --overwrite too:
+      // --overwrite would not help. lstat: a link to one is replaced with --overwrite, so it
+      // counts as a file here.
+      const kind = (error instanceof Deno.errors.AlreadyExists ||
+          error instanceof Deno.errors.IsADirectory)
+        ? await lstat(opts.out).then(kindOf, () => null)
+        : null;
+      if (kind !== null) {
+        throw new Error(`${cannot} ${opts.out} must be a file: it is ${kind}`, { cause: error });
       }
       if (error instanceof Deno.errors.AlreadyExists) {
         // With --overwrite, something was made at FILE again between its removal and the write.
@@ -312,16 +321,18 @@ async function skills(
  * (O_EXCL), which refuses anything at `path`, a link included (even a broken one), so a file made
  * between a check and the write is not lost either. With `overwrite`, the file or link there is
  * removed first and the write tried once more: a link is replaced by a file and what it points at
- * is left as it was (as `cp --remove-destination`); a folder is not removed.
- * @throws Deno.errors.AlreadyExists for something at `path` without `overwrite`, for a folder
- *   there, or for something made there again after the removal; the file system's error.
+ * is left as it was (as `cp --remove-destination`); a folder, FIFO, socket or device (such as
+ * `/dev/null`) is not removed (extract.ts `kindOf`).
+ * @throws Deno.errors.AlreadyExists for something at `path` without `overwrite`, for a folder,
+ *   FIFO, socket or device there, or for something made there again after the removal; the file
+ *   system's error.
  */
 async function writeNewFile(path: string, text: string, overwrite: boolean): Promise<void> {
   try {
     return await Deno.writeTextFile(path, text, { createNew: true });
   } catch (error) {
     if (!overwrite || !(error instanceof Deno.errors.AlreadyExists)) throw error;
-    if (await Deno.lstat(path).then((s) => s.isDirectory, () => false)) throw error;
+    if (await lstat(path).then(kindOf, () => null) !== null) throw error;
   }
   await Deno.remove(path).catch((error) => {
     if (!(error instanceof Deno.errors.NotFound)) throw error;

@@ -5,6 +5,7 @@
  * written over unless the caller says so. Used by the CLI's `download` and the demo.
  */
 import { createHash } from "node:crypto";
+import type { Stats } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, rm, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { extract } from "tar-stream";
@@ -49,17 +50,21 @@ export class DestinationExistsError extends Error {
 
 /**
  * Thrown by {@link extractVerified} when something at the destination is of the wrong kind: a file
- * where the archive needs a folder (outDir itself, or a folder of a file's path), or a folder where
- * it writes a file (with `overwrite`). Nothing was written to that path.
+ * where the archive needs a folder (outDir itself, or a folder of a file's path), or a folder, FIFO,
+ * socket or device where it writes a file (with `overwrite`). Nothing was written to that path.
  */
 export class DestinationKindError extends Error {
   /** The path on disk that is in the way. */
   readonly path: string;
   /** What is wrong with it: `PATH must be a folder: it is a file`. */
   readonly reason: string;
-  constructor(outDir: string, path: string, needs: "folder" | "file") {
+  /**
+   * @param is what is at `path` ({@link kindOf}'s words; default: a file where a folder is needed,
+   *   a folder where a file is).
+   */
+  constructor(outDir: string, path: string, needs: "folder" | "file", is?: string) {
     const reason = `${path} must be a ${needs}: it is ${
-      needs === "folder" ? "a file" : "a folder"
+      is ?? (needs === "folder" ? "a file" : "a folder")
     }`;
     super(`Cannot extract the archive into ${outDir} as ${reason}`);
     this.name = "DestinationKindError";
@@ -177,14 +182,29 @@ async function throwIfFileInPath(outDir: string, path: string): Promise<void> {
 }
 
 /**
+ * What the file system entry `info` (an `lstat`) is, in words, when it is neither a file nor a
+ * link, the only kinds `overwrite` removes: "a folder", "a FIFO", "a socket", "a device"; null for
+ * a file or a link.
+ */
+export function kindOf(info: Stats): string | null {
+  if (info.isFile() || info.isSymbolicLink()) return null;
+  if (info.isDirectory()) return "a folder";
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isSocket()) return "a socket";
+  return "a device";
+}
+
+/**
  * Creates the file `path` of the archive for writing, never through a link there: the open is
  * exclusive ("wx", O_EXCL), which refuses anything at `path`, a link included (even a broken one),
  * so a file that appeared since the check of `SHA256SUMS` is not replaced either. With `overwrite`,
  * the file or link there is removed and the open tried once more: a link is replaced by a file and
- * what it points at is left as it was (as `cp --remove-destination`).
+ * what it points at is left as it was (as `cp --remove-destination`). Anything else there (a
+ * folder, a FIFO, a socket, a device such as `/dev/null`) is not removed: a FIFO or device is
+ * rarely a stale download, and removing one as root would break every user of it.
  * @throws DestinationExistsError when something is there and `overwrite` is not set;
- *   DestinationKindError for a folder there; the file system's error (EEXIST when something is
- *   made at `path` again between the removal and the open).
+ *   DestinationKindError for a folder, FIFO, socket or device there; the file system's error
+ *   (EEXIST when something is made at `path` again between the removal and the open).
  */
 async function openNew(outDir: string, path: string, overwrite: boolean): Promise<FileHandle> {
   try {
@@ -195,8 +215,8 @@ async function openNew(outDir: string, path: string, overwrite: boolean): Promis
     if (code !== "EEXIST") throw error;
     if (!overwrite) throw new DestinationExistsError(outDir, [path]);
   }
-  const folder = await lstat(path).then((s) => s.isDirectory(), () => false);
-  if (folder) throw new DestinationKindError(outDir, path, "file");
+  const kind = await lstat(path).then(kindOf, () => null);
+  if (kind !== null) throw new DestinationKindError(outDir, path, "file", kind);
   await unlink(path).catch((error) => {
     if ((error as { code?: string }).code !== "ENOENT") throw error;
   });

@@ -399,7 +399,7 @@ Deno.test("the CLI's skills refuses a link at FILE, even a broken one, and --ove
   }
 });
 
-Deno.test("the CLI's skills --out names a folder at FILE, or a FILE whose folder is missing, as such", async () => {
+Deno.test("the CLI's skills --out names a folder or FIFO at FILE, or a FILE whose folder is missing, as such", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const { id, job } = await submitAndClaim(dir);
@@ -414,6 +414,16 @@ Deno.test("the CLI's skills --out names a folder at FILE, or a FILE whose folder
       const folder = await run(["skills", id, "--out", dir, ...extra]).catch((e) => e);
       assert.ok(folder instanceof Error, "skills into a folder must fail");
       assert.equal(folder.message, `${cannot} ${dir} must be a file: it is a folder`);
+    }
+    // A FIFO (as a device such as /dev/null) is not removed by --overwrite, and is named as such.
+    const fifo = `${dir}/skills.fifo`;
+    const made = await new Deno.Command("mkfifo", { args: [fifo] }).output();
+    assert.ok(made.success, "mkfifo must make the FIFO");
+    for (const extra of [[], ["--overwrite"]]) {
+      const error = await run(["skills", id, "--out", fifo, ...extra]).catch((e) => e);
+      assert.ok(error instanceof Error, "skills into a FIFO must fail");
+      assert.equal(error.message, `${cannot} ${fifo} must be a file: it is a FIFO`);
+      assert.ok((await Deno.lstat(fifo)).isFifo, "the FIFO must be left there");
     }
     const missing = await run(["skills", id, "--out", `${dir}/results/skills.json`])
       .catch((e) => e);

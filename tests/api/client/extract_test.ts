@@ -143,6 +143,31 @@ Deno.test("with overwrite, a link at a file's path is replaced by the file and w
   }
 });
 
+Deno.test("with overwrite, a FIFO or socket at a file's path is named and left there, not removed", async () => {
+  const dir = await Deno.makeTempDir();
+  const socket = Deno.listen({ transport: "unix", path: `${dir}/b.txt` });
+  try {
+    // A FIFO or device (`/dev/null`) is no stale download: removing one, as root a device, would
+    // break whatever uses it.
+    const made = await new Deno.Command("mkfifo", { args: [`${dir}/a.txt`] }).output();
+    assert.ok(made.success, "mkfifo must make the FIFO");
+    for (const [name, kind] of [["a.txt", "a FIFO"], ["b.txt", "a socket"]]) {
+      const body = await archive([["SHA256SUMS", `${HELLO_SHA256}  ${name}\n`], [name, "hello"]]);
+      const error = await extractVerified(body, dir, { overwrite: true }).catch((e) => e);
+      assert.ok(error instanceof DestinationKindError, String(error));
+      assert.equal(
+        error.message,
+        `Cannot extract the archive into ${dir} as ${dir}/${name} must be a file: it is ${kind}`,
+      );
+    }
+    assert.ok((await Deno.lstat(`${dir}/a.txt`)).isFifo, "the FIFO must be left there");
+    assert.ok((await Deno.lstat(`${dir}/b.txt`)).isSocket, "the socket must be left there");
+  } finally {
+    socket.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a file that appears after the check is not written over either", async () => {
   const dir = await Deno.makeTempDir();
   try {
