@@ -25,6 +25,10 @@
  * - `<out>/learn_signal.csv`: per (env, arm, seed, update) SEED's signal metrics — Δ on won and
  *   lost trajectories' tokens, corr(Δ, A), the share of all-zero-advantage groups, the analyzer
  *   parse rate, skill well-formedness and truthfulness (bench/_learn_signal.ts);
+ * - `<out>/skills.jsonl`: the skill library each SEED-method run committed, one line per
+ *   (env, arm, seed, update) that committed one — the last update unless `--extra` sets
+ *   `checkpoint_every` — in the stored form `GET /v1/jobs/{id}/skills` serves
+ *   (bench/_learn_skills.ts);
  * - `<out>/metrics.jsonl`: every RL job's metrics, one line per (env, arm, seed, step), so two
  *   runs (e.g. before and after a change) can be diffed metric by metric;
  * - `<out>/learn_warmup.csv` and `<out>/warmup.jsonl`: per (env, seed) the warm-up's step-0
@@ -57,6 +61,7 @@ import { learnMermaid, learnPlot } from "./_learn_plot.ts";
 import { warmupCsv, type WarmupRow, warmupRow, warmupTable } from "./_learn_warmup.ts";
 import { signalCsv, type SignalRow, signalRows, signalSummary } from "./_learn_signal.ts";
 import { ARMS, parseArms } from "./_learn_arms.ts";
+import { skillLines as runSkillLines } from "./_learn_skills.ts";
 import { benchArgs } from "./_args.ts";
 import { warmupCacheKey, warmupCodeDigest } from "./_warmup_cache.ts";
 
@@ -108,7 +113,9 @@ Flags:
                        reductions, standing in for another CPU; part of the warm-up cache key)
   --report D1,D2       runs nothing: summarises earlier runs' output folders as one run (their
                        metrics.jsonl and warmup.jsonl), so seeds and arms can run as separate
-                       processes; folders holding one seed's warm-up must agree on it
+                       processes; folders holding one seed's warm-up must agree on it. Their
+                       skills.jsonl files are concatenated as they are (a folder without one
+                       adds nothing)
   --out DIR            output folder (default .bench-out)`;
 
 const args = benchArgs({
@@ -372,6 +379,8 @@ const signal: SignalRow[] = [];
 const warmups: WarmupRow[] = [];
 const metricLines: string[] = [];
 const warmupLines: string[] = [];
+/** `skills.jsonl`'s lines: live runs' libraries (bench/_learn_skills.ts), or `--report`'s files. */
+const skillLines: string[] = [];
 const shelf: CheckpointShelf = new Map();
 const t0 = performance.now();
 const pct = (x: number | undefined) => x === undefined ? "—" : `${(100 * x).toFixed(1)}%`;
@@ -386,9 +395,17 @@ const settings = args.report !== undefined
     `${JSON.stringify(baseExtra)}; code ${code?.slice(0, 12) ?? "unknown (git cannot list it)"}`;
 console.error(`bench:learn: ${settings}`);
 
-/** Adds one RL run (live or from `metrics.jsonl`) to the report's rows. */
-function addRun(run: RunInfo, metrics: ReadonlyMap<number, Record<string, number>>): RunTiming {
+/**
+ * Adds one RL run (live or from `metrics.jsonl`) to the report's rows; a live run also gives its
+ * committed skill libraries by step (`skills`), for `skills.jsonl`.
+ */
+function addRun(
+  run: RunInfo,
+  metrics: ReadonlyMap<number, Record<string, number>>,
+  skills: ReadonlyMap<number, unknown> = new Map(),
+): RunTiming {
   const { rows: mine, timing } = runReport(run, metrics);
+  skillLines.push(...runSkillLines(run, skills));
   rows.push(...mine);
   timings.push(timing);
   signal.push(...signalRows(run, metrics));
@@ -440,7 +457,7 @@ console.log(
   `${settings}; wall ${((performance.now() - t0) / 1000).toFixed(0)} s, loadavg ${
     Deno.loadavg().map((x) => x.toFixed(1)).join(" ")
   }; outputs in ${args.out}/learn.csv, learn_diff.csv, learn_signal.csv, learn_warmup.csv, ` +
-    `learn.svg, metrics.jsonl, warmup.jsonl`,
+    `learn.svg, metrics.jsonl, warmup.jsonl, skills.jsonl`,
 );
 
 /** Runs every seed's warm-up and arms (see module doc). */
@@ -480,14 +497,18 @@ async function runAll(): Promise<void> {
         await handler(run.ctx);
         runIds.push(run.ctx.jobId);
         const { tasks_per_step: b, group_size: g } = run.ctx.spec.rollout;
-        const timing = addRun({
-          env: envId,
-          arm,
-          method,
-          seed,
-          samplesPerStep: b * g,
-          episodes: run.ctx.spec.eval.episodes,
-        }, run.metrics);
+        const timing = addRun(
+          {
+            env: envId,
+            arm,
+            method,
+            seed,
+            samplesPerStep: b * g,
+            episodes: run.ctx.spec.eval.episodes,
+          },
+          run.metrics,
+          run.skills,
+        );
         const mine = rows.filter((r) => r.env === envId && r.seed === seed && r.arm === arm);
         const last = (split: string) => mine.filter((r) => r.split === split).at(-1);
         // The baseline runs first: every other arm's line adds this seed's difference at the last
@@ -535,7 +556,8 @@ function warmupFingerprint(metrics: Record<string, number>): string {
 
 /**
  * `--report`: the rows of earlier runs' output folders (their `metrics.jsonl` and
- * `warmup.jsonl`), so that seeds run as separate processes are summarised as one run. A run
+ * `warmup.jsonl`; their `skills.jsonl` lines are concatenated unchanged, in folder order), so that
+ * seeds run as separate processes are summarised as one run. A run
  * (env, arm, seed) found in two folders is an error: the report would pair it twice. A warm-up
  * (env, seed) found in several folders (one per arm) is one row when they agree on everything but
  * timings ({@link warmupFingerprint}), else an error: arms from different warm-ups are no pair.
@@ -576,6 +598,8 @@ async function loadReport(dirs: string[]): Promise<void> {
       run.metrics.set(x.step, x.metrics);
       runs.set(k, run);
     }
+    const skills = await Deno.readTextFile(`${dir}/skills.jsonl`).catch(() => "");
+    skillLines.push(...skills.split("\n").filter((l) => l.trim() !== ""));
     const warm = await Deno.readTextFile(`${dir}/warmup.jsonl`).catch(() => "");
     for (const line of warm.split("\n").filter((l) => l.trim() !== "")) {
       const x = JSON.parse(line);
@@ -658,7 +682,7 @@ async function warmupToCache(
   await Deno.writeTextFile(`${dir}.metrics.json`, JSON.stringify(metrics));
 }
 
-/** Rewrites the CSVs and the plot from everything measured so far; returns the summary. */
+/** Rewrites the CSVs, the JSONL files and the plot from everything measured so far; returns the summary. */
 async function writeOutputs() {
   const s = summarize(rows, timings, baseline);
   await Deno.writeTextFile(`${args.out}/learn.csv`, seedCsv(rows, s.means));
@@ -671,5 +695,6 @@ async function writeOutputs() {
   await Deno.writeTextFile(`${args.out}/metrics.jsonl`, metricLines.map((l) => `${l}\n`).join(""));
   await Deno.writeTextFile(`${args.out}/learn_warmup.csv`, warmupCsv(warmups));
   await Deno.writeTextFile(`${args.out}/warmup.jsonl`, warmupLines.map((l) => `${l}\n`).join(""));
+  await Deno.writeTextFile(`${args.out}/skills.jsonl`, skillLines.map((l) => `${l}\n`).join(""));
   return s;
 }

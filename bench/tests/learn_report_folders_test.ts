@@ -1,6 +1,7 @@
 /**
  * `bench:learn --report` over one folder per arm (each arm run as its own process from the same
- * warm-up): the warm-up is one row, and folders whose warm-ups differ are refused.
+ * warm-up): the warm-up is one row, the folders' `skills.jsonl` are concatenated, and folders whose
+ * warm-ups differ are refused.
  */
 import assert from "node:assert/strict";
 
@@ -72,8 +73,12 @@ Deno.test("--report pairs arms from one warm-up held in two folders and lists th
     // differ.
     const grpo = await armFolder(root, "grpo", 392, 161);
     const seed = await armFolder(root, "seed", 392, 0.4);
+    // Only the SEED arm's folder has skills; the report's skills.jsonl is its lines unchanged.
+    const skills = JSON.stringify({ env: "sokoban-demo", arm: "seed", seed: 11, step: 1 }) + "\n";
+    await Deno.writeTextFile(`${seed}/skills.jsonl`, skills);
     const r = await report([grpo, seed], `${root}/out`);
     assert.equal(r.code, 0, r.stderr);
+    assert.equal(await Deno.readTextFile(`${root}/out/skills.jsonl`), skills);
     const warmupRows = r.stdout.split("\n").filter((l) =>
       l.startsWith("| sokoban-demo | 11 | 392")
     );
