@@ -58,6 +58,18 @@ async function submitAndClaim(dir: string) {
   return { id, job: await claimAs(fx.db, id) };
 }
 
+/** A job submitted and claimed with a skill library saved at `step` (`texts` its skills). */
+async function jobWithLibrary(dir: string, step: number, texts: string[]) {
+  const { id, job } = await submitAndClaim(dir);
+  const json = { version: 1, job_id: id, step, skills: texts.map((text) => ({ text })) };
+  await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
+    step,
+    json,
+    skillCount: texts.length,
+  });
+  return { id, json };
+}
+
 Deno.test("the CLI submits a spec file, shows its status, lists and cancels it over HTTP", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -331,13 +343,7 @@ Deno.test("the CLI downloads a job's skill library, the latest or a given step, 
 Deno.test("the CLI's skills refuses to write over a file already there unless given --overwrite", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const { id, job } = await submitAndClaim(dir);
-    const json = { version: 1, job_id: id, step: 2, skills: [{ text: "plan first" }] };
-    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
-      step: 2,
-      json,
-      skillCount: 1,
-    });
+    const { id, json } = await jobWithLibrary(dir, 2, ["plan first"]);
     // A file of the user's where the library would go: kept, and named in the error.
     const file = `${dir}/skills.json`;
     await Deno.writeTextFile(file, "mine");
@@ -362,13 +368,7 @@ Deno.test("the CLI's skills refuses to write over a file already there unless gi
 Deno.test("the CLI's skills refuses a link at FILE, even a broken one, and --overwrite replaces it, leaving what it points at as it was", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const { id, job } = await submitAndClaim(dir);
-    const json = { version: 1, job_id: id, step: 2, skills: [{ text: "plan first" }] };
-    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
-      step: 2,
-      json,
-      skillCount: 1,
-    });
+    const { id, json } = await jobWithLibrary(dir, 2, ["plan first"]);
     const file = `${dir}/skills.json`;
     // A broken link counts as a file there: refused, named, and nothing made where it points.
     await Deno.symlink(`${dir}/nowhere.json`, file);
@@ -402,12 +402,7 @@ Deno.test("the CLI's skills refuses a link at FILE, even a broken one, and --ove
 Deno.test("the CLI's skills --out names a folder or FIFO at FILE, or a FILE whose folder is missing, as such", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const { id, job } = await submitAndClaim(dir);
-    await saveSkillLibrary(fx.db, fx.store, { fence: fenceOf(job), tenantId: fx.tenantA.id }, {
-      step: 4,
-      json: { version: 1, job_id: id, step: 4, skills: [] },
-      skillCount: 0,
-    });
+    const { id } = await jobWithLibrary(dir, 4, []);
     const cannot = `Cannot download the skill library of step 4 of job ${id} as`;
     // A folder: --overwrite would not replace it, so the error must not suggest it.
     for (const extra of [[], ["--overwrite"]]) {
