@@ -5,7 +5,7 @@
  * missing and we are root.
  */
 import { existsSync } from "node:fs";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 /** Where Debian's package puts the browser (override with `CHROMIUM_PATH`). */
 export function chromiumPath(): string {
@@ -59,4 +59,23 @@ export async function launchChromium(): Promise<Browser> {
     headless: true,
     args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
   });
+}
+
+/**
+ * A new 1280×900 page of `browser` signed in to the dashboard at `origin` with API key `key`, and
+ * the page errors it collects from the start (`problems`, as `pageerror: …` lines).
+ */
+export async function signedInPage(
+  browser: Browser,
+  origin: string,
+  key: string,
+): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+  await page.goto(`${origin}/`);
+  await page.waitForSelector("#api-key");
+  await page.fill("#api-key", key);
+  await page.click("#sign-in");
+  return { page, problems };
 }

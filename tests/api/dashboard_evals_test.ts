@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { fenceOf, recordMetrics, setProgress } from "../../jobs/mod.ts";
-import { launchChromium } from "../_harness/chromium.ts";
+import { launchChromium, signedInPage } from "../_harness/chromium.ts";
 import { runningJob, startApiFixture } from "./_fixture.ts";
 
 Deno.test({
@@ -43,13 +43,7 @@ Deno.test({
         });
       }
       await setProgress(fx.db, fence, { stage: "rollout", step: 3, totalSteps: 8 });
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const problems: string[] = [];
-      page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-      await page.goto(`${origin}/`);
-      await page.waitForSelector("#api-key");
-      await page.fill("#api-key", fx.keyA);
-      await page.click("#sign-in");
+      const { page, problems } = await signedInPage(browser, origin, fx.keyA);
       await page.waitForSelector(`tr[data-job="${job.id}"]`);
       await page.goto(`${origin}/#/jobs/${job.id}`);
       await page.waitForSelector("#eval-table tr[data-split]");

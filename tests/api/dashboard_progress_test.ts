@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { failJob, fenceOf, reapExpiredLeases, setProgress } from "../../jobs/mod.ts";
-import { launchChromium } from "../_harness/chromium.ts";
+import { launchChromium, signedInPage } from "../_harness/chromium.ts";
 import { runningJob, startApiFixture } from "./_fixture.ts";
 
 type Page = Awaited<ReturnType<Awaited<ReturnType<typeof launchChromium>>["newPage"]>>;
@@ -33,16 +33,7 @@ async function withDashboard(
     await body({
       fx,
       origin,
-      signIn: async () => {
-        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-        const problems: string[] = [];
-        page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
-        await page.goto(`${origin}/`);
-        await page.waitForSelector("#api-key");
-        await page.fill("#api-key", fx.keyA);
-        await page.click("#sign-in");
-        return { page, problems };
-      },
+      signIn: () => signedInPage(browser, origin, fx.keyA),
     });
   } finally {
     await browser.close();
