@@ -32,7 +32,7 @@
  * breaks its rule such as `--limit 0` or `--metadata K`, a malformed ID) prints one message naming
  * what was typed and exits 2, before any request; a failure after that exits 1.
  */
-import { lstat } from "node:fs/promises";
+import { lstat, unlink } from "node:fs/promises";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError, SeedClient } from "./client.ts";
@@ -334,8 +334,9 @@ async function writeNewFile(path: string, text: string, overwrite: boolean): Pro
     if (!overwrite || !(error instanceof Deno.errors.AlreadyExists)) throw error;
     if (await lstat(path).then(kindOf, () => null) !== null) throw error;
   }
-  await Deno.remove(path).catch((error) => {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  // unlink, not Deno.remove: a folder made at `path` since the check stays (unlink refuses one).
+  await unlink(path).catch((error) => {
+    if ((error as { code?: string }).code !== "ENOENT") throw error;
   });
   await Deno.writeTextFile(path, text, { createNew: true });
 }
